@@ -1,0 +1,83 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# ptbpf: BPF objects (CO-RE, against vmlinux/) -> skeletons -> a loader
+# linked statically against libbpf/libelf/zlib/zstd/capstone, so the same
+# binary runs on the GPU machine.
+OUTPUT ?= build
+CLANG ?= clang
+CC ?= gcc
+BPFTOOL ?= bpftool
+ARCH := x86
+VERSION := 0.1.0
+
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := $(CFLAGS) -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Iinclude -Iuser -I$(OUTPUT) \
+	  -DPTBPF_VERSION='"$(VERSION)"'
+BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -Ivmlinux/$(ARCH) -Wall
+LDLIBS := -lbpf -lelf -lz -lzstd -lcapstone -lstdc++ -lm
+LDFLAGS ?= -static
+
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
+USER_SRCS := $(wildcard user/*.c)
+USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/%,$(wildcard tests/unit/test_*.c))
+TESTPROGS := $(OUTPUT)/simfail
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+.PHONY: all clean test unit bench demo gpu-check
+.DELETE_ON_ERROR:
+.SECONDARY:
+
+all: $(OUTPUT)/ptbpf $(UNIT_TESTS) $(TESTPROGS)
+
+$(OUTPUT):
+	$(Q)mkdir -p $@
+
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c include/ptbpf_events.h | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+$(OUTPUT)/%.o: user/%.c $(wildcard user/*.h) include/ptbpf_events.h $(SKELS) | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/ptbpf: $(USER_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# C unit tests link the loader's modules except main.o.
+$(OUTPUT)/test_%: tests/unit/test_%.c $(filter-out $(OUTPUT)/main.o,$(USER_OBJS))
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
+
+# Test targets (real programs ptbpf attaches to).
+$(OUTPUT)/simfail: tests/progs/simfail.cpp | $(OUTPUT)
+	$(call msg,CXX,$@)
+	$(Q)g++ -O1 -g -std=c++17 -I/usr/include/torch/csrc/api/include $< -o $@ \
+		-ltorch -ltorch_cpu -lc10 -pthread
+
+test: all
+	/usr/bin/python3 -m pytest -v tests/
+
+bench: all
+	/usr/bin/python3 tests/bench/bench.py --out BENCHMARKS.md
+
+demo: all
+	tests/demo.sh
+
+gpu-check: all
+	tests/gpu/gpu_check.sh
+
+clean:
+	rm -rf $(OUTPUT)

@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * ptbpf's BPF side: uprobes on libtorch and libstdc++, sched tracepoints.
+ * Each program turns one hit into one fixed-size record in the ring buffer.
+ * Nothing is matched here; the loader pairs begins with ends (user/join.c).
+ * Every record a program tries to emit is counted in `stats`, and every one
+ * that does not fit is counted by cause, so loss is never silent.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "ptbpf_events.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Wake the loader only once this much data is waiting; it also polls on a
+ * timer, so small bursts are never stuck. */
+const volatile __u64 wakeup_bytes = 256 * 1024;
+/* RecordScope::USER_SCOPE (record_function regions), 7 in 1.13 and 2.x. */
+const volatile __u32 user_scope = 7;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 * 1024 * 1024);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+/* Processes being traced (tgid -> 1): filters the sched tracepoints. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} traced SEC(".maps");
+
+/* A record_function name seen at enter_new, waiting for the RecordFunction
+ * constructor on the same thread to tell which object it is. */
+struct pending_user {
+	__u64 ts;
+	char name[PTBPF_NAME_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); /* tid */
+	__type(value, struct pending_user);
+} pending_user SEC(".maps");
+
+/* Open record_function regions: RecordFunction* -> tid. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u32);
+} open_user SEC(".maps");
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v)
+		(*v)++;
+}
+
+static __always_inline void submit(void *rec)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(rec, flags);
+}
+
+static __always_inline void fill(struct ptbpf_event *e, __u16 kind, __u8 source,
+				 __u32 id, __u64 key)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+	e->ts = bpf_ktime_get_ns();
+	e->pid = pid_tgid >> 32;
+	e->tid = (__u32)pid_tgid;
+	e->kind = kind;
+	e->source = source;
+	e->pad = 0;
+	e->id = id;
+	e->key = key;
+	e->arg[0] = e->arg[1] = e->arg[2] = 0;
+}
+
+static __always_inline struct ptbpf_event *reserve(void)
+{
+	struct ptbpf_event *e;
+
+	stat_inc(STAT_SENT);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e)
+		stat_inc(STAT_DROP_RINGBUF_FULL);
+	return e;
+}
+
+static __always_inline int emit(__u16 kind, __u8 source, __u32 id, __u64 key)
+{
+	struct ptbpf_event *e = reserve();
+
+	if (!e)
+		return 0;
+	fill(e, kind, source, id, key);
+	submit(e);
+	return 0;
+}
+
+/* Entry of at::_ops::<op>::call; the cookie is the op's index. */
+SEC("uprobe.multi")
+int op_entry(struct pt_regs *ctx)
+{
+	return emit(EV_OP_BEGIN, SRC_ENTRY_PROBE, bpf_get_attach_cookie(ctx),
+		    PT_REGS_SP(ctx));
+}
+
+/* A ret (or tail jmp) of an op function: RSP is back at its entry value. */
+SEC("uprobe.multi")
+int op_exit(struct pt_regs *ctx)
+{
+	return emit(EV_OP_END, SRC_RET_PROBE, bpf_get_attach_cookie(ctx),
+		    PT_REGS_SP(ctx));
+}
+
+/* __cxa_begin_catch: a catch block is being entered in the frame that
+ * called it. Every traced frame whose entry SP is at or below this SP was
+ * unwound by the exception and will never reach its ret. */
+SEC("uprobe")
+int unwind_catch(struct pt_regs *ctx)
+{
+	return emit(EV_UNWIND, SRC_CATCH_PROBE, 0, PT_REGS_SP(ctx));
+}
+
+/* Engine::evaluate_function(shared_ptr<GraphTask>&, Node*, ...): Node* in
+ * RDX; sequence_nr_ at +24, thread_id_ (forward thread, logical) at +48. */
+SEC("uprobe")
+int bwd_entry(struct pt_regs *ctx)
+{
+	struct ptbpf_event *e = reserve();
+	__u64 node = PT_REGS_PARM3(ctx);
+
+	if (!e)
+		return 0;
+	fill(e, EV_BWD_BEGIN, SRC_ENTRY_PROBE, 0, PT_REGS_SP(ctx));
+	bpf_probe_read_user(&e->arg[0], sizeof(__u64), (void *)node);
+	bpf_probe_read_user(&e->arg[1], sizeof(__u64), (void *)(node + 24));
+	bpf_probe_read_user(&e->arg[2], sizeof(__u64), (void *)(node + 48));
+	submit(e);
+	return 0;
+}
+
+SEC("uprobe.multi")
+int bwd_exit(struct pt_regs *ctx)
+{
+	return emit(EV_BWD_END, SRC_RET_PROBE, 0, PT_REGS_SP(ctx));
+}
+
+/* The ret of at::sequence_number::get_and_increment(): RAX is the sequence
+ * number a new autograd Node takes, on the thread running the forward op. */
+SEC("uprobe")
+int seq_ret(struct pt_regs *ctx)
+{
+	struct ptbpf_event *e = reserve();
+
+	if (!e)
+		return 0;
+	fill(e, EV_SEQ, SRC_RET_PROBE, 0, 0);
+	e->arg[0] = PT_REGS_RC(ctx);
+	submit(e);
+	return 0;
+}
+
+/* record_function_enter_new(const std::string &name, ...) returns by sret,
+ * so the name is the second argument (RSI): {char *p; size_t len; ...}. */
+SEC("uprobe")
+int user_enter(struct pt_regs *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 str = PT_REGS_PARM2(ctx), p = 0;
+	struct pending_user *pu;
+	static const struct pending_user zero;
+
+	if (bpf_map_update_elem(&pending_user, &tid, &zero, BPF_ANY))
+		return 0;
+	pu = bpf_map_lookup_elem(&pending_user, &tid);
+	if (!pu)
+		return 0;
+	pu->ts = bpf_ktime_get_ns();
+	if (bpf_probe_read_user(&p, sizeof(p), (void *)str) ||
+	    bpf_probe_read_user_str(pu->name, sizeof(pu->name), (void *)p) < 0) {
+		stat_inc(STAT_NAME_FAULT);
+		pu->name[0] = '?';
+		pu->name[1] = 0;
+	}
+	return 0;
+}
+
+/* RecordFunction::RecordFunction(RecordScope): `this` in RDI, scope in ESI.
+ * The USER_SCOPE object built inside enter_new is the region's identity. */
+SEC("uprobe")
+int user_ctor(struct pt_regs *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 self = PT_REGS_PARM1(ctx);
+	struct ptbpf_named_event *e;
+	struct pending_user *pu;
+
+	if ((__u32)PT_REGS_PARM2(ctx) != user_scope)
+		return 0;
+	pu = bpf_map_lookup_elem(&pending_user, &tid);
+	if (!pu)
+		return 0;
+	if (bpf_map_update_elem(&open_user, &self, &tid, BPF_ANY))
+		stat_inc(STAT_USER_PENDING_FULL);
+	stat_inc(STAT_SENT);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		stat_inc(STAT_DROP_NAME_FULL);
+		bpf_map_delete_elem(&pending_user, &tid);
+		return 0;
+	}
+	fill(&e->ev, EV_NAMED_USER_BEGIN, SRC_CTOR_PROBE, 0, self);
+	e->ev.ts = pu->ts;
+	__builtin_memcpy(e->name, pu->name, sizeof(e->name));
+	bpf_map_delete_elem(&pending_user, &tid);
+	submit(e);
+	return 0;
+}
+
+/* RecordFunction::end(), probed on its first emulated instruction; `this`
+ * is still in RDI. end() runs twice per region (exit and destructor): the
+ * first one closes it. */
+SEC("uprobe")
+int user_end(struct pt_regs *ctx)
+{
+	__u64 self = PT_REGS_PARM1(ctx);
+
+	if (!bpf_map_lookup_elem(&open_user, &self))
+		return 0;
+	bpf_map_delete_elem(&open_user, &self);
+	return emit(EV_USER_END, SRC_END_PROBE, 0, self);
+}
+
+/* A BTF tracepoint: needs no tracefs mount. `live` has already been
+ * decremented when it fires, so 0 means the whole process is gone. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(thread_exit, struct task_struct *task)
+{
+	__u32 tgid = task->tgid;
+	struct ptbpf_event *e;
+
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	e = reserve();
+	if (!e)
+		return 0;
+	if (task->signal->live.counter == 0) {
+		fill(e, EV_PROC_EXIT, SRC_TRACEPOINT, 0, 0);
+		e->arg[0] = task->exit_code;
+	} else {
+		fill(e, EV_THREAD_EXIT, SRC_TRACEPOINT, 0, 0);
+	}
+	submit(e);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid;
+	struct ptbpf_event *e;
+
+	if (child->pid != child->tgid || !bpf_map_lookup_elem(&traced, &ptgid))
+		return 0;
+	e = reserve();
+	if (!e)
+		return 0;
+	fill(e, EV_FORK, SRC_TRACEPOINT, 0, 0);
+	e->arg[0] = child->tgid;
+	submit(e);
+	return 0;
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The event ABI shared by the BPF programs (bpf/) and the loader (user/).
+ * Every record in the ring buffer starts with struct ptbpf_event; records
+ * of kind EV_NAMED_* are a struct ptbpf_named_event. Fixed-width types only.
+ *
+ * Frames (ops, backward nodes, user regions) open with a *_BEGIN and close
+ * with a *_END carrying the same (tid, key). The key is whatever both sides
+ * of a frame can see: the stack pointer at function entry, which equals the
+ * stack pointer at its `ret`, or an object address (a RecordFunction*).
+ * `source` says which mechanism produced the event, so a begin from one
+ * source can be closed by an end from another (e.g. an in-process agent).
+ */
+#ifndef PTBPF_EVENTS_H
+#define PTBPF_EVENTS_H
+
+#ifdef __BPF__
+typedef __u8 u8_t;
+typedef __u16 u16_t;
+typedef __u32 u32_t;
+typedef __u64 u64_t;
+#else
+#include <stdint.h>
+typedef uint8_t u8_t;
+typedef uint16_t u16_t;
+typedef uint32_t u32_t;
+typedef uint64_t u64_t;
+#endif
+
+enum ptbpf_kind {
+	EV_OP_BEGIN = 1,    /* id = op index; key = entry sp */
+	EV_OP_END,          /* id = op index; key = sp at a ret site */
+	EV_UNWIND,          /* key = sp at __cxa_begin_catch: frames with key <= it were unwound */
+	EV_BWD_BEGIN,       /* key = entry sp; arg0 = Node vptr, arg1 = seq, arg2 = fwd logical tid */
+	EV_BWD_END,         /* key = sp at a ret site of evaluate_function */
+	EV_SEQ,             /* arg0 = sequence number handed to a new autograd Node */
+	EV_USER_END,        /* key = RecordFunction* of a record_function region */
+	EV_THREAD_EXIT,     /* a thread of a traced process exited */
+	EV_PROC_EXIT,       /* the last thread of a traced process exited; arg0 = exit code */
+	EV_FORK,            /* arg0 = child pid (a new process, not a thread) */
+	EV_NAMED_USER_BEGIN = 32, /* named: key = RecordFunction* (0 until known) */
+	EV_KIND_MAX,
+};
+
+enum ptbpf_source {
+	SRC_ENTRY_PROBE = 1, /* uprobe at a function's first instruction */
+	SRC_RET_PROBE,       /* uprobe on a ret instruction (single-stepped) */
+	SRC_CATCH_PROBE,     /* __cxa_begin_catch */
+	SRC_CTOR_PROBE,      /* RecordFunction(RecordScope) constructor */
+	SRC_END_PROBE,       /* RecordFunction::end */
+	SRC_TRACEPOINT,      /* sched tracepoints */
+	SRC_AGENT,           /* reserved: the in-process agent */
+};
+
+struct ptbpf_event {
+	u64_t ts;      /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	u32_t pid;     /* tgid, initial pid namespace */
+	u32_t tid;
+	u16_t kind;    /* enum ptbpf_kind */
+	u8_t source;   /* enum ptbpf_source */
+	u8_t pad;
+	u32_t id;      /* probe cookie: op index, site index */
+	u64_t key;     /* frame match key, see above */
+	u64_t arg[3];
+};
+
+#define PTBPF_NAME_LEN 112
+
+struct ptbpf_named_event {
+	struct ptbpf_event ev;
+	char name[PTBPF_NAME_LEN]; /* NUL-terminated, truncated */
+};
+
+/* Why a record did not reach the ring, or was counted; index of the
+ * per-CPU `stats` array. */
+enum ptbpf_stat {
+	STAT_SENT = 0,          /* every record a program tried to emit */
+	STAT_DROP_RINGBUF_FULL, /* bpf_ringbuf_reserve failed for an event */
+	STAT_DROP_NAME_FULL,    /* ... for a named event */
+	STAT_NAME_FAULT,        /* a name could not be read (page not present) */
+	STAT_USER_PENDING_FULL, /* record_function map full: end not matched */
+	STAT_MAX,
+};
+
+/* Cookie bit layout for the op/ret uprobe.multi links: the op index. */
+#define PTBPF_MAX_OPS (1u << 20)
+
+#endif /* PTBPF_EVENTS_H */

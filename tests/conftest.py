@@ -1,0 +1,140 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Shared fixtures: the built ptbpf, workloads started and traced for real.
+
+Nothing here is mocked: every test attaches the real ptbpf (BPF programs,
+uprobes) to a real python3 + torch (Debian's 1.13) or libtorch process.
+A missing prerequisite fails the test; it is never skipped."""
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pftrace  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(ROOT, "build")
+PTBPF = os.path.join(BUILD, "ptbpf")
+PYTHON = "/usr/bin/python3"  # Debian's, with python3-torch
+WORKLOAD = os.path.join(ROOT, "tests", "workloads", "workload.py")
+SIMFAIL = os.path.join(BUILD, "simfail")
+
+
+def require(path):
+    if not os.path.exists(path):
+        pytest.fail("%s is missing: run `make` first" % path)
+    return path
+
+
+class Proc:
+    """A started process whose stdout we read line by line."""
+
+    def __init__(self, argv, **kw):
+        self.argv = argv
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  stdin=subprocess.DEVNULL, **kw)
+        self.out = b""
+
+    def wait_line(self, prefix, timeout=120, stream="stdout"):
+        f = getattr(self.p, stream)
+        deadline = time.time() + timeout
+        buf = b""
+        while time.time() < deadline:
+            r, _, _ = select.select([f], [], [], 0.2)
+            if r:
+                line = f.readline()
+                if not line:
+                    break
+                buf += line
+                if line.decode(errors="replace").startswith(prefix):
+                    return line.decode(errors="replace"), buf.decode(errors="replace")
+        raise AssertionError("%s: no line starting %r within %ss; got:\n%s\nstderr: %s" % (
+            self.argv, prefix, timeout, buf.decode(errors="replace"), self.drain_err()))
+
+    def drain_err(self):
+        if self.p.poll() is None:
+            return "(still running)"
+        return self.p.stderr.read().decode(errors="replace")
+
+    def finish(self, timeout=300):
+        out, err = self.p.communicate(timeout=timeout)
+        return self.p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+class Run:
+    """The outcome of one traced run."""
+
+    def __init__(self, target_rc, target_out, rc, err, trace_path):
+        self.target_rc, self.target_out = target_rc, target_out
+        self.rc, self.err, self.trace_path = rc, err, trace_path
+        self._trace = None
+
+    @property
+    def trace(self):
+        if self._trace is None:
+            self._trace = pftrace.Trace(self.trace_path)
+        return self._trace
+
+
+def workload_argv(kind, steps, extra=()):
+    """argv of a workload that waits for the go file ("{go}" is replaced)."""
+    return [PYTHON, WORKLOAD, kind, "--steps", str(steps), "--go", "{go}"] + list(extra)
+
+
+def simfail_argv(mode, iterations):
+    return [SIMFAIL, mode, str(iterations), "{go}"]
+
+
+def run_traced(tmp_path, target_argv, ptbpf_args=(), go_name="go", env=None,
+               before_go=None, timeout=600):
+    """Starts the target (which prints 'ready' then waits for the go file),
+    attaches ptbpf, releases the target, and waits for both to finish."""
+    require(PTBPF)
+    go = str(tmp_path / go_name)
+    trace_path = str(tmp_path / "t.pftrace")
+    target = Proc([a.replace("{go}", go) for a in target_argv], env=env)
+    try:
+        target.wait_line("ready")
+        tracer = Proc([PTBPF, "-p", str(target.p.pid), "-o", trace_path] + list(ptbpf_args))
+        try:
+            tracer.wait_line("ptbpf: tracing pid", stream="stderr", timeout=120)
+            if before_go:
+                before_go(target, tracer)
+            open(go, "w").close()
+            t_rc, t_out, _ = target.finish(timeout=timeout)
+            rc, _, err = tracer.finish(timeout=120)
+        finally:
+            tracer.kill()
+    finally:
+        target.kill()
+    return Run(t_rc, t_out, rc, err, trace_path)
+
+
+def run_untraced(tmp_path, target_argv, env=None, timeout=600):
+    go = tmp_path / "go-untraced"
+    go.write_text("")
+    argv = [a.replace("{go}", str(go)) for a in target_argv]
+    p = subprocess.run(argv, capture_output=True, env=env, timeout=timeout)
+    return p.returncode, p.stdout.decode(errors="replace")
+
+
+def ptbpf_links():
+    """uprobe_multi / perf links that bpftool sees: none may outlive ptbpf."""
+    r = subprocess.run(["bpftool", "link", "list"], capture_output=True, text=True, check=True)
+    return [l for l in r.stdout.splitlines() if "uprobe" in l or "perf_event" in l]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def built():
+    require(PTBPF)
+    require(SIMFAIL)
+    return True

@@ -1,0 +1,190 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Reads a .pftrace with the real protobuf runtime (python3-protobuf) and
+the repo's schema subset, compiled by protoc at first use, and rebuilds what
+trace_processor would: tracks, slices (BEGIN/END pairs), flows, counters.
+validate() lists every way a trace breaks the rules ptbpf promises."""
+import collections
+import importlib
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROTO_DIR = os.path.join(ROOT, "user")
+PROTO = "perfetto_trace.proto"
+_module = None
+
+
+def proto_module():
+    global _module
+    if _module is None:
+        out = tempfile.mkdtemp(prefix="ptbpf-proto-")
+        subprocess.run(["protoc", "-I", PROTO_DIR, "--python_out", out, PROTO], check=True)
+        sys.path.insert(0, out)
+        _module = importlib.import_module(PROTO.replace(".proto", "_pb2"))
+    return _module
+
+
+def protoc_decode(path):
+    """protoc --decode against the repo's .proto: (returncode, text)."""
+    with open(path, "rb") as f:
+        r = subprocess.run(["protoc", "--decode=perfetto.protos.Trace", "-I", PROTO_DIR, PROTO],
+                           stdin=f, capture_output=True)
+    return r.returncode, r.stdout.decode(errors="replace") + r.stderr.decode(errors="replace")
+
+
+Slice = collections.namedtuple("Slice", "track name category ts dur depth args flows_out flows_in")
+
+TYPE_BEGIN, TYPE_END, TYPE_INSTANT, TYPE_COUNTER = 1, 2, 3, 4
+
+
+def _annotation_value(a):
+    for field in ("bool_value", "uint_value", "int_value", "double_value", "string_value",
+                  "pointer_value"):
+        if a.HasField(field):
+            return getattr(a, field)
+    return None
+
+
+class Trace:
+    def __init__(self, path):
+        pb = proto_module()
+        with open(path, "rb") as f:
+            self.raw = f.read()
+        self.trace = pb.Trace.FromString(self.raw)
+        self.tracks = {}          # uuid -> TrackDescriptor
+        self.slices = []          # closed slices
+        self.instants = []
+        self.counters = collections.defaultdict(list)  # uuid -> [(ts, value)]
+        self.attrs = {}
+        self.errors = []
+        self.clock_snapshots = 0
+        self._build()
+
+    def _intern(self, seq, table, iid):
+        return self._interned[(seq, table)].get(iid)
+
+    def _name(self, seq, ev):
+        if ev.HasField("name_iid"):
+            n = self._intern(seq, "event_names", ev.name_iid)
+            if n is None:
+                self.errors.append("event name iid %d not interned" % ev.name_iid)
+            return n
+        return ev.name if ev.HasField("name") else None
+
+    def _args(self, seq, ev):
+        out = {}
+        for a in ev.debug_annotations:
+            if a.HasField("name_iid"):
+                name = self._intern(seq, "debug_annotation_names", a.name_iid)
+                if name is None:
+                    self.errors.append("annotation name iid %d not interned" % a.name_iid)
+            else:
+                name = a.name
+            out[name] = _annotation_value(a)
+        return out
+
+    def _build(self):
+        self._interned = collections.defaultdict(dict)
+        stacks = collections.defaultdict(list)
+        last_ts = {}
+        seq_cleared = set()
+        for p in self.trace.packet:
+            seq = p.trusted_packet_sequence_id
+            if p.sequence_flags & 1:
+                seq_cleared.add(seq)
+                for key in [k for k in self._interned if k[0] == seq]:
+                    del self._interned[key]
+            if p.HasField("interned_data"):
+                d = p.interned_data
+                for table in ("event_names", "event_categories", "debug_annotation_names"):
+                    for e in getattr(d, table):
+                        self._interned[(seq, table)][e.iid] = e.name
+            if p.HasField("track_descriptor"):
+                self.tracks[p.track_descriptor.uuid] = p.track_descriptor
+            if p.HasField("clock_snapshot"):
+                self.clock_snapshots += 1
+            if p.HasField("trace_attributes"):
+                for a in p.trace_attributes.attribute:
+                    self.attrs[a.key] = a.long_value if a.HasField("long_value") else a.string_value
+            if not p.HasField("track_event"):
+                continue
+            if seq not in seq_cleared:
+                self.errors.append("track event before its sequence was cleared")
+            ev, ts = p.track_event, p.timestamp
+            track = ev.track_uuid
+            if ts < last_ts.get(track, 0):
+                self.errors.append("timestamp goes back on track %d: %d < %d" %
+                                   (track, ts, last_ts[track]))
+            last_ts[track] = ts
+            self._event(seq, ev, ts, track, stacks)
+        for track, st in stacks.items():
+            for b in st:
+                self.errors.append("BEGIN without END on track %d: %s" % (track, b["name"]))
+        for uuid in set(s.track for s in self.slices) | set(self.counters):
+            if uuid not in self.tracks:
+                self.errors.append("events on track %d, which has no descriptor" % uuid)
+        for uuid, d in self.tracks.items():
+            if d.HasField("parent_uuid") and d.parent_uuid not in self.tracks:
+                self.errors.append("track %d has an undefined parent %d" % (uuid, d.parent_uuid))
+
+    def _event(self, seq, ev, ts, track, stacks):
+        if ev.type == TYPE_BEGIN:
+            cat = None
+            if len(ev.category_iids):
+                cat = self._intern(seq, "event_categories", ev.category_iids[0])
+            elif len(ev.categories):
+                cat = ev.categories[0]
+            stacks[track].append(dict(name=self._name(seq, ev), cat=cat, ts=ts,
+                                      args=self._args(seq, ev), flows_out=list(ev.flow_ids),
+                                      flows_in=list(ev.terminating_flow_ids)))
+        elif ev.type == TYPE_END:
+            if ev.HasField("name_iid") or ev.HasField("name"):
+                self.errors.append("END event carries a name")
+            st = stacks[track]
+            if not st:
+                self.errors.append("END without BEGIN on track %d" % track)
+                return
+            b = st.pop()
+            b["args"].update(self._args(seq, ev))
+            self.slices.append(Slice(track, b["name"], b["cat"], b["ts"], ts - b["ts"], len(st),
+                                     b["args"], b["flows_out"] + list(ev.flow_ids),
+                                     b["flows_in"] + list(ev.terminating_flow_ids)))
+        elif ev.type == TYPE_INSTANT:
+            self.instants.append(Slice(track, self._name(seq, ev), None, ts, 0,
+                                       len(stacks[track]), self._args(seq, ev),
+                                       list(ev.flow_ids), list(ev.terminating_flow_ids)))
+        elif ev.type == TYPE_COUNTER:
+            if track not in self.tracks or not self.tracks[track].HasField("counter"):
+                self.errors.append("COUNTER on a non-counter track %d" % track)
+            self.counters[track].append((ts, ev.counter_value))
+
+    # Queries -------------------------------------------------------------
+    def thread_tracks(self):
+        return {u: d for u, d in self.tracks.items() if d.HasField("thread")}
+
+    def process_tracks(self):
+        return {u: d for u, d in self.tracks.items() if d.HasField("process")}
+
+    def counter_by_name(self, name):
+        for u, d in self.tracks.items():
+            if d.name == name and d.HasField("counter"):
+                return self.counters.get(u, [])
+        return None
+
+    def op_counts(self, category="cpu_op"):
+        c = collections.Counter()
+        for s in self.slices:
+            if s.category == category:
+                c[s.name] += 1
+        return c
+
+    def validate(self):
+        problems = list(self.errors)
+        if self.clock_snapshots == 0:
+            problems.append("no ClockSnapshot")
+        for s in self.slices:
+            if s.dur < 0:
+                problems.append("negative duration: %s" % (s,))
+        return problems

@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Bad input and missing privileges: one clear error line, a non-zero exit,
+and nothing attached to (or written for) anything."""
+import os
+import subprocess
+
+import pytest
+
+from conftest import PTBPF, PYTHON, Proc, ptbpf_links, workload_argv
+
+
+def ptbpf(*args, **kw):
+    return subprocess.run([PTBPF] + list(args), capture_output=True, text=True, timeout=60, **kw)
+
+
+def one_error_line(r):
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    assert len(lines) >= 1, r.stderr
+    assert lines[0].startswith("ptbpf: "), r.stderr
+    return lines[0]
+
+
+def test_help_has_examples():
+    r = ptbpf("--help")
+    assert r.returncode == 0
+    assert "EXAMPLES:" in r.stdout and "-p" in r.stdout and "--duration" in r.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    ((), "no process given"),
+    (("-p", "abc"), "invalid pid"),
+    (("-p", "0"), "invalid pid"),
+    (("-p", "1", "-d", "0"), "invalid duration"),
+    (("-p", "1", "-d", "5x"), "invalid duration"),
+    (("-p", "1", "--ring-size", "1K"), "invalid ring size"),
+    (("-p", "1", "stray"), "unexpected argument"),
+])
+def test_bad_arguments(args, needle):
+    r = ptbpf(*args)
+    assert r.returncode == 2
+    assert needle in one_error_line(r)
+
+
+def test_no_such_pid():
+    pid = 4194000
+    while os.path.exists("/proc/%d" % pid):
+        pid += 1
+    r = ptbpf("-p", str(pid))
+    assert r.returncode == 1
+    assert one_error_line(r) == "ptbpf: no process with pid %d" % pid
+
+
+def test_pid_without_libtorch(tmp_path):
+    p = subprocess.Popen(["sleep", "60"])
+    try:
+        r = ptbpf("-p", str(p.pid), "-o", str(tmp_path / "x.pftrace"))
+        assert r.returncode == 1
+        assert "has no libtorch_cpu.so mapped" in one_error_line(r)
+        assert not (tmp_path / "x.pftrace").exists()
+        assert p.poll() is None
+    finally:
+        p.kill()
+
+
+@pytest.fixture
+def idle_torch(tmp_path):
+    p = Proc(workload_argv("mlp", 1))
+    p.wait_line("ready")
+    yield p
+    p.kill()
+
+
+def test_missing_privileges(tmp_path, idle_torch):
+    r = subprocess.run(["setpriv", "--inh-caps=-all", "--bounding-set=-sys_admin,-bpf",
+                        PTBPF, "-p", str(idle_torch.p.pid), "-o", str(tmp_path / "x.pftrace")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    line = one_error_line(r)
+    assert "missing privileges" in line and "CAP_BPF" in line and "CAP_SYS_ADMIN" in line
+    assert idle_torch.p.poll() is None
+
+
+def test_tracer_in_another_pid_namespace(tmp_path, idle_torch):
+    r = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", PTBPF, "-p", "1",
+                        "-o", str(tmp_path / "x.pftrace")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    assert "initial) pid namespace" in one_error_line(r)
+
+
+def test_output_is_a_symlink(tmp_path, idle_torch):
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    link = tmp_path / "out.pftrace"
+    link.symlink_to(victim)
+    r = ptbpf("-p", str(idle_torch.p.pid), "-o", str(link))
+    assert r.returncode == 1
+    assert "symbolic link" in one_error_line(r)
+    assert victim.read_text() == "keep"
+    assert ptbpf_links() == []
+
+
+def test_output_unwritable(tmp_path, idle_torch):
+    r = ptbpf("-p", str(idle_torch.p.pid), "-o", "/proc/version")
+    assert r.returncode == 1
+    assert "cannot write /proc/version" in one_error_line(r)
+    r = ptbpf("-p", str(idle_torch.p.pid), "-o", str(tmp_path / "no" / "such" / "dir.pftrace"))
+    assert r.returncode == 1
+    assert "cannot write" in one_error_line(r)
+
+
+def test_output_is_a_fifo(tmp_path, idle_torch):
+    fifo = tmp_path / "fifo.pftrace"
+    os.mkfifo(fifo)
+    r = ptbpf("-p", str(idle_torch.p.pid), "-o", str(fifo))
+    assert r.returncode == 1
+    assert "not a regular file" in one_error_line(r)

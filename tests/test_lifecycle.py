@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Start, stop and failure paths: the trace is always complete and valid,
+the target is never harmed, nothing stays attached."""
+import os
+import signal
+import subprocess
+import time
+
+from conftest import PTBPF, Proc, ptbpf_links, run_traced, run_untraced, workload_argv
+import pftrace
+
+
+def start_target(argv, tmp_path):
+    go = str(tmp_path / "go")
+    p = Proc([a.replace("{go}", go) for a in argv])
+    p.wait_line("ready")
+    return p, go
+
+
+def test_trace_decodes_with_protoc(tmp_path):
+    run = run_traced(tmp_path, workload_argv("mlp", 5))
+    assert run.rc == 0, run.err
+    rc, text = pftrace.protoc_decode(run.trace_path)
+    assert rc == 0, text[-2000:]
+    assert "track_event" in text and "clock_snapshot" in text
+    t = run.trace
+    assert t.validate() == []
+    # Thread tracks carry names from /proc; the main thread is there.
+    names = [d.thread.thread_name for d in t.thread_tracks().values()]
+    assert any(n for n in names), names
+    assert "ptbpf: wrote" in run.err and "top ops by host time" in run.err
+    assert "events by kind" in run.err
+
+
+def test_target_exits_mid_trace(tmp_path):
+    """The target is killed while traced: ptbpf notices, stops, and the trace
+    is valid up to the exit."""
+    target, go = start_target(workload_argv("burst", 10**9), tmp_path)
+    out = str(tmp_path / "t.pftrace")
+    tracer = Proc([PTBPF, "-p", str(target.p.pid), "-o", out])
+    tracer.wait_line("ptbpf: tracing pid", stream="stderr")
+    open(go, "w").close()
+    time.sleep(2)
+    target.p.kill()
+    target.p.wait()
+    rc, _, err = tracer.finish(timeout=60)
+    assert rc == 0, err
+    assert "every traced process has exited" in err
+    t = pftrace.Trace(out)
+    assert t.validate() == []
+    assert t.op_counts()["aten::add"] > 100
+
+
+def test_sigint_mid_trace_and_duration(tmp_path):
+    target, go = start_target(workload_argv("burst", 10**9), tmp_path)
+    try:
+        open(go, "w").close()
+        out = str(tmp_path / "t.pftrace")
+        tracer = Proc([PTBPF, "-p", str(target.p.pid), "-o", out])
+        tracer.wait_line("ptbpf: tracing pid", stream="stderr")
+        time.sleep(1)
+        tracer.p.send_signal(signal.SIGINT)
+        rc, _, err = tracer.finish(timeout=60)
+        assert rc == 0, err
+        assert pftrace.Trace(out).validate() == []
+        assert ptbpf_links() == []
+        out2 = str(tmp_path / "d.pftrace")
+        t0 = time.time()
+        r = subprocess.run([PTBPF, "-p", str(target.p.pid), "-o", out2, "-d", "2"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert 2 <= time.time() - t0 < 30
+        assert pftrace.Trace(out2).op_counts()["aten::add"] > 100
+        assert target.p.poll() is None
+    finally:
+        target.kill()
+
+
+def test_sigkill_leaves_target_unharmed(tmp_path):
+    argv = workload_argv("mlp", 400)
+    _, expected = run_untraced(tmp_path, argv)
+    target, go = start_target(argv, tmp_path)
+    try:
+        tracer = Proc([PTBPF, "-p", str(target.p.pid), "-o", str(tmp_path / "k.pftrace")])
+        tracer.wait_line("ptbpf: tracing pid", stream="stderr")
+        open(go, "w").close()
+        time.sleep(1)
+        tracer.p.kill()
+        tracer.p.wait()
+        time.sleep(0.5)
+        assert ptbpf_links() == []
+        rc, out, _ = target.finish(timeout=600)
+        assert rc == 0
+        strip = lambda o: [l for l in o.splitlines() if not l.startswith("ready")]
+        assert strip(out) == strip(expected)
+    finally:
+        target.kill()
+
+
+def test_sigint_during_attach(tmp_path):
+    target, go = start_target(workload_argv("mlp", 1), tmp_path)
+    try:
+        out = str(tmp_path / "i.pftrace")
+        p = subprocess.Popen([PTBPF, "-p", str(target.p.pid), "-o", out],
+                             stderr=subprocess.PIPE, text=True)
+        time.sleep(0.05)  # planning and attaching take longer than this
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+        assert p.returncode in (0, 130), err
+        if p.returncode == 130:
+            assert "interrupted during attach" in err
+        assert pftrace.Trace(out).validate() == []
+        assert ptbpf_links() == []
+        open(go, "w").close()
+        rc, out, _ = target.finish(timeout=120)
+        assert rc == 0 and "mlp loss" in out
+    finally:
+        target.kill()
+
+
+def test_two_processes_one_trace(tmp_path):
+    a, go = start_target(workload_argv("mlp", 10), tmp_path)
+    b = Proc([x.replace("{go}", go) for x in workload_argv("conv", 5)])
+    b.wait_line("ready")
+    try:
+        out = str(tmp_path / "two.pftrace")
+        tracer = Proc([PTBPF, "-p", str(a.p.pid), "-p", str(b.p.pid), "-o", out])
+        tracer.wait_line("ptbpf: tracing pid %d" % a.p.pid, stream="stderr")
+        tracer.wait_line("ptbpf: tracing pid %d" % b.p.pid, stream="stderr")
+        open(go, "w").close()
+        assert a.finish()[0] == 0 and b.finish()[0] == 0
+        rc, _, err = tracer.finish(timeout=60)
+        assert rc == 0, err
+        t = pftrace.Trace(out)
+        assert t.validate() == []
+        pids = {d.process.pid for d in t.process_tracks().values()}
+        assert {a.p.pid, b.p.pid} <= pids
+        conv_pid_threads = [u for u, d in t.thread_tracks().items() if d.thread.pid == b.p.pid]
+        assert any(s.name == "aten::convolution" and s.track in conv_pid_threads
+                   for s in t.slices)
+    finally:
+        a.kill()
+        b.kill()
+
+
+def test_lost_events_are_counted_exactly(tmp_path):
+    """A 4 KiB ring overflows under a burst: sent - received == lost, and sent
+    equals what the workload is known to do."""
+    n = 200000
+    threads = []
+
+    def count_threads(target, tracer):
+        threads.append(len(os.listdir("/proc/%d/task" % target.p.pid)))
+    run = run_traced(tmp_path, workload_argv("burst", n), ptbpf_args=["--ring-size", "4K"],
+                     before_go=count_threads)
+    assert run.rc == 0, run.err
+    line = [l for l in run.err.splitlines() if l.startswith("ptbpf: sent ")][0]
+    words = line.replace(",", "").split()
+    sent, received, lost = int(words[2]), int(words[4]), int(words[6])
+    assert lost > 0
+    assert sent - received == lost
+    t = run.trace
+    assert t.attrs["dev.ptbpf.events_lost"] == lost
+    assert t.counter_by_name("ptbpf lost events")[-1][1] == lost
+    # burst: torch.ones(1) (ones, empty, fill_) + n adds, begin and end each,
+    # plus one exit record per thread; nothing else runs.
+    assert sent == 2 * (n + 3) + threads[0], (sent, threads)
+    assert t.validate() == []

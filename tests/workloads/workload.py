@@ -1,0 +1,161 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Deterministic PyTorch workloads that ptbpf's tests attach to.
+
+usage: workload.py KIND [--steps N] [--go FILE] [--profile OUT.json] [--threads N]
+
+Prints "ready" once imports and warm-up are done, waits until --go FILE
+exists (so a tracer can attach first), runs KIND, prints one result line and
+leaves with os._exit so that interpreter teardown runs no ops. With
+--profile, the same steps run under torch.profiler and the per-op call
+counts (key_averages) are written to OUT.json.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.nn as nn
+
+
+def mlp(steps):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
+                          nn.Linear(64, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(16, 32), torch.randint(0, 10, (16,))
+    loss = None
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+    return "loss %.6f" % loss.item()
+
+
+def conv(steps):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                          nn.Linear(8 * 7 * 7, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))
+    loss = None
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+    return "loss %.6f" % loss.item()
+
+
+def threads(steps):
+    """Ops issued from several Python threads at once, plus intra-op work."""
+    import threading
+    torch.manual_seed(0)
+    a = torch.randn(256, 256)
+    out = []
+
+    def work():
+        s = 0.0
+        for _ in range(steps):
+            s += float(torch.mm(a, a).sum())
+        out.append(s)
+    ts = [threading.Thread(target=work) for _ in range(3)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return "sums %d" % len(out)
+
+
+def exceptions(steps):
+    """An op throwing inside try/except, in a loop, and from nested ops."""
+    caught = 0
+    a, b = torch.ones(2, 3), torch.ones(4, 5)
+    for _ in range(steps):
+        try:
+            torch.mm(a, b)
+        except RuntimeError:
+            caught += 1
+        try:
+            nn.functional.linear(a, b)  # linear -> matmul/t/mm: thrown deep
+        except RuntimeError:
+            caught += 1
+        torch.add(a, 1)
+    return "caught %d" % caught
+
+
+def burst(steps):
+    """Exactly `steps` aten::add calls and nothing else."""
+    a = torch.ones(1)
+    add = torch.add
+    for _ in range(steps):
+        add(a, a)
+    return "adds %d" % steps
+
+
+def regions(steps):
+    """record_function regions, nested, around ops."""
+    from torch.autograd.profiler import record_function
+    a = torch.ones(4)
+    for i in range(steps):
+        with record_function("outer_region"):
+            with record_function("inner_region"):
+                a = a + 1
+    return "sum %.1f" % float(a.sum())
+
+
+def dataloader(steps):
+    from torch.utils.data import DataLoader, TensorDataset
+    torch.manual_seed(0)
+    ds = TensorDataset(torch.randn(steps * 4, 8), torch.randn(steps * 4, 1))
+    workers = int(os.environ.get("WORKLOAD_NUM_WORKERS", "0"))
+    model = nn.Linear(8, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    n = 0
+    for x, y in DataLoader(ds, batch_size=4, num_workers=workers):
+        opt.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+        n += 1
+    return "batches %d" % n
+
+
+KINDS = dict(mlp=mlp, conv=conv, threads=threads, exceptions=exceptions, burst=burst,
+             regions=regions, dataloader=dataloader)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("kind", choices=sorted(KINDS))
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--go")
+    ap.add_argument("--profile")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--loop", action="store_true", help="repeat until killed (demo)")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    fn = KINDS[args.kind]
+    fn(1)  # warm-up: lazy initialisation happens before tracing starts
+    print("ready", os.getpid(), flush=True)
+    while args.go and not os.path.exists(args.go):
+        time.sleep(0.01)
+    if args.profile:
+        from torch.profiler import profile, ProfilerActivity
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            result = fn(args.steps)
+        counts = {e.key: e.count for e in prof.key_averages()}
+        with open(args.profile, "w") as f:
+            json.dump(counts, f, indent=1, sort_keys=True)
+    else:
+        result = fn(args.steps)
+        while args.loop:
+            result = fn(args.steps)
+    print(args.kind, result, flush=True)
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Command line, privileges, output file. See cli.h. */
+#define _GNU_SOURCE
+#include "cli.h"
+
+#include <argp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "target.h"
+
+const char *argp_program_version = "ptbpf " PTBPF_VERSION;
+const char *argp_program_bug_address = "the ptbpf issue tracker";
+
+static const char doc[] =
+	"ptbpf: trace a running PyTorch process into a Perfetto trace.\n"
+	"\n"
+	"Attaches eBPF uprobes to every ATen operator entry point (at::_ops::<op>::call)\n"
+	"of the process's libtorch, its record_function regions and its autograd\n"
+	"engine, and writes what runs, on every thread, to a .pftrace file that opens in\n"
+	"https://ui.perfetto.dev. The target is not restarted or modified.\n"
+	"\n"
+	"EXAMPLES:\n"
+	"  sudo ptbpf -p 1234                  trace until Ctrl-C or until 1234 exits\n"
+	"  sudo ptbpf -p 1234 -d 10 -o a.pftrace  trace 10 seconds into a.pftrace\n"
+	"  sudo ptbpf -p 1234 -p 1300          two processes, one trace\n"
+	"  sudo ptbpf -p 1234 --follow-children  also trace DataLoader workers it forks\n";
+
+static const struct argp_option options[] = {
+	{ "pid", 'p', "PID", 0, "Process to trace (repeatable)", 0 },
+	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until Ctrl-C or exit)", 0 },
+	{ "output", 'o', "FILE", 0, "Trace file (default ptbpf-<pid>-<YYYYmmdd-HHMMSS>.pftrace)", 0 },
+	{ "ring-size", 'r', "SIZE", 0, "BPF ring buffer size, e.g. 16M (default), 4K..1G; "
+	  "rounded up to a power of two", 0 },
+	{ "follow-children", 'f', NULL, 0, "Also trace processes the targets fork", 0 },
+	{ "verbose", 'v', NULL, 0, "Verbose output, including libbpf's", 0 },
+	{ 0 },
+};
+
+static int parse_u64(const char *s, const char *what, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < min || v > max) {
+		fprintf(stderr, "ptbpf: invalid %s '%s': expected a whole number from %llu to %llu\n",
+			what, s, (unsigned long long)min, (unsigned long long)max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_size(const char *s, uint32_t *out)
+{
+	uint64_t v, mult = 1;
+	char buf[32];
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= sizeof(buf))
+		goto bad;
+	memcpy(buf, s, n + 1);
+	switch (buf[n - 1]) {
+	case 'K': case 'k': mult = 1ull << 10; buf[--n] = 0; break;
+	case 'M': case 'm': mult = 1ull << 20; buf[--n] = 0; break;
+	case 'G': case 'g': mult = 1ull << 30; buf[--n] = 0; break;
+	}
+	if (parse_u64(buf, "ring size", 1, 1ull << 30, &v))
+		return -1;
+	v *= mult;
+	if (v < 4096 || v > (1ull << 30))
+		goto bad;
+	*out = 4096;
+	while (*out < v)
+		*out <<= 1;
+	return 0;
+bad:
+	fprintf(stderr, "ptbpf: invalid ring size '%s': expected 4K to 1G\n", s);
+	return -1;
+}
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct options *o = state->input;
+	uint64_t v;
+
+	switch (key) {
+	case 'p':
+		if (o->npids >= CLI_MAX_PIDS) {
+			fprintf(stderr, "ptbpf: at most %d -p options\n", CLI_MAX_PIDS);
+			return EINVAL;
+		}
+		if (parse_u64(arg, "pid", 1, 4194304, &v))
+			return EINVAL;
+		o->pids[o->npids++] = (int)v;
+		break;
+	case 'd':
+		if (parse_u64(arg, "duration", 1, 365ull * 86400, &o->duration_s))
+			return EINVAL;
+		break;
+	case 'o':
+		if (!*arg || strlen(arg) >= sizeof(o->output)) {
+			fprintf(stderr, "ptbpf: invalid output path\n");
+			return EINVAL;
+		}
+		strcpy(o->output, arg);
+		break;
+	case 'r':
+		if (parse_size(arg, &o->ring_bytes))
+			return EINVAL;
+		break;
+	case 'f':
+		o->follow_children = true;
+		break;
+	case 'v':
+		o->verbose = true;
+		break;
+	case ARGP_KEY_ARG:
+		fprintf(stderr, "ptbpf: unexpected argument '%s' (pids go after -p)\n", arg);
+		return EINVAL;
+	case ARGP_KEY_END:
+		if (!o->npids) {
+			fprintf(stderr, "ptbpf: no process given: use -p PID (see --help)\n");
+			return EINVAL;
+		}
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+int cli_parse(int argc, char **argv, struct options *opt)
+{
+	static const struct argp argp = { options, parse_opt, NULL, doc, NULL, NULL, NULL };
+
+	memset(opt, 0, sizeof(*opt));
+	opt->ring_bytes = 16u << 20;
+	argp_err_exit_status = 2;
+	if (argp_parse(&argp, argc, argv, 0, NULL, opt))
+		return -1;
+	if (!opt->output[0]) {
+		char stamp[32];
+		time_t now = time(NULL);
+
+		strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", localtime(&now));
+		snprintf(opt->output, sizeof(opt->output), "ptbpf-%d-%s.pftrace", opt->pids[0], stamp);
+	}
+	return 0;
+}
+
+int cli_check_privileges(char *err, size_t errlen)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+	static const struct { int cap; const char *name; } need[] = {
+		{ CAP_BPF, "CAP_BPF" }, { CAP_PERFMON, "CAP_PERFMON" },
+		{ CAP_SYS_ADMIN, "CAP_SYS_ADMIN (uprobes)" },
+		{ CAP_SYS_PTRACE, "CAP_SYS_PTRACE (reading the target's /proc)" },
+	};
+	char missing[256] = "";
+
+	if (syscall(SYS_capget, &hdr, data)) {
+		snprintf(err, errlen, "cannot read capabilities: %s", strerror(errno));
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+		if (!(data[need[i].cap / 32].effective & (1u << (need[i].cap % 32))))
+			snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing),
+				 "%s%s", missing[0] ? ", " : "", need[i].name);
+	if (missing[0]) {
+		snprintf(err, errlen, "missing privileges: %s; run as root (sudo ptbpf ...)", missing);
+		return -1;
+	}
+	if (!in_initial_pidns()) {
+		snprintf(err, errlen, "ptbpf must run in the host's (initial) pid namespace: BPF "
+			 "sees host pids; run it outside the container and give the host pid");
+		return -1;
+	}
+	return 0;
+}
+
+int cli_open_output(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+	struct stat st;
+
+	if (fd < 0) {
+		if (errno == ELOOP)
+			fprintf(stderr, "ptbpf: refusing to write %s: it is a symbolic link\n", path);
+		else
+			fprintf(stderr, "ptbpf: cannot write %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+		fprintf(stderr, "ptbpf: refusing to write %s: not a regular file with one link\n",
+			path);
+		close(fd);
+		return -1;
+	}
+	if (ftruncate(fd, 0) || fcntl(fd, F_SETFL, 0)) {
+		fprintf(stderr, "ptbpf: cannot write %s: %s\n", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Command line, privileges and the output file: everything that is checked
+ * before ptbpf touches a process. */
+#ifndef PTBPF_CLI_H
+#define PTBPF_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CLI_MAX_PIDS 64
+
+struct options {
+	int pids[CLI_MAX_PIDS];
+	int npids;
+	uint64_t duration_s;   /* 0: until stopped */
+	char output[4096];
+	uint32_t ring_bytes;   /* power of two, >= page size */
+	bool verbose;
+	bool follow_children;
+};
+
+/* Parses argv; on error prints one line and returns non-zero. */
+int cli_parse(int argc, char **argv, struct options *opt);
+/* Checks CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_PTRACE and the pid
+ * namespace; 0, or -1 with the reason in err. */
+int cli_check_privileges(char *err, size_t errlen);
+/* Creates or truncates the output file without following a symlink and
+ * refusing anything but a regular file with one link; fd or -1 (printed). */
+int cli_open_output(const char *path);
+
+#endif /* PTBPF_CLI_H */

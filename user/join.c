@@ -1,0 +1,560 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Ring records -> slices. See join.h. */
+#define _GNU_SOURCE
+#include "join.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "names.h"
+#include "target.h"
+
+/* trace_processor drops slices nested deeper than 512 on one track; keep a
+ * margin. Frames past MAX_STACK are not even kept (counted as too deep). */
+#define MAX_DRAWN 500
+#define MAX_STACK 2048
+#define NO_SEQ UINT64_MAX
+
+enum frame_kind { FR_OP, FR_BWD, FR_USER };
+
+struct frame {
+	uint64_t key, ts, child_ns, seq;
+	const char *name; /* FR_BWD/FR_USER: interned */
+	uint32_t op;
+	uint8_t kind;
+	bool drawn;
+};
+
+struct thread {
+	uint64_t id; /* pid << 32 | tid */
+	uint64_t track;
+	int depth;
+	struct frame *stack; /* MAX_STACK, allocated on first push */
+};
+
+struct process {
+	int pid;
+	uint64_t track, steps_track;
+	uint64_t step, last_step_end;
+	struct str_map *node_names; /* vptr -> "AddmmBackward0" */
+};
+
+struct join {
+	struct pf_writer *w;
+	const struct op_table *ops;
+	struct thread *threads; /* open addressing on id */
+	uint32_t nthreads, cap;
+	struct process *procs;
+	int nprocs;
+	struct u64_set *fwd_seqs; /* pid<<48 ^ seq with a forward op seen */
+	struct str_set *strings;
+	uint64_t *op_calls, *op_total, *op_self;
+	uint32_t op_cap; /* ops grow as processes are attached */
+	struct join_counts counts;
+	uint64_t last_ts;
+};
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	return x ^ (x >> 33);
+}
+
+static uint64_t bwd_flow_id(int pid, uint64_t seq)
+{
+	return mix64(((uint64_t)pid << 40) ^ seq ^ 0x5054425046ULL) | 1;
+}
+
+struct join *join_new(struct pf_writer *w, const struct op_table *ops)
+{
+	struct join *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return NULL;
+	j->w = w;
+	j->ops = ops;
+	j->cap = 64;
+	j->threads = calloc(j->cap, sizeof(*j->threads));
+	j->strings = str_set_new(1 << 16);
+	j->fwd_seqs = u64_set_new(1 << 20);
+	if (!j->threads || !j->strings || !j->fwd_seqs) {
+		join_free(j);
+		return NULL;
+	}
+	return j;
+}
+
+void join_free(struct join *j)
+{
+	if (!j)
+		return;
+	for (uint32_t i = 0; i < j->cap; i++)
+		free(j->threads[i].stack);
+	for (int i = 0; i < j->nprocs; i++)
+		str_map_free(j->procs[i].node_names);
+	free(j->threads);
+	free(j->procs);
+	free(j->op_calls);
+	free(j->op_total);
+	free(j->op_self);
+	str_set_free(j->strings);
+	u64_set_free(j->fwd_seqs);
+	free(j);
+}
+
+static struct process *find_process(struct join *j, int pid)
+{
+	for (int i = 0; i < j->nprocs; i++)
+		if (j->procs[i].pid == pid)
+			return &j->procs[i];
+	return NULL;
+}
+
+static struct process *add_process(struct join *j, int pid, const char *name,
+				   const char *cmdline)
+{
+	struct process *p = realloc(j->procs, (j->nprocs + 1) * sizeof(*p));
+	const char *argv[1] = { cmdline };
+
+	if (!p)
+		return NULL;
+	j->procs = p;
+	p = &j->procs[j->nprocs++];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	p->track = pf_track_process(j->w, pid, name, argv, cmdline && *cmdline ? 1 : 0);
+	p->steps_track = pf_track_child(j->w, p->track, "Steps (Optimizer.step)");
+	p->node_names = str_map_new(4096);
+	return p;
+}
+
+void join_add_process(struct join *j, const struct target *t)
+{
+	char name[128];
+
+	if (find_process(j, t->pid))
+		return;
+	if (t->ns_pid != t->pid)
+		snprintf(name, sizeof(name), "%s (pid %d in its namespace)", t->comm, t->ns_pid);
+	else
+		snprintf(name, sizeof(name), "%s", t->comm);
+	add_process(j, t->pid, name, t->cmdline);
+}
+
+static struct process *get_process(struct join *j, int pid)
+{
+	struct process *p = find_process(j, pid);
+	char comm[64];
+
+	if (p)
+		return p;
+	target_thread_name(pid, pid, comm, sizeof(comm));
+	return add_process(j, pid, comm, NULL);
+}
+
+uint64_t join_process_track(const struct join *j, int pid)
+{
+	for (int i = 0; i < j->nprocs; i++)
+		if (j->procs[i].pid == pid)
+			return j->procs[i].track;
+	return 0;
+}
+
+static int grow_threads(struct join *j)
+{
+	uint32_t cap = j->cap * 2;
+	struct thread *t = calloc(cap, sizeof(*t));
+
+	if (!t)
+		return -1;
+	for (uint32_t i = 0; i < j->cap; i++) {
+		uint32_t h;
+
+		if (!j->threads[i].id)
+			continue;
+		for (h = mix64(j->threads[i].id) & (cap - 1); t[h].id; h = (h + 1) & (cap - 1))
+			;
+		t[h] = j->threads[i];
+	}
+	free(j->threads);
+	j->threads = t;
+	j->cap = cap;
+	return 0;
+}
+
+static struct thread *get_thread(struct join *j, int pid, int tid)
+{
+	uint64_t id = (uint64_t)pid << 32 | (uint32_t)tid;
+	struct thread *t;
+	char name[64];
+	uint32_t h;
+
+	for (h = mix64(id) & (j->cap - 1); j->threads[h].id; h = (h + 1) & (j->cap - 1))
+		if (j->threads[h].id == id)
+			return &j->threads[h];
+	if ((j->nthreads + 1) * 2 > j->cap) {
+		if (grow_threads(j))
+			return NULL;
+		return get_thread(j, pid, tid);
+	}
+	t = &j->threads[h];
+	t->id = id;
+	j->nthreads++;
+	get_process(j, pid);
+	target_thread_name(pid, tid, name, sizeof(name));
+	t->track = pf_track_thread(j->w, pid, tid, name);
+	return t;
+}
+
+static const char *frame_name(const struct join *j, const struct frame *f)
+{
+	if (f->kind == FR_OP)
+		return f->op < j->ops->n ? j->ops->name[f->op] : "aten::?";
+	return f->name;
+}
+
+static const char *frame_category(const struct frame *f)
+{
+	if (f->kind == FR_OP)
+		return "cpu_op";
+	if (f->kind == FR_BWD)
+		return "backward";
+	if (!strncmp(f->name, "enumerate(DataLoader)", 21))
+		return "dataloader";
+	return "user_annotation";
+}
+
+static void push_frame(struct join *j, struct thread *t, const struct frame *in)
+{
+	struct pf_arg args[3];
+	int nargs = 0;
+	struct frame *f;
+
+	if (!t->stack && !(t->stack = calloc(MAX_STACK, sizeof(*t->stack)))) {
+		j->counts.too_deep++;
+		return;
+	}
+	if (t->depth >= MAX_STACK) {
+		j->counts.too_deep++;
+		return;
+	}
+	f = &t->stack[t->depth++];
+	*f = *in;
+	f->drawn = t->depth <= MAX_DRAWN;
+	if (!f->drawn) {
+		j->counts.too_deep++;
+		return;
+	}
+	if (f->kind == FR_OP && f->op < j->ops->n && j->ops->overload[f->op][0])
+		args[nargs++] = (struct pf_arg){ .name = "overload", .type = PF_ARG_STR,
+						 .s = j->ops->overload[f->op] };
+	pf_slice_begin(j->w, &(struct pf_event){ .track = t->track, .ts = f->ts,
+		       .name = frame_name(j, f), .category = frame_category(f),
+		       .args = args, .nargs = nargs });
+}
+
+enum close_why { CLOSE_END, CLOSE_UNWOUND, CLOSE_MISSED, CLOSE_EXIT, CLOSE_STOP };
+
+static bool grow_op_stats(struct join *j)
+{
+	uint32_t cap = j->ops->n, old = j->op_cap;
+	uint64_t **arrays[] = { &j->op_calls, &j->op_total, &j->op_self };
+
+	for (int i = 0; i < 3; i++) {
+		uint64_t *a = realloc(*arrays[i], cap * sizeof(uint64_t));
+
+		if (!a)
+			return false;
+		memset(a + old, 0, (cap - old) * sizeof(uint64_t));
+		*arrays[i] = a;
+	}
+	j->op_cap = cap;
+	return true;
+}
+
+static void account_op(struct join *j, struct thread *t, const struct frame *f,
+		       uint64_t dur)
+{
+	if (t->depth > 0)
+		t->stack[t->depth - 1].child_ns += dur;
+	if (f->kind != FR_OP || f->op >= j->ops->n)
+		return;
+	if (f->op >= j->op_cap && !grow_op_stats(j))
+		return;
+	j->op_calls[f->op]++;
+	j->op_total[f->op] += dur;
+	j->op_self[f->op] += dur > f->child_ns ? dur - f->child_ns : 0;
+}
+
+static void close_top(struct join *j, struct thread *t, uint64_t ts, enum close_why why)
+{
+	struct frame f = t->stack[--t->depth];
+	uint64_t dur = ts > f.ts ? ts - f.ts : 0, flow = 0;
+	static const char *const why_name[] = {
+		[CLOSE_UNWOUND] = "unwound_by_exception", [CLOSE_MISSED] = "end_not_seen",
+		[CLOSE_EXIT] = "cut_by_exit", [CLOSE_STOP] = "cut_at_trace_end",
+	};
+	struct pf_arg args[2];
+	int nargs = 0;
+
+	account_op(j, t, &f, dur);
+	j->counts.unwound += why == CLOSE_UNWOUND;
+	j->counts.end_missed += why == CLOSE_MISSED;
+	j->counts.cut_by_exit += why == CLOSE_EXIT;
+	j->counts.cut_at_stop += why == CLOSE_STOP;
+	if (!f.drawn)
+		return;
+	j->counts.frames++;
+	if (why != CLOSE_END)
+		args[nargs++] = (struct pf_arg){ .name = why_name[why], .type = PF_ARG_BOOL,
+						 .b = true };
+	if (f.seq != NO_SEQ) {
+		int pid = t->id >> 32;
+
+		args[nargs++] = (struct pf_arg){ .name = "seq", .type = PF_ARG_UINT, .u = f.seq };
+		flow = bwd_flow_id(pid, f.seq);
+		u64_set_add(j->fwd_seqs, ((uint64_t)pid << 48) ^ f.seq);
+	}
+	pf_slice_end(j->w, &(struct pf_event){ .track = t->track, .ts = ts, .args = args,
+		     .nargs = nargs, .flows = &flow, .nflows = flow ? 1 : 0 });
+}
+
+static bool key_class_matches(uint8_t kind, uint16_t ev_kind)
+{
+	if (ev_kind == EV_USER_END)
+		return kind == FR_USER;
+	return kind == (ev_kind == EV_BWD_END ? FR_BWD : FR_OP);
+}
+
+/* Closes the frame whose key matches, and any frame left open above it. */
+static void end_frame(struct join *j, struct thread *t, const struct ptbpf_event *e)
+{
+	int i;
+
+	for (i = t->depth - 1; i >= 0; i--)
+		if (t->stack[i].key == e->key && key_class_matches(t->stack[i].kind, e->kind))
+			break;
+	if (i < 0) {
+		j->counts.end_unmatched++;
+		return;
+	}
+	while (t->depth - 1 > i)
+		close_top(j, t, e->ts, CLOSE_MISSED);
+	if (t->stack[i].kind == FR_USER &&
+	    !strncmp(t->stack[i].name, "Optimizer.step#", 15)) {
+		struct process *p = get_process(j, e->pid);
+
+		close_top(j, t, e->ts, CLOSE_END);
+		if (p && p->last_step_end) {
+			char name[48];
+
+			snprintf(name, sizeof(name), "ProfilerStep#%lu", (unsigned long)p->step);
+			pf_slice_begin(j->w, &(struct pf_event){ .track = p->steps_track,
+				       .ts = p->last_step_end, .name = name, .category = "step" });
+			pf_slice_end(j->w, &(struct pf_event){ .track = p->steps_track,
+				     .ts = e->ts });
+			j->counts.steps++;
+		}
+		if (p) {
+			p->last_step_end = e->ts;
+			p->step++;
+		}
+		return;
+	}
+	close_top(j, t, e->ts, CLOSE_END);
+}
+
+/* __cxa_begin_catch at SP: frames entered at or below SP were unwound. */
+static void unwind(struct join *j, struct thread *t, const struct ptbpf_event *e)
+{
+	while (t->depth > 0) {
+		struct frame *f = &t->stack[t->depth - 1];
+
+		if (f->kind == FR_USER || f->key > e->key)
+			break;
+		close_top(j, t, e->ts, CLOSE_UNWOUND);
+	}
+}
+
+/* The Node's class name: vptr -> typeinfo -> mangled name, demangled. */
+static const char *node_name(struct join *j, int pid, uint64_t vptr)
+{
+	struct process *p = get_process(j, pid);
+	char mangled[256], pretty[256], label[300];
+	const char *s = p ? str_map_get(p->node_names, vptr) : NULL;
+	uint64_t ti = 0, np = 0;
+
+	if (s)
+		return s;
+	if (target_read(pid, vptr - 8, &ti, 8) || target_read(pid, ti + 8, &np, 8) ||
+	    target_read_str(pid, np, mangled, sizeof(mangled)) ||
+	    demangle_type(mangled, pretty, sizeof(pretty)))
+		snprintf(pretty, sizeof(pretty), "Node@%#lx", (unsigned long)vptr);
+	s = pretty;
+	if (!strncmp(s, "torch::autograd::generated::", 28))
+		s += 28;
+	snprintf(label, sizeof(label), "autograd::engine::evaluate_function: %s", s);
+	s = str_set_intern(j->strings, label);
+	if (p)
+		str_map_put(p->node_names, vptr, s);
+	return s;
+}
+
+static void bwd_begin(struct join *j, struct thread *t, const struct ptbpf_event *e)
+{
+	uint64_t seq = e->arg[1], flow = 0;
+	struct frame f = { .key = e->key, .ts = e->ts, .seq = NO_SEQ, .kind = FR_BWD,
+			   .name = node_name(j, e->pid, e->arg[0]) };
+	struct pf_arg args[2] = {
+		{ .name = "seq", .type = PF_ARG_UINT, .u = seq },
+		{ .name = "fwd_thread_id", .type = PF_ARG_UINT, .u = e->arg[2] },
+	};
+	int depth = t->depth;
+
+	push_frame(j, t, &f);
+	if (t->depth == depth || !t->stack[depth].drawn || seq == NO_SEQ)
+		return;
+	if (u64_set_remove(j->fwd_seqs, ((uint64_t)e->pid << 48) ^ seq)) {
+		flow = bwd_flow_id(e->pid, seq);
+		j->counts.bwd_flows++;
+	}
+	/* Arguments and the flow's end ride on a zero-length instant nested in
+	 * the slice, since the begin was already written without them. */
+	pf_instant(j->w, &(struct pf_event){ .track = t->track, .ts = e->ts,
+		   .name = "backward node", .category = "backward", .args = args, .nargs = 2,
+		   .term_flows = &flow, .nterm = flow ? 1 : 0 });
+}
+
+static void attribute_seq(struct thread *t, uint64_t seq)
+{
+	for (int i = t->depth - 1; i >= 0; i--) {
+		if (t->stack[i].kind == FR_OP) {
+			t->stack[i].seq = seq;
+			return;
+		}
+	}
+}
+
+static void close_thread(struct join *j, struct thread *t, uint64_t ts, enum close_why why)
+{
+	while (t->depth > 0)
+		close_top(j, t, ts, why);
+}
+
+int join_event(struct join *j, const void *data, uint64_t size)
+{
+	const struct ptbpf_event *e = data;
+	struct thread *t;
+
+	if (size < sizeof(*e) || e->kind >= EV_KIND_MAX)
+		return 0;
+	j->counts.by_kind[e->kind]++;
+	if (e->ts > j->last_ts)
+		j->last_ts = e->ts;
+	if (e->kind == EV_PROC_EXIT) {
+		join_process_gone(j, e->pid, e->ts);
+		return 0;
+	}
+	if (e->kind == EV_FORK)
+		return 0;
+	t = get_thread(j, e->pid, e->tid);
+	if (!t)
+		return 0;
+	switch (e->kind) {
+	case EV_OP_BEGIN:
+		push_frame(j, t, &(struct frame){ .key = e->key, .ts = e->ts, .op = e->id,
+			   .seq = NO_SEQ, .kind = FR_OP });
+		break;
+	case EV_OP_END:
+	case EV_BWD_END:
+	case EV_USER_END:
+		end_frame(j, t, e);
+		break;
+	case EV_UNWIND:
+		unwind(j, t, e);
+		break;
+	case EV_BWD_BEGIN:
+		bwd_begin(j, t, e);
+		break;
+	case EV_SEQ:
+		attribute_seq(t, e->arg[0]);
+		break;
+	case EV_THREAD_EXIT:
+		close_thread(j, t, e->ts, CLOSE_EXIT);
+		break;
+	case EV_NAMED_USER_BEGIN:
+		if (size >= sizeof(struct ptbpf_named_event)) {
+			const struct ptbpf_named_event *ne = data;
+			char name[PTBPF_NAME_LEN * 4];
+
+			escape_str(name, sizeof(name), ne->name, PTBPF_NAME_LEN);
+			push_frame(j, t, &(struct frame){ .key = e->key, .ts = e->ts,
+				   .seq = NO_SEQ, .kind = FR_USER,
+				   .name = str_set_intern(j->strings, name) });
+		}
+		break;
+	}
+	return 0;
+}
+
+void join_process_gone(struct join *j, int pid, uint64_t ts)
+{
+	for (uint32_t i = 0; i < j->cap; i++)
+		if (j->threads[i].id && (int)(j->threads[i].id >> 32) == pid)
+			close_thread(j, &j->threads[i], ts, CLOSE_EXIT);
+}
+
+void join_finish(struct join *j, uint64_t ts)
+{
+	if (ts < j->last_ts)
+		ts = j->last_ts;
+	for (uint32_t i = 0; i < j->cap; i++)
+		if (j->threads[i].id)
+			close_thread(j, &j->threads[i], ts, CLOSE_STOP);
+}
+
+uint64_t join_last_ts(const struct join *j)
+{
+	return j->last_ts;
+}
+
+const struct join_counts *join_counts(const struct join *j)
+{
+	return &j->counts;
+}
+
+static const struct join *sort_ctx;
+
+static int by_total_desc(const void *a, const void *b)
+{
+	uint64_t ta = sort_ctx->op_total[((const struct op_stat *)a)->op];
+	uint64_t tb = sort_ctx->op_total[((const struct op_stat *)b)->op];
+
+	return ta < tb ? 1 : ta > tb ? -1 : 0;
+}
+
+int join_top_ops(const struct join *j, struct op_stat *out, int max)
+{
+	struct op_stat *all;
+	uint32_t n = 0;
+	int k;
+
+	all = calloc(j->op_cap + 1, sizeof(*all));
+	if (!all)
+		return 0;
+	for (uint32_t i = 0; i < j->op_cap; i++)
+		if (j->op_calls[i])
+			all[n++] = (struct op_stat){ .op = i, .calls = j->op_calls[i],
+						     .total_ns = j->op_total[i],
+						     .self_ns = j->op_self[i] };
+	sort_ctx = j;
+	qsort(all, n, sizeof(*all), by_total_desc);
+	k = n < (uint32_t)max ? (int)n : max;
+	memcpy(out, all, k * sizeof(*out));
+	free(all);
+	return k;
+}

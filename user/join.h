@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * join: turns ring-buffer records into trace slices. Per thread it keeps the
+ * stack of open frames (ops, backward nodes, record_function regions) and
+ * pairs each end with its begin by key; frames an exception unwound, or that
+ * a thread or process exit cut short, are closed and marked. It also builds
+ * step boundaries from Optimizer.step and forward->backward flows.
+ */
+#ifndef PTBPF_JOIN_H
+#define PTBPF_JOIN_H
+
+#include <stdint.h>
+#include "ptbpf_events.h"
+#include "perfetto.h"
+
+struct join;
+struct target;
+
+/* Names of the ops the cookies index. Owned by the caller, outlive join. */
+struct op_table {
+	char **name;     /* "aten::addmm" */
+	char **overload; /* "" or "out" */
+	uint32_t n;
+};
+
+/* Frame outcomes that are not a plain begin/end pair. */
+struct join_counts {
+	uint64_t by_kind[EV_KIND_MAX];
+	uint64_t frames;        /* slices written */
+	uint64_t unwound;       /* closed by an exception (__cxa_begin_catch) */
+	uint64_t cut_by_exit;   /* open when their thread/process exited */
+	uint64_t cut_at_stop;   /* open when tracing stopped */
+	uint64_t end_missed;    /* closed because an outer frame ended first */
+	uint64_t end_unmatched; /* an end with no begin (begun before attach) */
+	uint64_t too_deep;      /* beyond the trace's nesting limit, not drawn */
+	uint64_t steps;         /* ProfilerStep#N slices */
+	uint64_t bwd_flows;     /* forward->backward arrows */
+};
+
+struct op_stat {
+	uint32_t op;
+	uint64_t calls, total_ns, self_ns;
+};
+
+struct join *join_new(struct pf_writer *w, const struct op_table *ops);
+void join_free(struct join *j);
+/* Declares a traced process (its process track). */
+void join_add_process(struct join *j, const struct target *t);
+/* Handles one ring record; returns 0 (records are never refused). */
+int join_event(struct join *j, const void *data, uint64_t size);
+/* Closes what a process still has open (it exited) at ts. */
+void join_process_gone(struct join *j, int pid, uint64_t ts);
+/* Closes everything still open at ts (tracing stopped). */
+void join_finish(struct join *j, uint64_t ts);
+/* Latest event timestamp seen. */
+uint64_t join_last_ts(const struct join *j);
+const struct join_counts *join_counts(const struct join *j);
+/* Ops sorted by total host time, descending; returns how many (<= max). */
+int join_top_ops(const struct join *j, struct op_stat *out, int max);
+/* The per-process track uuid for pid (0 if unknown). */
+uint64_t join_process_track(const struct join *j, int pid);
+
+#endif /* PTBPF_JOIN_H */

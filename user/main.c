@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * ptbpf: attach to running PyTorch processes and record what they do into a
+ * Perfetto trace. The data path: bpf/ptbpf.bpf.c (probes -> ring buffer) ->
+ * here (poll) -> user/join.c (pair begins and ends) -> user/perfetto.c.
+ */
+#define _GNU_SOURCE
+#include <argp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+
+#include "cli.h"
+#include "join.h"
+#include "perfetto.h"
+#include "probes.h"
+#include "target.h"
+#include "ptbpf.skel.h"
+
+#define MAX_TARGETS 256
+
+static volatile sig_atomic_t exiting;
+
+static void on_signal(int sig)
+{
+	if (exiting) /* a second Ctrl-C: leave now; the kernel drops our probes */
+		_exit(128 + sig);
+	exiting = sig;
+}
+
+struct session {
+	struct options opt;
+	struct ptbpf_bpf *skel;
+	struct ring_buffer *rb;
+	struct probes *probes;
+	struct op_table ops;
+	struct pf_writer *w;
+	FILE *out;
+	struct join *join;
+	struct target targets[MAX_TARGETS];
+	int ntargets, nalive;
+	int pending_forks[64];
+	int npending;
+	uint64_t lost_track;
+	bool discard_output;
+};
+
+/* Without -v, libbpf's own messages are not shown; ptbpf explains errors. */
+static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void stats_read(struct session *s, uint64_t out[STAT_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t vals[ncpu > 0 ? ncpu : 1];
+
+	for (uint32_t k = 0; k < STAT_MAX; k++) {
+		out[k] = 0;
+		if (bpf_map__lookup_elem(s->skel->maps.stats, &k, sizeof(k), vals,
+					 sizeof(uint64_t) * ncpu, 0))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			out[k] += vals[c];
+	}
+}
+
+static uint64_t lost_total(const uint64_t st[STAT_MAX])
+{
+	return st[STAT_DROP_RINGBUF_FULL] + st[STAT_DROP_NAME_FULL];
+}
+
+static int handle_event(void *ctx, void *data, size_t size)
+{
+	struct session *s = ctx;
+	const struct ptbpf_event *e = data;
+
+	if (size >= sizeof(*e) && e->kind == EV_FORK && s->opt.follow_children &&
+	    s->npending < (int)(sizeof(s->pending_forks) / sizeof(int)))
+		s->pending_forks[s->npending++] = (int)e->arg[0];
+	return join_event(s->join, data, size);
+}
+
+static void print_attach(const struct target *t, const struct attach_report *r)
+{
+	fprintf(stderr,
+		"ptbpf: tracing pid %d (%s): %u ops (%u skipped), %u ret + %u tail-jump exit "
+		"sites, %u/%u entries on emulated instructions; unwind %s, backward %s, "
+		"seq %s, record_function %s; planned in %.0f ms, attached in %.0f ms\n",
+		t->pid, t->comm, r->ops, r->ops_skipped, r->ret_sites, r->tail_sites,
+		r->emulated_entries, r->ops, r->catch_probe ? "on" : "OFF",
+		r->bwd_probe ? "on" : "off", r->seq_probe ? "on" : "off",
+		r->user_probes ? "on" : "off", r->plan_ms, r->attach_ms);
+	if (!r->catch_probe)
+		fprintf(stderr, "ptbpf: warning: pid %d maps no libstdc++ __cxa_begin_catch: "
+			"frames unwound by exceptions close only at their parent's end\n", t->pid);
+}
+
+/* Opens and attaches one more process; 0, or -errno with a message printed. */
+static int add_target(struct session *s, int pid, bool quiet_if_gone)
+{
+	struct target *t = &s->targets[s->ntargets];
+	struct attach_report rep;
+	char err[512];
+	int ret;
+
+	if (s->ntargets >= MAX_TARGETS) {
+		fprintf(stderr, "ptbpf: at most %d processes can be traced\n", MAX_TARGETS);
+		return -E2BIG;
+	}
+	ret = target_open(pid, t, err, sizeof(err));
+	if (!ret) {
+		join_add_process(s->join, t);
+		ret = probes_attach(s->probes, t, &rep, &exiting, err, sizeof(err));
+	}
+	if (ret) {
+		target_close(t);
+		if (ret != -EINTR && !(quiet_if_gone && ret == -ESRCH))
+			fprintf(stderr, "ptbpf: %s\n", err);
+		return ret;
+	}
+	s->ntargets++;
+	s->nalive++;
+	print_attach(t, &rep);
+	return 0;
+}
+
+static void status_line(struct session *s, uint64_t *last_events, uint64_t *last_ns)
+{
+	uint64_t st[STAT_MAX], t = now_ns();
+	double secs = (t - *last_ns) / 1e9;
+
+	stats_read(s, st);
+	if (s->lost_track)
+		pf_counter(s->w, s->lost_track, t, (int64_t)lost_total(st));
+	if (s->opt.verbose || isatty(2))
+		fprintf(stderr, "%sptbpf: %.0f events/s, %lu lost, %.1f MB written%s",
+			isatty(2) ? "\r" : "", (st[STAT_SENT] - *last_events) / secs,
+			(unsigned long)lost_total(st), pf_bytes_written(s->w) / 1e6,
+			isatty(2) ? "   " : "\n");
+	*last_events = st[STAT_SENT];
+	*last_ns = t;
+}
+
+/* Marks exited targets; returns how many are still alive. */
+static int reap_targets(struct session *s)
+{
+	int alive = 0;
+
+	for (int i = 0; i < s->ntargets; i++) {
+		struct target *t = &s->targets[i];
+		struct pollfd p = { .fd = t->pidfd, .events = POLLIN };
+
+		if (t->pidfd < 0)
+			continue;
+		if (poll(&p, 1, 0) > 0) {
+			ring_buffer__consume(s->rb);
+			join_process_gone(s->join, t->pid, join_last_ts(s->join));
+			close(t->pidfd);
+			t->pidfd = -1;
+			continue;
+		}
+		alive++;
+	}
+	return alive;
+}
+
+static void trace_loop(struct session *s)
+{
+	uint64_t start = now_ns(), last_status = start, last_events = 0;
+	uint64_t deadline = s->opt.duration_s ? start + s->opt.duration_s * 1000000000ull : 0;
+
+	while (!exiting) {
+		int err = ring_buffer__poll(s->rb, 100);
+
+		if (err < 0 && err != -EINTR) {
+			fprintf(stderr, "ptbpf: reading the ring buffer failed: %s\n", strerror(-err));
+			break;
+		}
+		for (int i = 0; i < s->npending; i++)
+			add_target(s, s->pending_forks[i], true);
+		s->npending = 0;
+		if (!reap_targets(s)) {
+			fprintf(stderr, "%sptbpf: every traced process has exited\n",
+				isatty(2) ? "\n" : "");
+			break;
+		}
+		if (deadline && now_ns() >= deadline)
+			break;
+		if (now_ns() - last_status >= 1000000000ull)
+			status_line(s, &last_events, &last_status);
+	}
+	if (isatty(2))
+		fputc('\n', stderr);
+}
+
+static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
+{
+	const struct join_counts *c = join_counts(s->join);
+	static const char *const kind[EV_KIND_MAX] = {
+		[EV_OP_BEGIN] = "op begin", [EV_OP_END] = "op end", [EV_UNWIND] = "catch",
+		[EV_BWD_BEGIN] = "backward begin", [EV_BWD_END] = "backward end",
+		[EV_SEQ] = "autograd seq", [EV_USER_END] = "region end",
+		[EV_THREAD_EXIT] = "thread exit", [EV_PROC_EXIT] = "process exit",
+		[EV_FORK] = "fork", [EV_NAMED_USER_BEGIN] = "region begin",
+	};
+	struct op_stat top[10];
+	int ntop = join_top_ops(s->join, top, 10);
+	uint64_t received = 0;
+
+	for (int k = 0; k < EV_KIND_MAX; k++)
+		received += c->by_kind[k];
+	fprintf(stderr, "ptbpf: events by kind:");
+	for (int k = 0; k < EV_KIND_MAX; k++)
+		if (c->by_kind[k])
+			fprintf(stderr, " %s %lu,", kind[k], (unsigned long)c->by_kind[k]);
+	fprintf(stderr, " total %lu\n", (unsigned long)received);
+	fprintf(stderr, "ptbpf: sent %lu, received %lu, lost %lu (ring full %lu, named ring full "
+		"%lu), unreadable names %lu\n", (unsigned long)st[STAT_SENT],
+		(unsigned long)received, (unsigned long)lost_total(st),
+		(unsigned long)st[STAT_DROP_RINGBUF_FULL], (unsigned long)st[STAT_DROP_NAME_FULL],
+		(unsigned long)st[STAT_NAME_FAULT]);
+	fprintf(stderr, "ptbpf: slices %lu; unwound by exceptions %lu, cut by exit %lu, open at "
+		"stop %lu, end not seen %lu, end before attach %lu, too deep %lu; steps %lu, "
+		"forward->backward flows %lu\n", (unsigned long)c->frames,
+		(unsigned long)c->unwound, (unsigned long)c->cut_by_exit,
+		(unsigned long)c->cut_at_stop, (unsigned long)c->end_missed,
+		(unsigned long)c->end_unmatched, (unsigned long)c->too_deep,
+		(unsigned long)c->steps, (unsigned long)c->bwd_flows);
+	if (ntop)
+		fprintf(stderr, "ptbpf: top ops by host time (inclusive):\n"
+			"  %-40s %10s %12s %12s\n", "op", "calls", "total ms", "self ms");
+	for (int i = 0; i < ntop; i++)
+		fprintf(stderr, "  %-40s %10lu %12.3f %12.3f\n", s->ops.name[top[i].op],
+			(unsigned long)top[i].calls, top[i].total_ns / 1e6, top[i].self_ns / 1e6);
+}
+
+static void write_final_counters(struct session *s, const uint64_t st[STAT_MAX])
+{
+	const struct join_counts *c = join_counts(s->join);
+
+	pf_counter(s->w, s->lost_track, join_last_ts(s->join), (int64_t)lost_total(st));
+	pf_trace_attr_int(s->w, "dev.ptbpf.events_sent", (int64_t)st[STAT_SENT]);
+	pf_trace_attr_int(s->w, "dev.ptbpf.events_lost", (int64_t)lost_total(st));
+	pf_trace_attr_int(s->w, "dev.ptbpf.lost_ringbuf_full", (int64_t)st[STAT_DROP_RINGBUF_FULL]);
+	pf_trace_attr_int(s->w, "dev.ptbpf.lost_named_ringbuf_full",
+			  (int64_t)st[STAT_DROP_NAME_FULL]);
+	pf_trace_attr_int(s->w, "dev.ptbpf.frames_unwound", (int64_t)c->unwound);
+	pf_trace_attr_int(s->w, "dev.ptbpf.frames_end_not_seen", (int64_t)c->end_missed);
+	pf_clock_snapshot(s->w);
+}
+
+static int setup_bpf(struct session *s)
+{
+	int err;
+
+	if (!s->opt.verbose)
+		libbpf_set_print(quiet_libbpf);
+	s->skel = ptbpf_bpf__open();
+	if (!s->skel) {
+		fprintf(stderr, "ptbpf: opening the BPF object failed: %s\n", strerror(errno));
+		return -1;
+	}
+	bpf_map__set_max_entries(s->skel->maps.events, s->opt.ring_bytes);
+	s->skel->rodata->wakeup_bytes = s->opt.ring_bytes / 16;
+	err = ptbpf_bpf__load(s->skel);
+	if (!err)
+		err = ptbpf_bpf__attach(s->skel); /* the sched tracepoints */
+	if (err) {
+		fprintf(stderr, "ptbpf: loading the BPF programs failed: %s (run with -v for "
+			"the verifier log)\n", strerror(-err));
+		return -1;
+	}
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), handle_event, s, NULL);
+	if (!s->rb) {
+		fprintf(stderr, "ptbpf: ring buffer: %s\n", strerror(errno));
+		return -1;
+	}
+	s->probes = probes_new(s->skel, &s->ops);
+	return s->probes ? 0 : -1;
+}
+
+static int setup_trace(struct session *s)
+{
+	int fd = cli_open_output(s->opt.output);
+
+	if (fd < 0)
+		return -1;
+	s->out = fdopen(fd, "w");
+	s->w = s->out ? pf_writer_open(s->out) : NULL;
+	if (!s->w) {
+		fprintf(stderr, "ptbpf: %s: %s\n", s->opt.output, strerror(errno));
+		return -1;
+	}
+	pf_trace_attr_str(s->w, "dev.ptbpf.version", PTBPF_VERSION);
+	s->join = join_new(s->w, &s->ops);
+	if (!s->join)
+		return -1;
+	s->lost_track = pf_track_counter(s->w, 0, "ptbpf lost events", PF_UNIT_COUNT);
+	pf_counter(s->w, s->lost_track, now_ns(), 0);
+	return 0;
+}
+
+static int finish(struct session *s, int rc)
+{
+	uint64_t st[STAT_MAX] = { 0 };
+	off_t size;
+	int err;
+
+	if (s->probes)
+		probes_detach(s->probes); /* nothing new after this */
+	if (s->rb)
+		ring_buffer__consume(s->rb);
+	if (s->skel)
+		stats_read(s, st);
+	if (s->join && s->ntargets) {
+		join_finish(s->join, now_ns());
+		write_final_counters(s, st);
+		print_summary(s, st);
+	}
+	err = s->w ? pf_writer_close(s->w) : 0;
+	if (s->out && fflush(s->out) == 0 && !err)
+		err = fsync(fileno(s->out)) ? -errno : 0;
+	size = s->out ? ftello(s->out) : 0;
+	if (s->out && fclose(s->out) && !err)
+		err = -errno;
+	if (s->discard_output && s->out) {
+		unlink(s->opt.output);
+	} else if (err) {
+		fprintf(stderr, "ptbpf: writing %s failed: %s\n", s->opt.output, strerror(-err));
+		rc = 1;
+	} else if (s->w) {
+		fprintf(stderr, "ptbpf: wrote %s (%.1f MB): open it at https://ui.perfetto.dev\n",
+			s->opt.output, size / 1e6);
+	}
+	join_free(s->join);
+	probes_free(s->probes);
+	ring_buffer__free(s->rb);
+	ptbpf_bpf__destroy(s->skel);
+	for (int i = 0; i < s->ntargets; i++)
+		target_close(&s->targets[i]);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static struct session s;
+	struct sigaction sa = { .sa_handler = on_signal };
+	char err[512];
+	int rc = 1;
+
+	if (cli_parse(argc, argv, &s.opt))
+		return 2;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (cli_check_privileges(err, sizeof(err))) {
+		fprintf(stderr, "ptbpf: %s\n", err);
+		return 1;
+	}
+	/* Refuse bad pids before anything touches a process or the disk. */
+	for (int i = 0; i < s.opt.npids; i++) {
+		struct target t;
+
+		if (target_open(s.opt.pids[i], &t, err, sizeof(err))) {
+			fprintf(stderr, "ptbpf: %s\n", err);
+			target_close(&t);
+			return 1;
+		}
+		target_close(&t);
+	}
+	if (setup_bpf(&s) || setup_trace(&s)) {
+		s.discard_output = true; /* nothing was traced: leave no file */
+		return finish(&s, 1);
+	}
+	for (int i = 0; i < s.opt.npids && !exiting; i++)
+		if (add_target(&s, s.opt.pids[i], false) && !exiting)
+			return finish(&s, 1);
+	if (exiting) {
+		fprintf(stderr, "ptbpf: interrupted during attach; detaching\n");
+		return finish(&s, 128 + exiting);
+	}
+	trace_loop(&s);
+	rc = 0;
+	return finish(&s, rc);
+}

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Op names from `at::_ops::<S>::call` symbols.
+ *
+ * torchgen names the struct S = base, or base "_" overload (the schema's
+ * unambiguous_name), and the profiler shows "aten::<base>". Both parts may
+ * contain '_', so S is split by base names that the library itself spells
+ * out: the "aten::<base>" string literals in .rodata (the struct's `name`
+ * member). The longest such base alone is wrong for scatter_reduce[_out]
+ * (= scatter.reduce[_out], next to scatter_reduce.two), so a split whose
+ * "base.overload" string is in .rodata too (operator registrations spell
+ * schemas that way) wins over a longer base. On Debian's libtorch 1.13 all
+ * 1674 overloaded ops then have a split confirmed by such a string.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elfsym.h"
+
+#define OP_SYM_PREFIX "_ZN2at4_ops"
+#define OP_SYM_CALL "4callE"
+#define OP_NAME_MAX 255		/* longer struct or base names are refused */
+#define ATEN_PREFIX "aten::"
+#define NAMER_MAX (1U << 20)	/* base names kept from one file */
+
+static bool is_ident_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_';
+}
+
+int op_struct_name(const char *mangled, char *buf, size_t len)
+{
+	const size_t plen = sizeof(OP_SYM_PREFIX) - 1, clen = sizeof(OP_SYM_CALL) - 1;
+	const char *p;
+	size_t n = 0, i;
+
+	if (!mangled || strncmp(mangled, OP_SYM_PREFIX, plen))
+		return -EINVAL;
+	p = mangled + plen;
+	if (*p < '1' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		n = n * 10 + (size_t)(*p - '0');
+		if (n > OP_NAME_MAX)
+			return -EINVAL;
+	}
+	if (strnlen(p, n) < n || strncmp(p + n, OP_SYM_CALL, clen) || n + 1 > len)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (!is_ident_char(p[i]))
+			return -EINVAL;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	return 0;
+}
+
+/* Open-addressing hash set of strings. */
+struct str_set {
+	char **slot;
+	size_t cap, n;
+};
+
+static uint64_t name_hash(const char *s, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;	/* FNV-1a */
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (uint8_t)s[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* The slot holding s[0..len), or the empty slot where it would go. */
+static char **set_slot(const struct str_set *set, const char *s, size_t len)
+{
+	size_t i = (size_t)name_hash(s, len) & (set->cap - 1);
+
+	while (set->slot[i]) {
+		if (!strncmp(set->slot[i], s, len) && set->slot[i][len] == '\0')
+			return &set->slot[i];
+		i = (i + 1) & (set->cap - 1);
+	}
+	return &set->slot[i];
+}
+
+static bool set_has(const struct str_set *set, const char *s, size_t len)
+{
+	return set->cap && *set_slot(set, s, len) != NULL;
+}
+
+static int set_grow(struct str_set *set)
+{
+	struct str_set bigger = { .cap = set->cap ? set->cap * 2 : 1024 };
+	size_t i;
+
+	bigger.slot = calloc(bigger.cap, sizeof(*bigger.slot));
+	if (!bigger.slot)
+		return -ENOMEM;
+	for (i = 0; i < set->cap; i++)
+		if (set->slot[i])
+			*set_slot(&bigger, set->slot[i], strlen(set->slot[i])) = set->slot[i];
+	free(set->slot);
+	set->slot = bigger.slot;
+	set->cap = bigger.cap;
+	return 0;
+}
+
+/* Adds a copy of s[0..len); past NAMER_MAX strings the rest are left out. */
+static int set_add(struct str_set *set, const char *s, size_t len)
+{
+	char **slot;
+
+	if (set->n >= NAMER_MAX)
+		return 0;
+	if ((set->n + 1) * 2 > set->cap && set_grow(set))
+		return -ENOMEM;
+	slot = set_slot(set, s, len);
+	if (*slot)
+		return 0;
+	*slot = strndup(s, len);
+	if (!*slot)
+		return -ENOMEM;
+	set->n++;
+	return 0;
+}
+
+static void set_free(struct str_set *set)
+{
+	size_t i;
+
+	for (i = 0; i < set->cap; i++)
+		free(set->slot[i]);
+	free(set->slot);
+}
+
+struct op_namer {
+	struct str_set base;	/* "add", from "aten::add" */
+	struct str_set dotted;	/* "add.Tensor", for bases in .base only */
+};
+
+static size_t ident_len(const char *s)
+{
+	size_t len = 0;
+
+	while (s[len] && is_ident_char(s[len]))
+		len++;
+	return len;
+}
+
+/* Adds the base of an "aten::<base>" string if base is [A-Za-z0-9_]+. */
+static int base_add_cb(const char *s, void *ctx)
+{
+	struct op_namer *nm = ctx;
+	const char *base = s + sizeof(ATEN_PREFIX) - 1;
+	size_t len = ident_len(base);
+
+	if (!len || base[len] || len > OP_NAME_MAX)
+		return 0;
+	return set_add(&nm->base, base, len);
+}
+
+/*
+ * Adds "<base>.<overload>" strings. The linker may have merged one into the
+ * tail of a longer string ("cos.out" into "acos.out"), so every suffix of
+ * the first part that is a known base counts.
+ */
+static int dotted_add_cb(const char *s, void *ctx)
+{
+	struct op_namer *nm = ctx;
+	size_t blen = ident_len(s), olen, k;
+	int ret;
+
+	if (!blen || s[blen] != '.' || blen > OP_NAME_MAX)
+		return 0;
+	olen = ident_len(s + blen + 1);
+	if (!olen || s[blen + 1 + olen] || olen > OP_NAME_MAX)
+		return 0;
+	for (k = 0; k < blen; k++) {
+		if (!set_has(&nm->base, s + k, blen - k))
+			continue;
+		ret = set_add(&nm->dotted, s + k, blen - k + 1 + olen);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+struct op_namer *op_namer_new(struct elf_file *ef)
+{
+	struct op_namer *nm = calloc(1, sizeof(*nm));
+
+	if (!nm)
+		return NULL;
+	if (elf_file_for_each_rodata_string(ef, ATEN_PREFIX, base_add_cb, nm) ||
+	    elf_file_for_each_rodata_string(ef, "", dotted_add_cb, nm)) {
+		op_namer_free(nm);
+		return NULL;
+	}
+	return nm;
+}
+
+void op_namer_free(struct op_namer *nm)
+{
+	if (!nm)
+		return;
+	set_free(&nm->base);
+	set_free(&nm->dotted);
+	free(nm);
+}
+
+size_t op_namer_count(const struct op_namer *nm)
+{
+	return nm->base.n;
+}
+
+bool op_namer_has(const struct op_namer *nm, const char *base)
+{
+	return set_has(&nm->base, base, strlen(base));
+}
+
+/* Whether s[0..blen) "." s[blen+1..] is a known "base.overload" string. */
+static bool dotted_has(const struct op_namer *nm, const char *s, size_t blen)
+{
+	char key[2 * OP_NAME_MAX + 2];
+	size_t len = strlen(s);
+
+	if (len >= sizeof(key))
+		return false;
+	memcpy(key, s, len + 1);
+	key[blen] = '.';
+	return set_has(&nm->dotted, key, len);
+}
+
+/* Length of the base S splits at; 0 if no known base fits. */
+static size_t split_point(const struct op_namer *nm, const char *s)
+{
+	size_t len = strlen(s), i, best = 0;
+
+	/* Candidates, longest first: all of s, then each prefix ending before a '_'. */
+	if (set_has(&nm->base, s, len))
+		best = len;
+	for (i = len; i-- > 1;) {
+		if (s[i] != '_' || !set_has(&nm->base, s, i))
+			continue;
+		if (dotted_has(nm, s, i))
+			return i;
+		if (!best)
+			best = i;
+	}
+	return best;
+}
+
+void op_namer_split(const struct op_namer *nm, const char *s,
+		    char *name, size_t name_len, char *overload, size_t ov_len)
+{
+	size_t b = split_point(nm, s);
+
+	if (!b)
+		b = strlen(s);
+	snprintf(name, name_len, ATEN_PREFIX "%.*s", (int)b, s);
+	snprintf(overload, ov_len, "%s", s[b] ? s + b + 1 : "");
+}

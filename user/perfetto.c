@@ -1,0 +1,808 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Streaming Perfetto writer. Each packet is encoded into one fixed scratch
+ * buffer, then written whole as a `Trace.packet` record (0x0A, length,
+ * bytes), so memory does not grow with the trace and a failed write leaves
+ * at most one truncated record at the end (which readers drop).
+ *
+ * Nested messages are encoded in place: write the body, then move it up by
+ * the size of its length varint. Depth is at most three, so the moves are
+ * cheap and no second buffer is needed.
+ */
+#define _GNU_SOURCE /* CLOCK_BOOTTIME, getrandom, strnlen under -std=c11 */
+#include "perfetto.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { PB_VARINT = 0, PB_FIXED64 = 1, PB_LEN = 2 };
+
+/* Field numbers, per message (see perfetto_trace.proto). */
+enum { /* TracePacket */
+	F_PKT_CLOCK_SNAPSHOT = 6, F_PKT_TIMESTAMP = 8, F_PKT_SEQ_ID = 10,
+	F_PKT_TRACK_EVENT = 11, F_PKT_INTERNED = 12, F_PKT_SEQ_FLAGS = 13,
+	F_PKT_PREV_DROPPED = 42, F_PKT_CLOCK_ID = 58, F_PKT_DEFAULTS = 59,
+	F_PKT_TRACK_DESC = 60, F_PKT_FIRST_ON_SEQ = 87, F_PKT_TRACE_ATTRS = 126,
+};
+enum { F_DEF_CLOCK_ID = 58 }; /* TracePacketDefaults */
+enum { F_CS_CLOCKS = 1, F_CS_PRIMARY = 2, F_CLK_ID = 1, F_CLK_TS = 2 }; /* ClockSnapshot, Clock */
+enum { F_TA_ATTR = 1, F_ATTR_KEY = 1, F_ATTR_LONG = 2, F_ATTR_STR = 3 }; /* TraceAttributes */
+enum { /* TrackDescriptor, ProcessDescriptor, ThreadDescriptor, CounterDescriptor */
+	F_TD_UUID = 1, F_TD_NAME = 2, F_TD_PROCESS = 3, F_TD_THREAD = 4,
+	F_TD_PARENT = 5, F_TD_COUNTER = 8, F_TD_MERGE = 15,
+	F_PD_PID = 1, F_PD_CMDLINE = 2, F_PD_NAME = 6,
+	F_THD_PID = 1, F_THD_TID = 2, F_THD_NAME = 5,
+	F_CD_UNIT = 3,
+};
+enum { /* TrackEvent */
+	F_TE_CAT_IIDS = 3, F_TE_ARGS = 4, F_TE_TYPE = 9, F_TE_NAME_IID = 10,
+	F_TE_TRACK = 11, F_TE_CATEGORIES = 22, F_TE_NAME = 23, F_TE_COUNTER = 30,
+	F_TE_FLOWS = 47, F_TE_TERM_FLOWS = 48,
+};
+enum { /* DebugAnnotation */
+	F_DA_NAME_IID = 1, F_DA_BOOL = 2, F_DA_UINT = 3, F_DA_INT = 4,
+	F_DA_DOUBLE = 5, F_DA_STRING = 6, F_DA_POINTER = 7, F_DA_NAME = 10,
+};
+enum { /* InternedData; its entries (EventCategory, EventName, ...) share iid/name */
+	F_ID_CATEGORIES = 1, F_ID_NAMES = 2, F_ID_ARG_NAMES = 3,
+	F_ENTRY_IID = 1, F_ENTRY_NAME = 2,
+};
+
+enum { SEQ_ID = 1, SEQ_INCREMENTAL_STATE_CLEARED = 1, SEQ_NEEDS_INCREMENTAL_STATE = 2 };
+enum { CLOCK_ID_REALTIME = 1, CLOCK_ID_MONOTONIC = 3, CLOCK_ID_BOOTTIME = 6 };
+enum { MERGE_NONE = 2 }; /* TrackDescriptor.SIBLING_MERGE_BEHAVIOR_NONE */
+enum { TE_SLICE_BEGIN = 1, TE_SLICE_END = 2, TE_INSTANT = 3, TE_COUNTER = 4 };
+
+/* Room reserved before a packet for its record header (key + varint len). */
+#define PREFIX_ROOM 11
+/*
+ * Worst case of one packet under the limits of perfetto.h: at most
+ * 2 * PF_MAX_ARGS + PF_MAX_CMDLINE + 4 strings (each with keys, lengths and
+ * nesting well under 32 bytes) plus both flow lists.
+ */
+#define PACKET_MAX ((2 * PF_MAX_ARGS + PF_MAX_CMDLINE + 4) * (PF_STR_MAX + 32) + \
+		    2 * PF_MAX_FLOWS * 10 + 512)
+#define INTERN_BYTES_MAX (8u << 20)
+#define INTERN_SLOTS_MIN 64u
+
+struct pb {
+	uint8_t *buf;
+	size_t len, cap;
+	bool overflow;
+};
+
+struct intern_slot {
+	uint64_t hash;
+	char *str; /* NULL: empty slot */
+	uint32_t len;
+	uint32_t iid;
+};
+
+/* Open addressing with linear probing; load factor kept at or below 1/2. */
+struct intern_table {
+	struct intern_slot *slots;
+	uint32_t nslots, count;
+	size_t bytes; /* of the copies of interned strings */
+};
+
+enum { TAB_NAME, TAB_CAT, TAB_ARG, TAB_COUNT };
+
+struct pf_writer {
+	FILE *f;
+	int err;
+	bool loss_pending;
+	uint64_t bytes, clipped;
+	uint64_t uuid_base, uuid_seq;
+	struct intern_table tabs[TAB_COUNT];
+	struct pb pb;
+	uint8_t scratch[]; /* pb.buf: PREFIX_ROOM + PACKET_MAX bytes */
+};
+
+/* A string as it will be written: an iid, or inline when iid is 0. */
+struct str_ref {
+	const char *s; /* NULL: field omitted */
+	size_t len;
+	uint64_t iid;
+	bool is_new; /* definition goes into this packet's InternedData */
+};
+
+struct event_refs {
+	struct str_ref name, cat;
+	struct str_ref args[PF_MAX_ARGS];
+	int nargs;
+};
+
+/* ---- protobuf encoding ---- */
+
+static size_t varint_put(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+static bool pb_room(struct pb *b, size_t n)
+{
+	if (b->overflow || b->cap - b->len < n) {
+		b->overflow = true;
+		return false;
+	}
+	return true;
+}
+
+static void pb_varint(struct pb *b, uint64_t v)
+{
+	if (pb_room(b, 10))
+		b->len += varint_put(b->buf + b->len, v);
+}
+
+static void pb_key(struct pb *b, uint32_t field, int wire_type)
+{
+	pb_varint(b, ((uint64_t)field << 3) | (uint64_t)wire_type);
+}
+
+static void pb_uint(struct pb *b, uint32_t field, uint64_t v)
+{
+	pb_key(b, field, PB_VARINT);
+	pb_varint(b, v);
+}
+
+/* int32/int64 are sign-extended varints (10 bytes when negative). */
+static void pb_int(struct pb *b, uint32_t field, int64_t v)
+{
+	pb_uint(b, field, (uint64_t)v);
+}
+
+static void pb_fixed64(struct pb *b, uint32_t field, uint64_t v)
+{
+	pb_key(b, field, PB_FIXED64);
+	if (!pb_room(b, 8))
+		return;
+	for (int i = 0; i < 8; i++)
+		b->buf[b->len++] = (uint8_t)(v >> (8 * i));
+}
+
+static void pb_bytes(struct pb *b, uint32_t field, const char *s, size_t len)
+{
+	pb_key(b, field, PB_LEN);
+	pb_varint(b, len);
+	if (pb_room(b, len)) {
+		memcpy(b->buf + b->len, s, len);
+		b->len += len;
+	}
+}
+
+/* Starts a nested message; returns where its body begins, for pb_end. */
+static size_t pb_begin(struct pb *b, uint32_t field)
+{
+	pb_key(b, field, PB_LEN);
+	return b->len;
+}
+
+static void pb_end(struct pb *b, size_t start)
+{
+	uint8_t len[10];
+	size_t body, n;
+
+	if (b->overflow)
+		return;
+	body = b->len - start;
+	n = varint_put(len, body);
+	if (!pb_room(b, n))
+		return;
+	memmove(b->buf + start + n, b->buf + start, body);
+	memcpy(b->buf + start, len, n);
+	b->len += n;
+}
+
+/* ---- errors and strings ---- */
+
+static void set_error(struct pf_writer *w, int err)
+{
+	if (!w->err)
+		w->err = err;
+}
+
+/* Length to write for s: at most PF_STR_MAX bytes, not splitting a UTF-8
+ * sequence (protoc and the UI expect valid UTF-8 in string fields). */
+static size_t str_clip(struct pf_writer *w, const char *s)
+{
+	size_t len = strnlen(s, PF_STR_MAX + 1);
+
+	if (len <= PF_STR_MAX)
+		return len;
+	w->clipped++;
+	len = PF_STR_MAX;
+	while (len > 0 && ((uint8_t)s[len] & 0xC0) == 0x80)
+		len--;
+	return len;
+}
+
+static void pb_str(struct pf_writer *w, uint32_t field, const char *s)
+{
+	if (s)
+		pb_bytes(&w->pb, field, s, str_clip(w, s));
+}
+
+static int clip_count(struct pf_writer *w, int n, const void *items, int max)
+{
+	if (n <= 0 || !items)
+		return 0;
+	if (n > max) {
+		w->clipped += (uint64_t)(n - max);
+		return max;
+	}
+	return n;
+}
+
+/* ---- intern tables ---- */
+
+static uint64_t fnv1a(const char *s, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= (uint8_t)s[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static struct intern_slot *intern_probe(struct intern_slot *slots, uint32_t nslots,
+					uint64_t hash, const char *s, size_t len)
+{
+	uint32_t mask = nslots - 1;
+	uint32_t i = (uint32_t)hash & mask;
+
+	for (;;) {
+		struct intern_slot *e = &slots[i];
+
+		if (!e->str)
+			return e;
+		if (e->hash == hash && e->len == len && memcmp(e->str, s, len) == 0)
+			return e;
+		i = (i + 1) & mask;
+	}
+}
+
+static bool intern_grow(struct intern_table *t)
+{
+	uint32_t nslots = t->nslots ? t->nslots * 2 : INTERN_SLOTS_MIN;
+	struct intern_slot *slots = calloc(nslots, sizeof(*slots));
+
+	if (!slots)
+		return false;
+	for (uint32_t i = 0; i < t->nslots; i++) {
+		struct intern_slot *e = &t->slots[i];
+
+		if (e->str)
+			*intern_probe(slots, nslots, e->hash, e->str, e->len) = *e;
+	}
+	free(t->slots);
+	t->slots = slots;
+	t->nslots = nslots;
+	return true;
+}
+
+/* iid of s (len bytes) in t, adding it if there is room; 0 when it cannot be
+ * interned (table full, or out of memory): the caller writes it inline. */
+static uint64_t intern(struct intern_table *t, const char *s, size_t len, bool *is_new)
+{
+	uint64_t hash = fnv1a(s, len);
+	struct intern_slot *e;
+
+	*is_new = false;
+	if (t->nslots) {
+		e = intern_probe(t->slots, t->nslots, hash, s, len);
+		if (e->str)
+			return e->iid;
+	}
+	if (t->count >= PF_INTERN_MAX || t->bytes + len + 1 > INTERN_BYTES_MAX)
+		return 0;
+	if (2 * (t->count + 1) > t->nslots && !intern_grow(t))
+		return 0;
+	e = intern_probe(t->slots, t->nslots, hash, s, len);
+	e->str = malloc(len + 1);
+	if (!e->str)
+		return 0;
+	memcpy(e->str, s, len);
+	e->str[len] = '\0';
+	e->hash = hash;
+	e->len = (uint32_t)len;
+	e->iid = ++t->count;
+	t->bytes += len + 1;
+	*is_new = true;
+	return e->iid;
+}
+
+static void ref_resolve(struct pf_writer *w, int tab, const char *s, struct str_ref *r)
+{
+	r->s = s;
+	r->len = 0;
+	r->iid = 0;
+	r->is_new = false;
+	if (!s)
+		return;
+	r->len = str_clip(w, s);
+	if (r->len <= PF_INTERN_STR_MAX)
+		r->iid = intern(&w->tabs[tab], s, r->len, &r->is_new);
+}
+
+/* ---- packets ---- */
+
+static uint64_t ts_ns(const struct timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	return clock_gettime(id, &ts) ? 0 : ts_ns(&ts);
+}
+
+static void packet_begin(struct pf_writer *w, uint32_t flags)
+{
+	w->pb.len = PREFIX_ROOM;
+	w->pb.overflow = false;
+	pb_uint(&w->pb, F_PKT_SEQ_ID, SEQ_ID);
+	if (flags)
+		pb_uint(&w->pb, F_PKT_SEQ_FLAGS, flags);
+	if (w->loss_pending)
+		pb_uint(&w->pb, F_PKT_PREV_DROPPED, 1);
+}
+
+/* Writes the packet as one Trace.packet record. After the first error the
+ * writer stops: later records could not be trusted to follow whole ones. */
+static void packet_end(struct pf_writer *w)
+{
+	struct pb *b = &w->pb;
+	uint8_t hdr[PREFIX_ROOM];
+	size_t plen, n;
+	uint8_t *start;
+
+	if (b->overflow)
+		set_error(w, -EMSGSIZE);
+	if (w->err)
+		return;
+	plen = b->len - PREFIX_ROOM;
+	hdr[0] = 0x0A; /* Trace.packet = 1, length-delimited */
+	n = 1 + varint_put(hdr + 1, plen);
+	start = b->buf + PREFIX_ROOM - n;
+	memcpy(start, hdr, n);
+	errno = 0;
+	if (fwrite(start, 1, n + plen, w->f) != n + plen) {
+		set_error(w, errno ? -errno : -EIO);
+		return;
+	}
+	w->bytes += n + plen;
+	w->loss_pending = false;
+}
+
+/* splitmix64's finalizer: a bijection, so distinct inputs give distinct
+ * uuids, while the random base keeps uuids of separate traces apart. */
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+static uint64_t random_base(void)
+{
+	uint64_t v;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
+		return v;
+	return clock_ns(CLOCK_MONOTONIC) ^ clock_ns(CLOCK_REALTIME) ^
+	       ((uint64_t)getpid() << 32);
+}
+
+static uint64_t next_uuid(struct pf_writer *w)
+{
+	uint64_t uuid;
+
+	do
+		uuid = mix64(w->uuid_base + ++w->uuid_seq);
+	while (uuid == 0); /* 0 is the implicit global track */
+	return uuid;
+}
+
+struct pf_writer *pf_writer_open(FILE *f)
+{
+	struct pf_writer *w;
+	size_t defaults;
+	int err;
+
+	if (!f) {
+		errno = EINVAL;
+		return NULL;
+	}
+	w = calloc(1, sizeof(*w) + PREFIX_ROOM + PACKET_MAX);
+	if (!w)
+		return NULL;
+	w->pb.buf = w->scratch;
+	w->pb.cap = PREFIX_ROOM + PACKET_MAX;
+	w->f = f;
+	w->uuid_base = random_base();
+	/* Starts the sequence; event timestamps default to MONOTONIC from here. */
+	packet_begin(w, SEQ_INCREMENTAL_STATE_CLEARED);
+	pb_uint(&w->pb, F_PKT_FIRST_ON_SEQ, 1);
+	defaults = pb_begin(&w->pb, F_PKT_DEFAULTS);
+	pb_uint(&w->pb, F_DEF_CLOCK_ID, CLOCK_ID_MONOTONIC);
+	pb_end(&w->pb, defaults);
+	packet_end(w);
+	pf_clock_snapshot(w);
+	if (w->err) {
+		err = w->err;
+		pf_writer_close(w);
+		errno = -err;
+		return NULL;
+	}
+	return w;
+}
+
+int pf_writer_close(struct pf_writer *w)
+{
+	int err;
+
+	if (!w)
+		return -EINVAL;
+	errno = 0;
+	if (fflush(w->f))
+		set_error(w, errno ? -errno : -EIO);
+	if (ferror(w->f))
+		set_error(w, -EIO);
+	err = w->err;
+	for (struct intern_table *t = w->tabs; t < w->tabs + TAB_COUNT; t++) {
+		for (uint32_t i = 0; i < t->nslots; i++)
+			free(t->slots[i].str);
+		free(t->slots);
+	}
+	free(w);
+	return err;
+}
+
+int pf_writer_error(const struct pf_writer *w)
+{
+	if (!w)
+		return -EINVAL;
+	if (!w->err && ferror(w->f))
+		return -EIO;
+	return w->err;
+}
+
+uint64_t pf_bytes_written(const struct pf_writer *w)
+{
+	return w ? w->bytes : 0;
+}
+
+uint64_t pf_items_clipped(const struct pf_writer *w)
+{
+	return w ? w->clipped : 0;
+}
+
+void pf_mark_loss(struct pf_writer *w)
+{
+	if (w)
+		w->loss_pending = true;
+}
+
+static void write_clock(struct pb *b, uint32_t id, uint64_t ts)
+{
+	size_t clock = pb_begin(b, F_CS_CLOCKS);
+
+	pb_uint(b, F_CLK_ID, id);
+	pb_uint(b, F_CLK_TS, ts);
+	pb_end(b, clock);
+}
+
+/* The packet is stamped in BOOTTIME explicitly: the sequence default
+ * (MONOTONIC) must not be needed to place the snapshot that defines it. */
+int pf_clock_snapshot(struct pf_writer *w)
+{
+	struct timespec boot, mono, real;
+	size_t snap;
+
+	if (!w)
+		return -EINVAL;
+	/* Back to back, so the three readings describe one instant. */
+	if (clock_gettime(CLOCK_BOOTTIME, &boot) || clock_gettime(CLOCK_MONOTONIC, &mono) ||
+	    clock_gettime(CLOCK_REALTIME, &real))
+		return -errno;
+	packet_begin(w, 0);
+	pb_uint(&w->pb, F_PKT_TIMESTAMP, ts_ns(&boot));
+	pb_uint(&w->pb, F_PKT_CLOCK_ID, CLOCK_ID_BOOTTIME);
+	snap = pb_begin(&w->pb, F_PKT_CLOCK_SNAPSHOT);
+	write_clock(&w->pb, CLOCK_ID_BOOTTIME, ts_ns(&boot));
+	write_clock(&w->pb, CLOCK_ID_MONOTONIC, ts_ns(&mono));
+	write_clock(&w->pb, CLOCK_ID_REALTIME, ts_ns(&real));
+	pb_uint(&w->pb, F_CS_PRIMARY, CLOCK_ID_BOOTTIME);
+	pb_end(&w->pb, snap);
+	packet_end(w);
+	return w->err;
+}
+
+/* One TraceAttributes.Attribute: the string value if sval, else ival. */
+static void trace_attr(struct pf_writer *w, const char *key, const char *sval, int64_t ival)
+{
+	size_t attrs, attr;
+
+	if (!w)
+		return;
+	packet_begin(w, 0);
+	attrs = pb_begin(&w->pb, F_PKT_TRACE_ATTRS);
+	attr = pb_begin(&w->pb, F_TA_ATTR);
+	pb_str(w, F_ATTR_KEY, key ? key : "");
+	if (sval)
+		pb_str(w, F_ATTR_STR, sval);
+	else
+		pb_int(&w->pb, F_ATTR_LONG, ival);
+	pb_end(&w->pb, attr);
+	pb_end(&w->pb, attrs);
+	packet_end(w);
+}
+
+void pf_trace_attr_str(struct pf_writer *w, const char *key, const char *value)
+{
+	trace_attr(w, key, value ? value : "", 0);
+}
+
+void pf_trace_attr_int(struct pf_writer *w, const char *key, int64_t value)
+{
+	trace_attr(w, key, NULL, value);
+}
+
+/* ---- track descriptors ---- */
+
+/* Descriptor packets are stamped "now" in the sequence's default clock
+ * (MONOTONIC); trace_processor uses the time to tell pid/tid reuse apart. */
+static uint64_t desc_begin(struct pf_writer *w, uint64_t parent, const char *name, size_t *desc)
+{
+	uint64_t uuid;
+
+	if (!w)
+		return 0;
+	uuid = next_uuid(w);
+	packet_begin(w, SEQ_NEEDS_INCREMENTAL_STATE);
+	pb_uint(&w->pb, F_PKT_TIMESTAMP, clock_ns(CLOCK_MONOTONIC));
+	*desc = pb_begin(&w->pb, F_PKT_TRACK_DESC);
+	pb_uint(&w->pb, F_TD_UUID, uuid);
+	if (parent)
+		pb_uint(&w->pb, F_TD_PARENT, parent);
+	pb_str(w, F_TD_NAME, name);
+	return uuid;
+}
+
+static void desc_end(struct pf_writer *w, size_t desc)
+{
+	pb_end(&w->pb, desc);
+	packet_end(w);
+}
+
+uint64_t pf_track_process(struct pf_writer *w, int32_t pid, const char *name,
+			  const char *const *cmdline, int ncmdline)
+{
+	size_t desc, proc;
+	uint64_t uuid = desc_begin(w, 0, NULL, &desc);
+	int n;
+
+	if (!uuid)
+		return 0;
+	n = clip_count(w, ncmdline, cmdline, PF_MAX_CMDLINE);
+	proc = pb_begin(&w->pb, F_TD_PROCESS);
+	pb_int(&w->pb, F_PD_PID, pid);
+	for (int i = 0; i < n; i++)
+		pb_str(w, F_PD_CMDLINE, cmdline[i] ? cmdline[i] : "");
+	pb_str(w, F_PD_NAME, name);
+	pb_end(&w->pb, proc);
+	desc_end(w, desc);
+	return uuid;
+}
+
+uint64_t pf_track_thread(struct pf_writer *w, int32_t pid, int64_t tid, const char *name)
+{
+	size_t desc, thread;
+	uint64_t uuid = desc_begin(w, 0, NULL, &desc);
+
+	if (!uuid)
+		return 0;
+	thread = pb_begin(&w->pb, F_TD_THREAD);
+	pb_int(&w->pb, F_THD_PID, pid);
+	pb_int(&w->pb, F_THD_TID, tid);
+	pb_str(w, F_THD_NAME, name);
+	pb_end(&w->pb, thread);
+	desc_end(w, desc);
+	return uuid;
+}
+
+uint64_t pf_track_child(struct pf_writer *w, uint64_t parent, const char *name)
+{
+	size_t desc;
+	uint64_t uuid = desc_begin(w, parent, name, &desc);
+
+	if (!uuid)
+		return 0;
+	pb_uint(&w->pb, F_TD_MERGE, MERGE_NONE);
+	desc_end(w, desc);
+	return uuid;
+}
+
+uint64_t pf_track_counter(struct pf_writer *w, uint64_t parent, const char *name,
+			  enum pf_counter_unit unit)
+{
+	size_t desc, counter;
+	uint64_t uuid = desc_begin(w, parent, name, &desc);
+
+	if (!uuid)
+		return 0;
+	counter = pb_begin(&w->pb, F_TD_COUNTER);
+	pb_uint(&w->pb, F_CD_UNIT, (uint64_t)unit);
+	pb_end(&w->pb, counter);
+	desc_end(w, desc);
+	return uuid;
+}
+
+/* ---- track events ---- */
+
+static void write_entry(struct pb *b, uint32_t field, const struct str_ref *r)
+{
+	size_t entry;
+
+	if (!r->is_new)
+		return;
+	entry = pb_begin(b, field);
+	pb_uint(b, F_ENTRY_IID, r->iid);
+	pb_bytes(b, F_ENTRY_NAME, r->s, r->len);
+	pb_end(b, entry);
+}
+
+/* Definitions of the strings this packet interns first; the reader applies
+ * interned_data before the packet's payload. */
+static void write_interned(struct pb *b, const struct event_refs *r)
+{
+	bool any = r->name.is_new || r->cat.is_new;
+	size_t data;
+
+	for (int i = 0; i < r->nargs && !any; i++)
+		any = r->args[i].is_new;
+	if (!any)
+		return;
+	data = pb_begin(b, F_PKT_INTERNED);
+	write_entry(b, F_ID_CATEGORIES, &r->cat);
+	write_entry(b, F_ID_NAMES, &r->name);
+	for (int i = 0; i < r->nargs; i++)
+		write_entry(b, F_ID_ARG_NAMES, &r->args[i]);
+	pb_end(b, data);
+}
+
+static void write_ref(struct pb *b, const struct str_ref *r, uint32_t iid_field,
+		      uint32_t inline_field)
+{
+	if (r->iid)
+		pb_uint(b, iid_field, r->iid);
+	else if (r->s)
+		pb_bytes(b, inline_field, r->s, r->len);
+}
+
+static void write_arg(struct pf_writer *w, const struct pf_arg *a, const struct str_ref *name)
+{
+	struct pb *b = &w->pb;
+	size_t ann = pb_begin(b, F_TE_ARGS);
+	uint64_t bits;
+
+	write_ref(b, name, F_DA_NAME_IID, F_DA_NAME);
+	switch (a->type) {
+	case PF_ARG_INT:
+		pb_int(b, F_DA_INT, a->i);
+		break;
+	case PF_ARG_UINT:
+		pb_uint(b, F_DA_UINT, a->u);
+		break;
+	case PF_ARG_DOUBLE:
+		memcpy(&bits, &a->d, sizeof(bits));
+		pb_fixed64(b, F_DA_DOUBLE, bits); /* IEEE-754, little endian */
+		break;
+	case PF_ARG_STR:
+		pb_str(w, F_DA_STRING, a->s ? a->s : "");
+		break;
+	case PF_ARG_BOOL:
+		pb_uint(b, F_DA_BOOL, a->b);
+		break;
+	case PF_ARG_PTR:
+		pb_uint(b, F_DA_POINTER, a->ptr);
+		break;
+	}
+	pb_end(b, ann);
+}
+
+static void write_flows(struct pf_writer *w, uint32_t field, const uint64_t *ids, int n)
+{
+	n = clip_count(w, n, ids, PF_MAX_FLOWS);
+	for (int i = 0; i < n; i++)
+		pb_fixed64(&w->pb, field, ids[i]); /* one key each: unpacked */
+}
+
+static void write_track_event(struct pf_writer *w, int type, uint64_t track, uint64_t ts,
+			      const struct pf_event *e, const struct pf_arg *args, int nargs)
+{
+	struct event_refs r;
+	size_t te;
+
+	/* Interned first: the packet's InternedData must precede its event. */
+	ref_resolve(w, TAB_NAME, e ? e->name : NULL, &r.name);
+	ref_resolve(w, TAB_CAT, e ? e->category : NULL, &r.cat);
+	r.nargs = clip_count(w, nargs, args, PF_MAX_ARGS);
+	for (int i = 0; i < r.nargs; i++)
+		ref_resolve(w, TAB_ARG, args[i].name, &r.args[i]);
+	packet_begin(w, SEQ_NEEDS_INCREMENTAL_STATE);
+	pb_uint(&w->pb, F_PKT_TIMESTAMP, ts);
+	write_interned(&w->pb, &r);
+	te = pb_begin(&w->pb, F_PKT_TRACK_EVENT);
+	pb_uint(&w->pb, F_TE_TYPE, (uint64_t)type);
+	pb_uint(&w->pb, F_TE_TRACK, track);
+	write_ref(&w->pb, &r.name, F_TE_NAME_IID, F_TE_NAME);
+	write_ref(&w->pb, &r.cat, F_TE_CAT_IIDS, F_TE_CATEGORIES);
+	for (int i = 0; i < r.nargs; i++)
+		write_arg(w, &args[i], &r.args[i]);
+	if (e) {
+		write_flows(w, F_TE_FLOWS, e->flows, e->nflows);
+		write_flows(w, F_TE_TERM_FLOWS, e->term_flows, e->nterm);
+	}
+	pb_end(&w->pb, te);
+	packet_end(w);
+}
+
+void pf_slice_begin(struct pf_writer *w, const struct pf_event *e)
+{
+	if (w && e)
+		write_track_event(w, TE_SLICE_BEGIN, e->track, e->ts, e, e->args, e->nargs);
+}
+
+/* No name: an END that names its slice makes trace_processor search the
+ * stack by name instead of closing the innermost slice. */
+void pf_slice_end(struct pf_writer *w, const struct pf_event *e)
+{
+	struct pf_event end;
+
+	if (!w || !e)
+		return;
+	end = *e;
+	end.name = end.category = NULL;
+	write_track_event(w, TE_SLICE_END, end.track, end.ts, &end, end.args, end.nargs);
+}
+
+void pf_instant(struct pf_writer *w, const struct pf_event *e)
+{
+	if (w && e)
+		write_track_event(w, TE_INSTANT, e->track, e->ts, e, e->args, e->nargs);
+}
+
+void pf_counter(struct pf_writer *w, uint64_t track, uint64_t ts, int64_t value)
+{
+	size_t te;
+
+	if (!w)
+		return;
+	packet_begin(w, SEQ_NEEDS_INCREMENTAL_STATE);
+	pb_uint(&w->pb, F_PKT_TIMESTAMP, ts);
+	te = pb_begin(&w->pb, F_PKT_TRACK_EVENT);
+	pb_uint(&w->pb, F_TE_TYPE, TE_COUNTER);
+	pb_uint(&w->pb, F_TE_TRACK, track);
+	pb_int(&w->pb, F_TE_COUNTER, value);
+	pb_end(&w->pb, te);
+	packet_end(w);
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * probes: decides where every probe goes in a target's libtorch and
+ * libstdc++ (a "plan", computed once per library inode) and attaches the
+ * BPF programs there for one process. All links are FD-based: if ptbpf dies,
+ * the kernel removes every probe.
+ */
+#ifndef PTBPF_PROBES_H
+#define PTBPF_PROBES_H
+
+#include <signal.h>
+#include <stdint.h>
+#include "join.h"
+
+struct ptbpf_bpf;
+struct target;
+struct probes;
+
+struct attach_report {
+	uint32_t ops;          /* op functions probed */
+	uint32_t ops_skipped;  /* op functions whose exits could not be found */
+	uint32_t ret_sites;    /* ret instructions probed */
+	uint32_t tail_sites;   /* tail jumps probed as exits */
+	uint32_t emulated_entries; /* entry probes on an emulated instruction */
+	int catch_probe, bwd_probe, seq_probe, user_probes; /* 1 if attached */
+	double plan_ms, attach_ms;
+};
+
+struct probes *probes_new(struct ptbpf_bpf *skel, struct op_table *ops);
+/* Attaches everything for t. Stops early (returns -EINTR) once *stop is set.
+ * On error writes one line into err; links attached so far stay owned by
+ * p and are removed by probes_free. */
+int probes_attach(struct probes *p, const struct target *t, struct attach_report *rep,
+		  volatile sig_atomic_t *stop, char *err, size_t errlen);
+/* Detaches every link (no new events after this returns). */
+void probes_detach(struct probes *p);
+void probes_free(struct probes *p);
+
+#endif /* PTBPF_PROBES_H */

@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The traced process as /proc shows it. See target.h. */
+#define _GNU_SOURCE
+#include "target.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* The inode of the initial pid namespace (PROC_PID_INIT_INO). */
+#define INIT_PIDNS_INO 0xEFFFFFFCu
+
+void escape_str(char *dst, size_t n, const char *src, size_t srclen)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < srclen && src[i] && o + 5 < n; i++) {
+		unsigned char c = src[i];
+
+		if (c < 0x20 || c == 0x7f)
+			o += snprintf(dst + o, n - o, "\\x%02x", c);
+		else
+			dst[o++] = c;
+	}
+	if (n)
+		dst[o < n ? o : n - 1] = 0;
+}
+
+static ssize_t read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n, total = 0;
+
+	if (fd < 0)
+		return -errno;
+	while ((size_t)total < len - 1 && (n = read(fd, buf + total, len - 1 - total)) > 0)
+		total += n;
+	close(fd);
+	buf[total] = 0;
+	return total;
+}
+
+int in_initial_pidns(void)
+{
+	struct stat st;
+
+	if (stat("/proc/self/ns/pid", &st))
+		return 0;
+	return st.st_ino == INIT_PIDNS_INO;
+}
+
+int target_alive(int pid)
+{
+	char path[64], buf[512], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+static int read_ns_pid(int pid)
+{
+	char path[64], buf[4096], *line, *last = NULL, *tok, *save;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		return pid;
+	line = strstr(buf, "\nNSpid:");
+	if (!line)
+		return pid;
+	line = strtok_r(line + 7, "\n", &save);
+	for (tok = strtok_r(line, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save))
+		last = tok;
+	return last ? atoi(last) : pid;
+}
+
+static void read_identity(struct target *t)
+{
+	char path[64], buf[4096];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", t->pid);
+	n = read_file(path, buf, sizeof(buf));
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = 0;
+	escape_str(t->comm, sizeof(t->comm), buf, n > 0 ? n : 0);
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", t->pid);
+	n = read_file(path, buf, sizeof(buf));
+	for (ssize_t i = 0; i + 1 < n; i++)
+		if (buf[i] == 0)
+			buf[i] = ' ';
+	escape_str(t->cmdline, sizeof(t->cmdline), buf, n > 0 ? n : 0);
+	t->ns_pid = read_ns_pid(t->pid);
+}
+
+/* Opens /proc/PID/map_files/START-END and checks it is the mapped inode. */
+static int open_mapping(int pid, unsigned long start, unsigned long end,
+			uint64_t dev, uint64_t ino, struct target_lib *lib)
+{
+	char path[128];
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%lx-%lx", pid, start, end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != ino ||
+	    st.st_dev != dev) {
+		close(fd);
+		return -ESTALE;
+	}
+	lib->fd = fd;
+	lib->dev = dev;
+	lib->ino = ino;
+	snprintf(lib->attach_path, sizeof(lib->attach_path), "/proc/self/fd/%d", fd);
+	return 0;
+}
+
+static const char *basename_of(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+int target_find_lib(int pid, const char *prefix, struct target_lib *lib)
+{
+	char path[64], line[PATH_MAX + 256];
+	int err = -ENOENT;
+	FILE *f;
+
+	lib->fd = -1;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long start, end, off, ino;
+		unsigned int major, minor;
+		char perms[8];
+		int pos = 0;
+
+		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu %n", &start, &end, perms,
+			   &off, &major, &minor, &ino, &pos) < 7 || !pos || ino == 0)
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		if (strncmp(basename_of(line + pos), prefix, strlen(prefix)))
+			continue;
+		snprintf(lib->path, sizeof(lib->path), "%s", line + pos);
+		err = open_mapping(pid, start, end, makedev(major, minor), ino, lib);
+		break;
+	}
+	fclose(f);
+	return err;
+}
+
+int target_open(int pid, struct target *t, char *err, size_t errlen)
+{
+	char path[64];
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	t->pidfd = t->torch.fd = t->stdcxx.fd = -1;
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	if (access(path, F_OK) || !target_alive(pid)) {
+		snprintf(err, errlen, "no process with pid %d", pid);
+		return -ESRCH;
+	}
+	t->pidfd = syscall(SYS_pidfd_open, pid, 0);
+	if (t->pidfd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "pid %d: pidfd_open: %s", pid, strerror(errno));
+		return ret;
+	}
+	read_identity(t);
+	ret = target_find_lib(pid, "libtorch_cpu.so", &t->torch);
+	if (ret == -ENOENT) {
+		snprintf(err, errlen, "pid %d (%s) has no libtorch_cpu.so mapped: "
+			 "is it a PyTorch process that has imported torch?", pid, t->comm);
+		return ret;
+	}
+	if (ret) {
+		snprintf(err, errlen, "pid %d: cannot open its libtorch_cpu.so through "
+			 "/proc/%d/map_files: %s", pid, pid, strerror(-ret));
+		return ret;
+	}
+	ret = target_find_lib(pid, "libstdc++.so", &t->stdcxx);
+	if (ret && ret != -ENOENT) {
+		snprintf(err, errlen, "pid %d: cannot open its libstdc++: %s", pid,
+			 strerror(-ret));
+		return ret;
+	}
+	return 0;
+}
+
+void target_close(struct target *t)
+{
+	if (t->torch.fd >= 0)
+		close(t->torch.fd);
+	if (t->stdcxx.fd >= 0)
+		close(t->stdcxx.fd);
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	t->torch.fd = t->stdcxx.fd = t->pidfd = -1;
+}
+
+int target_read(int pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)addr, len };
+	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+int target_read_str(int pid, uint64_t addr, char *buf, size_t len)
+{
+	/* Read in small chunks so a string near the end of a mapping is found. */
+	for (size_t off = 0; off + 1 < len; off += 32) {
+		size_t n = len - 1 - off < 32 ? len - 1 - off : 32;
+
+		if (target_read(pid, addr + off, buf + off, n))
+			return -EFAULT;
+		if (memchr(buf + off, 0, n))
+			return 0;
+	}
+	buf[len - 1] = 0;
+	return 0;
+}
+
+void target_thread_name(int pid, int tid, char *buf, size_t len)
+{
+	char path[64], raw[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
+	n = read_file(path, raw, sizeof(raw));
+	if (n <= 0) {
+		snprintf(buf, len, "tid %d", tid);
+		return;
+	}
+	if (raw[n - 1] == '\n')
+		raw[--n] = 0;
+	escape_str(buf, len, raw, n);
+}

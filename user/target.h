@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The traced process as /proc shows it: its identity, namespaces, the
+ * libraries it maps (opened through /proc/PID/map_files, so the probes go
+ * on the inode that is really mapped, even if the path was replaced or lives
+ * in another mount namespace), and its memory for lazy symbolization.
+ */
+#ifndef PTBPF_TARGET_H
+#define PTBPF_TARGET_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct target_lib {
+	char path[PATH_MAX];  /* as written in the target's maps */
+	int fd;               /* the mapped inode, -1 if absent */
+	char attach_path[32]; /* "/proc/self/fd/N": what uprobes attach to */
+	uint64_t dev, ino;
+};
+
+struct target {
+	int pid;
+	int pidfd;          /* readable once the process has exited */
+	int ns_pid;         /* the pid inside its own pid namespace */
+	char comm[64];      /* control characters escaped */
+	char cmdline[1024]; /* argv joined by spaces, escaped */
+	struct target_lib torch;  /* libtorch_cpu.so */
+	struct target_lib stdcxx; /* libstdc++.so.6 */
+};
+
+/* Fills t for pid; on error writes one line into err and returns -errno. */
+int target_open(int pid, struct target *t, char *err, size_t errlen);
+void target_close(struct target *t);
+/* Finds the first file mapping whose basename starts with prefix and opens
+ * it through map_files. 0, -ENOENT if not mapped, or -errno. */
+int target_find_lib(int pid, const char *prefix, struct target_lib *lib);
+/* Whether pid is alive (not exited, not a zombie). */
+int target_alive(int pid);
+/* Reads target memory; 0 or -errno. */
+int target_read(int pid, uint64_t addr, void *buf, size_t len);
+/* Reads a NUL-terminated string of at most len-1 bytes; 0 or -errno. */
+int target_read_str(int pid, uint64_t addr, char *buf, size_t len);
+/* Thread name from /proc/PID/task/TID/comm, escaped; "tid N" if gone. */
+void target_thread_name(int pid, int tid, char *buf, size_t len);
+/* Copies src into dst (size n), escaping control characters as \xNN. */
+void escape_str(char *dst, size_t n, const char *src, size_t srclen);
+/* 1 if this process runs in the initial pid namespace. */
+int in_initial_pidns(void);
+
+#endif /* PTBPF_TARGET_H */
