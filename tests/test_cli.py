@@ -104,6 +104,9 @@ def test_output_unwritable(tmp_path, idle_torch):
     r = ptbpf("-p", str(idle_torch.p.pid), "-o", "/proc/version")
     assert r.returncode == 1
     assert "cannot write /proc/version" in one_error_line(r)
+    full = ptbpf("-p", str(idle_torch.p.pid), "-o", "/dev/full")
+    assert full.returncode == 1
+    assert "refusing to write /dev/full: not a regular file" in one_error_line(full)
     r = ptbpf("-p", str(idle_torch.p.pid), "-o", str(tmp_path / "no" / "such" / "dir.pftrace"))
     assert r.returncode == 1
     assert "cannot write" in one_error_line(r)

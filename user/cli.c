@@ -198,6 +198,8 @@ int cli_open_output(const char *path)
 	if (fd < 0) {
 		if (errno == ELOOP)
 			fprintf(stderr, "ptbpf: refusing to write %s: it is a symbolic link\n", path);
+		else if (errno == ENXIO) /* a FIFO with no reader, or a socket */
+			fprintf(stderr, "ptbpf: refusing to write %s: not a regular file\n", path);
 		else
 			fprintf(stderr, "ptbpf: cannot write %s: %s\n", path, strerror(errno));
 		return -1;

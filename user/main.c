@@ -207,6 +207,11 @@ static void trace_loop(struct session *s)
 		}
 		if (deadline && now_ns() >= deadline)
 			break;
+		if (pf_writer_error(s->w)) {
+			fprintf(stderr, "ptbpf: writing %s failed: %s; stopping\n", s->opt.output,
+				strerror(-pf_writer_error(s->w)));
+			break;
+		}
 		if (now_ns() - last_status >= 1000000000ull)
 			status_line(s, &last_events, &last_status);
 	}
@@ -313,6 +318,13 @@ static int setup_trace(struct session *s)
 		return -1;
 	}
 	pf_trace_attr_str(s->w, "dev.ptbpf.version", PTBPF_VERSION);
+	/* Find out now, before attaching, whether the file takes data at all. */
+	if (fflush(s->out) || pf_writer_error(s->w)) {
+		int err = pf_writer_error(s->w) ? -pf_writer_error(s->w) : errno;
+
+		fprintf(stderr, "ptbpf: cannot write %s: %s\n", s->opt.output, strerror(err));
+		return -1;
+	}
 	s->join = join_new(s->w, &s->ops);
 	if (!s->join)
 		return -1;
