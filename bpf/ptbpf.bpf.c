@@ -40,6 +40,20 @@ struct {
 	__type(value, __u8);
 } traced SEC(".maps");
 
+/* Autograd Node classes (by vtable) whose name was already sent. */
+struct node_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 vptr;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct node_key);
+	__type(value, __u8);
+} node_types SEC(".maps");
+
 /* A record_function name seen at enter_new, waiting for the RecordFunction
  * constructor on the same thread to tell which object it is. */
 struct pending_user {
@@ -144,16 +158,50 @@ int unwind_catch(struct pt_regs *ctx)
 
 /* Engine::evaluate_function(shared_ptr<GraphTask>&, Node*, ...): Node* in
  * RDX; sequence_nr_ at +24, thread_id_ (forward thread, logical) at +48. */
+/* The first time a process runs a Node class, send its name: vptr[-1] is
+ * the typeinfo, whose second word is the mangled class name. */
+static __always_inline void send_node_type(__u64 vptr)
+{
+	struct node_key k = { .tgid = bpf_get_current_pid_tgid() >> 32, .vptr = vptr };
+	struct ptbpf_named_event *e;
+	__u64 ti = 0, name = 0;
+	__u8 one = 1;
+
+	if (bpf_map_lookup_elem(&node_types, &k))
+		return;
+	stat_inc(STAT_SENT);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		stat_inc(STAT_DROP_NAME_FULL);
+		return;
+	}
+	fill(&e->ev, EV_NAMED_NODE_TYPE, SRC_ENTRY_PROBE, 0, vptr);
+	if (bpf_probe_read_user(&ti, sizeof(ti), (void *)(vptr - 8)) ||
+	    bpf_probe_read_user(&name, sizeof(name), (void *)(ti + 8)) ||
+	    bpf_probe_read_user_str(e->name, sizeof(e->name), (void *)name) < 0) {
+		stat_inc(STAT_NAME_FAULT);
+		e->name[0] = 0;
+	} else {
+		bpf_map_update_elem(&node_types, &k, &one, BPF_ANY);
+	}
+	submit(e);
+}
+
+/* Engine::evaluate_function(shared_ptr<GraphTask>&, Node*, ...): Node* in
+ * RDX; sequence_nr_ at +24, thread_id_ (forward thread, logical) at +48. */
 SEC("uprobe")
 int bwd_entry(struct pt_regs *ctx)
 {
-	struct ptbpf_event *e = reserve();
-	__u64 node = PT_REGS_PARM3(ctx);
+	__u64 node = PT_REGS_PARM3(ctx), vptr = 0;
+	struct ptbpf_event *e;
 
+	bpf_probe_read_user(&vptr, sizeof(vptr), (void *)node);
+	send_node_type(vptr);
+	e = reserve();
 	if (!e)
 		return 0;
 	fill(e, EV_BWD_BEGIN, SRC_ENTRY_PROBE, 0, PT_REGS_SP(ctx));
-	bpf_probe_read_user(&e->arg[0], sizeof(__u64), (void *)node);
+	e->arg[0] = vptr;
 	bpf_probe_read_user(&e->arg[1], sizeof(__u64), (void *)(node + 24));
 	bpf_probe_read_user(&e->arg[2], sizeof(__u64), (void *)(node + 48));
 	submit(e);

@@ -38,7 +38,8 @@ enum ptbpf_kind {
 	EV_THREAD_EXIT,     /* a thread of a traced process exited */
 	EV_PROC_EXIT,       /* the last thread of a traced process exited; arg0 = exit code */
 	EV_FORK,            /* arg0 = child pid (a new process, not a thread) */
-	EV_NAMED_USER_BEGIN = 32, /* named: key = RecordFunction* (0 until known) */
+	EV_NAMED_USER_BEGIN = 32, /* named: key = RecordFunction* */
+	EV_NAMED_NODE_TYPE,       /* named: key = Node vptr; name = mangled typeinfo name */
 	EV_KIND_MAX,
 };
 

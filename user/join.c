@@ -380,28 +380,50 @@ static void unwind(struct join *j, struct thread *t, const struct ptbpf_event *e
 	}
 }
 
-/* The Node's class name: vptr -> typeinfo -> mangled name, demangled. */
+/* "autograd::engine::evaluate_function: AddmmBackward0", as the profiler
+ * names it, from the Node's mangled class name. */
+static const char *node_label(struct join *j, const char *mangled, uint64_t vptr)
+{
+	char pretty[256], label[300];
+	const char *s = pretty;
+
+	if (!mangled || !mangled[0] || demangle_type(mangled, pretty, sizeof(pretty)))
+		snprintf(pretty, sizeof(pretty), "Node@%#lx", (unsigned long)vptr);
+	if (!strncmp(s, "torch::autograd::generated::", 28))
+		s += 28;
+	snprintf(label, sizeof(label), "autograd::engine::evaluate_function: %s", s);
+	return str_set_intern(j->strings, label);
+}
+
+/* Names arrive once per class (EV_NAMED_NODE_TYPE); should that record have
+ * been lost, read the name from the (still running) target. */
 static const char *node_name(struct join *j, int pid, uint64_t vptr)
 {
 	struct process *p = get_process(j, pid);
-	char mangled[256], pretty[256], label[300];
 	const char *s = p ? str_map_get(p->node_names, vptr) : NULL;
+	char mangled[256];
 	uint64_t ti = 0, np = 0;
 
 	if (s)
 		return s;
 	if (target_read(pid, vptr - 8, &ti, 8) || target_read(pid, ti + 8, &np, 8) ||
-	    target_read_str(pid, np, mangled, sizeof(mangled)) ||
-	    demangle_type(mangled, pretty, sizeof(pretty)))
-		snprintf(pretty, sizeof(pretty), "Node@%#lx", (unsigned long)vptr);
-	s = pretty;
-	if (!strncmp(s, "torch::autograd::generated::", 28))
-		s += 28;
-	snprintf(label, sizeof(label), "autograd::engine::evaluate_function: %s", s);
-	s = str_set_intern(j->strings, label);
-	if (p)
+	    target_read_str(pid, np, mangled, sizeof(mangled)))
+		mangled[0] = 0;
+	s = node_label(j, mangled, vptr);
+	if (p && mangled[0])
 		str_map_put(p->node_names, vptr, s);
 	return s;
+}
+
+static void node_type(struct join *j, const struct ptbpf_named_event *ne)
+{
+	struct process *p = get_process(j, ne->ev.pid);
+	char mangled[PTBPF_NAME_LEN + 1];
+
+	memcpy(mangled, ne->name, PTBPF_NAME_LEN);
+	mangled[PTBPF_NAME_LEN] = 0;
+	if (p && mangled[0])
+		str_map_put(p->node_names, ne->ev.key, node_label(j, mangled, ne->ev.key));
 }
 
 static void bwd_begin(struct join *j, struct thread *t, const struct ptbpf_event *e)
@@ -461,6 +483,11 @@ int join_event(struct join *j, const void *data, uint64_t size)
 	}
 	if (e->kind == EV_FORK)
 		return 0;
+	if (e->kind == EV_NAMED_NODE_TYPE) {
+		if (size >= sizeof(struct ptbpf_named_event))
+			node_type(j, data);
+		return 0;
+	}
 	t = get_thread(j, e->pid, e->tid);
 	if (!t)
 		return 0;

@@ -228,6 +228,7 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 		[EV_SEQ] = "autograd seq", [EV_USER_END] = "region end",
 		[EV_THREAD_EXIT] = "thread exit", [EV_PROC_EXIT] = "process exit",
 		[EV_FORK] = "fork", [EV_NAMED_USER_BEGIN] = "region begin",
+		[EV_NAMED_NODE_TYPE] = "node class",
 	};
 	struct op_stat top[10];
 	int ntop = join_top_ops(s->join, top, 10);
