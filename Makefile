@@ -31,7 +31,7 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all clean test unit bench demo gpu-check
+.PHONY: all clean deps test bench demo gpu-check
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -67,8 +67,11 @@ $(OUTPUT)/simfail: tests/progs/simfail.cpp | $(OUTPUT)
 	$(Q)g++ -O1 -g -std=c++17 -I/usr/include/torch/csrc/api/include $< -o $@ \
 		-ltorch -ltorch_cpu -lc10 -pthread
 
+deps:
+	tests/install-deps.sh
+
 test: all
-	/usr/bin/python3 -m pytest -v tests/
+	/usr/bin/python3 -m pytest -v -rfE tests/
 
 bench: all
 	/usr/bin/python3 tests/bench/bench.py --out BENCHMARKS.md

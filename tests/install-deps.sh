@@ -1,0 +1,37 @@
+#!/bin/bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# Installs what ptbpf's build, demo and tests need on Debian 12 (as root):
+# libbpf 1.4.6 and bpftool from bookworm-backports (bookworm's libbpf 1.1
+# lacks uprobe.multi), everything else from bookworm. libelf stays at
+# bookworm's 0.188: backports' 0.192 libelf.a cannot be linked statically.
+set -euo pipefail
+
+if [ "$(id -u)" != 0 ]; then
+	echo "install-deps: run as root (apt-get, /lib/modules)" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+	echo "deb http://deb.debian.org/debian bookworm-backports main" \
+		> /etc/apt/sources.list.d/bookworm-backports.list
+fi
+apt-get update -q
+apt-get install -y -q libbpf-dev/bookworm-backports libbpf1/bookworm-backports \
+	bpftool/bookworm-backports
+apt-get install -y -q --allow-downgrades make gcc g++ clang llvm libelf-dev/bookworm \
+	libelf1/bookworm zlib1g-dev libzstd-dev libcapstone-dev protobuf-compiler \
+	python3-protobuf python3-pytest python3-torch libtorch-dev python3-bpfcc \
+	linux-headers-amd64 util-linux procps
+
+# BCC (the test oracle) compiles against kernel headers; this kernel ships
+# none, so Debian's are linked in where BCC looks for them.
+mod=/lib/modules/$(uname -r)
+if [ ! -e "$mod/build" ] || [ ! -e "$mod/source" ]; then
+	hdr=$(ls -d /usr/src/linux-headers-*-amd64 | sort -V | tail -n 1)
+	mkdir -p "$mod"
+	ln -sfn "$hdr" "$mod/build"
+	ln -sfn "${hdr%-amd64}-common" "$mod/source"
+fi
+# bpftool and BCC read tracefs; libbpf (ptbpf) does not need it.
+mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing
+echo "install-deps: done"
