@@ -31,7 +31,7 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all clean deps test bench demo gpu-check
+.PHONY: all clean deps test bench demo gpu-check pb2
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -71,7 +71,7 @@ deps:
 	tests/install-deps.sh
 
 test: all
-	/usr/bin/python3 -m pytest -v -rfE tests/
+	/usr/bin/python3 -m pytest -v -rfE --ignore=tests/gpu tests/
 
 bench: all
 	/usr/bin/python3 tests/bench/bench.py --out BENCHMARKS.md
@@ -79,8 +79,16 @@ bench: all
 demo: all
 	tests/demo.sh
 
-gpu-check: all
+# On the GPU machine, with a ptbpf built elsewhere (make all pb2) and carried.
+gpu-check:
 	tests/gpu/gpu_check.sh
+
+# The trace schema as a Python module, for machines without protoc.
+pb2: $(OUTPUT)/pb2/perfetto_trace_pb2.py
+
+$(OUTPUT)/pb2/perfetto_trace_pb2.py: user/perfetto_trace.proto
+	$(Q)mkdir -p $(dir $@)
+	$(Q)protoc -I user --python_out $(dir $@) perfetto_trace.proto
 
 clean:
 	rm -rf $(OUTPUT)

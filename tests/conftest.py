@@ -19,7 +19,9 @@ import pftrace  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build")
 PTBPF = os.path.join(BUILD, "ptbpf")
-PYTHON = "/usr/bin/python3"  # Debian's, with python3-torch
+# Debian's python3 with python3-torch (1.13); the GPU machine's venv (2.11)
+# through PTBPF_TEST_PYTHON.
+PYTHON = os.environ.get("PTBPF_TEST_PYTHON", "/usr/bin/python3")
 WORKLOAD = os.path.join(ROOT, "tests", "workloads", "workload.py")
 SIMFAIL = os.path.join(BUILD, "simfail")
 
@@ -91,7 +93,7 @@ def workload_argv(kind, steps, extra=()):
 
 
 def simfail_argv(mode, iterations):
-    return [SIMFAIL, mode, str(iterations), "{go}"]
+    return [require(SIMFAIL), mode, str(iterations), "{go}"]
 
 
 def run_traced(tmp_path, target_argv, ptbpf_args=(), go_name="go", env=None,
@@ -133,8 +135,20 @@ def ptbpf_links():
     return [l for l in r.stdout.splitlines() if "uprobe" in l or "perf_event" in l]
 
 
+_torch_version = None
+
+
+def torch_version():
+    """(major, minor) of the torch that PYTHON imports."""
+    global _torch_version
+    if _torch_version is None:
+        out = subprocess.run([PYTHON, "-c", "import torch; print(torch.__version__)"],
+                             capture_output=True, text=True, check=True).stdout
+        _torch_version = tuple(int(x) for x in out.strip().split(".")[:2])
+    return _torch_version
+
+
 @pytest.fixture(scope="session", autouse=True)
 def built():
     require(PTBPF)
-    require(SIMFAIL)
     return True

@@ -19,8 +19,12 @@ _module = None
 def proto_module():
     global _module
     if _module is None:
-        out = tempfile.mkdtemp(prefix="ptbpf-proto-")
-        subprocess.run(["protoc", "-I", PROTO_DIR, "--python_out", out, PROTO], check=True)
+        # Where protoc is not installed (the GPU machine), a module that
+        # protoc generated elsewhere (make pb2) is used instead.
+        out = os.environ.get("PTBPF_PB2_DIR")
+        if not out:
+            out = tempfile.mkdtemp(prefix="ptbpf-proto-")
+            subprocess.run(["protoc", "-I", PROTO_DIR, "--python_out", out, PROTO], check=True)
         sys.path.insert(0, out)
         _module = importlib.import_module(PROTO.replace(".proto", "_pb2"))
     return _module

@@ -18,6 +18,7 @@ struct options {
 	uint32_t ring_bytes;   /* power of two, >= page size */
 	bool verbose;
 	bool follow_children;
+	bool entries_only;     /* no exit probes: ops become instants */
 };
 
 /* Parses argv; on error prints one line and returns non-zero. */

@@ -53,6 +53,7 @@ struct join {
 	uint32_t op_cap; /* ops grow as processes are attached */
 	struct join_counts counts;
 	uint64_t last_ts;
+	bool entries_only;
 };
 
 static uint64_t mix64(uint64_t x)
@@ -69,12 +70,13 @@ static uint64_t bwd_flow_id(int pid, uint64_t seq)
 	return mix64(((uint64_t)pid << 40) ^ seq ^ 0x5054425046ULL) | 1;
 }
 
-struct join *join_new(struct pf_writer *w, const struct op_table *ops)
+struct join *join_new(struct pf_writer *w, const struct op_table *ops, bool entries_only)
 {
 	struct join *j = calloc(1, sizeof(*j));
 
 	if (!j)
 		return NULL;
+	j->entries_only = entries_only;
 	j->w = w;
 	j->ops = ops;
 	j->cap = 64;
@@ -461,6 +463,22 @@ static void attribute_seq(struct thread *t, uint64_t seq)
 	}
 }
 
+/* --entries-only: an op or backward node as a point in time. */
+static void entry_instant(struct join *j, struct thread *t, const struct ptbpf_event *e)
+{
+	struct frame f = { .op = e->id, .kind = e->kind == EV_OP_BEGIN ? FR_OP : FR_BWD };
+
+	if (f.kind == FR_BWD)
+		f.name = node_name(j, e->pid, e->arg[0]);
+	else if (e->id < j->ops->n && e->id >= j->op_cap)
+		grow_op_stats(j);
+	if (f.kind == FR_OP && e->id < j->op_cap)
+		j->op_calls[e->id]++;
+	j->counts.frames++;
+	pf_instant(j->w, &(struct pf_event){ .track = t->track, .ts = e->ts,
+		   .name = frame_name(j, &f), .category = frame_category(&f) });
+}
+
 static void close_thread(struct join *j, struct thread *t, uint64_t ts, enum close_why why)
 {
 	while (t->depth > 0)
@@ -491,6 +509,10 @@ int join_event(struct join *j, const void *data, uint64_t size)
 	t = get_thread(j, e->pid, e->tid);
 	if (!t)
 		return 0;
+	if (j->entries_only && (e->kind == EV_OP_BEGIN || e->kind == EV_BWD_BEGIN)) {
+		entry_instant(j, t, e);
+		return 0;
+	}
 	switch (e->kind) {
 	case EV_OP_BEGIN:
 		push_frame(j, t, &(struct frame){ .key = e->key, .ts = e->ts, .op = e->id,

@@ -9,6 +9,7 @@
 #ifndef PTBPF_JOIN_H
 #define PTBPF_JOIN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "ptbpf_events.h"
 #include "perfetto.h"
@@ -42,7 +43,8 @@ struct op_stat {
 	uint64_t calls, total_ns, self_ns;
 };
 
-struct join *join_new(struct pf_writer *w, const struct op_table *ops);
+/* entries_only: op and backward begins become instants (no ends come). */
+struct join *join_new(struct pf_writer *w, const struct op_table *ops, bool entries_only);
 void join_free(struct join *j);
 /* Declares a traced process (its process track). */
 void join_add_process(struct join *j, const struct target *t);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -219,6 +220,18 @@ static void trace_loop(struct session *s)
 		fputc('\n', stderr);
 }
 
+/* ptbpf's own footprint, for the benchmarks and for the curious. */
+static void print_own_cost(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return;
+	fprintf(stderr, "ptbpf: loader peak RSS %.1f MB, CPU %.2f s user + %.2f s system\n",
+		ru.ru_maxrss / 1024.0, ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+		ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+}
+
 static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 {
 	const struct join_counts *c = join_counts(s->join);
@@ -259,6 +272,7 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 	for (int i = 0; i < ntop; i++)
 		fprintf(stderr, "  %-40s %10lu %12.3f %12.3f\n", s->ops.name[top[i].op],
 			(unsigned long)top[i].calls, top[i].total_ns / 1e6, top[i].self_ns / 1e6);
+	print_own_cost();
 }
 
 static void write_final_counters(struct session *s, const uint64_t st[STAT_MAX])
@@ -302,7 +316,7 @@ static int setup_bpf(struct session *s)
 		fprintf(stderr, "ptbpf: ring buffer: %s\n", strerror(errno));
 		return -1;
 	}
-	s->probes = probes_new(s->skel, &s->ops);
+	s->probes = probes_new(s->skel, &s->ops, s->opt.entries_only);
 	return s->probes ? 0 : -1;
 }
 
@@ -326,7 +340,7 @@ static int setup_trace(struct session *s)
 		fprintf(stderr, "ptbpf: cannot write %s: %s\n", s->opt.output, strerror(err));
 		return -1;
 	}
-	s->join = join_new(s->w, &s->ops);
+	s->join = join_new(s->w, &s->ops, s->opt.entries_only);
 	if (!s->join)
 		return -1;
 	s->lost_track = pf_track_counter(s->w, 0, "ptbpf lost events", PF_UNIT_COUNT);

@@ -46,6 +46,7 @@ struct probes {
 	int nplans;
 	struct bpf_link **links;
 	int nlinks;
+	bool entries_only;
 };
 
 static double ms_since(const struct timespec *t0)
@@ -319,13 +320,14 @@ static int attach_catch(struct probes *p, const struct target *t, int *attached)
 	return err;
 }
 
-struct probes *probes_new(struct ptbpf_bpf *skel, struct op_table *ops)
+struct probes *probes_new(struct ptbpf_bpf *skel, struct op_table *ops, bool entries_only)
 {
 	struct probes *p = calloc(1, sizeof(*p));
 
 	if (p) {
 		p->skel = skel;
 		p->ops = ops;
+		p->entries_only = entries_only;
 	}
 	return p;
 }
@@ -338,10 +340,12 @@ static int attach_plan(struct probes *p, const struct plan *pl, const struct tar
 	int pid = t->pid, err;
 
 	/* Exits first: an entry must never be live without its exits. */
-	if ((err = attach_multi(p, s->progs.op_exit, pid, path, &pl->exits)) ||
+	if ((!p->entries_only &&
+	     (err = attach_multi(p, s->progs.op_exit, pid, path, &pl->exits))) ||
 	    (err = attach_multi(p, s->progs.op_entry, pid, path, &pl->entries)))
 		return err;
-	if (pl->bwd_entry.n && !attach_multi(p, s->progs.bwd_exit, pid, path, &pl->bwd_exits))
+	if (pl->bwd_entry.n &&
+	    (p->entries_only || !attach_multi(p, s->progs.bwd_exit, pid, path, &pl->bwd_exits)))
 		rep->bwd_probe = !attach_one(p, s->progs.bwd_entry, pid, path, &pl->bwd_entry);
 	rep->seq_probe = !attach_one(p, s->progs.seq_ret, pid, path, &pl->seq_rets);
 	if (!attach_one(p, s->progs.user_end, pid, path, &pl->user_end) &&
@@ -368,7 +372,7 @@ int probes_attach(struct probes *p, const struct target *t, struct attach_report
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ret = bpf_map__update_elem(p->skel->maps.traced, &t->pid, sizeof(t->pid), &one,
 				   sizeof(one), BPF_ANY);
-	if (!ret)
+	if (!ret && !p->entries_only)
 		ret = attach_catch(p, t, &rep->catch_probe);
 	if (!ret && !*stop)
 		ret = attach_plan(p, pl, t, rep);

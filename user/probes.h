@@ -9,6 +9,7 @@
 #define PTBPF_PROBES_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include "join.h"
 
@@ -26,7 +27,8 @@ struct attach_report {
 	double plan_ms, attach_ms;
 };
 
-struct probes *probes_new(struct ptbpf_bpf *skel, struct op_table *ops);
+/* entries_only: no exit probes (ret sites, __cxa_begin_catch, backward exits). */
+struct probes *probes_new(struct ptbpf_bpf *skel, struct op_table *ops, bool entries_only);
 /* Attaches everything for t. Stops early (returns -EINTR) once *stop is set.
  * On error writes one line into err; links attached so far stay owned by
  * p and are removed by probes_free. */

@@ -19,12 +19,16 @@ import torch
 import torch.nn as nn
 
 
+DEVICE = "cpu"
+
+
 def mlp(steps):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
-                          nn.Linear(64, 10))
+                          nn.Linear(64, 10)).to(DEVICE)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x, y = torch.randn(16, 32), torch.randint(0, 10, (16,))
+    x = torch.randn(16, 32, device=DEVICE)
+    y = torch.randint(0, 10, (16,), device=DEVICE)
     loss = None
     for _ in range(steps):
         opt.zero_grad()
@@ -37,9 +41,10 @@ def mlp(steps):
 def conv(steps):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                          nn.Linear(8 * 7 * 7, 10))
+                          nn.Linear(8 * 7 * 7, 10)).to(DEVICE)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x, y = torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))
+    x = torch.randn(4, 3, 16, 16, device=DEVICE)
+    y = torch.randint(0, 10, (4,), device=DEVICE)
     loss = None
     for _ in range(steps):
         opt.zero_grad()
@@ -133,8 +138,11 @@ def main():
     ap.add_argument("--go")
     ap.add_argument("--profile")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (mlp, conv)")
     ap.add_argument("--loop", action="store_true", help="repeat until killed (demo)")
     args = ap.parse_args()
+    global DEVICE
+    DEVICE = args.device
     torch.set_num_threads(args.threads)
     fn = KINDS[args.kind]
     fn(1)  # warm-up: lazy initialisation happens before tracing starts
@@ -145,11 +153,20 @@ def main():
         from torch.profiler import profile, ProfilerActivity
         with profile(activities=[ProfilerActivity.CPU]) as prof:
             result = fn(args.steps)
-        counts = {e.key: e.count for e in prof.key_averages()}
+            if DEVICE == "cuda":
+                torch.cuda.synchronize()
+        # The profiler's own records, before its Python post-processing
+        # (which merges a same-named only child into its parent, depending
+        # on microsecond timestamps, so its key_averages vary run to run).
+        counts = {}
+        for e in prof.profiler.kineto_results.events():
+            counts[e.name()] = counts.get(e.name(), 0) + 1
         with open(args.profile, "w") as f:
             json.dump(counts, f, indent=1, sort_keys=True)
     else:
         result = fn(args.steps)
+        if DEVICE == "cuda":
+            torch.cuda.synchronize()
         while args.loop:
             result = fn(args.steps)
     print(args.kind, result, flush=True)

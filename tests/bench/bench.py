@@ -1,0 +1,183 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""`make bench`: ptbpf's overhead next to torch.profiler's, in the same
+process and the same run.
+
+For each workload a bench_target.py process times rounds of
+untraced / traced by ptbpf / after ptbpf detached / under torch.profiler.
+Even rounds trace with full op spans (entry + ret probes), odd rounds with
+--entries-only (entry probes only), which separates the cost of an emulated
+probe hit from a single-stepped one. Prints a Markdown section; with --out
+it is appended to that file (BENCHMARKS.md)."""
+import argparse
+import datetime
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def read_line(p):
+    line = p.stdout.readline()
+    if not line:
+        raise RuntimeError("bench target exited: %s" % p.stderr.read())
+    return line.strip()
+
+
+def wait_tracing(tracer):
+    err = b""
+    while True:
+        line = tracer.stderr.readline()
+        if not line:
+            raise RuntimeError("ptbpf did not attach: %s" % err.decode())
+        err += line
+        m = re.search(rb"planned in (\d+) ms, attached in (\d+) ms", line)
+        if line.startswith(b"ptbpf: tracing pid") and m:
+            return int(m.group(1)), int(m.group(2))
+
+
+def parse_summary(err):
+    out = {}
+    m = re.search(r"sent (\d+), received (\d+), lost (\d+)", err)
+    if m:
+        out["sent"], out["received"], out["lost"] = map(int, m.groups())
+    m = re.search(r"peak RSS ([\d.]+) MB, CPU ([\d.]+) s user \+ ([\d.]+) s system", err)
+    if m:
+        out["rss_mb"] = float(m.group(1))
+        out["cpu_s"] = float(m.group(2)) + float(m.group(3))
+    m = re.search(r"wrote .* \(([\d.]+) MB\)", err)
+    if m:
+        out["mb"] = float(m.group(1))
+    return out
+
+
+def bench_workload(args, workload):
+    ctl = tempfile.mkdtemp(prefix="ptbpf-bench-")
+    target = subprocess.Popen([args.python, os.path.join(HERE, "bench_target.py"), workload,
+                               "--device", args.device, "--ctl", ctl,
+                               "--rounds", str(args.rounds)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    values, runs = {}, []
+    tracer = None
+    try:
+        while True:
+            line = read_line(target)
+            words = line.split()
+            if words[0] == "value":
+                phase, rnd, v = words[1], int(words[2]), float(words[3])
+                if phase == "traced":
+                    phase = "traced_full" if rnd % 2 == 0 else "traced_entries"
+                values.setdefault(phase, []).append(v)
+                if phase == "profiler_postprocess" and rnd == args.rounds - 1:
+                    break
+            elif words[0] == "barrier" and words[1].startswith("attached"):
+                rnd = int(words[1][len("attached"):])
+                extra = [] if rnd % 2 == 0 else ["--entries-only"]
+                trace = os.path.join(ctl, "t%d.pftrace" % rnd)
+                t0 = time.time()
+                tracer = subprocess.Popen([args.ptbpf, "-p", str(target.pid), "-o", trace] + extra,
+                                          stderr=subprocess.PIPE)
+                plan_ms, attach_ms = wait_tracing(tracer)
+                runs.append(dict(mode="entries" if extra else "full", plan_ms=plan_ms,
+                                 attach_ms=attach_ms, wall_attach_s=time.time() - t0))
+                open(os.path.join(ctl, words[1]), "w").close()
+            elif words[0] == "barrier" and words[1].startswith("detached"):
+                tracer.send_signal(signal.SIGINT)
+                _, err = tracer.communicate(timeout=600)
+                runs[-1].update(parse_summary(err.decode()))
+                tracer = None
+                open(os.path.join(ctl, words[1]), "w").close()
+    finally:
+        if tracer:
+            tracer.kill()
+        target.kill()
+        target.wait()
+        shutil.rmtree(ctl, ignore_errors=True)
+    return values, runs
+
+
+def med(v):
+    return statistics.median(v) if v else float("nan")
+
+
+def report(args, results):
+    unit = {"smallop": ("µs/op", 1e6), "step": ("ms/step", 1e3), "gpubound": ("ms/step", 1e3)}
+    lines = []
+    for workload, (values, runs) in results.items():
+        name, scale = unit[workload]
+        base = med(values["untraced"])
+        lines.append("\n#### %s (%s, median of %d rounds)\n" % (workload, name, args.rounds))
+        lines.append("| phase | %s | vs untraced |" % name)
+        lines.append("|---|---|---|")
+        for phase in ("untraced", "traced_full", "traced_entries", "after_detach", "profiler"):
+            v = med(values.get(phase, []))
+            lines.append("| %s | %.3f | %+.1f%% |" % (phase.replace("_", " "), v * scale,
+                                                   (v / base - 1) * 100))
+        lines.append("| profiler post-processing | %.2f s | |" %
+                     med(values.get("profiler_postprocess", [])))
+        full = [r for r in runs if r["mode"] == "full"]
+        if full:
+            r = full[-1]
+            events = r.get("received", 0)
+            lines.append("")
+            lines.append("ptbpf (full mode, last round): plan %d ms + attach %d ms; %d events "
+                         "(%d lost); trace %.1f MB = %.1f bytes/event; loader peak RSS %.1f MB, "
+                         "CPU %.2f s = %.0f k events per CPU-second" % (
+                             r["plan_ms"], r["attach_ms"], events, r.get("lost", 0),
+                             r.get("mb", 0), r.get("mb", 0) * 1e6 / max(events, 1),
+                             r.get("rss_mb", 0), r.get("cpu_s", 0),
+                             events / max(r.get("cpu_s", 0), 1e-9) / 1e3))
+        if workload == "smallop":
+            entry = med(values["traced_entries"]) - base
+            ret = med(values["traced_full"]) - med(values["traced_entries"])
+            lines.append("")
+            lines.append("Probe cost per hit (one aten::add = one entry hit, plus one ret hit "
+                         "in full mode): entry (emulated `push`) %.2f µs; ret "
+                         "(single-stepped) %.2f µs; torch.profiler %.2f µs per op." % (
+                             entry * 1e6, ret * 1e6, (med(values["profiler"]) - base) * 1e6))
+    return "\n".join(lines)
+
+
+def machine():
+    cpu = ""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return "%s, %d CPUs, kernel %s" % (cpu, os.cpu_count(), platform.release())
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--python", default="/usr/bin/python3")
+    ap.add_argument("--ptbpf", default=os.path.join(ROOT, "build", "ptbpf"))
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--workloads", default=None)
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    workloads = (args.workloads.split(",") if args.workloads else
+                 ["smallop", "step"] + (["gpubound"] if args.device == "cuda" else []))
+    torch_version = subprocess.run([args.python, "-c", "import torch; print(torch.__version__)"],
+                                   capture_output=True, text=True).stdout.strip()
+    results = {w: bench_workload(args, w) for w in workloads}
+    head = "\n### %s, %s, torch %s (%s)\n" % (
+        datetime.date.today().isoformat(), args.device, torch_version, machine())
+    text = head + report(args, results) + "\n"
+    print(text)
+    if args.out:
+        with open(args.out, "a") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

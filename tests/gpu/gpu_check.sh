@@ -1,0 +1,19 @@
+#!/bin/bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# The GPU machine's checks: torch 2.x + CUDA. Uses build/ptbpf and
+# build/pb2 made elsewhere (`make all pb2`); writes logs under ${OUT:-.}.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export PTBPF_TEST_PYTHON=${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3}
+export PTBPF_PB2_DIR=$PWD/build/pb2 PYTHONUNBUFFERED=1
+out=${OUT:-.}
+rc=0
+"$PTBPF_TEST_PYTHON" -m pytest -v -rfE -p no:cacheprovider tests/gpu tests/test_fidelity.py \
+	"tests/test_exceptions.py::test_python_try_except_loop" 2>&1 | tee "$out/gpu-tests.log" || rc=1
+if [ "${PTBPF_BENCH:-1}" = 1 ]; then
+	for dev in ${PTBPF_BENCH_DEVICES:-cuda cpu}; do
+		"$PTBPF_TEST_PYTHON" tests/bench/bench.py --python "$PTBPF_TEST_PYTHON" \
+			--device $dev --out "$out/bench-gpu-machine.md" 2>&1 | tee -a "$out/bench.log" || rc=1
+	done
+fi
+exit $rc
