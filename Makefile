@@ -1,4 +1,4 @@
-# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# SPDX-License-Identifier: BSD-2-Clause
 # ptbpf: BPF objects (CO-RE, against vmlinux/) -> skeletons -> a loader
 # linked statically against libbpf/libelf/zlib/zstd/capstone, so the same
 # binary runs on the GPU machine.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * ptbpf's BPF side: uprobes on libtorch and libstdc++, sched tracepoints.
  * Each program turns one hit into one fixed-size record in the ring buffer.

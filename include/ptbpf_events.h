@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The event ABI shared by the BPF programs (bpf/) and the loader (user/).
  * Every record in the ring buffer starts with struct ptbpf_event; records

@@ -1,4 +1,4 @@
-# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# SPDX-License-Identifier: BSD-2-Clause
 """Shared fixtures: the built ptbpf, workloads started and traced for real.
 
 Nothing here is mocked: every test attaches the real ptbpf (BPF programs,

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# SPDX-License-Identifier: BSD-2-Clause
 # Installs what ptbpf's build, demo and tests need on Debian 12 (as root):
 # libbpf 1.4.6 and bpftool from bookworm-backports (bookworm's libbpf 1.1
 # lacks uprobe.multi), everything else from bookworm. libelf stays at

@@ -1,4 +1,4 @@
-# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# SPDX-License-Identifier: BSD-2-Clause
 """Reads a .pftrace with the real protobuf runtime (python3-protobuf) and
 the repo's schema subset, compiled by protoc at first use, and rebuilds what
 trace_processor would: tracks, slices (BEGIN/END pairs), flows, counters.

@@ -1,4 +1,4 @@
-# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# SPDX-License-Identifier: BSD-2-Clause
 """BCC as an independent oracle: BCC attaches its own uprobes to a sample of
 at::_ops::<op>::call entry points in the same process that ptbpf traces, and
 counts hits in its own map. Per op, both counts must be equal."""

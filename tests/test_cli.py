@@ -1,4 +1,4 @@
-# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# SPDX-License-Identifier: BSD-2-Clause
 """Bad input and missing privileges: one clear error line, a non-zero exit,
 and nothing attached to (or written for) anything."""
 import os

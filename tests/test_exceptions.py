@@ -1,4 +1,4 @@
-# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# SPDX-License-Identifier: BSD-2-Clause
 """Exceptions, forced unwinds and deep recursion through traced frames never
 harm the target: its output is identical with and without ptbpf, and the
 trace's slices stay well nested with unwound frames marked."""

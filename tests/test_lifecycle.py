@@ -1,4 +1,4 @@
-# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# SPDX-License-Identifier: BSD-2-Clause
 """Start, stop and failure paths: the trace is always complete and valid,
 the target is never harmed, nothing stays attached."""
 import os

@@ -1,4 +1,4 @@
-# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# SPDX-License-Identifier: BSD-2-Clause
 """The C unit tests (tests/unit/), built by make, run against real inputs:
 the Perfetto writer is decoded by protoc; the ELF reader, exit-site finder
 and op namer run on Debian's libtorch_cpu.so."""

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: BSD-2-Clause
 /* Command line, privileges, output file. See cli.h. */
 #define _GNU_SOURCE
 #include "cli.h"

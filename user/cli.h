@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Command line, privileges and the output file: everything that is checked
  * before ptbpf touches a process. */
 #ifndef PTBPF_CLI_H

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * ELF symbols, vtables and .rodata strings of a target's shared object.
  *

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Reading a target's ELF shared object (opened by the caller, usually through
  * /proc/PID/map_files so the mapped inode is what gets parsed): function

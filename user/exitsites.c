@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * Exit sites of a function (x86-64), and how the kernel handles a uprobe on
  * a given instruction. Both decode with capstone; a probe must sit on the

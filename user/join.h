@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * join: turns ring-buffer records into trace slices. Per thread it keeps the
  * stack of open frames (ops, backward nodes, record_function regions) and

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * ptbpf: attach to running PyTorch processes and record what they do into a
  * Perfetto trace. The data path: bpf/ptbpf.bpf.c (probes -> ring buffer) ->
@@ -55,12 +55,23 @@ struct session {
 	int npending;
 	uint64_t lost_track;
 	bool discard_output;
+	double cpu_at_trace_start; /* CPU seconds spent planning and attaching */
 };
 
 /* Without -v, libbpf's own messages are not shown; ptbpf explains errors. */
 static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	return 0;
+}
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+	       ru.ru_stime.tv_usec / 1e6;
 }
 
 static uint64_t now_ns(void)
@@ -191,6 +202,8 @@ static void trace_loop(struct session *s)
 	uint64_t start = now_ns(), last_status = start, last_events = 0;
 	uint64_t deadline = s->opt.duration_s ? start + s->opt.duration_s * 1000000000ull : 0;
 
+	s->cpu_at_trace_start = cpu_seconds();
+
 	while (!exiting) {
 		int err = ring_buffer__poll(s->rb, 100);
 
@@ -221,15 +234,14 @@ static void trace_loop(struct session *s)
 }
 
 /* ptbpf's own footprint, for the benchmarks and for the curious. */
-static void print_own_cost(void)
+static void print_own_cost(const struct session *s)
 {
 	struct rusage ru;
 
 	if (getrusage(RUSAGE_SELF, &ru))
 		return;
-	fprintf(stderr, "ptbpf: loader peak RSS %.1f MB, CPU %.2f s user + %.2f s system\n",
-		ru.ru_maxrss / 1024.0, ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
-		ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+	fprintf(stderr, "ptbpf: loader peak RSS %.1f MB, CPU %.2f s in all, %.2f s while tracing\n",
+		ru.ru_maxrss / 1024.0, cpu_seconds(), cpu_seconds() - s->cpu_at_trace_start);
 }
 
 static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
@@ -272,7 +284,7 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 	for (int i = 0; i < ntop; i++)
 		fprintf(stderr, "  %-40s %10lu %12.3f %12.3f\n", s->ops.name[top[i].op],
 			(unsigned long)top[i].calls, top[i].total_ns / 1e6, top[i].self_ns / 1e6);
-	print_own_cost();
+	print_own_cost(s);
 }
 
 static void write_final_counters(struct session *s, const uint64_t st[STAT_MAX])

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Small bounded containers for names: an interning string set, a map from
  * addresses to interned names, and a set of 64-bit keys. Each has a fixed

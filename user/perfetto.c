@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Streaming Perfetto writer. Each packet is encoded into one fixed scratch
  * buffer, then written whole as a `Trace.packet` record (0x0A, length,

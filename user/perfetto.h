@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Streaming Perfetto trace writer: TracePacket records appended to a FILE,
  * memory bounded at any trace length. One trusted packet sequence; event

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: BSD-2-Clause
 /* Where probes go, and attaching them. See probes.h. */
 #define _GNU_SOURCE
 #include "probes.h"

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * probes: decides where every probe goes in a target's libtorch and
  * libstdc++ (a "plan", computed once per library inode) and attaches the

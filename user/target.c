@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: BSD-2-Clause
 /* The traced process as /proc shows it. See target.h. */
 #define _GNU_SOURCE
 #include "target.h"

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The traced process as /proc shows it: its identity, namespaces, the
  * libraries it maps (opened through /proc/PID/map_files, so the probes go

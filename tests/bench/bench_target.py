@@ -1,4 +1,4 @@
-# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# SPDX-License-Identifier: BSD-2-Clause
 """The process that `make bench` measures. It times one workload in rounds
 of phases, and stops at barriers so the driver can attach or detach ptbpf:
 

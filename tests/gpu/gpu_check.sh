@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# SPDX-License-Identifier: BSD-2-Clause
 # The GPU machine's checks: torch 2.x + CUDA. Uses build/ptbpf and
 # build/pb2 made elsewhere (`make all pb2`); writes logs under ${OUT:-.}.
 set -uo pipefail

@@ -1,4 +1,4 @@
-# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# SPDX-License-Identifier: BSD-2-Clause
 """GPU-machine checks (make gpu-check): torch 2.x with CUDA. CI has no GPU
 and does not collect this folder."""
 import os

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * simfail: a libtorch program that makes traced op frames fail in every way
  * ptbpf must survive. It overrides the CPU kernels of a few real ATen ops

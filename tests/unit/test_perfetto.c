@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Unit test of the Perfetto writer (user/perfetto.c). Writes traces that use
  * every function and field, decodes them with protoc against

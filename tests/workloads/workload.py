@@ -1,4 +1,4 @@
-# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# SPDX-License-Identifier: BSD-2-Clause
 """Deterministic PyTorch workloads that ptbpf's tests attach to.
 
 usage: workload.py KIND [--steps N] [--go FILE] [--profile OUT.json] [--threads N]
