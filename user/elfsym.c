@@ -344,7 +344,7 @@ static bool is_rodata_name(const char *name)
 }
 
 /* Finds .dynsym, .symtab and the .rodata sections, then collects FUNC symbols. */
-static int scan_sections(struct elf_file *ef, char *err, size_t errlen)
+static int scan_sections(struct elf_file *ef, bool exported_only, char *err, size_t errlen)
 {
 	struct func_collect fc = { 0 };
 	Elf_Scn *scn = NULL;
@@ -369,6 +369,8 @@ static int scan_sections(struct elf_file *ef, char *err, size_t errlen)
 			ef->rodata[ef->nrodata++] = (struct rodata_sec){ sh.sh_offset, sh.sh_size };
 		}
 	}
+	if (exported_only && ef->symscn[0])
+		ef->symscn[1] = NULL;
 	for (i = 0; i < 2; i++) {
 		if (!ef->symscn[i])
 			continue;
@@ -412,7 +414,7 @@ static int map_file(struct elf_file *ef, int fd, char *err, size_t errlen)
 	return raw_header_check(ef, err, errlen);
 }
 
-struct elf_file *elf_file_open(int fd, char *err, size_t errlen)
+static struct elf_file *open_elf(int fd, bool exported_only, char *err, size_t errlen)
 {
 	struct elf_file *ef = calloc(1, sizeof(*ef));
 
@@ -432,12 +434,22 @@ struct elf_file *elf_file_open(int fd, char *err, size_t errlen)
 		set_err(err, errlen, "libelf: %s", elf_errmsg(-1));
 		goto fail;
 	}
-	if (load_segments(ef, err, errlen) || scan_sections(ef, err, errlen))
+	if (load_segments(ef, err, errlen) || scan_sections(ef, exported_only, err, errlen))
 		goto fail;
 	return ef;
 fail:
 	elf_file_close(ef);
 	return NULL;
+}
+
+struct elf_file *elf_file_open(int fd, char *err, size_t errlen)
+{
+	return open_elf(fd, false, err, errlen);
+}
+
+struct elf_file *elf_file_open_exported(int fd, char *err, size_t errlen)
+{
+	return open_elf(fd, true, err, errlen);
 }
 
 void elf_file_close(struct elf_file *ef)

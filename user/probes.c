@@ -236,7 +236,7 @@ static struct plan *find_or_make_plan(struct probes *p, const struct target *t,
 	pl->dev = t->torch.dev;
 	pl->ino = t->torch.ino;
 	s.plan = pl;
-	s.ef = elf_file_open(t->torch.fd, why, sizeof(why));
+	s.ef = elf_file_open_exported(t->torch.fd, why, sizeof(why));
 	if (!s.ef) {
 		snprintf(err, errlen, "cannot read %s: %s", t->torch.path, why);
 		return NULL;
@@ -307,7 +307,7 @@ static int attach_catch(struct probes *p, const struct target *t, int *attached)
 	*attached = 0;
 	if (t->stdcxx.fd < 0)
 		return 0;
-	ef = elf_file_open(t->stdcxx.fd, why, sizeof(why));
+	ef = elf_file_open_exported(t->stdcxx.fd, why, sizeof(why));
 	if (!ef)
 		return 0;
 	if (!elf_file_find_func(ef, SYM_CXA_BEGIN_CATCH, &f) &&
