@@ -166,3 +166,56 @@ def test_lost_events_are_counted_exactly(tmp_path):
     # plus one exit record per thread; nothing else runs.
     assert sent == 2 * (n + 3) + threads[0], (sent, threads)
     assert t.validate() == []
+
+
+def test_follow_children_traces_dataloader_workers(tmp_path):
+    """DataLoader workers are forked after attach: --follow-children traces
+    them too, each as its own process in the same trace."""
+    env = dict(os.environ, WORKLOAD_NUM_WORKERS="2")
+    run = run_traced(tmp_path, workload_argv("dataloader", 400), env=env,
+                     ptbpf_args=["--follow-children"])
+    assert run.rc == 0, run.err
+    assert run.target_rc == 0
+    t = run.trace
+    assert t.validate() == []
+    pids = {d.process.pid for d in t.process_tracks().values()}
+    assert len(pids) >= 3, pids  # the trainer and its two workers
+    tracks_by_pid = {}
+    for u, d in t.thread_tracks().items():
+        tracks_by_pid.setdefault(d.thread.pid, set()).add(u)
+    worker_ops = [s for s in t.slices if s.category == "cpu_op" and
+                  any(s.track in tracks_by_pid.get(p, ()) for p in pids - {t_pid(run)})]
+    # Workers index the dataset and collate batches: aten::stack per batch.
+    assert sum(1 for s in worker_ops if s.name == "aten::stack") >= 100
+
+
+def t_pid(run):
+    line = [l for l in run.err.splitlines() if l.startswith("ptbpf: tracing pid")][0]
+    return int(line.split()[3])
+
+
+def test_target_in_its_own_pid_namespace(tmp_path):
+    """A target in a child pid namespace (a container) is traced by its host
+    pid; the trace names its namespace pid too."""
+    argv = ["unshare", "--pid", "--fork", "--mount-proc"] + workload_argv("mlp", 5)
+    go = str(tmp_path / "go")
+    launcher = Proc([a.replace("{go}", go) for a in argv])
+    try:
+        line, _ = launcher.wait_line("ready")
+        assert line.split()[1] == "1"  # pid 1 inside its namespace
+        host_pid = int(subprocess.run(["pgrep", "-f", "-P", str(launcher.p.pid), "workload.py"],
+                                      capture_output=True, text=True).stdout.split()[0])
+        out = str(tmp_path / "ns.pftrace")
+        tracer = Proc([PTBPF, "-p", str(host_pid), "-o", out])
+        tracer.wait_line("ptbpf: tracing pid", stream="stderr")
+        open(go, "w").close()
+        assert launcher.finish()[0] == 0
+        rc, _, err = tracer.finish(timeout=60)
+        assert rc == 0, err
+        t = pftrace.Trace(out)
+        assert t.validate() == []
+        procs = [d.process for d in t.process_tracks().values() if d.process.pid == host_pid]
+        assert procs and "pid 1 in its namespace" in procs[0].process_name
+        assert t.op_counts()["aten::addmm"] > 0
+    finally:
+        launcher.kill()

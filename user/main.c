@@ -205,8 +205,13 @@ static void trace_loop(struct session *s)
 	s->cpu_at_trace_start = cpu_seconds();
 
 	while (!exiting) {
+		/* Wakeups are batched (BPF_RB_NO_WAKEUP below a threshold), so
+		 * poll only returns early for a full batch: drain what is there
+		 * every 100 ms in any case. */
 		int err = ring_buffer__poll(s->rb, 100);
 
+		if (err >= 0)
+			err = ring_buffer__consume(s->rb);
 		if (err < 0 && err != -EINTR) {
 			fprintf(stderr, "ptbpf: reading the ring buffer failed: %s\n", strerror(-err));
 			break;

@@ -164,12 +164,17 @@ def main():
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--workloads", default=None)
     ap.add_argument("--out")
+    ap.add_argument("--raw", action="store_true", help="print every round's value")
     args = ap.parse_args()
     workloads = (args.workloads.split(",") if args.workloads else
                  ["smallop", "step"] + (["gpubound"] if args.device == "cuda" else []))
     torch_version = subprocess.run([args.python, "-c", "import torch; print(torch.__version__)"],
                                    capture_output=True, text=True).stdout.strip()
     results = {w: bench_workload(args, w) for w in workloads}
+    if args.raw:
+        for w, (values, _) in results.items():
+            for phase, v in values.items():
+                print(w, phase, " ".join("%.4g" % x for x in v), file=sys.stderr)
     head = "\n### %s, %s, torch %s (%s)\n" % (
         datetime.date.today().isoformat(), args.device, torch_version, machine())
     text = head + report(args, results) + "\n"
