@@ -534,6 +534,10 @@ int join_event(struct join *j, const void *data, uint64_t size)
 		break;
 	case EV_THREAD_EXIT:
 		close_thread(j, t, e->ts, CLOSE_EXIT);
+		/* Keep the entry (its track) but not the stack: processes that
+		 * churn threads must not grow the loader. */
+		free(t->stack);
+		t->stack = NULL;
 		break;
 	case EV_NAMED_USER_BEGIN:
 		if (size >= sizeof(struct ptbpf_named_event)) {
