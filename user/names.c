@@ -16,12 +16,12 @@ static uint64_t hash64(uint64_t x)
 	return x;
 }
 
-static uint64_t hash_str(const char *s)
+static uint64_t hash_str_n(const char *s, size_t len)
 {
 	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
 
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
 	return h;
 }
 
@@ -35,6 +35,7 @@ static uint32_t table_cap(uint32_t max_entries)
 	return cap;
 }
 
+/* Open addressing on (pointer, length) keys; grows up to its limit. */
 struct str_set {
 	char **slot;
 	uint32_t cap, n, max;
@@ -44,15 +45,8 @@ struct str_set *str_set_new(uint32_t max_entries)
 {
 	struct str_set *s = calloc(1, sizeof(*s));
 
-	if (!s)
-		return NULL;
-	s->max = max_entries;
-	s->cap = table_cap(max_entries);
-	s->slot = calloc(s->cap, sizeof(*s->slot));
-	if (!s->slot) {
-		free(s);
-		return NULL;
-	}
+	if (s)
+		s->max = max_entries;
 	return s;
 }
 
@@ -66,17 +60,63 @@ void str_set_free(struct str_set *s)
 	free(s);
 }
 
-const char *str_set_intern(struct str_set *s, const char *str)
+/* The slot holding str[0..len), or the empty slot where it would go. */
+static char **set_slot(const struct str_set *s, const char *str, size_t len)
 {
-	uint32_t h = hash_str(str) & (s->cap - 1);
+	uint32_t h = hash_str_n(str, len) & (s->cap - 1);
 
 	for (; s->slot[h]; h = (h + 1) & (s->cap - 1))
-		if (!strcmp(s->slot[h], str))
-			return s->slot[h];
-	if (s->n >= s->max || !(s->slot[h] = strdup(str)))
-		return "(name table full)";
+		if (!strncmp(s->slot[h], str, len) && s->slot[h][len] == '\0')
+			return &s->slot[h];
+	return &s->slot[h];
+}
+
+static int set_grow(struct str_set *s)
+{
+	struct str_set bigger = { .cap = s->cap ? s->cap * 2 : 1024 };
+
+	bigger.slot = calloc(bigger.cap, sizeof(*bigger.slot));
+	if (!bigger.slot)
+		return -1;
+	for (uint32_t i = 0; i < s->cap; i++)
+		if (s->slot[i])
+			*set_slot(&bigger, s->slot[i], strlen(s->slot[i])) = s->slot[i];
+	free(s->slot);
+	s->slot = bigger.slot;
+	s->cap = bigger.cap;
+	return 0;
+}
+
+bool str_set_has_n(const struct str_set *s, const char *str, size_t len)
+{
+	return s->cap && *set_slot(s, str, len) != NULL;
+}
+
+const char *str_set_add_n(struct str_set *s, const char *str, size_t len)
+{
+	char **slot;
+
+	if (s->cap && *(slot = set_slot(s, str, len)))
+		return *slot;
+	if (s->n >= s->max || ((s->n + 1) * 2 > s->cap && set_grow(s)))
+		return NULL;
+	slot = set_slot(s, str, len);
+	if (!(*slot = strndup(str, len)))
+		return NULL;
 	s->n++;
-	return s->slot[h];
+	return *slot;
+}
+
+uint32_t str_set_count(const struct str_set *s)
+{
+	return s->n;
+}
+
+const char *str_set_intern(struct str_set *s, const char *str)
+{
+	const char *v = str_set_add_n(s, str, strlen(str));
+
+	return v ? v : "(name table full)";
 }
 
 struct str_map {

@@ -20,6 +20,11 @@ struct str_set *str_set_new(uint32_t max_entries);
 void str_set_free(struct str_set *s);
 /* The stored copy of str; once full, a fixed "(name table full)". */
 const char *str_set_intern(struct str_set *s, const char *str);
+/* The stored copy of str[0..len), added if absent; NULL when full or out
+ * of memory. */
+const char *str_set_add_n(struct str_set *s, const char *str, size_t len);
+bool str_set_has_n(const struct str_set *s, const char *str, size_t len);
+uint32_t str_set_count(const struct str_set *s);
 
 struct str_map *str_map_new(uint32_t max_entries);
 void str_map_free(struct str_map *m);

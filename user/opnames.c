@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "elfsym.h"
+#include "names.h"
 
 #define OP_SYM_PREFIX "_ZN2at4_ops"
 #define OP_SYM_CALL "4callE"
@@ -59,91 +60,18 @@ int op_struct_name(const char *mangled, char *buf, size_t len)
 	return 0;
 }
 
-/* Open-addressing hash set of strings. */
-struct str_set {
-	char **slot;
-	size_t cap, n;
+struct op_namer {
+	struct str_set *base;	/* "add", from "aten::add" */
+	struct str_set *dotted;	/* "add.Tensor", for bases in .base only */
 };
-
-static uint64_t name_hash(const char *s, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;	/* FNV-1a */
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= (uint8_t)s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-/* The slot holding s[0..len), or the empty slot where it would go. */
-static char **set_slot(const struct str_set *set, const char *s, size_t len)
-{
-	size_t i = (size_t)name_hash(s, len) & (set->cap - 1);
-
-	while (set->slot[i]) {
-		if (!strncmp(set->slot[i], s, len) && set->slot[i][len] == '\0')
-			return &set->slot[i];
-		i = (i + 1) & (set->cap - 1);
-	}
-	return &set->slot[i];
-}
-
-static bool set_has(const struct str_set *set, const char *s, size_t len)
-{
-	return set->cap && *set_slot(set, s, len) != NULL;
-}
-
-static int set_grow(struct str_set *set)
-{
-	struct str_set bigger = { .cap = set->cap ? set->cap * 2 : 1024 };
-	size_t i;
-
-	bigger.slot = calloc(bigger.cap, sizeof(*bigger.slot));
-	if (!bigger.slot)
-		return -ENOMEM;
-	for (i = 0; i < set->cap; i++)
-		if (set->slot[i])
-			*set_slot(&bigger, set->slot[i], strlen(set->slot[i])) = set->slot[i];
-	free(set->slot);
-	set->slot = bigger.slot;
-	set->cap = bigger.cap;
-	return 0;
-}
 
 /* Adds a copy of s[0..len); past NAMER_MAX strings the rest are left out. */
 static int set_add(struct str_set *set, const char *s, size_t len)
 {
-	char **slot;
-
-	if (set->n >= NAMER_MAX)
+	if (str_set_count(set) >= NAMER_MAX)
 		return 0;
-	if ((set->n + 1) * 2 > set->cap && set_grow(set))
-		return -ENOMEM;
-	slot = set_slot(set, s, len);
-	if (*slot)
-		return 0;
-	*slot = strndup(s, len);
-	if (!*slot)
-		return -ENOMEM;
-	set->n++;
-	return 0;
+	return str_set_add_n(set, s, len) ? 0 : -ENOMEM;
 }
-
-static void set_free(struct str_set *set)
-{
-	size_t i;
-
-	for (i = 0; i < set->cap; i++)
-		free(set->slot[i]);
-	free(set->slot);
-}
-
-struct op_namer {
-	struct str_set base;	/* "add", from "aten::add" */
-	struct str_set dotted;	/* "add.Tensor", for bases in .base only */
-};
 
 static size_t ident_len(const char *s)
 {
@@ -163,7 +91,7 @@ static int base_add_cb(const char *s, void *ctx)
 
 	if (!len || base[len] || len > OP_NAME_MAX)
 		return 0;
-	return set_add(&nm->base, base, len);
+	return set_add(nm->base, base, len);
 }
 
 /*
@@ -183,9 +111,9 @@ static int dotted_add_cb(const char *s, void *ctx)
 	if (!olen || s[blen + 1 + olen] || olen > OP_NAME_MAX)
 		return 0;
 	for (k = 0; k < blen; k++) {
-		if (!set_has(&nm->base, s + k, blen - k))
+		if (!str_set_has_n(nm->base, s + k, blen - k))
 			continue;
-		ret = set_add(&nm->dotted, s + k, blen - k + 1 + olen);
+		ret = set_add(nm->dotted, s + k, blen - k + 1 + olen);
 		if (ret)
 			return ret;
 	}
@@ -198,7 +126,10 @@ struct op_namer *op_namer_new(struct elf_file *ef)
 
 	if (!nm)
 		return NULL;
-	if (elf_file_for_each_rodata_string(ef, ATEN_PREFIX, base_add_cb, nm) ||
+	nm->base = str_set_new(NAMER_MAX);
+	nm->dotted = str_set_new(NAMER_MAX);
+	if (!nm->base || !nm->dotted ||
+	    elf_file_for_each_rodata_string(ef, ATEN_PREFIX, base_add_cb, nm) ||
 	    elf_file_for_each_rodata_string(ef, "", dotted_add_cb, nm)) {
 		op_namer_free(nm);
 		return NULL;
@@ -210,19 +141,19 @@ void op_namer_free(struct op_namer *nm)
 {
 	if (!nm)
 		return;
-	set_free(&nm->base);
-	set_free(&nm->dotted);
+	str_set_free(nm->base);
+	str_set_free(nm->dotted);
 	free(nm);
 }
 
 size_t op_namer_count(const struct op_namer *nm)
 {
-	return nm->base.n;
+	return str_set_count(nm->base);
 }
 
 bool op_namer_has(const struct op_namer *nm, const char *base)
 {
-	return set_has(&nm->base, base, strlen(base));
+	return str_set_has_n(nm->base, base, strlen(base));
 }
 
 /* Whether s[0..blen) "." s[blen+1..] is a known "base.overload" string. */
@@ -235,7 +166,7 @@ static bool dotted_has(const struct op_namer *nm, const char *s, size_t blen)
 		return false;
 	memcpy(key, s, len + 1);
 	key[blen] = '.';
-	return set_has(&nm->dotted, key, len);
+	return str_set_has_n(nm->dotted, key, len);
 }
 
 /* Length of the base S splits at; 0 if no known base fits. */
@@ -244,10 +175,10 @@ static size_t split_point(const struct op_namer *nm, const char *s)
 	size_t len = strlen(s), i, best = 0;
 
 	/* Candidates, longest first: all of s, then each prefix ending before a '_'. */
-	if (set_has(&nm->base, s, len))
+	if (str_set_has_n(nm->base, s, len))
 		best = len;
 	for (i = len; i-- > 1;) {
-		if (s[i] != '_' || !set_has(&nm->base, s, i))
+		if (s[i] != '_' || !str_set_has_n(nm->base, s, i))
 			continue;
 		if (dotted_has(nm, s, i))
 			return i;
