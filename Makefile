@@ -21,7 +21,9 @@ SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 USER_SRCS := $(wildcard user/*.c)
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/%,$(wildcard tests/unit/test_*.c))
-TESTPROGS := $(OUTPUT)/simfail
+TESTPROGS := $(OUTPUT)/simfail $(OUTPUT)/cuda_rt $(OUTPUT)/cuda_drv $(OUTPUT)/hip_calls \
+	     $(OUTPUT)/stubs/libcuda.so.1
+CUDA ?= /usr/local/cuda-13.0
 
 ifeq ($(V),1)
 Q =
@@ -66,6 +68,25 @@ $(OUTPUT)/simfail: tests/progs/simfail.cpp | $(OUTPUT)
 	$(call msg,CXX,$@)
 	$(Q)g++ -O1 -g -std=c++17 -I/usr/include/torch/csrc/api/include $< -o $@ \
 		-ltorch -ltorch_cpu -lc10 -pthread
+
+# GPU-call targets: no GPU or driver is needed, the calls just fail.
+$(OUTPUT)/cuda_rt: tests/progs/cuda_rt.cu | $(OUTPUT)
+	$(call msg,NVCC,$@)
+	$(Q)$(CUDA)/bin/nvcc -O1 -g -cudart shared -Xlinker -rpath -Xlinker $(CUDA)/lib64 $< -o $@
+
+# The toolkit's stub libcuda (SONAME libcuda.so.1), found through the rpath.
+$(OUTPUT)/stubs/libcuda.so.1: $(CUDA)/lib64/stubs/libcuda.so
+	$(Q)mkdir -p $(dir $@)
+	$(Q)ln -sf $< $@
+
+$(OUTPUT)/cuda_drv: tests/progs/cuda_drv.c $(OUTPUT)/stubs/libcuda.so.1
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Wall -I$(CUDA)/include $< -o $@ -L$(CUDA)/lib64/stubs -lcuda \
+		-Wl,-rpath,$(abspath $(OUTPUT)/stubs)
+
+$(OUTPUT)/hip_calls: tests/progs/hip_calls.c | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Wall -D__HIP_PLATFORM_AMD__ $< -o $@ -lamdhip64
 
 deps:
 	tests/install-deps.sh

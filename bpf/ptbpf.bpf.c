@@ -1,44 +1,17 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * ptbpf's BPF side: uprobes on libtorch and libstdc++, sched tracepoints.
+ * ptbpf's op side: uprobes on libtorch and libstdc++, sched tracepoints.
  * Each program turns one hit into one fixed-size record in the ring buffer.
  * Nothing is matched here; the loader pairs begins with ends (user/join.c).
  * Every record a program tries to emit is counted in `stats`, and every one
  * that does not fit is counted by cause, so loss is never silent.
  */
-#include "vmlinux.h"
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_tracing.h>
-#include <bpf/bpf_core_read.h>
-#include "ptbpf_events.h"
+#include "common.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Wake the loader only once this much data is waiting; it also polls on a
- * timer, so small bursts are never stuck. */
-const volatile __u64 wakeup_bytes = 256 * 1024;
 /* RecordScope::USER_SCOPE (record_function regions), 7 in 1.13 and 2.x. */
 const volatile __u32 user_scope = 7;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 16 * 1024 * 1024);
-} events SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} stats SEC(".maps");
-
-/* Processes being traced (tgid -> 1): filters the sched tracepoints. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u8);
-} traced SEC(".maps");
 
 /* Autograd Node classes (by vtable) whose name was already sent. */
 struct node_key {
@@ -75,61 +48,6 @@ struct {
 	__type(key, __u64);
 	__type(value, __u32);
 } open_user SEC(".maps");
-
-static __always_inline void stat_inc(__u32 idx)
-{
-	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
-
-	if (v)
-		(*v)++;
-}
-
-static __always_inline void submit(void *rec)
-{
-	__u64 flags = BPF_RB_NO_WAKEUP;
-
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
-		flags = BPF_RB_FORCE_WAKEUP;
-	bpf_ringbuf_submit(rec, flags);
-}
-
-static __always_inline void fill(struct ptbpf_event *e, __u16 kind, __u8 source,
-				 __u32 id, __u64 key)
-{
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-
-	e->ts = bpf_ktime_get_ns();
-	e->pid = pid_tgid >> 32;
-	e->tid = (__u32)pid_tgid;
-	e->kind = kind;
-	e->source = source;
-	e->pad = 0;
-	e->id = id;
-	e->key = key;
-	e->arg[0] = e->arg[1] = e->arg[2] = 0;
-}
-
-static __always_inline struct ptbpf_event *reserve(void)
-{
-	struct ptbpf_event *e;
-
-	stat_inc(STAT_SENT);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e)
-		stat_inc(STAT_DROP_RINGBUF_FULL);
-	return e;
-}
-
-static __always_inline int emit(__u16 kind, __u8 source, __u32 id, __u64 key)
-{
-	struct ptbpf_event *e = reserve();
-
-	if (!e)
-		return 0;
-	fill(e, kind, source, id, key);
-	submit(e);
-	return 0;
-}
 
 /* Entry of at::_ops::<op>::call; the cookie is the op's index. */
 SEC("uprobe.multi")
@@ -169,12 +87,9 @@ static __always_inline void send_node_type(__u64 vptr)
 
 	if (bpf_map_lookup_elem(&node_types, &k))
 		return;
-	stat_inc(STAT_SENT);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		stat_inc(STAT_DROP_NAME_FULL);
+	e = reserve_sized(sizeof(*e), STAT_DROP_NAME_FULL);
+	if (!e)
 		return;
-	}
 	fill(&e->ev, EV_NAMED_NODE_TYPE, SRC_ENTRY_PROBE, 0, vptr);
 	if (bpf_probe_read_user(&ti, sizeof(ti), (void *)(vptr - 8)) ||
 	    bpf_probe_read_user(&name, sizeof(name), (void *)(ti + 8)) ||
@@ -271,10 +186,8 @@ int user_ctor(struct pt_regs *ctx)
 		return 0;
 	if (bpf_map_update_elem(&open_user, &self, &tid, BPF_ANY))
 		stat_inc(STAT_USER_PENDING_FULL);
-	stat_inc(STAT_SENT);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = reserve_sized(sizeof(*e), STAT_DROP_NAME_FULL);
 	if (!e) {
-		stat_inc(STAT_DROP_NAME_FULL);
 		bpf_map_delete_elem(&pending_user, &tid);
 		return 0;
 	}

@@ -38,8 +38,13 @@ enum ptbpf_kind {
 	EV_THREAD_EXIT,     /* a thread of a traced process exited */
 	EV_PROC_EXIT,       /* the last thread of a traced process exited; arg0 = exit code */
 	EV_FORK,            /* arg0 = child pid (a new process, not a thread) */
+	EV_GPU_CALL,        /* struct ptbpf_gpu_call: id = GPU API cookie; key = entry sp */
+	EV_GPU_RET,         /* id = cookie; key = entry sp; arg0 = return value,
+			     * arg1 = the value the call wrote through its out pointer */
 	EV_NAMED_USER_BEGIN = 32, /* named: key = RecordFunction* */
 	EV_NAMED_NODE_TYPE,       /* named: key = Node vptr; name = mangled typeinfo name */
+	EV_NAMED_GPU_NAME,        /* named: id = cookie; key = entry sp; the name a
+				   * cuModuleGetFunction-like call looks up */
 	EV_KIND_MAX,
 };
 
@@ -72,6 +77,24 @@ struct ptbpf_named_event {
 	char name[PTBPF_NAME_LEN]; /* NUL-terminated, truncated */
 };
 
+/*
+ * One call into libcuda, libcudart or libamdhip64, as the registers show it
+ * at entry; user/gpu.c decodes it per API. The cookie (ev.id) is the API's
+ * index in user/gpu.c's table plus GPU_COOKIE_* flags saying what else the
+ * probe reads.
+ */
+#define GPU_COOKIE_API_MASK 0xffffu
+#define GPU_COOKIE_CONFIG   (1u << 16) /* copy 56 bytes at RDI (launch config) */
+#define GPU_COOKIE_NAME_RDX (1u << 17) /* a name string at RDX */
+#define GPU_COOKIE_OUT_RDI  (1u << 18) /* RDI points to an output read at return */
+
+struct ptbpf_gpu_call {
+	struct ptbpf_event ev;
+	u64_t reg[6];   /* rdi rsi rdx rcx r8 r9 */
+	u64_t stack[3]; /* [rsp+8], [rsp+16], [rsp+24]: stack-passed arguments */
+	u32_t config[14];
+};
+
 /* Why a record did not reach the ring, or was counted; index of the
  * per-CPU `stats` array. */
 enum ptbpf_stat {
@@ -80,6 +103,7 @@ enum ptbpf_stat {
 	STAT_DROP_NAME_FULL,    /* ... for a named event */
 	STAT_NAME_FAULT,        /* a name could not be read (page not present) */
 	STAT_USER_PENDING_FULL, /* record_function map full: end not matched */
+	STAT_DROP_GPU_FULL,     /* bpf_ringbuf_reserve failed for a GPU call */
 	STAT_MAX,
 };
 

@@ -37,8 +37,10 @@ class Proc:
 
     def __init__(self, argv, **kw):
         self.argv = argv
+        # Unbuffered pipes: select() below must see every byte not yet read
+        # (a buffered reader would hide a second line it already took in).
         self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  stdin=subprocess.DEVNULL, **kw)
+                                  stdin=subprocess.DEVNULL, bufsize=0, **kw)
         self.out = b""
 
     def wait_line(self, prefix, timeout=120, stream="stdout"):

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu.h"
 #include "names.h"
 #include "target.h"
 
@@ -16,11 +17,12 @@
 #define MAX_STACK 2048
 #define NO_SEQ UINT64_MAX
 
-enum frame_kind { FR_OP, FR_BWD, FR_USER };
+enum frame_kind { FR_OP, FR_BWD, FR_USER, FR_GPU };
 
 struct frame {
 	uint64_t key, ts, child_ns, seq;
-	const char *name; /* FR_BWD/FR_USER: interned */
+	const char *name;     /* FR_BWD/FR_USER: interned; FR_GPU: the API's */
+	const char *category; /* FR_GPU */
 	uint32_t op;
 	uint8_t kind;
 	bool drawn;
@@ -49,6 +51,7 @@ struct join {
 	int nprocs;
 	struct u64_set *fwd_seqs; /* pid<<48 ^ seq with a forward op seen */
 	struct str_set *strings;
+	struct gpu_state *gpu;
 	uint64_t *op_calls, *op_total, *op_self;
 	uint32_t op_cap; /* ops grow as processes are attached */
 	struct join_counts counts;
@@ -70,6 +73,8 @@ static uint64_t bwd_flow_id(int pid, uint64_t seq)
 	return mix64(((uint64_t)pid << 40) ^ seq ^ 0x5054425046ULL) | 1;
 }
 
+static uint64_t process_track_cb(void *ctx, int pid);
+
 struct join *join_new(struct pf_writer *w, const struct op_table *ops, bool entries_only)
 {
 	struct join *j = calloc(1, sizeof(*j));
@@ -83,7 +88,8 @@ struct join *join_new(struct pf_writer *w, const struct op_table *ops, bool entr
 	j->threads = calloc(j->cap, sizeof(*j->threads));
 	j->strings = str_set_new(1 << 16);
 	j->fwd_seqs = u64_set_new(1 << 20);
-	if (!j->threads || !j->strings || !j->fwd_seqs) {
+	j->gpu = gpu_state_new(w, process_track_cb, j);
+	if (!j->threads || !j->strings || !j->fwd_seqs || !j->gpu) {
 		join_free(j);
 		return NULL;
 	}
@@ -105,6 +111,7 @@ void join_free(struct join *j)
 	free(j->op_self);
 	str_set_free(j->strings);
 	u64_set_free(j->fwd_seqs);
+	gpu_state_free(j->gpu);
 	free(j);
 }
 
@@ -156,6 +163,13 @@ static struct process *get_process(struct join *j, int pid)
 		return p;
 	target_thread_name(pid, pid, comm, sizeof(comm));
 	return add_process(j, pid, comm, NULL);
+}
+
+static uint64_t process_track_cb(void *ctx, int pid)
+{
+	struct process *p = get_process(ctx, pid);
+
+	return p ? p->track : 0;
 }
 
 uint64_t join_process_track(const struct join *j, int pid)
@@ -223,6 +237,8 @@ static const char *frame_category(const struct frame *f)
 {
 	if (f->kind == FR_OP)
 		return "cpu_op";
+	if (f->kind == FR_GPU)
+		return f->category;
 	if (f->kind == FR_BWD)
 		return "backward";
 	if (!strncmp(f->name, "enumerate(DataLoader)", 21))
@@ -230,10 +246,12 @@ static const char *frame_category(const struct frame *f)
 	return "user_annotation";
 }
 
-static void push_frame(struct join *j, struct thread *t, const struct frame *in)
+/* Opens a frame; `extra` (may be NULL) adds arguments and flows. */
+static void push_frame(struct join *j, struct thread *t, const struct frame *in,
+		       const struct pf_event *extra)
 {
-	struct pf_arg args[3];
-	int nargs = 0;
+	struct pf_event e = extra ? *extra : (struct pf_event){ 0 };
+	struct pf_arg args[1];
 	struct frame *f;
 
 	if (!t->stack && !(t->stack = calloc(MAX_STACK, sizeof(*t->stack)))) {
@@ -251,12 +269,17 @@ static void push_frame(struct join *j, struct thread *t, const struct frame *in)
 		j->counts.too_deep++;
 		return;
 	}
-	if (f->kind == FR_OP && f->op < j->ops->n && j->ops->overload[f->op][0])
-		args[nargs++] = (struct pf_arg){ .name = "overload", .type = PF_ARG_STR,
-						 .s = j->ops->overload[f->op] };
-	pf_slice_begin(j->w, &(struct pf_event){ .track = t->track, .ts = f->ts,
-		       .name = frame_name(j, f), .category = frame_category(f),
-		       .args = args, .nargs = nargs });
+	if (f->kind == FR_OP && f->op < j->ops->n && j->ops->overload[f->op][0]) {
+		args[0] = (struct pf_arg){ .name = "overload", .type = PF_ARG_STR,
+					   .s = j->ops->overload[f->op] };
+		e.args = args;
+		e.nargs = 1;
+	}
+	e.track = t->track;
+	e.ts = f->ts;
+	e.name = frame_name(j, f);
+	e.category = frame_category(f);
+	pf_slice_begin(j->w, &e);
 }
 
 enum close_why { CLOSE_END, CLOSE_UNWOUND, CLOSE_MISSED, CLOSE_EXIT, CLOSE_STOP };
@@ -292,7 +315,9 @@ static void account_op(struct join *j, struct thread *t, const struct frame *f,
 	j->op_self[f->op] += dur > f->child_ns ? dur - f->child_ns : 0;
 }
 
-static void close_top(struct join *j, struct thread *t, uint64_t ts, enum close_why why)
+/* Closes the innermost frame; `extra` (may be NULL) adds end arguments. */
+static void close_top_with(struct join *j, struct thread *t, uint64_t ts, enum close_why why,
+			   const struct pf_arg *extra, int nextra)
 {
 	struct frame f = t->stack[--t->depth];
 	uint64_t dur = ts > f.ts ? ts - f.ts : 0, flow = 0;
@@ -300,7 +325,7 @@ static void close_top(struct join *j, struct thread *t, uint64_t ts, enum close_
 		[CLOSE_UNWOUND] = "unwound_by_exception", [CLOSE_MISSED] = "end_not_seen",
 		[CLOSE_EXIT] = "cut_by_exit", [CLOSE_STOP] = "cut_at_trace_end",
 	};
-	struct pf_arg args[2];
+	struct pf_arg args[2 + GPU_MAX_ARGS];
 	int nargs = 0;
 
 	account_op(j, t, &f, dur);
@@ -314,6 +339,8 @@ static void close_top(struct join *j, struct thread *t, uint64_t ts, enum close_
 	if (why != CLOSE_END)
 		args[nargs++] = (struct pf_arg){ .name = why_name[why], .type = PF_ARG_BOOL,
 						 .b = true };
+	for (int i = 0; i < nextra && nargs < (int)(sizeof(args) / sizeof(args[0])); i++)
+		args[nargs++] = extra[i];
 	if (f.seq != NO_SEQ) {
 		int pid = t->id >> 32;
 
@@ -325,16 +352,24 @@ static void close_top(struct join *j, struct thread *t, uint64_t ts, enum close_
 		     .nargs = nargs, .flows = &flow, .nflows = flow ? 1 : 0 });
 }
 
+static void close_top(struct join *j, struct thread *t, uint64_t ts, enum close_why why)
+{
+	close_top_with(j, t, ts, why, NULL, 0);
+}
+
 static bool key_class_matches(uint8_t kind, uint16_t ev_kind)
 {
 	if (ev_kind == EV_USER_END)
 		return kind == FR_USER;
+	if (ev_kind == EV_GPU_RET)
+		return kind == FR_GPU;
 	return kind == (ev_kind == EV_BWD_END ? FR_BWD : FR_OP);
 }
 
 /* Closes the frame whose key matches, and any frame left open above it. */
 static void end_frame(struct join *j, struct thread *t, const struct ptbpf_event *e)
 {
+	struct gpu_slice gs;
 	int i;
 
 	for (i = t->depth - 1; i >= 0; i--)
@@ -365,6 +400,11 @@ static void end_frame(struct join *j, struct thread *t, const struct ptbpf_event
 			p->last_step_end = e->ts;
 			p->step++;
 		}
+		return;
+	}
+	if (e->kind == EV_GPU_RET) {
+		gpu_call_end(j->gpu, e, &gs);
+		close_top_with(j, t, e->ts, CLOSE_END, gs.args, gs.nargs);
 		return;
 	}
 	close_top(j, t, e->ts, CLOSE_END);
@@ -439,7 +479,7 @@ static void bwd_begin(struct join *j, struct thread *t, const struct ptbpf_event
 	};
 	int depth = t->depth;
 
-	push_frame(j, t, &f);
+	push_frame(j, t, &f, NULL);
 	if (t->depth == depth || !t->stack[depth].drawn || seq == NO_SEQ)
 		return;
 	if (u64_set_remove(j->fwd_seqs, ((uint64_t)e->pid << 48) ^ seq)) {
@@ -450,6 +490,40 @@ static void bwd_begin(struct join *j, struct thread *t, const struct ptbpf_event
 	 * the slice, since the begin was already written without them. */
 	pf_instant(j->w, &(struct pf_event){ .track = t->track, .ts = e->ts,
 		   .name = "backward node", .category = "backward", .args = args, .nargs = 2,
+		   .term_flows = &flow, .nterm = flow ? 1 : 0 });
+}
+
+static bool in_op(const struct thread *t)
+{
+	for (int i = t->depth - 1; i >= 0; i--)
+		if (t->stack[i].kind == FR_OP)
+			return true;
+	return false;
+}
+
+/* A GPU API call opens a slice in whatever op issued it. A launch inside an
+ * op also gets a flow from the op: an instant in the op just before the
+ * launch starts it (the op's begin is already written). */
+static void gpu_begin(struct join *j, struct thread *t, const struct ptbpf_gpu_call *c)
+{
+	struct frame f = { .key = c->ev.key, .ts = c->ev.ts, .seq = NO_SEQ, .kind = FR_GPU };
+	bool op = in_op(t);
+	struct gpu_slice s;
+	uint64_t flow = 0;
+
+	gpu_call_begin(j->gpu, c, op, &s);
+	f.name = s.name;
+	f.category = s.category;
+	if (s.launch && op && t->depth < MAX_DRAWN) {
+		uint64_t ts = c->ev.ts - 1 > t->stack[t->depth - 1].ts ? c->ev.ts - 1 :
+			      t->stack[t->depth - 1].ts;
+
+		flow = mix64(((uint64_t)c->ev.tid << 32) ^ c->ev.ts ^ 0x4c41554e4348ULL) | 1;
+		pf_instant(j->w, &(struct pf_event){ .track = t->track, .ts = ts, .name = "launch",
+			   .category = "launch_flow", .flows = &flow, .nflows = 1 });
+		j->counts.launch_flows++;
+	}
+	push_frame(j, t, &f, &(struct pf_event){ .args = s.args, .nargs = s.nargs,
 		   .term_flows = &flow, .nterm = flow ? 1 : 0 });
 }
 
@@ -501,6 +575,11 @@ int join_event(struct join *j, const void *data, uint64_t size)
 	}
 	if (e->kind == EV_FORK)
 		return 0;
+	if (e->kind == EV_NAMED_GPU_NAME) {
+		if (size >= sizeof(struct ptbpf_named_event))
+			gpu_note_name(j->gpu, data);
+		return 0;
+	}
 	if (e->kind == EV_NAMED_NODE_TYPE) {
 		if (size >= sizeof(struct ptbpf_named_event))
 			node_type(j, data);
@@ -516,12 +595,17 @@ int join_event(struct join *j, const void *data, uint64_t size)
 	switch (e->kind) {
 	case EV_OP_BEGIN:
 		push_frame(j, t, &(struct frame){ .key = e->key, .ts = e->ts, .op = e->id,
-			   .seq = NO_SEQ, .kind = FR_OP });
+			   .seq = NO_SEQ, .kind = FR_OP }, NULL);
 		break;
 	case EV_OP_END:
 	case EV_BWD_END:
 	case EV_USER_END:
+	case EV_GPU_RET:
 		end_frame(j, t, e);
+		break;
+	case EV_GPU_CALL:
+		if (size >= sizeof(struct ptbpf_gpu_call))
+			gpu_begin(j, t, data);
 		break;
 	case EV_UNWIND:
 		unwind(j, t, e);
@@ -547,7 +631,7 @@ int join_event(struct join *j, const void *data, uint64_t size)
 			escape_str(name, sizeof(name), ne->name, PTBPF_NAME_LEN);
 			push_frame(j, t, &(struct frame){ .key = e->key, .ts = e->ts,
 				   .seq = NO_SEQ, .kind = FR_USER,
-				   .name = str_set_intern(j->strings, name) });
+				   .name = str_set_intern(j->strings, name) }, NULL);
 		}
 		break;
 	}
@@ -578,6 +662,11 @@ uint64_t join_last_ts(const struct join *j)
 const struct join_counts *join_counts(const struct join *j)
 {
 	return &j->counts;
+}
+
+const struct gpu_state *join_gpu(const struct join *j)
+{
+	return j->gpu;
 }
 
 static const struct join *sort_ctx;

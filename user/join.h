@@ -36,6 +36,7 @@ struct join_counts {
 	uint64_t too_deep;      /* beyond the trace's nesting limit, not drawn */
 	uint64_t steps;         /* ProfilerStep#N slices */
 	uint64_t bwd_flows;     /* forward->backward arrows */
+	uint64_t launch_flows;  /* op->launch arrows */
 };
 
 struct op_stat {
@@ -57,6 +58,9 @@ void join_finish(struct join *j, uint64_t ts);
 /* Latest event timestamp seen. */
 uint64_t join_last_ts(const struct join *j);
 const struct join_counts *join_counts(const struct join *j);
+/* GPU call state (per-API counts for the summary). */
+struct gpu_state;
+const struct gpu_state *join_gpu(const struct join *j);
 /* Ops sorted by total host time, descending; returns how many (<= max). */
 int join_top_ops(const struct join *j, struct op_stat *out, int max);
 /* The per-process track uuid for pid (0 if unknown). */

@@ -23,6 +23,7 @@
 #include <bpf/libbpf.h>
 
 #include "cli.h"
+#include "gpu.h"
 #include "join.h"
 #include "perfetto.h"
 #include "probes.h"
@@ -45,6 +46,7 @@ struct session {
 	struct ptbpf_bpf *skel;
 	struct ring_buffer *rb;
 	struct probes *probes;
+	struct gpu_probes *gpu;
 	struct op_table ops;
 	struct pf_writer *w;
 	FILE *out;
@@ -99,7 +101,7 @@ static void stats_read(struct session *s, uint64_t out[STAT_MAX])
 
 static uint64_t lost_total(const uint64_t st[STAT_MAX])
 {
-	return st[STAT_DROP_RINGBUF_FULL] + st[STAT_DROP_NAME_FULL];
+	return st[STAT_DROP_RINGBUF_FULL] + st[STAT_DROP_NAME_FULL] + st[STAT_DROP_GPU_FULL];
 }
 
 static int handle_event(void *ctx, void *data, size_t size)
@@ -115,6 +117,11 @@ static int handle_event(void *ctx, void *data, size_t size)
 
 static void print_attach(const struct target *t, const struct attach_report *r)
 {
+	if (t->torch.fd < 0) {
+		fprintf(stderr, "ptbpf: tracing pid %d (%s): no libtorch mapped, GPU API calls only\n",
+			t->pid, t->comm);
+		return;
+	}
 	fprintf(stderr,
 		"ptbpf: tracing pid %d (%s): %u ops (%u skipped), %u ret + %u tail-jump exit "
 		"sites, %u/%u entries on emulated instructions; unwind %s, backward %s, "
@@ -153,7 +160,8 @@ static int add_target(struct session *s, int pid, bool quiet_if_gone)
 	}
 	s->ntargets++;
 	s->nalive++;
-	print_attach(t, &rep);
+	gpu_probes_scan(s->gpu, pid);
+	print_attach(t, &rep); /* last: tests wait for this line */
 	return 0;
 }
 
@@ -199,7 +207,7 @@ static int reap_targets(struct session *s)
 
 static void trace_loop(struct session *s)
 {
-	uint64_t start = now_ns(), last_status = start, last_events = 0;
+	uint64_t start = now_ns(), last_status = start, last_events = 0, last_scan = start;
 	uint64_t deadline = s->opt.duration_s ? start + s->opt.duration_s * 1000000000ull : 0;
 
 	s->cpu_at_trace_start = cpu_seconds();
@@ -233,6 +241,14 @@ static void trace_loop(struct session *s)
 		}
 		if (now_ns() - last_status >= 1000000000ull)
 			status_line(s, &last_events, &last_status);
+		/* libcuda is loaded at the first CUDA call, and later than that
+		 * by programs that start on the CPU: look for it again. */
+		if (now_ns() - last_scan >= 500000000ull) {
+			for (int i = 0; i < s->ntargets; i++)
+				if (s->targets[i].pidfd >= 0)
+					gpu_probes_scan(s->gpu, s->targets[i].pid);
+			last_scan = now_ns();
+		}
 	}
 	if (isatty(2))
 		fputc('\n', stderr);
@@ -249,6 +265,23 @@ static void print_own_cost(const struct session *s)
 		ru.ru_maxrss / 1024.0, cpu_seconds(), cpu_seconds() - s->cpu_at_trace_start);
 }
 
+static void print_gpu_calls(const struct session *s)
+{
+	const struct gpu_state *g = join_gpu(s->join);
+	const struct join_counts *c = join_counts(s->join);
+	bool any = false;
+
+	for (unsigned i = 0; i < gpu_napis; i++) {
+		if (!gpu_calls_of(g, i))
+			continue;
+		fprintf(stderr, "%s %s %lu", any ? "," : "ptbpf: GPU API calls:", gpu_apis[i].name,
+			(unsigned long)gpu_calls_of(g, i));
+		any = true;
+	}
+	if (any)
+		fprintf(stderr, "; op->launch flows %lu\n", (unsigned long)c->launch_flows);
+}
+
 static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 {
 	const struct join_counts *c = join_counts(s->join);
@@ -258,7 +291,8 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 		[EV_SEQ] = "autograd seq", [EV_USER_END] = "region end",
 		[EV_THREAD_EXIT] = "thread exit", [EV_PROC_EXIT] = "process exit",
 		[EV_FORK] = "fork", [EV_NAMED_USER_BEGIN] = "region begin",
-		[EV_NAMED_NODE_TYPE] = "node class",
+		[EV_NAMED_NODE_TYPE] = "node class", [EV_GPU_CALL] = "GPU call",
+		[EV_GPU_RET] = "GPU return", [EV_NAMED_GPU_NAME] = "GPU name lookup",
 	};
 	struct op_stat top[10];
 	int ntop = join_top_ops(s->join, top, 10);
@@ -272,10 +306,11 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 			fprintf(stderr, " %s %lu,", kind[k], (unsigned long)c->by_kind[k]);
 	fprintf(stderr, " total %lu\n", (unsigned long)received);
 	fprintf(stderr, "ptbpf: sent %lu, received %lu, lost %lu (ring full %lu, named ring full "
-		"%lu), unreadable names %lu\n", (unsigned long)st[STAT_SENT],
+		"%lu, GPU ring full %lu), unreadable names %lu\n", (unsigned long)st[STAT_SENT],
 		(unsigned long)received, (unsigned long)lost_total(st),
 		(unsigned long)st[STAT_DROP_RINGBUF_FULL], (unsigned long)st[STAT_DROP_NAME_FULL],
-		(unsigned long)st[STAT_NAME_FAULT]);
+		(unsigned long)st[STAT_DROP_GPU_FULL], (unsigned long)st[STAT_NAME_FAULT]);
+	print_gpu_calls(s);
 	fprintf(stderr, "ptbpf: slices %lu; unwound by exceptions %lu, cut by exit %lu, open at "
 		"stop %lu, end not seen %lu, end before attach %lu, too deep %lu; steps %lu, "
 		"forward->backward flows %lu\n", (unsigned long)c->frames,
@@ -302,6 +337,7 @@ static void write_final_counters(struct session *s, const uint64_t st[STAT_MAX])
 	pf_trace_attr_int(s->w, "dev.ptbpf.lost_ringbuf_full", (int64_t)st[STAT_DROP_RINGBUF_FULL]);
 	pf_trace_attr_int(s->w, "dev.ptbpf.lost_named_ringbuf_full",
 			  (int64_t)st[STAT_DROP_NAME_FULL]);
+	pf_trace_attr_int(s->w, "dev.ptbpf.lost_gpu_ringbuf_full", (int64_t)st[STAT_DROP_GPU_FULL]);
 	pf_trace_attr_int(s->w, "dev.ptbpf.frames_unwound", (int64_t)c->unwound);
 	pf_trace_attr_int(s->w, "dev.ptbpf.frames_end_not_seen", (int64_t)c->end_missed);
 	pf_clock_snapshot(s->w);
@@ -334,7 +370,10 @@ static int setup_bpf(struct session *s)
 		return -1;
 	}
 	s->probes = probes_new(s->skel, &s->ops, s->opt.entries_only);
-	return s->probes ? 0 : -1;
+	s->gpu = gpu_probes_new(s->skel, s->opt.verbose);
+	if (!s->gpu)
+		fprintf(stderr, "ptbpf: loading the GPU BPF programs failed: %s\n", strerror(errno));
+	return s->probes && s->gpu ? 0 : -1;
 }
 
 static int setup_trace(struct session *s)
@@ -373,6 +412,8 @@ static int finish(struct session *s, int rc)
 
 	if (s->probes)
 		probes_detach(s->probes); /* nothing new after this */
+	gpu_probes_free(s->gpu);
+	s->gpu = NULL;
 	if (s->rb)
 		ring_buffer__consume(s->rb);
 	if (s->skel)

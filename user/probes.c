@@ -363,6 +363,9 @@ int probes_attach(struct probes *p, const struct target *t, struct attach_report
 	int ret;
 
 	memset(rep, 0, sizeof(*rep));
+	if (t->torch.fd < 0) /* no libtorch: only the GPU probes (gpu_probes.c) */
+		return bpf_map__update_elem(p->skel->maps.traced, &t->pid, sizeof(t->pid), &one,
+					    sizeof(one), BPF_ANY);
 	pl = find_or_make_plan(p, t, err, errlen);
 	if (!pl)
 		return -EINVAL;

@@ -164,6 +164,21 @@ int target_find_lib(int pid, const char *prefix, struct target_lib *lib)
 	return err;
 }
 
+static int maps_gpu_library(int pid)
+{
+	static const char *const gpu_libs[] = { "libcuda.so", "libcudart.so", "libamdhip64.so" };
+
+	for (size_t i = 0; i < sizeof(gpu_libs) / sizeof(gpu_libs[0]); i++) {
+		struct target_lib lib;
+
+		if (!target_find_lib(pid, gpu_libs[i], &lib)) {
+			close(lib.fd);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int target_open(int pid, struct target *t, char *err, size_t errlen)
 {
 	char path[64];
@@ -185,11 +200,13 @@ int target_open(int pid, struct target *t, char *err, size_t errlen)
 	}
 	read_identity(t);
 	ret = target_find_lib(pid, "libtorch_cpu.so", &t->torch);
-	if (ret == -ENOENT) {
-		snprintf(err, errlen, "pid %d (%s) has no libtorch_cpu.so mapped: "
-			 "is it a PyTorch process that has imported torch?", pid, t->comm);
+	if (ret == -ENOENT && !maps_gpu_library(pid)) {
+		snprintf(err, errlen, "pid %d (%s) maps neither libtorch_cpu.so nor a CUDA or HIP "
+			 "library: is it a PyTorch process that has imported torch?", pid, t->comm);
 		return ret;
 	}
+	if (ret == -ENOENT) /* a CUDA/HIP program without torch: GPU calls only */
+		ret = 0;
 	if (ret) {
 		snprintf(err, errlen, "pid %d: cannot open its libtorch_cpu.so through "
 			 "/proc/%d/map_files: %s", pid, pid, strerror(-ret));

@@ -25,7 +25,7 @@ struct target {
 	int ns_pid;         /* the pid inside its own pid namespace */
 	char comm[64];      /* control characters escaped */
 	char cmdline[1024]; /* argv joined by spaces, escaped */
-	struct target_lib torch;  /* libtorch_cpu.so */
+	struct target_lib torch;  /* libtorch_cpu.so; fd -1 in a CUDA/HIP-only program */
 	struct target_lib stdcxx; /* libstdc++.so.6 */
 };
 
