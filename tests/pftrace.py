@@ -177,6 +177,28 @@ class Trace:
                 return self.counters.get(u, [])
         return None
 
+    def ancestors(self):
+        """For each slice (by index), the indices of the slices enclosing it
+        on its track, outermost first."""
+        out = {}
+        by_track = collections.defaultdict(list)
+        for i, sl in enumerate(self.slices):
+            by_track[sl.track].append(i)
+        for idx in by_track.values():
+            idx.sort(key=lambda i: (self.slices[i].ts, -self.slices[i].dur,
+                                    self.slices[i].depth))
+            stack = []
+            for i in idx:
+                sl = self.slices[i]
+                while stack:
+                    top = self.slices[stack[-1]]
+                    if top.ts <= sl.ts and sl.ts + sl.dur <= top.ts + top.dur:
+                        break
+                    stack.pop()
+                out[i] = list(stack)
+                stack.append(i)
+        return out
+
     def op_counts(self, category="cpu_op"):
         c = collections.Counter()
         for s in self.slices:

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """GPU-machine checks (make gpu-check): torch 2.x with CUDA. CI has no GPU
 and does not collect this folder."""
+import json
 import os
+import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -32,3 +34,74 @@ def test_regions_nest(tmp_path):
     adds = [s for s in t.slices if s.name == "aten::add"]
     assert all(any(i.ts <= a.ts and a.ts + a.dur <= i.ts + i.dur for i in inner) for a in adds)
     assert t.validate() == []
+
+
+def profiled_launches(tmp_path, kind, steps):
+    """torch.profiler's runtime/driver API records (CPU+CUDA activities)."""
+    import subprocess
+    from conftest import PYTHON, WORKLOAD
+    out, go = tmp_path / "prof.json", tmp_path / "go-prof"
+    go.write_text("")
+    subprocess.run([PYTHON, WORKLOAD, kind, "--steps", str(steps), "--go", str(go), "--device",
+                    "cuda", "--profile", str(out), "--profile-cuda"],
+                   check=True, capture_output=True, timeout=600)
+    return json.loads(out.read_text())
+
+
+LAUNCH_NAMES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
+                "cudaGraphLaunch", "cuGraphLaunch")
+
+
+def check_launches(tmp_path, kind, steps):
+    prof = profiled_launches(tmp_path, kind, steps)
+    run = run_traced(tmp_path, workload_argv(kind, steps, ["--device", "cuda"]))
+    assert run.rc == 0, run.err
+    t = run.trace
+    assert t.validate() == []
+    anc = t.ancestors()
+    idx = [i for i, s in enumerate(t.slices) if s.category in ("cuda_runtime", "cuda_driver")
+           and s.name.startswith(LAUNCH_NAMES)]
+    assert idx
+    ours, nested = {}, {}
+    for i in idx:
+        s = t.slices[i]
+        cats = [t.slices[a].category for a in anc[i]]
+        # Every launch is in an op, or labelled as made outside one.
+        assert ("cpu_op" in cats) != bool(s.args.get("outside_op")), s
+        ours[s.name] = ours.get(s.name, 0) + 1
+        # The profiler's runtime records are the runtime calls; its driver
+        # records are driver calls made directly (Triton, cuBLAS, NCCL), not
+        # the ones cudart makes inside a runtime call, which ptbpf sees nested.
+        if s.category == "cuda_driver" and "cuda_runtime" in cats:
+            nested[s.name] = nested.get(s.name, 0) + 1
+    theirs = {k: v for k, v in prof.items() if k in LAUNCH_NAMES}
+    save = os.environ.get("PTBPF_SAVE_DIR")
+    if save:  # recordings for the CI tests (tests/data)
+        shutil.copy(run.trace_path, os.path.join(save, "%s.pftrace" % kind))
+        with open(os.path.join(save, "%s.profiler.json" % kind), "w") as f:
+            json.dump(theirs, f, indent=1, sort_keys=True)
+    direct = {k: v - nested.get(k, 0) for k, v in ours.items()}
+    direct = {k: v for k, v in direct.items() if v}
+    assert direct == theirs, dict(ours=ours, nested=nested, profiler=theirs)
+    return run
+
+
+def test_launches_training_loop(tmp_path):
+    check_launches(tmp_path, "mlp", 20)
+
+
+def test_launches_compiled_region(tmp_path):
+    run = check_launches(tmp_path, "compiled", 20)
+    triton = [s for s in run.trace.slices if s.name.startswith("cuLaunchKernel")
+              and s.args.get("outside_op")]
+    assert len(triton) >= 20
+
+
+def test_launches_graph_replay(tmp_path):
+    run = check_launches(tmp_path, "graph", 20)
+    graphs = [s for s in run.trace.slices if s.name.startswith(("cuGraphLaunch", "cudaGraphLaunch"))]
+    assert len([s for s in graphs if s.category == "cuda_driver"]) == 20
+
+
+def test_launches_nccl_all_reduce(tmp_path):
+    check_launches(tmp_path, "nccl", 20)

@@ -127,7 +127,56 @@ def dataloader(steps):
     return "batches %d" % n
 
 
-KINDS = dict(mlp=mlp, conv=conv, threads=threads, exceptions=exceptions, burst=burst,
+def compiled(steps):
+    """A torch.compile'd region (Triton kernels launched through libcuda,
+    no ATen ops) next to an eager op; compiled in the warm-up call."""
+    global _compiled
+    if "_compiled" not in globals():
+        _compiled = torch.compile(lambda a: torch.nn.functional.gelu(a * 2.0 + 1.0).sum(dim=1))
+    a = torch.randn(64, 256, device=DEVICE)
+    s = None
+    for _ in range(steps):
+        s = _compiled(a) + torch.ones(64, device=DEVICE)
+    torch.cuda.synchronize()
+    return "sum %.3f" % float(s.sum())
+
+
+def graph(steps):
+    """CUDA graph replays: one cuGraphLaunch each, no ops, no kernel launches."""
+    global _graph
+    if "_graph" not in globals():
+        x = torch.randn(64, 64, device=DEVICE)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            (x @ x).relu()  # warm up on the side stream, as the docs ask
+        torch.cuda.current_stream().wait_stream(s)
+        with torch.cuda.graph(g):
+            y = (x @ x).relu()
+        _graph = (g, y)
+    g, y = _graph
+    for _ in range(steps):
+        g.replay()
+    torch.cuda.synchronize()
+    return "sum %.3f" % float(y.sum())
+
+
+def nccl(steps):
+    """Single-rank NCCL all_reduce (NCCL launches its kernels via libcuda)."""
+    import torch.distributed as dist
+    if not dist.is_initialized():
+        dist.init_process_group("nccl", init_method="tcp://127.0.0.1:29533", rank=0,
+                                world_size=1)
+    t = torch.ones(1024, device=DEVICE)
+    for _ in range(steps):
+        dist.all_reduce(t)
+    torch.cuda.synchronize()
+    return "sum %.1f" % float(t.sum())
+
+
+KINDS = dict(compiled=compiled, graph=graph, nccl=nccl, mlp=mlp, conv=conv, threads=threads, exceptions=exceptions, burst=burst,
              regions=regions, dataloader=dataloader)
 
 
@@ -137,6 +186,8 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--go")
     ap.add_argument("--profile")
+    ap.add_argument("--profile-cuda", action="store_true",
+                    help="profile CUDA activity too (runtime and driver API records)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu", help="cpu or cuda (mlp, conv)")
     ap.add_argument("--loop", action="store_true", help="repeat until killed (demo)")
@@ -151,7 +202,8 @@ def main():
         time.sleep(0.01)
     if args.profile:
         from torch.profiler import profile, ProfilerActivity
-        with profile(activities=[ProfilerActivity.CPU]) as prof:
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.profile_cuda else [])
+        with profile(activities=acts) as prof:
             result = fn(args.steps)
             if DEVICE == "cuda":
                 torch.cuda.synchronize()
