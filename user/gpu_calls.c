@@ -307,9 +307,15 @@ static void other_args(struct gpu_state *g, const struct gpu_api *api,
 		arg_str(s, "name", name ? name : "?");
 		break;
 	}
-	case GL_KERNEL_FUNCTION:
+	case GL_KERNEL_FUNCTION: {
+		/* The function handle it returns gets the kernel's name. */
+		const char *name = str_map_get(g->kernel_names, key2(c->ev.pid, r[1]));
+
 		arg_ptr(s, "kernel", r[1]);
+		if (name)
+			str_map_put(g->lookups, key2(c->ev.tid, c->ev.key), name);
 		break;
+	}
 	case GL_CAPTURE_BEGIN:
 	case GL_CAPTURE_END:
 		arg_ptr(s, "stream", r[0]);
@@ -370,7 +376,7 @@ void gpu_call_end(struct gpu_state *g, const struct ptbpf_event *ret, struct gpu
 		return;
 	if (api->layout == GL_ALLOC) {
 		arg_ptr(s, "ptr", out);
-	} else if (api->layout == GL_GET_FUNCTION) {
+	} else if (api->layout == GL_GET_FUNCTION || api->layout == GL_KERNEL_FUNCTION) {
 		uint64_t k = key2(ret->tid, ret->key);
 		const char *name = str_map_get(g->lookups, k);
 

@@ -176,7 +176,26 @@ def nccl(steps):
     return "sum %.1f" % float(t.sum())
 
 
-KINDS = dict(compiled=compiled, graph=graph, nccl=nccl, mlp=mlp, conv=conv, threads=threads, exceptions=exceptions, burst=burst,
+_fresh_calls = 0
+
+
+def fresh(steps):
+    """Ops whose kernels are first used after warm-up (so after ptbpf has
+    attached): CUDA loads them lazily, through cuLibraryGetKernel, and ptbpf
+    learns their names."""
+    global _fresh_calls
+    _fresh_calls += 1
+    if _fresh_calls == 1:
+        return "warm-up"
+    a = torch.rand(1000, device=DEVICE)
+    s = None
+    for _ in range(steps):
+        s = torch.special.erfcx(a).cumsum(0) + torch.special.i0e(a)
+    torch.cuda.synchronize()
+    return "sum %.3f" % float(s.sum())
+
+
+KINDS = dict(fresh=fresh, compiled=compiled, graph=graph, nccl=nccl, mlp=mlp, conv=conv, threads=threads, exceptions=exceptions, burst=burst,
              regions=regions, dataloader=dataloader)
 
 
