@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 
 #include "elfsym.h"
+#include "links.h"
 #include "target.h"
 #include "ptbpf.skel.h"
 #include "gpu.skel.h"
@@ -133,8 +134,7 @@ struct attached {
 
 struct gpu_probes {
 	struct gpu_bpf *skel;
-	struct bpf_link **links;
-	int nlinks;
+	struct link_set links;
 	struct attached *done; /* (pid, library inode) pairs attached */
 	int ndone;
 	bool verbose;
@@ -187,22 +187,6 @@ static uint64_t cookie_of(unsigned api)
 	return c;
 }
 
-static int keep_link(struct gpu_probes *g, struct bpf_link *l)
-{
-	struct bpf_link **v;
-
-	if (!l)
-		return -errno;
-	v = realloc(g->links, (g->nlinks + 1) * sizeof(*v));
-	if (!v) {
-		bpf_link__destroy(l);
-		return -ENOMEM;
-	}
-	g->links = v;
-	g->links[g->nlinks++] = l;
-	return 0;
-}
-
 /* Entry probes and uretprobes on every API of lib that the file exports. */
 static int attach_lib(struct gpu_probes *g, int pid, enum gpu_lib lib,
 		      const struct target_lib *tl)
@@ -234,13 +218,14 @@ static int attach_lib(struct gpu_probes *g, int pid, enum gpu_lib lib,
 		LIBBPF_OPTS(bpf_uprobe_multi_opts, r, .offsets = offs, .cookies = cookies, .cnt = n,
 			    .retprobe = true);
 
+		struct gpu_bpf *sk = g->skel;
+
 		/* Returns first: a call must never begin without its end. */
-		err = keep_link(g, bpf_program__attach_uprobe_multi(g->skel->progs.gpu_return, pid,
-								    tl->attach_path, NULL, &r));
+		err = link_set_keep(&g->links, bpf_program__attach_uprobe_multi(
+			sk->progs.gpu_return, pid, tl->attach_path, NULL, &r));
 		if (!err)
-			err = keep_link(g, bpf_program__attach_uprobe_multi(g->skel->progs.gpu_entry,
-									    pid, tl->attach_path,
-									    NULL, &o));
+			err = link_set_keep(&g->links, bpf_program__attach_uprobe_multi(
+				sk->progs.gpu_entry, pid, tl->attach_path, NULL, &o));
 	}
 	if (err) {
 		fprintf(stderr, "ptbpf: pid %d: attaching to %s failed: %s\n", pid, tl->path,
@@ -293,9 +278,7 @@ void gpu_probes_free(struct gpu_probes *g)
 {
 	if (!g)
 		return;
-	for (int i = g->nlinks - 1; i >= 0; i--)
-		bpf_link__destroy(g->links[i]);
-	free(g->links);
+	link_set_destroy(&g->links);
 	free(g->done);
 	gpu_bpf__destroy(g->skel);
 	free(g);

@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 
 #include "elfsym.h"
+#include "links.h"
 #include "target.h"
 #include "ptbpf.skel.h"
 
@@ -44,8 +45,7 @@ struct probes {
 	struct op_table *ops;
 	struct plan *plans;
 	int nplans;
-	struct bpf_link **links;
-	int nlinks;
+	struct link_set links;
 	bool entries_only;
 };
 
@@ -258,22 +258,6 @@ static struct plan *find_or_make_plan(struct probes *p, const struct target *t,
 	return pl;
 }
 
-static int keep_link(struct probes *p, struct bpf_link *l)
-{
-	struct bpf_link **v;
-
-	if (!l)
-		return -errno;
-	v = realloc(p->links, (p->nlinks + 1) * sizeof(*v));
-	if (!v) {
-		bpf_link__destroy(l);
-		return -ENOMEM;
-	}
-	p->links = v;
-	p->links[p->nlinks++] = l;
-	return 0;
-}
-
 static int attach_multi(struct probes *p, struct bpf_program *prog, int pid,
 			const char *path, const struct site_list *l)
 {
@@ -282,7 +266,7 @@ static int attach_multi(struct probes *p, struct bpf_program *prog, int pid,
 
 	if (!l->n)
 		return 0;
-	return keep_link(p, bpf_program__attach_uprobe_multi(prog, pid, path, NULL, &o));
+	return link_set_keep(&p->links, bpf_program__attach_uprobe_multi(prog, pid, path, NULL, &o));
 }
 
 /* A plain uprobe program: one link per site. */
@@ -292,7 +276,8 @@ static int attach_one(struct probes *p, struct bpf_program *prog, int pid,
 	int err = l->n ? 0 : -ENOENT;
 
 	for (size_t i = 0; i < l->n && !err; i++)
-		err = keep_link(p, bpf_program__attach_uprobe(prog, false, pid, path, l->off[i]));
+		err = link_set_keep(&p->links,
+				    bpf_program__attach_uprobe(prog, false, pid, path, l->off[i]));
 	return err;
 }
 
@@ -390,9 +375,7 @@ int probes_attach(struct probes *p, const struct target *t, struct attach_report
 
 void probes_detach(struct probes *p)
 {
-	for (int i = p->nlinks - 1; i >= 0; i--)
-		bpf_link__destroy(p->links[i]);
-	p->nlinks = 0;
+	link_set_destroy(&p->links);
 }
 
 void probes_free(struct probes *p)
@@ -410,6 +393,5 @@ void probes_free(struct probes *p)
 			sites_free(all[k]);
 	}
 	free(p->plans);
-	free(p->links);
 	free(p);
 }
