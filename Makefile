@@ -18,12 +18,21 @@ LDFLAGS ?= -static
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
-USER_SRCS := $(wildcard user/*.c)
+# user/agent.c is the in-process agent library, not part of ptbpf.
+USER_SRCS := $(filter-out user/agent.c,$(wildcard user/*.c))
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/%,$(wildcard tests/unit/test_*.c))
 TESTPROGS := $(OUTPUT)/simfail $(OUTPUT)/cuda_rt $(OUTPUT)/cuda_drv $(OUTPUT)/hip_calls \
-	     $(OUTPUT)/stubs/libcuda.so.1
+	     $(OUTPUT)/stubs/libcuda.so.1 $(OUTPUT)/inject_target $(OUTPUT)/inject_lib.so \
+	     $(OUTPUT)/inject_cli
 CUDA ?= /usr/local/cuda-13.0
+AGENT := $(OUTPUT)/libptbpf-agent.so
+# No endbr64, so each ptbpf_agent_* entry starts with an instruction x86
+# uprobes emulate (user/agent.c); frame pointers for BPF stack walks.
+AGENT_CFLAGS := -O2 -g -std=gnu11 -Wall -Wextra -Wno-unused-parameter -fPIC -shared \
+		-fvisibility=hidden -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+		-fcf-protection=none -Iinclude \
+		-I$(CUDA)/extras/CUPTI/include -I$(CUDA)/include
 
 ifeq ($(V),1)
 Q =
@@ -37,7 +46,7 @@ endif
 .DELETE_ON_ERROR:
 .SECONDARY:
 
-all: $(OUTPUT)/ptbpf $(UNIT_TESTS) $(TESTPROGS)
+all: $(OUTPUT)/ptbpf $(AGENT) $(UNIT_TESTS) $(TESTPROGS)
 
 $(OUTPUT):
 	$(Q)mkdir -p $@
@@ -57,6 +66,12 @@ $(OUTPUT)/%.o: user/%.c $(wildcard user/*.h) include/ptbpf_events.h $(SKELS) | $
 $(OUTPUT)/ptbpf: $(USER_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# The in-process CUPTI agent; libcupti is dlopen'd, so only its headers
+# are needed here.
+$(AGENT): user/agent.c include/ptbpf_agent.h include/ptbpf_events.h | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(AGENT_CFLAGS) $< -o $@ -Wl,-z,defs -ldl -pthread
 
 # C unit tests link the loader's modules except main.o.
 $(OUTPUT)/test_%: tests/unit/test_%.c $(filter-out $(OUTPUT)/main.o,$(USER_OBJS))
@@ -87,6 +102,20 @@ $(OUTPUT)/cuda_drv: tests/progs/cuda_drv.c $(OUTPUT)/stubs/libcuda.so.1
 $(OUTPUT)/hip_calls: tests/progs/hip_calls.c | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -g -Wall -D__HIP_PLATFORM_AMD__ $< -o $@ -lamdhip64
+
+# Injection: a multithreaded target, the library put into it, and a driver.
+$(OUTPUT)/inject_target: tests/progs/inject_target.c | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Wall -Wextra -Wno-unused-parameter $< -o $@ -pthread
+
+$(OUTPUT)/inject_lib.so: tests/progs/inject_lib.c | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Wall -Wextra -shared -fPIC $< -o $@
+
+INJECT_CLI_OBJS := $(addprefix $(OUTPUT)/,inject.o elfsym.o exitsites.o opnames.o names.o target.o)
+$(OUTPUT)/inject_cli: tests/progs/inject_cli.c $(INJECT_CLI_OBJS)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
 
 deps:
 	tests/install-deps.sh

@@ -41,10 +41,16 @@ enum ptbpf_kind {
 	EV_GPU_CALL,        /* struct ptbpf_gpu_call: id = GPU API cookie; key = entry sp */
 	EV_GPU_RET,         /* id = cookie; key = entry sp; arg0 = return value,
 			     * arg1 = the value the call wrote through its out pointer */
+	EV_AGENT_CORR,      /* on a launching thread: arg0 = CUPTI correlation id,
+			     * arg1 = callback id, arg2 = CUPTI domain */
+	EV_AGENT_RECORD,    /* struct ptbpf_agent_event: id = AGENT_REC_* */
+	EV_AGENT_DROPPED,   /* CUPTI dropped records: arg0 = since last, arg1 = total */
 	EV_NAMED_USER_BEGIN = 32, /* named: key = RecordFunction* */
 	EV_NAMED_NODE_TYPE,       /* named: key = Node vptr; name = mangled typeinfo name */
 	EV_NAMED_GPU_NAME,        /* named: id = cookie; key = entry sp; the name a
 				   * cuModuleGetFunction-like call looks up */
+	EV_NAMED_AGENT_STATUS,    /* named: arg0 = status code; the agent's message */
+	EV_LONG_NAME_KERNEL,      /* struct ptbpf_long_name: key = CUPTI's name pointer */
 	EV_KIND_MAX,
 };
 
@@ -95,6 +101,30 @@ struct ptbpf_gpu_call {
 	u32_t config[14];
 };
 
+/*
+ * A record of the in-process agent (user/agent.c, include/ptbpf_agent.h),
+ * copied raw from the pointer it passes to one of its ptbpf_agent_*
+ * functions. The cookie says which record it is and where its kernel-name
+ * pointer sits, so the BPF side needs no copy of the agent's layouts.
+ */
+enum ptbpf_agent_rec { AGENT_REC_KERNEL = 1, AGENT_REC_MEMCPY, AGENT_REC_MEMSET };
+#define AGENT_COOKIE_KIND(c)     ((c) & 0xff)
+#define AGENT_COOKIE_NAME_OFF(c) (((c) >> 8) & 0xffff) /* 0: no name pointer */
+#define AGENT_RAW_LEN 160
+
+struct ptbpf_agent_event {
+	struct ptbpf_event ev;
+	u8_t raw[AGENT_RAW_LEN];
+};
+
+/* Long names (CUDA kernels' mangled names), sent once per name pointer. */
+#define PTBPF_LONG_NAME_LEN 1024
+
+struct ptbpf_long_name {
+	struct ptbpf_event ev;
+	char name[PTBPF_LONG_NAME_LEN];
+};
+
 /* Why a record did not reach the ring, or was counted; index of the
  * per-CPU `stats` array. */
 enum ptbpf_stat {
@@ -104,6 +134,7 @@ enum ptbpf_stat {
 	STAT_NAME_FAULT,        /* a name could not be read (page not present) */
 	STAT_USER_PENDING_FULL, /* record_function map full: end not matched */
 	STAT_DROP_GPU_FULL,     /* bpf_ringbuf_reserve failed for a GPU call */
+	STAT_DROP_AGENT_FULL,   /* ... for an agent (device timeline) record */
 	STAT_MAX,
 };
 

@@ -32,7 +32,9 @@ static const char doc[] =
 	"  sudo ptbpf -p 1234                  trace until Ctrl-C or until 1234 exits\n"
 	"  sudo ptbpf -p 1234 -d 10 -o a.pftrace  trace 10 seconds into a.pftrace\n"
 	"  sudo ptbpf -p 1234 -p 1300          two processes, one trace\n"
-	"  sudo ptbpf -p 1234 --follow-children  also trace DataLoader workers it forks\n";
+	"  sudo ptbpf -p 1234 --follow-children  also trace DataLoader workers it forks\n"
+	"  sudo ptbpf run -- python3 train.py  start a command with the in-process agent\n"
+	"                                      (CUDA_INJECTION64_PATH) and trace it\n";
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Process to trace (repeatable)", 0 },
@@ -41,6 +43,8 @@ static const struct argp_option options[] = {
 	{ "ring-size", 'r', "SIZE", 0, "BPF ring buffer size, e.g. 16M (default), 4K..1G; "
 	  "rounded up to a power of two", 0 },
 	{ "follow-children", 'f', NULL, 0, "Also trace processes the targets fork", 0 },
+	{ "no-agent", 'n', NULL, 0, "Do not load the GPU-timeline agent into a running CUDA "
+	  "process (ptrace); launches are still traced", 0 },
 	{ "entries-only", 'e', NULL, 0, "Probe op entries only: ops appear as instants, without "
 	  "durations or nesting, at a fraction of the cost (no single-stepped ret probes)", 0 },
 	{ "verbose", 'v', NULL, 0, "Verbose output, including libbpf's", 0 },
@@ -127,6 +131,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'e':
 		o->entries_only = true;
 		break;
+	case 'n':
+		o->no_agent = true;
+		break;
 	case 'v':
 		o->verbose = true;
 		break;
@@ -134,7 +141,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		fprintf(stderr, "ptbpf: unexpected argument '%s' (pids go after -p)\n", arg);
 		return EINVAL;
 	case ARGP_KEY_END:
-		if (!o->npids) {
+		if (!o->npids && !o->run_argv) {
 			fprintf(stderr, "ptbpf: no process given: use -p PID (see --help)\n");
 			return EINVAL;
 		}
@@ -149,12 +156,30 @@ int cli_parse(int argc, char **argv, struct options *opt)
 {
 	static const struct argp argp = { options, parse_opt, NULL, doc, NULL, NULL, NULL };
 
+	int dd = 0;
+
 	memset(opt, 0, sizeof(*opt));
 	opt->ring_bytes = 16u << 20;
 	argp_err_exit_status = 2;
+	if (argc > 1 && !strcmp(argv[1], "run")) {
+		for (dd = 2; dd < argc && strcmp(argv[dd], "--"); dd++)
+			;
+		if (dd + 1 >= argc) {
+			fprintf(stderr, "ptbpf: run: no command given: ptbpf run [OPTIONS] -- CMD ...\n");
+			return -1;
+		}
+		opt->run_argv = &argv[dd + 1];
+		argv[1] = argv[0]; /* parse the options between "run" and "--" */
+		argv++;
+		argc = dd - 1;
+	}
 	if (argp_parse(&argp, argc, argv, 0, NULL, opt))
 		return -1;
-	if (!opt->output[0]) {
+	if (opt->run_argv && opt->npids) {
+		fprintf(stderr, "ptbpf: run: -p cannot be combined with a command\n");
+		return -1;
+	}
+	if (!opt->output[0] && !opt->run_argv) {
 		char stamp[32];
 		time_t now = time(NULL);
 

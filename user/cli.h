@@ -19,9 +19,13 @@ struct options {
 	bool verbose;
 	bool follow_children;
 	bool entries_only;     /* no exit probes: ops become instants */
+	char **run_argv;       /* `ptbpf run -- CMD ...`: the command, else NULL */
+	bool no_agent;         /* never load the agent into a running process */
 };
 
-/* Parses argv; on error prints one line and returns non-zero. */
+/* Parses argv (`ptbpf [OPTIONS] -p PID` or `ptbpf run [OPTIONS] -- CMD ...`);
+ * on error prints one line and returns non-zero. In run mode the default
+ * output name is left empty until the command's pid is known. */
 int cli_parse(int argc, char **argv, struct options *opt);
 /* Checks CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_PTRACE and the pid
  * namespace; 0, or -1 with the reason in err. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device.h"
 #include "gpu.h"
 #include "names.h"
 #include "target.h"
@@ -52,6 +53,7 @@ struct join {
 	struct u64_set *fwd_seqs; /* pid<<48 ^ seq with a forward op seen */
 	struct str_set *strings;
 	struct gpu_state *gpu;
+	struct device_state *dev;
 	uint64_t *op_calls, *op_total, *op_self;
 	uint32_t op_cap; /* ops grow as processes are attached */
 	struct join_counts counts;
@@ -89,7 +91,8 @@ struct join *join_new(struct pf_writer *w, const struct op_table *ops, bool entr
 	j->strings = str_set_new(1 << 16);
 	j->fwd_seqs = u64_set_new(1 << 20);
 	j->gpu = gpu_state_new(w, process_track_cb, j);
-	if (!j->threads || !j->strings || !j->fwd_seqs || !j->gpu) {
+	j->dev = device_state_new(w, process_track_cb, j);
+	if (!j->threads || !j->strings || !j->fwd_seqs || !j->gpu || !j->dev) {
 		join_free(j);
 		return NULL;
 	}
@@ -112,6 +115,7 @@ void join_free(struct join *j)
 	str_set_free(j->strings);
 	u64_set_free(j->fwd_seqs);
 	gpu_state_free(j->gpu);
+	device_state_free(j->dev);
 	free(j);
 }
 
@@ -575,6 +579,23 @@ int join_event(struct join *j, const void *data, uint64_t size)
 	}
 	if (e->kind == EV_FORK)
 		return 0;
+	/* The agent's records come from its own thread: no thread track. */
+	if (e->kind == EV_AGENT_RECORD && size >= sizeof(struct ptbpf_agent_event)) {
+		device_record(j->dev, data);
+		return 0;
+	}
+	if (e->kind == EV_LONG_NAME_KERNEL && size >= sizeof(struct ptbpf_long_name)) {
+		device_kernel_name(j->dev, data);
+		return 0;
+	}
+	if (e->kind == EV_NAMED_AGENT_STATUS && size >= sizeof(struct ptbpf_named_event)) {
+		device_status(j->dev, data);
+		return 0;
+	}
+	if (e->kind == EV_AGENT_DROPPED) {
+		device_dropped(j->dev, e);
+		return 0;
+	}
 	if (e->kind == EV_NAMED_GPU_NAME) {
 		if (size >= sizeof(struct ptbpf_named_event))
 			gpu_note_name(j->gpu, data);
@@ -606,6 +627,10 @@ int join_event(struct join *j, const void *data, uint64_t size)
 	case EV_GPU_CALL:
 		if (size >= sizeof(struct ptbpf_gpu_call))
 			gpu_begin(j, t, data);
+		break;
+	case EV_AGENT_CORR:
+		if (t->depth < MAX_DRAWN)
+			device_correlate(j->dev, t->track, e);
 		break;
 	case EV_UNWIND:
 		unwind(j, t, e);
@@ -667,6 +692,16 @@ const struct join_counts *join_counts(const struct join *j)
 const struct gpu_state *join_gpu(const struct join *j)
 {
 	return j->gpu;
+}
+
+const struct device_counts *join_device_counts(const struct join *j)
+{
+	return device_counts(j->dev);
+}
+
+bool join_agent_status(const struct join *j, int pid, int *code)
+{
+	return device_agent_status(j->dev, pid, code);
 }
 
 static const struct join *sort_ctx;

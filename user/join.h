@@ -61,6 +61,10 @@ const struct join_counts *join_counts(const struct join *j);
 /* GPU call state (per-API counts for the summary). */
 struct gpu_state;
 const struct gpu_state *join_gpu(const struct join *j);
+/* What the in-process agent delivered (the GPU's own timeline). */
+struct device_counts;
+const struct device_counts *join_device_counts(const struct join *j);
+bool join_agent_status(const struct join *j, int pid, int *code);
 /* Ops sorted by total host time, descending; returns how many (<= max). */
 int join_top_ops(const struct join *j, struct op_stat *out, int max);
 /* The per-process track uuid for pid (0 if unknown). */

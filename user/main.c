@@ -18,12 +18,17 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 
+#include "agent_ctl.h"
 #include "cli.h"
+#include "device.h"
 #include "gpu.h"
+#include "inject.h"
+#include "ptbpf_agent.h"
 #include "join.h"
 #include "perfetto.h"
 #include "probes.h"
@@ -47,6 +52,7 @@ struct session {
 	struct ring_buffer *rb;
 	struct probes *probes;
 	struct gpu_probes *gpu;
+	struct device_probes *dev;
 	struct op_table ops;
 	struct pf_writer *w;
 	FILE *out;
@@ -101,7 +107,8 @@ static void stats_read(struct session *s, uint64_t out[STAT_MAX])
 
 static uint64_t lost_total(const uint64_t st[STAT_MAX])
 {
-	return st[STAT_DROP_RINGBUF_FULL] + st[STAT_DROP_NAME_FULL] + st[STAT_DROP_GPU_FULL];
+	return st[STAT_DROP_RINGBUF_FULL] + st[STAT_DROP_NAME_FULL] + st[STAT_DROP_GPU_FULL] +
+	       st[STAT_DROP_AGENT_FULL];
 }
 
 static int handle_event(void *ctx, void *data, size_t size)
@@ -135,6 +142,47 @@ static void print_attach(const struct target *t, const struct attach_report *r)
 			"frames unwound by exceptions close only at their parent's end\n", t->pid);
 }
 
+/* A CUDA process started without the agent gets it by ptrace dlopen (it
+ * stays dormant until device_probes_scan switches it on). Failure is not
+ * fatal: ptbpf traces host-side only, and says why. */
+static void load_agent(struct session *s, const struct target *t)
+{
+	struct target_lib lib;
+	char agent[PATH_MAX], err[512];
+	uint64_t handle;
+
+	if (s->opt.no_agent || target_find_lib(t->pid, "libcuda.so", &lib))
+		return;
+	close(lib.fd);
+	if (!target_find_lib(t->pid, "libptbpf-agent.so", &lib)) {
+		close(lib.fd);
+		return;
+	}
+	if (agent_library_path(agent, sizeof(agent))) {
+		fprintf(stderr, "ptbpf: warning: %s not found: no GPU timeline\n", agent);
+		return;
+	}
+	if (inject_dlopen(t->pid, agent, &handle, err, sizeof(err)))
+		fprintf(stderr, "ptbpf: warning: pid %d: cannot load the GPU-timeline agent: %s; "
+			"tracing host-side only\n", t->pid, err);
+}
+
+/* The agent polls its switch every 200 ms and then starts CUPTI: wait (3 s
+ * at most) until it says how that went, so that "tracing" means tracing. */
+static void wait_for_agent(struct session *s, int pid)
+{
+	uint64_t until = now_ns() + 3000000000ull;
+	int code;
+
+	while (now_ns() < until && !exiting) {
+		ring_buffer__poll(s->rb, 50);
+		ring_buffer__consume(s->rb);
+		if (join_agent_status(s->join, pid, &code) && code != PTBPF_AGENT_DORMANT)
+			return;
+	}
+	fprintf(stderr, "ptbpf: warning: pid %d: its agent did not report within 3 s\n", pid);
+}
+
 /* Opens and attaches one more process; 0, or -errno with a message printed. */
 static int add_target(struct session *s, int pid, bool quiet_if_gone)
 {
@@ -161,6 +209,11 @@ static int add_target(struct session *s, int pid, bool quiet_if_gone)
 	s->ntargets++;
 	s->nalive++;
 	gpu_probes_scan(s->gpu, pid);
+	if (s->dev) {
+		load_agent(s, t);
+		if (device_probes_scan(s->dev, t) == 1)
+			wait_for_agent(s, pid);
+	}
 	print_attach(t, &rep); /* last: tests wait for this line */
 	return 0;
 }
@@ -239,14 +292,20 @@ static void trace_loop(struct session *s)
 				strerror(-pf_writer_error(s->w)));
 			break;
 		}
-		if (now_ns() - last_status >= 1000000000ull)
+		if (now_ns() - last_status >= 1000000000ull) {
 			status_line(s, &last_events, &last_status);
+			device_probes_heartbeat(s->dev, s->targets, s->ntargets);
+		}
 		/* libcuda is loaded at the first CUDA call, and later than that
 		 * by programs that start on the CPU: look for it again. */
 		if (now_ns() - last_scan >= 500000000ull) {
-			for (int i = 0; i < s->ntargets; i++)
-				if (s->targets[i].pidfd >= 0)
-					gpu_probes_scan(s->gpu, s->targets[i].pid);
+			for (int i = 0; i < s->ntargets; i++) {
+				if (s->targets[i].pidfd < 0)
+					continue;
+				gpu_probes_scan(s->gpu, s->targets[i].pid);
+				if (s->dev)
+					device_probes_scan(s->dev, &s->targets[i]);
+			}
 			last_scan = now_ns();
 		}
 	}
@@ -265,6 +324,18 @@ static void print_own_cost(const struct session *s)
 		ru.ru_maxrss / 1024.0, cpu_seconds(), cpu_seconds() - s->cpu_at_trace_start);
 }
 
+static void print_device(const struct session *s)
+{
+	const struct device_counts *d = join_device_counts(s->join);
+
+	if (!d->kernels && !d->memcpys && !d->memsets && !d->launch_flows)
+		return;
+	fprintf(stderr, "ptbpf: GPU timeline (agent): kernels %lu, memcpys %lu, memsets %lu, "
+		"launch->kernel correlations %lu, dropped by CUPTI %lu\n",
+		(unsigned long)d->kernels, (unsigned long)d->memcpys, (unsigned long)d->memsets,
+		(unsigned long)d->launch_flows, (unsigned long)d->cupti_dropped);
+}
+
 static void print_gpu_calls(const struct session *s)
 {
 	const struct gpu_state *g = join_gpu(s->join);
@@ -280,6 +351,7 @@ static void print_gpu_calls(const struct session *s)
 	}
 	if (any)
 		fprintf(stderr, "; op->launch flows %lu\n", (unsigned long)c->launch_flows);
+	print_device(s);
 }
 
 static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
@@ -293,6 +365,9 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 		[EV_FORK] = "fork", [EV_NAMED_USER_BEGIN] = "region begin",
 		[EV_NAMED_NODE_TYPE] = "node class", [EV_GPU_CALL] = "GPU call",
 		[EV_GPU_RET] = "GPU return", [EV_NAMED_GPU_NAME] = "GPU name lookup",
+		[EV_AGENT_CORR] = "launch correlation", [EV_AGENT_RECORD] = "GPU record",
+		[EV_AGENT_DROPPED] = "CUPTI drop report", [EV_NAMED_AGENT_STATUS] = "agent status",
+		[EV_LONG_NAME_KERNEL] = "kernel name",
 	};
 	struct op_stat top[10];
 	int ntop = join_top_ops(s->join, top, 10);
@@ -371,6 +446,10 @@ static int setup_bpf(struct session *s)
 	}
 	s->probes = probes_new(s->skel, &s->ops, s->opt.entries_only);
 	s->gpu = gpu_probes_new(s->skel, s->opt.verbose);
+	s->dev = device_probes_new(s->skel);
+	if (!s->dev)
+		fprintf(stderr, "ptbpf: warning: loading the agent BPF programs failed (%s): no GPU "
+			"timeline\n", strerror(errno));
 	if (!s->gpu)
 		fprintf(stderr, "ptbpf: loading the GPU BPF programs failed: %s\n", strerror(errno));
 	return s->probes && s->gpu ? 0 : -1;
@@ -410,6 +489,16 @@ static int finish(struct session *s, int rc)
 	off_t size;
 	int err;
 
+	if (device_probes_any(s->dev)) {
+		/* Switched off, each agent flushes what CUPTI still holds. */
+		uint64_t until = now_ns() + 700000000ull;
+
+		device_probes_switch_off(s->dev, s->targets, s->ntargets);
+		while (now_ns() < until && s->rb)
+			ring_buffer__poll(s->rb, 50);
+	}
+	device_probes_free(s->dev, s->targets, s->ntargets);
+	s->dev = NULL;
 	if (s->probes)
 		probes_detach(s->probes); /* nothing new after this */
 	gpu_probes_free(s->gpu);
@@ -447,10 +536,59 @@ static int finish(struct session *s, int rc)
 	return rc;
 }
 
+/* `ptbpf run -- CMD`: start CMD with the agent, and trace it as -p once it
+ * has loaded torch or a CUDA/HIP library. */
+static int start_command(struct options *opt, pid_t *child)
+{
+	char agent[PATH_MAX];
+	int status = 0, ret;
+
+	if (agent_library_path(agent, sizeof(agent))) {
+		fprintf(stderr, "ptbpf: run: %s not found next to ptbpf\n", agent);
+		return -1;
+	}
+	*child = agent_run_command(opt->run_argv, agent);
+	if (*child < 0)
+		return -1;
+	ret = agent_wait_for_libraries(*child, 600000, &status);
+	if (ret == -ESRCH) {
+		fprintf(stderr, "ptbpf: run: %s exited before it loaded torch or CUDA (status %d)\n",
+			opt->run_argv[0], WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+		return -1;
+	}
+	if (ret) {
+		fprintf(stderr, "ptbpf: run: %s loaded neither torch nor CUDA within 10 minutes\n",
+			opt->run_argv[0]);
+		return -1;
+	}
+	opt->pids[opt->npids++] = *child;
+	if (!opt->output[0]) {
+		char stamp[32];
+		time_t now = time(NULL);
+
+		strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", localtime(&now));
+		snprintf(opt->output, sizeof(opt->output), "ptbpf-%d-%s.pftrace", *child, stamp);
+	}
+	return 0;
+}
+
+/* In run mode, ptbpf exits with the command's status once it has exited. */
+static int command_status(pid_t child, int rc)
+{
+	int status;
+
+	if (child <= 0 || waitpid(child, &status, WNOHANG) != child)
+		return rc;
+	if (rc)
+		return rc;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 int main(int argc, char **argv)
 {
 	static struct session s;
 	struct sigaction sa = { .sa_handler = on_signal };
+	pid_t child = 0;
 	char err[512];
 	int rc = 1;
 
@@ -463,6 +601,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ptbpf: %s\n", err);
 		return 1;
 	}
+	if (s.opt.run_argv && start_command(&s.opt, &child))
+		return 1;
 	/* Refuse bad pids before anything touches a process or the disk. */
 	for (int i = 0; i < s.opt.npids; i++) {
 		struct target t;
@@ -487,5 +627,5 @@ int main(int argc, char **argv)
 	}
 	trace_loop(&s);
 	rc = 0;
-	return finish(&s, rc);
+	return command_status(child, finish(&s, rc));
 }

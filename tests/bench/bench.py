@@ -53,6 +53,8 @@ def parse_summary(err):
     if m:
         out["rss_mb"] = float(m.group(1))
         out["cpu_s"] = float(m.group(3))
+    m = re.search(r"GPU timeline \(agent\): kernels (\d+)", err)
+    out["kernels"] = int(m.group(1)) if m else 0
     m = re.search(r"wrote .* \(([\d.]+) MB\)", err)
     if m:
         out["mb"] = float(m.group(1))
@@ -73,6 +75,8 @@ def bench_workload(args, workload):
             words = line.split()
             if words[0] == "value":
                 phase, rnd, v = words[1], int(words[2]), float(words[3])
+                if phase == "untraced" and rnd >= args.rounds:
+                    rnd -= args.rounds
                 if phase == "traced":
                     phase = "traced_full" if rnd % 2 == 0 else "traced_entries"
                 values.setdefault(phase, []).append(v)
@@ -162,8 +166,10 @@ def report(args, results):
             events = r.get("received", 0)
             lines.append("")
             lines.append("ptbpf (full mode, last round): plan %d ms + attach %d ms; %d events "
-                         "(%d lost); trace %.1f MB = %.1f bytes/event; loader peak RSS %.1f MB" % (
+                         "(%d lost), %d GPU kernels from the agent; trace %.1f MB = %.1f "
+                         "bytes/event; loader peak RSS %.1f MB" % (
                              r["plan_ms"], r["attach_ms"], events, r.get("lost", 0),
+                             r.get("kernels", 0),
                              r.get("mb", 0), r.get("mb", 0) * 1e6 / max(events, 1),
                              r.get("rss_mb", 0)))
         if workload == "smallop":

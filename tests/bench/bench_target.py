@@ -2,7 +2,11 @@
 """The process that `make bench` measures. It times one workload in rounds
 of phases, and stops at barriers so the driver can attach or detach ptbpf:
 
-  untraced -> [attach] traced [detach] -> profiler     (repeated --rounds)
+  untraced -> [attach] traced [detach] -> after_detach  (repeated --rounds)
+  then untraced -> profiler                              (repeated --rounds)
+
+The profiler rounds come last: once Kineto has run, it keeps CUPTI's one
+subscriber slot, and ptbpf's agent steps aside (no GPU timeline).
 
 usage: bench_target.py WORKLOAD --device cpu|cuda --ctl DIR [--rounds N]
 Prints "value PHASE ROUND SECONDS_PER_UNIT" lines, and "barrier NAME" when
@@ -94,6 +98,8 @@ def main():
         print("value traced", r, timed(run, n), flush=True)
         barrier(args.ctl, "detached%d" % r)
         print("value after_detach", r, timed(run, n), flush=True)
+    for r in range(args.rounds):
+        print("value untraced", args.rounds + r, timed(run, n), flush=True)
         prof = profile(activities=acts)
         prof.__enter__()
         v = timed(run, n)

@@ -96,3 +96,48 @@ def test_kernels_loaded_after_attach_are_named(tmp_path):
     assert any("erfcx" in (n or "") for n in names), names
     assert any("i0e" in (n or "") for n in names), names
     assert t.validate() == []
+
+
+def test_gpu_timeline_from_agent(tmp_path):
+    """The training loop, attached after it started: ptbpf loads its agent by
+    ptrace, and the trace gets the device's kernels, joined to their launches."""
+    steps = 20
+    prof_counts = profiled_launches(tmp_path, "mlp", steps)
+    with open(str(tmp_path / "prof.json") + ".device.json") as f:
+        device = json.load(f)
+    # The agent delivers the GPU's records every 200 ms: a process that exits
+    # sooner than that after its last kernel takes them along (README).
+    run = run_traced(tmp_path, workload_argv("mlp", steps, ["--device", "cuda", "--linger", "1"]))
+    assert run.rc == 0, run.err
+    t = run.trace
+    assert t.validate() == []
+    kernels = [s for s in t.slices if s.category == "kernel"]
+
+    def short(name):
+        # Demanglers of different libstdc++ versions spell template
+        # arguments and lambdas differently: compare up to the first '<'.
+        return name.split("<")[0].strip()[:120]
+    ours, prof_k = {}, {}
+    for s in kernels:
+        c = ours.setdefault(short(s.name), [0, 0])
+        c[0] += 1
+        c[1] += s.dur
+    for k, v in device.items():
+        # Not kernels: copies, sets, and record_function regions that the
+        # profiler also draws on the GPU timeline (gpu_user_annotation).
+        if k.startswith(("Memcpy", "Memset", "Optimizer.", "ProfilerStep", "enumerate(")):
+            continue
+        c = prof_k.setdefault(short(k), [0, 0])
+        c[0] += v[0]
+        c[1] += v[1]
+    diff = {k: (ours.get(k, [0])[0], prof_k.get(k, [0])[0]) for k in set(ours) | set(prof_k)
+            if ours.get(k, [0])[0] != prof_k.get(k, [0])[0]}
+    assert diff == {}, "kernels (ptbpf, profiler): %s" % diff
+    total_ours = sum(v[1] for v in ours.values())
+    total_prof = sum(v[1] for v in prof_k.values())
+    assert abs(total_ours - total_prof) / total_prof < 0.02, (total_ours, total_prof)
+    # Every kernel has a flow from its launch, and starts after the launch began.
+    corr = {f: s.ts for s in t.instants if s.name == "cupti correlation" for f in s.flows_out}
+    for k in kernels:
+        assert k.flows_in and k.flows_in[0] in corr, k
+        assert k.ts >= corr[k.flows_in[0]], k

@@ -210,6 +210,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu", help="cpu or cuda (mlp, conv)")
     ap.add_argument("--loop", action="store_true", help="repeat until killed (demo)")
+    ap.add_argument("--linger", type=float, default=0,
+                    help="seconds to stay alive after the work, as a job that goes on would")
     args = ap.parse_args()
     global DEVICE
     DEVICE = args.device
@@ -229,9 +231,16 @@ def main():
         # The profiler's own records, before its Python post-processing
         # (which merges a same-named only child into its parent, depending
         # on microsecond timestamps, so its key_averages vary run to run).
-        counts = {}
+        counts, kernels = {}, {}
         for e in prof.profiler.kineto_results.events():
             counts[e.name()] = counts.get(e.name(), 0) + 1
+            if args.profile_cuda and e.device_type() == torch.autograd.DeviceType.CUDA:
+                k = kernels.setdefault(e.name(), [0, 0.0])
+                k[0] += 1
+                k[1] += e.duration_ns() if hasattr(e, "duration_ns") else e.duration_us() * 1e3
+        if args.profile_cuda:  # device activity: count and total ns per name
+            with open(args.profile + ".device.json", "w") as f:
+                json.dump(kernels, f, indent=1, sort_keys=True)
         with open(args.profile, "w") as f:
             json.dump(counts, f, indent=1, sort_keys=True)
     else:
@@ -242,6 +251,7 @@ def main():
             result = fn(args.steps)
     print(args.kind, result, flush=True)
     sys.stdout.flush()
+    time.sleep(args.linger)
     os._exit(0)
 
 

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The ABI between the in-process agent (libptbpf-agent.so, user/agent.c)
+ * and ptbpf's uprobes (bpf/agent.bpf.c). The agent has no channel of its
+ * own: it calls the out-of-line ptbpf_agent_* functions below, and the
+ * uprobes on them copy the arguments (and the record a pointer argument
+ * names) into ptbpf's ring buffer. When nothing is attached the calls are
+ * plain calls to near-empty functions.
+ *
+ * Records are copied raw, so their layouts are the ABI: fixed-width types,
+ * natural alignment, no packing, at most AGENT_RAW_LEN (ptbpf_events.h)
+ * bytes each. Times are nanoseconds of CLOCK_MONOTONIC (the clock of
+ * bpf_ktime_get_ns) unless the agent reported PTBPF_AGENT_CLOCK_DEFAULT.
+ */
+#ifndef PTBPF_AGENT_H
+#define PTBPF_AGENT_H
+
+#include <stdint.h>
+
+/* The file whose presence (refreshed at least every
+ * PTBPF_AGENT_STALE_S seconds) keeps the agent of process <pid> active. */
+#define PTBPF_AGENT_ON_FMT  "/dev/shm/ptbpf-agent-%d.on"
+#define PTBPF_AGENT_STALE_S 5
+
+/* ptbpf_agent_status() codes: >= 0 informational, < 0 a failure (the agent
+ * is dormant afterwards and retries while the activation file stays). */
+enum ptbpf_agent_code {
+	PTBPF_AGENT_ACTIVE = 0,         /* activated; message says what is on */
+	PTBPF_AGENT_DORMANT = 1,        /* deactivated; message gives totals */
+	PTBPF_AGENT_NO_CORRELATION = 2, /* active, but no launch callbacks:
+					 * ptbpf_agent_correlate is not called */
+	PTBPF_AGENT_CLOCK_DEFAULT = 3,  /* active, but the timestamp callback
+					 * was refused: times are CUPTI's
+					 * default clock (CLOCK_REALTIME) */
+	PTBPF_AGENT_ERR_LOAD = -1,      /* libcupti.so.13 could not be loaded */
+	PTBPF_AGENT_ERR_SYMBOL = -2,    /* a CUPTI function is missing */
+	PTBPF_AGENT_ERR_CUPTI = -3,     /* a CUPTI call failed (no device,
+					 * no driver...); message names it */
+	PTBPF_AGENT_STEPPED_ASIDE = -4, /* another CUPTI subscriber (Kineto's
+					 * torch.profiler, Nsight) is active;
+					 * the agent leaves CUPTI to it */
+	PTBPF_AGENT_ERR_MEMORY = -5,    /* the buffer pool could not be allocated */
+};
+
+/* Argument of ptbpf_agent_kernel(): one CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+ * record (CUpti_ActivityKernel10 in CUDA 13). 104 bytes. */
+struct ptbpf_agent_kernel {
+	uint64_t start;                 /*   0: ns, kernel start on the GPU */
+	uint64_t end;                   /*   8: ns, kernel end on the GPU */
+	uint64_t graph_node_id;         /*  16: CUDA graph node; 0 if not from a graph */
+	const char *name;               /*  24: mangled kernel name, owned by
+					 *      CUPTI, valid during the call and
+					 *      stable for the process's life */
+	uint32_t correlation_id;        /*  32: = the launch's ptbpf_agent_correlate */
+	uint32_t device_id;             /*  36: CUDA device ordinal */
+	uint32_t context_id;            /*  40: CUPTI context id */
+	uint32_t stream_id;             /*  44: CUPTI stream id */
+	int32_t grid_x;                 /*  48: grid dimensions, in blocks */
+	int32_t grid_y;                 /*  52 */
+	int32_t grid_z;                 /*  56 */
+	int32_t block_x;                /*  60: block dimensions, in threads */
+	int32_t block_y;                /*  64 */
+	int32_t block_z;                /*  68 */
+	int32_t static_shared_memory;   /*  72: bytes per block */
+	int32_t dynamic_shared_memory;  /*  76: bytes per block */
+	uint32_t graph_id;              /*  80: CUDA graph; 0 if not from a graph */
+	uint16_t registers_per_thread;  /*  84 */
+	uint8_t launch_type;            /*  86: CUpti_ActivityLaunchType (0 regular,
+					 *      1 cooperative single, 2 multi-device,
+					 *      3 cluster...) */
+	uint8_t is_device_launched;     /*  87: 1 if launched from the GPU (CDP) */
+	uint32_t cluster_x;             /*  88: thread-block cluster dimensions; */
+	uint32_t cluster_y;             /*  92:  0 when no cluster was set */
+	uint32_t cluster_z;             /*  96 */
+	uint32_t reserved;              /* 100: 0 */
+};
+
+/* Argument of ptbpf_agent_memcpy(): one CUPTI_ACTIVITY_KIND_MEMCPY record
+ * (CUpti_ActivityMemcpy6). 64 bytes. */
+struct ptbpf_agent_memcpy {
+	uint64_t start;                 /*   0: ns, copy start on the GPU */
+	uint64_t end;                   /*   8: ns, copy end */
+	uint64_t bytes;                 /*  16: bytes copied */
+	uint64_t graph_node_id;         /*  24: 0 if not from a graph */
+	uint64_t copy_count;            /*  32: copies in a batched copy (else 0 or 1) */
+	uint32_t correlation_id;        /*  40 */
+	uint32_t device_id;             /*  44 */
+	uint32_t context_id;            /*  48 */
+	uint32_t stream_id;             /*  52 */
+	uint32_t graph_id;              /*  56: 0 if not from a graph */
+	uint8_t copy_kind;              /*  60: CUpti_ActivityMemcpyKind (1 HtoD,
+					 *      2 DtoH, 8 DtoD, 10 PtoP...) */
+	uint8_t src_kind;               /*  61: CUpti_ActivityMemoryKind (1 pageable,
+					 *      2 pinned, 3 device...) */
+	uint8_t dst_kind;               /*  62: same, for the destination */
+	uint8_t flags;                  /*  63: CUpti_ActivityFlag bits (1: async) */
+};
+
+/* Argument of ptbpf_agent_memset(): one CUPTI_ACTIVITY_KIND_MEMSET record
+ * (CUpti_ActivityMemset4). 56 bytes. */
+struct ptbpf_agent_memset {
+	uint64_t start;                 /*   0: ns */
+	uint64_t end;                   /*   8: ns */
+	uint64_t bytes;                 /*  16: bytes set */
+	uint64_t graph_node_id;         /*  24: 0 if not from a graph */
+	uint32_t value;                 /*  32: the value stored */
+	uint32_t correlation_id;        /*  36 */
+	uint32_t device_id;             /*  40 */
+	uint32_t context_id;            /*  44 */
+	uint32_t stream_id;             /*  48 */
+	uint16_t memory_kind;           /*  52: CUpti_ActivityMemoryKind */
+	uint16_t flags;                 /*  54: CUpti_ActivityFlag bits (1: async) */
+};
+
+/*
+ * The entry points ptbpf's uprobes attach to (all called by the agent,
+ * never by ptbpf):
+ *
+ *   ptbpf_agent_correlate  on the thread making a launch/copy/set API call,
+ *                          at API entry: CUPTI's correlation id, the
+ *                          callback id (CUpti_runtime_api_trace_cbid or
+ *                          CUpti_driver_api_trace_cbid) and the domain
+ *                          (CUpti_CallbackDomain: 1 driver, 2 runtime).
+ *   ptbpf_agent_kernel/memcpy/memset
+ *                          from CUPTI's buffer-completion thread, one call
+ *                          per record; the pointer is valid during the call.
+ *   ptbpf_agent_dropped    records CUPTI dropped for lack of a free buffer:
+ *                          since the last call, and in total.
+ *   ptbpf_agent_status     a state change or failure (enum ptbpf_agent_code).
+ *
+ * ptbpf_agent_activate/deactivate let a host program (or a debugger) switch
+ * the agent without the activation file; a file-less activation is not
+ * retracted by the file poll.
+ */
+void ptbpf_agent_correlate(uint32_t correlation_id, uint32_t cbid, uint32_t domain);
+void ptbpf_agent_kernel(const struct ptbpf_agent_kernel *r);
+void ptbpf_agent_memcpy(const struct ptbpf_agent_memcpy *r);
+void ptbpf_agent_memset(const struct ptbpf_agent_memset *r);
+void ptbpf_agent_dropped(uint64_t since_last, uint64_t total);
+void ptbpf_agent_status(int code, const char *msg);
+void ptbpf_agent_activate(void);
+void ptbpf_agent_deactivate(void);
+
+#endif /* PTBPF_AGENT_H */

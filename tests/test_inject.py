@@ -1,0 +1,221 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""ptrace injection (user/inject.c) through build/inject_cli, into real
+processes: a multithreaded C target, python3 running torch, a SIGSTOPped
+target, and targets it must refuse. The target's own output is the check
+that nothing was corrupted: every line is predictable."""
+import os
+import re
+import signal
+import subprocess
+import time
+
+from conftest import BUILD, PYTHON, Proc, require
+
+CLI = os.path.join(BUILD, "inject_cli")
+TARGET = os.path.join(BUILD, "inject_target")
+LIB = os.path.join(BUILD, "inject_lib.so")
+
+TORCH_LOOP = r"""
+import sys, time, torch
+n = int(sys.argv[1])
+print("ready", flush=True)
+for i in range(n):
+    x = torch.ones(64, 64) * i
+    print("step", i, int((x @ x).sum().item()), flush=True)
+    time.sleep(0.05)
+print("done", flush=True)
+"""
+
+
+def cli(*args, timeout=60):
+    p = subprocess.run([require(CLI)] + [str(a) for a in args], capture_output=True,
+                       text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def tick_sum(i):
+    """What inject_target prints for iteration i."""
+    total = 0
+    for k in range(2000):
+        sz = 16 + (k * 37) % 4000
+        total += ((i + k) & 0xff) + sz
+    return total
+
+
+def check_target_output(out, n):
+    lines = out.splitlines()
+    assert lines[0] == "ready", out
+    assert lines[1:-1] == ["tick %d %d" % (i, tick_sum(i)) for i in range(n)], out
+    assert lines[-1] == "done", out
+
+
+class Target(Proc):
+    """A Proc that keeps the lines wait_line consumed, to check all output."""
+
+    def __init__(self, argv, **kw):
+        super().__init__(argv, **kw)
+        self.seen = ""
+
+    def wait(self, prefix, timeout):
+        self.seen += self.wait_line(prefix, timeout=timeout)[1]
+
+
+def start_target(tmp_path, n):
+    out = tmp_path / "lib_out"
+    p = Target([require(TARGET), str(n)], env=dict(os.environ, INJECT_LIB_OUT=str(out)))
+    p.wait("ready", timeout=10)
+    return p, out
+
+
+def thread_states(pid):
+    states = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+            states[int(tid)] = f.read().rsplit(")", 1)[1].split()[0]
+    return states
+
+
+def maps_lib(pid):
+    with open("/proc/%d/maps" % pid) as f:
+        return LIB in f.read()
+
+
+def dlopen(pid):
+    rc, out, err = cli(pid, require(LIB))
+    assert rc == 0, err
+    m = re.fullmatch(r"handle (0x[0-9a-f]+)\n", out)
+    assert m and int(m.group(1), 16) != 0, out
+    return m.group(1)
+
+
+def test_inject_multithreaded_target(tmp_path):
+    n = 30
+    p, out = start_target(tmp_path, n)
+    try:
+        p.wait("tick 3 ", timeout=10)
+        before = thread_states(p.p.pid)
+        assert len(before) == 5
+        dlopen(p.p.pid)
+        assert out.read_text() == "injected %d\n" % p.p.pid
+        assert maps_lib(p.p.pid)
+        # The same handle again (refcounted), and calls by symbol, many times,
+        # while the main thread allocates: any corruption shows in its output.
+        for i in range(20):
+            dlopen(p.p.pid)
+            assert cli("--call", p.p.pid, "inject_lib.so", "inject_lib_ping", i) == \
+                (0, "ret %d\n" % (i + 1), "")
+        assert out.read_text() == "injected %d\n" % p.p.pid  # constructor ran once
+        assert set(thread_states(p.p.pid)) == set(before)
+        rc, stdout, stderr = p.finish(timeout=60)
+    finally:
+        p.kill()
+    assert rc == 0, stderr
+    check_target_output(p.seen + stdout, n)
+
+
+def test_inject_call_and_dlclose(tmp_path):
+    n = 20
+    p, out = start_target(tmp_path, n)
+    try:
+        handle = dlopen(p.p.pid)
+        assert cli("--call", p.p.pid, "inject_lib.so", "inject_lib_ping", 41) == \
+            (0, "ret 42\n", "")
+        assert cli("--dlclose", p.p.pid, handle) == (0, "ret 0\n", "")
+        assert not maps_lib(p.p.pid)
+        rc, out_rest, err = cli("--call", p.p.pid, "inject_lib.so", "inject_lib_ping", 1)
+        assert rc == 1 and "inject_lib_ping not found" in err
+        rc, stdout, stderr = p.finish(timeout=60)
+    finally:
+        p.kill()
+    assert rc == 0, stderr
+    check_target_output(p.seen + stdout, n)
+
+
+def test_inject_python_torch(tmp_path):
+    out = tmp_path / "lib_out"
+    n = 60
+    p = Target([PYTHON, "-c", TORCH_LOOP, str(n)], env=dict(os.environ, INJECT_LIB_OUT=str(out)))
+    try:
+        p.wait("step 5 ", timeout=120)
+        assert len(thread_states(p.p.pid)) >= 1
+        dlopen(p.p.pid)
+        assert out.read_text() == "injected %d\n" % p.p.pid
+        assert maps_lib(p.p.pid)
+        assert cli("--call", p.p.pid, "inject_lib.so", "inject_lib_ping", 9) == (0, "ret 10\n", "")
+        rc, stdout, stderr = p.finish(timeout=120)
+    finally:
+        p.kill()
+    assert rc == 0, stderr
+    lines = (p.seen + stdout).splitlines()
+    assert lines[0] == "ready"
+    assert lines[1:-1] == ["step %d %d" % (i, 262144 * i * i) for i in range(n)]
+    assert lines[-1] == "done"
+
+
+def test_inject_sigstopped_target(tmp_path):
+    n = 15
+    p, out = start_target(tmp_path, n)
+    try:
+        p.wait("tick 2 ", timeout=10)
+        os.kill(p.p.pid, signal.SIGSTOP)
+        deadline = time.time() + 5
+        while set(thread_states(p.p.pid).values()) != {"T"} and time.time() < deadline:
+            time.sleep(0.01)
+        before = thread_states(p.p.pid)
+        assert set(before.values()) == {"T"}, before
+        dlopen(p.p.pid)
+        assert out.read_text() == "injected %d\n" % p.p.pid
+        assert cli("--call", p.p.pid, "inject_lib.so", "inject_lib_ping", 1) == (0, "ret 2\n", "")
+        time.sleep(0.3)
+        assert thread_states(p.p.pid) == before  # still stopped, every thread
+        with open("/proc/%d/status" % p.p.pid) as f:
+            assert "TracerPid:\t0\n" in f.read()
+        os.kill(p.p.pid, signal.SIGCONT)
+        rc, stdout, stderr = p.finish(timeout=60)
+    finally:
+        p.kill()
+    assert rc == 0, stderr
+    check_target_output(p.seen + stdout, n)
+
+
+def test_inject_refuses_traced_target(tmp_path):
+    n = 15
+    out = tmp_path / "lib_out"
+    p = Target(["strace", "-f", "-o", "/dev/null", require(TARGET), str(n)],
+             env=dict(os.environ, INJECT_LIB_OUT=str(out)))
+    try:
+        p.wait("ready", timeout=20)
+        with open("/proc/%d/task/%d/children" % (p.p.pid, p.p.pid)) as f:
+            pid = int(f.read().split()[0])
+        rc, stdout, stderr = cli(pid, require(LIB))
+        assert rc == 1 and stdout == ""
+        assert stderr == "inject: pid %d is already traced by pid %d (a debugger or strace): " \
+            "detach it first\n" % (pid, p.p.pid)
+        assert not out.exists() and not maps_lib(pid)
+        rc, stdout, stderr = p.finish(timeout=60)
+    finally:
+        p.kill()
+    assert rc == 0, stderr
+    check_target_output(p.seen + stdout, n)
+
+
+def test_inject_refuses_bad_library(tmp_path):
+    n = 15
+    p, out = start_target(tmp_path, n)
+    try:
+        rc, stdout, stderr = cli(p.p.pid, "/nonexistent/lib.so")
+        assert rc == 1 and stdout == ""
+        assert stderr == ("inject: library /nonexistent/lib.so is not a readable file in "
+                          "pid %d's mount namespace: No such file or directory\n" % p.p.pid)
+        # Readable but not a library: dlopen runs and fails; dlerror's text comes back.
+        rc, stdout, stderr = cli(p.p.pid, "/etc/passwd")
+        assert rc == 1 and stderr == ("inject: pid %d: dlopen(/etc/passwd) failed: "
+                                      "/etc/passwd: invalid ELF header\n" % p.p.pid)
+        rc, stdout, stderr = cli(999999999, require(LIB))
+        assert rc == 1 and stderr == "inject: no live process with pid 999999999\n"
+        assert not out.exists()
+        rc, stdout, stderr = p.finish(timeout=60)
+    finally:
+        p.kill()
+    assert rc == 0, stderr
+    check_target_output(p.seen + stdout, n)

@@ -1,0 +1,586 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * libptbpf-agent.so: the in-process half of ptbpf's GPU timeline. Loaded
+ * into a CUDA PyTorch process (CUDA_INJECTION64_PATH, LD_PRELOAD, or a
+ * ptrace-driven dlopen), it stays dormant until ptbpf creates
+ * /dev/shm/ptbpf-agent-<pid>.on, then collects CUPTI's kernel, copy and set
+ * records and hands each one to an out-of-line ptbpf_agent_* function that
+ * ptbpf's uprobes read (include/ptbpf_agent.h). It is not part of the
+ * ptbpf binary and has no other output channel.
+ *
+ * libcupti is not linked: torch has already loaded it, so activation binds
+ * to that copy by soname, and the library builds (and loads) without CUDA.
+ * Everything is bounded: one thread, a fixed pool of activity buffers
+ * allocated at the first activation, no allocation afterwards.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cupti.h>
+
+#include "ptbpf_agent.h"
+#include "ptbpf_events.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/*
+ * The uprobe entry points. noinline/noipa/used keep each one a real,
+ * distinct function (noipa also stops identical-code folding, which would
+ * turn one into a jump to another and give two symbols one address). The
+ * memory clobber makes the caller materialize the record before the call.
+ * Each body starts with a one-byte `nop` (the build uses
+ * -fcf-protection=none, so there is no endbr64 before it): x86 uprobes
+ * emulate nop in the kernel instead of single-stepping it out of line, so
+ * a probe hit costs one trap, not two. tests/test_agent_build.py checks
+ * the first instruction.
+ */
+#if defined(__has_attribute) && __has_attribute(noipa)
+#define PROBE_ENTRY EXPORT __attribute__((noinline, noipa, used))
+#else
+#define PROBE_ENTRY EXPORT __attribute__((noinline, used))
+#endif
+
+PROBE_ENTRY void ptbpf_agent_correlate(uint32_t correlation_id, uint32_t cbid, uint32_t domain)
+{
+	asm volatile("nop" ::: "memory");
+}
+
+PROBE_ENTRY void ptbpf_agent_kernel(const struct ptbpf_agent_kernel *r)
+{
+	asm volatile("nop" ::: "memory");
+}
+
+PROBE_ENTRY void ptbpf_agent_memcpy(const struct ptbpf_agent_memcpy *r)
+{
+	asm volatile("nop" ::: "memory");
+}
+
+PROBE_ENTRY void ptbpf_agent_memset(const struct ptbpf_agent_memset *r)
+{
+	asm volatile("nop" ::: "memory");
+}
+
+PROBE_ENTRY void ptbpf_agent_dropped(uint64_t since_last, uint64_t total)
+{
+	asm volatile("nop" ::: "memory");
+}
+
+PROBE_ENTRY void ptbpf_agent_status(int code, const char *msg)
+{
+	asm volatile("nop" ::: "memory");
+}
+
+/* ptbpf copies a fixed AGENT_RAW_LEN bytes from each record pointer. */
+_Static_assert(sizeof(struct ptbpf_agent_kernel) == 104, "kernel record layout");
+_Static_assert(sizeof(struct ptbpf_agent_memcpy) == 64, "memcpy record layout");
+_Static_assert(sizeof(struct ptbpf_agent_memset) == 56, "memset record layout");
+_Static_assert(sizeof(struct ptbpf_agent_kernel) <= AGENT_RAW_LEN, "kernel record too long");
+
+#define POLL_NS       200000000L /* activation-file poll and flush period */
+#define RETRY_NS      (10 * 1000000000LL) /* between failed activations */
+#define POOL_BUFS     8
+#define POOL_BUF_SIZE (1u << 20)
+
+/* The CUPTI functions used, resolved at activation. */
+static void *cupti;
+static __typeof__(&cuptiGetResultString) p_result_string;
+static __typeof__(&cuptiSubscribe) p_subscribe;
+static __typeof__(&cuptiUnsubscribe) p_unsubscribe;
+static __typeof__(&cuptiEnableCallback) p_enable_callback;
+static __typeof__(&cuptiActivityRegisterTimestampCallback) p_register_timestamp;
+static __typeof__(&cuptiActivityRegisterCallbacks) p_register_callbacks;
+static __typeof__(&cuptiActivityEnable) p_enable;
+static __typeof__(&cuptiActivityDisable) p_disable;
+static __typeof__(&cuptiActivityFlushAll) p_flush_all;
+static __typeof__(&cuptiActivityGetNextRecord) p_next_record;
+static __typeof__(&cuptiActivityGetNumDroppedRecords) p_num_dropped;
+
+static const struct {
+	const char *name;
+	void **slot;
+} cupti_syms[] = {
+	{ "cuptiGetResultString", (void **)&p_result_string },
+	{ "cuptiSubscribe", (void **)&p_subscribe },
+	{ "cuptiUnsubscribe", (void **)&p_unsubscribe },
+	{ "cuptiEnableCallback", (void **)&p_enable_callback },
+	{ "cuptiActivityRegisterTimestampCallback", (void **)&p_register_timestamp },
+	{ "cuptiActivityRegisterCallbacks", (void **)&p_register_callbacks },
+	{ "cuptiActivityEnable", (void **)&p_enable },
+	{ "cuptiActivityDisable", (void **)&p_disable },
+	{ "cuptiActivityFlushAll", (void **)&p_flush_all },
+	{ "cuptiActivityGetNextRecord", (void **)&p_next_record },
+	{ "cuptiActivityGetNumDroppedRecords", (void **)&p_num_dropped },
+};
+
+/* Activity kinds turned on; the first is required. */
+static const CUpti_ActivityKind activity_kinds[] = {
+	CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+	CUPTI_ACTIVITY_KIND_MEMCPY,
+	CUPTI_ACTIVITY_KIND_MEMSET,
+};
+
+/* API calls whose entry is reported on the calling thread. */
+static const struct {
+	CUpti_CallbackDomain domain;
+	CUpti_CallbackId cbid;
+} launch_cbids[] = {
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000 },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2 },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2 },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2 },
+};
+
+/* State, changed only under state_lock (by the agent thread or by the
+ * exported activate/deactivate). */
+static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool active, active_by_file;
+static CUpti_SubscriberHandle subscriber;
+static unsigned enabled_kinds; /* bit i: activity_kinds[i] is on */
+
+/* The buffer pool: bit i of pool_free set = buffer i is ours to hand out.
+ * malloc'd, so that a buffer CUPTI gives to another client's completion
+ * callback (Kineto re-registering its own) may be free()d by it; such a
+ * buffer is simply never returned to us. */
+static uint8_t *pool;
+static _Atomic uint32_t pool_free;
+
+/* Counters of the current activation; read for the deactivation message. */
+static _Atomic uint64_t n_kernels, n_memcpys, n_memsets, n_dropped, n_declined, n_foreign;
+
+static bool log_to_stderr;
+static char on_path[64];
+
+/* Every status goes to ptbpf's uprobe; with PTBPF_AGENT_LOG=1 also to stderr. */
+static void report(int code, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ptbpf_agent_status(code, msg);
+	if (log_to_stderr)
+		fprintf(stderr, "ptbpf-agent[%d]: %s (%d)\n", (int)getpid(), msg, code);
+}
+
+static const char *cupti_error(CUptiResult res)
+{
+	const char *s = NULL;
+
+	if (!p_result_string || p_result_string(res, &s) != CUPTI_SUCCESS || !s)
+		return "unknown CUPTI error";
+	return s;
+}
+
+static int64_t now_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* CUPTI's clock: bpf_ktime_get_ns()'s, so ptbpf needs no translation. */
+static uint64_t CUPTIAPI monotonic_timestamp(void)
+{
+	return (uint64_t)now_ns(CLOCK_MONOTONIC);
+}
+
+/* Binds to the libcupti torch loaded (soname match); loads it otherwise. */
+static int cupti_load(void)
+{
+	void *h;
+	size_t i;
+
+	if (cupti)
+		return 0;
+	h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		report(PTBPF_AGENT_ERR_LOAD, "libcupti.so.13: %s", dlerror());
+		return -1;
+	}
+	for (i = 0; i < sizeof(cupti_syms) / sizeof(cupti_syms[0]); i++) {
+		*cupti_syms[i].slot = dlsym(h, cupti_syms[i].name);
+		if (!*cupti_syms[i].slot) {
+			report(PTBPF_AGENT_ERR_SYMBOL, "libcupti.so.13: no %s", cupti_syms[i].name);
+			return -1;
+		}
+	}
+	cupti = h;
+	return 0;
+}
+
+static int pool_init(void)
+{
+	if (pool)
+		return 0;
+	/* CUPTI wants 8-byte aligned buffers; malloc gives 16. */
+	pool = malloc((size_t)POOL_BUFS * POOL_BUF_SIZE);
+	if (!pool) {
+		report(PTBPF_AGENT_ERR_MEMORY, "cannot allocate %u activity buffers", POOL_BUFS);
+		return -1;
+	}
+	atomic_store(&pool_free, (1u << POOL_BUFS) - 1);
+	return 0;
+}
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+	uint32_t m = atomic_load(&pool_free);
+	int i;
+
+	*max_records = 0;
+	do {
+		if (!m) {
+			/* CUPTI drops records and counts them (cuptiActivityGetNumDroppedRecords). */
+			atomic_fetch_add(&n_declined, 1);
+			*buffer = NULL;
+			*size = 0;
+			return;
+		}
+		i = __builtin_ctz(m);
+	} while (!atomic_compare_exchange_weak(&pool_free, &m, m & ~(1u << i)));
+	*buffer = pool + (size_t)i * POOL_BUF_SIZE;
+	*size = POOL_BUF_SIZE;
+}
+
+static void emit_kernel(const CUpti_ActivityKernel10 *k)
+{
+	struct ptbpf_agent_kernel r = {
+		.start = k->start, .end = k->end, .graph_node_id = k->graphNodeId,
+		.name = k->name, .correlation_id = k->correlationId,
+		.device_id = k->deviceId, .context_id = k->contextId, .stream_id = k->streamId,
+		.grid_x = k->gridX, .grid_y = k->gridY, .grid_z = k->gridZ,
+		.block_x = k->blockX, .block_y = k->blockY, .block_z = k->blockZ,
+		.static_shared_memory = k->staticSharedMemory,
+		.dynamic_shared_memory = k->dynamicSharedMemory,
+		.graph_id = k->graphId, .registers_per_thread = k->registersPerThread,
+		.launch_type = k->launchType, .is_device_launched = k->isDeviceLaunched,
+		.cluster_x = k->clusterX, .cluster_y = k->clusterY, .cluster_z = k->clusterZ,
+	};
+
+	ptbpf_agent_kernel(&r);
+	atomic_fetch_add_explicit(&n_kernels, 1, memory_order_relaxed);
+}
+
+static void emit_memcpy(const CUpti_ActivityMemcpy6 *c)
+{
+	struct ptbpf_agent_memcpy r = {
+		.start = c->start, .end = c->end, .bytes = c->bytes,
+		.graph_node_id = c->graphNodeId, .copy_count = c->copyCount,
+		.correlation_id = c->correlationId, .device_id = c->deviceId,
+		.context_id = c->contextId, .stream_id = c->streamId, .graph_id = c->graphId,
+		.copy_kind = c->copyKind, .src_kind = c->srcKind, .dst_kind = c->dstKind,
+		.flags = c->flags,
+	};
+
+	ptbpf_agent_memcpy(&r);
+	atomic_fetch_add_explicit(&n_memcpys, 1, memory_order_relaxed);
+}
+
+static void emit_memset(const CUpti_ActivityMemset4 *s)
+{
+	struct ptbpf_agent_memset r = {
+		.start = s->start, .end = s->end, .bytes = s->bytes,
+		.graph_node_id = s->graphNodeId, .value = s->value,
+		.correlation_id = s->correlationId, .device_id = s->deviceId,
+		.context_id = s->contextId, .stream_id = s->streamId,
+		.memory_kind = s->memoryKind, .flags = s->flags,
+	};
+
+	ptbpf_agent_memset(&r);
+	atomic_fetch_add_explicit(&n_memsets, 1, memory_order_relaxed);
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
+				      size_t size, size_t valid)
+{
+	CUpti_Activity *rec = NULL;
+	size_t dropped = 0;
+
+	while (valid && p_next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
+		switch (rec->kind) {
+		case CUPTI_ACTIVITY_KIND_KERNEL:
+		case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+			emit_kernel((const CUpti_ActivityKernel10 *)rec);
+			break;
+		case CUPTI_ACTIVITY_KIND_MEMCPY:
+			emit_memcpy((const CUpti_ActivityMemcpy6 *)rec);
+			break;
+		case CUPTI_ACTIVITY_KIND_MEMSET:
+			emit_memset((const CUpti_ActivityMemset4 *)rec);
+			break;
+		default:
+			break;
+		}
+	}
+	if (p_num_dropped(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
+		ptbpf_agent_dropped(dropped, atomic_fetch_add(&n_dropped, dropped) + dropped);
+	if (pool && buffer >= pool && buffer < pool + (size_t)POOL_BUFS * POOL_BUF_SIZE)
+		atomic_fetch_or(&pool_free, 1u << ((buffer - pool) / POOL_BUF_SIZE));
+	else
+		atomic_fetch_add(&n_foreign, 1); /* another client's: not ours to free */
+}
+
+/*
+ * On the launching thread, at API entry. A runtime call and the driver call
+ * it makes share one correlation id; the driver one is skipped then, so
+ * each launch costs one probe hit. Global-dynamic TLS: its block is made
+ * once per thread by the loader, and works in a dlopen'd library.
+ */
+static __thread uint32_t runtime_correlation;
+
+static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
+				  CUpti_CallbackId cbid, const void *data)
+{
+	const CUpti_CallbackData *cb = data;
+
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+		runtime_correlation = cb->callbackSite == CUPTI_API_ENTER ? cb->correlationId : 0;
+	} else if (domain != CUPTI_CB_DOMAIN_DRIVER_API ||
+		   cb->correlationId == runtime_correlation) {
+		return;
+	}
+	if (cb->callbackSite == CUPTI_API_ENTER)
+		ptbpf_agent_correlate(cb->correlationId, cbid, domain);
+}
+
+/* Returns false when another subscriber owns CUPTI: then the agent steps
+ * aside entirely, since taking the process-global buffer callbacks would
+ * steal that client's records. */
+static bool subscribe_launches(void)
+{
+	CUptiResult res = p_subscribe(&subscriber, api_callback, NULL);
+	unsigned ok = 0;
+	size_t i;
+
+	if (res == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+		subscriber = NULL;
+		report(PTBPF_AGENT_STEPPED_ASIDE, "cuptiSubscribe: %s", cupti_error(res));
+		return false;
+	}
+	if (res != CUPTI_SUCCESS) {
+		subscriber = NULL;
+		report(PTBPF_AGENT_NO_CORRELATION, "cuptiSubscribe: %s", cupti_error(res));
+		return true;
+	}
+	for (i = 0; i < sizeof(launch_cbids) / sizeof(launch_cbids[0]); i++)
+		ok += p_enable_callback(1, subscriber, launch_cbids[i].domain,
+					launch_cbids[i].cbid) == CUPTI_SUCCESS;
+	if (!ok)
+		report(PTBPF_AGENT_NO_CORRELATION, "cuptiEnableCallback failed for every launch API");
+	return true;
+}
+
+static void unsubscribe(void)
+{
+	if (subscriber)
+		p_unsubscribe(subscriber);
+	subscriber = NULL;
+}
+
+static void disable_kinds(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(activity_kinds) / sizeof(activity_kinds[0]); i++)
+		if (enabled_kinds & (1u << i))
+			p_disable(activity_kinds[i]);
+	enabled_kinds = 0;
+}
+
+/* Timestamp callback, buffer callbacks, then the kinds (CUPTI wants the
+ * clock set before any kind is enabled). */
+static int enable_activities(void)
+{
+	CUptiResult res;
+	size_t i;
+
+	if (p_register_timestamp(monotonic_timestamp) != CUPTI_SUCCESS)
+		report(PTBPF_AGENT_CLOCK_DEFAULT, "cuptiActivityRegisterTimestampCallback refused");
+	res = p_register_callbacks(buffer_requested, buffer_completed);
+	if (res != CUPTI_SUCCESS) {
+		report(PTBPF_AGENT_ERR_CUPTI, "cuptiActivityRegisterCallbacks: %s", cupti_error(res));
+		return -1;
+	}
+	for (i = 0; i < sizeof(activity_kinds) / sizeof(activity_kinds[0]); i++) {
+		res = p_enable(activity_kinds[i]);
+		if (res == CUPTI_SUCCESS) {
+			enabled_kinds |= 1u << i;
+		} else if (i == 0) {
+			report(PTBPF_AGENT_ERR_CUPTI, "cuptiActivityEnable(CONCURRENT_KERNEL): %s",
+			       cupti_error(res));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void activate_locked(bool by_file)
+{
+	if (active || cupti_load() || pool_init())
+		return;
+	atomic_store(&n_kernels, 0);
+	atomic_store(&n_memcpys, 0);
+	atomic_store(&n_memsets, 0);
+	atomic_store(&n_dropped, 0);
+	atomic_store(&n_declined, 0);
+	atomic_store(&n_foreign, 0);
+	if (!subscribe_launches())
+		return;
+	if (enable_activities()) {
+		disable_kinds();
+		unsubscribe();
+		return;
+	}
+	active = true;
+	active_by_file = by_file;
+	report(PTBPF_AGENT_ACTIVE, "active: kinds 0x%x, launch correlation %s, %u x %u KiB buffers",
+	       enabled_kinds, subscriber ? "on" : "off", POOL_BUFS, POOL_BUF_SIZE >> 10);
+}
+
+static void deactivate_locked(const char *why)
+{
+	if (!active)
+		return;
+	disable_kinds();
+	p_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	unsubscribe();
+	active = false;
+	report(PTBPF_AGENT_DORMANT,
+	       "dormant (%s): %llu kernels, %llu copies, %llu sets, %llu dropped, "
+	       "%llu buffer requests declined, %llu foreign buffers",
+	       why, (unsigned long long)n_kernels, (unsigned long long)n_memcpys,
+	       (unsigned long long)n_memsets, (unsigned long long)n_dropped,
+	       (unsigned long long)n_declined, (unsigned long long)n_foreign);
+}
+
+EXPORT void ptbpf_agent_activate(void)
+{
+	pthread_mutex_lock(&state_lock);
+	activate_locked(false);
+	pthread_mutex_unlock(&state_lock);
+}
+
+EXPORT void ptbpf_agent_deactivate(void)
+{
+	pthread_mutex_lock(&state_lock);
+	deactivate_locked("requested");
+	pthread_mutex_unlock(&state_lock);
+}
+
+/* Fresh = present and touched within PTBPF_AGENT_STALE_S (ptbpf touches it
+ * every second, so a dead ptbpf retracts the agent). */
+static bool on_file_fresh(bool *present)
+{
+	struct stat st;
+	int64_t age;
+
+	*present = stat(on_path, &st) == 0;
+	if (!*present)
+		return false;
+	age = now_ns(CLOCK_REALTIME) - (st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec);
+	return age < PTBPF_AGENT_STALE_S * 1000000000LL;
+}
+
+static void *agent_thread(void *arg)
+{
+	const struct timespec period = { 0, POLL_NS };
+	int64_t last_failure = 0;
+	bool present, fresh;
+
+	pthread_setname_np(pthread_self(), "ptbpf-agent");
+	for (;;) {
+		nanosleep(&period, NULL);
+		fresh = on_file_fresh(&present);
+		pthread_mutex_lock(&state_lock);
+		if (active && active_by_file && !fresh) {
+			deactivate_locked(present ? "activation file stale" : "activation file removed");
+		} else if (active) {
+			/* Deliver what the GPU finished, at most 200 ms late: a
+			 * forced flush hands over partly filled buffers too,
+			 * which a short job would otherwise take to its exit. */
+			p_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		} else if (fresh && (!last_failure ||
+				     now_ns(CLOCK_MONOTONIC) - last_failure >= RETRY_NS)) {
+			activate_locked(true);
+			last_failure = active ? 0 : now_ns(CLOCK_MONOTONIC);
+		}
+		if (!present)
+			last_failure = 0; /* a new file retries at once */
+		pthread_mutex_unlock(&state_lock);
+	}
+	return NULL;
+}
+
+/* Only starts the thread: the constructor may run under the loader lock
+ * (dlopen) or inside cuInit (injection), where blocking is not allowed.
+ * The thread takes no signals meant for the target. */
+static void agent_start(void)
+{
+	sigset_t all, old;
+	pthread_attr_t attr;
+	pthread_t tid;
+	const char *log = getenv("PTBPF_AGENT_LOG");
+
+	log_to_stderr = log && *log && strcmp(log, "0");
+	snprintf(on_path, sizeof(on_path), PTBPF_AGENT_ON_FMT, (int)getpid());
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 << 10);
+	pthread_create(&tid, &attr, agent_thread, NULL);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static pthread_once_t agent_once = PTHREAD_ONCE_INIT;
+
+__attribute__((constructor)) static void agent_init(void)
+{
+	pthread_once(&agent_once, agent_start);
+}
+
+/* Called by the CUDA driver at cuInit when CUDA_INJECTION64_PATH names this
+ * library; the constructor has normally run already. */
+EXPORT int InitializeInjection(void)
+{
+	pthread_once(&agent_once, agent_start);
+	return 1;
+}

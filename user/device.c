@@ -1,0 +1,419 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* The GPU's own timeline from the agent: probes and trace. See device.h. */
+#define _GNU_SOURCE
+#include "device.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+
+#include "agent_ctl.h"
+#include "elfsym.h"
+#include "links.h"
+#include "names.h"
+#include "ptbpf_agent.h"
+#include "target.h"
+#include "ptbpf.skel.h"
+#include "agent.skel.h"
+
+_Static_assert(sizeof(struct ptbpf_agent_kernel) <= AGENT_RAW_LEN, "kernel record too big");
+_Static_assert(sizeof(struct ptbpf_agent_memcpy) <= AGENT_RAW_LEN, "memcpy record too big");
+_Static_assert(sizeof(struct ptbpf_agent_memset) <= AGENT_RAW_LEN, "memset record too big");
+
+#define MAX_AGENTS 256
+#define MAX_STREAM_TRACKS 4096
+
+struct device_probes {
+	struct agent_bpf *skel;
+	struct link_set links;
+	int pids[MAX_AGENTS];
+	int npids;
+};
+
+struct device_probes *device_probes_new(struct ptbpf_bpf *ops)
+{
+	struct device_probes *d = calloc(1, sizeof(*d));
+	int err;
+
+	if (!d)
+		return NULL;
+	d->skel = agent_bpf__open();
+	if (!d->skel)
+		goto fail;
+	d->skel->rodata->wakeup_bytes = ops->rodata->wakeup_bytes;
+	if ((err = bpf_map__reuse_fd(d->skel->maps.events, bpf_map__fd(ops->maps.events))) ||
+	    (err = bpf_map__reuse_fd(d->skel->maps.stats, bpf_map__fd(ops->maps.stats))) ||
+	    (err = bpf_map__reuse_fd(d->skel->maps.traced, bpf_map__fd(ops->maps.traced))) ||
+	    (err = agent_bpf__load(d->skel))) {
+		errno = -err;
+		goto fail;
+	}
+	return d;
+fail:
+	device_probes_free(d, NULL, 0);
+	return NULL;
+}
+
+static bool attached(const struct device_probes *d, int pid)
+{
+	for (int i = 0; i < d->npids; i++)
+		if (d->pids[i] == pid)
+			return true;
+	return false;
+}
+
+static int attach_one(struct device_probes *d, struct bpf_program *prog, int pid,
+		      const char *path, struct elf_file *ef, const char *sym)
+{
+	struct elf_func f;
+
+	if (elf_file_find_func(ef, sym, &f))
+		return -ENOENT;
+	return link_set_keep(&d->links, bpf_program__attach_uprobe(prog, false, pid, path,
+								   f.file_off));
+}
+
+static int attach_records(struct device_probes *d, int pid, const char *path,
+			  struct elf_file *ef)
+{
+	static const struct { const char *sym; uint64_t cookie; } recs[] = {
+		{ "ptbpf_agent_kernel",
+		  AGENT_REC_KERNEL | (offsetof(struct ptbpf_agent_kernel, name) << 8) },
+		{ "ptbpf_agent_memcpy", AGENT_REC_MEMCPY },
+		{ "ptbpf_agent_memset", AGENT_REC_MEMSET },
+	};
+	unsigned long offs[3];
+	__u64 cookies[3];
+	struct elf_func f;
+
+	for (int i = 0; i < 3; i++) {
+		if (elf_file_find_func(ef, recs[i].sym, &f))
+			return -ENOENT;
+		offs[i] = f.file_off;
+		cookies[i] = recs[i].cookie;
+	}
+	LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = offs, .cookies = cookies, .cnt = 3);
+	return link_set_keep(&d->links, bpf_program__attach_uprobe_multi(
+		d->skel->progs.agent_record, pid, path, NULL, &o));
+}
+
+int device_probes_scan(struct device_probes *d, const struct target *t)
+{
+	struct target_lib lib;
+	struct elf_file *ef;
+	char why[256];
+	int err;
+
+	if (attached(d, t->pid) || d->npids == MAX_AGENTS ||
+	    target_find_lib(t->pid, "libptbpf-agent.so", &lib))
+		return 0;
+	ef = elf_file_open_exported(lib.fd, why, sizeof(why));
+	if (!ef) {
+		fprintf(stderr, "ptbpf: pid %d: cannot read %s: %s\n", t->pid, lib.path, why);
+		close(lib.fd);
+		return -EINVAL;
+	}
+	err = attach_records(d, t->pid, lib.attach_path, ef);
+	if (!err)
+		err = attach_one(d, d->skel->progs.agent_correlate, t->pid, lib.attach_path, ef,
+				 "ptbpf_agent_correlate");
+	if (!err)
+		err = attach_one(d, d->skel->progs.agent_dropped, t->pid, lib.attach_path, ef,
+				 "ptbpf_agent_dropped");
+	if (!err)
+		err = attach_one(d, d->skel->progs.agent_status, t->pid, lib.attach_path, ef,
+				 "ptbpf_agent_status");
+	elf_file_close(ef);
+	close(lib.fd);
+	d->pids[d->npids++] = t->pid; /* failures are not retried */
+	if (!err)
+		err = agent_on(t);
+	if (err) {
+		fprintf(stderr, "ptbpf: pid %d: cannot use its agent %s: %s\n", t->pid, lib.path,
+			strerror(-err));
+		return err;
+	}
+	fprintf(stderr, "ptbpf: pid %d: agent %s switched on (GPU timeline)\n", t->pid, lib.path);
+	return 1;
+}
+
+void device_probes_heartbeat(struct device_probes *d, const struct target *targets, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (targets[i].pidfd >= 0 && attached(d, targets[i].pid))
+			agent_heartbeat(&targets[i]);
+}
+
+void device_probes_switch_off(struct device_probes *d, const struct target *targets, int n)
+{
+	for (int i = 0; d && i < n; i++)
+		if (attached(d, targets[i].pid))
+			agent_off(&targets[i]);
+}
+
+bool device_probes_any(const struct device_probes *d)
+{
+	return d && d->npids > 0;
+}
+
+void device_probes_free(struct device_probes *d, const struct target *targets, int n)
+{
+	if (!d)
+		return;
+	device_probes_switch_off(d, targets, n);
+	link_set_destroy(&d->links);
+	agent_bpf__destroy(d->skel);
+	free(d);
+}
+
+/* --- the trace --- */
+
+struct stream_track {
+	int pid;
+	uint32_t device, stream;
+	uint64_t track, last_end;
+};
+
+struct device_state {
+	struct pf_writer *w;
+	gpu_process_track_fn process_track;
+	void *ctx;
+	struct str_set *strings;
+	struct str_map *names; /* (pid, CUPTI name pointer) -> demangled name */
+	struct stream_track *tracks;
+	int ntracks;
+	struct device_counts counts;
+	struct { int pid, code; } status[64]; /* each agent's latest status */
+	int nstatus;
+};
+
+char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
+
+static uint64_t mix(uint64_t a, uint64_t b)
+{
+	uint64_t x = a * 0x9e3779b97f4a7c15ULL ^ b;
+
+	x ^= x >> 31;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	return x ^ (x >> 29);
+}
+
+/* Launch -> kernel flows: the id both ends compute from the correlation. */
+static uint64_t corr_flow(int pid, uint32_t corr)
+{
+	return mix((uint64_t)pid, corr ^ 0x4b45524eULL) | 1;
+}
+
+struct device_state *device_state_new(struct pf_writer *w, gpu_process_track_fn fn, void *ctx)
+{
+	struct device_state *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->w = w;
+	d->process_track = fn;
+	d->ctx = ctx;
+	d->strings = str_set_new(1 << 16);
+	d->names = str_map_new(1 << 16);
+	d->tracks = calloc(MAX_STREAM_TRACKS, sizeof(*d->tracks));
+	if (!d->strings || !d->names || !d->tracks) {
+		device_state_free(d);
+		return NULL;
+	}
+	return d;
+}
+
+void device_state_free(struct device_state *d)
+{
+	if (!d)
+		return;
+	str_set_free(d->strings);
+	str_map_free(d->names);
+	free(d->tracks);
+	free(d);
+}
+
+const struct device_counts *device_counts(const struct device_state *d)
+{
+	return &d->counts;
+}
+
+void device_correlate(struct device_state *d, uint64_t thread_track, const struct ptbpf_event *e)
+{
+	uint64_t flow = corr_flow(e->pid, (uint32_t)e->arg[0]);
+
+	d->counts.launch_flows++;
+	pf_instant(d->w, &(struct pf_event){ .track = thread_track, .ts = e->ts,
+		   .name = "cupti correlation", .category = "launch_flow",
+		   .args = &(struct pf_arg){ .name = "correlation", .type = PF_ARG_UINT,
+					     .u = e->arg[0] }, .nargs = 1,
+		   .flows = &flow, .nflows = 1 });
+}
+
+void device_kernel_name(struct device_state *d, const struct ptbpf_long_name *n)
+{
+	char raw[PTBPF_LONG_NAME_LEN + 1];
+	int status = 0;
+	char *dm;
+
+	memcpy(raw, n->name, PTBPF_LONG_NAME_LEN);
+	raw[PTBPF_LONG_NAME_LEN] = 0;
+	if (!raw[0])
+		return;
+	dm = raw[0] == '_' ? __cxa_demangle(raw, NULL, NULL, &status) : NULL;
+	str_map_put(d->names, mix(n->ev.pid, n->ev.key),
+		    str_set_intern(d->strings, dm && !status ? dm : raw));
+	free(dm);
+}
+
+/* "GPU 0 / stream 7" under a "GPU 0" track under the process. */
+static struct stream_track *stream_track(struct device_state *d, int pid, uint32_t dev,
+					 uint32_t stream)
+{
+	uint64_t gpu_track = 0;
+	char name[64];
+	int i;
+
+	for (i = 0; i < d->ntracks; i++) {
+		struct stream_track *t = &d->tracks[i];
+
+		if (t->pid == pid && t->device == dev && t->stream == stream)
+			return t;
+	}
+	if (d->ntracks == MAX_STREAM_TRACKS)
+		return NULL;
+	/* One "GPU n" parent per (pid, device): stream 0xffffffff stands for it. */
+	if (stream != UINT32_MAX) {
+		struct stream_track *g = stream_track(d, pid, dev, UINT32_MAX);
+
+		if (!g)
+			return NULL;
+		gpu_track = g->track;
+		snprintf(name, sizeof(name), "GPU %u / stream %u", dev, stream);
+	} else {
+		gpu_track = d->process_track(d->ctx, pid);
+		snprintf(name, sizeof(name), "GPU %u", dev);
+	}
+	i = d->ntracks++;
+	d->tracks[i] = (struct stream_track){ pid, dev, stream,
+					      pf_track_child(d->w, gpu_track, name), 0 };
+	return &d->tracks[i];
+}
+
+static void device_slice(struct device_state *d, int pid, uint32_t dev, uint32_t stream,
+			 uint64_t start, uint64_t end, const char *name, const char *cat,
+			 uint32_t corr, const struct pf_arg *args, int nargs)
+{
+	struct stream_track *t = stream_track(d, pid, dev, stream);
+	uint64_t flow = corr ? corr_flow(pid, corr) : 0;
+
+	if (!t)
+		return;
+	pf_slice_begin(d->w, &(struct pf_event){ .track = t->track, .ts = start, .name = name,
+		       .category = cat, .args = args, .nargs = nargs, .term_flows = &flow,
+		       .nterm = flow ? 1 : 0 });
+	pf_slice_end(d->w, &(struct pf_event){ .track = t->track, .ts = end > start ? end : start });
+	t->last_end = end;
+}
+
+static void kernel_record(struct device_state *d, int pid, const struct ptbpf_agent_kernel *k)
+{
+	const char *name = str_map_get(d->names, mix(pid, (uint64_t)(uintptr_t)k->name));
+	char grid[40], block[40];
+	struct pf_arg args[7] = {
+		{ .name = "grid", .type = PF_ARG_STR, .s = grid },
+		{ .name = "block", .type = PF_ARG_STR, .s = block },
+		{ .name = "registers", .type = PF_ARG_UINT, .u = k->registers_per_thread },
+		{ .name = "shared_mem", .type = PF_ARG_UINT,
+		  .u = (uint64_t)k->static_shared_memory + (uint64_t)k->dynamic_shared_memory },
+		{ .name = "correlation", .type = PF_ARG_UINT, .u = k->correlation_id },
+		{ .name = "graph_id", .type = PF_ARG_UINT, .u = k->graph_id },
+		{ .name = "graph_node", .type = PF_ARG_UINT, .u = k->graph_node_id },
+	};
+
+	snprintf(grid, sizeof(grid), "%d,%d,%d", k->grid_x, k->grid_y, k->grid_z);
+	snprintf(block, sizeof(block), "%d,%d,%d", k->block_x, k->block_y, k->block_z);
+	d->counts.kernels++;
+	device_slice(d, pid, k->device_id, k->stream_id, k->start, k->end, name ? name : "kernel",
+		     "kernel", k->correlation_id, args, k->graph_id ? 7 : 5);
+}
+
+static const char *memcpy_name(uint8_t kind)
+{
+	switch (kind) {
+	case 1: return "Memcpy HtoD";
+	case 2: return "Memcpy DtoH";
+	case 8: return "Memcpy DtoD";
+	case 10: return "Memcpy PtoP";
+	default: return "Memcpy";
+	}
+}
+
+void device_record(struct device_state *d, const struct ptbpf_agent_event *e)
+{
+	int pid = e->ev.pid;
+
+	if (e->ev.id == AGENT_REC_KERNEL) {
+		struct ptbpf_agent_kernel k;
+
+		memcpy(&k, e->raw, sizeof(k));
+		kernel_record(d, pid, &k);
+	} else if (e->ev.id == AGENT_REC_MEMCPY) {
+		struct ptbpf_agent_memcpy m;
+		struct pf_arg args[2];
+
+		memcpy(&m, e->raw, sizeof(m));
+		args[0] = (struct pf_arg){ .name = "bytes", .type = PF_ARG_UINT, .u = m.bytes };
+		args[1] = (struct pf_arg){ .name = "correlation", .type = PF_ARG_UINT,
+					   .u = m.correlation_id };
+		d->counts.memcpys++;
+		device_slice(d, pid, m.device_id, m.stream_id, m.start, m.end,
+			     memcpy_name(m.copy_kind), "gpu_memcpy", m.correlation_id, args, 2);
+	} else if (e->ev.id == AGENT_REC_MEMSET) {
+		struct ptbpf_agent_memset m;
+		struct pf_arg args[2];
+
+		memcpy(&m, e->raw, sizeof(m));
+		args[0] = (struct pf_arg){ .name = "bytes", .type = PF_ARG_UINT, .u = m.bytes };
+		args[1] = (struct pf_arg){ .name = "value", .type = PF_ARG_UINT, .u = m.value };
+		d->counts.memsets++;
+		device_slice(d, pid, m.device_id, m.stream_id, m.start, m.end, "Memset",
+			     "gpu_memset", m.correlation_id, args, 2);
+	}
+}
+
+bool device_agent_status(const struct device_state *d, int pid, int *code)
+{
+	for (int i = 0; i < d->nstatus; i++) {
+		if (d->status[i].pid == pid) {
+			*code = d->status[i].code;
+			return true;
+		}
+	}
+	return false;
+}
+
+void device_status(struct device_state *d, const struct ptbpf_named_event *e)
+{
+	char msg[PTBPF_NAME_LEN * 4];
+	int i;
+
+	for (i = 0; i < d->nstatus && d->status[i].pid != (int)e->ev.pid; i++)
+		;
+	if (i < (int)(sizeof(d->status) / sizeof(d->status[0]))) {
+		d->status[i].pid = e->ev.pid;
+		d->status[i].code = (int)e->ev.arg[0];
+		d->nstatus += i == d->nstatus;
+	}
+	escape_str(msg, sizeof(msg), e->name, PTBPF_NAME_LEN);
+	fprintf(stderr, "ptbpf: pid %u: agent: %s (%d)\n", e->ev.pid, msg, (int)e->ev.arg[0]);
+}
+
+void device_dropped(struct device_state *d, const struct ptbpf_event *e)
+{
+	d->counts.cupti_dropped += e->arg[0];
+}
