@@ -15,6 +15,7 @@
 #include "elfsym.h"
 #include "links.h"
 #include "names.h"
+#include "probes.h"
 #include "ptbpf_agent.h"
 #include "target.h"
 #include "ptbpf.skel.h"
@@ -45,10 +46,7 @@ struct device_probes *device_probes_new(struct ptbpf_bpf *ops)
 	if (!d->skel)
 		goto fail;
 	d->skel->rodata->wakeup_bytes = ops->rodata->wakeup_bytes;
-	if ((err = bpf_map__reuse_fd(d->skel->maps.events, bpf_map__fd(ops->maps.events))) ||
-	    (err = bpf_map__reuse_fd(d->skel->maps.stats, bpf_map__fd(ops->maps.stats))) ||
-	    (err = bpf_map__reuse_fd(d->skel->maps.traced, bpf_map__fd(ops->maps.traced))) ||
-	    (err = agent_bpf__load(d->skel))) {
+	if ((err = probes_share_maps(ops, d->skel->obj)) || (err = agent_bpf__load(d->skel))) {
 		errno = -err;
 		goto fail;
 	}
@@ -191,21 +189,10 @@ struct device_state {
 	int nstatus;
 };
 
-char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
-
-static uint64_t mix(uint64_t a, uint64_t b)
-{
-	uint64_t x = a * 0x9e3779b97f4a7c15ULL ^ b;
-
-	x ^= x >> 31;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	return x ^ (x >> 29);
-}
-
 /* Launch -> kernel flows: the id both ends compute from the correlation. */
 static uint64_t corr_flow(int pid, uint32_t corr)
 {
-	return mix((uint64_t)pid, corr ^ 0x4b45524eULL) | 1;
+	return hash_pair((uint64_t)pid, corr ^ 0x4b45524eULL) | 1;
 }
 
 struct device_state *device_state_new(struct pf_writer *w, gpu_process_track_fn fn, void *ctx)
@@ -257,17 +244,12 @@ void device_correlate(struct device_state *d, uint64_t thread_track, const struc
 void device_kernel_name(struct device_state *d, const struct ptbpf_long_name *n)
 {
 	char raw[PTBPF_LONG_NAME_LEN + 1];
-	int status = 0;
-	char *dm;
 
 	memcpy(raw, n->name, PTBPF_LONG_NAME_LEN);
 	raw[PTBPF_LONG_NAME_LEN] = 0;
-	if (!raw[0])
-		return;
-	dm = raw[0] == '_' ? __cxa_demangle(raw, NULL, NULL, &status) : NULL;
-	str_map_put(d->names, mix(n->ev.pid, n->ev.key),
-		    str_set_intern(d->strings, dm && !status ? dm : raw));
-	free(dm);
+	if (raw[0])
+		str_map_put(d->names, hash_pair(n->ev.pid, n->ev.key),
+			    demangle_intern(d->strings, raw));
 }
 
 /* "GPU 0 / stream 7" under a "GPU 0" track under the process. */
@@ -322,7 +304,7 @@ static void device_slice(struct device_state *d, int pid, uint32_t dev, uint32_t
 
 static void kernel_record(struct device_state *d, int pid, const struct ptbpf_agent_kernel *k)
 {
-	const char *name = str_map_get(d->names, mix(pid, (uint64_t)(uintptr_t)k->name));
+	const char *name = str_map_get(d->names, hash_pair(pid, (uint64_t)(uintptr_t)k->name));
 	char grid[40], block[40];
 	struct pf_arg args[7] = {
 		{ .name = "grid", .type = PF_ARG_STR, .s = grid },

@@ -30,18 +30,6 @@ struct gpu_state {
 	uint64_t *calls;              /* by API */
 };
 
-/* libstdc++'s demangler (linked statically). */
-char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
-
-static uint64_t key2(uint64_t a, uint64_t b)
-{
-	uint64_t x = a * 0x9e3779b97f4a7c15ULL ^ b;
-
-	x ^= x >> 31;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	return x ^ (x >> 29);
-}
-
 struct gpu_state *gpu_state_new(struct pf_writer *w, gpu_process_track_fn fn, void *ctx)
 {
 	struct gpu_state *g = calloc(1, sizeof(*g));
@@ -80,24 +68,13 @@ uint64_t gpu_calls_of(const struct gpu_state *g, unsigned api)
 	return api < gpu_napis ? g->calls[api] : 0;
 }
 
-/* Kernel names are mangled C++ more often than not: demangle them. */
-static const char *kernel_display_name(struct gpu_state *g, const char *raw)
-{
-	int status = 0;
-	char *d = raw[0] == '_' ? __cxa_demangle(raw, NULL, NULL, &status) : NULL;
-	const char *s = str_set_intern(g->strings, d && !status ? d : raw);
-
-	free(d);
-	return s;
-}
-
 void gpu_note_name(struct gpu_state *g, const struct ptbpf_named_event *e)
 {
 	char name[PTBPF_NAME_LEN + 1];
 
 	memcpy(name, e->name, PTBPF_NAME_LEN);
 	name[PTBPF_NAME_LEN] = 0;
-	str_map_put(g->lookups, key2(e->ev.tid, e->ev.key), kernel_display_name(g, name));
+	str_map_put(g->lookups, hash_pair(e->ev.tid, e->ev.key), demangle_intern(g->strings, name));
 }
 
 static struct stream *stream_of(struct gpu_state *g, int pid, uint64_t handle)
@@ -219,7 +196,7 @@ static void launch_args(struct gpu_state *g, const struct gpu_api *api,
 		st = stream_of(g, c->ev.pid, c->reg[1]);
 	} else {
 		decode_launch(api, c, &l);
-		name = str_map_get(g->kernel_names, key2(c->ev.pid, l.handle));
+		name = str_map_get(g->kernel_names, hash_pair(c->ev.pid, l.handle));
 		if (!name) {
 			snprintf(s->buf[0], sizeof(s->buf[0]), "%#lx", (unsigned long)l.handle);
 			name = s->buf[0];
@@ -302,18 +279,18 @@ static void other_args(struct gpu_state *g, const struct gpu_api *api,
 			arg_ptr(s, "stream", r[1]);
 		break;
 	case GL_GET_FUNCTION: {
-		const char *name = str_map_get(g->lookups, key2(c->ev.tid, c->ev.key));
+		const char *name = str_map_get(g->lookups, hash_pair(c->ev.tid, c->ev.key));
 
 		arg_str(s, "name", name ? name : "?");
 		break;
 	}
 	case GL_KERNEL_FUNCTION: {
 		/* The function handle it returns gets the kernel's name. */
-		const char *name = str_map_get(g->kernel_names, key2(c->ev.pid, r[1]));
+		const char *name = str_map_get(g->kernel_names, hash_pair(c->ev.pid, r[1]));
 
 		arg_ptr(s, "kernel", r[1]);
 		if (name)
-			str_map_put(g->lookups, key2(c->ev.tid, c->ev.key), name);
+			str_map_put(g->lookups, hash_pair(c->ev.tid, c->ev.key), name);
 		break;
 	}
 	case GL_CAPTURE_BEGIN:
@@ -377,11 +354,11 @@ void gpu_call_end(struct gpu_state *g, const struct ptbpf_event *ret, struct gpu
 	if (api->layout == GL_ALLOC) {
 		arg_ptr(s, "ptr", out);
 	} else if (api->layout == GL_GET_FUNCTION || api->layout == GL_KERNEL_FUNCTION) {
-		uint64_t k = key2(ret->tid, ret->key);
+		uint64_t k = hash_pair(ret->tid, ret->key);
 		const char *name = str_map_get(g->lookups, k);
 
 		arg_ptr(s, "handle", out);
 		if (name)
-			str_map_put(g->kernel_names, key2(ret->pid, out), name);
+			str_map_put(g->kernel_names, hash_pair(ret->pid, out), name);
 	}
 }

@@ -12,6 +12,7 @@
 
 #include "elfsym.h"
 #include "links.h"
+#include "probes.h"
 #include "target.h"
 #include "ptbpf.skel.h"
 #include "gpu.skel.h"
@@ -152,10 +153,7 @@ struct gpu_probes *gpu_probes_new(struct ptbpf_bpf *ops, bool verbose)
 	if (!g->skel)
 		goto fail;
 	g->skel->rodata->wakeup_bytes = ops->rodata->wakeup_bytes;
-	if ((err = bpf_map__reuse_fd(g->skel->maps.events, bpf_map__fd(ops->maps.events))) ||
-	    (err = bpf_map__reuse_fd(g->skel->maps.stats, bpf_map__fd(ops->maps.stats))) ||
-	    (err = bpf_map__reuse_fd(g->skel->maps.traced, bpf_map__fd(ops->maps.traced))) ||
-	    (err = gpu_bpf__load(g->skel))) {
+	if ((err = probes_share_maps(ops, g->skel->obj)) || (err = gpu_bpf__load(g->skel))) {
 		errno = -err;
 		goto fail;
 	}

@@ -61,18 +61,9 @@ struct join {
 	bool entries_only;
 };
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	return x ^ (x >> 33);
-}
-
 static uint64_t bwd_flow_id(int pid, uint64_t seq)
 {
-	return mix64(((uint64_t)pid << 40) ^ seq ^ 0x5054425046ULL) | 1;
+	return hash_u64(((uint64_t)pid << 40) ^ seq ^ 0x5054425046ULL) | 1;
 }
 
 static uint64_t process_track_cb(void *ctx, int pid);
@@ -196,7 +187,7 @@ static int grow_threads(struct join *j)
 
 		if (!j->threads[i].id)
 			continue;
-		for (h = mix64(j->threads[i].id) & (cap - 1); t[h].id; h = (h + 1) & (cap - 1))
+		for (h = hash_u64(j->threads[i].id) & (cap - 1); t[h].id; h = (h + 1) & (cap - 1))
 			;
 		t[h] = j->threads[i];
 	}
@@ -213,7 +204,7 @@ static struct thread *get_thread(struct join *j, int pid, int tid)
 	char name[64];
 	uint32_t h;
 
-	for (h = mix64(id) & (j->cap - 1); j->threads[h].id; h = (h + 1) & (j->cap - 1))
+	for (h = hash_u64(id) & (j->cap - 1); j->threads[h].id; h = (h + 1) & (j->cap - 1))
 		if (j->threads[h].id == id)
 			return &j->threads[h];
 	if ((j->nthreads + 1) * 2 > j->cap) {
@@ -522,7 +513,7 @@ static void gpu_begin(struct join *j, struct thread *t, const struct ptbpf_gpu_c
 		uint64_t ts = c->ev.ts - 1 > t->stack[t->depth - 1].ts ? c->ev.ts - 1 :
 			      t->stack[t->depth - 1].ts;
 
-		flow = mix64(((uint64_t)c->ev.tid << 32) ^ c->ev.ts ^ 0x4c41554e4348ULL) | 1;
+		flow = hash_u64(((uint64_t)c->ev.tid << 32) ^ c->ev.ts ^ 0x4c41554e4348ULL) | 1;
 		pf_instant(j->w, &(struct pf_event){ .track = t->track, .ts = ts, .name = "launch",
 			   .category = "launch_flow", .flows = &flow, .nflows = 1 });
 		j->counts.launch_flows++;

@@ -8,12 +8,18 @@
 /* libstdc++'s demangler (linked statically). */
 char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
 
-static uint64_t hash64(uint64_t x)
+uint64_t hash_u64(uint64_t x)
 {
 	x ^= x >> 33;
 	x *= 0xff51afd7ed558ccdULL;
 	x ^= x >> 33;
-	return x;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	return x ^ (x >> 33);
+}
+
+uint64_t hash_pair(uint64_t a, uint64_t b)
+{
+	return hash_u64(a * 0x9e3779b97f4a7c15ULL ^ b);
 }
 
 static uint64_t hash_str_n(const char *s, size_t len)
@@ -153,7 +159,7 @@ void str_map_free(struct str_map *m)
 
 const char *str_map_get(const struct str_map *m, uint64_t key)
 {
-	for (uint32_t h = hash64(key) & (m->cap - 1); m->val[h]; h = (h + 1) & (m->cap - 1))
+	for (uint32_t h = hash_u64(key) & (m->cap - 1); m->val[h]; h = (h + 1) & (m->cap - 1))
 		if (m->key[h] == key)
 			return m->val[h];
 	return NULL;
@@ -161,7 +167,7 @@ const char *str_map_get(const struct str_map *m, uint64_t key)
 
 bool str_map_put(struct str_map *m, uint64_t key, const char *value)
 {
-	uint32_t h = hash64(key) & (m->cap - 1);
+	uint32_t h = hash_u64(key) & (m->cap - 1);
 
 	for (; m->val[h]; h = (h + 1) & (m->cap - 1)) {
 		if (m->key[h] == key) {
@@ -214,7 +220,7 @@ bool u64_set_add(struct u64_set *s, uint64_t key)
 
 	if (!key)
 		return s->has_zero = true;
-	for (h = hash64(key) & (s->cap - 1); s->slot[h]; h = (h + 1) & (s->cap - 1))
+	for (h = hash_u64(key) & (s->cap - 1); s->slot[h]; h = (h + 1) & (s->cap - 1))
 		if (s->slot[h] == key)
 			return true;
 	if (s->n >= s->max)
@@ -234,14 +240,14 @@ bool u64_set_remove(struct u64_set *s, uint64_t key)
 		s->has_zero = false;
 		return had;
 	}
-	for (h = hash64(key) & (s->cap - 1); s->slot[h] != key; h = (h + 1) & (s->cap - 1))
+	for (h = hash_u64(key) & (s->cap - 1); s->slot[h] != key; h = (h + 1) & (s->cap - 1))
 		if (!s->slot[h])
 			return false;
 	s->slot[h] = 0;
 	s->n--;
 	/* Shift back the entries of the probe run that follows. */
 	for (next = (h + 1) & (s->cap - 1); s->slot[next]; next = (next + 1) & (s->cap - 1)) {
-		uint32_t home = hash64(s->slot[next]) & (s->cap - 1);
+		uint32_t home = hash_u64(s->slot[next]) & (s->cap - 1);
 
 		if ((next > h && (home <= h || home > next)) ||
 		    (next < h && home <= h && home > next)) {
@@ -251,6 +257,16 @@ bool u64_set_remove(struct u64_set *s, uint64_t key)
 		}
 	}
 	return true;
+}
+
+const char *demangle_intern(struct str_set *s, const char *raw)
+{
+	int status = 0;
+	char *d = !strncmp(raw, "_Z", 2) ? __cxa_demangle(raw, NULL, NULL, &status) : NULL;
+	const char *v = str_set_intern(s, d && !status ? d : raw);
+
+	free(d);
+	return v;
 }
 
 int demangle_type(const char *mangled, char *out, size_t len)

@@ -38,6 +38,13 @@ bool u64_set_add(struct u64_set *s, uint64_t key);
 /* True if key was present (and is now removed). */
 bool u64_set_remove(struct u64_set *s, uint64_t key);
 
+/* 64-bit mixing (murmur3's finalizer), for hash keys and flow ids. */
+uint64_t hash_u64(uint64_t x);
+/* A key for a pair (pid and handle, tid and stack pointer, ...). */
+uint64_t hash_pair(uint64_t a, uint64_t b);
+/* raw demangled if it is a mangled C++ name ("_Z..."), interned in s. */
+const char *demangle_intern(struct str_set *s, const char *raw);
+
 /* Demangles a C++ type name ("N5torch8autograd14AccumulateGradE") with
  * libstdc++'s __cxa_demangle. 0 or -1. */
 int demangle_type(const char *mangled, char *out, size_t len);

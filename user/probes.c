@@ -378,6 +378,20 @@ void probes_detach(struct probes *p)
 	link_set_destroy(&p->links);
 }
 
+int probes_share_maps(struct ptbpf_bpf *ops, struct bpf_object *obj)
+{
+	const struct bpf_map *mine[] = { ops->maps.events, ops->maps.stats, ops->maps.traced };
+
+	for (size_t i = 0; i < sizeof(mine) / sizeof(mine[0]); i++) {
+		struct bpf_map *m = bpf_object__find_map_by_name(obj, bpf_map__name(mine[i]));
+		int err = m ? bpf_map__reuse_fd(m, bpf_map__fd(mine[i])) : -ENOENT;
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 void probes_free(struct probes *p)
 {
 	if (!p)

@@ -38,4 +38,10 @@ int probes_attach(struct probes *p, const struct target *t, struct attach_report
 void probes_detach(struct probes *p);
 void probes_free(struct probes *p);
 
+/* Makes another BPF object (the GPU and agent ones) use the op object's
+ * ring buffer, loss counters and traced-process set; before it is loaded.
+ * 0 or -errno. */
+struct bpf_object;
+int probes_share_maps(struct ptbpf_bpf *ops, struct bpf_object *obj);
+
 #endif /* PTBPF_PROBES_H */
