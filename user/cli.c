@@ -33,6 +33,8 @@ static const char doc[] =
 	"  sudo ptbpf -p 1234 -d 10 -o a.pftrace  trace 10 seconds into a.pftrace\n"
 	"  sudo ptbpf -p 1234 -p 1300          two processes, one trace\n"
 	"  sudo ptbpf -p 1234 --follow-children  also trace DataLoader workers it forks\n"
+	"  sudo ptbpf -p 1234 --raw a.raw      keep the raw records too; later:\n"
+	"  ptbpf replay a.raw -o a.pftrace      re-make the trace from them\n"
 	"  sudo ptbpf run -- python3 train.py  start a command with the in-process agent\n"
 	"                                      (CUDA_INJECTION64_PATH) and trace it\n";
 
@@ -43,6 +45,8 @@ static const struct argp_option options[] = {
 	{ "ring-size", 'r', "SIZE", 0, "BPF ring buffer size, e.g. 16M (default), 4K..1G; "
 	  "rounded up to a power of two", 0 },
 	{ "follow-children", 'f', NULL, 0, "Also trace processes the targets fork", 0 },
+	{ "raw", 'w', "FILE", 0, "Also write the raw records to FILE, to re-make the trace "
+	  "later with `ptbpf replay FILE -o OUT`", 0 },
 	{ "no-agent", 'n', NULL, 0, "Do not load the GPU-timeline agent into a running CUDA "
 	  "process (ptrace); launches are still traced", 0 },
 	{ "entries-only", 'e', NULL, 0, "Probe op entries only: ops appear as instants, without "
@@ -133,6 +137,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case 'n':
 		o->no_agent = true;
+		break;
+	case 'w':
+		if (!*arg || strlen(arg) >= sizeof(o->raw_output)) {
+			fprintf(stderr, "ptbpf: invalid raw capture path\n");
+			return EINVAL;
+		}
+		strcpy(o->raw_output, arg);
 		break;
 	case 'v':
 		o->verbose = true;

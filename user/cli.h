@@ -21,6 +21,7 @@ struct options {
 	bool entries_only;     /* no exit probes: ops become instants */
 	char **run_argv;       /* `ptbpf run -- CMD ...`: the command, else NULL */
 	bool no_agent;         /* never load the agent into a running process */
+	char raw_output[4096]; /* --raw: also keep the ring's records here */
 };
 
 /* Parses argv (`ptbpf [OPTIONS] -p PID` or `ptbpf run [OPTIONS] -- CMD ...`);

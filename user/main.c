@@ -32,6 +32,7 @@
 #include "join.h"
 #include "perfetto.h"
 #include "probes.h"
+#include "raw.h"
 #include "target.h"
 #include "ptbpf.skel.h"
 
@@ -62,6 +63,7 @@ struct session {
 	int pending_forks[64];
 	int npending;
 	uint64_t lost_track;
+	struct raw_writer *raw;
 	bool discard_output;
 	double cpu_at_trace_start; /* CPU seconds spent planning and attaching */
 };
@@ -116,6 +118,8 @@ static int handle_event(void *ctx, void *data, size_t size)
 	struct session *s = ctx;
 	const struct ptbpf_event *e = data;
 
+	if (s->raw)
+		raw_record(s->raw, data, size);
 	if (size >= sizeof(*e) && e->kind == EV_FORK && s->opt.follow_children &&
 	    s->npending < (int)(sizeof(s->pending_forks) / sizeof(int)))
 		s->pending_forks[s->npending++] = (int)e->arg[0];
@@ -208,6 +212,10 @@ static int add_target(struct session *s, int pid, bool quiet_if_gone)
 	}
 	s->ntargets++;
 	s->nalive++;
+	if (s->raw) {
+		raw_ops(s->raw, &s->ops);
+		raw_process(s->raw, t);
+	}
 	gpu_probes_scan(s->gpu, pid);
 	if (s->dev) {
 		load_agent(s, t);
@@ -478,6 +486,8 @@ static int setup_trace(struct session *s)
 	s->join = join_new(s->w, &s->ops, s->opt.entries_only);
 	if (!s->join)
 		return -1;
+	if (s->opt.raw_output[0] && !(s->raw = raw_open(s->opt.raw_output)))
+		return -1;
 	s->lost_track = pf_track_counter(s->w, 0, "ptbpf lost events", PF_UNIT_COUNT);
 	pf_counter(s->w, s->lost_track, now_ns(), 0);
 	return 0;
@@ -511,6 +521,10 @@ static int finish(struct session *s, int rc)
 		join_finish(s->join, now_ns());
 		write_final_counters(s, st);
 		print_summary(s, st);
+	}
+	if (s->raw && raw_close(s->raw) && !rc) {
+		fprintf(stderr, "ptbpf: writing %s failed\n", s->opt.raw_output);
+		rc = 1;
 	}
 	err = s->w ? pf_writer_close(s->w) : 0;
 	if (s->out && fflush(s->out) == 0 && !err)
@@ -592,6 +606,13 @@ int main(int argc, char **argv)
 	char err[512];
 	int rc = 1;
 
+	if (argc >= 2 && !strcmp(argv[1], "replay")) {
+		if (argc != 5 || strcmp(argv[3], "-o")) {
+			fprintf(stderr, "ptbpf: usage: ptbpf replay RAW -o OUT.pftrace\n");
+			return 2;
+		}
+		return raw_replay(argv[2], argv[4]);
+	}
 	if (cli_parse(argc, argv, &s.opt))
 		return 2;
 	sigaction(SIGINT, &sa, NULL);

@@ -101,14 +101,21 @@ def test_kernels_loaded_after_attach_are_named(tmp_path):
 def test_gpu_timeline_from_agent(tmp_path):
     """The training loop, attached after it started: ptbpf loads its agent by
     ptrace, and the trace gets the device's kernels, joined to their launches."""
-    steps = 20
+    steps = 10
     prof_counts = profiled_launches(tmp_path, "mlp", steps)
     with open(str(tmp_path / "prof.json") + ".device.json") as f:
         device = json.load(f)
     # The agent delivers the GPU's records every 200 ms: a process that exits
     # sooner than that after its last kernel takes them along (README).
-    run = run_traced(tmp_path, workload_argv("mlp", steps, ["--device", "cuda", "--linger", "1"]))
+    raw = str(tmp_path / "agent_mlp.raw")
+    run = run_traced(tmp_path, workload_argv("mlp", steps, ["--device", "cuda", "--linger", "1"]),
+                     ptbpf_args=["--raw", raw])
     assert run.rc == 0, run.err
+    save = os.environ.get("PTBPF_SAVE_DIR")
+    if save:  # a real recording for the CI replay test (tests/data/gpu)
+        shutil.copy(raw, os.path.join(save, "agent_mlp.raw"))
+        shutil.copy(str(tmp_path / "prof.json") + ".device.json",
+                    os.path.join(save, "agent_mlp.device.json"))
     t = run.trace
     assert t.validate() == []
     kernels = [s for s in t.slices if s.category == "kernel"]

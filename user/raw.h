@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Raw captures: the ring buffer's records as they arrived, with what is
+ * needed to read them again (op names, traced processes), so that a trace
+ * can be re-made later (`ptbpf replay RAW -o FILE`) and recordings from a
+ * GPU machine can drive the join in CI. Little-endian, x86-64 only:
+ *   "PTBPFRAW1\n", then items: u8 tag, u32 length, payload
+ *   'O' u32 op index, name NUL, overload NUL
+ *   'P' struct raw_process
+ *   'R' one ring record, as BPF wrote it
+ */
+#ifndef PTBPF_RAW_H
+#define PTBPF_RAW_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct op_table;
+struct target;
+
+struct raw_process {
+	int32_t pid, ns_pid;
+	char comm[64];
+	char cmdline[1024];
+};
+
+struct raw_writer;
+
+/* Opens path like the trace output (no symlinks, regular files only). */
+struct raw_writer *raw_open(const char *path);
+/* Writes the ops added to the table since the last call. */
+void raw_ops(struct raw_writer *r, const struct op_table *ops);
+void raw_process(struct raw_writer *r, const struct target *t);
+void raw_record(struct raw_writer *r, const void *data, uint64_t size);
+/* 0, or the first write error (-errno). */
+int raw_close(struct raw_writer *r);
+
+/* Re-makes a trace from a capture; 0, or 1 with a message printed. */
+int raw_replay(const char *raw_path, const char *out_path);
+
+#endif /* PTBPF_RAW_H */
