@@ -219,3 +219,32 @@ def test_inject_refuses_bad_library(tmp_path):
         p.kill()
     assert rc == 0, stderr
     check_target_output(p.seen + stdout, n)
+
+
+def test_inject_the_agent_into_python(tmp_path):
+    """The real agent, loaded by ptrace into a running python3 + torch: its
+    thread starts, it stays dormant (no CUPTI loaded: nothing switched it
+    on) and loaded, and the target's output is unchanged."""
+    agent = require(os.path.join(BUILD, "libptbpf-agent.so"))
+    n = 40
+    p = Target([PYTHON, "-c", TORCH_LOOP, str(n)])
+    try:
+        p.wait("step 5 ", timeout=120)
+        rc, out, err = cli(p.p.pid, agent)
+        assert rc == 0, err
+        handle = re.fullmatch(r"handle (0x[0-9a-f]+)\n", out).group(1)
+        names = []
+        for tid in os.listdir("/proc/%d/task" % p.p.pid):
+            with open("/proc/%d/task/%s/comm" % (p.p.pid, tid)) as f:
+                names.append(f.read().strip())
+        assert "ptbpf-agent" in names, names
+        with open("/proc/%d/maps" % p.p.pid) as f:
+            maps = f.read()
+        assert "libptbpf-agent.so" in maps and "libcupti" not in maps
+        rc, stdout, stderr = p.finish(timeout=120)
+    finally:
+        p.kill()
+    assert rc == 0, stderr
+    lines = (p.seen + stdout).splitlines()
+    assert lines[1:-1] == ["step %d %d" % (i, 262144 * i * i) for i in range(n)]
+    assert handle

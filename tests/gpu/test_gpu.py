@@ -148,3 +148,18 @@ def test_gpu_timeline_from_agent(tmp_path):
     for k in kernels:
         assert k.flows_in and k.flows_in[0] in corr, k
         assert k.ts >= corr[k.flows_in[0]], k
+
+
+def test_agent_steps_aside_for_a_running_profiler(tmp_path):
+    """A job already inside torch.profiler keeps CUPTI: the agent says so and
+    steps aside; ptbpf still traces ops and launches; the profiler still
+    gets its GPU kernels."""
+    run = run_traced(tmp_path, workload_argv("mlp", 10, ["--device", "cuda",
+                                                         "--under-profiler"]))
+    assert run.rc == 0, run.err
+    assert "profiler saw GPU kernels: True" in run.target_out
+    t = run.trace
+    assert t.validate() == []
+    assert not [s for s in t.slices if s.category == "kernel"]
+    assert t.op_counts()["aten::addmm"] == 30
+    assert [s for s in t.slices if s.name == "cuLaunchKernel"]

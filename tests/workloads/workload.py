@@ -210,6 +210,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu", help="cpu or cuda (mlp, conv)")
     ap.add_argument("--loop", action="store_true", help="repeat until killed (demo)")
+    ap.add_argument("--under-profiler", action="store_true",
+                    help="run inside a torch.profiler session started before 'ready'")
     ap.add_argument("--linger", type=float, default=0,
                     help="seconds to stay alive after the work, as a job that goes on would")
     args = ap.parse_args()
@@ -218,6 +220,11 @@ def main():
     torch.set_num_threads(args.threads)
     fn = KINDS[args.kind]
     fn(1)  # warm-up: lazy initialisation happens before tracing starts
+    user_prof = None
+    if args.under_profiler:
+        from torch.profiler import profile, ProfilerActivity
+        user_prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        user_prof.__enter__()
     print("ready", os.getpid(), flush=True)
     while args.go and not os.path.exists(args.go):
         time.sleep(0.01)
@@ -249,6 +256,11 @@ def main():
             torch.cuda.synchronize()
         while args.loop:
             result = fn(args.steps)
+    if user_prof is not None:
+        user_prof.__exit__(None, None, None)
+        kernels = sum(1 for e in user_prof.profiler.kineto_results.events()
+                      if e.device_type() == torch.autograd.DeviceType.CUDA)
+        print("profiler saw GPU kernels:", kernels > 0, flush=True)
     print(args.kind, result, flush=True)
     sys.stdout.flush()
     time.sleep(args.linger)
