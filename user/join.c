@@ -67,6 +67,7 @@ static uint64_t bwd_flow_id(int pid, uint64_t seq)
 }
 
 static uint64_t process_track_cb(void *ctx, int pid);
+static void process_gone(struct join *j, int pid, uint64_t ts);
 
 struct join *join_new(struct pf_writer *w, const struct op_table *ops, bool entries_only)
 {
@@ -565,7 +566,7 @@ int join_event(struct join *j, const void *data, uint64_t size)
 	if (e->ts > j->last_ts)
 		j->last_ts = e->ts;
 	if (e->kind == EV_PROC_EXIT) {
-		join_process_gone(j, e->pid, e->ts);
+		process_gone(j, e->pid, e->ts);
 		return 0;
 	}
 	if (e->kind == EV_FORK)
@@ -654,7 +655,8 @@ int join_event(struct join *j, const void *data, uint64_t size)
 	return 0;
 }
 
-void join_process_gone(struct join *j, int pid, uint64_t ts)
+/* Closes what a process still has open (it exited) at ts. */
+static void process_gone(struct join *j, int pid, uint64_t ts)
 {
 	for (uint32_t i = 0; i < j->cap; i++)
 		if (j->threads[i].id && (int)(j->threads[i].id >> 32) == pid)

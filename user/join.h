@@ -51,8 +51,6 @@ void join_free(struct join *j);
 void join_add_process(struct join *j, const struct target *t);
 /* Handles one ring record; returns 0 (records are never refused). */
 int join_event(struct join *j, const void *data, uint64_t size);
-/* Closes what a process still has open (it exited) at ts. */
-void join_process_gone(struct join *j, int pid, uint64_t ts);
 /* Closes everything still open at ts (tracing stopped). */
 void join_finish(struct join *j, uint64_t ts);
 /* Latest event timestamp seen. */

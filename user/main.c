@@ -255,8 +255,10 @@ static int reap_targets(struct session *s)
 		if (t->pidfd < 0)
 			continue;
 		if (poll(&p, 1, 0) > 0) {
+			/* Its frames close at its EV_PROC_EXIT, the last record it
+			 * sends (or at the end, should that be lost): records of
+			 * its threads may still be on their way into the ring. */
 			ring_buffer__consume(s->rb);
-			join_process_gone(s->join, t->pid, join_last_ts(s->join));
 			close(t->pidfd);
 			t->pidfd = -1;
 			continue;
@@ -414,7 +416,9 @@ static void write_final_counters(struct session *s, const uint64_t st[STAT_MAX])
 {
 	const struct join_counts *c = join_counts(s->join);
 
-	pf_counter(s->w, s->lost_track, join_last_ts(s->join), (int64_t)lost_total(st));
+	/* now, not the last event's time: the status line wrote this counter
+	 * at wall-clock times already. */
+	pf_counter(s->w, s->lost_track, now_ns(), (int64_t)lost_total(st));
 	pf_trace_attr_int(s->w, "dev.ptbpf.events_sent", (int64_t)st[STAT_SENT]);
 	pf_trace_attr_int(s->w, "dev.ptbpf.events_lost", (int64_t)lost_total(st));
 	pf_trace_attr_int(s->w, "dev.ptbpf.lost_ringbuf_full", (int64_t)st[STAT_DROP_RINGBUF_FULL]);
