@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import PTBPF, PYTHON, Proc, ptbpf_links, workload_argv
+from conftest import PTBPF, PYTHON, WORKLOAD as WORKLOAD_PATH, Proc, ptbpf_links, workload_argv
 
 
 def ptbpf(*args, **kw):
@@ -118,3 +118,36 @@ def test_output_is_a_fifo(tmp_path, idle_torch):
     r = ptbpf("-p", str(idle_torch.p.pid), "-o", str(fifo))
     assert r.returncode == 1
     assert "not a regular file" in one_error_line(r)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("run",), "run: no command given"),
+    (("run", "-p", "1", "--", "true"), "-p cannot be combined with a command"),
+    (("replay", "x.raw"), "usage: ptbpf replay RAW -o OUT.pftrace"),
+])
+def test_bad_subcommands(args, needle):
+    r = ptbpf(*args)
+    assert r.returncode == 2
+    assert needle in one_error_line(r)
+
+
+def test_run_command_that_never_loads_torch(tmp_path):
+    r = ptbpf("run", "-o", str(tmp_path / "x.pftrace"), "--", "/nonexistent/cmd")
+    assert r.returncode == 1
+    assert "exited before it loaded torch or CUDA (status 127)" in r.stderr
+    assert not (tmp_path / "x.pftrace").exists()
+
+
+def test_run_traces_a_command(tmp_path):
+    """`ptbpf run` starts the command itself (with the agent in
+    CUDA_INJECTION64_PATH), traces it from when torch is loaded, and exits
+    with the command's status."""
+    out = tmp_path / "run.pftrace"
+    r = subprocess.run([PTBPF, "run", "-o", str(out), "--", PYTHON, WORKLOAD_PATH, "mlp",
+                        "--steps", "30"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "mlp loss" in r.stdout
+    import pftrace
+    t = pftrace.Trace(str(out))
+    assert t.validate() == []
+    assert t.op_counts()["aten::addmm"] >= 3 * 30
