@@ -65,9 +65,20 @@ int gpu_entry(struct pt_regs *ctx)
 	c->reg[5] = PT_REGS_PARM6(ctx);
 	if (bpf_probe_read_user(c->stack, sizeof(c->stack), (void *)(sp + 8)))
 		__builtin_memset(c->stack, 0, sizeof(c->stack));
+	__builtin_memset(c->attr, 0, sizeof(c->attr));
 	if (!(cookie & GPU_COOKIE_CONFIG) ||
-	    bpf_probe_read_user(c->config, sizeof(c->config), (void *)c->reg[0]))
+	    bpf_probe_read_user(c->config, sizeof(c->config), (void *)c->reg[0])) {
 		__builtin_memset(c->config, 0, sizeof(c->config));
+	} else {
+		__u64 attrs = c->config[10] | (__u64)c->config[11] << 32;
+
+		for (int i = 0; i < 4; i++) {
+			if (i >= c->config[12] ||
+			    bpf_probe_read_user(&c->attr[i][0], 4, (void *)(attrs + 72 * i)) ||
+			    bpf_probe_read_user(&c->attr[i][1], 12, (void *)(attrs + 72 * i + 8)))
+				break;
+		}
+	}
 	submit(c);
 	return 0;
 }

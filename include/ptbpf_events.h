@@ -99,6 +99,9 @@ struct ptbpf_gpu_call {
 	u64_t reg[6];   /* rdi rsi rdx rcx r8 r9 */
 	u64_t stack[3]; /* [rsp+8], [rsp+16], [rsp+24]: stack-passed arguments */
 	u32_t config[14];
+	/* GPU_COOKIE_CONFIG: the config's first 4 launch attributes (attrs @40,
+	 * numAttrs @48, 72 bytes each): id, then the value's first 3 words. */
+	u32_t attr[4][4];
 };
 
 /*

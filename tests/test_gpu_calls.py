@@ -91,7 +91,7 @@ def test_cuda_driver(tmp_path):
         ("cuLaunchKernel", dict(kernel=name, grid="4,3,2", block="128,1,1", shared_mem=512,
                                 stream=s7a)),
         ("cuLaunchKernelEx", dict(kernel=name, grid="6,1,1", block="256,1,1", shared_mem=64,
-                                  stream=0x7b7b)),
+                                  stream=0x7b7b, cluster="2,1,1", priority=3)),
         ("cuLaunchCooperativeKernel", dict(kernel=name, grid="2,2,2", block="32,1,1",
                                            shared_mem=0, stream=s7a)),
         ("cuMemcpyHtoDAsync_v2", dict(bytes=8192, kind="HtoD", dst=0x10000, src=0x20000,

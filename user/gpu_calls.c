@@ -183,6 +183,26 @@ static void decode_launch(const struct gpu_api *api, const struct ptbpf_gpu_call
 	}
 }
 
+/* The Ex launches' attributes that change how a kernel runs (ids are the
+ * same for CUlaunchAttributeID and cudaLaunchAttributeID). */
+static void launch_attr_args(const struct ptbpf_gpu_call *c, struct gpu_slice *s)
+{
+	for (int i = 0; i < 4 && c->attr[i][0]; i++) {
+		const uint32_t *a = c->attr[i];
+
+		if (a[0] == 4) /* CLUSTER_DIMENSION */
+			arg_str(s, "cluster", dim3_str(s, 3, a[1], a[2], a[3]));
+		else if (a[0] == 2) /* COOPERATIVE */
+			arg_u(s, "cooperative", a[1]);
+		else if (a[0] == 8) /* PRIORITY */
+			arg_u(s, "priority", a[1]);
+		else if (s->nargs < GPU_MAX_ARGS) {
+			snprintf(s->buf[4 + (i & 1)], sizeof(s->buf[4]), "launch_attr_%u", a[0]);
+			arg_u(s, s->buf[4 + (i & 1)], a[1]);
+		}
+	}
+}
+
 static void launch_args(struct gpu_state *g, const struct gpu_api *api,
 			const struct ptbpf_gpu_call *c, struct gpu_slice *s)
 {
@@ -207,6 +227,8 @@ static void launch_args(struct gpu_state *g, const struct gpu_api *api,
 		arg_u(s, "shared_mem", l.smem);
 		arg_ptr(s, "stream", l.stream);
 		st = stream_of(g, c->ev.pid, l.stream);
+		if (api->layout == GL_LAUNCH_DRV_EX || api->layout == GL_LAUNCH_RT_EX)
+			launch_attr_args(c, s);
 	}
 	if (st && st->capturing)
 		arg_bool(s, "captured");

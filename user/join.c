@@ -4,6 +4,7 @@
 #include "join.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -617,8 +618,13 @@ int join_event(struct join *j, const void *data, uint64_t size)
 		end_frame(j, t, e);
 		break;
 	case EV_GPU_CALL:
-		if (size >= sizeof(struct ptbpf_gpu_call))
-			gpu_begin(j, t, data);
+		/* Older captures (--raw) end before the attributes. */
+		if (size >= offsetof(struct ptbpf_gpu_call, attr)) {
+			struct ptbpf_gpu_call c = { 0 };
+
+			memcpy(&c, data, size < sizeof(c) ? size : sizeof(c));
+			gpu_begin(j, t, &c);
+		}
 		break;
 	case EV_AGENT_CORR:
 		if (t->depth < MAX_DRAWN)

@@ -29,11 +29,16 @@ static void report(const char *call, CUresult rc)
 int main(int argc, char **argv)
 {
 	CUfunction f = KERNEL;
+	CUlaunchAttribute attrs[2] = {
+		{ .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+		  .value.clusterDim = { .x = 2, .y = 1, .z = 1 } },
+		{ .id = CU_LAUNCH_ATTRIBUTE_PRIORITY, .value.priority = 3 },
+	};
 	CUlaunchConfig cfg = {
 		.gridDimX = 6, .gridDimY = 1, .gridDimZ = 1,
 		.blockDimX = 256, .blockDimY = 1, .blockDimZ = 1,
 		.sharedMemBytes = 64, .hStream = (CUstream)0x7b7b,
-		.attrs = NULL, .numAttrs = 0,
+		.attrs = attrs, .numAttrs = 2,
 	};
 	CUgraph graph = NULL;
 	CUdeviceptr p = 0;
