@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "join.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -65,6 +66,35 @@ struct join {
 static uint64_t bwd_flow_id(int pid, uint64_t seq)
 {
 	return hash_u64(((uint64_t)pid << 40) ^ seq ^ 0x5054425046ULL) | 1;
+}
+
+int op_table_add(struct op_table *ops, const char *name, const char *overload)
+{
+	char **n = realloc(ops->name, (ops->n + 1) * sizeof(*n));
+	char **o = n ? realloc(ops->overload, (ops->n + 1) * sizeof(*o)) : NULL;
+
+	if (n)
+		ops->name = n;
+	if (!o)
+		return -ENOMEM;
+	ops->overload = o;
+	ops->name[ops->n] = strdup(name);
+	ops->overload[ops->n] = strdup(overload);
+	if (!ops->name[ops->n] || !ops->overload[ops->n])
+		return -ENOMEM;
+	ops->n++;
+	return 0;
+}
+
+void op_table_free(struct op_table *ops)
+{
+	for (uint32_t i = 0; i < ops->n; i++) {
+		free(ops->name[i]);
+		free(ops->overload[i]);
+	}
+	free(ops->name);
+	free(ops->overload);
+	memset(ops, 0, sizeof(*ops));
 }
 
 static uint64_t process_track_cb(void *ctx, int pid);

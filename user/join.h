@@ -45,6 +45,10 @@ struct op_stat {
 };
 
 /* entries_only: op and backward begins become instants (no ends come). */
+/* Appends an op (copies the strings); 0 or -ENOMEM. */
+int op_table_add(struct op_table *ops, const char *name, const char *overload);
+void op_table_free(struct op_table *ops);
+
 struct join *join_new(struct pf_writer *w, const struct op_table *ops, bool entries_only);
 void join_free(struct join *j);
 /* Declares a traced process (its process track). */

@@ -142,24 +142,6 @@ struct op_scan {
 	int err;
 };
 
-static int op_table_add(struct op_table *ops, const char *name, const char *overload)
-{
-	char **n = realloc(ops->name, (ops->n + 1) * sizeof(*n));
-	char **o = n ? realloc(ops->overload, (ops->n + 1) * sizeof(*o)) : NULL;
-
-	if (n)
-		ops->name = n;
-	if (!o)
-		return -ENOMEM;
-	ops->overload = o;
-	ops->name[ops->n] = strdup(name);
-	ops->overload[ops->n] = strdup(overload);
-	if (!ops->name[ops->n] || !ops->overload[ops->n])
-		return -ENOMEM;
-	ops->n++;
-	return 0;
-}
-
 static int scan_op(const struct elf_func *f, void *ctx)
 {
 	struct op_scan *s = ctx;

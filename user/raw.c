@@ -90,26 +90,14 @@ int raw_close(struct raw_writer *r)
 	return err;
 }
 
-/* Replay: the op table grows as 'O' items come. */
+/* Replay: the op table grows as 'O' items come, in index order. */
 static int add_op(struct op_table *ops, uint32_t idx, const char *payload, uint32_t len)
 {
-	const char *name = payload, *ov = memchr(payload, 0, len);
+	const char *ov = memchr(payload, 0, len);
 
 	if (!ov || idx != ops->n || !memchr(ov + 1, 0, len - (ov + 1 - payload)))
 		return -EINVAL;
-	ov++;
-	char **n = realloc(ops->name, (ops->n + 1) * sizeof(*n));
-	char **o = n ? realloc(ops->overload, (ops->n + 1) * sizeof(*o)) : NULL;
-
-	if (n)
-		ops->name = n;
-	if (!o)
-		return -ENOMEM;
-	ops->overload = o;
-	ops->name[ops->n] = strdup(name);
-	ops->overload[ops->n] = strdup(ov);
-	ops->n++;
-	return 0;
+	return op_table_add(ops, payload, ov + 1);
 }
 
 static int replay_items(FILE *in, struct join *j, struct op_table *ops)
@@ -196,11 +184,6 @@ int raw_replay(const char *raw_path, const char *out_path)
 	if (out)
 		fclose(out);
 	fclose(in);
-	for (uint32_t i = 0; i < ops.n; i++) {
-		free(ops.name[i]);
-		free(ops.overload[i]);
-	}
-	free(ops.name);
-	free(ops.overload);
+	op_table_free(&ops);
 	return err ? 1 : 0;
 }
