@@ -173,7 +173,7 @@ void device_probes_free(struct device_probes *d, const struct target *targets, i
 struct stream_track {
 	int pid;
 	uint32_t device, stream;
-	uint64_t track, last_end;
+	uint64_t track;
 };
 
 struct device_state {
@@ -282,7 +282,7 @@ static struct stream_track *stream_track(struct device_state *d, int pid, uint32
 	}
 	i = d->ntracks++;
 	d->tracks[i] = (struct stream_track){ pid, dev, stream,
-					      pf_track_child(d->w, gpu_track, name), 0 };
+					      pf_track_child(d->w, gpu_track, name) };
 	return &d->tracks[i];
 }
 
@@ -299,7 +299,6 @@ static void device_slice(struct device_state *d, int pid, uint32_t dev, uint32_t
 		       .category = cat, .args = args, .nargs = nargs, .term_flows = &flow,
 		       .nterm = flow ? 1 : 0 });
 	pf_slice_end(d->w, &(struct pf_event){ .track = t->track, .ts = end > start ? end : start });
-	t->last_end = end;
 }
 
 static void kernel_record(struct device_state *d, int pid, const struct ptbpf_agent_kernel *k)

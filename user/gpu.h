@@ -45,7 +45,6 @@ enum gpu_layout {
 /* API flags. */
 #define GPU_ASYNC      0x01 /* takes a stream after its other arguments */
 #define GPU_LAUNCH     0x02 /* enqueues a kernel (or graph) */
-#define GPU_ENQUEUES   0x04 /* enqueues work on its stream (launch, copy, set) */
 #define GPU_ELEM2      0x08 /* GL_SET: 16-bit elements */
 #define GPU_ELEM4      0x10 /* GL_SET: 32-bit elements */
 
@@ -66,7 +65,7 @@ struct gpu_probes;
 
 /* Opens and loads the GPU BPF object on the maps of the op object (one
  * ring buffer, one set of loss counters). NULL with errno on failure. */
-struct gpu_probes *gpu_probes_new(struct ptbpf_bpf *ops_skel, bool verbose);
+struct gpu_probes *gpu_probes_new(struct ptbpf_bpf *ops_skel);
 /* Attaches to the GPU libraries pid maps that are not attached yet (call
  * again to catch libraries loaded later). Returns how many libraries were
  * newly attached, or -errno; prints what it attached. */

@@ -21,8 +21,7 @@
 #define R GPU_LIB_CUDART
 #define H GPU_LIB_HIP
 #define A GPU_ASYNC
-#define LAUNCH (GPU_LAUNCH | GPU_ENQUEUES)
-#define ENQ GPU_ENQUEUES
+#define LAUNCH GPU_LAUNCH
 
 /* libcuda sees every launch (cuBLAS, cuDNN, NCCL and Triton carry a static
  * cudart); libcudart adds the runtime's view for torch's own kernels. */
@@ -35,26 +34,26 @@ const struct gpu_api gpu_apis[] = {
 	{ "cuLaunchCooperativeKernel_ptsz", D, GL_LAUNCH_DRV, LAUNCH, NULL },
 	{ "cuGraphLaunch", D, GL_GRAPH, LAUNCH, NULL },
 	{ "cuGraphLaunch_ptsz", D, GL_GRAPH, LAUNCH, NULL },
-	{ "cuMemcpy", D, GL_COPY, ENQ, "Default" },
-	{ "cuMemcpyAsync", D, GL_COPY, A | ENQ, "Default" },
-	{ "cuMemcpyAsync_ptsz", D, GL_COPY, A | ENQ, "Default" },
-	{ "cuMemcpyHtoD_v2", D, GL_COPY, ENQ, "HtoD" },
-	{ "cuMemcpyDtoH_v2", D, GL_COPY, ENQ, "DtoH" },
-	{ "cuMemcpyDtoD_v2", D, GL_COPY, ENQ, "DtoD" },
-	{ "cuMemcpyHtoDAsync_v2", D, GL_COPY, A | ENQ, "HtoD" },
-	{ "cuMemcpyDtoHAsync_v2", D, GL_COPY, A | ENQ, "DtoH" },
-	{ "cuMemcpyDtoDAsync_v2", D, GL_COPY, A | ENQ, "DtoD" },
-	{ "cuMemcpyHtoDAsync_v2_ptsz", D, GL_COPY, A | ENQ, "HtoD" },
-	{ "cuMemcpyDtoHAsync_v2_ptsz", D, GL_COPY, A | ENQ, "DtoH" },
-	{ "cuMemcpyDtoDAsync_v2_ptsz", D, GL_COPY, A | ENQ, "DtoD" },
-	{ "cuMemsetD8_v2", D, GL_SET, ENQ, NULL },
-	{ "cuMemsetD16_v2", D, GL_SET, ENQ | GPU_ELEM2, NULL },
-	{ "cuMemsetD32_v2", D, GL_SET, ENQ | GPU_ELEM4, NULL },
-	{ "cuMemsetD8Async", D, GL_SET, A | ENQ, NULL },
-	{ "cuMemsetD16Async", D, GL_SET, A | ENQ | GPU_ELEM2, NULL },
-	{ "cuMemsetD32Async", D, GL_SET, A | ENQ | GPU_ELEM4, NULL },
-	{ "cuMemsetD8Async_ptsz", D, GL_SET, A | ENQ, NULL },
-	{ "cuMemsetD32Async_ptsz", D, GL_SET, A | ENQ | GPU_ELEM4, NULL },
+	{ "cuMemcpy", D, GL_COPY, 0, "Default" },
+	{ "cuMemcpyAsync", D, GL_COPY, A, "Default" },
+	{ "cuMemcpyAsync_ptsz", D, GL_COPY, A, "Default" },
+	{ "cuMemcpyHtoD_v2", D, GL_COPY, 0, "HtoD" },
+	{ "cuMemcpyDtoH_v2", D, GL_COPY, 0, "DtoH" },
+	{ "cuMemcpyDtoD_v2", D, GL_COPY, 0, "DtoD" },
+	{ "cuMemcpyHtoDAsync_v2", D, GL_COPY, A, "HtoD" },
+	{ "cuMemcpyDtoHAsync_v2", D, GL_COPY, A, "DtoH" },
+	{ "cuMemcpyDtoDAsync_v2", D, GL_COPY, A, "DtoD" },
+	{ "cuMemcpyHtoDAsync_v2_ptsz", D, GL_COPY, A, "HtoD" },
+	{ "cuMemcpyDtoHAsync_v2_ptsz", D, GL_COPY, A, "DtoH" },
+	{ "cuMemcpyDtoDAsync_v2_ptsz", D, GL_COPY, A, "DtoD" },
+	{ "cuMemsetD8_v2", D, GL_SET, 0, NULL },
+	{ "cuMemsetD16_v2", D, GL_SET, GPU_ELEM2, NULL },
+	{ "cuMemsetD32_v2", D, GL_SET, GPU_ELEM4, NULL },
+	{ "cuMemsetD8Async", D, GL_SET, A, NULL },
+	{ "cuMemsetD16Async", D, GL_SET, A | GPU_ELEM2, NULL },
+	{ "cuMemsetD32Async", D, GL_SET, A | GPU_ELEM4, NULL },
+	{ "cuMemsetD8Async_ptsz", D, GL_SET, A, NULL },
+	{ "cuMemsetD32Async_ptsz", D, GL_SET, A | GPU_ELEM4, NULL },
 	{ "cuStreamSynchronize", D, GL_SYNC_STREAM, 0, NULL },
 	{ "cuStreamSynchronize_ptsz", D, GL_SYNC_STREAM, 0, NULL },
 	{ "cuCtxSynchronize", D, GL_SYNC_ALL, 0, NULL },
@@ -83,12 +82,12 @@ const struct gpu_api gpu_apis[] = {
 	{ "cudaLaunchCooperativeKernel", R, GL_LAUNCH_RT, LAUNCH, NULL },
 	{ "cudaGraphLaunch", R, GL_GRAPH, LAUNCH, NULL },
 	{ "cudaGraphLaunch_ptsz", R, GL_GRAPH, LAUNCH, NULL },
-	{ "cudaMemcpy", R, GL_COPY_KIND, ENQ, NULL },
-	{ "cudaMemcpyAsync", R, GL_COPY_KIND, A | ENQ, NULL },
-	{ "cudaMemcpyAsync_ptsz", R, GL_COPY_KIND, A | ENQ, NULL },
-	{ "cudaMemset", R, GL_SET, ENQ, NULL },
-	{ "cudaMemsetAsync", R, GL_SET, A | ENQ, NULL },
-	{ "cudaMemsetAsync_ptsz", R, GL_SET, A | ENQ, NULL },
+	{ "cudaMemcpy", R, GL_COPY_KIND, 0, NULL },
+	{ "cudaMemcpyAsync", R, GL_COPY_KIND, A, NULL },
+	{ "cudaMemcpyAsync_ptsz", R, GL_COPY_KIND, A, NULL },
+	{ "cudaMemset", R, GL_SET, 0, NULL },
+	{ "cudaMemsetAsync", R, GL_SET, A, NULL },
+	{ "cudaMemsetAsync_ptsz", R, GL_SET, A, NULL },
 	{ "cudaStreamSynchronize", R, GL_SYNC_STREAM, 0, NULL },
 	{ "cudaStreamSynchronize_ptsz", R, GL_SYNC_STREAM, 0, NULL },
 	{ "cudaDeviceSynchronize", R, GL_SYNC_ALL, 0, NULL },
@@ -103,20 +102,20 @@ const struct gpu_api gpu_apis[] = {
 	{ "hipExtLaunchKernel", H, GL_LAUNCH_RT, LAUNCH, NULL },
 	{ "hipLaunchCooperativeKernel", H, GL_LAUNCH_RT, LAUNCH, NULL },
 	{ "hipGraphLaunch", H, GL_GRAPH, LAUNCH, NULL },
-	{ "hipMemcpy", H, GL_COPY_KIND, ENQ, NULL },
-	{ "hipMemcpyAsync", H, GL_COPY_KIND, A | ENQ, NULL },
-	{ "hipMemcpyHtoD", H, GL_COPY, ENQ, "HtoD" },
-	{ "hipMemcpyDtoH", H, GL_COPY, ENQ, "DtoH" },
-	{ "hipMemcpyDtoD", H, GL_COPY, ENQ, "DtoD" },
-	{ "hipMemcpyHtoDAsync", H, GL_COPY, A | ENQ, "HtoD" },
-	{ "hipMemcpyDtoHAsync", H, GL_COPY, A | ENQ, "DtoH" },
-	{ "hipMemcpyDtoDAsync", H, GL_COPY, A | ENQ, "DtoD" },
-	{ "hipMemset", H, GL_SET, ENQ, NULL },
-	{ "hipMemsetAsync", H, GL_SET, A | ENQ, NULL },
-	{ "hipMemsetD8", H, GL_SET, ENQ, NULL },
-	{ "hipMemsetD32", H, GL_SET, ENQ | GPU_ELEM4, NULL },
-	{ "hipMemsetD8Async", H, GL_SET, A | ENQ, NULL },
-	{ "hipMemsetD32Async", H, GL_SET, A | ENQ | GPU_ELEM4, NULL },
+	{ "hipMemcpy", H, GL_COPY_KIND, 0, NULL },
+	{ "hipMemcpyAsync", H, GL_COPY_KIND, A, NULL },
+	{ "hipMemcpyHtoD", H, GL_COPY, 0, "HtoD" },
+	{ "hipMemcpyDtoH", H, GL_COPY, 0, "DtoH" },
+	{ "hipMemcpyDtoD", H, GL_COPY, 0, "DtoD" },
+	{ "hipMemcpyHtoDAsync", H, GL_COPY, A, "HtoD" },
+	{ "hipMemcpyDtoHAsync", H, GL_COPY, A, "DtoH" },
+	{ "hipMemcpyDtoDAsync", H, GL_COPY, A, "DtoD" },
+	{ "hipMemset", H, GL_SET, 0, NULL },
+	{ "hipMemsetAsync", H, GL_SET, A, NULL },
+	{ "hipMemsetD8", H, GL_SET, 0, NULL },
+	{ "hipMemsetD32", H, GL_SET, GPU_ELEM4, NULL },
+	{ "hipMemsetD8Async", H, GL_SET, A, NULL },
+	{ "hipMemsetD32Async", H, GL_SET, A | GPU_ELEM4, NULL },
 	{ "hipStreamSynchronize", H, GL_SYNC_STREAM, 0, NULL },
 	{ "hipDeviceSynchronize", H, GL_SYNC_ALL, 0, NULL },
 	{ "hipModuleGetFunction", H, GL_GET_FUNCTION, 0, NULL },
@@ -138,17 +137,15 @@ struct gpu_probes {
 	struct link_set links;
 	struct attached *done; /* (pid, library inode) pairs attached */
 	int ndone;
-	bool verbose;
 };
 
-struct gpu_probes *gpu_probes_new(struct ptbpf_bpf *ops, bool verbose)
+struct gpu_probes *gpu_probes_new(struct ptbpf_bpf *ops)
 {
 	struct gpu_probes *g = calloc(1, sizeof(*g));
 	int err;
 
 	if (!g)
 		return NULL;
-	g->verbose = verbose;
 	g->skel = gpu_bpf__open();
 	if (!g->skel)
 		goto fail;

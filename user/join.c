@@ -199,14 +199,6 @@ static uint64_t process_track_cb(void *ctx, int pid)
 	return p ? p->track : 0;
 }
 
-uint64_t join_process_track(const struct join *j, int pid)
-{
-	for (int i = 0; i < j->nprocs; i++)
-		if (j->procs[i].pid == pid)
-			return j->procs[i].track;
-	return 0;
-}
-
 static int grow_threads(struct join *j)
 {
 	uint32_t cap = j->cap * 2;

@@ -69,7 +69,5 @@ const struct device_counts *join_device_counts(const struct join *j);
 bool join_agent_status(const struct join *j, int pid, int *code);
 /* Ops sorted by total host time, descending; returns how many (<= max). */
 int join_top_ops(const struct join *j, struct op_stat *out, int max);
-/* The per-process track uuid for pid (0 if unknown). */
-uint64_t join_process_track(const struct join *j, int pid);
 
 #endif /* PTBPF_JOIN_H */

@@ -59,7 +59,7 @@ struct session {
 	FILE *out;
 	struct join *join;
 	struct target targets[MAX_TARGETS];
-	int ntargets, nalive;
+	int ntargets;
 	int pending_forks[64];
 	int npending;
 	uint64_t lost_track;
@@ -211,7 +211,6 @@ static int add_target(struct session *s, int pid, bool quiet_if_gone)
 		return ret;
 	}
 	s->ntargets++;
-	s->nalive++;
 	if (s->raw) {
 		raw_ops(s->raw, &s->ops);
 		raw_process(s->raw, t);
@@ -457,7 +456,7 @@ static int setup_bpf(struct session *s)
 		return -1;
 	}
 	s->probes = probes_new(s->skel, &s->ops, s->opt.entries_only);
-	s->gpu = gpu_probes_new(s->skel, s->opt.verbose);
+	s->gpu = gpu_probes_new(s->skel);
 	s->dev = device_probes_new(s->skel);
 	if (!s->dev)
 		fprintf(stderr, "ptbpf: warning: loading the agent BPF programs failed (%s): no GPU "
