@@ -424,6 +424,10 @@ static void write_final_counters(struct session *s, const uint64_t st[STAT_MAX])
 	pf_trace_attr_int(s->w, "dev.ptbpf.lost_named_ringbuf_full",
 			  (int64_t)st[STAT_DROP_NAME_FULL]);
 	pf_trace_attr_int(s->w, "dev.ptbpf.lost_gpu_ringbuf_full", (int64_t)st[STAT_DROP_GPU_FULL]);
+	pf_trace_attr_int(s->w, "dev.ptbpf.lost_agent_ringbuf_full",
+			  (int64_t)st[STAT_DROP_AGENT_FULL]);
+	pf_trace_attr_int(s->w, "dev.ptbpf.cupti_dropped",
+			  (int64_t)join_device_counts(s->join)->cupti_dropped);
 	pf_trace_attr_int(s->w, "dev.ptbpf.frames_unwound", (int64_t)c->unwound);
 	pf_trace_attr_int(s->w, "dev.ptbpf.frames_end_not_seen", (int64_t)c->end_missed);
 	pf_clock_snapshot(s->w);
