@@ -32,6 +32,11 @@ enum ptbpf_agent_code {
 	PTBPF_AGENT_CLOCK_DEFAULT = 3,  /* active, but the timestamp callback
 					 * was refused: times are CUPTI's
 					 * default clock (CLOCK_REALTIME) */
+	PTBPF_AGENT_OPS_ON = 4,         /* RecordFunction callbacks registered:
+					 * value = address of the ops rings'
+					 * struct ptbpf_ops_desc */
+	PTBPF_AGENT_NO_CUDA = 5,        /* no libcuda in the process: no GPU
+					 * timeline (ops only) */
 	PTBPF_AGENT_ERR_LOAD = -1,      /* libcupti.so.13 could not be loaded */
 	PTBPF_AGENT_ERR_SYMBOL = -2,    /* a CUPTI function is missing */
 	PTBPF_AGENT_ERR_CUPTI = -3,     /* a CUPTI call failed (no device,
@@ -40,7 +45,76 @@ enum ptbpf_agent_code {
 					 * torch.profiler, Nsight) is active;
 					 * the agent leaves CUPTI to it */
 	PTBPF_AGENT_ERR_MEMORY = -5,    /* the buffer pool could not be allocated */
+	PTBPF_AGENT_ERR_OPS = -6,       /* ops were asked for but cannot be
+					 * recorded (no libtorch RecordFunction
+					 * API, or no memory); message says why */
 };
+
+/*
+ * Ops from RecordFunction callbacks (asked for by "ops" in the activation
+ * file). The agent registers global at::RecordFunction callbacks; each
+ * begin and end becomes a record in a ring of the calling thread. The rings
+ * live in the agent's own memory (allocated once, never freed, reused by
+ * later sessions); ptbpf reads them with process_vm_readv and advances each
+ * ring's tail with process_vm_writev. One producer (the owning thread) and
+ * one consumer (ptbpf) per ring; a full ring drops records and counts them.
+ */
+#define PTBPF_OPS_MAGIC      0x7074627066306f70ULL /* "pto0fbtp" */
+#define PTBPF_OPS_VERSION    1
+#define PTBPF_OPS_SLOTS      64
+#define PTBPF_OPS_SLOT_BYTES (4u << 20) /* header included */
+#define PTBPF_OPS_NAME_MAX   111        /* longer names are truncated */
+
+struct ptbpf_ops_desc {
+	uint64_t magic;           /* PTBPF_OPS_MAGIC */
+	uint32_t version;         /* PTBPF_OPS_VERSION */
+	uint32_t nslots;          /* PTBPF_OPS_SLOTS */
+	uint64_t slot_bytes;      /* PTBPF_OPS_SLOT_BYTES */
+	uint64_t slots;           /* address of slot 0; slot i at slots + i * slot_bytes */
+	uint64_t no_slot;         /* records of threads that found no free slot */
+	uint32_t layout_ok;       /* 1 while RecordFunction's scope byte sat where
+				   * expected, so sequence numbers are read */
+	uint32_t pad;
+};
+
+/* A thread's ring: this header, then slot_bytes - 128 bytes of records. */
+enum ptbpf_ops_slot_state { OPS_SLOT_FREE = 0, OPS_SLOT_OWNED, OPS_SLOT_RETIRED };
+
+struct ptbpf_ops_slot {
+	uint64_t head;            /*  0: bytes ever written (producer) */
+	uint32_t tid;             /*  8: owning thread (OS tid) */
+	uint32_t state;           /* 12: enum ptbpf_ops_slot_state; RETIRED once the
+				   *     thread exited; ptbpf frees it when drained */
+	uint64_t dropped;         /* 16: records lost to a full ring */
+	uint8_t pad0[40];
+	uint64_t tail;            /* 64: bytes ever read (ptbpf) */
+	uint8_t pad1[56];
+};
+
+/* Records are 8-byte aligned and never wrap: a record that does not fit
+ * before the ring's end is preceded by OPS_REC_PAD up to the end (or, with
+ * fewer than 32 bytes left, by nothing: the reader skips such a rest). */
+enum ptbpf_ops_rec_type { OPS_REC_BEGIN = 1, OPS_REC_END, OPS_REC_PAD };
+#define OPS_END_UNWINDING 1 /* ended while a C++ exception was in flight */
+
+struct ptbpf_ops_rec {
+	uint64_t ts;              /*  0: CLOCK_MONOTONIC ns */
+	uint64_t rf;              /*  8: the RecordFunction's address: pairs
+				   *     begin and end (an async end may come
+				   *     from another thread) */
+	int64_t seq;              /* 16: BEGIN: the RecordFunction's sequence
+				   *     number (-1: none or unknown); END:
+				   *     the thread's next autograd sequence
+				   *     number (at::sequence_number::peek) */
+	uint16_t size;            /* 24: bytes of this record, name included */
+	uint8_t type;             /* 26: enum ptbpf_ops_rec_type */
+	uint8_t scope;            /* 27: BEGIN: at::RecordScope (0 FUNCTION, 1
+				   *     BACKWARD_FUNCTION, 7 USER_SCOPE...); END:
+				   *     OPS_END_* flags */
+	uint16_t name_len;        /* 28: BEGIN: name bytes that follow (no NUL) */
+	uint16_t pad;
+};
+
 
 /* Argument of ptbpf_agent_kernel(): one CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
  * record (CUpti_ActivityKernel10 in CUDA 13). 104 bytes. */
@@ -126,7 +200,9 @@ struct ptbpf_agent_memset {
  *                          per record; the pointer is valid during the call.
  *   ptbpf_agent_dropped    records CUPTI dropped for lack of a free buffer:
  *                          since the last call, and in total.
- *   ptbpf_agent_status     a state change or failure (enum ptbpf_agent_code).
+ *   ptbpf_agent_status     a state change or failure (enum ptbpf_agent_code),
+ *                          a message, and a value (PTBPF_AGENT_OPS_ON: the
+ *                          ops rings' descriptor address; else 0).
  *
  * ptbpf_agent_activate/deactivate let a host program (or a debugger) switch
  * the agent without the activation file; a file-less activation is not
@@ -137,7 +213,7 @@ void ptbpf_agent_kernel(const struct ptbpf_agent_kernel *r);
 void ptbpf_agent_memcpy(const struct ptbpf_agent_memcpy *r);
 void ptbpf_agent_memset(const struct ptbpf_agent_memset *r);
 void ptbpf_agent_dropped(uint64_t since_last, uint64_t total);
-void ptbpf_agent_status(int code, const char *msg);
+void ptbpf_agent_status(int code, const char *msg, uint64_t value);
 void ptbpf_agent_activate(void);
 void ptbpf_agent_deactivate(void);
 

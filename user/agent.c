@@ -29,6 +29,7 @@
 
 #include <cupti.h>
 
+#include "agent_ops.h"
 #include "ptbpf_agent.h"
 #include "ptbpf_events.h"
 
@@ -76,7 +77,7 @@ PROBE_ENTRY void ptbpf_agent_dropped(uint64_t since_last, uint64_t total)
 	asm volatile("nop" ::: "memory");
 }
 
-PROBE_ENTRY void ptbpf_agent_status(int code, const char *msg)
+PROBE_ENTRY void ptbpf_agent_status(int code, const char *msg, uint64_t value)
 {
 	asm volatile("nop" ::: "memory");
 }
@@ -165,7 +166,7 @@ static const struct {
 /* State, changed only under state_lock (by the agent thread or by the
  * exported activate/deactivate). */
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool active, active_by_file;
+static bool active, active_by_file, gpu_on, ops_on;
 static CUpti_SubscriberHandle subscriber;
 static unsigned enabled_kinds; /* bit i: activity_kinds[i] is on */
 
@@ -183,17 +184,33 @@ static bool log_to_stderr;
 static char on_path[64];
 
 /* Every status goes to ptbpf's uprobe; with PTBPF_AGENT_LOG=1 also to stderr. */
-static void report(int code, const char *fmt, ...)
+static void report_value(int code, uint64_t value, const char *fmt, va_list ap)
 {
 	char msg[256];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	ptbpf_agent_status(code, msg, value);
+	if (log_to_stderr)
+		fprintf(stderr, "ptbpf-agent[%d]: %s (%d)\n", (int)getpid(), msg, code);
+}
+
+__attribute__((format(printf, 2, 3))) static void report(int code, const char *fmt, ...)
+{
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	report_value(code, 0, fmt, ap);
 	va_end(ap);
-	ptbpf_agent_status(code, msg);
-	if (log_to_stderr)
-		fprintf(stderr, "ptbpf-agent[%d]: %s (%d)\n", (int)getpid(), msg, code);
+}
+
+__attribute__((format(printf, 3, 4))) static void report_with(int code, uint64_t value,
+							      const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	report_value(code, value, fmt, ap);
+	va_end(ap);
 }
 
 static const char *cupti_error(CUptiResult res)
@@ -451,10 +468,11 @@ static int enable_activities(void)
 	return 0;
 }
 
-static void activate_locked(bool by_file)
+/* CUPTI on: false if it could not be (the reason is reported). */
+static bool activate_gpu(void)
 {
-	if (active || cupti_load() || pool_init())
-		return;
+	if (cupti_load() || pool_init())
+		return false;
 	atomic_store(&n_kernels, 0);
 	atomic_store(&n_memcpys, 0);
 	atomic_store(&n_memsets, 0);
@@ -462,26 +480,68 @@ static void activate_locked(bool by_file)
 	atomic_store(&n_declined, 0);
 	atomic_store(&n_foreign, 0);
 	if (!subscribe_launches())
-		return;
+		return false;
 	if (enable_activities()) {
 		disable_kinds();
 		unsubscribe();
-		return;
+		return false;
 	}
-	active = true;
-	active_by_file = by_file;
 	report(PTBPF_AGENT_ACTIVE, "active: kinds 0x%x, launch correlation %s, %u x %u KiB buffers",
 	       enabled_kinds, subscriber ? "on" : "off", POOL_BUFS, POOL_BUF_SIZE >> 10);
+	return true;
+}
+
+static bool cuda_loaded(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+
+	if (h)
+		dlclose(h);
+	return h != NULL;
+}
+
+/* The GPU timeline if the process uses CUDA, then the ops if asked for:
+ * their status comes last, and ptbpf waits for it. */
+static void activate_locked(bool by_file, bool want_ops)
+{
+	const struct ptbpf_ops_desc *d;
+	char why[200];
+
+	if (active)
+		return;
+	if (cuda_loaded()) {
+		gpu_on = activate_gpu();
+	} else {
+		gpu_on = false;
+		report(PTBPF_AGENT_NO_CUDA, "no libcuda.so.1 in the process: no GPU timeline");
+	}
+	ops_on = false;
+	if (want_ops) {
+		d = agent_ops_start(why, sizeof(why));
+		if (d)
+			report_with(PTBPF_AGENT_OPS_ON, (uintptr_t)d,
+				    "ops: RecordFunction callbacks on, %u rings of %u KiB",
+				    d->nslots, (unsigned)(d->slot_bytes >> 10));
+		else
+			report(PTBPF_AGENT_ERR_OPS, "ops: %s", why);
+		ops_on = d != NULL;
+	}
+	active = gpu_on || ops_on;
+	active_by_file = by_file;
 }
 
 static void deactivate_locked(const char *why)
 {
 	if (!active)
 		return;
-	disable_kinds();
-	p_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-	unsubscribe();
-	active = false;
+	if (ops_on)
+		agent_ops_stop();
+	if (gpu_on) {
+		disable_kinds();
+		p_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		unsubscribe();
+	}
+	active = gpu_on = ops_on = false;
 	report(PTBPF_AGENT_DORMANT,
 	       "dormant (%s): %llu kernels, %llu copies, %llu sets, %llu dropped, "
 	       "%llu buffer requests declined, %llu foreign buffers",
@@ -493,7 +553,7 @@ static void deactivate_locked(const char *why)
 EXPORT void ptbpf_agent_activate(void)
 {
 	pthread_mutex_lock(&state_lock);
-	activate_locked(false);
+	activate_locked(false, false);
 	pthread_mutex_unlock(&state_lock);
 }
 
@@ -518,6 +578,20 @@ static bool on_file_fresh(bool *present)
 	return age < PTBPF_AGENT_STALE_S * 1000000000LL;
 }
 
+/* The file holds ptbpf's pid, then "ops" if it wants the op recorder. */
+static bool file_asks_ops(void)
+{
+	char buf[64] = "";
+	FILE *f = fopen(on_path, "re");
+
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+	}
+	return strstr(buf, " ops") != NULL;
+}
+
 static void *agent_thread(void *arg)
 {
 	const struct timespec period = { 0, POLL_NS };
@@ -531,14 +605,14 @@ static void *agent_thread(void *arg)
 		pthread_mutex_lock(&state_lock);
 		if (active && active_by_file && !fresh) {
 			deactivate_locked(present ? "activation file stale" : "activation file removed");
-		} else if (active) {
+		} else if (active && gpu_on) {
 			/* Deliver what the GPU finished, at most 200 ms late: a
 			 * forced flush hands over partly filled buffers too,
 			 * which a short job would otherwise take to its exit. */
 			p_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 		} else if (fresh && (!last_failure ||
 				     now_ns(CLOCK_MONOTONIC) - last_failure >= RETRY_NS)) {
-			activate_locked(true);
+			activate_locked(true, file_asks_ops());
 			last_failure = active ? 0 : now_ns(CLOCK_MONOTONIC);
 		}
 		if (!present)
@@ -575,6 +649,13 @@ static pthread_once_t agent_once = PTHREAD_ONCE_INIT;
 __attribute__((constructor)) static void agent_init(void)
 {
 	pthread_once(&agent_once, agent_start);
+}
+
+/* At exit (or dlclose): what the op rings hold must reach ptbpf before the
+ * process's memory goes. */
+__attribute__((destructor)) static void agent_fini(void)
+{
+	agent_ops_exit();
 }
 
 /* Called by the CUDA driver at cuInit when CUDA_INJECTION64_PATH names this

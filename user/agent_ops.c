@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The agent's op recorder (part of libptbpf-agent.so, not of ptbpf): global
+ * at::RecordFunction callbacks that write each begin and end into a ring of
+ * the calling thread (include/ptbpf_agent.h). With a callback registered
+ * the dispatcher takes its RecordFunction path, so every at::_ops::<op>::call
+ * begins and ends here, exception unwinds included (end runs from
+ * ~RecordFunction), along with backward nodes and record_function regions:
+ * what torch.profiler records, from the same callbacks. A record costs a
+ * clock read and a copy into memory only this thread writes; no kernel
+ * entry, no lock.
+ *
+ * libtorch is not linked: its C++ API is reached by exported symbol, and
+ * the one structure passed in (RecordFunctionCallback) is written out here
+ * with the layout torch 1.13 and 2.x share.
+ */
+#define _GNU_SOURCE
+#include "agent_ops.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ptbpf_agent.h"
+
+/* at::RecordFunctionCallback: trivially copyable, 40 bytes, so passed by
+ * value in memory on the stack, as C passes this struct. StartCallback
+ * returns std::unique_ptr<ObserverContext>, which is returned through a
+ * hidden pointer (first argument) and handed back in RAX. */
+#define NUM_SCOPES 10
+struct rf_callback {
+	void **(*start)(void **ret, const void *rf);
+	void (*end)(const void *rf, void *ctx);
+	double sampling_prob;
+	bool scopes[NUM_SCOPES];
+	bool needs_inputs, needs_outputs, needs_ids;
+};
+_Static_assert(sizeof(struct rf_callback) == 40, "RecordFunctionCallback layout");
+
+/* RecordFunction members behind inline accessors: step_callbacks_.scope_
+ * and sequence_nr_, at the same offsets in 1.13 and 2.x (vptr, then a
+ * 96-byte StepCallbacks, then the flag, the ObserverContext list and the
+ * name/schema variant). Each callback serves known scopes, so every call
+ * checks the scope byte; one mismatch and no field is read again. */
+#define RF_SCOPE_OFF 96
+#define RF_SEQ_OFF   200
+
+enum { SC_FUNCTION = 0, SC_BACKWARD = 1, SC_USER = 7, SC_OTHER = 0xff };
+
+static const char *const sym_add = "_ZN2at17addGlobalCallbackENS_22RecordFunctionCallbackE";
+static const char *const sym_remove = "_ZN2at14removeCallbackEm";
+static const char *const sym_name = "_ZNK2at14RecordFunction4nameEv";
+static const char *const sym_peek = "_ZN2at15sequence_number4peekEv";
+
+static uint64_t (*p_add)(struct rf_callback cb);
+static void (*p_remove)(uint64_t handle);
+static const char *(*p_name)(const void *rf);
+static int64_t (*p_peek)(void);
+static int (*p_uncaught)(void); /* std::uncaught_exceptions() */
+
+static struct ptbpf_ops_desc desc;
+static uint8_t *slot_mem;
+static pthread_key_t slot_key;
+static _Atomic int recording;
+static uint64_t handles[4];
+static int nhandles;
+
+#define NO_SLOT ((struct ptbpf_ops_slot *)1)
+static __thread struct ptbpf_ops_slot *my_slot;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* At thread exit: ptbpf frees the slot once it has read what is left. */
+static void slot_release(void *p)
+{
+	struct ptbpf_ops_slot *s = p;
+
+	my_slot = NO_SLOT;
+	__atomic_store_n(&s->state, OPS_SLOT_RETIRED, __ATOMIC_RELEASE);
+}
+
+static struct ptbpf_ops_slot *thread_slot(void)
+{
+	struct ptbpf_ops_slot *s = my_slot;
+
+	if (__builtin_expect(s != NULL, 1))
+		return s;
+	for (uint32_t i = 0; i < desc.nslots; i++) {
+		uint32_t expect = OPS_SLOT_FREE;
+
+		s = (struct ptbpf_ops_slot *)(slot_mem + (size_t)i * desc.slot_bytes);
+		if (__atomic_compare_exchange_n(&s->state, &expect, OPS_SLOT_OWNED, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&s->tid, (uint32_t)gettid(), __ATOMIC_RELEASE);
+			my_slot = s;
+			pthread_setspecific(slot_key, s);
+			return s;
+		}
+	}
+	my_slot = NO_SLOT; /* counted in desc.no_slot from now on */
+	return NO_SLOT;
+}
+
+static void put(uint8_t type, uint8_t scope, const void *rf, int64_t seq,
+		const char *name, size_t nlen)
+{
+	struct ptbpf_ops_slot *s = thread_slot();
+	const uint64_t cap = desc.slot_bytes - sizeof(*s);
+	uint32_t size = (uint32_t)((sizeof(struct ptbpf_ops_rec) + nlen + 7) & ~(size_t)7);
+	uint64_t head, tail, pos, skip;
+	uint8_t *data;
+	struct ptbpf_ops_rec *r;
+
+	if (s == NO_SLOT) {
+		__atomic_fetch_add(&desc.no_slot, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	data = (uint8_t *)(s + 1);
+	head = s->head;
+	tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+	pos = head % cap;
+	skip = cap - pos < size ? cap - pos : 0;
+	if (head + skip + size - tail > cap) {
+		__atomic_store_n(&s->dropped, s->dropped + 1, __ATOMIC_RELAXED);
+		return;
+	}
+	if (skip >= sizeof(*r)) {
+		r = (struct ptbpf_ops_rec *)(data + pos);
+		*r = (struct ptbpf_ops_rec){ .size = (uint16_t)skip, .type = OPS_REC_PAD };
+	}
+	r = (struct ptbpf_ops_rec *)(data + (head + skip) % cap);
+	*r = (struct ptbpf_ops_rec){ .ts = now_ns(), .rf = (uintptr_t)rf, .seq = seq,
+				     .size = (uint16_t)size, .type = type, .scope = scope,
+				     .name_len = (uint16_t)nlen };
+	memcpy(r + 1, name, nlen);
+	__atomic_store_n(&s->head, head + skip + size, __ATOMIC_RELEASE);
+}
+
+static void begin(const void *rf, uint8_t scope)
+{
+	const char *name;
+	int64_t seq = -1;
+
+	if (!atomic_load_explicit(&recording, memory_order_relaxed))
+		return;
+	if (__atomic_load_n(&desc.layout_ok, __ATOMIC_RELAXED)) {
+		uint8_t seen = *((const uint8_t *)rf + RF_SCOPE_OFF);
+
+		if (scope != SC_OTHER && seen != scope) {
+			__atomic_store_n(&desc.layout_ok, 0, __ATOMIC_RELAXED);
+		} else {
+			scope = seen;
+			seq = *(const int64_t *)((const uint8_t *)rf + RF_SEQ_OFF);
+		}
+	}
+	name = p_name(rf);
+	if (!name)
+		name = "";
+	put(OPS_REC_BEGIN, scope, rf, seq, name, strnlen(name, PTBPF_OPS_NAME_MAX));
+}
+
+static void **start_function(void **ret, const void *rf)
+{
+	*ret = NULL;
+	begin(rf, SC_FUNCTION);
+	return ret;
+}
+
+static void **start_backward(void **ret, const void *rf)
+{
+	*ret = NULL;
+	begin(rf, SC_BACKWARD);
+	return ret;
+}
+
+static void **start_user(void **ret, const void *rf)
+{
+	*ret = NULL;
+	begin(rf, SC_USER);
+	return ret;
+}
+
+static void **start_other(void **ret, const void *rf)
+{
+	*ret = NULL;
+	begin(rf, SC_OTHER);
+	return ret;
+}
+
+/* Ends of RecordFunctions begun while recording still come here after the
+ * callbacks are removed (they travel with the RecordFunction): `recording`
+ * drops them. */
+static void end_any(const void *rf, void *ctx)
+{
+	(void)ctx;
+	if (atomic_load_explicit(&recording, memory_order_relaxed))
+		put(OPS_REC_END, p_uncaught && p_uncaught() > 0 ? OPS_END_UNWINDING : 0, rf,
+		    p_peek(), NULL, 0);
+}
+
+static int find_torch(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	const char *base = strrchr(info->dlpi_name, '/');
+
+	base = base ? base + 1 : info->dlpi_name;
+	if (strncmp(base, "libtorch_cpu.so", 15))
+		return 0;
+	*(void **)ctx = dlopen(info->dlpi_name, RTLD_NOW | RTLD_NOLOAD);
+	return *(void **)ctx != NULL;
+}
+
+/* libtorch_cpu is loaded RTLD_LOCAL under Python: find it by name among
+ * the loaded objects and look symbols up in it. */
+static int resolve(char *why, size_t len)
+{
+	void *torch = NULL;
+
+	struct { const char *name; void **slot; } syms[] = {
+		{ sym_add, (void **)&p_add }, { sym_remove, (void **)&p_remove },
+		{ sym_name, (void **)&p_name }, { sym_peek, (void **)&p_peek },
+	};
+
+	dl_iterate_phdr(find_torch, &torch);
+	if (!torch) {
+		snprintf(why, len, "libtorch_cpu.so is not loaded in the process");
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
+		*syms[i].slot = dlsym(torch, syms[i].name);
+		if (!*syms[i].slot) {
+			snprintf(why, len, "libtorch_cpu.so has no %s: a torch without the "
+				 "RecordFunction API of 1.13-2.x", syms[i].name);
+			dlclose(torch);
+			return -1;
+		}
+	}
+	/* libstdc++'s, through torch's dependencies; without it, frames an
+	 * exception unwinds are not marked. */
+	p_uncaught = (int (*)(void))dlsym(torch, "_ZSt19uncaught_exceptionsv");
+	return 0; /* the handle is kept: torch stays loaded while called */
+}
+
+static int alloc_slots(char *why, size_t len)
+{
+	size_t bytes = (size_t)PTBPF_OPS_SLOTS * PTBPF_OPS_SLOT_BYTES;
+
+	if (slot_mem)
+		return 0;
+	/* Pages are touched only as threads write: a thread's ring costs
+	 * memory once it has recorded that much. */
+	slot_mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (slot_mem == MAP_FAILED || pthread_key_create(&slot_key, slot_release)) {
+		if (slot_mem != MAP_FAILED)
+			munmap(slot_mem, bytes);
+		slot_mem = NULL;
+		snprintf(why, len, "cannot reserve %zu MiB for the op rings", bytes >> 20);
+		return -1;
+	}
+	desc = (struct ptbpf_ops_desc){
+		.magic = PTBPF_OPS_MAGIC, .version = PTBPF_OPS_VERSION,
+		.nslots = PTBPF_OPS_SLOTS, .slot_bytes = PTBPF_OPS_SLOT_BYTES,
+		.slots = (uintptr_t)slot_mem, .layout_ok = 1,
+	};
+	return 0;
+}
+
+static void add(void **(*start)(void **, const void *), const int *scopes, int n)
+{
+	struct rf_callback cb;
+
+	memset(&cb, 0, sizeof(cb));
+	cb.start = start;
+	cb.end = end_any;
+	cb.sampling_prob = 1.0;
+	for (int i = 0; i < n; i++)
+		cb.scopes[scopes[i]] = true;
+	handles[nhandles++] = p_add(cb);
+}
+
+const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len)
+{
+	static const int function[] = { SC_FUNCTION }, backward[] = { SC_BACKWARD },
+			 user[] = { SC_USER }, other[] = { 2, 3, 4, 5, 6, 8, 9 };
+
+	if (nhandles)
+		return &desc;
+	if (resolve(why, len) || alloc_slots(why, len))
+		return NULL;
+	atomic_store(&recording, 1);
+	add(start_function, function, 1);
+	add(start_backward, backward, 1);
+	add(start_user, user, 1);
+	add(start_other, other, sizeof(other) / sizeof(other[0]));
+	return &desc;
+}
+
+/* At process exit, while recording: stop, then give ptbpf (which reads
+ * every 20 ms) up to 250 ms to read what the rings still hold, since the
+ * process's memory, rings included, is gone once it exits. */
+void agent_ops_exit(void)
+{
+	if (!atomic_exchange(&recording, 0))
+		return;
+	for (int waited = 0; waited < 250; waited += 2) {
+		bool drained = true;
+
+		for (uint32_t i = 0; i < desc.nslots && drained; i++) {
+			struct ptbpf_ops_slot *s =
+				(struct ptbpf_ops_slot *)(slot_mem + (size_t)i * desc.slot_bytes);
+
+			drained = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) == s->head;
+		}
+		if (drained)
+			return;
+		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+	}
+}
+
+void agent_ops_stop(void)
+{
+	atomic_store(&recording, 0);
+	for (int i = 0; i < nhandles; i++)
+		p_remove(handles[i]);
+	nhandles = 0;
+}
