@@ -97,7 +97,7 @@ int agent_dropped(struct pt_regs *ctx)
 	return 0;
 }
 
-/* ptbpf_agent_status(int code, const char *message) */
+/* ptbpf_agent_status(int code, const char *message, u64 value) */
 SEC("uprobe")
 int agent_status(struct pt_regs *ctx)
 {
@@ -107,8 +107,92 @@ int agent_status(struct pt_regs *ctx)
 		return 0;
 	fill(&e->ev, EV_NAMED_AGENT_STATUS, SRC_AGENT, 0, 0);
 	e->ev.arg[0] = (__s32)PT_REGS_PARM1(ctx);
+	e->ev.arg[1] = PT_REGS_PARM3(ctx);
 	if (bpf_probe_read_user_str(e->name, sizeof(e->name), (void *)PT_REGS_PARM2(ctx)) < 0)
 		e->name[0] = 0;
 	submit(e);
+	return 0;
+}
+
+/*
+ * The agent's op rings (user/agent_ops.c) live in the target's memory, and
+ * ptbpf reads them every 20 ms; what they hold when the process exits
+ * would go with its memory. A uprobe on libc's _exit (reached by exit()
+ * and os._exit alike) copies every ring's unread bytes into the ring
+ * buffer first, from the exiting thread, whose memory is still there.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, struct ptbpf_ops_loc);
+} ops_rings SEC(".maps");
+
+struct rescue {
+	struct ptbpf_ops_loc loc;
+	__u64 pos, head, cap;
+	__u32 slot, tid;
+};
+
+#define SLOT_HDR 128
+
+/* One step: move to the next ring when this one is done, else copy one
+ * chunk. Returns 1 to stop. */
+static long rescue_step(__u64 i, struct rescue *r)
+{
+	struct ptbpf_ops_chunk *c;
+	__u64 hdr[2], tail, off, len, base;
+
+	if (r->pos >= r->head) {
+		if (r->slot >= r->loc.nslots || r->slot >= 1024)
+			return 1;
+		base = r->loc.slots + (__u64)r->slot * r->loc.slot_bytes;
+		r->slot++;
+		if (bpf_probe_read_user(hdr, sizeof(hdr), (void *)base) ||
+		    bpf_probe_read_user(&tail, sizeof(tail), (void *)(base + 64)))
+			return 0;
+		r->head = hdr[0];
+		r->tid = (__u32)hdr[1];
+		r->pos = tail;
+		if (r->head < tail || r->head - tail > r->cap)
+			r->pos = r->head;
+		return 0;
+	}
+	off = r->pos % r->cap;
+	len = r->head - r->pos;
+	if (len > r->cap - off)
+		len = r->cap - off;
+	if (len > PTBPF_OPS_CHUNK)
+		len = PTBPF_OPS_CHUNK;
+	c = reserve_sized(sizeof(*c), STAT_DROP_OPS_EXIT);
+	if (!c)
+		return 1;
+	fill(&c->ev, EV_OPS_CHUNK, SRC_AGENT, r->slot - 1, 0);
+	c->ev.tid = r->tid;
+	c->ev.arg[0] = r->pos;
+	c->ev.arg[1] = len;
+	base = r->loc.slots + (__u64)(r->slot - 1) * r->loc.slot_bytes + SLOT_HDR;
+	if (bpf_probe_read_user(c->data, len & (PTBPF_OPS_CHUNK - 1) ? len & (PTBPF_OPS_CHUNK - 1) :
+				PTBPF_OPS_CHUNK, (void *)(base + off)))
+		c->ev.arg[1] = 0;
+	bpf_ringbuf_submit(c, BPF_RB_FORCE_WAKEUP);
+	r->pos += len;
+	return 0;
+}
+
+SEC("uprobe")
+int ops_exit(struct pt_regs *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct ptbpf_ops_loc *loc = bpf_map_lookup_elem(&ops_rings, &tgid);
+	struct rescue r = {};
+
+	if (!loc || loc->slot_bytes <= SLOT_HDR)
+		return 0;
+	r.loc = *loc;
+	r.cap = loc->slot_bytes - SLOT_HDR;
+	/* 64 rings of up to 4 MiB: 64 steps to visit, 1024 chunks each. */
+	bpf_loop(64 * 1025, rescue_step, &r, 0);
+	bpf_map_delete_elem(&ops_rings, &tgid);
 	return 0;
 }

@@ -49,8 +49,19 @@ enum ptbpf_kind {
 	EV_NAMED_NODE_TYPE,       /* named: key = Node vptr; name = mangled typeinfo name */
 	EV_NAMED_GPU_NAME,        /* named: id = cookie; key = entry sp; the name a
 				   * cuModuleGetFunction-like call looks up */
-	EV_NAMED_AGENT_STATUS,    /* named: arg0 = status code; the agent's message */
+	EV_NAMED_AGENT_STATUS,    /* named: arg0 = status code, arg1 = value; the
+				   * agent's message */
 	EV_LONG_NAME_KERNEL,      /* struct ptbpf_long_name: key = CUPTI's name pointer */
+	/* Made by the loader from the agent's op rings (user/ops_ring.c),
+	 * never by BPF: */
+	EV_NAMED_RF_BEGIN,        /* named: key = RecordFunction*; arg0 = sequence
+				   * number or -1, arg1 = at::RecordScope */
+	EV_RF_END,                /* key = RecordFunction*; arg0 = the thread's
+				   * next sequence number at the end, arg1 =
+				   * OPS_END_* flags (ptbpf_agent.h) */
+	EV_OPS_CHUNK,             /* struct ptbpf_ops_chunk (made by BPF): bytes of
+				   * an agent op ring, read as the process calls
+				   * _exit, before its memory goes */
 	EV_KIND_MAX,
 };
 
@@ -128,6 +139,23 @@ struct ptbpf_long_name {
 	char name[PTBPF_LONG_NAME_LEN];
 };
 
+/* An agent op ring's unread bytes at process exit: tid = the ring's owner,
+ * id = ring (slot) index, arg0 = ring position of data[0] (bytes ever
+ * written), arg1 = bytes valid. */
+#define PTBPF_OPS_CHUNK 4096
+
+struct ptbpf_ops_chunk {
+	struct ptbpf_event ev;
+	u8_t data[PTBPF_OPS_CHUNK];
+};
+
+/* Where a process's agent keeps its op rings (BPF map ops_rings, by tgid). */
+struct ptbpf_ops_loc {
+	u64_t slots;      /* address of ring 0 */
+	u32_t nslots;
+	u32_t slot_bytes; /* header (128 bytes) included */
+};
+
 /* Why a record did not reach the ring, or was counted; index of the
  * per-CPU `stats` array. */
 enum ptbpf_stat {
@@ -138,6 +166,7 @@ enum ptbpf_stat {
 	STAT_USER_PENDING_FULL, /* record_function map full: end not matched */
 	STAT_DROP_GPU_FULL,     /* bpf_ringbuf_reserve failed for a GPU call */
 	STAT_DROP_AGENT_FULL,   /* ... for an agent (device timeline) record */
+	STAT_DROP_OPS_EXIT,     /* ... for op-ring bytes read at process exit */
 	STAT_MAX,
 };
 

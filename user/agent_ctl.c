@@ -81,7 +81,7 @@ static void activation_path(const struct target *t, char *buf, size_t len)
 	snprintf(buf, len, "/proc/%d/root/dev/shm/ptbpf-agent-%d.on", t->pid, t->ns_pid);
 }
 
-int agent_on(const struct target *t)
+int agent_on(const struct target *t, bool ops)
 {
 	char path[128];
 	int fd;
@@ -90,7 +90,7 @@ int agent_on(const struct target *t)
 	fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
-	dprintf(fd, "%d\n", getpid());
+	dprintf(fd, "%d%s\n", getpid(), ops ? " ops" : "");
 	close(fd);
 	return 0;
 }

@@ -9,6 +9,7 @@
 #ifndef PTBPF_AGENT_CTL_H
 #define PTBPF_AGENT_CTL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -23,7 +24,7 @@ pid_t agent_run_command(char **argv, const char *agent);
  * if it exited first (its wait status in *status), -ETIMEDOUT. */
 int agent_wait_for_libraries(pid_t pid, int timeout_ms, int *status);
 /* Creates, refreshes, removes the activation file for t. */
-int agent_on(const struct target *t);
+int agent_on(const struct target *t, bool ops);
 void agent_heartbeat(const struct target *t);
 void agent_off(const struct target *t);
 

@@ -50,7 +50,12 @@ static const struct argp_option options[] = {
 	{ "no-agent", 'n', NULL, 0, "Do not load the GPU-timeline agent into a running CUDA "
 	  "process (ptrace); launches are still traced", 0 },
 	{ "entries-only", 'e', NULL, 0, "Probe op entries only: ops appear as instants, without "
-	  "durations or nesting, at a fraction of the cost (no single-stepped ret probes)", 0 },
+	  "durations or nesting, at a fraction of the cost (no single-stepped ret probes); "
+	  "implies --ops=probes", 0 },
+	{ "ops", 'O', "SOURCE", 0, "Where ops come from: 'agent' (RecordFunction callbacks of "
+	  "the in-process agent, loaded by ptrace if need be: exact spans at a fraction of the "
+	  "cost), 'probes' (uprobes on every op's entry and exits; nothing loaded), or 'auto' "
+	  "(default: agent in CUDA processes, which get the agent anyway, else probes)", 0 },
 	{ "verbose", 'v', NULL, 0, "Verbose output, including libbpf's", 0 },
 	{ 0 },
 };
@@ -138,6 +143,18 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'n':
 		o->no_agent = true;
 		break;
+	case 'O':
+		if (!strcmp(arg, "auto")) {
+			o->ops = OPS_AUTO;
+		} else if (!strcmp(arg, "agent")) {
+			o->ops = OPS_AGENT;
+		} else if (!strcmp(arg, "probes")) {
+			o->ops = OPS_PROBES;
+		} else {
+			fprintf(stderr, "ptbpf: invalid --ops '%s': use agent, probes or auto\n", arg);
+			return EINVAL;
+		}
+		break;
 	case 'w':
 		if (!*arg || strlen(arg) >= sizeof(o->raw_output)) {
 			fprintf(stderr, "ptbpf: invalid raw capture path\n");
@@ -186,6 +203,13 @@ int cli_parse(int argc, char **argv, struct options *opt)
 	}
 	if (argp_parse(&argp, argc, argv, 0, NULL, opt))
 		return -1;
+	if (opt->ops == OPS_AGENT && (opt->no_agent || opt->entries_only)) {
+		fprintf(stderr, "ptbpf: --ops=agent cannot be combined with %s\n",
+			opt->no_agent ? "--no-agent" : "--entries-only");
+		return -1;
+	}
+	if (opt->no_agent || opt->entries_only)
+		opt->ops = OPS_PROBES;
 	if (opt->run_argv && opt->npids) {
 		fprintf(stderr, "ptbpf: run: -p cannot be combined with a command\n");
 		return -1;

@@ -10,6 +10,15 @@
 
 #define CLI_MAX_PIDS 64
 
+/* Where op begins and ends come from (--ops). */
+enum ops_source {
+	OPS_AUTO = 0, /* the agent's callbacks where the agent is loaded anyway
+		       * (CUDA processes), else uprobes */
+	OPS_AGENT,    /* the agent's RecordFunction callbacks; the agent is
+		       * loaded into CPU-only processes too */
+	OPS_PROBES,   /* uprobes on every op's entry and ret sites */
+};
+
 struct options {
 	int pids[CLI_MAX_PIDS];
 	int npids;
@@ -21,6 +30,7 @@ struct options {
 	bool entries_only;     /* no exit probes: ops become instants */
 	char **run_argv;       /* `ptbpf run -- CMD ...`: the command, else NULL */
 	bool no_agent;         /* never load the agent into a running process */
+	enum ops_source ops;
 	char raw_output[4096]; /* --raw: also keep the ring's records here */
 };
 

@@ -99,7 +99,7 @@ static int attach_records(struct device_probes *d, int pid, const char *path,
 		d->skel->progs.agent_record, pid, path, NULL, &o));
 }
 
-int device_probes_scan(struct device_probes *d, const struct target *t)
+int device_probes_scan(struct device_probes *d, const struct target *t, bool ops)
 {
 	struct target_lib lib;
 	struct elf_file *ef;
@@ -129,14 +129,37 @@ int device_probes_scan(struct device_probes *d, const struct target *t)
 	close(lib.fd);
 	d->pids[d->npids++] = t->pid; /* failures are not retried */
 	if (!err)
-		err = agent_on(t);
+		err = agent_on(t, ops);
 	if (err) {
 		fprintf(stderr, "ptbpf: pid %d: cannot use its agent %s: %s\n", t->pid, lib.path,
 			strerror(-err));
 		return err;
 	}
-	fprintf(stderr, "ptbpf: pid %d: agent %s switched on (GPU timeline)\n", t->pid, lib.path);
+	fprintf(stderr, "ptbpf: pid %d: agent %s switched on (%s)\n", t->pid, lib.path,
+		ops ? "ops, and the GPU timeline if CUDA is used" : "GPU timeline");
 	return 1;
+}
+
+int device_probes_ops_exit(struct device_probes *d, const struct target *t,
+			  const struct ptbpf_ops_loc *loc)
+{
+	struct target_lib lib;
+	struct elf_file *ef;
+	char why[256];
+	int err;
+
+	err = target_find_lib(t->pid, "libc.so.6", &lib);
+	if (err)
+		return err;
+	ef = elf_file_open_exported(lib.fd, why, sizeof(why));
+	err = ef ? attach_one(d, d->skel->progs.ops_exit, t->pid, lib.attach_path, ef, "_exit") :
+		   -EINVAL;
+	elf_file_close(ef);
+	close(lib.fd);
+	if (!err)
+		err = bpf_map__update_elem(d->skel->maps.ops_rings, &t->pid, sizeof(t->pid), loc,
+					   sizeof(*loc), BPF_ANY);
+	return err;
 }
 
 void device_probes_heartbeat(struct device_probes *d, const struct target *targets, int n)
@@ -185,7 +208,7 @@ struct device_state {
 	struct stream_track *tracks;
 	int ntracks;
 	struct device_counts counts;
-	struct { int pid, code; } status[64]; /* each agent's latest status */
+	struct { int pid, code; uint64_t ops_desc; } status[64]; /* each agent's latest */
 	int nstatus;
 };
 
@@ -378,6 +401,14 @@ bool device_agent_status(const struct device_state *d, int pid, int *code)
 	return false;
 }
 
+uint64_t device_ops_desc(const struct device_state *d, int pid)
+{
+	for (int i = 0; i < d->nstatus; i++)
+		if (d->status[i].pid == pid)
+			return d->status[i].ops_desc;
+	return 0;
+}
+
 void device_status(struct device_state *d, const struct ptbpf_named_event *e)
 {
 	char msg[PTBPF_NAME_LEN * 4];
@@ -388,6 +419,11 @@ void device_status(struct device_state *d, const struct ptbpf_named_event *e)
 	if (i < (int)(sizeof(d->status) / sizeof(d->status[0]))) {
 		d->status[i].pid = e->ev.pid;
 		d->status[i].code = (int)e->ev.arg[0];
+		if (d->status[i].code == PTBPF_AGENT_OPS_ON)
+			d->status[i].ops_desc = e->ev.arg[1];
+		else if (d->status[i].code == PTBPF_AGENT_DORMANT ||
+			 d->status[i].code == PTBPF_AGENT_ERR_OPS)
+			d->status[i].ops_desc = 0;
 		d->nstatus += i == d->nstatus;
 	}
 	escape_str(msg, sizeof(msg), e->name, PTBPF_NAME_LEN);

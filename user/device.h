@@ -22,8 +22,13 @@ struct device_probes;
 
 struct device_probes *device_probes_new(struct ptbpf_bpf *ops_skel);
 /* If t maps libptbpf-agent.so and is not attached yet: attaches, then
- * switches the agent on. 1 if it did, 0 if there is no agent, -errno. */
-int device_probes_scan(struct device_probes *d, const struct target *t);
+ * switches the agent on (with its op recorder if ops). 1 if it did, 0 if
+ * there is no agent, -errno. */
+int device_probes_scan(struct device_probes *d, const struct target *t, bool ops);
+/* Copies what t's op rings (at loc) hold when t calls _exit into the ring
+ * buffer (EV_OPS_CHUNK). 0 or -errno. */
+int device_probes_ops_exit(struct device_probes *d, const struct target *t,
+			   const struct ptbpf_ops_loc *loc);
 /* Keeps the agents of the attached targets on (call about once a second:
  * an agent whose switch goes stale for 5 s retracts itself). */
 void device_probes_heartbeat(struct device_probes *d, const struct target *targets, int n);
@@ -52,6 +57,8 @@ void device_kernel_name(struct device_state *d, const struct ptbpf_long_name *n)
 void device_status(struct device_state *d, const struct ptbpf_named_event *e);
 /* The latest status code an agent of pid reported (enum ptbpf_agent_code). */
 bool device_agent_status(const struct device_state *d, int pid, int *code);
+/* Where pid's agent keeps its op rings' descriptor; 0 if not recording ops. */
+uint64_t device_ops_desc(const struct device_state *d, int pid);
 void device_dropped(struct device_state *d, const struct ptbpf_event *e);
 const struct device_counts *device_counts(const struct device_state *d);
 

@@ -25,7 +25,7 @@ enum frame_kind { FR_OP, FR_BWD, FR_USER, FR_GPU };
 struct frame {
 	uint64_t key, ts, child_ns, seq;
 	const char *name;     /* FR_BWD/FR_USER: interned; FR_GPU: the API's */
-	const char *category; /* FR_GPU */
+	const char *category; /* FR_GPU; others: NULL for the kind's own */
 	uint32_t op;
 	uint8_t kind;
 	bool drawn;
@@ -47,7 +47,9 @@ struct process {
 
 struct join {
 	struct pf_writer *w;
-	const struct op_table *ops;
+	struct op_table *ops;
+	uint32_t *rf_ops; /* op name -> ops index + 1, for agent-recorded ops */
+	uint32_t rf_cap;
 	struct thread *threads; /* open addressing on id */
 	uint32_t nthreads, cap;
 	struct process *procs;
@@ -100,7 +102,7 @@ void op_table_free(struct op_table *ops)
 static uint64_t process_track_cb(void *ctx, int pid);
 static void process_gone(struct join *j, int pid, uint64_t ts);
 
-struct join *join_new(struct pf_writer *w, const struct op_table *ops, bool entries_only)
+struct join *join_new(struct pf_writer *w, struct op_table *ops, bool entries_only)
 {
 	struct join *j = calloc(1, sizeof(*j));
 
@@ -135,6 +137,7 @@ void join_free(struct join *j)
 	free(j->op_calls);
 	free(j->op_total);
 	free(j->op_self);
+	free(j->rf_ops);
 	str_set_free(j->strings);
 	u64_set_free(j->fwd_seqs);
 	gpu_state_free(j->gpu);
@@ -254,6 +257,8 @@ static const char *frame_name(const struct join *j, const struct frame *f)
 
 static const char *frame_category(const struct frame *f)
 {
+	if (f->category)
+		return f->category;
 	if (f->kind == FR_OP)
 		return "cpu_op";
 	if (f->kind == FR_GPU)
@@ -364,8 +369,12 @@ static void close_top_with(struct join *j, struct thread *t, uint64_t ts, enum c
 		int pid = t->id >> 32;
 
 		args[nargs++] = (struct pf_arg){ .name = "seq", .type = PF_ARG_UINT, .u = f.seq };
-		flow = bwd_flow_id(pid, f.seq);
-		u64_set_add(j->fwd_seqs, ((uint64_t)pid << 48) ^ f.seq);
+		/* The first frame to close with a sequence number (the
+		 * innermost: the op that made the node) starts its flow. */
+		uint64_t k = ((uint64_t)pid << 48) ^ f.seq;
+
+		if (!u64_set_has(j->fwd_seqs, k) && u64_set_add(j->fwd_seqs, k))
+			flow = bwd_flow_id(pid, f.seq);
 	}
 	pf_slice_end(j->w, &(struct pf_event){ .track = t->track, .ts = ts, .args = args,
 		     .nargs = nargs, .flows = &flow, .nflows = flow ? 1 : 0 });
@@ -378,6 +387,8 @@ static void close_top(struct join *j, struct thread *t, uint64_t ts, enum close_
 
 static bool key_class_matches(uint8_t kind, uint16_t ev_kind)
 {
+	if (ev_kind == EV_RF_END)
+		return kind != FR_GPU;
 	if (ev_kind == EV_USER_END)
 		return kind == FR_USER;
 	if (ev_kind == EV_GPU_RET)
@@ -386,7 +397,8 @@ static bool key_class_matches(uint8_t kind, uint16_t ev_kind)
 }
 
 /* Closes the frame whose key matches, and any frame left open above it. */
-static void end_frame(struct join *j, struct thread *t, const struct ptbpf_event *e)
+static void end_frame(struct join *j, struct thread *t, const struct ptbpf_event *e,
+		      enum close_why why)
 {
 	struct gpu_slice gs;
 	int i;
@@ -404,7 +416,7 @@ static void end_frame(struct join *j, struct thread *t, const struct ptbpf_event
 	    !strncmp(t->stack[i].name, "Optimizer.step#", 15)) {
 		struct process *p = get_process(j, e->pid);
 
-		close_top(j, t, e->ts, CLOSE_END);
+		close_top(j, t, e->ts, why);
 		if (p && p->last_step_end) {
 			char name[48];
 
@@ -426,7 +438,7 @@ static void end_frame(struct join *j, struct thread *t, const struct ptbpf_event
 		close_top_with(j, t, e->ts, CLOSE_END, gs.args, gs.nargs);
 		return;
 	}
-	close_top(j, t, e->ts, CLOSE_END);
+	close_top(j, t, e->ts, why);
 }
 
 /* __cxa_begin_catch at SP: frames entered at or below SP were unwound. */
@@ -572,6 +584,133 @@ static void entry_instant(struct join *j, struct thread *t, const struct ptbpf_e
 		   .name = frame_name(j, &f), .category = frame_category(&f) });
 }
 
+/* --- ops recorded by the agent (RecordFunction callbacks) --- */
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+	while (*s)
+		h = (h ^ (uint8_t)*s++) * 1099511628211ull;
+	return h;
+}
+
+/* The ops-table index of an agent-recorded op name, added when new, so
+ * the summary's per-op totals cover these ops too; -1 once the bounded
+ * table is full. */
+static int64_t rf_op_index(struct join *j, const char *name)
+{
+	uint32_t mask, h;
+
+	if (!j->rf_ops) {
+		j->rf_cap = 1 << 14;
+		j->rf_ops = calloc(j->rf_cap, sizeof(*j->rf_ops));
+		if (!j->rf_ops)
+			return -1;
+	}
+	mask = j->rf_cap - 1;
+	for (h = name_hash(name) & mask; j->rf_ops[h]; h = (h + 1) & mask)
+		if (!strcmp(j->ops->name[j->rf_ops[h] - 1], name))
+			return j->rf_ops[h] - 1;
+	if (j->ops->n >= j->rf_cap / 2 || op_table_add(j->ops, name, ""))
+		return -1;
+	j->rf_ops[h] = j->ops->n;
+	return j->ops->n - 1;
+}
+
+static const char bwd_prefix[] = "autograd::engine::evaluate_function: ";
+
+/*
+ * A RecordFunction begin, named as torch.profiler names it. aten:: ops are
+ * ops (their sequence number starts the forward->backward flow if the op
+ * made an autograd node, see rf_end); evaluate_function records are the
+ * backward slices; USER_SCOPE records are regions (steps come from
+ * Optimizer.step as with the probes); a BACKWARD_FUNCTION record (the
+ * node itself, e.g. "AddmmBackward0") ends the flow; anything else is
+ * drawn under its name.
+ */
+static void rf_begin(struct join *j, struct thread *t, const struct ptbpf_named_event *ne)
+{
+	const struct ptbpf_event *e = &ne->ev;
+	int64_t seq = (int64_t)e->arg[0], op;
+	struct frame f = { .key = e->key, .ts = e->ts, .seq = NO_SEQ, .kind = FR_USER };
+	char name[PTBPF_NAME_LEN * 4];
+	uint64_t flow = 0;
+
+	escape_str(name, sizeof(name), ne->name, PTBPF_NAME_LEN);
+	switch (e->arg[1]) {
+	case 0: /* FUNCTION */
+		if (!strncmp(name, bwd_prefix, sizeof(bwd_prefix) - 1)) {
+			f.kind = FR_BWD;
+		} else if (!strncmp(name, "aten::", 6) && (op = rf_op_index(j, name)) >= 0) {
+			f.kind = FR_OP;
+			f.op = (uint32_t)op;
+			f.seq = seq >= 0 ? (uint64_t)seq : NO_SEQ;
+		} else {
+			f.category = "cpu_op";
+		}
+		break;
+	case 1: /* BACKWARD_FUNCTION */
+		f.category = "backward_function";
+		if (seq >= 0 && u64_set_remove(j->fwd_seqs, ((uint64_t)e->pid << 48) ^ (uint64_t)seq))
+			flow = bwd_flow_id(e->pid, (uint64_t)seq);
+		break;
+	case 7: /* USER_SCOPE */
+		break;
+	default:
+		f.category = "cpu_op";
+		break;
+	}
+	if (f.kind != FR_OP)
+		f.name = str_set_intern(j->strings, name);
+	push_frame(j, t, &f, NULL);
+	if (flow && t->depth > 0 && t->stack[t->depth - 1].drawn) {
+		struct pf_arg arg = { .name = "seq", .type = PF_ARG_UINT, .u = (uint64_t)seq };
+
+		j->counts.bwd_flows++;
+		pf_instant(j->w, &(struct pf_event){ .track = t->track, .ts = e->ts,
+			   .name = "backward node", .category = "backward", .args = &arg,
+			   .nargs = 1, .term_flows = &flow, .nterm = 1 });
+	}
+}
+
+/* The thread holding the open frame that RecordFunction key belongs to:
+ * t itself, or (an async end) another thread of the process. */
+static struct thread *rf_owner(struct join *j, struct thread *t, const struct ptbpf_event *e)
+{
+	for (int i = t->depth - 1; i >= 0; i--)
+		if (t->stack[i].key == e->key && t->stack[i].kind != FR_GPU)
+			return t;
+	for (uint32_t k = 0; k < j->cap; k++) {
+		struct thread *o = &j->threads[k];
+
+		if (!o->id || o == t || (int)(o->id >> 32) != (int)e->pid)
+			continue;
+		for (int i = o->depth - 1; i >= 0; i--)
+			if (o->stack[i].key == e->key && o->stack[i].kind != FR_GPU)
+				return o;
+	}
+	return t;
+}
+
+/* An op keeps its sequence number only if a node was made while it ran:
+ * the thread's next number (arg0) moved past it. */
+static void rf_end(struct join *j, struct thread *t, const struct ptbpf_event *e)
+{
+	t = rf_owner(j, t, e);
+	for (int i = t->depth - 1; i >= 0; i--) {
+		struct frame *f = &t->stack[i];
+
+		if (f->key == e->key && f->kind != FR_GPU) {
+			if (f->seq != NO_SEQ && (int64_t)e->arg[0] <= (int64_t)f->seq)
+				f->seq = NO_SEQ;
+			break;
+		}
+	}
+	/* Ended by ~RecordFunction while an exception was in flight. */
+	end_frame(j, t, e, e->arg[1] & 1 ? CLOSE_UNWOUND : CLOSE_END);
+}
+
 static void close_thread(struct join *j, struct thread *t, uint64_t ts, enum close_why why)
 {
 	while (t->depth > 0)
@@ -637,7 +776,7 @@ int join_event(struct join *j, const void *data, uint64_t size)
 	case EV_BWD_END:
 	case EV_USER_END:
 	case EV_GPU_RET:
-		end_frame(j, t, e);
+		end_frame(j, t, e, CLOSE_END);
 		break;
 	case EV_GPU_CALL:
 		/* Older captures (--raw) end before the attributes. */
@@ -667,6 +806,13 @@ int join_event(struct join *j, const void *data, uint64_t size)
 		 * churn threads must not grow the loader. */
 		free(t->stack);
 		t->stack = NULL;
+		break;
+	case EV_NAMED_RF_BEGIN:
+		if (size >= sizeof(struct ptbpf_named_event))
+			rf_begin(j, t, data);
+		break;
+	case EV_RF_END:
+		rf_end(j, t, e);
 		break;
 	case EV_NAMED_USER_BEGIN:
 		if (size >= sizeof(struct ptbpf_named_event)) {
@@ -718,6 +864,11 @@ const struct gpu_state *join_gpu(const struct join *j)
 const struct device_counts *join_device_counts(const struct join *j)
 {
 	return device_counts(j->dev);
+}
+
+uint64_t join_ops_desc(const struct join *j, int pid)
+{
+	return device_ops_desc(j->dev, pid);
 }
 
 bool join_agent_status(const struct join *j, int pid, int *code)

@@ -49,7 +49,8 @@ struct op_stat {
 int op_table_add(struct op_table *ops, const char *name, const char *overload);
 void op_table_free(struct op_table *ops);
 
-struct join *join_new(struct pf_writer *w, const struct op_table *ops, bool entries_only);
+/* ops grows with the names of agent-recorded ops. */
+struct join *join_new(struct pf_writer *w, struct op_table *ops, bool entries_only);
 void join_free(struct join *j);
 /* Declares a traced process (its process track). */
 void join_add_process(struct join *j, const struct target *t);
@@ -67,6 +68,8 @@ const struct gpu_state *join_gpu(const struct join *j);
 struct device_counts;
 const struct device_counts *join_device_counts(const struct join *j);
 bool join_agent_status(const struct join *j, int pid, int *code);
+/* Address of pid's agent's op-ring descriptor; 0 if it records no ops. */
+uint64_t join_ops_desc(const struct join *j, int pid);
 /* Ops sorted by total host time, descending; returns how many (<= max). */
 int join_top_ops(const struct join *j, struct op_stat *out, int max);
 

@@ -30,9 +30,11 @@
 #include "inject.h"
 #include "ptbpf_agent.h"
 #include "join.h"
+#include "ops_ring.h"
 #include "perfetto.h"
 #include "probes.h"
 #include "raw.h"
+#include "reorder.h"
 #include "target.h"
 #include "ptbpf.skel.h"
 
@@ -64,6 +66,9 @@ struct session {
 	int npending;
 	uint64_t lost_track;
 	struct raw_writer *raw;
+	struct ops_rings *opsr;  /* the agents' op rings (--ops agent/auto) */
+	struct reorder *reorder; /* set once an op ring is read: merges the two sources */
+	uint64_t exit_chunks;    /* op-ring bytes sent by the _exit probe (EV_OPS_CHUNK) */
 	bool discard_output;
 	double cpu_at_trace_start; /* CPU seconds spent planning and attaching */
 };
@@ -110,10 +115,11 @@ static void stats_read(struct session *s, uint64_t out[STAT_MAX])
 static uint64_t lost_total(const uint64_t st[STAT_MAX])
 {
 	return st[STAT_DROP_RINGBUF_FULL] + st[STAT_DROP_NAME_FULL] + st[STAT_DROP_GPU_FULL] +
-	       st[STAT_DROP_AGENT_FULL];
+	       st[STAT_DROP_AGENT_FULL] + st[STAT_DROP_OPS_EXIT];
 }
 
-static int handle_event(void *ctx, void *data, size_t size)
+/* Every event, in order, on its way into the trace. */
+static int deliver(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
 	const struct ptbpf_event *e = data;
@@ -126,8 +132,58 @@ static int handle_event(void *ctx, void *data, size_t size)
 	return join_event(s->join, data, size);
 }
 
-static void print_attach(const struct target *t, const struct attach_report *r)
+static int handle_op_record(void *ctx, void *data, size_t size);
+
+/* From the BPF ring. Once ops also come from agents' rings, events wait in
+ * the reorder buffer; an agent's status is needed at once (add_target
+ * waits for it) and is not ordered with anything. */
+static int handle_event(void *ctx, void *data, size_t size)
 {
+	struct session *s = ctx;
+	const struct ptbpf_event *e = data;
+
+	if (s->opsr && size >= sizeof(struct ptbpf_ops_chunk) && e->kind == EV_OPS_CHUNK) {
+		s->exit_chunks++;
+		ops_rings_chunk(s->opsr, data, handle_op_record, s);
+		return 0;
+	}
+	if (s->reorder && !(size >= sizeof(*e) && e->kind == EV_NAMED_AGENT_STATUS) &&
+	    !reorder_push(s->reorder, data, size))
+		return 0;
+	return deliver(s, data, size);
+}
+
+/* From the agents' op rings. */
+static int handle_op_record(void *ctx, void *data, size_t size)
+{
+	struct session *s = ctx;
+
+	if (reorder_push(s->reorder, data, size))
+		return deliver(s, data, size);
+	return 0;
+}
+
+/* Events younger than this may still be on their way (a producer
+ * preempted between its clock read and its commit): they wait a tick. */
+#define REORDER_SLACK_NS 10000000ull
+
+/* Reads the agents' rings and hands on what is old enough; everything at
+ * the end (upto = UINT64_MAX). */
+static void drain_op_rings(struct session *s, uint64_t upto)
+{
+	if (!s->reorder)
+		return;
+	ops_rings_drain(s->opsr, handle_op_record, s);
+	reorder_release(s->reorder, upto, deliver, s);
+}
+
+static void print_attach(const struct target *t, const struct attach_report *r, bool agent_ops)
+{
+	if (agent_ops) {
+		fprintf(stderr, "ptbpf: tracing pid %d (%s): ops from the agent's RecordFunction "
+			"callbacks (no op uprobes)\n", t->pid, t->comm);
+		return;
+	}
 	if (t->torch.fd < 0) {
 		fprintf(stderr, "ptbpf: tracing pid %d (%s): no libtorch mapped, GPU API calls only\n",
 			t->pid, t->comm);
@@ -149,15 +205,19 @@ static void print_attach(const struct target *t, const struct attach_report *r)
 /* A CUDA process started without the agent gets it by ptrace dlopen (it
  * stays dormant until device_probes_scan switches it on). Failure is not
  * fatal: ptbpf traces host-side only, and says why. */
-static void load_agent(struct session *s, const struct target *t)
+static void load_agent(struct session *s, const struct target *t, bool for_ops)
 {
 	struct target_lib lib;
 	char agent[PATH_MAX], err[512];
 	uint64_t handle;
 
-	if (s->opt.no_agent || target_find_lib(t->pid, "libcuda.so", &lib))
+	if (s->opt.no_agent)
 		return;
-	close(lib.fd);
+	if (!for_ops) {
+		if (target_find_lib(t->pid, "libcuda.so", &lib))
+			return;
+		close(lib.fd);
+	}
 	if (!target_find_lib(t->pid, "libptbpf-agent.so", &lib)) {
 		close(lib.fd);
 		return;
@@ -167,13 +227,14 @@ static void load_agent(struct session *s, const struct target *t)
 		return;
 	}
 	if (inject_dlopen(t->pid, agent, &handle, err, sizeof(err)))
-		fprintf(stderr, "ptbpf: warning: pid %d: cannot load the GPU-timeline agent: %s; "
-			"tracing host-side only\n", t->pid, err);
+		fprintf(stderr, "ptbpf: warning: pid %d: cannot load the agent: %s; %s\n", t->pid,
+			err, for_ops ? "ops come from uprobes, and there is no GPU timeline" :
+			"tracing host-side only");
 }
 
 /* The agent polls its switch every 200 ms and then starts CUPTI: wait (3 s
  * at most) until it says how that went, so that "tracing" means tracing. */
-static void wait_for_agent(struct session *s, int pid)
+static void wait_for_agent(struct session *s, int pid, bool for_ops)
 {
 	uint64_t until = now_ns() + 3000000000ull;
 	int code;
@@ -181,17 +242,70 @@ static void wait_for_agent(struct session *s, int pid)
 	while (now_ns() < until && !exiting) {
 		ring_buffer__poll(s->rb, 50);
 		ring_buffer__consume(s->rb);
-		if (join_agent_status(s->join, pid, &code) && code != PTBPF_AGENT_DORMANT)
+		if (!join_agent_status(s->join, pid, &code) || code == PTBPF_AGENT_DORMANT)
+			continue;
+		/* With ops asked for, their status comes last. */
+		if (!for_ops || code == PTBPF_AGENT_OPS_ON || code == PTBPF_AGENT_ERR_OPS)
 			return;
 	}
 	fprintf(stderr, "ptbpf: warning: pid %d: its agent did not report within 3 s\n", pid);
+}
+
+/* Whether pid's ops should come from its agent: --ops=agent, or (auto) a
+ * CUDA process, which gets the agent for the GPU timeline anyway. */
+static bool wants_agent_ops(const struct session *s, const struct target *t)
+{
+	struct target_lib lib;
+
+	if (s->opt.ops == OPS_PROBES || t->torch.fd < 0 || !s->dev)
+		return false;
+	if (s->opt.ops == OPS_AGENT)
+		return true;
+	if (target_find_lib(t->pid, "libcuda.so", &lib))
+		return false;
+	close(lib.fd);
+	return true;
+}
+
+/* Loads and switches on t's agent with its op recorder, and starts reading
+ * its rings. False (with a warning) if that did not work: then uprobes. */
+static bool start_agent_ops(struct session *s, const struct target *t)
+{
+	struct ptbpf_ops_loc loc;
+	uint64_t desc;
+	char err[512];
+
+	if (probes_trace_pid(s->probes, t->pid)) /* the agent's probes filter on it */
+		return false;
+	load_agent(s, t, true);
+	if (device_probes_scan(s->dev, t, true) == 1)
+		wait_for_agent(s, t->pid, true);
+	desc = join_ops_desc(s->join, t->pid);
+	if (!desc) {
+		fprintf(stderr, "ptbpf: warning: pid %d: its agent records no ops; ops come from "
+			"uprobes\n", t->pid);
+		return false;
+	}
+	if (!s->opsr && !(s->opsr = ops_rings_new()))
+		return false;
+	if (!s->reorder && !(s->reorder = reorder_new()))
+		return false;
+	if (ops_rings_add(s->opsr, t->pid, desc, err, sizeof(err))) {
+		fprintf(stderr, "ptbpf: warning: %s; ops come from uprobes\n", err);
+		return false;
+	}
+	if (ops_rings_loc(s->opsr, t->pid, &loc) || device_probes_ops_exit(s->dev, t, &loc))
+		fprintf(stderr, "ptbpf: warning: pid %d: no probe on its libc's _exit: ops of "
+			"its last 20 ms before it exits will be missing\n", t->pid);
+	return true;
 }
 
 /* Opens and attaches one more process; 0, or -errno with a message printed. */
 static int add_target(struct session *s, int pid, bool quiet_if_gone)
 {
 	struct target *t = &s->targets[s->ntargets];
-	struct attach_report rep;
+	struct attach_report rep = { 0 };
+	bool agent_ops = false;
 	char err[512];
 	int ret;
 
@@ -202,7 +316,9 @@ static int add_target(struct session *s, int pid, bool quiet_if_gone)
 	ret = target_open(pid, t, err, sizeof(err));
 	if (!ret) {
 		join_add_process(s->join, t);
-		ret = probes_attach(s->probes, t, &rep, &exiting, err, sizeof(err));
+		agent_ops = wants_agent_ops(s, t) && start_agent_ops(s, t);
+		if (!agent_ops)
+			ret = probes_attach(s->probes, t, &rep, &exiting, err, sizeof(err));
 	}
 	if (ret) {
 		target_close(t);
@@ -216,12 +332,12 @@ static int add_target(struct session *s, int pid, bool quiet_if_gone)
 		raw_process(s->raw, t);
 	}
 	gpu_probes_scan(s->gpu, pid);
-	if (s->dev) {
-		load_agent(s, t);
-		if (device_probes_scan(s->dev, t) == 1)
-			wait_for_agent(s, pid);
+	if (s->dev && !agent_ops) {
+		load_agent(s, t, false);
+		if (device_probes_scan(s->dev, t, false) == 1)
+			wait_for_agent(s, pid, false);
 	}
-	print_attach(t, &rep); /* last: tests wait for this line */
+	print_attach(t, &rep, agent_ops); /* last: tests wait for this line */
 	return 0;
 }
 
@@ -278,10 +394,13 @@ static void trace_loop(struct session *s)
 		/* Wakeups are batched (BPF_RB_NO_WAKEUP below a threshold), so
 		 * poll only returns early for a full batch: drain what is there
 		 * every 100 ms in any case. */
-		int err = ring_buffer__poll(s->rb, 100);
+		uint64_t tick = now_ns();
+		int err = ring_buffer__poll(s->rb, s->reorder ? 20 : 100);
 
 		if (err >= 0)
 			err = ring_buffer__consume(s->rb);
+		/* Op rings hold 4 MiB a thread: read them every 20 ms. */
+		drain_op_rings(s, tick - REORDER_SLACK_NS);
 		if (err < 0 && err != -EINTR) {
 			fprintf(stderr, "ptbpf: reading the ring buffer failed: %s\n", strerror(-err));
 			break;
@@ -313,7 +432,7 @@ static void trace_loop(struct session *s)
 					continue;
 				gpu_probes_scan(s->gpu, s->targets[i].pid);
 				if (s->dev)
-					device_probes_scan(s->dev, &s->targets[i]);
+					device_probes_scan(s->dev, &s->targets[i], false);
 			}
 			last_scan = now_ns();
 		}
@@ -376,24 +495,41 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 		[EV_GPU_RET] = "GPU return", [EV_NAMED_GPU_NAME] = "GPU name lookup",
 		[EV_AGENT_CORR] = "launch correlation", [EV_AGENT_RECORD] = "GPU record",
 		[EV_AGENT_DROPPED] = "CUPTI drop report", [EV_NAMED_AGENT_STATUS] = "agent status",
-		[EV_LONG_NAME_KERNEL] = "kernel name",
+		[EV_LONG_NAME_KERNEL] = "kernel name", [EV_NAMED_RF_BEGIN] = "op begin (agent)",
+		[EV_RF_END] = "op end (agent)",
 	};
 	struct op_stat top[10];
 	int ntop = join_top_ops(s->join, top, 10);
 	uint64_t received = 0;
 
 	for (int k = 0; k < EV_KIND_MAX; k++)
-		received += c->by_kind[k];
+		if (k != EV_NAMED_RF_BEGIN && k != EV_RF_END) /* not from BPF */
+			received += c->by_kind[k];
+	received += s->exit_chunks;
 	fprintf(stderr, "ptbpf: events by kind:");
 	for (int k = 0; k < EV_KIND_MAX; k++)
 		if (c->by_kind[k])
 			fprintf(stderr, " %s %lu,", kind[k], (unsigned long)c->by_kind[k]);
-	fprintf(stderr, " total %lu\n", (unsigned long)received);
+	fprintf(stderr, " total %lu\n", (unsigned long)(received - s->exit_chunks +
+							  c->by_kind[EV_NAMED_RF_BEGIN] +
+							  c->by_kind[EV_RF_END]));
 	fprintf(stderr, "ptbpf: sent %lu, received %lu, lost %lu (ring full %lu, named ring full "
 		"%lu, GPU ring full %lu), unreadable names %lu\n", (unsigned long)st[STAT_SENT],
 		(unsigned long)received, (unsigned long)lost_total(st),
 		(unsigned long)st[STAT_DROP_RINGBUF_FULL], (unsigned long)st[STAT_DROP_NAME_FULL],
 		(unsigned long)st[STAT_DROP_GPU_FULL], (unsigned long)st[STAT_NAME_FAULT]);
+	if (s->opsr) {
+		const struct ops_ring_counts *o = ops_rings_counts(s->opsr);
+
+		fprintf(stderr, "ptbpf: agent op rings: %lu records read (%lu chunks at exit), lost "
+			"%lu (ring full %lu, no free ring %lu), malformed %lu, processes gone "
+			"before a last read %lu; sequence numbers %s\n",
+			(unsigned long)o->records, (unsigned long)s->exit_chunks,
+			(unsigned long)(o->dropped + o->no_slot), (unsigned long)o->dropped,
+			(unsigned long)o->no_slot, (unsigned long)o->bad,
+			(unsigned long)o->lost_at_exit, o->layout_ok ? "read" : "NOT read "
+			"(unexpected RecordFunction layout: no forward->backward flows)");
+	}
 	print_gpu_calls(s);
 	fprintf(stderr, "ptbpf: slices %lu; unwound by exceptions %lu, cut by exit %lu, open at "
 		"stop %lu, end not seen %lu, end before attach %lu, too deep %lu; steps %lu, "
@@ -428,6 +564,15 @@ static void write_final_counters(struct session *s, const uint64_t st[STAT_MAX])
 			  (int64_t)st[STAT_DROP_AGENT_FULL]);
 	pf_trace_attr_int(s->w, "dev.ptbpf.cupti_dropped",
 			  (int64_t)join_device_counts(s->join)->cupti_dropped);
+	if (s->opsr) {
+		const struct ops_ring_counts *o = ops_rings_counts(s->opsr);
+
+		pf_trace_attr_int(s->w, "dev.ptbpf.ops_records", (int64_t)o->records);
+		pf_trace_attr_int(s->w, "dev.ptbpf.ops_lost_ring_full", (int64_t)o->dropped);
+		pf_trace_attr_int(s->w, "dev.ptbpf.ops_lost_no_free_ring", (int64_t)o->no_slot);
+		pf_trace_attr_int(s->w, "dev.ptbpf.ops_lost_exit_probe_ring_full",
+				  (int64_t)st[STAT_DROP_OPS_EXIT]);
+	}
 	pf_trace_attr_int(s->w, "dev.ptbpf.frames_unwound", (int64_t)c->unwound);
 	pf_trace_attr_int(s->w, "dev.ptbpf.frames_end_not_seen", (int64_t)c->end_missed);
 	pf_clock_snapshot(s->w);
@@ -522,6 +667,7 @@ static int finish(struct session *s, int rc)
 	s->gpu = NULL;
 	if (s->rb)
 		ring_buffer__consume(s->rb);
+	drain_op_rings(s, UINT64_MAX);
 	if (s->skel)
 		stats_read(s, st);
 	if (s->join && s->ntargets) {
@@ -549,6 +695,8 @@ static int finish(struct session *s, int rc)
 			s->opt.output, size / 1e6);
 	}
 	join_free(s->join);
+	ops_rings_free(s->opsr);
+	reorder_free(s->reorder);
 	probes_free(s->probes);
 	ring_buffer__free(s->rb);
 	ptbpf_bpf__destroy(s->skel);

@@ -230,6 +230,18 @@ bool u64_set_add(struct u64_set *s, uint64_t key)
 	return true;
 }
 
+bool u64_set_has(const struct u64_set *s, uint64_t key)
+{
+	uint32_t h;
+
+	if (!key)
+		return s->has_zero;
+	for (h = hash_u64(key) & (s->cap - 1); s->slot[h]; h = (h + 1) & (s->cap - 1))
+		if (s->slot[h] == key)
+			return true;
+	return false;
+}
+
 bool u64_set_remove(struct u64_set *s, uint64_t key)
 {
 	uint32_t h, next;

@@ -35,6 +35,7 @@ bool str_map_put(struct str_map *m, uint64_t key, const char *value);
 struct u64_set *u64_set_new(uint32_t max_entries);
 void u64_set_free(struct u64_set *s);
 bool u64_set_add(struct u64_set *s, uint64_t key);
+bool u64_set_has(const struct u64_set *s, uint64_t key);
 /* True if key was present (and is now removed). */
 bool u64_set_remove(struct u64_set *s, uint64_t key);
 

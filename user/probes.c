@@ -355,6 +355,14 @@ int probes_attach(struct probes *p, const struct target *t, struct attach_report
 	return *stop ? -EINTR : 0;
 }
 
+int probes_trace_pid(struct probes *p, int pid)
+{
+	__u8 one = 1;
+
+	return bpf_map__update_elem(p->skel->maps.traced, &pid, sizeof(pid), &one, sizeof(one),
+				    BPF_ANY);
+}
+
 void probes_detach(struct probes *p)
 {
 	link_set_destroy(&p->links);

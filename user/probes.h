@@ -34,6 +34,9 @@ struct probes *probes_new(struct ptbpf_bpf *skel, struct op_table *ops, bool ent
  * p and are removed by probes_free. */
 int probes_attach(struct probes *p, const struct target *t, struct attach_report *rep,
 		  volatile sig_atomic_t *stop, char *err, size_t errlen);
+/* Only marks pid as traced (its thread exits, forks and GPU calls are
+ * reported): for a process whose ops come from its agent. 0 or -errno. */
+int probes_trace_pid(struct probes *p, int pid);
 /* Detaches every link (no new events after this returns). */
 void probes_detach(struct probes *p);
 void probes_free(struct probes *p);

@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* Agent op rings -> ring events. See ops_ring.h and include/ptbpf_agent.h. */
+#define _GNU_SOURCE
+#include "ops_ring.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "ptbpf_agent.h"
+#include "ptbpf_events.h"
+
+#define MAX_PROCS 64
+
+struct proc_rings {
+	int pid;
+	bool gone;
+	struct ptbpf_ops_desc desc;
+	uint64_t desc_addr;
+	uint64_t tail[PTBPF_OPS_SLOTS];    /* our read position per ring */
+	uint64_t dropped[PTBPF_OPS_SLOTS]; /* the ring's drop count last seen */
+	uint64_t no_slot;
+};
+
+struct ops_rings {
+	struct proc_rings procs[MAX_PROCS];
+	int n;
+	uint8_t *buf; /* one ring's bytes */
+	/* Exit chunks (EV_OPS_CHUNK) of one ring, reassembled: bytes of
+	 * ring positions [cstart, cstart + clen) of (cpid, cslot). */
+	uint8_t *cbuf;
+	int cpid;
+	uint32_t cslot;
+	uint64_t cstart, clen;
+	struct ops_ring_counts counts;
+};
+
+static int vm_read(int pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+}
+
+static int vm_write(int pid, uint64_t addr, const void *buf, size_t len)
+{
+	struct iovec local = { (void *)buf, len }, remote = { (void *)(uintptr_t)addr, len };
+	ssize_t n = process_vm_writev(pid, &local, 1, &remote, 1, 0);
+
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+}
+
+struct ops_rings *ops_rings_new(void)
+{
+	struct ops_rings *r = calloc(1, sizeof(*r));
+
+	if (r && (!(r->buf = malloc(PTBPF_OPS_SLOT_BYTES)) ||
+		  !(r->cbuf = malloc(PTBPF_OPS_SLOT_BYTES)))) {
+		free(r->buf);
+		free(r);
+		return NULL;
+	}
+	if (r)
+		r->counts.layout_ok = 1;
+	return r;
+}
+
+void ops_rings_free(struct ops_rings *r)
+{
+	if (r) {
+		free(r->buf);
+		free(r->cbuf);
+	}
+	free(r);
+}
+
+static uint64_t slot_addr(const struct proc_rings *p, uint32_t i)
+{
+	return p->desc.slots + (uint64_t)i * p->desc.slot_bytes;
+}
+
+static int read_slots(const struct proc_rings *p, struct ptbpf_ops_slot *s)
+{
+	struct iovec local[PTBPF_OPS_SLOTS], remote[PTBPF_OPS_SLOTS];
+	size_t want = p->desc.nslots * sizeof(*s);
+	ssize_t n;
+
+	for (uint32_t i = 0; i < p->desc.nslots; i++) {
+		local[i] = (struct iovec){ &s[i], sizeof(*s) };
+		remote[i] = (struct iovec){ (void *)(uintptr_t)slot_addr(p, i), sizeof(*s) };
+	}
+	n = process_vm_readv(p->pid, local, p->desc.nslots, remote, p->desc.nslots, 0);
+	return n == (ssize_t)want ? 0 : n < 0 ? -errno : -EIO;
+}
+
+int ops_rings_add(struct ops_rings *r, int pid, uint64_t desc_addr, char *err, size_t errlen)
+{
+	struct ptbpf_ops_slot slots[PTBPF_OPS_SLOTS];
+	struct proc_rings *p;
+	int ret;
+
+	if (r->n == MAX_PROCS) {
+		snprintf(err, errlen, "pid %d: at most %d processes' op rings are read", pid,
+			 MAX_PROCS);
+		return -E2BIG;
+	}
+	p = &r->procs[r->n];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	p->desc_addr = desc_addr;
+	ret = vm_read(pid, desc_addr, &p->desc, sizeof(p->desc));
+	if (ret) {
+		snprintf(err, errlen, "pid %d: cannot read its agent's op rings at %#lx: %s", pid,
+			 (unsigned long)desc_addr, strerror(-ret));
+		return ret;
+	}
+	if (p->desc.magic != PTBPF_OPS_MAGIC || p->desc.version != PTBPF_OPS_VERSION ||
+	    p->desc.nslots != PTBPF_OPS_SLOTS || p->desc.slot_bytes != PTBPF_OPS_SLOT_BYTES) {
+		snprintf(err, errlen, "pid %d: its agent's op rings are of another version "
+			 "(magic %#lx, version %u): use the agent shipped with this ptbpf", pid,
+			 (unsigned long)p->desc.magic, p->desc.version);
+		return -EPROTO;
+	}
+	ret = read_slots(p, slots);
+	if (ret) {
+		snprintf(err, errlen, "pid %d: cannot read its op rings: %s", pid, strerror(-ret));
+		return ret;
+	}
+	/* What an earlier session left unread is not ours. */
+	for (uint32_t i = 0; i < p->desc.nslots; i++) {
+		p->tail[i] = slots[i].head;
+		p->dropped[i] = slots[i].dropped;
+		vm_write(pid, slot_addr(p, i) + offsetof(struct ptbpf_ops_slot, tail), &p->tail[i],
+			 sizeof(p->tail[i]));
+	}
+	p->no_slot = p->desc.no_slot;
+	r->n++;
+	return 0;
+}
+
+int ops_rings_count(const struct ops_rings *r)
+{
+	return r->n;
+}
+
+/* Copies [from, to) of ring i (positions modulo cap) into buf. */
+static int read_span(struct proc_rings *p, uint32_t i, uint64_t from, uint64_t to, uint8_t *buf)
+{
+	const uint64_t cap = p->desc.slot_bytes - sizeof(struct ptbpf_ops_slot);
+	const uint64_t data = slot_addr(p, i) + sizeof(struct ptbpf_ops_slot);
+	uint64_t off = from % cap, first = to - from < cap - off ? to - from : cap - off;
+	int ret = vm_read(p->pid, data + off, buf, first);
+
+	if (!ret && first < to - from)
+		ret = vm_read(p->pid, data, buf + first, to - from - first);
+	return ret;
+}
+
+static void emit_record(struct ops_rings *r, const struct proc_rings *p, uint32_t tid,
+			const struct ptbpf_ops_rec *rec,
+			int (*emit)(void *, void *, size_t), void *ctx)
+{
+	struct ptbpf_named_event e = { .ev = {
+		.ts = rec->ts, .pid = (uint32_t)p->pid, .tid = tid, .source = SRC_AGENT,
+		.key = rec->rf, .arg = { (uint64_t)rec->seq, rec->scope } } };
+
+	r->counts.records++;
+	if (rec->type == OPS_REC_END) {
+		e.ev.kind = EV_RF_END;
+		emit(ctx, &e.ev, sizeof(e.ev));
+		return;
+	}
+	e.ev.kind = EV_NAMED_RF_BEGIN;
+	memcpy(e.name, rec + 1, rec->name_len < PTBPF_NAME_LEN - 1 ? rec->name_len :
+	       PTBPF_NAME_LEN - 1);
+	emit(ctx, &e, sizeof(e));
+}
+
+/* Parses [tail, head) of one ring from buf (which holds position tail at
+ * buf[0]); returns the new tail. With partial, head may cut the last
+ * record short: it is left for later. */
+static uint64_t parse(struct ops_rings *r, const struct proc_rings *p, uint32_t tid,
+		      const uint8_t *buf, uint64_t tail, uint64_t head, bool partial,
+		      int (*emit)(void *, void *, size_t), void *ctx)
+{
+	const uint64_t cap = p->desc.slot_bytes - sizeof(struct ptbpf_ops_slot);
+	const size_t hdr = sizeof(struct ptbpf_ops_rec);
+	uint64_t pos = tail;
+
+	while (pos < head) {
+		const struct ptbpf_ops_rec *rec;
+		uint64_t left = cap - pos % cap;
+
+		if (left < hdr) { /* a rest too short for a record: skipped */
+			pos += left;
+			continue;
+		}
+		if (head - pos < hdr)
+			break;
+		rec = (const struct ptbpf_ops_rec *)(buf + (pos - tail));
+		if (partial && rec->size <= left && rec->size > head - pos)
+			break;
+		if (rec->size < hdr || rec->size % 8 || rec->size > left || rec->size > head - pos ||
+		    (rec->type != OPS_REC_PAD && rec->name_len > rec->size - hdr) ||
+		    rec->type < OPS_REC_BEGIN || rec->type > OPS_REC_PAD) {
+			r->counts.bad++;
+			return head;
+		}
+		if (rec->type != OPS_REC_PAD)
+			emit_record(r, p, tid, rec, emit, ctx);
+		pos += rec->size;
+	}
+	return pos;
+}
+
+static void drain_proc(struct ops_rings *r, struct proc_rings *p,
+		       int (*emit)(void *, void *, size_t), void *ctx)
+{
+	const uint64_t cap = p->desc.slot_bytes - sizeof(struct ptbpf_ops_slot);
+	struct ptbpf_ops_slot slots[PTBPF_OPS_SLOTS];
+	struct ptbpf_ops_desc desc;
+
+	/* Once the process has exited its memory is gone, and with it what
+	 * its rings held since the last drain (ptbpf drains every 20 ms). */
+	if (vm_read(p->pid, p->desc_addr, &desc, sizeof(desc)) || read_slots(p, slots)) {
+		p->gone = true;
+		r->counts.lost_at_exit++;
+		return;
+	}
+	if (desc.no_slot != p->no_slot) {
+		r->counts.no_slot += desc.no_slot - p->no_slot;
+		p->no_slot = desc.no_slot;
+	}
+	if (!desc.layout_ok)
+		r->counts.layout_ok = 0;
+	for (uint32_t i = 0; i < p->desc.nslots; i++) {
+		struct ptbpf_ops_slot *s = &slots[i];
+		uint64_t head = s->head, tail = p->tail[i];
+
+		if (s->dropped != p->dropped[i]) {
+			r->counts.dropped += s->dropped - p->dropped[i];
+			p->dropped[i] = s->dropped;
+		}
+		if (head < tail || head - tail > cap) { /* cannot be: resynchronize */
+			r->counts.bad++;
+			tail = head;
+		} else if (head > tail) {
+			if (read_span(p, i, tail, head, r->buf))
+				continue;
+			tail = parse(r, p, s->tid, r->buf, tail, head, false, emit, ctx);
+		}
+		if (tail != p->tail[i]) {
+			p->tail[i] = tail;
+			vm_write(p->pid, slot_addr(p, i) + offsetof(struct ptbpf_ops_slot, tail),
+				 &tail, sizeof(tail));
+		}
+		if (s->state == OPS_SLOT_RETIRED && tail == head) {
+			uint32_t free_state = OPS_SLOT_FREE;
+
+			vm_write(p->pid, slot_addr(p, i) + offsetof(struct ptbpf_ops_slot, state),
+				 &free_state, sizeof(free_state));
+		}
+	}
+}
+
+void ops_rings_drain(struct ops_rings *r, int (*emit)(void *ctx, void *data, size_t size),
+		     void *ctx)
+{
+	for (int i = 0; i < r->n; i++)
+		if (!r->procs[i].gone)
+			drain_proc(r, &r->procs[i], emit, ctx);
+}
+
+static struct proc_rings *find_proc(struct ops_rings *r, int pid)
+{
+	for (int i = 0; i < r->n; i++)
+		if (r->procs[i].pid == pid)
+			return &r->procs[i];
+	return NULL;
+}
+
+int ops_rings_loc(const struct ops_rings *r, int pid, struct ptbpf_ops_loc *loc)
+{
+	for (int i = 0; i < r->n; i++) {
+		if (r->procs[i].pid == pid) {
+			*loc = (struct ptbpf_ops_loc){ .slots = r->procs[i].desc.slots,
+						       .nslots = r->procs[i].desc.nslots,
+						       .slot_bytes = (uint32_t)r->procs[i].desc.slot_bytes };
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+void ops_rings_chunk(struct ops_rings *r, const struct ptbpf_ops_chunk *c,
+		     int (*emit)(void *ctx, void *data, size_t size), void *ctx)
+{
+	struct proc_rings *p = find_proc(r, (int)c->ev.pid);
+	uint64_t from = c->ev.arg[0], len = c->ev.arg[1], tail, end;
+	uint32_t slot = c->ev.id;
+
+	if (!p || slot >= p->desc.nslots || len > PTBPF_OPS_CHUNK)
+		return;
+	if (r->cpid != p->pid || r->cslot != slot || from != r->cstart + r->clen) {
+		if (r->clen)
+			r->counts.bad++; /* the last ring's rest was cut short */
+		r->cpid = p->pid;
+		r->cslot = slot;
+		r->cstart = from;
+		r->clen = 0;
+	}
+	if (r->clen + len > PTBPF_OPS_SLOT_BYTES)
+		return;
+	memcpy(r->cbuf + r->clen, c->data, len);
+	r->clen += len;
+	/* What ptbpf read already (it may have raced the copy) is skipped;
+	 * its tail is a record boundary. */
+	tail = p->tail[slot] > r->cstart ? p->tail[slot] : r->cstart;
+	end = r->cstart + r->clen;
+	if (tail >= end) {
+		r->cstart = end;
+		r->clen = 0;
+		return;
+	}
+	tail = parse(r, p, c->ev.tid, r->cbuf + (tail - r->cstart), tail, end, true, emit, ctx);
+	p->tail[slot] = tail;
+	memmove(r->cbuf, r->cbuf + (tail - r->cstart), end - tail);
+	r->clen = end - tail;
+	r->cstart = tail;
+	p->gone = true; /* it is exiting: nothing more to read in it */
+}
+
+const struct ops_ring_counts *ops_rings_counts(const struct ops_rings *r)
+{
+	return &r->counts;
+}

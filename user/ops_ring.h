@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * ops_ring: reads the op rings of the agents in the traced processes
+ * (RecordFunction begins and ends, include/ptbpf_agent.h) with
+ * process_vm_readv, turns each record into a loader-made ring event
+ * (EV_NAMED_RF_BEGIN, EV_RF_END of ptbpf_events.h) and hands it on.
+ */
+#ifndef PTBPF_OPS_RING_H
+#define PTBPF_OPS_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "ptbpf_events.h"
+
+struct ops_rings;
+
+struct ops_ring_counts {
+	uint64_t records;   /* records read */
+	uint64_t dropped;   /* lost in the target: a ring was full */
+	uint64_t no_slot;   /* lost in the target: a thread found no free ring */
+	uint64_t bad;       /* malformed records (the ring was skipped to its head) */
+	uint64_t lost_at_exit; /* rings that could not be read any more (the process exited) */
+	int layout_ok;      /* all agents could read RecordFunction's fields */
+};
+
+struct ops_rings *ops_rings_new(void);
+void ops_rings_free(struct ops_rings *r);
+/* Starts reading pid's rings, whose descriptor its agent reported at
+ * desc_addr; what they hold now is skipped. 0, or -errno with one line
+ * in err. */
+int ops_rings_add(struct ops_rings *r, int pid, uint64_t desc_addr, char *err, size_t errlen);
+/* Whether any process is being read. */
+int ops_rings_count(const struct ops_rings *r);
+/* Reads everything the rings hold and calls emit with each event. */
+void ops_rings_drain(struct ops_rings *r, int (*emit)(void *ctx, void *data, size_t size),
+		     void *ctx);
+/* Where pid's rings are (for the exit probe); 0 or -ENOENT. */
+int ops_rings_loc(const struct ops_rings *r, int pid, struct ptbpf_ops_loc *loc);
+/* Bytes of a ring read by BPF as the process exits: parsed like a drain. */
+void ops_rings_chunk(struct ops_rings *r, const struct ptbpf_ops_chunk *c,
+		     int (*emit)(void *ctx, void *data, size_t size), void *ctx);
+const struct ops_ring_counts *ops_rings_counts(const struct ops_rings *r);
+
+#endif /* PTBPF_OPS_RING_H */
