@@ -166,7 +166,7 @@ static const struct {
 /* State, changed only under state_lock (by the agent thread or by the
  * exported activate/deactivate). */
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool active, active_by_file, gpu_on, ops_on;
+static bool active, active_by_file, gpu_on, ops_on, process_exiting;
 static CUpti_SubscriberHandle subscriber;
 static unsigned enabled_kinds; /* bit i: activity_kinds[i] is on */
 
@@ -603,6 +603,10 @@ static void *agent_thread(void *arg)
 		nanosleep(&period, NULL);
 		fresh = on_file_fresh(&present);
 		pthread_mutex_lock(&state_lock);
+		if (process_exiting) {
+			pthread_mutex_unlock(&state_lock);
+			continue;
+		}
 		if (active && active_by_file && !fresh) {
 			deactivate_locked(present ? "activation file stale" : "activation file removed");
 		} else if (active && gpu_on) {
@@ -655,6 +659,12 @@ __attribute__((constructor)) static void agent_init(void)
  * process's memory goes. */
 __attribute__((destructor)) static void agent_fini(void)
 {
+	/* From here on the agent thread leaves torch and CUPTI alone: their
+	 * static objects are destroyed after this (the agent was loaded last,
+	 * so its destructor runs first). */
+	pthread_mutex_lock(&state_lock);
+	process_exiting = true;
+	pthread_mutex_unlock(&state_lock);
 	agent_ops_exit();
 }
 

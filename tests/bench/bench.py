@@ -4,10 +4,13 @@ process and the same run.
 
 For each workload a bench_target.py process times rounds of
 untraced / traced by ptbpf / after ptbpf detached / under torch.profiler.
-Even rounds trace with full op spans (entry + ret probes), odd rounds with
---entries-only (entry probes only), which separates the cost of an emulated
-probe hit from a single-stepped one. Prints a Markdown section; with --out
-it is appended to that file (BENCHMARKS.md)."""
+The traced rounds cycle through ptbpf's op sources: the agent's
+RecordFunction callbacks (--ops agent: the default in CUDA processes; with
+CUDA also launches and the CUPTI timeline), full uprobe spans (--ops probes:
+entry + single-stepped ret probes) and --entries-only (entry probes only),
+which separates the cost of an emulated probe hit from a single-stepped
+one. Prints a Markdown section; with --out it is appended to that file
+(BENCHMARKS.md)."""
 import argparse
 import datetime
 import os
@@ -40,8 +43,8 @@ def wait_tracing(tracer):
             raise RuntimeError("ptbpf did not attach: %s" % err.decode())
         err += line
         m = re.search(rb"planned in (\d+) ms, attached in (\d+) ms", line)
-        if line.startswith(b"ptbpf: tracing pid") and m:
-            return int(m.group(1)), int(m.group(2))
+        if line.startswith(b"ptbpf: tracing pid"):
+            return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
 def parse_summary(err):
@@ -49,6 +52,12 @@ def parse_summary(err):
     m = re.search(r"sent (\d+), received (\d+), lost (\d+)", err)
     if m:
         out["sent"], out["received"], out["lost"] = map(int, m.groups())
+    m = re.search(r"events by kind:.* total (\d+)", err)
+    if m:  # BPF events and agent op records alike
+        out["received"] = int(m.group(1))
+    m = re.search(r"agent op rings: \d+ records read \(\d+ chunks at exit\), lost (\d+)", err)
+    if m:
+        out["lost"] = out.get("lost", 0) + int(m.group(1))
     m = re.search(r"peak RSS ([\d.]+) MB, CPU ([\d.]+) s in all, ([\d.]+) s while tracing", err)
     if m:
         out["rss_mb"] = float(m.group(1))
@@ -59,6 +68,11 @@ def parse_summary(err):
     if m:
         out["mb"] = float(m.group(1))
     return out
+
+
+# (name, ptbpf arguments) of the traced rounds, in turn.
+MODES = [("agent", ["--ops", "agent"]), ("probes", ["--ops", "probes"]),
+         ("entries", ["--entries-only"])]
 
 
 def bench_workload(args, workload):
@@ -78,19 +92,19 @@ def bench_workload(args, workload):
                 if phase == "untraced" and rnd >= args.rounds:
                     rnd -= args.rounds
                 if phase == "traced":
-                    phase = "traced_full" if rnd % 2 == 0 else "traced_entries"
+                    phase = "traced_" + MODES[rnd % len(MODES)][0]
                 values.setdefault(phase, []).append(v)
                 if phase == "profiler_postprocess" and rnd == args.rounds - 1:
                     break
             elif words[0] == "barrier" and words[1].startswith("attached"):
                 rnd = int(words[1][len("attached"):])
-                extra = [] if rnd % 2 == 0 else ["--entries-only"]
+                mode, extra = MODES[rnd % len(MODES)]
                 trace = os.path.join(ctl, "t%d.pftrace" % rnd)
                 t0 = time.time()
                 tracer = subprocess.Popen([args.ptbpf, "-p", str(target.pid), "-o", trace] + extra,
                                           stderr=subprocess.PIPE)
                 plan_ms, attach_ms = wait_tracing(tracer)
-                runs.append(dict(mode="entries" if extra else "full", plan_ms=plan_ms,
+                runs.append(dict(mode=mode, plan_ms=plan_ms,
                                  attach_ms=attach_ms, wall_attach_s=time.time() - t0))
                 open(os.path.join(ctl, words[1]), "w").close()
             elif words[0] == "barrier" and words[1].startswith("detached"):
@@ -108,7 +122,7 @@ def bench_workload(args, workload):
     return values, runs
 
 
-def loader_throughput(args, n=1000000):
+def loader_throughput(args, extra, n=1000000):
     """A burst of n aten::add (2n events) at the target's full speed, with
     the default ring: what the loader sustains, and whether anything is lost."""
     ctl = tempfile.mkdtemp(prefix="ptbpf-bench-")
@@ -120,7 +134,7 @@ def loader_throughput(args, n=1000000):
     try:
         while not read_line(target).startswith("ready"):
             pass
-        tracer = subprocess.Popen([args.ptbpf, "-p", str(target.pid), "-o", trace],
+        tracer = subprocess.Popen([args.ptbpf, "-p", str(target.pid), "-o", trace] + extra,
                                   stderr=subprocess.PIPE)
         wait_tracing(tracer)
         t0 = time.time()
@@ -132,10 +146,10 @@ def loader_throughput(args, n=1000000):
     finally:
         target.kill()
         shutil.rmtree(ctl, ignore_errors=True)
-    return ("\n#### loader throughput\n\n%d aten::add in %.2f s of target time: %d events "
+    return ("\n#### loader throughput (%s)\n\n%d aten::add in %.2f s of target time: %d events "
             "received (%.0f k/s), %d lost; loader CPU while tracing %.2f s = %.2f M events "
             "per CPU-second; trace %.1f MB = %.1f bytes/event; loader peak RSS %.1f MB.\n" % (
-                n, wall, r.get("received", 0), r.get("received", 0) / wall / 1e3,
+                " ".join(extra), n, wall, r.get("received", 0), r.get("received", 0) / wall / 1e3,
                 r.get("lost", 0), r.get("cpu_s", 0),
                 r.get("received", 0) / max(r.get("cpu_s", 0), 1e-9) / 1e6, r.get("mb", 0),
                 r.get("mb", 0) * 1e6 / max(r.get("received", 1), 1), r.get("rss_mb", 0)))
@@ -152,20 +166,29 @@ def report(args, results):
         name, scale = unit[workload]
         base = med(values["untraced"])
         lines.append("\n#### %s (%s, median of %d rounds)\n" % (workload, name, args.rounds))
-        lines.append("| phase | %s | vs untraced |" % name)
-        lines.append("|---|---|---|")
-        for phase in ("untraced", "traced_full", "traced_entries", "after_detach", "profiler"):
+        label = {"traced_agent": "ptbpf --ops agent (callbacks%s)" % (
+                     " + launches + CUPTI" if args.device == "cuda" else ""),
+                 "traced_probes": "ptbpf --ops probes (uprobe spans%s)" % (
+                     " + launches + CUPTI" if args.device == "cuda" else ""),
+                 "traced_entries": "ptbpf --entries-only",
+                 "after_detach": "after ptbpf detached", "profiler": "torch.profiler"}
+        prof = med(values.get("profiler", [])) / base - 1
+        lines.append("| phase | %s | vs untraced | overhead / profiler's |" % name)
+        lines.append("|---|---|---|---|")
+        for phase in ("untraced", "traced_agent", "traced_probes", "traced_entries",
+                      "after_detach", "profiler"):
             v = med(values.get(phase, []))
-            lines.append("| %s | %.3f | %+.1f%% |" % (phase.replace("_", " "), v * scale,
-                                                   (v / base - 1) * 100))
+            lines.append("| %s | %.3f | %+.1f%% | %s |" % (
+                label.get(phase, phase), v * scale, (v / base - 1) * 100,
+                "%.2f" % ((v / base - 1) / prof) if phase.startswith("traced") and prof > 0
+                else ""))
         lines.append("| profiler post-processing | %.2f s | |" %
                      med(values.get("profiler_postprocess", [])))
-        full = [r for r in runs if r["mode"] == "full"]
-        if full:
-            r = full[-1]
+        for r in [[r for r in runs if r["mode"] == m][-1] for m, _ in MODES
+                  if any(r["mode"] == m for r in runs)]:
             events = r.get("received", 0)
             lines.append("")
-            lines.append("ptbpf (full mode, last round): plan %d ms + attach %d ms; %d events "
+            lines.append("ptbpf (" + r["mode"] + ", last round): plan %d ms + attach %d ms; %d events "
                          "(%d lost), %d GPU kernels from the agent; trace %.1f MB = %.1f "
                          "bytes/event; loader peak RSS %.1f MB" % (
                              r["plan_ms"], r["attach_ms"], events, r.get("lost", 0),
@@ -174,12 +197,13 @@ def report(args, results):
                              r.get("rss_mb", 0)))
         if workload == "smallop":
             entry = med(values["traced_entries"]) - base
-            ret = med(values["traced_full"]) - med(values["traced_entries"])
+            ret = med(values["traced_probes"]) - med(values["traced_entries"])
             lines.append("")
-            lines.append("Probe cost per hit (one aten::add = one entry hit, plus one ret hit "
-                         "in full mode): entry (emulated `push`) %.2f µs; ret "
-                         "(single-stepped) %.2f µs; torch.profiler %.2f µs per op." % (
-                             entry * 1e6, ret * 1e6, (med(values["profiler"]) - base) * 1e6))
+            lines.append("Cost per op (one aten::add): agent callbacks %.2f µs; uprobes: entry "
+                         "(emulated `push`) %.2f µs + ret (single-stepped) %.2f µs; "
+                         "torch.profiler %.2f µs." % (
+                             (med(values["traced_agent"]) - base) * 1e6, entry * 1e6, ret * 1e6,
+                             (med(values["profiler"]) - base) * 1e6))
     return "\n".join(lines)
 
 
@@ -198,7 +222,7 @@ def main():
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--python", default="/usr/bin/python3")
     ap.add_argument("--ptbpf", default=os.path.join(ROOT, "build", "ptbpf"))
-    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--rounds", type=int, default=6, help="a multiple of 3 (one per op source)")
     ap.add_argument("--workloads", default=None)
     ap.add_argument("--out")
     ap.add_argument("--raw", action="store_true", help="print every round's value")
@@ -214,7 +238,8 @@ def main():
                 print(w, phase, " ".join("%.4g" % x for x in v), file=sys.stderr)
     head = "\n### %s, %s, torch %s (%s)\n" % (
         datetime.date.today().isoformat(), args.device, torch_version, machine())
-    text = head + report(args, results) + "\n" + loader_throughput(args)
+    text = head + report(args, results) + "\n" + "".join(
+        loader_throughput(args, extra) for extra in (["--ops", "probes"], ["--ops", "agent"]))
     print(text)
     if args.out:
         with open(args.out, "a") as f:

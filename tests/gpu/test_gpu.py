@@ -3,12 +3,14 @@
 and does not collect this folder."""
 import json
 import os
+
+import pytest
 import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from conftest import run_traced, torch_version, workload_argv  # noqa: E402
-from test_fidelity import check_counts_equal_profiler  # noqa: E402
+from test_fidelity import SOURCES, check_counts_equal_profiler  # noqa: E402
 from launches import GRAPH_LAUNCHES, KERNEL_LAUNCHES, base, launch_problems  # noqa: E402
 
 
@@ -16,12 +18,14 @@ def test_torch_is_2x_with_cuda():
     assert torch_version() >= (2, 0)
 
 
-def test_cuda_training_counts_equal_profiler(tmp_path):
-    check_counts_equal_profiler(tmp_path, "mlp", 20, ["--device", "cuda"])
+@pytest.mark.parametrize("source", SOURCES)
+def test_cuda_training_counts_equal_profiler(tmp_path, source):
+    check_counts_equal_profiler(tmp_path, "mlp", 20, ["--device", "cuda"], source)
 
 
-def test_cuda_conv_counts_equal_profiler(tmp_path):
-    check_counts_equal_profiler(tmp_path, "conv", 10, ["--device", "cuda"])
+@pytest.mark.parametrize("source", SOURCES)
+def test_cuda_conv_counts_equal_profiler(tmp_path, source):
+    check_counts_equal_profiler(tmp_path, "conv", 10, ["--device", "cuda"], source)
 
 
 def test_regions_nest(tmp_path):
