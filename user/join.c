@@ -524,10 +524,14 @@ static void bwd_begin(struct join *j, struct thread *t, const struct ptbpf_event
 		   .term_flows = &flow, .nterm = flow ? 1 : 0 });
 }
 
+/* In an op: an aten op, or (from the agent) another FUNCTION-scope
+ * record such as "Torch-Compiled Region", which the profiler draws as an
+ * op too. */
 static bool in_op(const struct thread *t)
 {
 	for (int i = t->depth - 1; i >= 0; i--)
-		if (t->stack[i].kind == FR_OP)
+		if (t->stack[i].kind == FR_OP ||
+		    (t->stack[i].category && !strcmp(t->stack[i].category, "cpu_op")))
 			return true;
 	return false;
 }
