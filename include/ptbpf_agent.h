@@ -96,6 +96,12 @@ struct ptbpf_ops_slot {
  * fewer than 32 bytes left, by nothing: the reader skips such a rest). */
 enum ptbpf_ops_rec_type { OPS_REC_BEGIN = 1, OPS_REC_END, OPS_REC_PAD };
 #define OPS_END_UNWINDING 1 /* ended while a C++ exception was in flight */
+/* CUDA API calls (from CUPTI callbacks) in the same rings: BEGIN scope =
+ * OPS_SCOPE_CUDA_API | CUpti_CallbackDomain (1 driver, 2 runtime), name =
+ * the API function, seq = the CUPTI correlation id; rf = OPS_API_KEY |
+ * domain << 32 | correlation id, for BEGIN and END alike. */
+#define OPS_SCOPE_CUDA_API 0x80
+#define OPS_API_KEY        (1ull << 63)
 
 struct ptbpf_ops_rec {
 	uint64_t ts;              /*  0: CLOCK_MONOTONIC ns */

@@ -9,7 +9,9 @@ cuBLAS/NCCL through their static cudart, Triton directly. torch.profiler
 (CUPTI) records each as one runtime record (cudaLaunchKernel*, static cudart
 included) or, when made directly, one driver record (cuLaunchKernel*). So
 ptbpf's driver-level launches must equal the profiler's runtime + driver
-launch records; likewise for graph launches."""
+launch records; likewise for graph launches. With ops from the agent
+(--ops agent), launches come from CUPTI's callbacks as the profiler's do: a
+runtime launch then has no driver slice inside, and counts itself."""
 
 KERNEL_LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel",
                    "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel")
@@ -24,28 +26,38 @@ def launch_problems(trace, profiler):
     """Differences between the trace's launches and the profiler's counts,
     and launches that are neither in an op nor labelled outside one."""
     anc = trace.ancestors()
-    driver = {"kernel": 0, "graph": 0}
-    runtime_launches = nested = 0
+    ours = {"kernel": 0, "graph": 0}
+    runtime, nested = {"kernel": 0, "graph": 0}, {"kernel": 0, "graph": 0}
+    from_agent = False
     problems = []
     for i, s in enumerate(trace.slices):
         name = base(s.name)
         if s.category not in ("cuda_driver", "cuda_runtime") or \
                 name not in KERNEL_LAUNCHES + GRAPH_LAUNCHES:
             continue
+        from_agent = from_agent or "correlation" in s.args
+        kind = "graph" if name in GRAPH_LAUNCHES else "kernel"
         cats = [trace.slices[a].category for a in anc[i]]
         if ("cpu_op" in cats) == bool(s.args.get("outside_op")):
             problems.append("launch neither in an op nor labelled outside_op: %s" % (s,))
         if s.category == "cuda_runtime":
-            runtime_launches += 1
+            runtime[kind] += 1
         else:
-            driver["graph" if name in GRAPH_LAUNCHES else "kernel"] += 1
-            nested += "cuda_runtime" in cats
+            ours[kind] += 1
+            nested[kind] += "cuda_runtime" in cats
+    # A runtime launch that made no driver launch inside it is a launch too.
+    for kind in ours:
+        ours[kind] += runtime[kind] - nested[kind]
     prof = {"kernel": sum(v for k, v in profiler.items() if k in KERNEL_LAUNCHES),
             "graph": sum(v for k, v in profiler.items() if k in GRAPH_LAUNCHES)}
-    if driver != prof:
-        problems.append("launches: ptbpf %s, torch.profiler %s" % (driver, prof))
-    # Each runtime launch of the shared cudart goes on to exactly one driver launch.
-    if runtime_launches != nested:
-        problems.append("%d cudart launches but %d driver launches inside them" %
-                        (runtime_launches, nested))
+    if ours != prof:
+        problems.append("launches: ptbpf %s, torch.profiler %s" % (ours, prof))
+    # uprobes: each runtime launch of the shared cudart goes on to exactly one
+    # driver launch; CUPTI (agent): the driver call of a runtime launch is
+    # not recorded.
+    if not from_agent and runtime != nested:
+        problems.append("%s cudart launches but %s driver launches inside them" %
+                        (runtime, nested))
+    if from_agent and any(nested.values()):
+        problems.append("agent: %s driver launches inside runtime ones" % nested)
     return problems

@@ -163,6 +163,35 @@ static const struct {
 	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2 },
 };
 
+/* With the op recorder on, these calls too are recorded (as slices on
+ * the calling thread, in its op ring): the syncs, copies, sets and
+ * allocations a reader of a trace looks for. */
+static const CUpti_CallbackId sync_copy_alloc_cbids[] = {
+	CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020,
+};
+
 /* State, changed only under state_lock (by the agent thread or by the
  * exported activate/deactivate). */
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -393,6 +422,12 @@ static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
 		   cb->correlationId == runtime_correlation) {
 		return;
 	}
+	/* Recording ops: the call becomes a slice in the thread's op ring,
+	 * no probe hit at all. Else the correlation goes to ptbpf's uprobe,
+	 * which finds the call in its own (libcuda uprobe) slice. */
+	if (agent_ops_api(cb->callbackSite == CUPTI_API_ENTER, domain, cb->correlationId,
+			  cb->functionName))
+		return;
 	if (cb->callbackSite == CUPTI_API_ENTER)
 		ptbpf_agent_correlate(cb->correlationId, cbid, domain);
 }
@@ -400,7 +435,7 @@ static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
 /* Returns false when another subscriber owns CUPTI: then the agent steps
  * aside entirely, since taking the process-global buffer callbacks would
  * steal that client's records. */
-static bool subscribe_launches(void)
+static bool subscribe_launches(bool with_ops)
 {
 	CUptiResult res = p_subscribe(&subscriber, api_callback, NULL);
 	unsigned ok = 0;
@@ -421,6 +456,9 @@ static bool subscribe_launches(void)
 					launch_cbids[i].cbid) == CUPTI_SUCCESS;
 	if (!ok)
 		report(PTBPF_AGENT_NO_CORRELATION, "cuptiEnableCallback failed for every launch API");
+	for (i = 0; with_ops && i < sizeof(sync_copy_alloc_cbids) / sizeof(sync_copy_alloc_cbids[0]);
+	     i++)
+		p_enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, sync_copy_alloc_cbids[i]);
 	return true;
 }
 
@@ -469,7 +507,7 @@ static int enable_activities(void)
 }
 
 /* CUPTI on: false if it could not be (the reason is reported). */
-static bool activate_gpu(void)
+static bool activate_gpu(bool with_ops)
 {
 	if (cupti_load() || pool_init())
 		return false;
@@ -479,7 +517,7 @@ static bool activate_gpu(void)
 	atomic_store(&n_dropped, 0);
 	atomic_store(&n_declined, 0);
 	atomic_store(&n_foreign, 0);
-	if (!subscribe_launches())
+	if (!subscribe_launches(with_ops))
 		return false;
 	if (enable_activities()) {
 		disable_kinds();
@@ -510,7 +548,7 @@ static void activate_locked(bool by_file, bool want_ops)
 	if (active)
 		return;
 	if (cuda_loaded()) {
-		gpu_on = activate_gpu();
+		gpu_on = activate_gpu(want_ops);
 	} else {
 		gpu_on = false;
 		report(PTBPF_AGENT_NO_CUDA, "no libcuda.so.1 in the process: no GPU timeline");

@@ -211,6 +211,23 @@ static void end_any(const void *rf, void *ctx)
 		    p_peek(), NULL, 0);
 }
 
+bool agent_ops_api(bool enter, uint32_t domain, uint32_t correlation, const char *name)
+{
+	uint64_t key = OPS_API_KEY | (uint64_t)domain << 32 | correlation;
+
+	if (!atomic_load_explicit(&recording, memory_order_relaxed))
+		return false;
+	if (enter) {
+		if (!name)
+			name = "cuda?";
+		put(OPS_REC_BEGIN, OPS_SCOPE_CUDA_API | (uint8_t)domain, (const void *)(uintptr_t)key,
+		    correlation, name, strnlen(name, PTBPF_OPS_NAME_MAX));
+	} else {
+		put(OPS_REC_END, 0, (const void *)(uintptr_t)key, correlation, NULL, 0);
+	}
+	return true;
+}
+
 static int find_torch(struct dl_phdr_info *info, size_t size, void *ctx)
 {
 	const char *base = strrchr(info->dlpi_name, '/');

@@ -7,7 +7,9 @@
 #ifndef PTBPF_AGENT_OPS_H
 #define PTBPF_AGENT_OPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "ptbpf_agent.h"
 
 /* Registers the callbacks (the rings are allocated at the first start and
@@ -16,6 +18,9 @@ const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len);
 /* At process exit: stops recording and waits (250 ms at most) until
  * ptbpf has read the rings. */
 void agent_ops_exit(void);
+/* A CUDA API call's entry or exit (CUPTI callback on the calling thread),
+ * recorded in the thread's ring while ops are recorded: true if it was. */
+bool agent_ops_api(bool enter, uint32_t domain, uint32_t correlation, const char *name);
 /* Stops recording and removes the callbacks. */
 void agent_ops_stop(void);
 

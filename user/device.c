@@ -208,7 +208,7 @@ struct device_state {
 	struct stream_track *tracks;
 	int ntracks;
 	struct device_counts counts;
-	struct { int pid, code; uint64_t ops_desc; } status[64]; /* each agent's latest */
+	struct { int pid, code; uint64_t ops_desc; bool gpu; } status[64]; /* each agent's latest */
 	int nstatus;
 };
 
@@ -401,6 +401,14 @@ bool device_agent_status(const struct device_state *d, int pid, int *code)
 	return false;
 }
 
+bool device_gpu_active(const struct device_state *d, int pid)
+{
+	for (int i = 0; i < d->nstatus; i++)
+		if (d->status[i].pid == pid)
+			return d->status[i].gpu;
+	return false;
+}
+
 uint64_t device_ops_desc(const struct device_state *d, int pid)
 {
 	for (int i = 0; i < d->nstatus; i++)
@@ -419,6 +427,10 @@ void device_status(struct device_state *d, const struct ptbpf_named_event *e)
 	if (i < (int)(sizeof(d->status) / sizeof(d->status[0]))) {
 		d->status[i].pid = e->ev.pid;
 		d->status[i].code = (int)e->ev.arg[0];
+		if (d->status[i].code == PTBPF_AGENT_ACTIVE)
+			d->status[i].gpu = true;
+		else if (d->status[i].code == PTBPF_AGENT_DORMANT || d->status[i].code < 0)
+			d->status[i].gpu = false;
 		if (d->status[i].code == PTBPF_AGENT_OPS_ON)
 			d->status[i].ops_desc = e->ev.arg[1];
 		else if (d->status[i].code == PTBPF_AGENT_DORMANT ||

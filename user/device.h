@@ -57,6 +57,8 @@ void device_kernel_name(struct device_state *d, const struct ptbpf_long_name *n)
 void device_status(struct device_state *d, const struct ptbpf_named_event *e);
 /* The latest status code an agent of pid reported (enum ptbpf_agent_code). */
 bool device_agent_status(const struct device_state *d, int pid, int *code);
+/* Whether pid's agent has CUPTI on (the GPU timeline). */
+bool device_gpu_active(const struct device_state *d, int pid);
 /* Where pid's agent keeps its op rings' descriptor; 0 if not recording ops. */
 uint64_t device_ops_desc(const struct device_state *d, int pid);
 void device_dropped(struct device_state *d, const struct ptbpf_event *e);

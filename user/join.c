@@ -12,6 +12,7 @@
 #include "device.h"
 #include "gpu.h"
 #include "names.h"
+#include "ptbpf_agent.h"
 #include "target.h"
 
 /* trace_processor drops slices nested deeper than 512 on one track; keep a
@@ -624,6 +625,60 @@ static int64_t rf_op_index(struct join *j, const char *name)
 
 static const char bwd_prefix[] = "autograd::engine::evaluate_function: ";
 
+/* Kernel and graph launches among the agent-recorded CUDA calls. */
+static bool is_launch(const char *name)
+{
+	static const char *const launches[] = {
+		"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel",
+		"cudaGraphLaunch", "cuLaunchKernel", "cuLaunchKernelEx",
+		"cuLaunchCooperativeKernel", "cuGraphLaunch",
+	};
+	size_t n = strcspn(name, "_"); /* "_ptsz", "_v7000" */
+
+	for (size_t i = 0; i < sizeof(launches) / sizeof(launches[0]); i++)
+		if (strlen(launches[i]) == n && !strncmp(name, launches[i], n))
+			return true;
+	return false;
+}
+
+/*
+ * A CUDA API call the agent recorded (CUPTI callback): a slice on the
+ * thread, named and categorized as the profiler names its runtime/driver
+ * records. A launch gets a flow from the op it was made in (or the
+ * outside_op mark) and, at its CUPTI correlation, the flow to its kernel;
+ * copies and sets get that second flow too.
+ */
+static void rf_api_begin(struct join *j, struct thread *t, const struct ptbpf_named_event *ne,
+			 const char *name)
+{
+	const struct ptbpf_event *e = &ne->ev;
+	bool driver = (e->arg[1] & 0x7f) == 1, launch = is_launch(name), op = in_op(t);
+	struct frame f = { .key = e->key, .ts = e->ts, .seq = NO_SEQ, .kind = FR_USER,
+			   .category = driver ? "cuda_driver" : "cuda_runtime",
+			   .name = str_set_intern(j->strings, name) };
+	struct pf_arg args[2] = { { .name = "correlation", .type = PF_ARG_UINT,
+				    .u = (uint32_t)e->arg[0] } };
+	uint64_t flow = 0;
+	int nargs = 1;
+
+	if (launch && !op)
+		args[nargs++] = (struct pf_arg){ .name = "outside_op", .type = PF_ARG_BOOL, .b = true };
+	if (launch && op && t->depth < MAX_DRAWN) {
+		uint64_t ts = e->ts - 1 > t->stack[t->depth - 1].ts ? e->ts - 1 :
+			      t->stack[t->depth - 1].ts;
+
+		flow = hash_u64(((uint64_t)e->tid << 32) ^ e->ts ^ 0x4c41554e4348ULL) | 1;
+		pf_instant(j->w, &(struct pf_event){ .track = t->track, .ts = ts, .name = "launch",
+			   .category = "launch_flow", .flows = &flow, .nflows = 1 });
+		j->counts.launch_flows++;
+	}
+	push_frame(j, t, &f, &(struct pf_event){ .args = args, .nargs = nargs,
+		   .term_flows = &flow, .nterm = flow ? 1 : 0 });
+	if (t->depth < MAX_DRAWN && (launch || strstr(name, "Memcpy") || strstr(name, "Memset")))
+		device_correlate(j->dev, t->track, &(struct ptbpf_event){
+			.ts = e->ts, .pid = e->pid, .tid = e->tid, .arg = { (uint32_t)e->arg[0] } });
+}
+
 /*
  * A RecordFunction begin, named as torch.profiler names it. aten:: ops are
  * ops (their sequence number starts the forward->backward flow if the op
@@ -642,6 +697,10 @@ static void rf_begin(struct join *j, struct thread *t, const struct ptbpf_named_
 	uint64_t flow = 0;
 
 	escape_str(name, sizeof(name), ne->name, PTBPF_NAME_LEN);
+	if (e->arg[1] & OPS_SCOPE_CUDA_API) {
+		rf_api_begin(j, t, ne, name);
+		return;
+	}
 	switch (e->arg[1]) {
 	case 0: /* FUNCTION */
 		if (!strncmp(name, bwd_prefix, sizeof(bwd_prefix) - 1)) {
@@ -868,6 +927,11 @@ const struct gpu_state *join_gpu(const struct join *j)
 const struct device_counts *join_device_counts(const struct join *j)
 {
 	return device_counts(j->dev);
+}
+
+bool join_agent_gpu(const struct join *j, int pid)
+{
+	return device_gpu_active(j->dev, pid);
 }
 
 uint64_t join_ops_desc(const struct join *j, int pid)

@@ -68,6 +68,8 @@ const struct gpu_state *join_gpu(const struct join *j);
 struct device_counts;
 const struct device_counts *join_device_counts(const struct join *j);
 bool join_agent_status(const struct join *j, int pid, int *code);
+/* Whether pid's agent has the GPU timeline (CUPTI) on. */
+bool join_agent_gpu(const struct join *j, int pid);
 /* Address of pid's agent's op-ring descriptor; 0 if it records no ops. */
 uint64_t join_ops_desc(const struct join *j, int pid);
 /* Ops sorted by total host time, descending; returns how many (<= max). */

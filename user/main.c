@@ -251,6 +251,14 @@ static void wait_for_agent(struct session *s, int pid, bool for_ops)
 	fprintf(stderr, "ptbpf: warning: pid %d: its agent did not report within 3 s\n", pid);
 }
 
+/* Uprobes on the CUDA/HIP libraries, unless the agent records the calls
+ * (ops from the agent, CUPTI on): then they would only add cost. */
+static void scan_gpu_calls(struct session *s, const struct target *t)
+{
+	if (!(t->ops_from_agent && join_agent_gpu(s->join, t->pid)))
+		gpu_probes_scan(s->gpu, t->pid);
+}
+
 /* Whether pid's ops should come from its agent: --ops=agent, or (auto) a
  * CUDA process, which gets the agent for the GPU timeline anyway. */
 static bool wants_agent_ops(const struct session *s, const struct target *t)
@@ -326,12 +334,13 @@ static int add_target(struct session *s, int pid, bool quiet_if_gone)
 			fprintf(stderr, "ptbpf: %s\n", err);
 		return ret;
 	}
+	t->ops_from_agent = agent_ops;
 	s->ntargets++;
 	if (s->raw) {
 		raw_ops(s->raw, &s->ops);
 		raw_process(s->raw, t);
 	}
-	gpu_probes_scan(s->gpu, pid);
+	scan_gpu_calls(s, t);
 	if (s->dev && !agent_ops) {
 		load_agent(s, t, false);
 		if (device_probes_scan(s->dev, t, false) == 1)
@@ -430,7 +439,7 @@ static void trace_loop(struct session *s)
 			for (int i = 0; i < s->ntargets; i++) {
 				if (s->targets[i].pidfd < 0)
 					continue;
-				gpu_probes_scan(s->gpu, s->targets[i].pid);
+				scan_gpu_calls(s, &s->targets[i]);
 				if (s->dev)
 					device_probes_scan(s->dev, &s->targets[i], false);
 			}

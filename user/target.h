@@ -9,6 +9,7 @@
 #define PTBPF_TARGET_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +28,8 @@ struct target {
 	char cmdline[1024]; /* argv joined by spaces, escaped */
 	struct target_lib torch;  /* libtorch_cpu.so; fd -1 in a CUDA/HIP-only program */
 	struct target_lib stdcxx; /* libstdc++.so.6 */
+	bool ops_from_agent;      /* set by main: its agent records ops (and,
+				   * with CUPTI on, CUDA API calls) */
 };
 
 /* Fills t for pid; on error writes one line into err and returns -errno. */
