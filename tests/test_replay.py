@@ -41,7 +41,8 @@ def test_replay_refuses_what_is_not_a_capture(tmp_path):
 
 def test_recorded_gpu_timeline_joins_kernels_to_launches(tmp_path):
     """Recorded on the H200 (torch 2.11, mlp on CUDA, 10 steps, agent loaded
-    by ptrace): every kernel gets a flow from its launch's correlation on the
+    by ptrace, ops and CUDA calls from the agent's callbacks): every kernel
+    gets a flow from its launch's correlation on the
     launching thread, starts after it, and the kernels per name are the ones
     torch.profiler saw in the same workload."""
     t = replay(os.path.join(DATA, "agent_mlp.raw"), str(tmp_path / "agent.pftrace"))
@@ -66,3 +67,13 @@ def test_recorded_gpu_timeline_joins_kernels_to_launches(tmp_path):
     assert ours == prof
     streams = [d.name for d in t.tracks.values() if d.name.startswith("GPU ")]
     assert any(" / stream " in n for n in streams), streams
+    # Ops and CUDA calls came from the agent (RecordFunction and CUPTI
+    # callbacks, --ops agent): 3 Linear layers x 10 steps, and every
+    # launch sits in an op and has a flow from it.
+    assert t.op_counts()["aten::addmm"] == 30
+    anc = t.ancestors()
+    launches = [i for i, s in enumerate(t.slices) if s.name.startswith("cudaLaunchKernel")]
+    assert len(launches) == len(kernels)
+    for i in launches:
+        assert "cpu_op" in [t.slices[a].category for a in anc[i]], t.slices[i]
+        assert t.slices[i].flows_in, t.slices[i]
