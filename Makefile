@@ -25,6 +25,7 @@ USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/%,$(wildcard tests/unit/test_*.c))
 TESTPROGS := $(OUTPUT)/simfail $(OUTPUT)/cuda_rt $(OUTPUT)/cuda_drv $(OUTPUT)/hip_calls \
 	     $(OUTPUT)/stubs/libcuda.so.1 $(OUTPUT)/inject_target $(OUTPUT)/inject_lib.so \
+	     $(OUTPUT)/stubs/libnccl.so.2 $(OUTPUT)/nccl_calls \
 	     $(OUTPUT)/inject_cli
 CUDA ?= /usr/local/cuda-13.0
 AGENT := $(OUTPUT)/libptbpf-agent.so
@@ -98,6 +99,17 @@ $(OUTPUT)/stubs/libcuda.so.1: $(CUDA)/lib64/stubs/libcuda.so
 $(OUTPUT)/cuda_drv: tests/progs/cuda_drv.c $(OUTPUT)/stubs/libcuda.so.1
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -g -Wall -I$(CUDA)/include $< -o $@ -L$(CUDA)/lib64/stubs -lcuda \
+		-Wl,-rpath,$(abspath $(OUTPUT)/stubs)
+
+# CI has no NCCL: a stand-in libnccl.so.2 with NCCL's entry points.
+$(OUTPUT)/stubs/libnccl.so.2: tests/progs/nccl_stub.c | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -O1 -g -Wall -fPIC -shared -fvisibility=hidden -Wl,-soname,libnccl.so.2 $< -o $@
+
+$(OUTPUT)/nccl_calls: tests/progs/nccl_calls.c $(OUTPUT)/stubs/libnccl.so.2
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Wall $< -o $@ $(OUTPUT)/stubs/libnccl.so.2 \
 		-Wl,-rpath,$(abspath $(OUTPUT)/stubs)
 
 $(OUTPUT)/hip_calls: tests/progs/hip_calls.c | $(OUTPUT)

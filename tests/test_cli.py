@@ -55,7 +55,7 @@ def test_pid_without_libtorch(tmp_path):
     try:
         r = ptbpf("-p", str(p.pid), "-o", str(tmp_path / "x.pftrace"))
         assert r.returncode == 1
-        assert "maps neither libtorch_cpu.so nor a CUDA or HIP library" in one_error_line(r)
+        assert "maps neither libtorch_cpu.so nor a CUDA, HIP or NCCL library" in one_error_line(r)
         assert not (tmp_path / "x.pftrace").exists()
         assert p.poll() is None
     finally:

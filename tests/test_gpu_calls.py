@@ -127,3 +127,31 @@ def test_hip(tmp_path):
         ("hipGraphLaunch", dict(graph_exec=0x6c6c, stream=s7a)),
     ]
     check_calls(calls, printed, expected)
+
+
+def test_nccl_collectives(tmp_path):
+    """NCCL's collectives, decoded: elements, type, bytes, reduction,
+    root/peer, communicator and stream (against a stand-in libnccl.so.2,
+    tests/progs/nccl_stub.c; the GPU machine traces the real one)."""
+    calls, printed = traced_calls(tmp_path, "nccl_calls", "nccl")
+    comm, st = 0xc0c0, 0x7a7a
+    expected = [
+        ("ncclGroupStart", {}),
+        ("ncclAllReduce", dict(count=1024, dtype="float32", bytes=4096, op="sum")),
+        ("ncclBroadcast", dict(count=256, dtype="bfloat16", bytes=512, root=1)),
+        ("ncclReduce", dict(count=512, dtype="float16", bytes=1024, op="max", root=0)),
+        ("ncclAllGather", dict(count=128, dtype="int64", bytes=1024)),
+        ("ncclReduceScatter", dict(count=64, dtype="float32", bytes=256, op="avg")),
+        ("ncclSend", dict(count=100, dtype="uint8", bytes=100, peer=3)),
+        ("ncclRecv", dict(count=100, dtype="uint8", bytes=100, peer=2)),
+        ("ncclAllReduce", dict(count=8, dtype="int32", bytes=32, comm=0)),
+        ("ncclGroupEnd", {}),
+    ]
+    assert [s.name for s in calls] == [name for name, _ in expected]
+    for s, (name, args), rc in zip(calls, expected, printed):
+        for key, want in args.items():
+            assert s.args.get(key) == want, (name, key, s.args)
+        if name not in ("ncclGroupStart", "ncclGroupEnd"):
+            assert s.args.get("stream") == st, (name, s.args)
+            assert s.args.get("comm") == args.get("comm", comm), (name, s.args)
+        assert s.args.get("rc") == rc, (name, rc, s.args)

@@ -17,7 +17,7 @@
 #include "perfetto.h"
 #include "ptbpf_events.h"
 
-enum gpu_lib { GPU_LIB_CUDA, GPU_LIB_CUDART, GPU_LIB_HIP, GPU_LIB_COUNT };
+enum gpu_lib { GPU_LIB_CUDA, GPU_LIB_CUDART, GPU_LIB_HIP, GPU_LIB_NCCL, GPU_LIB_COUNT };
 
 /* How an API's arguments are laid out (SysV x86-64). */
 enum gpu_layout {
@@ -40,6 +40,14 @@ enum gpu_layout {
 	GL_KERNEL_FUNCTION,/* (out function, kernel) */
 	GL_CAPTURE_BEGIN,  /* (stream, ...) */
 	GL_CAPTURE_END,    /* (stream, out graph) */
+	/* NCCL (nccl.h): */
+	GL_NCCL_REDUCE_ALL,/* (send, recv, count, dtype, op, comm, [stream]): AllReduce,
+			    * ReduceScatter (count per rank) */
+	GL_NCCL_BCAST,     /* (send, recv, count, dtype, root, comm, [stream]) */
+	GL_NCCL_REDUCE,    /* (send, recv, count, dtype, op, root, [comm, stream]) */
+	GL_NCCL_GATHER,    /* (send, recv, sendcount, dtype, comm, stream): AllGather */
+	GL_NCCL_P2P,       /* (buf, count, dtype, peer, comm, stream): Send, Recv */
+	GL_NCCL_GROUP,     /* (): GroupStart, GroupEnd */
 };
 
 /* API flags. */
@@ -67,9 +75,10 @@ struct gpu_probes;
  * ring buffer, one set of loss counters). NULL with errno on failure. */
 struct gpu_probes *gpu_probes_new(struct ptbpf_bpf *ops_skel);
 /* Attaches to the GPU libraries pid maps that are not attached yet (call
- * again to catch libraries loaded later). Returns how many libraries were
+ * again to catch libraries loaded later); with nccl_only, to libnccl alone
+ * (the agent records the CUDA calls). Returns how many libraries were
  * newly attached, or -errno; prints what it attached. */
-int gpu_probes_scan(struct gpu_probes *g, int pid);
+int gpu_probes_scan(struct gpu_probes *g, int pid, bool nccl_only);
 void gpu_probes_free(struct gpu_probes *g);
 
 /* --- gpu_calls.c: decoding, for join --- */

@@ -329,7 +329,66 @@ static void other_args(struct gpu_state *g, const struct gpu_api *api,
 
 static const char *const lib_category[GPU_LIB_COUNT] = {
 	[GPU_LIB_CUDA] = "cuda_driver", [GPU_LIB_CUDART] = "cuda_runtime", [GPU_LIB_HIP] = "hip",
+	[GPU_LIB_NCCL] = "nccl",
 };
+
+/* ncclDataType_t -> name and bytes per element. */
+static const struct { const char *name; unsigned size; } nccl_types[] = {
+	{ "int8", 1 }, { "uint8", 1 }, { "int32", 4 }, { "uint32", 4 }, { "int64", 8 },
+	{ "uint64", 8 }, { "float16", 2 }, { "float32", 4 }, { "float64", 8 },
+	{ "bfloat16", 2 }, { "float8e4m3", 1 }, { "float8e5m2", 1 },
+};
+static const char *const nccl_ops[] = { "sum", "prod", "max", "min", "avg" };
+
+/* A collective: elements, type, bytes (per rank: what this rank sends or,
+ * for a reduce-scatter, receives), reduction, root/peer, communicator and
+ * stream. */
+static void nccl_args(const struct gpu_api *api, const struct ptbpf_gpu_call *c,
+		      struct gpu_slice *s)
+{
+	const uint64_t *r = c->reg;
+	uint64_t count = r[2], dtype = r[3], comm = 0, stream = 0;
+	int op = -1;
+	int64_t root = -1, peer = -1;
+
+	switch (api->layout) {
+	case GL_NCCL_REDUCE_ALL:
+		op = (int)r[4], comm = r[5], stream = c->stack[0];
+		break;
+	case GL_NCCL_BCAST:
+		root = (int32_t)r[4], comm = r[5], stream = c->stack[0];
+		break;
+	case GL_NCCL_REDUCE:
+		op = (int)r[4], root = (int32_t)r[5], comm = c->stack[0], stream = c->stack[1];
+		break;
+	case GL_NCCL_GATHER:
+		comm = r[4], stream = r[5];
+		break;
+	case GL_NCCL_P2P:
+		count = r[1], dtype = (uint32_t)r[2], peer = (int32_t)r[3], comm = r[4],
+		stream = r[5];
+		break;
+	default:
+		return;
+	}
+	dtype = (uint32_t)dtype;
+	arg_u(s, "count", count);
+	if (dtype < sizeof(nccl_types) / sizeof(nccl_types[0])) {
+		arg_str(s, "dtype", nccl_types[dtype].name);
+		arg_u(s, "bytes", count * nccl_types[dtype].size);
+	} else {
+		arg_u(s, "dtype", dtype);
+	}
+	if (op >= 0)
+		arg_str(s, "op", (unsigned)op < sizeof(nccl_ops) / sizeof(nccl_ops[0]) ?
+			nccl_ops[op] : "premul_sum");
+	if (root >= 0)
+		arg_u(s, "root", (uint64_t)root);
+	if (peer >= 0)
+		arg_u(s, "peer", (uint64_t)peer);
+	arg_ptr(s, "comm", comm);
+	arg_ptr(s, "stream", stream);
+}
 
 void gpu_call_begin(struct gpu_state *g, const struct ptbpf_gpu_call *c, bool in_op,
 		    struct gpu_slice *s)
@@ -352,6 +411,8 @@ void gpu_call_begin(struct gpu_state *g, const struct ptbpf_gpu_call *c, bool in
 		launch_args(g, api, c, s);
 	else if (api->layout == GL_COPY || api->layout == GL_COPY_KIND || api->layout == GL_SET)
 		data_args(g, api, c, s);
+	else if (api->lib == GPU_LIB_NCCL)
+		nccl_args(api, c, s);
 	else
 		other_args(g, api, c, s);
 	if (api->layout == GL_SYNC_STREAM)

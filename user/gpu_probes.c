@@ -20,6 +20,7 @@
 #define D GPU_LIB_CUDA
 #define R GPU_LIB_CUDART
 #define H GPU_LIB_HIP
+#define N GPU_LIB_NCCL
 #define A GPU_ASYNC
 #define LAUNCH GPU_LAUNCH
 
@@ -119,12 +120,23 @@ const struct gpu_api gpu_apis[] = {
 	{ "hipStreamSynchronize", H, GL_SYNC_STREAM, 0, NULL },
 	{ "hipDeviceSynchronize", H, GL_SYNC_ALL, 0, NULL },
 	{ "hipModuleGetFunction", H, GL_GET_FUNCTION, 0, NULL },
+	/* NCCL's collectives as the process calls them (its kernels go
+	 * through libcuda and the agent like any other). */
+	{ "ncclAllReduce", N, GL_NCCL_REDUCE_ALL, 0, NULL },
+	{ "ncclReduceScatter", N, GL_NCCL_REDUCE_ALL, 0, NULL },
+	{ "ncclBroadcast", N, GL_NCCL_BCAST, 0, NULL },
+	{ "ncclReduce", N, GL_NCCL_REDUCE, 0, NULL },
+	{ "ncclAllGather", N, GL_NCCL_GATHER, 0, NULL },
+	{ "ncclSend", N, GL_NCCL_P2P, 0, NULL },
+	{ "ncclRecv", N, GL_NCCL_P2P, 0, NULL },
+	{ "ncclGroupStart", N, GL_NCCL_GROUP, 0, NULL },
+	{ "ncclGroupEnd", N, GL_NCCL_GROUP, 0, NULL },
 };
 const unsigned gpu_napis = sizeof(gpu_apis) / sizeof(gpu_apis[0]);
 
 static const char *const lib_prefix[GPU_LIB_COUNT] = {
 	[GPU_LIB_CUDA] = "libcuda.so", [GPU_LIB_CUDART] = "libcudart.so",
-	[GPU_LIB_HIP] = "libamdhip64.so",
+	[GPU_LIB_HIP] = "libamdhip64.so", [GPU_LIB_NCCL] = "libnccl.so",
 };
 
 struct attached {
@@ -239,7 +251,7 @@ static bool already(const struct gpu_probes *g, int pid, const struct target_lib
 	return false;
 }
 
-int gpu_probes_scan(struct gpu_probes *g, int pid)
+int gpu_probes_scan(struct gpu_probes *g, int pid, bool nccl_only)
 {
 	int added = 0;
 
@@ -248,7 +260,7 @@ int gpu_probes_scan(struct gpu_probes *g, int pid)
 		struct attached *d;
 		int ret;
 
-		if (target_find_lib(pid, lib_prefix[lib], &tl))
+		if ((nccl_only && lib != GPU_LIB_NCCL) || target_find_lib(pid, lib_prefix[lib], &tl))
 			continue;
 		if (already(g, pid, &tl)) {
 			close(tl.fd);

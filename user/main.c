@@ -251,12 +251,12 @@ static void wait_for_agent(struct session *s, int pid, bool for_ops)
 	fprintf(stderr, "ptbpf: warning: pid %d: its agent did not report within 3 s\n", pid);
 }
 
-/* Uprobes on the CUDA/HIP libraries, unless the agent records the calls
- * (ops from the agent, CUPTI on): then they would only add cost. */
+/* Uprobes on the CUDA/HIP/NCCL libraries; only NCCL's when the agent
+ * records the CUDA calls (ops from the agent, CUPTI on): the others would
+ * only add cost then. */
 static void scan_gpu_calls(struct session *s, const struct target *t)
 {
-	if (!(t->ops_from_agent && join_agent_gpu(s->join, t->pid)))
-		gpu_probes_scan(s->gpu, t->pid);
+	gpu_probes_scan(s->gpu, t->pid, t->ops_from_agent && join_agent_gpu(s->join, t->pid));
 }
 
 /* Whether pid's ops should come from its agent: --ops=agent, or (auto) a

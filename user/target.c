@@ -166,7 +166,8 @@ int target_find_lib(int pid, const char *prefix, struct target_lib *lib)
 
 static int maps_gpu_library(int pid)
 {
-	static const char *const gpu_libs[] = { "libcuda.so", "libcudart.so", "libamdhip64.so" };
+	static const char *const gpu_libs[] = { "libcuda.so", "libcudart.so", "libamdhip64.so",
+						"libnccl.so" };
 
 	for (size_t i = 0; i < sizeof(gpu_libs) / sizeof(gpu_libs[0]); i++) {
 		struct target_lib lib;
@@ -201,7 +202,7 @@ int target_open(int pid, struct target *t, char *err, size_t errlen)
 	read_identity(t);
 	ret = target_find_lib(pid, "libtorch_cpu.so", &t->torch);
 	if (ret == -ENOENT && !maps_gpu_library(pid)) {
-		snprintf(err, errlen, "pid %d (%s) maps neither libtorch_cpu.so nor a CUDA or HIP "
+		snprintf(err, errlen, "pid %d (%s) maps neither libtorch_cpu.so nor a CUDA, HIP or NCCL "
 			 "library: is it a PyTorch process that has imported torch?", pid, t->comm);
 		return ret;
 	}
