@@ -40,6 +40,8 @@ static const char doc[] =
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Process to trace (repeatable)", 0 },
+	{ "all", 'a', NULL, 0, "Trace every process on the host that maps libtorch_cpu.so, "
+	  "those started later too (until -d or Ctrl-C)", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until Ctrl-C or exit)", 0 },
 	{ "output", 'o', "FILE", 0, "Trace file (default ptbpf-<pid>-<YYYYmmdd-HHMMSS>.pftrace)", 0 },
 	{ "ring-size", 'r', "SIZE", 0, "BPF ring buffer size, e.g. 16M (default), 4K..1G; "
@@ -143,6 +145,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'n':
 		o->no_agent = true;
 		break;
+	case 'a':
+		o->all = true;
+		break;
 	case 'O':
 		if (!strcmp(arg, "auto")) {
 			o->ops = OPS_AUTO;
@@ -169,7 +174,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		fprintf(stderr, "ptbpf: unexpected argument '%s' (pids go after -p)\n", arg);
 		return EINVAL;
 	case ARGP_KEY_END:
-		if (!o->npids && !o->run_argv) {
+		if (!o->npids && !o->run_argv && !o->all) {
 			fprintf(stderr, "ptbpf: no process given: use -p PID (see --help)\n");
 			return EINVAL;
 		}
@@ -210,6 +215,11 @@ int cli_parse(int argc, char **argv, struct options *opt)
 	}
 	if (opt->no_agent || opt->entries_only)
 		opt->ops = OPS_PROBES;
+	if (opt->all && (opt->npids || opt->run_argv)) {
+		fprintf(stderr, "ptbpf: --all cannot be combined with %s\n",
+			opt->npids ? "-p" : "a command");
+		return -1;
+	}
 	if (opt->run_argv && opt->npids) {
 		fprintf(stderr, "ptbpf: run: -p cannot be combined with a command\n");
 		return -1;
@@ -219,7 +229,11 @@ int cli_parse(int argc, char **argv, struct options *opt)
 		time_t now = time(NULL);
 
 		strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", localtime(&now));
-		snprintf(opt->output, sizeof(opt->output), "ptbpf-%d-%s.pftrace", opt->pids[0], stamp);
+		if (opt->all)
+			snprintf(opt->output, sizeof(opt->output), "ptbpf-all-%s.pftrace", stamp);
+		else
+			snprintf(opt->output, sizeof(opt->output), "ptbpf-%d-%s.pftrace",
+				 opt->pids[0], stamp);
 	}
 	return 0;
 }

@@ -31,6 +31,7 @@ struct options {
 	char **run_argv;       /* `ptbpf run -- CMD ...`: the command, else NULL */
 	bool no_agent;         /* never load the agent into a running process */
 	enum ops_source ops;
+	bool all;              /* --all: every process that maps libtorch_cpu.so */
 	char raw_output[4096]; /* --raw: also keep the ring's records here */
 };
 

@@ -155,7 +155,7 @@ static struct process *find_process(struct join *j, int pid)
 }
 
 static struct process *add_process(struct join *j, int pid, const char *name,
-				   const char *cmdline)
+				   const char *cmdline, const char *const *labels, int nlabels)
 {
 	struct process *p = realloc(j->procs, (j->nprocs + 1) * sizeof(*p));
 	const char *argv[1] = { cmdline };
@@ -166,23 +166,35 @@ static struct process *add_process(struct join *j, int pid, const char *name,
 	p = &j->procs[j->nprocs++];
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
-	p->track = pf_track_process(j->w, pid, name, argv, cmdline && *cmdline ? 1 : 0);
+	p->track = pf_track_process(j->w, pid, name, argv, cmdline && *cmdline ? 1 : 0,
+				    labels, nlabels);
 	p->steps_track = pf_track_child(j->w, p->track, "Steps (Optimizer.step)");
 	p->node_names = str_map_new(4096);
 	return p;
 }
 
+/* "python3 [rank 3/8]": the rank, where the environment gives one, names
+ * the process, so merged ranks read apart; all variables are labels. */
 void join_add_process(struct join *j, const struct target *t)
 {
-	char name[128];
+	const char *labels[TARGET_MAX_LABELS], *rank = target_label(t, "RANK"),
+		   *world = target_label(t, "WORLD_SIZE");
+	char name[200], base[128];
 
 	if (find_process(j, t->pid))
 		return;
 	if (t->ns_pid != t->pid)
-		snprintf(name, sizeof(name), "%s (pid %d in its namespace)", t->comm, t->ns_pid);
+		snprintf(base, sizeof(base), "%s (pid %d in its namespace)", t->comm, t->ns_pid);
 	else
-		snprintf(name, sizeof(name), "%s", t->comm);
-	add_process(j, t->pid, name, t->cmdline);
+		snprintf(base, sizeof(base), "%s", t->comm);
+	if (rank)
+		snprintf(name, sizeof(name), "%s [rank %s%s%s]", base, rank, world ? "/" : "",
+			 world ? world : "");
+	else
+		snprintf(name, sizeof(name), "%s", base);
+	for (int i = 0; i < t->nlabels; i++)
+		labels[i] = t->labels[i];
+	add_process(j, t->pid, name, t->cmdline, labels, t->nlabels);
 }
 
 static struct process *get_process(struct join *j, int pid)
@@ -193,7 +205,7 @@ static struct process *get_process(struct join *j, int pid)
 	if (p)
 		return p;
 	target_thread_name(pid, pid, comm, sizeof(comm));
-	return add_process(j, pid, comm, NULL);
+	return add_process(j, pid, comm, NULL, NULL, 0);
 }
 
 static uint64_t process_track_cb(void *ctx, int pid)

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <argp.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -63,6 +64,8 @@ struct session {
 	struct target targets[MAX_TARGETS];
 	int ntargets;
 	int pending_forks[64];
+	int refused[256];        /* --all: pids that could not be attached (not retried) */
+	int nrefused;
 	int npending;
 	uint64_t lost_track;
 	struct raw_writer *raw;
@@ -350,6 +353,65 @@ static int add_target(struct session *s, int pid, bool quiet_if_gone)
 	return 0;
 }
 
+/* Whether /proc/PID/maps names libtorch_cpu.so. */
+static bool maps_torch(int pid)
+{
+	char path[64], line[4096];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/libtorch_cpu.so") != NULL;
+	fclose(f);
+	return found;
+}
+
+static bool refused(const struct session *s, int pid)
+{
+	for (int i = 0; i < s->nrefused; i++)
+		if (s->refused[i] == pid)
+			return true;
+	return false;
+}
+
+static bool traced_now(const struct session *s, int pid)
+{
+	for (int i = 0; i < s->ntargets; i++)
+		if (s->targets[i].pid == pid && s->targets[i].pidfd >= 0)
+			return true;
+	return false;
+}
+
+/* --all: attaches to every process that maps libtorch_cpu.so and is not
+ * traced yet. Run at start and every second (a process imports torch, and
+ * so maps it, whenever it gets to it). */
+static void scan_all(struct session *s)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)) && !exiting) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (*end || pid <= 0 || pid == getpid() || traced_now(s, (int)pid) ||
+		    refused(s, (int)pid) || !maps_torch((int)pid))
+			continue;
+		if (s->ntargets >= MAX_TARGETS)
+			break;
+		if (add_target(s, (int)pid, true) &&
+		    s->nrefused < (int)(sizeof(s->refused) / sizeof(s->refused[0])))
+			s->refused[s->nrefused++] = (int)pid;
+	}
+	closedir(d);
+}
+
 static void status_line(struct session *s, uint64_t *last_events, uint64_t *last_ns)
 {
 	uint64_t st[STAT_MAX], t = now_ns();
@@ -417,7 +479,7 @@ static void trace_loop(struct session *s)
 		for (int i = 0; i < s->npending; i++)
 			add_target(s, s->pending_forks[i], true);
 		s->npending = 0;
-		if (!reap_targets(s)) {
+		if (!reap_targets(s) && !s->opt.all) {
 			fprintf(stderr, "%sptbpf: every traced process has exited\n",
 				isatty(2) ? "\n" : "");
 			break;
@@ -430,6 +492,8 @@ static void trace_loop(struct session *s)
 			break;
 		}
 		if (now_ns() - last_status >= 1000000000ull) {
+			if (s->opt.all)
+				scan_all(s);
 			status_line(s, &last_events, &last_status);
 			device_probes_heartbeat(s->dev, s->targets, s->ntargets);
 		}
@@ -806,6 +870,11 @@ int main(int argc, char **argv)
 	for (int i = 0; i < s.opt.npids && !exiting; i++)
 		if (add_target(&s, s.opt.pids[i], false) && !exiting)
 			return finish(&s, 1);
+	if (s.opt.all) {
+		scan_all(&s);
+		fprintf(stderr, "ptbpf: --all: tracing %d processes; looking for more every second\n",
+			s.ntargets);
+	}
 	if (exiting) {
 		fprintf(stderr, "ptbpf: interrupted during attach; detaching\n");
 		return finish(&s, 128 + exiting);

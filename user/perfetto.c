@@ -34,7 +34,7 @@ enum { F_TA_ATTR = 1, F_ATTR_KEY = 1, F_ATTR_LONG = 2, F_ATTR_STR = 3 }; /* Trac
 enum { /* TrackDescriptor, ProcessDescriptor, ThreadDescriptor, CounterDescriptor */
 	F_TD_UUID = 1, F_TD_NAME = 2, F_TD_PROCESS = 3, F_TD_THREAD = 4,
 	F_TD_PARENT = 5, F_TD_COUNTER = 8, F_TD_MERGE = 15,
-	F_PD_PID = 1, F_PD_CMDLINE = 2, F_PD_NAME = 6,
+	F_PD_PID = 1, F_PD_CMDLINE = 2, F_PD_NAME = 6, F_PD_LABELS = 8,
 	F_THD_PID = 1, F_THD_TID = 2, F_THD_NAME = 5,
 	F_CD_UNIT = 3,
 };
@@ -594,7 +594,8 @@ static void desc_end(struct pf_writer *w, size_t desc)
 }
 
 uint64_t pf_track_process(struct pf_writer *w, int32_t pid, const char *name,
-			  const char *const *cmdline, int ncmdline)
+			  const char *const *cmdline, int ncmdline,
+			  const char *const *labels, int nlabels)
 {
 	size_t desc, proc;
 	uint64_t uuid = desc_begin(w, 0, NULL, &desc);
@@ -608,6 +609,9 @@ uint64_t pf_track_process(struct pf_writer *w, int32_t pid, const char *name,
 	for (int i = 0; i < n; i++)
 		pb_str(w, F_PD_CMDLINE, cmdline[i] ? cmdline[i] : "");
 	pb_str(w, F_PD_NAME, name);
+	n = clip_count(w, nlabels, labels, PF_MAX_CMDLINE);
+	for (int i = 0; i < n; i++)
+		pb_str(w, F_PD_LABELS, labels[i] ? labels[i] : "");
 	pb_end(&w->pb, proc);
 	desc_end(w, desc);
 	return uuid;

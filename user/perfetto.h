@@ -84,8 +84,10 @@ void pf_trace_attr_str(struct pf_writer *w, const char *key, const char *value);
 void pf_trace_attr_int(struct pf_writer *w, const char *key, int64_t value);
 
 /* Track descriptors; each returns the track's uuid (unique in the trace). */
+/* labels: the process's labels in the UI ("RANK=0", ...). */
 uint64_t pf_track_process(struct pf_writer *w, int32_t pid, const char *name,
-			  const char *const *cmdline, int ncmdline);
+			  const char *const *cmdline, int ncmdline,
+			  const char *const *labels, int nlabels);
 uint64_t pf_track_thread(struct pf_writer *w, int32_t pid, int64_t tid, const char *name);
 /* A named track under parent (a process track or another child track),
  * never merged with same-named siblings. */

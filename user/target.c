@@ -83,6 +83,46 @@ static int read_ns_pid(int pid)
 	return last ? atoi(last) : pid;
 }
 
+/* The distributed-training variables of its environment, as labels. */
+static void read_dist_env(struct target *t)
+{
+	static const char *const keys[TARGET_MAX_LABELS] = {
+		"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+		"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "GROUP_RANK",
+	};
+	static char env[1 << 17];
+	char path[64];
+	ssize_t n;
+
+	t->nlabels = 0;
+	snprintf(path, sizeof(path), "/proc/%d/environ", t->pid);
+	n = read_file(path, env, sizeof(env) - 1);
+	if (n <= 0)
+		return;
+	env[n] = 0;
+	for (size_t k = 0; k < TARGET_MAX_LABELS; k++) {
+		size_t len = strlen(keys[k]);
+
+		for (ssize_t i = 0; i < n; i += strlen(env + i) + 1) {
+			if (strncmp(env + i, keys[k], len) || env[i + len] != '=')
+				continue;
+			escape_str(t->labels[t->nlabels++], sizeof(t->labels[0]), env + i,
+				   strlen(env + i));
+			break;
+		}
+	}
+}
+
+const char *target_label(const struct target *t, const char *key)
+{
+	size_t len = strlen(key);
+
+	for (int i = 0; i < t->nlabels; i++)
+		if (!strncmp(t->labels[i], key, len) && t->labels[i][len] == '=')
+			return t->labels[i] + len + 1;
+	return NULL;
+}
+
 static void read_identity(struct target *t)
 {
 	char path[64], buf[4096];
@@ -100,6 +140,7 @@ static void read_identity(struct target *t)
 			buf[i] = ' ';
 	escape_str(t->cmdline, sizeof(t->cmdline), buf, n > 0 ? n : 0);
 	t->ns_pid = read_ns_pid(t->pid);
+	read_dist_env(t);
 }
 
 /* Opens /proc/PID/map_files/START-END and checks it is the mapped inode. */

@@ -20,12 +20,18 @@ struct target_lib {
 	uint64_t dev, ino;
 };
 
+#define TARGET_MAX_LABELS 8
+
 struct target {
 	int pid;
 	int pidfd;          /* readable once the process has exited */
 	int ns_pid;         /* the pid inside its own pid namespace */
 	char comm[64];      /* control characters escaped */
 	char cmdline[1024]; /* argv joined by spaces, escaped */
+	/* "RANK=0", "WORLD_SIZE=8", ...: the distributed-training variables
+	 * (torchrun, SLURM, TorchElastic) of its environment, escaped. */
+	char labels[TARGET_MAX_LABELS][128];
+	int nlabels;
 	struct target_lib torch;  /* libtorch_cpu.so; fd -1 in a CUDA/HIP-only program */
 	struct target_lib stdcxx; /* libstdc++.so.6 */
 	bool ops_from_agent;      /* set by main: its agent records ops (and,
@@ -35,6 +41,8 @@ struct target {
 /* Fills t for pid; on error writes one line into err and returns -errno. */
 int target_open(int pid, struct target *t, char *err, size_t errlen);
 void target_close(struct target *t);
+/* The value of a label ("RANK" -> "0"), or NULL. */
+const char *target_label(const struct target *t, const char *key);
 /* Finds the first file mapping whose basename starts with prefix and opens
  * it through map_files. 0, -ENOENT if not mapped, or -errno. */
 int target_find_lib(int pid, const char *prefix, struct target_lib *lib);

@@ -222,6 +222,7 @@ enum {
 };
 
 static const char *const cmdline[] = { "python", "train.py", "--epochs=3" };
+static const char *const labels[] = { "RANK=1", "WORLD_SIZE=8" };
 static char long_name[PF_INTERN_STR_MAX + 100];  /* too long to intern */
 static char long_value[PF_STR_MAX + 2];          /* cut at a UTF-8 boundary */
 
@@ -229,7 +230,7 @@ static void write_tracks(struct pf_writer *w, struct tracks *t)
 {
 	pf_trace_attr_str(w, "dev.ptbpf.version", "0.1.0");
 	pf_trace_attr_int(w, "dev.ptbpf.lost", -42);
-	t->proc = pf_track_process(w, 1234, "python", cmdline, 3);
+	t->proc = pf_track_process(w, 1234, "python", cmdline, 3, labels, 2);
 	t->thread = pf_track_thread(w, 1234, 1240, "pt_main_thread");
 	t->gpu = pf_track_child(w, t->proc, "GPU 0");
 	t->stream = pf_track_child(w, t->gpu, "GPU0 stream 7");
@@ -346,7 +347,8 @@ static void check_tracks(const struct decoded *d, const struct tracks *t)
 	}
 	PKT_SEQ(d, P_PROC, "track_descriptor {", fmt("uuid: %" PRIu64, t->proc), "process {",
 		"pid: 1234", "cmdline: \"python\"", "cmdline: \"train.py\"",
-		"cmdline: \"--epochs=3\"", "process_name: \"python\"", "}", "}");
+		"cmdline: \"--epochs=3\"", "process_name: \"python\"",
+		"process_labels: \"RANK=1\"", "process_labels: \"WORLD_SIZE=8\"", "}", "}");
 	PKT_SEQ(d, P_THREAD, "track_descriptor {", fmt("uuid: %" PRIu64, t->thread), "thread {",
 		"pid: 1234", "tid: 1240", "thread_name: \"pt_main_thread\"", "}", "}");
 	PKT_SEQ(d, P_GPU, "track_descriptor {", fmt("uuid: %" PRIu64, t->gpu), "name: \"GPU 0\"",

@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Fleet mode: `ptbpf --all` finds every torch process on the host, those
+started after it too, and labels each with its distributed environment."""
+import os
+import signal
+import time
+
+from conftest import PTBPF, PYTHON, WORKLOAD, Proc, pftrace, require
+
+
+def start_rank(tmp_path, rank, world, steps):
+    go = str(tmp_path / ("go%d" % rank))
+    env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
+               MASTER_ADDR="127.0.0.1", TORCHELASTIC_RUN_ID="ptbpf-test")
+    p = Proc([PYTHON, WORKLOAD, "mlp", "--steps", str(steps), "--go", go, "--linger", "0.5"],
+             env=env)
+    p.wait_line("ready")
+    return p, go
+
+
+def test_all_finds_torch_processes_before_and_after_start(tmp_path):
+    require(PTBPF)
+    steps, world = 20, 3
+    trace_path = str(tmp_path / "all.pftrace")
+    procs = [start_rank(tmp_path, r, world, steps) for r in range(2)]
+    tracer = Proc([PTBPF, "--all", "-o", trace_path])
+    try:
+        tracer.wait_line("ptbpf: --all: tracing", stream="stderr", timeout=120)
+        procs.append(start_rank(tmp_path, 2, world, steps))
+        # It is found within a second or two of mapping libtorch.
+        tracer.wait_line("ptbpf: tracing pid %d" % procs[2][0].p.pid, stream="stderr",
+                         timeout=30)
+        for _, go in procs:
+            open(go, "w").close()
+        for p, _ in procs:
+            rc, _, err = p.finish(timeout=120)
+            assert rc == 0, err
+        time.sleep(0.5)
+        tracer.p.send_signal(signal.SIGINT)
+        rc, _, err = tracer.finish(timeout=120)
+        assert rc == 0, err
+    finally:
+        tracer.kill()
+        for p, _ in procs:
+            p.kill()
+    t = pftrace.Trace(trace_path)
+    assert t.validate() == []
+    pids = {p.p.pid: r for r, (p, _) in enumerate(procs)}
+    seen = {}
+    for d in t.tracks.values():
+        if d.HasField("process") and d.process.pid in pids:
+            seen[d.process.pid] = d.process
+    assert set(seen) == set(pids), (seen, pids)
+    for pid, rank in pids.items():
+        proc = seen[pid]
+        assert proc.process_name.endswith("[rank %d/%d]" % (rank, world)), proc
+        assert {"RANK=%d" % rank, "WORLD_SIZE=%d" % world, "MASTER_ADDR=127.0.0.1",
+                "TORCHELASTIC_RUN_ID=ptbpf-test"} <= set(proc.process_labels), proc
+    # Each process's ops are on its own threads: 3 Linear layers a step.
+    addmm = {}
+    thread_pid = {u: d.thread.pid for u, d in t.tracks.items() if d.HasField("thread")}
+    for s in t.slices:
+        if s.name == "aten::addmm" and s.track in thread_pid:
+            addmm[thread_pid[s.track]] = addmm.get(thread_pid[s.track], 0) + 1
+    assert {pid: addmm.get(pid, 0) for pid in pids} == {pid: 3 * steps for pid in pids}
