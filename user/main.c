@@ -31,6 +31,7 @@
 #include "inject.h"
 #include "ptbpf_agent.h"
 #include "join.h"
+#include "merge.h"
 #include "ops_ring.h"
 #include "perfetto.h"
 #include "probes.h"
@@ -840,6 +841,14 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		return raw_replay(argv[2], argv[4]);
+	}
+	if (argc >= 2 && !strcmp(argv[1], "merge")) {
+		if (argc < 5 || strcmp(argv[argc - 2], "-o")) {
+			fprintf(stderr, "ptbpf: usage: ptbpf merge A.pftrace B.pftrace ... "
+				"-o OUT.pftrace\n");
+			return 2;
+		}
+		return merge_traces(argv + 2, argc - 4, argv[argc - 1]);
 	}
 	if (cli_parse(argc, argv, &s.opt))
 		return 2;
