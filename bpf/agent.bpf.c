@@ -194,5 +194,14 @@ int ops_exit(struct pt_regs *ctx)
 	/* 64 rings of up to 4 MiB: 64 steps to visit, 1024 chunks each. */
 	bpf_loop(64 * 1025, rescue_step, &r, 0);
 	bpf_map_delete_elem(&ops_rings, &tgid);
+	/* Then a marker (id OPS_CHUNK_DONE, no bytes): everything was copied. */
+	{
+		struct ptbpf_ops_chunk *c = reserve_sized(sizeof(*c), STAT_DROP_OPS_EXIT);
+
+		if (c) {
+			fill(&c->ev, EV_OPS_CHUNK, SRC_AGENT, OPS_CHUNK_DONE, 0);
+			bpf_ringbuf_submit(c, BPF_RB_FORCE_WAKEUP);
+		}
+	}
 	return 0;
 }

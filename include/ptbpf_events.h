@@ -143,6 +143,7 @@ struct ptbpf_long_name {
  * id = ring (slot) index, arg0 = ring position of data[0] (bytes ever
  * written), arg1 = bytes valid. */
 #define PTBPF_OPS_CHUNK 4096
+#define OPS_CHUNK_DONE  0xffffffffu /* id of the last chunk: no bytes, all copied */
 
 struct ptbpf_ops_chunk {
 	struct ptbpf_event ev;

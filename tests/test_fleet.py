@@ -63,3 +63,53 @@ def test_all_finds_torch_processes_before_and_after_start(tmp_path):
         if s.name == "aten::addmm" and s.track in thread_pid:
             addmm[thread_pid[s.track]] = addmm.get(thread_pid[s.track], 0) + 1
     assert {pid: addmm.get(pid, 0) for pid in pids} == {pid: 3 * steps for pid in pids}
+
+
+def test_gloo_ddp_two_ranks(tmp_path):
+    """A 2-rank DistributedDataParallel job on gloo (loopback), traced end
+    to end with --all and the agent's ops: each rank's collectives appear as
+    c10d ops with their gloo work, one all_reduce per step on each rank."""
+    require(PTBPF)
+    steps, port = 5, 29600 + os.getpid() % 300
+    go = str(tmp_path / "go")
+    ranks = []
+    for r in range(2):
+        env = dict(os.environ, RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port))
+        ranks.append(Proc([PYTHON, os.path.join(os.path.dirname(WORKLOAD), "ddp.py"), "--cpu",
+                           "--steps", str(steps), "--go", go], env=env))
+    trace_path = str(tmp_path / "ddp.pftrace")
+    tracer = None
+    try:
+        for p in ranks:
+            p.wait_line("ready", timeout=120)
+        tracer = Proc([PTBPF, "--all", "--ops", "agent", "-o", trace_path])
+        tracer.wait_line("ptbpf: --all: tracing 2 processes", stream="stderr", timeout=120)
+        open(go, "w").close()
+        for p in ranks:
+            rc, out, err = p.finish(timeout=120)
+            assert rc == 0 and "done" in out, err
+        tracer.p.send_signal(signal.SIGINT)
+        rc, _, err = tracer.finish(timeout=120)
+        assert rc == 0, err
+        assert "gone without a last copy 0" in err, err
+    finally:
+        if tracer:
+            tracer.kill()
+        for p in ranks:
+            p.kill()
+    t = pftrace.Trace(trace_path)
+    assert t.validate() == []
+    thread_pid = {u: d.thread.pid for u, d in t.tracks.items() if d.HasField("thread")}
+    counts = {}
+    for s in t.slices:
+        if s.track in thread_pid and s.name in ("c10d::allreduce_", "gloo:all_reduce"):
+            key = (thread_pid[s.track], s.name)
+            counts[key] = counts.get(key, 0) + 1
+    pids = {p.p.pid for p in ranks}
+    for pid in pids:
+        assert counts.get((pid, "c10d::allreduce_")) == steps, counts
+        assert counts.get((pid, "gloo:all_reduce")) == steps, counts
+    names = {d.process.process_name for d in t.tracks.values()
+             if d.HasField("process") and d.process.pid in pids}
+    assert names == {"python3 [rank 0/2]", "python3 [rank 1/2]"}, names

@@ -597,7 +597,7 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 
 		fprintf(stderr, "ptbpf: agent op rings: %lu records read (%lu chunks at exit), lost "
 			"%lu (ring full %lu, no free ring %lu), malformed %lu, processes gone "
-			"before a last read %lu; sequence numbers %s\n",
+			"without a last copy %lu; sequence numbers %s\n",
 			(unsigned long)o->records, (unsigned long)s->exit_chunks,
 			(unsigned long)(o->dropped + o->no_slot), (unsigned long)o->dropped,
 			(unsigned long)o->no_slot, (unsigned long)o->bad,

@@ -19,6 +19,7 @@
 struct proc_rings {
 	int pid;
 	bool gone;
+	bool rescued; /* the _exit probe copied what its rings held */
 	struct ptbpf_ops_desc desc;
 	uint64_t desc_addr;
 	uint64_t tail[PTBPF_OPS_SLOTS];    /* our read position per ring */
@@ -229,7 +230,7 @@ static void drain_proc(struct ops_rings *r, struct proc_rings *p,
 	 * its rings held since the last drain (ptbpf drains every 20 ms). */
 	if (vm_read(p->pid, p->desc_addr, &desc, sizeof(desc)) || read_slots(p, slots)) {
 		p->gone = true;
-		r->counts.lost_at_exit++;
+		r->counts.lost_at_exit++; /* the exit probe would have marked it */
 		return;
 	}
 	if (desc.no_slot != p->no_slot) {
@@ -304,6 +305,10 @@ void ops_rings_chunk(struct ops_rings *r, const struct ptbpf_ops_chunk *c,
 	uint64_t from = c->ev.arg[0], len = c->ev.arg[1], tail, end;
 	uint32_t slot = c->ev.id;
 
+	if (p && slot == OPS_CHUNK_DONE) {
+		p->gone = p->rescued = true;
+		return;
+	}
 	if (!p || slot >= p->desc.nslots || len > PTBPF_OPS_CHUNK)
 		return;
 	if (r->cpid != p->pid || r->cslot != slot || from != r->cstart + r->clen) {

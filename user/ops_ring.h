@@ -19,7 +19,8 @@ struct ops_ring_counts {
 	uint64_t dropped;   /* lost in the target: a ring was full */
 	uint64_t no_slot;   /* lost in the target: a thread found no free ring */
 	uint64_t bad;       /* malformed records (the ring was skipped to its head) */
-	uint64_t lost_at_exit; /* rings that could not be read any more (the process exited) */
+	uint64_t lost_at_exit; /* processes gone without the _exit probe's copy
+				* (killed by a signal): their last <= 20 ms */
 	int layout_ok;      /* all agents could read RecordFunction's fields */
 };
 
