@@ -44,7 +44,7 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all clean deps test bench demo gpu-check pb2
+.PHONY: all clean deps test bench demo gpu-check gpu-check-multi pb2
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -145,6 +145,13 @@ demo: all
 # On the GPU machine, with a ptbpf built elsewhere (make all pb2) and carried.
 gpu-check:
 	tests/gpu/gpu_check.sh
+
+# On a machine with two GPUs: the NCCL DDP job, traced and merged.
+gpu-check-multi:
+	PTBPF_TEST_PYTHON=$${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3} \
+	PTBPF_PB2_DIR=$(abspath $(OUTPUT)/pb2) \
+	$${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3} -m pytest -v -s -rfE \
+		-p no:cacheprovider tests/gpu/multi
 
 # The trace schema as a Python module, for machines without protoc.
 pb2: $(OUTPUT)/pb2/perfetto_trace_pb2.py
