@@ -13,7 +13,7 @@ CFLAGS ?= -O2 -g
 ALL_CFLAGS := $(CFLAGS) -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Iinclude -Iuser -I$(OUTPUT) \
 	  -DPTBPF_VERSION='"$(VERSION)"'
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -Ivmlinux/$(ARCH) -Wall
-LDLIBS := -lbpf -lelf -lz -lzstd -lcapstone -lstdc++ -lm
+LDLIBS := -lbpf -lelf -lz -lzstd -lcapstone -levent_extra -levent_pthreads -levent_core -lstdc++ -lm -pthread
 LDFLAGS ?= -static
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)

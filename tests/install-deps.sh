@@ -21,7 +21,7 @@ apt-get install -y -q libbpf-dev/bookworm-backports libbpf1/bookworm-backports \
 apt-get install -y -q --allow-downgrades make gcc g++ clang llvm libelf-dev/bookworm \
 	libelf1/bookworm zlib1g-dev libzstd-dev libcapstone-dev protobuf-compiler \
 	python3-protobuf python3-pytest python3-torch libtorch-dev python3-bpfcc libamdhip64-dev \
-	linux-headers-amd64 util-linux procps strace binutils
+	linux-headers-amd64 util-linux procps strace binutils libevent-dev prometheus
 
 # BCC (the test oracle) compiles against kernel headers; this kernel ships
 # none, so Debian's are linked in where BCC looks for them.

@@ -36,7 +36,12 @@ static const char doc[] =
 	"  sudo ptbpf -p 1234 --raw a.raw      keep the raw records too; later:\n"
 	"  ptbpf replay a.raw -o a.pftrace      re-make the trace from them\n"
 	"  sudo ptbpf run -- python3 train.py  start a command with the in-process agent\n"
-	"                                      (CUDA_INJECTION64_PATH) and trace it\n";
+	"                                      (CUDA_INJECTION64_PATH) and trace it\n"
+	"  sudo ptbpf --all -d 30              every PyTorch process on the host, 30 s\n"
+	"  sudo ptbpf daemon --out-dir /var/lib/ptbpf --every 10m --window 5s --align \\\n"
+	"       --metrics-listen 127.0.0.1:9464  fleet mode: 5 s of every process every\n"
+	"                                      10 minutes, and a Prometheus endpoint\n"
+	"  ptbpf merge r0.pftrace r1.pftrace -o job.pftrace  ranks on one timeline\n";
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Process to trace (repeatable)", 0 },
@@ -59,8 +64,22 @@ static const struct argp_option options[] = {
 	  "cost), 'probes' (uprobes on every op's entry and exits; nothing loaded), or 'auto' "
 	  "(default: agent in CUDA processes, which get the agent anyway, else probes)", 0 },
 	{ "verbose", 'v', NULL, 0, "Verbose output, including libbpf's", 0 },
+	{ NULL, 0, NULL, 0, "ptbpf daemon (fleet mode; --all in bounded windows):", 1 },
+	{ "out-dir", 'D', "DIR", 0, "Where window traces go (created if missing)", 1 },
+	{ "every", 'E', "DURATION", 0, "Start a window every DURATION (default 10m; s, m, h)", 1 },
+	{ "window", 'W', "DURATION", 0, "Each window's length (default 5s)", 1 },
+	{ "align", 'A', NULL, 0, "Start windows at multiples of --every since the epoch, so "
+	  "that every host captures the same steps", 1 },
+	{ "max-bytes", 'M', "SIZE", 0, "Keep the traces in --out-dir under SIZE in all, oldest "
+	  "deleted first (default 1G); a window stops at half of it", 1 },
+	{ "keep", 'K', "N", 0, "Keep at most N traces", 1 },
+	{ "budget", 'B', "PERCENT", 0, "End a window early once ptbpf's estimated cost passes "
+	  "PERCENT of the traced processes' CPU time (default 2; 0: off)", 1 },
+	{ "metrics-listen", 'L', "ADDR:PORT", 0, "Serve Prometheus metrics at "
+	  "http://ADDR:PORT/metrics", 1 },
 	{ 0 },
 };
+
 
 static int parse_u64(const char *s, const char *what, uint64_t min, uint64_t max, uint64_t *out)
 {
@@ -75,6 +94,29 @@ static int parse_u64(const char *s, const char *what, uint64_t min, uint64_t max
 		return -1;
 	}
 	*out = v;
+	return 0;
+}
+
+/* "90", "90s", "10m", "2h" -> seconds. */
+static int parse_duration(const char *s, const char *what, uint64_t *out)
+{
+	char buf[32];
+	size_t n = strlen(s);
+	uint64_t mult = 1;
+
+	if (n == 0 || n >= sizeof(buf)) {
+		fprintf(stderr, "ptbpf: invalid %s '%s': expected e.g. 30s, 10m, 1h\n", what, s);
+		return -1;
+	}
+	memcpy(buf, s, n + 1);
+	switch (buf[n - 1]) {
+	case 's': buf[--n] = 0; break;
+	case 'm': mult = 60; buf[--n] = 0; break;
+	case 'h': mult = 3600; buf[--n] = 0; break;
+	}
+	if (parse_u64(buf, what, 1, 7ull * 86400, out))
+		return -1;
+	*out *= mult;
 	return 0;
 }
 
@@ -148,6 +190,78 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'a':
 		o->all = true;
 		break;
+	case 'D':
+		o->daemon_opt = true;
+		if (!*arg || strlen(arg) >= sizeof(o->out_dir)) {
+			fprintf(stderr, "ptbpf: invalid --out-dir\n");
+			return EINVAL;
+		}
+		strcpy(o->out_dir, arg);
+		break;
+	case 'E':
+		o->daemon_opt = true;
+		if (parse_duration(arg, "--every", &o->every_s))
+			return EINVAL;
+		break;
+	case 'W':
+		o->daemon_opt = true;
+		if (parse_duration(arg, "--window", &o->window_s))
+			return EINVAL;
+		break;
+	case 'A':
+		o->daemon_opt = true;
+		o->align = true;
+		break;
+	case 'M': {
+		o->daemon_opt = true;
+		uint64_t mult = 1;
+		char buf[32];
+		size_t n = strlen(arg);
+
+		if (n == 0 || n >= sizeof(buf)) {
+			fprintf(stderr, "ptbpf: invalid --max-bytes '%s'\n", arg);
+			return EINVAL;
+		}
+		memcpy(buf, arg, n + 1);
+		switch (buf[n - 1]) {
+		case 'K': case 'k': mult = 1ull << 10; buf[--n] = 0; break;
+		case 'M': case 'm': mult = 1ull << 20; buf[--n] = 0; break;
+		case 'G': case 'g': mult = 1ull << 30; buf[--n] = 0; break;
+		}
+		if (parse_u64(buf, "--max-bytes", 1, 1ull << 50, &o->max_bytes))
+			return EINVAL;
+		o->max_bytes *= mult;
+		if (o->max_bytes < (64u << 10)) {
+			fprintf(stderr, "ptbpf: --max-bytes must be at least 64K\n");
+			return EINVAL;
+		}
+		break;
+	}
+	case 'K':
+		o->daemon_opt = true;
+		if (parse_u64(arg, "--keep", 1, 1000000, &o->keep))
+			return EINVAL;
+		break;
+	case 'B': {
+		o->daemon_opt = true;
+		char *end;
+
+		o->budget_pct = strtod(arg, &end);
+		if (end == arg || *end || o->budget_pct < 0 || o->budget_pct > 100) {
+			fprintf(stderr, "ptbpf: invalid --budget '%s': a percentage, 0 to 100\n",
+				arg);
+			return EINVAL;
+		}
+		break;
+	}
+	case 'L':
+		o->daemon_opt = true;
+		if (!*arg || strlen(arg) >= sizeof(o->metrics_listen)) {
+			fprintf(stderr, "ptbpf: invalid --metrics-listen\n");
+			return EINVAL;
+		}
+		strcpy(o->metrics_listen, arg);
+		break;
 	case 'O':
 		if (!strcmp(arg, "auto")) {
 			o->ops = OPS_AUTO;
@@ -174,7 +288,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		fprintf(stderr, "ptbpf: unexpected argument '%s' (pids go after -p)\n", arg);
 		return EINVAL;
 	case ARGP_KEY_END:
-		if (!o->npids && !o->run_argv && !o->all) {
+		if (!o->npids && !o->run_argv && !o->all && !o->daemon) {
 			fprintf(stderr, "ptbpf: no process given: use -p PID (see --help)\n");
 			return EINVAL;
 		}
@@ -193,8 +307,17 @@ int cli_parse(int argc, char **argv, struct options *opt)
 
 	memset(opt, 0, sizeof(*opt));
 	opt->ring_bytes = 16u << 20;
+	opt->every_s = 600;
+	opt->window_s = 5;
+	opt->max_bytes = 1ull << 30;
+	opt->budget_pct = 2;
 	argp_err_exit_status = 2;
-	if (argc > 1 && !strcmp(argv[1], "run")) {
+	if (argc > 1 && !strcmp(argv[1], "daemon")) {
+		opt->daemon = true;
+		argv[1] = argv[0];
+		argv++;
+		argc--;
+	} else if (argc > 1 && !strcmp(argv[1], "run")) {
 		for (dd = 2; dd < argc && strcmp(argv[dd], "--"); dd++)
 			;
 		if (dd + 1 >= argc) {
@@ -215,6 +338,24 @@ int cli_parse(int argc, char **argv, struct options *opt)
 	}
 	if (opt->no_agent || opt->entries_only)
 		opt->ops = OPS_PROBES;
+	if (opt->daemon) {
+		if (!opt->out_dir[0] || opt->npids || opt->all || opt->output[0] ||
+		    opt->duration_s) {
+			fprintf(stderr, "ptbpf: daemon: give --out-dir DIR (and no -p, --all, -o "
+				"or -d: it traces every torch process, in windows)\n");
+			return -1;
+		}
+		if (opt->window_s > opt->every_s) {
+			fprintf(stderr, "ptbpf: daemon: --window is longer than --every\n");
+			return -1;
+		}
+		return 0;
+	}
+	if (opt->daemon_opt) {
+		fprintf(stderr, "ptbpf: --out-dir, --every, --window, --align, --max-bytes, --keep, "
+			"--budget and --metrics-listen belong to `ptbpf daemon`\n");
+		return -1;
+	}
 	if (opt->all && (opt->npids || opt->run_argv)) {
 		fprintf(stderr, "ptbpf: --all cannot be combined with %s\n",
 			opt->npids ? "-p" : "a command");

@@ -32,10 +32,21 @@ struct options {
 	bool no_agent;         /* never load the agent into a running process */
 	enum ops_source ops;
 	bool all;              /* --all: every process that maps libtorch_cpu.so */
+	/* `ptbpf daemon`: */
+	bool daemon;
+	bool daemon_opt;       /* a daemon option was given */
+	uint64_t every_s, window_s; /* a window of window_s every every_s */
+	bool align;            /* windows at epoch multiples of every_s */
+	char out_dir[2048];
+	uint64_t max_bytes;    /* the out dir's traces, in all */
+	uint64_t keep;         /* at most this many traces (0: no limit) */
+	double budget_pct;     /* estimated slowdown that ends a window early (0: off) */
+	char metrics_listen[256];
 	char raw_output[4096]; /* --raw: also keep the ring's records here */
 };
 
-/* Parses argv (`ptbpf [OPTIONS] -p PID` or `ptbpf run [OPTIONS] -- CMD ...`);
+/* Parses argv (`ptbpf [OPTIONS] -p PID`, `ptbpf run [OPTIONS] -- CMD ...` or
+ * `ptbpf daemon [OPTIONS] --out-dir DIR`);
  * on error prints one line and returns non-zero. In run mode the default
  * output name is left empty until the command's pid is known. */
 int cli_parse(int argc, char **argv, struct options *opt);

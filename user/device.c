@@ -209,6 +209,8 @@ struct device_state {
 	int ntracks;
 	struct device_counts counts;
 	struct { int pid, code; uint64_t ops_desc; bool gpu; } status[64]; /* each agent's latest */
+	struct device_kernel_stat kstats[DEVICE_MAX_KERNEL_STATS]; /* (pid, name): time */
+	int nkstats;
 	int nstatus;
 };
 
@@ -324,6 +326,41 @@ static void device_slice(struct device_state *d, int pid, uint32_t dev, uint32_t
 	pf_slice_end(d->w, &(struct pf_event){ .track = t->track, .ts = end > start ? end : start });
 }
 
+/* GPU time by (process, kernel name), for metrics; kernels past the
+ * table's size are summed under "(other)". Names are interned. */
+static void kernel_stat(struct device_state *d, int pid, const char *name, uint64_t ns)
+{
+	struct device_kernel_stat *k;
+	int i;
+
+	for (i = 0; i < d->nkstats; i++)
+		if (d->kstats[i].pid == pid && d->kstats[i].name == name)
+			break;
+	if (i == d->nkstats) {
+		if (d->nkstats == DEVICE_MAX_KERNEL_STATS - 1) {
+			name = "(other)";
+			for (i = 0; i < d->nkstats; i++)
+				if (d->kstats[i].pid == pid && !strcmp(d->kstats[i].name, name))
+					break;
+		}
+		if (i == d->nkstats) {
+			if (d->nkstats == DEVICE_MAX_KERNEL_STATS)
+				return;
+			d->kstats[d->nkstats++] = (struct device_kernel_stat){ .pid = pid,
+									       .name = name };
+		}
+	}
+	k = &d->kstats[i];
+	k->count++;
+	k->ns += ns;
+}
+
+int device_kernel_stats(const struct device_state *d, const struct device_kernel_stat **out)
+{
+	*out = d->kstats;
+	return d->nkstats;
+}
+
 static void kernel_record(struct device_state *d, int pid, const struct ptbpf_agent_kernel *k)
 {
 	const char *name = str_map_get(d->names, hash_pair(pid, (uint64_t)(uintptr_t)k->name));
@@ -342,6 +379,7 @@ static void kernel_record(struct device_state *d, int pid, const struct ptbpf_ag
 	snprintf(grid, sizeof(grid), "%d,%d,%d", k->grid_x, k->grid_y, k->grid_z);
 	snprintf(block, sizeof(block), "%d,%d,%d", k->block_x, k->block_y, k->block_z);
 	d->counts.kernels++;
+	kernel_stat(d, pid, name ? name : "kernel", k->end > k->start ? k->end - k->start : 0);
 	device_slice(d, pid, k->device_id, k->stream_id, k->start, k->end, name ? name : "kernel",
 		     "kernel", k->correlation_id, args, k->graph_id ? 7 : 5);
 }

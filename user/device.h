@@ -63,5 +63,13 @@ bool device_gpu_active(const struct device_state *d, int pid);
 uint64_t device_ops_desc(const struct device_state *d, int pid);
 void device_dropped(struct device_state *d, const struct ptbpf_event *e);
 const struct device_counts *device_counts(const struct device_state *d);
+/* GPU time by process and kernel name (for metrics). */
+#define DEVICE_MAX_KERNEL_STATS 1024
+struct device_kernel_stat {
+	int pid;
+	const char *name;
+	uint64_t count, ns;
+};
+int device_kernel_stats(const struct device_state *d, const struct device_kernel_stat **out);
 
 #endif /* PTBPF_DEVICE_H */

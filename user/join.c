@@ -43,6 +43,7 @@ struct process {
 	int pid;
 	uint64_t track, steps_track;
 	uint64_t step, last_step_end;
+	uint64_t ops, launches, steps, last_step_ns; /* for metrics */
 	struct str_map *node_names; /* vptr -> "AddmmBackward0" */
 };
 
@@ -301,6 +302,12 @@ static void push_frame(struct join *j, struct thread *t, const struct frame *in,
 	}
 	f = &t->stack[t->depth++];
 	*f = *in;
+	if (f->kind == FR_OP) {
+		struct process *p = find_process(j, (int)(t->id >> 32));
+
+		if (p)
+			p->ops++;
+	}
 	f->drawn = t->depth <= MAX_DRAWN;
 	if (!f->drawn) {
 		j->counts.too_deep++;
@@ -439,6 +446,8 @@ static void end_frame(struct join *j, struct thread *t, const struct ptbpf_event
 			pf_slice_end(j->w, &(struct pf_event){ .track = p->steps_track,
 				     .ts = e->ts });
 			j->counts.steps++;
+			p->steps++;
+			p->last_step_ns = e->ts - p->last_step_end;
 		}
 		if (p) {
 			p->last_step_end = e->ts;
@@ -537,6 +546,14 @@ static void bwd_begin(struct join *j, struct thread *t, const struct ptbpf_event
 		   .term_flows = &flow, .nterm = flow ? 1 : 0 });
 }
 
+static void count_launch(struct join *j, int pid)
+{
+	struct process *p = find_process(j, pid);
+
+	if (p)
+		p->launches++;
+}
+
 /* In an op: an aten op, or (from the agent) another FUNCTION-scope
  * record such as "Torch-Compiled Region", which the profiler draws as an
  * op too. */
@@ -560,6 +577,8 @@ static void gpu_begin(struct join *j, struct thread *t, const struct ptbpf_gpu_c
 	uint64_t flow = 0;
 
 	gpu_call_begin(j->gpu, c, op, &s);
+	if (s.launch)
+		count_launch(j, c->ev.pid);
 	f.name = s.name;
 	f.category = s.category;
 	if (s.launch && op && t->depth < MAX_DRAWN) {
@@ -673,6 +692,8 @@ static void rf_api_begin(struct join *j, struct thread *t, const struct ptbpf_na
 	uint64_t flow = 0;
 	int nargs = 1;
 
+	if (launch)
+		count_launch(j, e->pid);
 	if (launch && !op)
 		args[nargs++] = (struct pf_arg){ .name = "outside_op", .type = PF_ARG_BOOL, .b = true };
 	if (launch && op && t->depth < MAX_DRAWN) {
@@ -964,6 +985,23 @@ static int by_total_desc(const void *a, const void *b)
 	uint64_t tb = sort_ctx->op_total[((const struct op_stat *)b)->op];
 
 	return ta < tb ? 1 : ta > tb ? -1 : 0;
+}
+
+const struct device_state *join_device(const struct join *j)
+{
+	return j->dev;
+}
+
+int join_process_stats(const struct join *j, struct join_proc_stats *out, int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < j->nprocs && n < max; i++)
+		out[n++] = (struct join_proc_stats){
+			.pid = j->procs[i].pid, .ops = j->procs[i].ops,
+			.launches = j->procs[i].launches, .steps = j->procs[i].steps,
+			.last_step_ns = j->procs[i].last_step_ns };
+	return n;
 }
 
 int join_top_ops(const struct join *j, struct op_stat *out, int max)

@@ -72,6 +72,16 @@ bool join_agent_status(const struct join *j, int pid, int *code);
 bool join_agent_gpu(const struct join *j, int pid);
 /* Address of pid's agent's op-ring descriptor; 0 if it records no ops. */
 uint64_t join_ops_desc(const struct join *j, int pid);
+/* Per process, for metrics: ops begun, kernel and graph launches,
+ * ProfilerStep#N steps, the last step's
+ * length. */
+struct join_proc_stats {
+	int pid;
+	uint64_t ops, launches, steps, last_step_ns;
+};
+int join_process_stats(const struct join *j, struct join_proc_stats *out, int max);
+struct device_state;
+const struct device_state *join_device(const struct join *j);
 /* Ops sorted by total host time, descending; returns how many (<= max). */
 int join_top_ops(const struct join *j, struct op_stat *out, int max);
 

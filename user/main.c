@@ -30,8 +30,10 @@
 #include "gpu.h"
 #include "inject.h"
 #include "ptbpf_agent.h"
+#include "daemon.h"
 #include "join.h"
 #include "merge.h"
+#include "metrics.h"
 #include "ops_ring.h"
 #include "perfetto.h"
 #include "probes.h"
@@ -73,6 +75,10 @@ struct session {
 	struct ops_rings *opsr;  /* the agents' op rings (--ops agent/auto) */
 	struct reorder *reorder; /* set once an op ring is read: merges the two sources */
 	uint64_t exit_chunks;    /* op-ring bytes sent by the _exit probe (EV_OPS_CHUNK) */
+	struct metrics *metrics; /* daemon: where running totals go */
+	uint64_t max_trace_bytes; /* daemon: a window stops at this trace size */
+	double targets_cpu0;     /* the traced processes' CPU seconds at the start */
+	char stopped_why[256];   /* daemon: why a window ended early */
 	bool discard_output;
 	double cpu_at_trace_start; /* CPU seconds spent planning and attaching */
 };
@@ -455,6 +461,79 @@ static int reap_targets(struct session *s)
 	return alive;
 }
 
+/* The traced processes' CPU seconds (user + system), living ones only. */
+static double targets_cpu(const struct session *s)
+{
+	double total = 0;
+
+	for (int i = 0; i < s->ntargets; i++) {
+		char path[64], buf[1024], *p;
+		unsigned long ut, st;
+		FILE *f;
+
+		if (s->targets[i].pidfd < 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", s->targets[i].pid);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) &&
+		    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
+			total += (ut + st) / (double)sysconf(_SC_CLK_TCK);
+		fclose(f);
+	}
+	return total;
+}
+
+/*
+ * What tracing costs the traced processes, estimated from what was
+ * recorded: seconds per record, as measured on the H200 machine
+ * (BENCHMARKS.md): an emulated uprobe hit ~2 us, a single-stepped ret
+ * probe ~10 us, a GPU call's entry + uretprobe ~6 us, an agent record
+ * 0.15 us. Against the processes' own CPU time this is the slowdown the
+ * governor (--budget) holds a window under.
+ */
+static double estimated_cost_s(const struct session *s)
+{
+	const struct join_counts *c = join_counts(s->join);
+	static const double cost[EV_KIND_MAX] = {
+		[EV_OP_BEGIN] = 2e-6, [EV_OP_END] = 10e-6, [EV_UNWIND] = 2e-6,
+		[EV_BWD_BEGIN] = 2e-6, [EV_BWD_END] = 10e-6, [EV_SEQ] = 10e-6,
+		[EV_USER_END] = 2e-6, [EV_NAMED_USER_BEGIN] = 4e-6, [EV_GPU_CALL] = 2e-6,
+		[EV_GPU_RET] = 4e-6, [EV_AGENT_CORR] = 2e-6, [EV_NAMED_RF_BEGIN] = 0.15e-6,
+		[EV_RF_END] = 0.15e-6,
+	};
+	double total = 0;
+
+	for (int k = 0; k < EV_KIND_MAX; k++)
+		total += c->by_kind[k] * cost[k];
+	return total;
+}
+
+/* Daemon windows end early at the size cap or over the budget; the
+ * reason goes into the trace. */
+static bool window_must_end(struct session *s)
+{
+	double cpu, cost;
+
+	if (!s->opt.daemon)
+		return false;
+	if (pf_bytes_written(s->w) > s->max_trace_bytes) {
+		snprintf(s->stopped_why, sizeof(s->stopped_why), "size cap: %.1f MB written",
+			 pf_bytes_written(s->w) / 1e6);
+		return true;
+	}
+	cpu = targets_cpu(s) - s->targets_cpu0;
+	cost = estimated_cost_s(s);
+	if (s->opt.budget_pct > 0 && cpu > 0.2 && cost / cpu * 100 > s->opt.budget_pct) {
+		snprintf(s->stopped_why, sizeof(s->stopped_why),
+			 "governor: estimated cost %.3f s = %.1f%% of the traced processes' %.2f "
+			 "CPU-s > budget %.1f%%", cost, cost / cpu * 100, cpu, s->opt.budget_pct);
+		return true;
+	}
+	return false;
+}
+
 static void trace_loop(struct session *s)
 {
 	uint64_t start = now_ns(), last_status = start, last_events = 0, last_scan = start;
@@ -495,6 +574,15 @@ static void trace_loop(struct session *s)
 		if (now_ns() - last_status >= 1000000000ull) {
 			if (s->opt.all)
 				scan_all(s);
+			if (s->metrics) {
+				uint64_t st[STAT_MAX];
+
+				stats_read(s, st);
+				metrics_update(s->metrics, s->join, s->targets, s->ntargets,
+					       lost_total(st));
+			}
+			if (window_must_end(s))
+				break;
 			status_line(s, &last_events, &last_status);
 			device_probes_heartbeat(s->dev, s->targets, s->ntargets);
 		}
@@ -646,6 +734,13 @@ static void write_final_counters(struct session *s, const uint64_t st[STAT_MAX])
 		pf_trace_attr_int(s->w, "dev.ptbpf.ops_lost_no_free_ring", (int64_t)o->no_slot);
 		pf_trace_attr_int(s->w, "dev.ptbpf.ops_lost_exit_probe_ring_full",
 				  (int64_t)st[STAT_DROP_OPS_EXIT]);
+	}
+	if (s->opt.daemon) {
+		pf_trace_attr_str(s->w, "dev.ptbpf.window_end", s->stopped_why[0] ? s->stopped_why :
+				  "full window");
+		pf_trace_attr_int(s->w, "dev.ptbpf.window_s", (int64_t)s->opt.window_s);
+		pf_trace_attr_int(s->w, "dev.ptbpf.estimated_cost_us",
+				  (int64_t)(estimated_cost_s(s) * 1e6));
 	}
 	pf_trace_attr_int(s->w, "dev.ptbpf.frames_unwound", (int64_t)c->unwound);
 	pf_trace_attr_int(s->w, "dev.ptbpf.frames_end_not_seen", (int64_t)c->end_missed);
@@ -827,6 +922,41 @@ static int command_status(pid_t child, int rc)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* One daemon window: a fresh session over every torch process. */
+static int run_window(const struct options *opt, const char *path, struct metrics *m)
+{
+	static struct session s;
+	int rc;
+
+	memset(&s, 0, sizeof(s));
+	s.opt = *opt;
+	s.opt.all = true;
+	s.opt.duration_s = opt->window_s;
+	snprintf(s.opt.output, sizeof(s.opt.output), "%s", path);
+	s.metrics = m;
+	s.max_trace_bytes = opt->max_bytes / 2;
+	if (setup_bpf(&s) || setup_trace(&s)) {
+		s.discard_output = true;
+		return finish(&s, 1);
+	}
+	metrics_window(m, true);
+	scan_all(&s);
+	s.targets_cpu0 = targets_cpu(&s);
+	trace_loop(&s);
+	drain_op_rings(&s, UINT64_MAX);
+	if (m) {
+		uint64_t st[STAT_MAX];
+
+		stats_read(&s, st);
+		metrics_update(m, s.join, s.targets, s.ntargets, lost_total(st));
+	}
+	if (s.stopped_why[0])
+		fprintf(stderr, "ptbpf: daemon: window ended early: %s\n", s.stopped_why);
+	rc = finish(&s, 0);
+	metrics_window(m, false);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static struct session s;
@@ -859,6 +989,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ptbpf: %s\n", err);
 		return 1;
 	}
+	if (s.opt.daemon)
+		return daemon_run(&s.opt, run_window, &exiting);
 	if (s.opt.run_argv && start_command(&s.opt, &child))
 		return 1;
 	/* Refuse bad pids before anything touches a process or the disk. */

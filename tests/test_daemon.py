@@ -1,0 +1,142 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""`ptbpf daemon`: bounded windows on a schedule and on demand (SIGUSR1, the
+capture-now file), retention under a size cap, nothing attached between
+windows, and a Prometheus endpoint that a real Prometheus server (Debian's
+`prometheus`) scrapes, checked through Prometheus' own query API."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+from conftest import PTBPF, PYTHON, WORKLOAD, Proc, pftrace, ptbpf_links, require
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_looping_rank(tmp_path, rank):
+    go = tmp_path / ("go%d" % rank)
+    go.write_text("")
+    env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", TORCHELASTIC_RUN_ID="daemon-test")
+    p = Proc([PYTHON, WORKLOAD, "mlp", "--steps", "20", "--go", str(go), "--loop"], env=env)
+    p.wait_line("ready")
+    return p
+
+
+def query(port, expr):
+    url = "http://127.0.0.1:%d/api/v1/query?query=%s" % (port, urllib.request.quote(expr))
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return json.loads(r.read())["data"]["result"]
+
+
+def test_daemon_windows_retention_trigger_and_prometheus(tmp_path):
+    require(PTBPF)
+    out_dir = tmp_path / "traces"
+    mport, pport = free_port(), free_port()
+    (tmp_path / "prom.yml").write_text(
+        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+        "scrape_configs:\n"
+        "  - job_name: ptbpf\n"
+        "    static_configs: [{targets: ['127.0.0.1:%d']}]\n" % mport)
+    work = start_looping_rank(tmp_path, 0)
+    daemon = prom = None
+    try:
+        daemon = Proc([PTBPF, "daemon", "--out-dir", str(out_dir), "--every", "4s",
+                       "--window", "1s", "--max-bytes", "200M", "--budget", "0", "--ops", "agent",
+                       "--metrics-listen", "127.0.0.1:%d" % mport])
+        daemon.wait_line("ptbpf: daemon: a 1s window every 4s", stream="stderr", timeout=60)
+        prom = subprocess.Popen(
+            ["prometheus", "--config.file=%s" % (tmp_path / "prom.yml"),
+             "--storage.tsdb.path=%s" % (tmp_path / "tsdb"),
+             "--web.listen-address=127.0.0.1:%d" % pport],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # Two scheduled windows, then one each from SIGUSR1 and the file.
+        daemon.wait_line("ptbpf: daemon: window ", stream="stderr", timeout=60)
+        time.sleep(5)
+        daemon.p.send_signal(signal.SIGUSR1)
+        time.sleep(3)
+        (out_dir / "capture-now").write_text("")
+        time.sleep(4)
+        # Between windows nothing is attached.
+        deadline = time.time() + 10
+        while ptbpf_links() and time.time() < deadline:
+            time.sleep(0.2)
+        assert ptbpf_links() == []
+        # Prometheus has scraped the op counter, labelled with rank and job.
+        result = []
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                result = query(pport, 'ptbpf_ops_total{pid="%d"}' % work.p.pid)
+            except OSError:
+                result = []
+            if result and float(result[0]["value"][1]) > 0:
+                break
+            time.sleep(1)
+        assert result and float(result[0]["value"][1]) > 0, result
+        assert result[0]["metric"]["rank"] == "0"
+        assert result[0]["metric"]["run_id"] == "daemon-test"
+        steps = query(pport, 'ptbpf_steps_total{pid="%d"}' % work.p.pid)
+        assert steps and float(steps[0]["value"][1]) > 0, steps
+        assert query(pport, "ptbpf_windows_total")[0]["value"][1] != "0"
+        daemon.p.send_signal(signal.SIGINT)
+        rc, _, err = daemon.finish(timeout=60)
+        assert rc == 0, err
+    finally:
+        for p in (daemon, work):
+            if p:
+                p.kill()
+        if prom:
+            prom.kill()
+            prom.wait()
+    files = sorted(os.listdir(out_dir))
+    traces = [f for f in files if f.endswith(".pftrace")]
+    assert len([f for f in traces if "-triggered" in f]) == 2, files
+    assert len(traces) >= 4, files
+    for f in traces:
+        t = pftrace.Trace(str(out_dir / f))
+        assert t.validate() == [], f
+        assert t.attrs.get("dev.ptbpf.window_end") == "full window", (f, t.attrs)
+        assert t.op_counts().get("aten::addmm", 0) > 0, f
+
+
+def test_daemon_retention_keeps_the_cap(tmp_path):
+    """Old traces beyond --max-bytes/--keep go, oldest first, at start."""
+    require(PTBPF)
+    out_dir = tmp_path / "traces"
+    out_dir.mkdir()
+    for i in range(5):
+        f = out_dir / ("ptbpf-old-%d.pftrace" % i)
+        f.write_bytes(b"\0" * 40000)
+        os.utime(f, (1000 + i, 1000 + i))
+    (out_dir / "notes.txt").write_text("not ours")
+    d = Proc([PTBPF, "daemon", "--out-dir", str(out_dir), "--every", "1h", "--window", "1s",
+              "--keep", "2", "--align"])
+    try:
+        d.wait_line("ptbpf: daemon: a 1s window every 3600s", stream="stderr", timeout=60)
+        d.p.send_signal(signal.SIGINT)
+        rc, _, err = d.finish(timeout=60)
+        assert rc == 0, err
+    finally:
+        d.kill()
+    assert sorted(os.listdir(out_dir)) == ["notes.txt", "ptbpf-old-3.pftrace",
+                                           "ptbpf-old-4.pftrace"]
+
+
+def test_daemon_refuses_bad_options(tmp_path):
+    require(PTBPF)
+    for args, msg in ((["daemon"], "give --out-dir"),
+                      (["daemon", "--out-dir", str(tmp_path), "--every", "1s", "--window", "5s"],
+                       "--window is longer than --every"),
+                      (["daemon", "--out-dir", str(tmp_path), "--metrics-listen", "nope"],
+                       "give ADDR:PORT"),
+                      (["-p", "1", "--every", "5s"], "belong to `ptbpf daemon`")):
+        r = subprocess.run([PTBPF] + args, capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0, args
+        assert r.stderr.count("\n") == 1 and msg in r.stderr, (args, r.stderr)
