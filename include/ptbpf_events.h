@@ -45,6 +45,8 @@ enum ptbpf_kind {
 			     * arg1 = callback id, arg2 = CUPTI domain */
 	EV_AGENT_RECORD,    /* struct ptbpf_agent_event: id = AGENT_REC_* */
 	EV_AGENT_DROPPED,   /* CUPTI dropped records: arg0 = since last, arg1 = total */
+	EV_RPC,             /* id = RPC_SEND or RPC_RECEIVE; key = Message*; arg0 =
+			     * MessageType, arg1 = message id */
 	EV_NAMED_USER_BEGIN = 32, /* named: key = RecordFunction* */
 	EV_NAMED_NODE_TYPE,       /* named: key = Node vptr; name = mangled typeinfo name */
 	EV_NAMED_GPU_NAME,        /* named: id = cookie; key = entry sp; the name a
@@ -170,6 +172,10 @@ enum ptbpf_stat {
 	STAT_DROP_OPS_EXIT,     /* ... for op-ring bytes read at process exit */
 	STAT_MAX,
 };
+
+/* EV_RPC cookies. */
+#define RPC_SEND    1
+#define RPC_RECEIVE 2
 
 /* Cookie bit layout for the op/ret uprobe.multi links: the op index. */
 #define PTBPF_MAX_OPS (1u << 20)

@@ -113,3 +113,52 @@ def test_gloo_ddp_two_ranks(tmp_path):
     names = {d.process.process_name for d in t.tracks.values()
              if d.HasField("process") and d.process.pid in pids}
     assert names == {"python3 [rank 0/2]", "python3 [rank 1/2]"}, names
+
+
+def test_rpc_requests_joined_across_processes(tmp_path):
+    """torch.distributed.rpc on loopback (TensorPipe): each request worker 0
+    sends is handled by worker 1 under the same message id, joined by a
+    flow; worker 1 sends a response for each."""
+    require(PTBPF)
+    n, port = 5, 29900 + os.getpid() % 90
+    go = str(tmp_path / "go")
+    workers = [Proc([PYTHON, os.path.join(os.path.dirname(WORKLOAD), "rpc.py"), go, str(n)],
+                    env=dict(os.environ, RANK=str(r), MASTER_ADDR="127.0.0.1",
+                             MASTER_PORT=str(port)))
+               for r in range(2)]
+    trace_path = str(tmp_path / "rpc.pftrace")
+    tracer = None
+    try:
+        for w in workers:
+            w.wait_line("ready", timeout=120)
+        tracer = Proc([PTBPF, "--all", "-o", trace_path])
+        tracer.wait_line("ptbpf: --all: tracing 2 processes", stream="stderr", timeout=120)
+        open(go, "w").close()
+        for w in workers:
+            rc, _, err = w.finish(timeout=120)
+            assert rc == 0, err
+        tracer.p.send_signal(signal.SIGINT)
+        rc, _, err = tracer.finish(timeout=120)
+        assert rc == 0, err
+    finally:
+        if tracer:
+            tracer.kill()
+        for w in workers:
+            w.kill()
+    t = pftrace.Trace(trace_path)
+    assert t.validate() == []
+    pid_of = {u: d.thread.pid for u, d in t.tracks.items() if d.HasField("thread")}
+    w0, w1 = (w.p.pid for w in workers)
+    ev = [s for s in t.instants if s.name.startswith("rpc ")]
+    sends = [s for s in ev if s.name == "rpc send request" and pid_of[s.track] == w0]
+    handles = [s for s in ev if s.name == "rpc handle request" and pid_of[s.track] == w1]
+    responses = [s for s in ev if s.name == "rpc send response" and pid_of[s.track] == w1]
+    # n builtin calls and n Python calls (shutdown adds its own messages).
+    types = [s.args["type"] for s in sends]
+    assert types.count("SCRIPT_CALL") == n and types.count("PYTHON_CALL") >= n, types
+    assert len(handles) == len(sends) == len(responses)
+    by_flow = {f: s for s in sends for f in s.flows_out}
+    for h in handles:
+        assert h.flows_in and h.flows_in[0] in by_flow, h
+        assert by_flow[h.flows_in[0]].args["message_id"] == h.args["message_id"]
+        assert by_flow[h.flows_in[0]].ts < h.ts

@@ -37,6 +37,7 @@ struct join_counts {
 	uint64_t steps;         /* ProfilerStep#N slices */
 	uint64_t bwd_flows;     /* forward->backward arrows */
 	uint64_t launch_flows;  /* op->launch arrows */
+	uint64_t rpc_flows;     /* RPC request send -> handling arrows */
 };
 
 struct op_stat {

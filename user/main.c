@@ -325,7 +325,7 @@ static int add_target(struct session *s, int pid, bool quiet_if_gone)
 	struct attach_report rep = { 0 };
 	bool agent_ops = false;
 	char err[512];
-	int ret;
+	int ret, rpc;
 
 	if (s->ntargets >= MAX_TARGETS) {
 		fprintf(stderr, "ptbpf: at most %d processes can be traced\n", MAX_TARGETS);
@@ -345,6 +345,10 @@ static int add_target(struct session *s, int pid, bool quiet_if_gone)
 		return ret;
 	}
 	t->ops_from_agent = agent_ops;
+	rpc = probes_attach_rpc(s->probes, t);
+	if (rpc < 0)
+		fprintf(stderr, "ptbpf: warning: pid %d: no torch.distributed.rpc probes: %s\n",
+			pid, strerror(-rpc));
 	s->ntargets++;
 	if (s->raw) {
 		raw_ops(s->raw, &s->ops);
@@ -658,7 +662,7 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 		[EV_AGENT_CORR] = "launch correlation", [EV_AGENT_RECORD] = "GPU record",
 		[EV_AGENT_DROPPED] = "CUPTI drop report", [EV_NAMED_AGENT_STATUS] = "agent status",
 		[EV_LONG_NAME_KERNEL] = "kernel name", [EV_NAMED_RF_BEGIN] = "op begin (agent)",
-		[EV_RF_END] = "op end (agent)",
+		[EV_RF_END] = "op end (agent)", [EV_RPC] = "rpc message",
 	};
 	struct op_stat top[10];
 	int ntop = join_top_ops(s->join, top, 10);
@@ -695,11 +699,11 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 	print_gpu_calls(s);
 	fprintf(stderr, "ptbpf: slices %lu; unwound by exceptions %lu, cut by exit %lu, open at "
 		"stop %lu, end not seen %lu, end before attach %lu, too deep %lu; steps %lu, "
-		"forward->backward flows %lu\n", (unsigned long)c->frames,
+		"forward->backward flows %lu, rpc flows %lu\n", (unsigned long)c->frames,
 		(unsigned long)c->unwound, (unsigned long)c->cut_by_exit,
 		(unsigned long)c->cut_at_stop, (unsigned long)c->end_missed,
 		(unsigned long)c->end_unmatched, (unsigned long)c->too_deep,
-		(unsigned long)c->steps, (unsigned long)c->bwd_flows);
+		(unsigned long)c->steps, (unsigned long)c->bwd_flows, (unsigned long)c->rpc_flows);
 	if (ntop)
 		fprintf(stderr, "ptbpf: top ops by host time (inclusive):\n"
 			"  %-40s %10s %12s %12s\n", "op", "calls", "total ms", "self ms");

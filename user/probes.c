@@ -355,6 +355,41 @@ int probes_attach(struct probes *p, const struct target *t, struct attach_report
 	return *stop ? -EINTR : 0;
 }
 
+/* torch.distributed.rpc's message send and request handling; the agent's
+ * RecordFunction callbacks see no RPC (torch records it only under the
+ * profiler). Mangled names of 1.13 and 2.x. */
+#define SYM_RPC_PIPE_WRITE "_ZN5torch11distributed3rpc15TensorPipeAgent9pipeWriteE"
+#define SYM_RPC_REQUEST    "_ZNK5torch11distributed3rpc15RequestCallbackclERNS1_7MessageE"
+
+int probes_attach_rpc(struct probes *p, const struct target *t)
+{
+	unsigned long off[2];
+	__u64 cookie[2] = { RPC_SEND, RPC_RECEIVE };
+	struct elf_func f;
+	struct elf_file *ef;
+	char why[256];
+	int n = 0, emulated;
+
+	if (t->torch.fd < 0)
+		return 0;
+	ef = elf_file_open_exported(t->torch.fd, why, sizeof(why));
+	if (!ef)
+		return -EINVAL;
+	if (!elf_file_find_func_prefix(ef, SYM_RPC_PIPE_WRITE, &f))
+		off[n++] = entry_site(ef, &f, &emulated);
+	if (n == 1 && !elf_file_find_func_prefix(ef, SYM_RPC_REQUEST, &f))
+		off[n++] = entry_site(ef, &f, &emulated);
+	elf_file_close(ef);
+	if (n < 2)
+		return 0; /* a torch without the TensorPipe agent */
+	{
+		LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = off, .cookies = cookie, .cnt = 2);
+
+		return link_set_keep(&p->links, bpf_program__attach_uprobe_multi(
+			p->skel->progs.rpc_message, t->pid, t->torch.attach_path, NULL, &o)) ?: 1;
+	}
+}
+
 int probes_trace_pid(struct probes *p, int pid)
 {
 	__u8 one = 1;

@@ -34,6 +34,10 @@ struct probes *probes_new(struct ptbpf_bpf *skel, struct op_table *ops, bool ent
  * p and are removed by probes_free. */
 int probes_attach(struct probes *p, const struct target *t, struct attach_report *rep,
 		  volatile sig_atomic_t *stop, char *err, size_t errlen);
+/* Probes torch.distributed.rpc's message sends and request handling in t
+ * (either op source). 1 if attached, 0 if its torch has no TensorPipe
+ * agent, -errno. */
+int probes_attach_rpc(struct probes *p, const struct target *t);
 /* Only marks pid as traced (its thread exits, forks and GPU calls are
  * reported): for a process whose ops come from its agent. 0 or -errno. */
 int probes_trace_pid(struct probes *p, int pid);
