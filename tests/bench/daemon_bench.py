@@ -67,6 +67,7 @@ def main():
     ap.add_argument("--every", default="5s")
     ap.add_argument("--window", default="2s")
     ap.add_argument("--budget", default="2")
+    ap.add_argument("--ops", default="auto")
     ap.add_argument("--out")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="ptbpf-daemon-bench-")
@@ -85,7 +86,7 @@ def main():
     port = free_port()
     daemon = subprocess.Popen([args.ptbpf, "daemon", "--out-dir", os.path.join(tmp, "out"),
                                "--every", args.every, "--window", args.window,
-                               "--budget", args.budget, "--metrics-listen",
+                               "--budget", args.budget, "--ops", args.ops, "--metrics-listen",
                                "127.0.0.1:%d" % port],
                               stderr=subprocess.PIPE, text=True)
     errs = []
@@ -138,7 +139,7 @@ def main():
     windows = sum(1 for _, o in open_at if o)
     cut = [e for e in errs if "ended early" in e]
     med = lambda v: statistics.median(v) * 1e3 if v else float("nan")
-    text = ("\n### ptbpf daemon: %s, %s, --every %s --window %s --budget %s%%\n\n"
+    text = ("\n### ptbpf daemon: %s, %s, --ops %s --every %s --window %s --budget %s%%\n\n"
             "| | step ms (median) | vs before the daemon | daemon CPU | daemon RSS |\n"
             "|---|---|---|---|---|\n"
             "| before the daemon | %.3f | | | |\n"
@@ -146,7 +147,7 @@ def main():
             "| in windows | %.3f | %+.1f%% | %.1f%% of a core | %.1f MB |\n\n"
             "%d windows in %.0f s, %d ended early by the governor or the size cap; %d, %d "
             "and %d steps measured.\n" % (
-                datetime.date.today().isoformat(), args.device, args.every, args.window,
+                datetime.date.today().isoformat(), args.device, args.ops, args.every, args.window,
                 args.budget, med(base), med(outside), (med(outside) / med(base) - 1) * 100,
                 cpu_rate(False), rss_out, med(inside), (med(inside) / med(base) - 1) * 100,
                 cpu_rate(True), rss_in, windows, args.seconds, len(cut), len(base),
