@@ -68,6 +68,7 @@ def main():
     ap.add_argument("--window", default="2s")
     ap.add_argument("--budget", default="2")
     ap.add_argument("--ops", default="auto")
+    ap.add_argument("--warmup", type=float, default=8)
     ap.add_argument("--out")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="ptbpf-daemon-bench-")
@@ -82,7 +83,9 @@ def main():
                 _, t0, dt = line.split()
                 steps.append((float(t0), float(dt)))
     threading.Thread(target=read_steps, daemon=True).start()
-    time.sleep(3)  # warm up, untraced
+    time.sleep(args.warmup)  # warm up, then a baseline, untraced
+    base_from = time.time()
+    time.sleep(5)
     port = free_port()
     daemon = subprocess.Popen([args.ptbpf, "daemon", "--out-dir", os.path.join(tmp, "out"),
                                "--every", args.every, "--window", args.window,
@@ -126,7 +129,7 @@ def main():
     edges = [at for at, _ in open_at]
     clean = [(t0, dt) for t0, dt in steps if t0 > open_at[0][0] and
              all(abs(t0 - e) > 0.3 and abs(t0 + dt - e) > 0.3 for e in edges)]
-    base = [dt for t0, dt in steps if t0 < open_at[0][0] - 0.5]
+    base = [dt for t0, dt in steps if base_from <= t0 < open_at[0][0] - 0.5]
     inside = [dt for t0, dt in clean if in_window(t0)]
     outside = [dt for t0, dt in clean if not in_window(t0)]
 
