@@ -977,12 +977,15 @@ int main(int argc, char **argv)
 		return raw_replay(argv[2], argv[4]);
 	}
 	if (argc >= 2 && !strcmp(argv[1], "merge")) {
-		if (argc < 5 || strcmp(argv[argc - 2], "-o")) {
-			fprintf(stderr, "ptbpf: usage: ptbpf merge A.pftrace B.pftrace ... "
-				"-o OUT.pftrace\n");
+		bool coll = argc >= 3 && !strcmp(argv[2], "--align-collectives");
+		int first = coll ? 3 : 2;
+
+		if (argc < first + 3 || strcmp(argv[argc - 2], "-o")) {
+			fprintf(stderr, "ptbpf: usage: ptbpf merge [--align-collectives] A.pftrace "
+				"B.pftrace ... -o OUT.pftrace\n");
 			return 2;
 		}
-		return merge_traces(argv + 2, argc - 4, argv[argc - 1]);
+		return merge_traces(argv + first, argc - first - 2, argv[argc - 1], coll);
 	}
 	if (cli_parse(argc, argv, &s.opt))
 		return 2;

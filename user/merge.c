@@ -35,7 +35,10 @@ enum {
 	F_TD_UUID = 1, F_TD_PROCESS = 3, F_TD_THREAD = 4, F_TD_PARENT = 5,
 	F_PD_PID = 1, F_PD_NAME = 6, F_THD_PID = 1, F_THD_TID = 2,
 	F_TE_TRACK = 11, F_TE_FLOWS = 47, F_TE_TERM_FLOWS = 48,
+	F_PKT_INTERNED = 12, F_PKT_SEQ_FLAGS = 13, F_ID_NAMES = 2, F_ENTRY_IID = 1,
+	F_ENTRY_NAME = 2, F_TE_TYPE = 9, F_TE_NAME_IID = 10, F_TE_NAME = 23,
 };
+enum { TE_SLICE_BEGIN = 1, TE_SLICE_END = 2 };
 enum { WT_VARINT = 0, WT_FIXED64 = 1, WT_LEN = 2, WT_FIXED32 = 5 };
 enum { CLOCK_REALTIME_ID = 1, CLOCK_MONOTONIC_ID = 3, CLOCK_BOOTTIME_ID = 6 };
 
@@ -173,6 +176,11 @@ struct input {
 	int64_t offset;     /* REALTIME - MONOTONIC at its first snapshot */
 	int64_t drift;      /* change of that offset up to its last snapshot */
 	int nsnapshots;
+	uint64_t *coll_end; /* NCCL kernels' end times (its MONOTONIC), in order */
+	int ncoll;
+	int64_t refined;    /* the collectives' correction, added to offset */
+	int64_t residual;   /* median |difference| left after it, ns */
+	bool aligned;       /* refined and residual are set */
 };
 
 static uint64_t mix(uint64_t x)
@@ -253,6 +261,177 @@ static int scan_clocks(struct input *in, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* --- refining the alignment with NCCL collectives --- */
+
+struct names { uint64_t iid; const uint8_t *name; size_t len; } ;
+
+static bool is_collective_kernel(const uint8_t *name, size_t len)
+{
+	char buf[64];
+
+	if (len < 4 || memcmp(name, "nccl", 4))
+		return false;
+	len = len < sizeof(buf) - 1 ? len : sizeof(buf) - 1;
+	memcpy(buf, name, len);
+	buf[len] = 0;
+	return strstr(buf, "Kernel") != NULL;
+}
+
+/* The end times of the NCCL kernels on the GPU timeline of one input: a
+ * slice begins and ends on its stream track, named by interned iid (per
+ * sequence, cleared when the sequence says so). */
+static void scan_collectives(struct input *in, bool *bad)
+{
+	const uint8_t *p = in->data, *end = in->data + in->size;
+	struct names *names = NULL;
+	size_t nnames = 0, cap = 0;
+	struct { uint64_t track; bool coll; } open[64];
+	int nopen = 0, ccap = 0;
+	struct field fl, g, h, k;
+
+	while (next_field(&p, end, &fl, bad)) {
+		const uint8_t *q = fl.d;
+		uint64_t ts = 0, type = 0, track = 0, iid = 0;
+		const uint8_t *te = NULL, *inline_name = NULL;
+		size_t te_len = 0, inline_len = 0;
+
+		if (fl.num != F_TRACE_PACKET || fl.wt != WT_LEN)
+			continue;
+		while (next_field(&q, fl.d + fl.len, &g, bad)) {
+			if (g.num == F_PKT_SEQ_FLAGS && g.wt == WT_VARINT && (g.v & 1))
+				nnames = 0;
+			else if (g.num == F_PKT_TIMESTAMP && g.wt == WT_VARINT)
+				ts = g.v;
+			else if (g.num == F_PKT_TRACK_EVENT && g.wt == WT_LEN)
+				te = g.d, te_len = g.len;
+			else if (g.num == F_PKT_INTERNED && g.wt == WT_LEN) {
+				const uint8_t *r = g.d;
+
+				while (next_field(&r, g.d + g.len, &h, bad)) {
+					const uint8_t *e2 = h.d;
+					struct names n = { 0 };
+
+					if (h.num != F_ID_NAMES || h.wt != WT_LEN)
+						continue;
+					while (next_field(&e2, h.d + h.len, &k, bad)) {
+						if (k.num == F_ENTRY_IID && k.wt == WT_VARINT)
+							n.iid = k.v;
+						else if (k.num == F_ENTRY_NAME && k.wt == WT_LEN)
+							n.name = k.d, n.len = k.len;
+					}
+					if (nnames == cap) {
+						struct names *m = realloc(names, (cap = cap ? cap * 2 : 256) *
+									  sizeof(*m));
+						if (!m)
+							goto out;
+						names = m;
+					}
+					names[nnames++] = n;
+				}
+			}
+		}
+		if (!te)
+			continue;
+		q = te;
+		while (next_field(&q, te + te_len, &g, bad)) {
+			if (g.num == F_TE_TYPE && g.wt == WT_VARINT)
+				type = g.v;
+			else if (g.num == F_TE_TRACK && g.wt == WT_VARINT)
+				track = g.v;
+			else if (g.num == F_TE_NAME_IID && g.wt == WT_VARINT)
+				iid = g.v;
+			else if (g.num == F_TE_NAME && g.wt == WT_LEN)
+				inline_name = g.d, inline_len = g.len;
+		}
+		if (type == TE_SLICE_BEGIN && nopen < 64) {
+			bool coll = false;
+
+			if (inline_name) {
+				coll = is_collective_kernel(inline_name, inline_len);
+			} else {
+				for (size_t i = nnames; i-- > 0;) {
+					if (names[i].iid == iid) {
+						coll = is_collective_kernel(names[i].name, names[i].len);
+						break;
+					}
+				}
+			}
+			open[nopen].track = track;
+			open[nopen++].coll = coll;
+		} else if (type == TE_SLICE_END) {
+			for (int i = nopen - 1; i >= 0; i--) {
+				if (open[i].track != track)
+					continue;
+				if (open[i].coll) {
+					if (in->ncoll == ccap) {
+						uint64_t *c = realloc(in->coll_end, (ccap = ccap ? ccap * 2 : 256) *
+								      sizeof(*c));
+						if (!c)
+							goto out;
+						in->coll_end = c;
+					}
+					in->coll_end[in->ncoll++] = ts;
+				}
+				open[i] = open[--nopen];
+				break;
+			}
+		}
+	}
+out:
+	free(names);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Shifts input `in` so that its k-th collective ends when the reference's
+ * does (the median difference), trying small index offsets in case one
+ * trace began a collective or two earlier; keeps the best (smallest median
+ * residual). False if there are too few collectives to say. */
+static bool refine(const struct input *ref, struct input *in)
+{
+	int64_t best_res = INT64_MAX, best_corr = 0;
+	int64_t *d = malloc(sizeof(*d) * (size_t)(in->ncoll + ref->ncoll + 1));
+
+	if (!d)
+		return false;
+	for (int shift = -3; shift <= 3; shift++) {
+		int n = 0;
+
+		for (int k = 0; k < ref->ncoll; k++) {
+			int j = k + shift;
+
+			if (j < 0 || j >= in->ncoll)
+				continue;
+			d[n++] = ((int64_t)ref->coll_end[k] + ref->offset) -
+				 ((int64_t)in->coll_end[j] + in->offset);
+		}
+		if (n < 3)
+			continue;
+		qsort(d, n, sizeof(*d), cmp_i64);
+		int64_t corr = d[n / 2];
+
+		for (int i = 0; i < n; i++)
+			d[i] = llabs(d[i] - corr);
+		qsort(d, n, sizeof(*d), cmp_i64);
+		if (d[n / 2] < best_res) {
+			best_res = d[n / 2];
+			best_corr = corr;
+		}
+	}
+	free(d);
+	if (best_res == INT64_MAX)
+		return false;
+	in->refined = best_corr;
+	in->residual = best_res;
+	in->aligned = true;
+	return true;
 }
 
 static void rewrite_process(const struct input *in, int idx, const uint8_t *d, size_t n,
@@ -442,7 +621,7 @@ static int read_input(struct input *in, char *err, size_t errlen)
 	return 0;
 }
 
-int merge_traces(char **paths, int n, const char *out_path)
+int merge_traces(char **paths, int n, const char *out_path, bool by_collectives)
 {
 	struct input *in = calloc(n > 0 ? n : 1, sizeof(*in));
 	struct buf out = { 0 };
@@ -463,6 +642,22 @@ int merge_traces(char **paths, int n, const char *out_path)
 		if (read_input(&in[i], err, sizeof(err)) || scan_clocks(&in[i], err, sizeof(err))) {
 			fprintf(stderr, "ptbpf: merge: %s\n", err);
 			goto done;
+		}
+	}
+	if (by_collectives) {
+		for (int i = 0; i < n; i++) {
+			bool bad = false;
+
+			scan_collectives(&in[i], &bad);
+		}
+		for (int i = 1; i < n; i++) {
+			if (!refine(&in[0], &in[i])) {
+				fprintf(stderr, "ptbpf: merge: %s and %s share too few NCCL kernels "
+					"(%d, %d) to refine the alignment; REALTIME only\n",
+					in[0].label, in[i].label, in[0].ncoll, in[i].ncoll);
+				continue;
+			}
+			in[i].offset += in[i].refined;
 		}
 	}
 	for (int i = 0; i < n; i++) {
@@ -513,21 +708,37 @@ int merge_traces(char **paths, int n, const char *out_path)
 			(i + 1) * PID_STRIDE, in[i].offset / 1e9, in[i].drift / 1e3,
 			in[i].nsnapshots);
 	{
-		int64_t worst = 0;
+		int64_t worst = 0, worst_res = -1;
 
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n; i++) {
 			if (llabs(in[i].drift) > worst)
 				worst = llabs(in[i].drift);
-		fprintf(stderr, "ptbpf: merge: wrote %s (%d traces on REALTIME); alignment "
-			"uncertainty within a host ±%.1f us, across hosts plus their REALTIME "
-			"clocks' disagreement (NTP/PTP)\n", out_path, n, worst / 1e3 + 1.0);
+			if (in[i].aligned) {
+				fprintf(stderr, "ptbpf: merge: %s: moved %+.1f us to line up its NCCL "
+					"kernels with %s's (%d and %d); they then end %.1f us apart "
+					"(median)\n", in[i].label, in[i].refined / 1e3, in[0].label,
+					in[i].ncoll, in[0].ncoll, in[i].residual / 1e3);
+				if (in[i].residual > worst_res)
+					worst_res = in[i].residual;
+			}
+		}
+		if (worst_res >= 0)
+			fprintf(stderr, "ptbpf: merge: wrote %s (%d traces, aligned by their "
+				"collectives); alignment uncertainty ±%.1f us\n", out_path, n,
+				worst_res / 1e3 + worst / 1e3);
+		else
+			fprintf(stderr, "ptbpf: merge: wrote %s (%d traces on REALTIME); alignment "
+				"uncertainty within a host ±%.1f us, across hosts plus their REALTIME "
+				"clocks' disagreement (NTP/PTP)\n", out_path, n, worst / 1e3 + 1.0);
 	}
 	rc = 0;
 done:
 	if (f)
 		fclose(f);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		free(in[i].data);
+		free(in[i].coll_end);
+	}
 	free(in);
 	free(out.p);
 	return rc;

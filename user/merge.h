@@ -4,8 +4,11 @@
 #ifndef PTBPF_MERGE_H
 #define PTBPF_MERGE_H
 
+#include <stdbool.h>
+
 /* Merges n traces into out_path (never overwritten); 0, or 1 with one
- * error line printed. */
-int merge_traces(char **paths, int n, const char *out_path);
+ * error line printed. by_collectives: then also shifts each trace so its
+ * NCCL kernels end with the first trace's (the k-th with the k-th). */
+int merge_traces(char **paths, int n, const char *out_path, bool by_collectives);
 
 #endif /* PTBPF_MERGE_H */
