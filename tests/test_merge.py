@@ -4,6 +4,8 @@ The second input is the first with its clock mapping moved by a known
 amount (as a host whose REALTIME is 5 s ahead would write it): after the
 merge each of its events must sit exactly that much later, in a process
 group of its own."""
+import os
+import re
 import subprocess
 
 from conftest import PTBPF, pftrace, require, run_traced, workload_argv
@@ -76,3 +78,43 @@ def test_merge_refuses_bad_input(tmp_path):
     assert r.returncode != 0
     assert r.stderr.count("\n") == 1 and "not a Perfetto trace" in r.stderr, r.stderr
     assert not (tmp_path / "o.pftrace").exists()
+
+
+def test_merge_aligns_ranks_by_their_collectives(tmp_path):
+    """Real per-rank traces of a 2-GPU NCCL DDP job (recorded on 2 H200s,
+    tests/data/gpu/ddp_rank*.pftrace). Rank 1's file is given a REALTIME
+    3.7 ms off, as a host with a wrong clock would write it: the merge by
+    REALTIME then misaligns the ranks' NCCL kernels by that much, and
+    --align-collectives finds the error from the kernels' end times."""
+    require(PTBPF)
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "gpu")
+    r0, r1 = os.path.join(data, "ddp_rank0.pftrace"), str(tmp_path / "ddp_rank1.pftrace")
+    error_ns = 3_700_000
+    shifted_copy(os.path.join(data, "ddp_rank1.pftrace"), r1, error_ns)
+    out = str(tmp_path / "job.pftrace")
+    r = subprocess.run([PTBPF, "merge", "--align-collectives", r0, r1, "-o", out],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"ddp_rank1: moved ([-+][\d.]+) us to line up its NCCL kernels with "
+                  r"ddp_rank0's \((\d+) and (\d+)\); they then end ([\d.]+) us apart", r.stderr)
+    assert m, r.stderr
+    moved, residual = float(m.group(1)), float(m.group(4))
+    assert abs(moved + error_ns / 1e3) < 5, r.stderr
+    assert residual < 5 and int(m.group(2)) >= 30, r.stderr
+    t = pftrace.Trace(out)
+    assert t.validate() == []
+    # The k-th NCCL kernels of the two ranks now end together.
+    procs = {u: d.process.pid for u, d in t.tracks.items() if d.HasField("process")}
+    parent = {u: d.parent_uuid for u, d in t.tracks.items() if d.HasField("parent_uuid")}
+
+    def owner(u):
+        while u not in procs and u in parent:
+            u = parent[u]
+        return procs.get(u)
+    ends = {}
+    for s in t.slices:
+        if s.category == "kernel" and s.name.lower().startswith("nccl"):
+            ends.setdefault(owner(s.track), []).append(s.ts + s.dur)
+    a, b = (sorted(v) for _, v in sorted(ends.items()))
+    skew = sorted(abs(x - y) for x, y in zip(a, b))
+    assert skew[len(skew) // 2] < 5000, skew[:5]
