@@ -282,3 +282,4 @@ int rpc_message(struct pt_regs *ctx)
 	submit(e);
 	return 0;
 }
+

@@ -47,6 +47,7 @@ enum ptbpf_kind {
 	EV_AGENT_DROPPED,   /* CUPTI dropped records: arg0 = since last, arg1 = total */
 	EV_RPC,             /* id = RPC_SEND or RPC_RECEIVE; key = Message*; arg0 =
 			     * MessageType, arg1 = message id */
+	EV_EXEC,            /* --all: pid exec'd (any process) */
 	EV_NAMED_USER_BEGIN = 32, /* named: key = RecordFunction* */
 	EV_NAMED_NODE_TYPE,       /* named: key = Node vptr; name = mangled typeinfo name */
 	EV_NAMED_GPU_NAME,        /* named: id = cookie; key = entry sp; the name a

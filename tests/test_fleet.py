@@ -56,13 +56,18 @@ def test_all_finds_torch_processes_before_and_after_start(tmp_path):
         assert proc.process_name.endswith("[rank %d/%d]" % (rank, world)), proc
         assert {"RANK=%d" % rank, "WORLD_SIZE=%d" % world, "MASTER_ADDR=127.0.0.1",
                 "TORCHELASTIC_RUN_ID=ptbpf-test"} <= set(proc.process_labels), proc
-    # Each process's ops are on its own threads: 3 Linear layers a step.
+    # Each process's ops are on its own threads: 3 Linear layers a step. The
+    # late one is caught at exec and attached as soon as it maps libtorch,
+    # so its warm-up step (before "ready") is in the trace too.
     addmm = {}
     thread_pid = {u: d.thread.pid for u, d in t.tracks.items() if d.HasField("thread")}
     for s in t.slices:
         if s.name == "aten::addmm" and s.track in thread_pid:
             addmm[thread_pid[s.track]] = addmm.get(thread_pid[s.track], 0) + 1
-    assert {pid: addmm.get(pid, 0) for pid in pids} == {pid: 3 * steps for pid in pids}
+    late = procs[2][0].p.pid
+    assert {pid: addmm.get(pid, 0) for pid in pids if pid != late} == \
+        {pid: 3 * steps for pid in pids if pid != late}
+    assert addmm.get(late, 0) in (3 * steps, 3 * steps + 3), addmm
 
 
 def test_gloo_ddp_two_ranks(tmp_path):

@@ -41,6 +41,7 @@
 #include "reorder.h"
 #include "target.h"
 #include "ptbpf.skel.h"
+#include "fleet.skel.h"
 
 #define MAX_TARGETS 256
 
@@ -69,6 +70,11 @@ struct session {
 	int pending_forks[64];
 	int refused[256];        /* --all: pids that could not be attached (not retried) */
 	int nrefused;
+	struct fleet_bpf *fleet;   /* --all: EV_EXEC (exec tracepoint) */
+	struct { int pid; uint64_t at, checked; } mapped[256]; /* --all: new processes,
+							      * watched until they map libtorch */
+	int nmapped;
+	uint64_t last_full_scan;
 	int npending;
 	uint64_t lost_track;
 	struct raw_writer *raw;
@@ -152,6 +158,17 @@ static int handle_event(void *ctx, void *data, size_t size)
 	struct session *s = ctx;
 	const struct ptbpf_event *e = data;
 
+	if (size >= sizeof(*e) && e->kind == EV_EXEC) {
+		bool known = false;
+
+		for (int i = 0; i < s->nmapped; i++)
+			known |= s->mapped[i].pid == (int)e->pid;
+		if (!known && s->nmapped < (int)(sizeof(s->mapped) / sizeof(s->mapped[0])))
+			s->mapped[s->nmapped++] = (typeof(s->mapped[0])){ (int)e->pid, e->ts, 0 };
+		else if (!known) /* full: the oldest watch makes room */
+			s->mapped[0] = (typeof(s->mapped[0])){ (int)e->pid, e->ts, 0 };
+		return 0;
+	}
 	if (s->opsr && size >= sizeof(struct ptbpf_ops_chunk) && e->kind == EV_OPS_CHUNK) {
 		s->exit_chunks++;
 		ops_rings_chunk(s->opsr, data, handle_op_record, s);
@@ -397,6 +414,30 @@ static bool traced_now(const struct session *s, int pid)
 	return false;
 }
 
+/* --all: processes seen exec'ing are checked every 200 ms for 60 s: the
+ * moment one maps libtorch, it is attached. */
+static void attach_mapped(struct session *s)
+{
+	uint64_t now = now_ns();
+
+	for (int i = 0; i < s->nmapped; i++) {
+		int pid = s->mapped[i].pid;
+		bool alive = target_alive(pid) == 1;
+
+		if (alive && now - s->mapped[i].checked < 200000000ull)
+			continue;
+		s->mapped[i].checked = now;
+		if (alive && !traced_now(s, pid) && !refused(s, pid) && maps_torch(pid)) {
+			if (add_target(s, pid, true) &&
+			    s->nrefused < (int)(sizeof(s->refused) / sizeof(s->refused[0])))
+				s->refused[s->nrefused++] = pid;
+		} else if (alive && !traced_now(s, pid) && now - s->mapped[i].at < 60000000000ull) {
+			continue;
+		}
+		s->mapped[i--] = s->mapped[--s->nmapped];
+	}
+}
+
 /* --all: attaches to every process that maps libtorch_cpu.so and is not
  * traced yet. Run at start and every second (a process imports torch, and
  * so maps it, whenever it gets to it). */
@@ -575,9 +616,15 @@ static void trace_loop(struct session *s)
 				strerror(-pf_writer_error(s->w)));
 			break;
 		}
+		if (s->nmapped)
+			attach_mapped(s);
 		if (now_ns() - last_status >= 1000000000ull) {
-			if (s->opt.all)
+			/* With the BPF hook a full /proc scan is only a safety net. */
+			if (s->opt.all && now_ns() - s->last_full_scan >=
+					  (s->fleet ? 5000000000ull : 1000000000ull)) {
 				scan_all(s);
+				s->last_full_scan = now_ns();
+			}
 			if (s->metrics) {
 				uint64_t st[STAT_MAX];
 
@@ -663,6 +710,7 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 		[EV_AGENT_DROPPED] = "CUPTI drop report", [EV_NAMED_AGENT_STATUS] = "agent status",
 		[EV_LONG_NAME_KERNEL] = "kernel name", [EV_NAMED_RF_BEGIN] = "op begin (agent)",
 		[EV_RF_END] = "op end (agent)", [EV_RPC] = "rpc message",
+		[EV_EXEC] = "exec",
 	};
 	struct op_stat top[10];
 	int ntop = join_top_ops(s->join, top, 10);
@@ -777,6 +825,19 @@ static int setup_bpf(struct session *s)
 		fprintf(stderr, "ptbpf: ring buffer: %s\n", strerror(errno));
 		return -1;
 	}
+	if (s->opt.all || s->opt.daemon) {
+		int e = 0;
+
+		s->fleet = fleet_bpf__open();
+		if (!s->fleet || (e = probes_share_maps(s->skel, s->fleet->obj)) ||
+		    (e = fleet_bpf__load(s->fleet)) || (e = fleet_bpf__attach(s->fleet))) {
+			fprintf(stderr, "ptbpf: warning: no exec tracepoint (%s): new torch processes "
+				"are found by scanning /proc every second\n",
+				strerror(e ? -e : errno));
+			fleet_bpf__destroy(s->fleet);
+			s->fleet = NULL;
+		}
+	}
 	s->probes = probes_new(s->skel, &s->ops, s->opt.entries_only);
 	s->gpu = gpu_probes_new(s->skel);
 	s->dev = device_probes_new(s->skel);
@@ -867,6 +928,7 @@ static int finish(struct session *s, int rc)
 		fprintf(stderr, "ptbpf: wrote %s (%.1f MB): open it at https://ui.perfetto.dev\n",
 			s->opt.output, size / 1e6);
 	}
+	fleet_bpf__destroy(s->fleet);
 	join_free(s->join);
 	ops_rings_free(s->opsr);
 	reorder_free(s->reorder);
@@ -1020,8 +1082,9 @@ int main(int argc, char **argv)
 			return finish(&s, 1);
 	if (s.opt.all) {
 		scan_all(&s);
-		fprintf(stderr, "ptbpf: --all: tracing %d processes; looking for more every second\n",
-			s.ntargets);
+		fprintf(stderr, "ptbpf: --all: tracing %d processes; looking for more %s\n",
+			s.ntargets, s.fleet ? "as they start (exec tracepoint; /proc every 5 s)" :
+			"every second (/proc)");
 	}
 	if (exiting) {
 		fprintf(stderr, "ptbpf: interrupted during attach; detaching\n");
