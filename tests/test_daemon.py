@@ -102,7 +102,9 @@ def test_daemon_windows_retention_trigger_and_prometheus(tmp_path):
     for f in traces:
         t = pftrace.Trace(str(out_dir / f))
         assert t.validate() == [], f
-        assert t.attrs.get("dev.ptbpf.window_end") == "full window", (f, t.attrs)
+        # SIGINT may have cut the last window short.
+        assert t.attrs.get("dev.ptbpf.window_end") in ("full window", "stopped by a signal"), \
+            (f, t.attrs)
         assert t.op_counts().get("aten::addmm", 0) > 0, f
 
 

@@ -82,12 +82,12 @@ def test_merge_refuses_bad_input(tmp_path):
 
 def test_merge_aligns_ranks_by_their_collectives(tmp_path):
     """Real per-rank traces of a 2-GPU NCCL DDP job (recorded on 2 H200s,
-    tests/data/gpu/ddp_rank*.pftrace). Rank 1's file is given a REALTIME
+    tests/data/ddp/ddp_rank*.pftrace). Rank 1's file is given a REALTIME
     3.7 ms off, as a host with a wrong clock would write it: the merge by
     REALTIME then misaligns the ranks' NCCL kernels by that much, and
     --align-collectives finds the error from the kernels' end times."""
     require(PTBPF)
-    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "gpu")
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "ddp")
     r0, r1 = os.path.join(data, "ddp_rank0.pftrace"), str(tmp_path / "ddp_rank1.pftrace")
     error_ns = 3_700_000
     shifted_copy(os.path.join(data, "ddp_rank1.pftrace"), r1, error_ns)

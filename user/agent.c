@@ -604,7 +604,7 @@ EXPORT void ptbpf_agent_deactivate(void)
 
 /* Fresh = present and touched within PTBPF_AGENT_STALE_S (ptbpf touches it
  * every second, so a dead ptbpf retracts the agent). */
-static bool on_file_fresh(bool *present)
+static bool on_file_fresh(bool *present, uint64_t *ino)
 {
 	struct stat st;
 	int64_t age;
@@ -612,6 +612,7 @@ static bool on_file_fresh(bool *present)
 	*present = stat(on_path, &st) == 0;
 	if (!*present)
 		return false;
+	*ino = st.st_ino;
 	age = now_ns(CLOCK_REALTIME) - (st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec);
 	return age < PTBPF_AGENT_STALE_S * 1000000000LL;
 }
@@ -635,11 +636,12 @@ static void *agent_thread(void *arg)
 	const struct timespec period = { 0, POLL_NS };
 	int64_t last_failure = 0;
 	bool present, fresh;
+	uint64_t ino = 0, active_ino = 0;
 
 	pthread_setname_np(pthread_self(), "ptbpf-agent");
 	for (;;) {
 		nanosleep(&period, NULL);
-		fresh = on_file_fresh(&present);
+		fresh = on_file_fresh(&present, &ino);
 		pthread_mutex_lock(&state_lock);
 		if (process_exiting) {
 			pthread_mutex_unlock(&state_lock);
@@ -647,6 +649,12 @@ static void *agent_thread(void *arg)
 		}
 		if (active && active_by_file && !fresh) {
 			deactivate_locked(present ? "activation file stale" : "activation file removed");
+		} else if (active && active_by_file && ino != active_ino) {
+			/* A new session made a new file before this one saw the
+			 * last one go: start over, so that it hears how it went. */
+			deactivate_locked("a new ptbpf session");
+			activate_locked(true, file_asks_ops());
+			active_ino = ino;
 		} else if (active && gpu_on) {
 			/* Deliver what the GPU finished, at most 200 ms late: a
 			 * forced flush hands over partly filled buffers too,
@@ -655,6 +663,7 @@ static void *agent_thread(void *arg)
 		} else if (fresh && (!last_failure ||
 				     now_ns(CLOCK_MONOTONIC) - last_failure >= RETRY_NS)) {
 			activate_locked(true, file_asks_ops());
+			active_ino = ino;
 			last_failure = active ? 0 : now_ns(CLOCK_MONOTONIC);
 		}
 		if (!present)

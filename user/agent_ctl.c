@@ -87,7 +87,10 @@ int agent_on(const struct target *t, bool ops)
 	int fd;
 
 	activation_path(t, path, sizeof(path));
-	fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	/* Always a new file: an agent still on from an earlier session sees
+	 * another inode, and starts over for this one. */
+	unlink(path);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
 	dprintf(fd, "%d%s\n", getpid(), ops ? " ops" : "");

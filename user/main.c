@@ -1009,6 +1009,12 @@ static int run_window(const struct options *opt, const char *path, struct metric
 	scan_all(&s);
 	s.targets_cpu0 = targets_cpu(&s);
 	trace_loop(&s);
+	if (exiting && !s.stopped_why[0])
+		snprintf(s.stopped_why, sizeof(s.stopped_why), "stopped by a signal");
+	if (!s.ntargets) { /* no torch process: no file */
+		fprintf(stderr, "ptbpf: daemon: no PyTorch process in this window; nothing written\n");
+		s.discard_output = true;
+	}
 	drain_op_rings(&s, UINT64_MAX);
 	if (m) {
 		uint64_t st[STAT_MAX];

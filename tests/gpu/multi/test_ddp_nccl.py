@@ -119,7 +119,7 @@ def test_nccl_ddp_per_rank_merged(tmp_path):
         for p in ranks:
             p.kill()
     save = os.environ.get("PTBPF_SAVE_DIR")
-    if save:  # real per-rank traces for CI's merge test (tests/data/gpu)
+    if save:  # real per-rank traces for CI's merge test (tests/data/ddp)
         for r in range(2):
             subprocess.run(["cp", str(tmp_path / ("rank%d.pftrace" % r)),
                             os.path.join(save, "ddp_rank%d.pftrace" % r)], check=True)
