@@ -120,7 +120,9 @@ static int parse_duration(const char *s, const char *what, uint64_t *out)
 	return 0;
 }
 
-static int parse_size(const char *s, uint32_t *out)
+/* "64K", "16M", "1G" or bytes -> bytes, within [min, max]. */
+static int parse_bytes(const char *s, const char *what, uint64_t min, uint64_t max,
+		       uint64_t *out)
 {
 	uint64_t v, mult = 1;
 	char buf[32];
@@ -134,18 +136,29 @@ static int parse_size(const char *s, uint32_t *out)
 	case 'M': case 'm': mult = 1ull << 20; buf[--n] = 0; break;
 	case 'G': case 'g': mult = 1ull << 30; buf[--n] = 0; break;
 	}
-	if (parse_u64(buf, "ring size", 1, 1ull << 30, &v))
+	if (parse_u64(buf, what, 1, max, &v))
 		return -1;
-	v *= mult;
-	if (v < 4096 || v > (1ull << 30))
+	if (v > max / mult || v * mult < min)
 		goto bad;
+	*out = v * mult;
+	return 0;
+bad:
+	fprintf(stderr, "ptbpf: invalid %s '%s': expected %lluK to %lluG (K, M or G suffix)\n",
+		what, s, (unsigned long long)(min >> 10), (unsigned long long)(max >> 30));
+	return -1;
+}
+
+/* The ring size: 4K..1G, rounded up to a power of two. */
+static int parse_size(const char *s, uint32_t *out)
+{
+	uint64_t v;
+
+	if (parse_bytes(s, "ring size", 4096, 1ull << 30, &v))
+		return -1;
 	*out = 4096;
 	while (*out < v)
 		*out <<= 1;
 	return 0;
-bad:
-	fprintf(stderr, "ptbpf: invalid ring size '%s': expected 4K to 1G\n", s);
-	return -1;
 }
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
@@ -212,31 +225,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->daemon_opt = true;
 		o->align = true;
 		break;
-	case 'M': {
+	case 'M':
 		o->daemon_opt = true;
-		uint64_t mult = 1;
-		char buf[32];
-		size_t n = strlen(arg);
-
-		if (n == 0 || n >= sizeof(buf)) {
-			fprintf(stderr, "ptbpf: invalid --max-bytes '%s'\n", arg);
+		if (parse_bytes(arg, "--max-bytes", 64u << 10, 1ull << 50, &o->max_bytes))
 			return EINVAL;
-		}
-		memcpy(buf, arg, n + 1);
-		switch (buf[n - 1]) {
-		case 'K': case 'k': mult = 1ull << 10; buf[--n] = 0; break;
-		case 'M': case 'm': mult = 1ull << 20; buf[--n] = 0; break;
-		case 'G': case 'g': mult = 1ull << 30; buf[--n] = 0; break;
-		}
-		if (parse_u64(buf, "--max-bytes", 1, 1ull << 50, &o->max_bytes))
-			return EINVAL;
-		o->max_bytes *= mult;
-		if (o->max_bytes < (64u << 10)) {
-			fprintf(stderr, "ptbpf: --max-bytes must be at least 64K\n");
-			return EINVAL;
-		}
 		break;
-	}
 	case 'K':
 		o->daemon_opt = true;
 		if (parse_u64(arg, "--keep", 1, 1000000, &o->keep))
