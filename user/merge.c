@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include "merge.h"
+#include "pbread.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -39,7 +40,6 @@ enum {
 	F_ENTRY_NAME = 2, F_TE_TYPE = 9, F_TE_NAME_IID = 10, F_TE_NAME = 23,
 };
 enum { TE_SLICE_BEGIN = 1, TE_SLICE_END = 2 };
-enum { WT_VARINT = 0, WT_FIXED64 = 1, WT_LEN = 2, WT_FIXED32 = 5 };
 enum { CLOCK_REALTIME_ID = 1, CLOCK_MONOTONIC_ID = 3, CLOCK_BOOTTIME_ID = 6 };
 
 #define PID_STRIDE (1 << 22) /* above Linux's largest pid_max */
@@ -93,78 +93,6 @@ static void put_len(struct buf *b, uint32_t field, const void *d, size_t n)
 	put_tag(b, field, WT_LEN);
 	put_varint(b, n);
 	put(b, d, n);
-}
-
-/* One field of a message. */
-struct field {
-	uint32_t num;
-	int wt;
-	uint64_t v;         /* varint, fixed64, fixed32 */
-	const uint8_t *d;   /* WT_LEN */
-	size_t len;
-	const uint8_t *raw; /* the whole field, tag included */
-	size_t rawlen;
-};
-
-static bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	*v = 0;
-	for (int s = 0; s < 64 && *p < end; s += 7) {
-		uint8_t c = *(*p)++;
-
-		*v |= (uint64_t)(c & 0x7f) << s;
-		if (!(c & 0x80))
-			return true;
-	}
-	return false;
-}
-
-/* Reads the next field at *p; false at the end or on malformed input. */
-static bool next_field(const uint8_t **p, const uint8_t *end, struct field *f, bool *bad)
-{
-	const uint8_t *start = *p;
-	uint64_t tag;
-
-	if (*p >= end)
-		return false;
-	if (!get_varint(p, end, &tag))
-		goto malformed;
-	f->num = (uint32_t)(tag >> 3);
-	f->wt = tag & 7;
-	switch (f->wt) {
-	case WT_VARINT:
-		if (!get_varint(p, end, &f->v))
-			goto malformed;
-		break;
-	case WT_FIXED64:
-		if (end - *p < 8)
-			goto malformed;
-		memcpy(&f->v, *p, 8);
-		*p += 8;
-		break;
-	case WT_FIXED32:
-		if (end - *p < 4)
-			goto malformed;
-		f->v = 0;
-		memcpy(&f->v, *p, 4);
-		*p += 4;
-		break;
-	case WT_LEN:
-		if (!get_varint(p, end, &f->v) || f->v > (uint64_t)(end - *p))
-			goto malformed;
-		f->d = *p;
-		f->len = f->v;
-		*p += f->len;
-		break;
-	default:
-		goto malformed;
-	}
-	f->raw = start;
-	f->rawlen = *p - start;
-	return true;
-malformed:
-	*bad = true;
-	return false;
 }
 
 struct input {
