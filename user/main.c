@@ -39,6 +39,7 @@
 #include "probes.h"
 #include "raw.h"
 #include "reorder.h"
+#include "report.h"
 #include "target.h"
 #include "ptbpf.skel.h"
 #include "fleet.skel.h"
@@ -1044,6 +1045,8 @@ int main(int argc, char **argv)
 		}
 		return raw_replay(argv[2], argv[4]);
 	}
+	if (argc >= 2 && !strcmp(argv[1], "report"))
+		return report_main(argc, argv);
 	if (argc >= 2 && !strcmp(argv[1], "merge")) {
 		bool coll = argc >= 3 && !strcmp(argv[2], "--align-collectives");
 		int first = coll ? 3 : 2;

@@ -1,0 +1,820 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * `ptbpf report FILE.pftrace [--json] [--top N]`: what torch.profiler's
+ * key_averages and the TensorBoard plugin's views answer, from a ptbpf
+ * trace, in one streaming pass over it:
+ *   - operators: calls, host total and self time, device total and self
+ *     time (the GPU time of the kernels each op launched, itself or through
+ *     the ops it called), by op name;
+ *   - kernels: calls, total, mean, min and max device time;
+ *   - steps (ProfilerStep#N): length, and within it kernel, memcpy and
+ *     memset time on the GPU, the GPU's busy share (kernels' union), CUDA
+ *     API time, DataLoader time and host op time.
+ * A kernel is tied to its op through the trace's launch -> kernel flow:
+ * the "cupti correlation" instant sits in the launching thread's open
+ * frames.
+ */
+#define _GNU_SOURCE
+#include "report.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "names.h"
+#include "pbread.h"
+
+enum {
+	F_TRACE_PACKET = 1, F_PKT_TIMESTAMP = 8, F_PKT_SEQ_ID = 10, F_PKT_TRACK_EVENT = 11,
+	F_PKT_INTERNED = 12, F_PKT_SEQ_FLAGS = 13, F_PKT_TRACK_DESC = 60,
+	F_ID_CATEGORIES = 1, F_ID_NAMES = 2, F_ENTRY_IID = 1, F_ENTRY_NAME = 2,
+	F_TD_UUID = 1, F_TD_NAME = 2, F_TD_THREAD = 4,
+	F_TE_CAT_IIDS = 3, F_TE_TYPE = 9, F_TE_NAME_IID = 10, F_TE_TRACK = 11,
+	F_TE_CATEGORIES = 22, F_TE_NAME = 23, F_TE_FLOWS = 47, F_TE_TERM_FLOWS = 48,
+};
+enum { TE_SLICE_BEGIN = 1, TE_SLICE_END = 2, TE_INSTANT = 3 };
+
+#define MAX_DEPTH 512
+#define MAX_ANCESTORS 8
+
+/* A u64 -> u64 hash map, open addressing, grows by doubling. */
+struct map {
+	uint64_t *k, *v;
+	size_t n, cap;
+};
+
+static uint64_t *map_slot(struct map *m, uint64_t key, bool add)
+{
+	size_t i;
+
+	if (add && (m->n + 1) * 2 > m->cap) {
+		struct map g = { 0 };
+
+		g.cap = m->cap ? m->cap * 2 : 1024;
+		g.k = calloc(g.cap, sizeof(*g.k));
+		g.v = calloc(g.cap, sizeof(*g.v));
+		if (!g.k || !g.v) {
+			free(g.k);
+			free(g.v);
+			return NULL;
+		}
+		for (size_t j = 0; j < m->cap; j++) {
+			if (!m->k[j])
+				continue;
+			for (i = hash_u64(m->k[j]) & (g.cap - 1); g.k[i]; i = (i + 1) & (g.cap - 1))
+				;
+			g.k[i] = m->k[j];
+			g.v[i] = m->v[j];
+			g.n++;
+		}
+		free(m->k);
+		free(m->v);
+		*m = g;
+	}
+	if (!m->cap)
+		return NULL;
+	key |= 1ull << 63; /* never 0 */
+	for (i = hash_u64(key) & (m->cap - 1); m->k[i]; i = (i + 1) & (m->cap - 1))
+		if (m->k[i] == key)
+			return &m->v[i];
+	if (!add)
+		return NULL;
+	m->k[i] = key;
+	m->n++;
+	return &m->v[i];
+}
+
+static void map_free(struct map *m)
+{
+	free(m->k);
+	free(m->v);
+}
+
+/* Names: interned strings, referred to by index. */
+struct strings {
+	struct str_set *set;
+	const char **s;
+	size_t n, cap;
+	struct map index; /* hash of the pointer -> index + 1 */
+};
+
+static uint32_t str_id(struct strings *t, const char *s, size_t len)
+{
+	const char *p = str_set_add_n(t->set, s, len);
+	uint64_t *slot;
+
+	if (!p)
+		p = "(names full)";
+	slot = map_slot(&t->index, (uint64_t)(uintptr_t)p, true);
+	if (!slot)
+		return 0;
+	if (!*slot) {
+		if (t->n == t->cap) {
+			const char **g = realloc(t->s, (t->cap = t->cap ? t->cap * 2 : 1024) *
+						 sizeof(*g));
+			if (!g)
+				return 0;
+			t->s = g;
+		}
+		t->s[t->n++] = p;
+		*slot = t->n;
+	}
+	return (uint32_t)*slot - 1;
+}
+
+struct opstat {
+	uint32_t name;
+	uint64_t calls, total, self, dev_total, dev_self;
+};
+
+struct kstat {
+	uint32_t name;
+	uint64_t calls, total, min, max;
+};
+
+struct frame {
+	uint32_t name, cat;
+	uint64_t ts, child;
+	uint64_t flow_in; /* kernels: the flow from their launch's correlation */
+};
+
+struct track {
+	struct frame *stack;
+	int depth, overflow; /* overflow: begins past MAX_DEPTH, not kept */
+	bool thread;
+};
+
+struct interval {
+	uint64_t start, end;
+};
+
+struct ivals {
+	struct interval *v;
+	size_t n, cap;
+};
+
+struct launch { /* at a correlation: the ops it was made in */
+	uint32_t ops[MAX_ANCESTORS];
+	int nops;
+};
+
+struct report {
+	struct strings str;
+	struct map names;   /* seq << 32 | iid -> string id + 1 (event names) */
+	struct map cats;    /* seq << 32 | iid -> string id + 1 (categories) */
+	struct map tracks;  /* uuid -> index + 1 into track_v */
+	struct track *track_v;
+	size_t ntracks;
+	struct map ops;     /* name id -> index + 1 into op_v */
+	struct opstat *op_v;
+	size_t nops;
+	struct map kernels; /* name id -> index + 1 into k_v */
+	struct kstat *k_v;
+	size_t nk;
+	struct map launches; /* flow id -> index + 1 into launch_v */
+	struct launch *launch_v;
+	size_t nlaunch;
+	struct ivals kern, copy, set, api, loader, hostop, steps;
+	uint32_t *step_names;
+	uint64_t events;
+	uint32_t cat_cpu, cat_kernel, cat_memcpy, cat_memset, cat_rt, cat_drv, cat_loader,
+		 cat_step, name_corr;
+};
+
+static bool push_ival(struct ivals *v, uint64_t s, uint64_t e)
+{
+	if (v->n == v->cap) {
+		struct interval *g = realloc(v->v, (v->cap = v->cap ? v->cap * 2 : 1024) *
+					     sizeof(*g));
+		if (!g)
+			return false;
+		v->v = g;
+	}
+	v->v[v->n++] = (struct interval){ s, e };
+	return true;
+}
+
+static void *grow(void *p, size_t *cap, size_t n, size_t unit)
+{
+	void *g;
+
+	if (n < *cap)
+		return p;
+	g = realloc(p, (*cap = *cap ? *cap * 2 : 256) * unit);
+	return g;
+}
+
+static struct track *track_of(struct report *r, uint64_t uuid)
+{
+	uint64_t *slot = map_slot(&r->tracks, uuid, true);
+	static size_t cap;
+
+	if (!slot)
+		return NULL;
+	if (!*slot) {
+		struct track *g = grow(r->track_v, &cap, r->ntracks, sizeof(*g));
+
+		if (!g)
+			return NULL;
+		r->track_v = g;
+		memset(&g[r->ntracks], 0, sizeof(*g));
+		*slot = ++r->ntracks;
+	}
+	return &r->track_v[*slot - 1];
+}
+
+static struct opstat *op_of(struct report *r, uint32_t name)
+{
+	uint64_t *slot = map_slot(&r->ops, name, true);
+	static size_t cap;
+
+	if (!slot)
+		return NULL;
+	if (!*slot) {
+		struct opstat *g = grow(r->op_v, &cap, r->nops, sizeof(*g));
+
+		if (!g)
+			return NULL;
+		r->op_v = g;
+		g[r->nops] = (struct opstat){ .name = name };
+		*slot = ++r->nops;
+	}
+	return &r->op_v[*slot - 1];
+}
+
+static void kernel_done(struct report *r, uint32_t name, uint64_t dur)
+{
+	uint64_t *slot = map_slot(&r->kernels, name, true);
+	static size_t cap;
+	struct kstat *k;
+
+	if (!slot)
+		return;
+	if (!*slot) {
+		struct kstat *g = grow(r->k_v, &cap, r->nk, sizeof(*g));
+
+		if (!g)
+			return;
+		r->k_v = g;
+		g[r->nk] = (struct kstat){ .name = name, .min = UINT64_MAX };
+		*slot = ++r->nk;
+	}
+	k = &r->k_v[*slot - 1];
+	k->calls++;
+	k->total += dur;
+	k->min = dur < k->min ? dur : k->min;
+	k->max = dur > k->max ? dur : k->max;
+}
+
+/* At a launch's correlation: remember the ops open on that thread. */
+static void note_launch(struct report *r, const struct track *t, uint64_t flow)
+{
+	static size_t cap;
+	struct launch l = { 0 };
+	uint64_t *slot;
+
+	for (int i = t->depth - 1; i >= 0 && l.nops < MAX_ANCESTORS; i--)
+		if (t->stack[i].cat == r->cat_cpu)
+			l.ops[l.nops++] = t->stack[i].name;
+	if (!l.nops || !(slot = map_slot(&r->launches, flow, true)))
+		return;
+	if (!*slot) {
+		struct launch *g = grow(r->launch_v, &cap, r->nlaunch, sizeof(*g));
+
+		if (!g)
+			return;
+		r->launch_v = g;
+		*slot = ++r->nlaunch;
+	}
+	r->launch_v[*slot - 1] = l;
+}
+
+/* A kernel's device time goes to the op that launched it (self) and to
+ * every op around that one (total), each op name once. */
+static void attribute_kernel(struct report *r, uint64_t flow, uint64_t dur)
+{
+	uint64_t *slot = map_slot(&r->launches, flow, false);
+	const struct launch *l;
+
+	if (!slot || !*slot)
+		return;
+	l = &r->launch_v[*slot - 1];
+	for (int i = 0; i < l->nops; i++) {
+		struct opstat *o;
+		bool seen = false;
+
+		for (int k = 0; k < i; k++)
+			seen |= l->ops[k] == l->ops[i];
+		if (seen || !(o = op_of(r, l->ops[i])))
+			continue;
+		o->dev_total += dur;
+		if (i == 0)
+			o->dev_self += dur;
+	}
+}
+
+static uint32_t lookup(struct report *r, struct map *m, uint64_t seq, uint64_t iid)
+{
+	uint64_t *slot = map_slot(m, seq << 32 | iid, false);
+
+	return slot && *slot ? (uint32_t)*slot - 1 : str_id(&r->str, "?", 1);
+}
+
+static void interned(struct report *r, uint64_t seq, const uint8_t *d, size_t n, bool *bad)
+{
+	const uint8_t *p = d;
+	struct field f, g;
+
+	while (next_field(&p, d + n, &f, bad)) {
+		struct map *m = f.num == F_ID_NAMES ? &r->names :
+				f.num == F_ID_CATEGORIES ? &r->cats : NULL;
+		const uint8_t *q = f.d;
+		uint64_t iid = 0, *slot;
+		uint32_t id = 0;
+
+		if (!m || f.wt != WT_LEN)
+			continue;
+		while (next_field(&q, f.d + f.len, &g, bad)) {
+			if (g.num == F_ENTRY_IID && g.wt == WT_VARINT)
+				iid = g.v;
+			else if (g.num == F_ENTRY_NAME && g.wt == WT_LEN)
+				id = str_id(&r->str, (const char *)g.d, g.len);
+		}
+		slot = map_slot(m, seq << 32 | iid, true);
+		if (slot)
+			*slot = (uint64_t)id + 1;
+	}
+}
+
+static void descriptor(struct report *r, const uint8_t *d, size_t n, bool *bad)
+{
+	const uint8_t *p = d;
+	struct field f;
+	uint64_t uuid = 0;
+	bool thread = false;
+	struct track *t;
+
+	while (next_field(&p, d + n, &f, bad)) {
+		if (f.num == F_TD_UUID && f.wt == WT_VARINT)
+			uuid = f.v;
+		else if (f.num == F_TD_THREAD && f.wt == WT_LEN)
+			thread = true;
+	}
+	if (uuid && (t = track_of(r, uuid)))
+		t->thread = thread;
+}
+
+static void end_slice(struct report *r, struct track *t, uint64_t ts)
+{
+	struct frame f = t->stack[--t->depth];
+	uint64_t dur = ts > f.ts ? ts - f.ts : 0;
+
+	if (t->depth > 0)
+		t->stack[t->depth - 1].child += dur;
+	if (f.cat == r->cat_cpu) {
+		struct opstat *o = op_of(r, f.name);
+
+		if (o) {
+			o->calls++;
+			o->total += dur;
+			o->self += dur > f.child ? dur - f.child : 0;
+		}
+		if (t->depth == 0 && t->thread)
+			push_ival(&r->hostop, f.ts, ts);
+	} else if (f.cat == r->cat_kernel) {
+		kernel_done(r, f.name, dur);
+		push_ival(&r->kern, f.ts, ts);
+		if (f.flow_in)
+			attribute_kernel(r, f.flow_in, dur);
+	} else if (f.cat == r->cat_memcpy) {
+		push_ival(&r->copy, f.ts, ts);
+	} else if (f.cat == r->cat_memset) {
+		push_ival(&r->set, f.ts, ts);
+	} else if (f.cat == r->cat_rt || f.cat == r->cat_drv) {
+		push_ival(&r->api, f.ts, ts);
+	} else if (f.cat == r->cat_loader) {
+		push_ival(&r->loader, f.ts, ts);
+	} else if (f.cat == r->cat_step) {
+		static size_t cap;
+		uint32_t *g = grow(r->step_names, &cap, r->steps.n, sizeof(*g));
+
+		if (g) {
+			r->step_names = g;
+			g[r->steps.n] = f.name;
+			push_ival(&r->steps, f.ts, ts);
+		}
+	}
+}
+
+static void track_event(struct report *r, uint64_t seq, uint64_t ts, const uint8_t *d,
+			size_t n, bool *bad)
+{
+	const uint8_t *p = d;
+	struct field f;
+	uint64_t type = 0, track = 0, flows[8], term[8];
+	uint32_t name = UINT32_MAX, cat = UINT32_MAX;
+	int nflows = 0, nterm = 0;
+	struct track *t;
+
+	while (next_field(&p, d + n, &f, bad)) {
+		switch (f.num) {
+		case F_TE_TYPE: type = f.v; break;
+		case F_TE_TRACK: track = f.v; break;
+		case F_TE_NAME_IID: name = lookup(r, &r->names, seq, f.v); break;
+		case F_TE_NAME:
+			if (f.wt == WT_LEN)
+				name = str_id(&r->str, (const char *)f.d, f.len);
+			break;
+		case F_TE_CAT_IIDS: cat = lookup(r, &r->cats, seq, f.v); break;
+		case F_TE_CATEGORIES:
+			if (f.wt == WT_LEN)
+				cat = str_id(&r->str, (const char *)f.d, f.len);
+			break;
+		case F_TE_FLOWS:
+			if (nflows < 8)
+				flows[nflows++] = f.v;
+			break;
+		case F_TE_TERM_FLOWS:
+			if (nterm < 8)
+				term[nterm++] = f.v;
+			break;
+		}
+	}
+	r->events++;
+	if (!(t = track_of(r, track)))
+		return;
+	if (type == TE_SLICE_BEGIN) {
+		if (!t->stack && !(t->stack = calloc(MAX_DEPTH, sizeof(*t->stack))))
+			return;
+		if (t->depth < MAX_DEPTH)
+			t->stack[t->depth++] = (struct frame){ .name = name, .cat = cat, .ts = ts,
+							       .flow_in = nterm ? term[0] : 0 };
+		else
+			t->overflow++;
+	} else if (type == TE_SLICE_END && t->overflow) {
+		t->overflow--;
+	} else if (type == TE_SLICE_END && t->depth > 0) {
+		end_slice(r, t, ts);
+	} else if (type == TE_INSTANT && name == r->name_corr) {
+		for (int i = 0; i < nflows; i++)
+			note_launch(r, t, flows[i]);
+	}
+}
+
+static void packet(struct report *r, const uint8_t *d, size_t n, bool *bad)
+{
+	const uint8_t *p = d, *te = NULL;
+	size_t te_len = 0;
+	uint64_t seq = 0, ts = 0;
+	struct field f;
+
+	while (next_field(&p, d + n, &f, bad)) {
+		if (f.num == F_PKT_SEQ_ID && f.wt == WT_VARINT)
+			seq = f.v;
+		else if (f.num == F_PKT_TIMESTAMP && f.wt == WT_VARINT)
+			ts = f.v;
+	}
+	p = d;
+	while (next_field(&p, d + n, &f, bad)) {
+		if (f.wt != WT_LEN)
+			continue;
+		if (f.num == F_PKT_INTERNED)
+			interned(r, seq, f.d, f.len, bad);
+		else if (f.num == F_PKT_TRACK_DESC)
+			descriptor(r, f.d, f.len, bad);
+		else if (f.num == F_PKT_TRACK_EVENT)
+			te = f.d, te_len = f.len;
+	}
+	if (te)
+		track_event(r, seq, ts, te, te_len, bad);
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const struct interval *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Sorted, disjoint: the union of the intervals. */
+static void merge_ivals(struct ivals *v)
+{
+	size_t k = 0;
+
+	if (!v->n)
+		return;
+	qsort(v->v, v->n, sizeof(*v->v), by_start);
+	for (size_t i = 1; i < v->n; i++) {
+		if (v->v[i].start <= v->v[k].end) {
+			if (v->v[i].end > v->v[k].end)
+				v->v[k].end = v->v[i].end;
+		} else {
+			v->v[++k] = v->v[i];
+		}
+	}
+	v->n = k + 1;
+}
+
+/* Length of (a union) within [s, e). */
+static uint64_t within(const struct ivals *v, uint64_t s, uint64_t e)
+{
+	size_t lo = 0, hi = v->n;
+	uint64_t sum = 0;
+
+	while (lo < hi) { /* the first interval ending after s */
+		size_t mid = (lo + hi) / 2;
+
+		if (v->v[mid].end <= s)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < v->n && v->v[i].start < e; i++) {
+		uint64_t a = v->v[i].start > s ? v->v[i].start : s;
+		uint64_t b = v->v[i].end < e ? v->v[i].end : e;
+
+		sum += b > a ? b - a : 0;
+	}
+	return sum;
+}
+
+static int op_by_total(const void *a, const void *b)
+{
+	const struct opstat *x = a, *y = b;
+
+	return x->total < y->total ? 1 : x->total > y->total ? -1 : 0;
+}
+
+static int k_by_total(const void *a, const void *b)
+{
+	const struct kstat *x = a, *y = b;
+
+	return x->total < y->total ? 1 : x->total > y->total ? -1 : 0;
+}
+
+static void json_str(FILE *o, const char *s)
+{
+	fputc('"', o);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(o, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(o, "\\u%04x", c);
+		else
+			fputc(c, o);
+	}
+	fputc('"', o);
+}
+
+struct step_row {
+	uint64_t start, dur, kernel_sum, busy, copy, set, api, loader, hostop;
+};
+
+static void step_rows(struct report *r, struct step_row *rows)
+{
+	uint64_t longest = 0;
+	size_t first = 0;
+
+	/* Kernel time summed (concurrent streams add up), over kernels sorted
+	 * by start: the ones overlapping a step start after its start minus
+	 * the longest kernel. */
+	qsort(r->kern.v, r->kern.n, sizeof(*r->kern.v), by_start);
+	for (size_t k = 0; k < r->kern.n; k++)
+		if (r->kern.v[k].end - r->kern.v[k].start > longest)
+			longest = r->kern.v[k].end - r->kern.v[k].start;
+	for (size_t i = 0; i < r->steps.n; i++) {
+		uint64_t s = r->steps.v[i].start, e = r->steps.v[i].end;
+		size_t lo = 0, hi = r->kern.n;
+
+		rows[i] = (struct step_row){ .start = s, .dur = e - s };
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+
+			if (r->kern.v[mid].start + longest < s)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (first = lo; first < r->kern.n && r->kern.v[first].start < e; first++) {
+			uint64_t a = r->kern.v[first].start > s ? r->kern.v[first].start : s;
+			uint64_t b = r->kern.v[first].end < e ? r->kern.v[first].end : e;
+
+			rows[i].kernel_sum += b > a ? b - a : 0;
+		}
+	}
+	merge_ivals(&r->kern); /* as a union: GPU busy */
+	merge_ivals(&r->copy);
+	merge_ivals(&r->set);
+	merge_ivals(&r->api);
+	merge_ivals(&r->loader);
+	merge_ivals(&r->hostop);
+	for (size_t i = 0; i < r->steps.n; i++) {
+		uint64_t s = r->steps.v[i].start, e = r->steps.v[i].end;
+
+		rows[i].busy = within(&r->kern, s, e);
+		rows[i].copy = within(&r->copy, s, e);
+		rows[i].set = within(&r->set, s, e);
+		rows[i].api = within(&r->api, s, e);
+		rows[i].loader = within(&r->loader, s, e);
+		rows[i].hostop = within(&r->hostop, s, e);
+	}
+}
+
+static void print_text(struct report *r, const char *path, int top, const struct step_row *rows,
+		       double secs)
+{
+	const char **S = r->str.s;
+
+	printf("ptbpf report %s: %lu track events in %.2f s (%.1f M/s)\n", path,
+	       (unsigned long)r->events, secs, r->events / (secs > 0 ? secs : 1e-9) / 1e6);
+	if (r->steps.n) {
+		printf("\nSteps (ms; GPU busy = kernels' union over the step)\n");
+		printf("  %-18s %9s %9s %7s %8s %8s %9s %9s %9s\n", "step", "length", "kernels",
+		       "busy%", "memcpy", "memset", "cuda api", "dataload", "host ops");
+		for (size_t i = 0; i < r->steps.n; i++)
+			printf("  %-18.18s %9.3f %9.3f %6.1f%% %8.3f %8.3f %9.3f %9.3f %9.3f\n",
+			       S[r->step_names[i]], rows[i].dur / 1e6, rows[i].kernel_sum / 1e6,
+			       rows[i].dur ? 100.0 * rows[i].busy / rows[i].dur : 0,
+			       rows[i].copy / 1e6, rows[i].set / 1e6, rows[i].api / 1e6,
+			       rows[i].loader / 1e6, rows[i].hostop / 1e6);
+	}
+	printf("\nOperators by host total time (ms; device = GPU time of the kernels they "
+	       "launched)\n  %-44s %8s %10s %10s %10s %10s\n", "op", "calls", "host tot",
+	       "host self", "dev tot", "dev self");
+	for (size_t i = 0; i < r->nops && (int)i < top; i++) {
+		const struct opstat *o = &r->op_v[i];
+
+		printf("  %-44.44s %8lu %10.3f %10.3f %10.3f %10.3f\n", S[o->name],
+		       (unsigned long)o->calls, o->total / 1e6, o->self / 1e6, o->dev_total / 1e6,
+		       o->dev_self / 1e6);
+	}
+	if (r->nk) {
+		printf("\nKernels by total device time\n  %-60s %8s %10s %9s %9s %9s\n", "kernel",
+		       "calls", "total ms", "mean us", "min us", "max us");
+		for (size_t i = 0; i < r->nk && (int)i < top; i++) {
+			const struct kstat *k = &r->k_v[i];
+
+			printf("  %-60.60s %8lu %10.3f %9.2f %9.2f %9.2f\n", S[k->name],
+			       (unsigned long)k->calls, k->total / 1e6, k->total / 1e3 / k->calls,
+			       k->min / 1e3, k->max / 1e3);
+		}
+	}
+}
+
+static void print_json(struct report *r, const char *path, const struct step_row *rows)
+{
+	const char **S = r->str.s;
+
+	printf("{\"trace\": ");
+	json_str(stdout, path);
+	printf(", \"track_events\": %lu, \"steps\": [", (unsigned long)r->events);
+	for (size_t i = 0; i < r->steps.n; i++) {
+		printf("%s{\"name\": ", i ? ", " : "");
+		json_str(stdout, S[r->step_names[i]]);
+		printf(", \"start_ns\": %lu, \"dur_ns\": %lu, \"kernel_ns\": %lu, "
+		       "\"gpu_busy_ns\": %lu, \"memcpy_ns\": %lu, \"memset_ns\": %lu, "
+		       "\"cuda_api_ns\": %lu, \"dataloader_ns\": %lu, \"host_ops_ns\": %lu}",
+		       (unsigned long)rows[i].start, (unsigned long)rows[i].dur,
+		       (unsigned long)rows[i].kernel_sum, (unsigned long)rows[i].busy,
+		       (unsigned long)rows[i].copy, (unsigned long)rows[i].set,
+		       (unsigned long)rows[i].api, (unsigned long)rows[i].loader,
+		       (unsigned long)rows[i].hostop);
+	}
+	printf("], \"operators\": [");
+	for (size_t i = 0; i < r->nops; i++) {
+		const struct opstat *o = &r->op_v[i];
+
+		printf("%s{\"name\": ", i ? ", " : "");
+		json_str(stdout, S[o->name]);
+		printf(", \"calls\": %lu, \"host_total_ns\": %lu, \"host_self_ns\": %lu, "
+		       "\"device_total_ns\": %lu, \"device_self_ns\": %lu}",
+		       (unsigned long)o->calls, (unsigned long)o->total, (unsigned long)o->self,
+		       (unsigned long)o->dev_total, (unsigned long)o->dev_self);
+	}
+	printf("], \"kernels\": [");
+	for (size_t i = 0; i < r->nk; i++) {
+		const struct kstat *k = &r->k_v[i];
+
+		printf("%s{\"name\": ", i ? ", " : "");
+		json_str(stdout, S[k->name]);
+		printf(", \"calls\": %lu, \"total_ns\": %lu, \"min_ns\": %lu, \"max_ns\": %lu}",
+		       (unsigned long)k->calls, (unsigned long)k->total, (unsigned long)k->min,
+		       (unsigned long)k->max);
+	}
+	printf("]}\n");
+}
+
+int report_main(int argc, char **argv)
+{
+	struct report r = { 0 };
+	const char *path = NULL;
+	bool json = false, bad = false;
+	int top = 25, rc = 1;
+	struct step_row *rows = NULL;
+	struct timespec t0, t1;
+	uint8_t *data = NULL;
+	long size = 0;
+	FILE *f;
+
+	for (int i = 2; i < argc; i++) {
+		char *end;
+
+		if (!strcmp(argv[i], "--json")) {
+			json = true;
+		} else if (!strcmp(argv[i], "--top") && i + 1 < argc) {
+			top = (int)strtol(argv[++i], &end, 10);
+			if (*end || top < 1) {
+				fprintf(stderr, "ptbpf: report: --top takes a positive number\n");
+				return 2;
+			}
+		} else if (!path && argv[i][0] != '-') {
+			path = argv[i];
+		} else {
+			fprintf(stderr, "ptbpf: usage: ptbpf report FILE.pftrace [--json] [--top N]\n");
+			return 2;
+		}
+	}
+	if (!path) {
+		fprintf(stderr, "ptbpf: usage: ptbpf report FILE.pftrace [--json] [--top N]\n");
+		return 2;
+	}
+	f = fopen(path, "rb");
+	if (!f || fseek(f, 0, SEEK_END) || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
+	    !(data = malloc(size ? size : 1)) || fread(data, 1, size, f) != (size_t)size) {
+		fprintf(stderr, "ptbpf: report: cannot read %s: %s\n", path,
+			errno ? strerror(errno) : "short read");
+		goto out;
+	}
+	r.str.set = str_set_new(1 << 20);
+	if (!r.str.set)
+		goto out;
+	r.cat_cpu = str_id(&r.str, "cpu_op", 6);
+	r.cat_kernel = str_id(&r.str, "kernel", 6);
+	r.cat_memcpy = str_id(&r.str, "gpu_memcpy", 10);
+	r.cat_memset = str_id(&r.str, "gpu_memset", 10);
+	r.cat_rt = str_id(&r.str, "cuda_runtime", 12);
+	r.cat_drv = str_id(&r.str, "cuda_driver", 11);
+	r.cat_loader = str_id(&r.str, "dataloader", 10);
+	r.cat_step = str_id(&r.str, "step", 4);
+	r.name_corr = str_id(&r.str, "cupti correlation", 17);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	{
+		const uint8_t *p = data, *end = data + size;
+		struct field fl;
+
+		while (next_field(&p, end, &fl, &bad))
+			if (fl.num == F_TRACE_PACKET && fl.wt == WT_LEN)
+				packet(&r, fl.d, fl.len, &bad);
+	}
+	if (bad) {
+		fprintf(stderr, "ptbpf: report: %s is not a Perfetto trace (malformed protobuf)\n",
+			path);
+		goto out;
+	}
+	rows = calloc(r.steps.n ? r.steps.n : 1, sizeof(*rows));
+	if (!rows)
+		goto out;
+	step_rows(&r, rows);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	qsort(r.op_v, r.nops, sizeof(*r.op_v), op_by_total);
+	qsort(r.k_v, r.nk, sizeof(*r.k_v), k_by_total);
+	if (json)
+		print_json(&r, path, rows);
+	else
+		print_text(&r, path, top, rows, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	rc = 0;
+out:
+	if (f)
+		fclose(f);
+	free(data);
+	free(rows);
+	for (size_t i = 0; i < r.ntracks; i++)
+		free(r.track_v[i].stack);
+	free(r.track_v);
+	free(r.op_v);
+	free(r.k_v);
+	free(r.launch_v);
+	free(r.step_names);
+	free(r.str.s);
+	str_set_free(r.str.set);
+	map_free(&r.str.index);
+	map_free(&r.names);
+	map_free(&r.cats);
+	map_free(&r.tracks);
+	map_free(&r.ops);
+	map_free(&r.kernels);
+	map_free(&r.launches);
+	{
+		struct ivals *all[] = { &r.kern, &r.copy, &r.set, &r.api, &r.loader, &r.hostop,
+					&r.steps };
+
+		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+			free(all[i]->v);
+	}
+	return rc;
+}
