@@ -270,6 +270,14 @@ static int resolve(char *why, size_t len)
 	return 0; /* the handle is kept: torch stays loaded while called */
 }
 
+/* A forked child (a DataLoader worker) has no agent thread to switch its
+ * recorder off, and nobody reads its rings: it stops recording. The
+ * callbacks stay registered and return at once. */
+static void child_after_fork(void)
+{
+	atomic_store(&recording, 0);
+}
+
 static int alloc_slots(char *why, size_t len)
 {
 	size_t bytes = (size_t)PTBPF_OPS_SLOTS * PTBPF_OPS_SLOT_BYTES;
@@ -280,7 +288,8 @@ static int alloc_slots(char *why, size_t len)
 	 * memory once it has recorded that much. */
 	slot_mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (slot_mem == MAP_FAILED || pthread_key_create(&slot_key, slot_release)) {
+	if (slot_mem == MAP_FAILED || pthread_key_create(&slot_key, slot_release) ||
+	    pthread_atfork(NULL, NULL, child_after_fork)) {
 		if (slot_mem != MAP_FAILED)
 			munmap(slot_mem, bytes);
 		slot_mem = NULL;
