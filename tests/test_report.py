@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """`ptbpf report`: operator, kernel and step tables from a trace, checked
 against what the workloads are known to do."""
+import collections
 import json
 import os
 import subprocess
 
-from conftest import BUILD, PTBPF, require, run_traced, workload_argv
+from conftest import PTBPF, PYTHON, require, run_traced, workload_argv
+from test_fidelity import profiler_counts
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "gpu")
 
@@ -82,3 +84,85 @@ def test_report_refuses_bad_input(tmp_path):
     for args in ([str(bad)], [str(tmp_path / "missing.pftrace")], [], [str(bad), "--top", "0"]):
         r = subprocess.run([PTBPF, "report"] + args, capture_output=True, text=True)
         assert r.returncode != 0 and r.stderr.count("\n") == 1, (args, r.stderr)
+
+
+KINETO_CATS = {"cpu_op", "user_annotation", "gpu_user_annotation", "kernel", "gpu_memcpy",
+               "gpu_memset", "cuda_runtime", "cuda_driver", "ac2g", "python_function"}
+
+PROFILE = r"""
+import sys, torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
+                      nn.Linear(64, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(16, 32), torch.randint(0, 10, (16,))
+with torch.profiler.profile() as p:
+    for _ in range(int(sys.argv[2])):
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+p.export_chrome_trace(sys.argv[1])
+"""
+
+
+def test_kineto_export_has_the_profilers_structure(tmp_path):
+    """`ptbpf export --kineto`: Chrome JSON as torch.profiler's Kineto writes
+    it. Checked against a real torch.profiler Chrome export (its events'
+    keys; Debian's 1.13 writes the legacy list format), Kineto's
+    categories, the aten ops and counts of torch.profiler's raw records of
+    the same workload (mlp, 10 steps); and on the H200 recording, kernels
+    on (device, stream) with launch -> kernel (ac2g) flow pairs."""
+    require(PTBPF)
+    steps = 10
+    theirs_path = str(tmp_path / "profiler.json")
+    subprocess.run([PYTHON, "-c", PROFILE, theirs_path, str(steps)], check=True,
+                   capture_output=True, timeout=600)
+    with open(theirs_path) as f:
+        theirs = json.load(f)
+    run = run_traced(tmp_path, workload_argv("mlp", steps), ["--ops", "agent"])
+    assert run.rc == 0, run.err
+    ours_path = str(tmp_path / "ours.json")
+    r = subprocess.run([PTBPF, "export", "--kineto", ours_path, run.trace_path],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    with open(ours_path) as f:
+        ours = json.load(f)
+    # Debian's torch 1.13 has no Kineto: its export is the legacy Chrome
+    # list (no categories); torch 2.x writes Kineto's object. Ours is the
+    # Kineto object, whose events have every key the reference's have.
+    assert "traceEvents" in ours
+    ref = theirs["traceEvents"] if isinstance(theirs, dict) else theirs
+    x_ours = [e for e in ours["traceEvents"] if e["ph"] == "X"]
+    x_theirs = [e for e in ref if e.get("ph") == "X"]
+    keys_theirs = set.intersection(*(set(e) for e in x_theirs if e["name"].startswith("aten::")))
+    for e in x_ours:
+        assert keys_theirs <= set(e), (keys_theirs, e)
+        assert e["cat"] in KINETO_CATS, e
+        assert isinstance(e["ts"], (int, float)) and e["dur"] >= 0
+    count = lambda evs: collections.Counter(
+        e["name"] for e in evs if e.get("cat", "cpu_op") == "cpu_op" and
+        e["name"].startswith("aten::"))
+    # The ops and counts: torch.profiler's raw records of the very workload
+    # (as tests/test_fidelity.py takes them).
+    prof = profiler_counts(tmp_path, "mlp", steps, [])
+    assert count(x_ours) == {k: v for k, v in prof.items() if k.startswith("aten::")}
+    assert any(e["ph"] == "M" and e["name"] == "process_name" for e in ours["traceEvents"])
+
+    # GPU: the H200 recording.
+    trace = str(tmp_path / "agent.pftrace")
+    subprocess.run([PTBPF, "replay", os.path.join(DATA, "agent_mlp.raw"), "-o", trace],
+                   check=True, capture_output=True)
+    gpu_path = str(tmp_path / "gpu.json")
+    subprocess.run([PTBPF, "export", "--kineto", gpu_path, trace], check=True,
+                   capture_output=True)
+    with open(gpu_path) as f:
+        ev = json.load(f)["traceEvents"]
+    kernels = [e for e in ev if e.get("cat") == "kernel"]
+    assert kernels and all({"device", "stream", "correlation"} <= set(e["args"]) for e in kernels)
+    starts = {e["id"] for e in ev if e["ph"] == "s" and e["cat"] == "ac2g"}
+    ends = {e["id"] for e in ev if e["ph"] == "f" and e["cat"] == "ac2g"}
+    assert {e["args"]["correlation"] for e in kernels} <= ends <= starts
+    # Not overwritten.
+    r = subprocess.run([PTBPF, "export", "--kineto", gpu_path, trace], capture_output=True,
+                       text=True)
+    assert r.returncode != 0 and "not overwritten" in r.stderr

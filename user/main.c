@@ -1045,7 +1045,7 @@ int main(int argc, char **argv)
 		}
 		return raw_replay(argv[2], argv[4]);
 	}
-	if (argc >= 2 && !strcmp(argv[1], "report"))
+	if (argc >= 2 && (!strcmp(argv[1], "report") || !strcmp(argv[1], "export")))
 		return report_main(argc, argv);
 	if (argc >= 2 && !strcmp(argv[1], "merge")) {
 		bool coll = argc >= 3 && !strcmp(argv[2], "--align-collectives");

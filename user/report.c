@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "names.h"
 #include "pbread.h"
@@ -31,7 +32,10 @@ enum {
 	F_TRACE_PACKET = 1, F_PKT_TIMESTAMP = 8, F_PKT_SEQ_ID = 10, F_PKT_TRACK_EVENT = 11,
 	F_PKT_INTERNED = 12, F_PKT_SEQ_FLAGS = 13, F_PKT_TRACK_DESC = 60,
 	F_ID_CATEGORIES = 1, F_ID_NAMES = 2, F_ENTRY_IID = 1, F_ENTRY_NAME = 2,
-	F_TD_UUID = 1, F_TD_NAME = 2, F_TD_THREAD = 4,
+	F_TD_UUID = 1, F_TD_NAME = 2, F_TD_PROCESS = 3, F_TD_THREAD = 4,
+	F_PD_PID = 1, F_PD_NAME = 6, F_THD_PID = 1, F_THD_TID = 2, F_THD_NAME = 5,
+	F_TE_ARGS = 4, F_ID_ARG_NAMES = 3, F_DA_NAME_IID = 1, F_DA_UINT = 3, F_DA_INT = 4,
+	F_DA_NAME = 10, F_TD_PARENT = 5,
 	F_TE_CAT_IIDS = 3, F_TE_TYPE = 9, F_TE_NAME_IID = 10, F_TE_TRACK = 11,
 	F_TE_CATEGORIES = 22, F_TE_NAME = 23, F_TE_FLOWS = 47, F_TE_TERM_FLOWS = 48,
 };
@@ -139,12 +143,14 @@ struct frame {
 	uint32_t name, cat;
 	uint64_t ts, child;
 	uint64_t flow_in; /* kernels: the flow from their launch's correlation */
+	int64_t corr;     /* the "correlation" argument, or -1 */
 };
 
 struct track {
 	struct frame *stack;
 	int depth, overflow; /* overflow: begins past MAX_DEPTH, not kept */
-	bool thread;
+	bool thread, gpu;
+	int64_t pid, tid;    /* threads; GPU stream tracks: device, stream */
 };
 
 struct interval {
@@ -180,6 +186,10 @@ struct report {
 	struct ivals kern, copy, set, api, loader, hostop, steps;
 	uint32_t *step_names;
 	uint64_t events;
+	FILE *kineto;       /* export: Chrome/Kineto JSON events go here */
+	bool kineto_first;
+	struct map argnames; /* seq << 32 | iid -> string id + 1 (arg names) */
+	uint32_t name_correlation;
 	uint32_t cat_cpu, cat_kernel, cat_memcpy, cat_memset, cat_rt, cat_drv, cat_loader,
 		 cat_step, name_corr;
 };
@@ -330,7 +340,8 @@ static void interned(struct report *r, uint64_t seq, const uint8_t *d, size_t n,
 
 	while (next_field(&p, d + n, &f, bad)) {
 		struct map *m = f.num == F_ID_NAMES ? &r->names :
-				f.num == F_ID_CATEGORIES ? &r->cats : NULL;
+				f.num == F_ID_CATEGORIES ? &r->cats :
+				f.num == F_ID_ARG_NAMES ? &r->argnames : NULL;
 		const uint8_t *q = f.d;
 		uint64_t iid = 0, *slot;
 		uint32_t id = 0;
@@ -349,22 +360,129 @@ static void interned(struct report *r, uint64_t seq, const uint8_t *d, size_t n,
 	}
 }
 
+static void json_str(FILE *o, const char *s);
+
+static void kineto_sep(struct report *r)
+{
+	fputs(r->kineto_first ? "\n  " : ",\n  ", r->kineto);
+	r->kineto_first = false;
+}
+
+/* Track descriptors: threads (pid, tid), processes (their names, as
+ * Kineto metadata), GPU stream tracks ("GPU d / stream s"). */
 static void descriptor(struct report *r, const uint8_t *d, size_t n, bool *bad)
 {
-	const uint8_t *p = d;
-	struct field f;
-	uint64_t uuid = 0;
-	bool thread = false;
+	const uint8_t *p = d, *q;
+	struct field f, g;
+	uint64_t uuid = 0, parent = 0;
+	int64_t pid = -1, tid = -1;
+	const uint8_t *name = NULL, *pname = NULL, *tname = NULL;
+	size_t name_len = 0, pname_len = 0, tname_len = 0;
+	bool thread = false, process = false;
 	struct track *t;
 
 	while (next_field(&p, d + n, &f, bad)) {
-		if (f.num == F_TD_UUID && f.wt == WT_VARINT)
+		if (f.num == F_TD_UUID && f.wt == WT_VARINT) {
 			uuid = f.v;
-		else if (f.num == F_TD_THREAD && f.wt == WT_LEN)
-			thread = true;
+		} else if (f.num == F_TD_PARENT && f.wt == WT_VARINT) {
+			parent = f.v;
+		} else if (f.num == F_TD_NAME && f.wt == WT_LEN) {
+			name = f.d, name_len = f.len;
+		} else if ((f.num == F_TD_THREAD || f.num == F_TD_PROCESS) && f.wt == WT_LEN) {
+			thread = f.num == F_TD_THREAD;
+			process = !thread;
+			for (q = f.d; next_field(&q, f.d + f.len, &g, bad);) {
+				if (g.num == F_THD_PID && g.wt == WT_VARINT)
+					pid = (int32_t)g.v;
+				else if (thread && g.num == F_THD_TID && g.wt == WT_VARINT)
+					tid = (int64_t)g.v;
+				else if (thread && g.num == F_THD_NAME && g.wt == WT_LEN)
+					tname = g.d, tname_len = g.len;
+				else if (process && g.num == F_PD_NAME && g.wt == WT_LEN)
+					pname = g.d, pname_len = g.len;
+			}
+		}
 	}
-	if (uuid && (t = track_of(r, uuid)))
-		t->thread = thread;
+	if (parent && pid < 0) { /* a child track of a process: its pid */
+		uint64_t *slot = map_slot(&r->tracks, parent, false);
+
+		if (slot && *slot)
+			pid = r->track_v[*slot - 1].pid, tid = 0;
+	}
+	if (!uuid || !(t = track_of(r, uuid)))
+		return;
+	t->thread = thread;
+	t->pid = pid;
+	t->tid = tid;
+	if (name && name_len < 64) {
+		char buf[64];
+		unsigned dev, stream;
+
+		memcpy(buf, name, name_len);
+		buf[name_len] = 0;
+		if (sscanf(buf, "GPU %u / stream %u", &dev, &stream) == 2) {
+			t->gpu = true;
+			t->pid = dev;
+			t->tid = stream;
+		}
+	}
+	if (r->kineto && (pname || tname)) {
+		char buf[512];
+		size_t len = pname ? pname_len : tname_len;
+
+		len = len < sizeof(buf) - 1 ? len : sizeof(buf) - 1;
+		memcpy(buf, pname ? pname : tname, len);
+		buf[len] = 0;
+		kineto_sep(r);
+		fprintf(r->kineto, "{\"ph\": \"M\", \"name\": \"%s\", \"pid\": %ld, \"tid\": %ld, "
+			"\"args\": {\"name\": ", pname ? "process_name" : "thread_name", (long)pid,
+			(long)(pname ? 0 : tid));
+		json_str(r->kineto, buf);
+		fputs("}}", r->kineto);
+	}
+}
+
+/* ptbpf's categories as Kineto names them: backward nodes and their
+ * evaluate_function records are ops there, steps and DataLoader regions
+ * user annotations. */
+static const char *kineto_cat(const char *cat)
+{
+	if (!strcmp(cat, "backward") || !strcmp(cat, "backward_function"))
+		return "cpu_op";
+	if (!strcmp(cat, "step") || !strcmp(cat, "dataloader"))
+		return "user_annotation";
+	return cat;
+}
+
+/* One complete event, as Kineto writes them (microseconds). */
+static void kineto_slice(struct report *r, const struct track *t, const struct frame *f,
+			 uint64_t end)
+{
+	const char **S = r->str.s;
+
+	if (t->pid < 0) /* not a thread, process or GPU track: a counter */
+		return;
+	kineto_sep(r);
+	fprintf(r->kineto, "{\"ph\": \"X\", \"cat\": ");
+	json_str(r->kineto, kineto_cat(f->cat < r->str.n ? S[f->cat] : ""));
+	fputs(", \"name\": ", r->kineto);
+	json_str(r->kineto, f->name < r->str.n ? S[f->name] : "");
+	fprintf(r->kineto, ", \"pid\": %ld, \"tid\": %ld, \"ts\": %.3f, \"dur\": %.3f",
+		(long)t->pid, (long)t->tid, f->ts / 1e3, (end > f->ts ? end - f->ts : 0) / 1e3);
+	if (t->gpu)
+		fprintf(r->kineto, ", \"args\": {\"device\": %ld, \"stream\": %ld%s",
+			(long)t->pid, (long)t->tid, f->corr >= 0 ? ", " : "");
+	else
+		fputs(", \"args\": {", r->kineto);
+	if (f->corr >= 0)
+		fprintf(r->kineto, "\"correlation\": %ld", (long)f->corr);
+	fputs("}}", r->kineto);
+	if (t->gpu && f->corr >= 0) { /* the launch -> kernel flow's end */
+		kineto_sep(r);
+		fprintf(r->kineto, "{\"ph\": \"f\", \"id\": %ld, \"pid\": %ld, \"tid\": %ld, "
+			"\"ts\": %.3f, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}",
+			(long)f->corr, (long)t->pid, (long)t->tid, f->ts / 1e3);
+	}
 }
 
 static void end_slice(struct report *r, struct track *t, uint64_t ts)
@@ -372,6 +490,8 @@ static void end_slice(struct report *r, struct track *t, uint64_t ts)
 	struct frame f = t->stack[--t->depth];
 	uint64_t dur = ts > f.ts ? ts - f.ts : 0;
 
+	if (r->kineto)
+		kineto_slice(r, t, &f, ts);
 	if (t->depth > 0)
 		t->stack[t->depth - 1].child += dur;
 	if (f.cat == r->cat_cpu) {
@@ -417,6 +537,7 @@ static void track_event(struct report *r, uint64_t seq, uint64_t ts, const uint8
 	uint64_t type = 0, track = 0, flows[8], term[8];
 	uint32_t name = UINT32_MAX, cat = UINT32_MAX;
 	int nflows = 0, nterm = 0;
+	int64_t corr = -1;
 	struct track *t;
 
 	while (next_field(&p, d + n, &f, bad)) {
@@ -441,6 +562,26 @@ static void track_event(struct report *r, uint64_t seq, uint64_t ts, const uint8
 			if (nterm < 8)
 				term[nterm++] = f.v;
 			break;
+		case F_TE_ARGS: { /* only "correlation" is kept */
+			const uint8_t *q = f.d;
+			struct field g;
+			uint32_t an = UINT32_MAX;
+			int64_t v = -1;
+
+			if (f.wt != WT_LEN)
+				break;
+			while (next_field(&q, f.d + f.len, &g, bad)) {
+				if (g.num == F_DA_NAME_IID && g.wt == WT_VARINT)
+					an = lookup(r, &r->argnames, seq, g.v);
+				else if (g.num == F_DA_NAME && g.wt == WT_LEN)
+					an = str_id(&r->str, (const char *)g.d, g.len);
+				else if ((g.num == F_DA_UINT || g.num == F_DA_INT) && g.wt == WT_VARINT)
+					v = (int64_t)g.v;
+			}
+			if (an == r->name_correlation)
+				corr = v;
+			break;
+		}
 		}
 	}
 	r->events++;
@@ -451,7 +592,8 @@ static void track_event(struct report *r, uint64_t seq, uint64_t ts, const uint8
 			return;
 		if (t->depth < MAX_DEPTH)
 			t->stack[t->depth++] = (struct frame){ .name = name, .cat = cat, .ts = ts,
-							       .flow_in = nterm ? term[0] : 0 };
+							       .flow_in = nterm ? term[0] : 0,
+							       .corr = corr };
 		else
 			t->overflow++;
 	} else if (type == TE_SLICE_END && t->overflow) {
@@ -461,6 +603,12 @@ static void track_event(struct report *r, uint64_t seq, uint64_t ts, const uint8
 	} else if (type == TE_INSTANT && name == r->name_corr) {
 		for (int i = 0; i < nflows; i++)
 			note_launch(r, t, flows[i]);
+		if (r->kineto && corr >= 0) { /* the launch -> kernel flow's start */
+			kineto_sep(r);
+			fprintf(r->kineto, "{\"ph\": \"s\", \"id\": %ld, \"pid\": %ld, \"tid\": %ld, "
+				"\"ts\": %.3f, \"cat\": \"ac2g\", \"name\": \"ac2g\"}", (long)corr,
+				(long)t->pid, (long)t->tid, ts / 1e3);
+		}
 	}
 }
 
@@ -712,8 +860,8 @@ static void print_json(struct report *r, const char *path, const struct step_row
 int report_main(int argc, char **argv)
 {
 	struct report r = { 0 };
-	const char *path = NULL;
-	bool json = false, bad = false;
+	const char *path = NULL, *kineto = NULL;
+	bool json = false, bad = false, export = !strcmp(argv[1], "export");
 	int top = 25, rc = 1;
 	struct step_row *rows = NULL;
 	struct timespec t0, t1;
@@ -724,7 +872,9 @@ int report_main(int argc, char **argv)
 	for (int i = 2; i < argc; i++) {
 		char *end;
 
-		if (!strcmp(argv[i], "--json")) {
+		if (export && !strcmp(argv[i], "--kineto") && i + 1 < argc) {
+			kineto = argv[++i];
+		} else if (!export && !strcmp(argv[i], "--json")) {
 			json = true;
 		} else if (!strcmp(argv[i], "--top") && i + 1 < argc) {
 			top = (int)strtol(argv[++i], &end, 10);
@@ -735,12 +885,13 @@ int report_main(int argc, char **argv)
 		} else if (!path && argv[i][0] != '-') {
 			path = argv[i];
 		} else {
-			fprintf(stderr, "ptbpf: usage: ptbpf report FILE.pftrace [--json] [--top N]\n");
-			return 2;
+			path = NULL;
+			break;
 		}
 	}
-	if (!path) {
-		fprintf(stderr, "ptbpf: usage: ptbpf report FILE.pftrace [--json] [--top N]\n");
+	if (!path || (export && !kineto)) {
+		fprintf(stderr, export ? "ptbpf: usage: ptbpf export --kineto OUT.json FILE.pftrace\n" :
+			"ptbpf: usage: ptbpf report FILE.pftrace [--json] [--top N]\n");
 		return 2;
 	}
 	f = fopen(path, "rb");
@@ -762,6 +913,19 @@ int report_main(int argc, char **argv)
 	r.cat_loader = str_id(&r.str, "dataloader", 10);
 	r.cat_step = str_id(&r.str, "step", 4);
 	r.name_corr = str_id(&r.str, "cupti correlation", 17);
+	r.name_correlation = str_id(&r.str, "correlation", 11);
+	if (kineto) {
+		r.kineto = fopen(kineto, "wx");
+		if (!r.kineto) {
+			fprintf(stderr, "ptbpf: export: cannot create %s: %s\n", kineto,
+				errno == EEXIST ? "it exists (not overwritten)" : strerror(errno));
+			goto out;
+		}
+		r.kineto_first = true;
+		fputs("{\"schemaVersion\": 1, \"displayTimeUnit\": \"ms\", \"traceName\": ", r.kineto);
+		json_str(r.kineto, path);
+		fputs(", \"deviceProperties\": [], \"traceEvents\": [", r.kineto);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	{
 		const uint8_t *p = data, *end = data + size;
@@ -783,12 +947,27 @@ int report_main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	qsort(r.op_v, r.nops, sizeof(*r.op_v), op_by_total);
 	qsort(r.k_v, r.nk, sizeof(*r.k_v), k_by_total);
-	if (json)
+	if (r.kineto) {
+		fputs("\n]}\n", r.kineto);
+		if (ferror(r.kineto) || fclose(r.kineto)) {
+			r.kineto = NULL;
+			fprintf(stderr, "ptbpf: export: writing %s failed\n", kineto);
+			goto out;
+		}
+		r.kineto = NULL;
+		fprintf(stderr, "ptbpf: export: wrote %s (%lu track events)\n", kineto,
+			(unsigned long)r.events);
+	} else if (json) {
 		print_json(&r, path, rows);
-	else
+	} else {
 		print_text(&r, path, top, rows, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	}
 	rc = 0;
 out:
+	if (r.kineto) { /* failed half way: no partial file */
+		fclose(r.kineto);
+		unlink(kineto);
+	}
 	if (f)
 		fclose(f);
 	free(data);
@@ -809,6 +988,7 @@ out:
 	map_free(&r.ops);
 	map_free(&r.kernels);
 	map_free(&r.launches);
+	map_free(&r.argnames);
 	{
 		struct ivals *all[] = { &r.kern, &r.copy, &r.set, &r.api, &r.loader, &r.hostop,
 					&r.steps };
