@@ -75,6 +75,12 @@ def test_report_of_a_recorded_gpu_trace(tmp_path):
     assert len(rep["steps"]) == 9
     for s in rep["steps"]:
         assert 0 < s["gpu_busy_ns"] <= s["kernel_ns"] <= s["dur_ns"] * 4, s
+        # The breakdown splits the step exactly; its Kernel share is the
+        # GPU's busy time, and CPU Exec covers the ops not under a kernel.
+        b = s["breakdown_ns"]
+        assert sum(b.values()) == s["dur_ns"], s
+        assert b["Kernel"] == s["gpu_busy_ns"] and b["CPU Exec"] > 0, s
+    assert rep["recommendations"] and all(isinstance(x, str) for x in rep["recommendations"])
 
 
 def test_report_refuses_bad_input(tmp_path):

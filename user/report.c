@@ -9,7 +9,9 @@
  *   - kernels: calls, total, mean, min and max device time;
  *   - steps (ProfilerStep#N): length, and within it kernel, memcpy and
  *     memset time on the GPU, the GPU's busy share (kernels' union), CUDA
- *     API time, DataLoader time and host op time.
+ *     API time, DataLoader time and host op time (any thread), and the
+ *     TensorBoard plugin's breakdown of it (Kernel, Memcpy, Memset,
+ *     Runtime, DataLoader, CPU Exec, Other) with advice drawn from it.
  * A kernel is tied to its op through the trace's launch -> kernel flow:
  * the "cupti correlation" instant sits in the launching thread's open
  * frames.
@@ -191,7 +193,7 @@ struct report {
 	struct map argnames; /* seq << 32 | iid -> string id + 1 (arg names) */
 	uint32_t name_correlation;
 	uint32_t cat_cpu, cat_kernel, cat_memcpy, cat_memset, cat_rt, cat_drv, cat_loader,
-		 cat_step, name_corr;
+		 cat_step, cat_bwd, cat_bwdfn, name_corr;
 };
 
 static bool push_ival(struct ivals *v, uint64_t s, uint64_t e)
@@ -502,8 +504,10 @@ static void end_slice(struct report *r, struct track *t, uint64_t ts)
 			o->total += dur;
 			o->self += dur > f.child ? dur - f.child : 0;
 		}
-		if (t->depth == 0 && t->thread)
+		if (t->thread)
 			push_ival(&r->hostop, f.ts, ts);
+	} else if ((f.cat == r->cat_bwd || f.cat == r->cat_bwdfn) && t->thread) {
+		push_ival(&r->hostop, f.ts, ts); /* autograd's ops run inside these */
 	} else if (f.cat == r->cat_kernel) {
 		kernel_done(r, f.name, dur);
 		push_ival(&r->kern, f.ts, ts);
@@ -721,7 +725,59 @@ static void json_str(FILE *o, const char *s)
 
 struct step_row {
 	uint64_t start, dur, kernel_sum, busy, copy, set, api, loader, hostop;
+	/* The TensorBoard plugin's breakdown: each instant of the step goes to
+	 * the first of kernel, memcpy, memset, runtime, dataloader, CPU exec
+	 * that covers it, else to other. */
+	uint64_t brk[7];
 };
+
+static const char *const brk_names[7] = { "Kernel", "Memcpy", "Memset", "Runtime", "DataLoader",
+					  "CPU Exec", "Other" };
+
+static int by_start(const void *a, const void *b);
+
+/* Length of the union of the first n interval lists within [s, e). */
+static uint64_t union_within(struct ivals *const *lists, int n, uint64_t s, uint64_t e)
+{
+	struct ivals tmp = { 0 };
+	uint64_t sum = 0, cur_s = 0, cur_e = 0;
+	bool open = false;
+
+	for (int l = 0; l < n; l++) {
+		const struct ivals *v = lists[l];
+		size_t lo = 0, hi = v->n;
+
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+
+			if (v->v[mid].end <= s)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t i = lo; i < v->n && v->v[i].start < e; i++)
+			if (!push_ival(&tmp, v->v[i].start > s ? v->v[i].start : s,
+				       v->v[i].end < e ? v->v[i].end : e))
+				break;
+	}
+	qsort(tmp.v, tmp.n, sizeof(*tmp.v), by_start);
+	for (size_t i = 0; i < tmp.n; i++) {
+		if (open && tmp.v[i].start <= cur_e) {
+			if (tmp.v[i].end > cur_e)
+				cur_e = tmp.v[i].end;
+			continue;
+		}
+		if (open)
+			sum += cur_e - cur_s;
+		cur_s = tmp.v[i].start;
+		cur_e = tmp.v[i].end;
+		open = true;
+	}
+	if (open)
+		sum += cur_e - cur_s;
+	free(tmp.v);
+	return sum;
+}
 
 static void step_rows(struct report *r, struct step_row *rows)
 {
@@ -770,7 +826,60 @@ static void step_rows(struct report *r, struct step_row *rows)
 		rows[i].api = within(&r->api, s, e);
 		rows[i].loader = within(&r->loader, s, e);
 		rows[i].hostop = within(&r->hostop, s, e);
+		{
+			struct ivals *const lists[6] = { &r->kern, &r->copy, &r->set, &r->api,
+							 &r->loader, &r->hostop };
+			uint64_t prev = 0;
+
+			for (int k = 0; k < 6; k++) {
+				uint64_t u = union_within(lists, k + 1, s, e);
+
+				rows[i].brk[k] = u - prev;
+				prev = u;
+			}
+			rows[i].brk[6] = rows[i].dur > prev ? rows[i].dur - prev : 0;
+		}
 	}
+}
+
+/* Advice backed by the steps' breakdown: the share of step time each
+ * category took, summed over all steps. */
+static void recommendations(const struct report *r, const struct step_row *rows, FILE *o,
+			    bool json)
+{
+	uint64_t tot[7] = { 0 }, all = 0;
+	int n = 0;
+
+	for (size_t i = 0; i < r->steps.n; i++)
+		for (int k = 0; k < 7; k++)
+			tot[k] += rows[i].brk[k], all += rows[i].brk[k];
+	if (!all)
+		return;
+#define SHARE(k) (100.0 * tot[k] / all)
+#define ADVICE(cond, ...) do { if (cond) { \
+		if (json) fprintf(o, "%s\"", n ? ", " : ""); else fprintf(o, "  - "); \
+		fprintf(o, __VA_ARGS__); fputs(json ? "\"" : "\n", o); n++; } } while (0)
+	if (json)
+		fputs(", \"recommendations\": [", o);
+	else
+		fputs("\nRecommendations (shares of all step time)\n", o);
+	ADVICE(SHARE(0) < 50 && SHARE(3) + SHARE(5) > 30,
+	       "The GPU runs kernels %.0f%% of the time while the host spends %.0f%% in CUDA "
+	       "calls and ops: launch-bound. Batch more work per launch (larger batches, "
+	       "torch.compile, CUDA graphs).", SHARE(0), SHARE(3) + SHARE(5));
+	ADVICE(SHARE(4) > 10, "DataLoader takes %.0f%% of the step time: more workers "
+	       "(num_workers), pin_memory, or prefetching.", SHARE(4));
+	ADVICE(SHARE(1) > 10, "Memcpy takes %.0f%%: keep tensors on the GPU, pin host memory "
+	       "and copy with non_blocking=True.", SHARE(1));
+	ADVICE(SHARE(6) > 25, "%.0f%% of the step is none of kernel, copy, CUDA call, "
+	       "DataLoader or op time (Python, waits, other threads): look at the thread "
+	       "tracks.", SHARE(6));
+	ADVICE(!n && SHARE(0) >= 50, "The GPU runs kernels %.0f%% of the step time: the "
+	       "kernels themselves are the target (see the kernel table).", SHARE(0));
+	if (json)
+		fputs("]", o);
+#undef ADVICE
+#undef SHARE
 }
 
 static void print_text(struct report *r, const char *path, int top, const struct step_row *rows,
@@ -790,6 +899,20 @@ static void print_text(struct report *r, const char *path, int top, const struct
 			       rows[i].dur ? 100.0 * rows[i].busy / rows[i].dur : 0,
 			       rows[i].copy / 1e6, rows[i].set / 1e6, rows[i].api / 1e6,
 			       rows[i].loader / 1e6, rows[i].hostop / 1e6);
+	}
+	if (r->steps.n) {
+		printf("\nStep time breakdown (ms; each instant counted once, in this order)\n  %-18s",
+		       "step");
+		for (int k = 0; k < 7; k++)
+			printf(" %10s", brk_names[k]);
+		printf("\n");
+		for (size_t i = 0; i < r->steps.n; i++) {
+			printf("  %-18.18s", S[r->step_names[i]]);
+			for (int k = 0; k < 7; k++)
+				printf(" %10.3f", rows[i].brk[k] / 1e6);
+			printf("\n");
+		}
+		recommendations(r, rows, stdout, false);
 	}
 	printf("\nOperators by host total time (ms; device = GPU time of the kernels they "
 	       "launched)\n  %-44s %8s %10s %10s %10s %10s\n", "op", "calls", "host tot",
@@ -826,14 +949,21 @@ static void print_json(struct report *r, const char *path, const struct step_row
 		json_str(stdout, S[r->step_names[i]]);
 		printf(", \"start_ns\": %lu, \"dur_ns\": %lu, \"kernel_ns\": %lu, "
 		       "\"gpu_busy_ns\": %lu, \"memcpy_ns\": %lu, \"memset_ns\": %lu, "
-		       "\"cuda_api_ns\": %lu, \"dataloader_ns\": %lu, \"host_ops_ns\": %lu}",
+		       "\"cuda_api_ns\": %lu, \"dataloader_ns\": %lu, \"host_ops_ns\": %lu, "
+		       "\"breakdown_ns\": {\"Kernel\": %lu, \"Memcpy\": %lu, \"Memset\": %lu, "
+		       "\"Runtime\": %lu, \"DataLoader\": %lu, \"CPU Exec\": %lu, \"Other\": %lu}}",
 		       (unsigned long)rows[i].start, (unsigned long)rows[i].dur,
 		       (unsigned long)rows[i].kernel_sum, (unsigned long)rows[i].busy,
 		       (unsigned long)rows[i].copy, (unsigned long)rows[i].set,
 		       (unsigned long)rows[i].api, (unsigned long)rows[i].loader,
-		       (unsigned long)rows[i].hostop);
+		       (unsigned long)rows[i].hostop, (unsigned long)rows[i].brk[0],
+		       (unsigned long)rows[i].brk[1], (unsigned long)rows[i].brk[2],
+		       (unsigned long)rows[i].brk[3], (unsigned long)rows[i].brk[4],
+		       (unsigned long)rows[i].brk[5], (unsigned long)rows[i].brk[6]);
 	}
-	printf("], \"operators\": [");
+	printf("]");
+	recommendations(r, rows, stdout, true);
+	printf(", \"operators\": [");
 	for (size_t i = 0; i < r->nops; i++) {
 		const struct opstat *o = &r->op_v[i];
 
@@ -912,6 +1042,8 @@ int report_main(int argc, char **argv)
 	r.cat_drv = str_id(&r.str, "cuda_driver", 11);
 	r.cat_loader = str_id(&r.str, "dataloader", 10);
 	r.cat_step = str_id(&r.str, "step", 4);
+	r.cat_bwd = str_id(&r.str, "backward", 8);
+	r.cat_bwdfn = str_id(&r.str, "backward_function", 17);
 	r.name_corr = str_id(&r.str, "cupti correlation", 17);
 	r.name_correlation = str_id(&r.str, "correlation", 11);
 	if (kineto) {
