@@ -41,7 +41,9 @@ static const char doc[] =
 	"  sudo ptbpf daemon --out-dir /var/lib/ptbpf --every 10m --window 5s --align \\\n"
 	"       --metrics-listen 127.0.0.1:9464  fleet mode: 5 s of every process every\n"
 	"                                      10 minutes, and a Prometheus endpoint\n"
-	"  ptbpf merge r0.pftrace r1.pftrace -o job.pftrace  ranks on one timeline\n";
+	"  ptbpf merge r0.pftrace r1.pftrace -o job.pftrace  ranks on one timeline\n"
+	"  ptbpf report a.pftrace [--json]     step, operator and kernel tables\n"
+	"  ptbpf export --kineto a.json a.pftrace  Kineto-style Chrome JSON\n";
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Process to trace (repeatable)", 0 },
