@@ -189,3 +189,61 @@ def test_agent_steps_aside_for_a_running_profiler(tmp_path):
     assert not [s for s in t.slices if s.category == "kernel"]
     assert t.op_counts()["aten::addmm"] == 30
     assert [s for s in t.slices if s.name == "cuLaunchKernel"]
+
+
+KINETO_PROFILE = r"""
+import sys, torch, torch.nn as nn
+sys.path.insert(0, sys.argv[3])
+import workload
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                        torch.profiler.ProfilerActivity.CUDA]) as p:
+    workload.DEVICE = "cuda"
+    workload.mlp(int(sys.argv[2]))
+    torch.cuda.synchronize()
+p.export_chrome_trace(sys.argv[1])
+"""
+
+
+def test_kineto_export_matches_a_kineto_trace(tmp_path):
+    """`ptbpf export --kineto` next to torch 2.x's own Kineto export of the
+    same workload: the same top-level layout, categories Kineto uses, the
+    keys Kineto gives each event, and the same aten ops and kernels with
+    the same counts."""
+    import collections
+    import subprocess
+    from conftest import PTBPF, PYTHON, WORKLOAD
+    steps = 10
+    theirs_path = str(tmp_path / "kineto.json")
+    subprocess.run([PYTHON, "-c", KINETO_PROFILE, theirs_path, str(steps),
+                    os.path.dirname(WORKLOAD)], check=True, capture_output=True, timeout=600)
+    with open(theirs_path) as f:
+        theirs = json.load(f)
+    run = run_traced(tmp_path, workload_argv("mlp", steps, ["--device", "cuda", "--linger", "1"]))
+    assert run.rc == 0, run.err
+    ours_path = str(tmp_path / "ours.json")
+    subprocess.run([PTBPF, "export", "--kineto", ours_path, run.trace_path], check=True,
+                   capture_output=True)
+    with open(ours_path) as f:
+        ours = json.load(f)
+    assert isinstance(theirs, dict) and "traceEvents" in theirs and "traceEvents" in ours
+    t_x = [e for e in theirs["traceEvents"] if e.get("ph") == "X"]
+    o_x = [e for e in ours["traceEvents"] if e.get("ph") == "X"]
+    t_cats = {e.get("cat") for e in t_x}
+    assert {e["cat"] for e in o_x} <= t_cats | {"cuda_driver"}, ({e["cat"] for e in o_x}, t_cats)
+    for cat in ("cpu_op", "kernel", "cuda_runtime"):
+        keys = set.intersection(*(set(e) for e in t_x if e.get("cat") == cat))
+        assert all(keys <= set(e) for e in o_x if e["cat"] == cat), (cat, keys)
+    count = lambda evs, cat, pred: collections.Counter(
+        e["name"] for e in evs if e.get("cat") == cat and pred(e["name"]))
+    aten = lambda n: n.startswith("aten::")
+    assert count(o_x, "cpu_op", aten) == count(t_x, "cpu_op", aten)
+    def short(c):
+        out = collections.Counter()
+        for k, v in c.items():
+            out[k.split("<")[0][:120]] += v
+        return out
+    assert short(count(o_x, "kernel", bool)) == short(count(t_x, "kernel", bool))
+    t_flows = [e for e in theirs["traceEvents"] if e.get("cat") == "ac2g"]
+    o_flows = [e for e in ours["traceEvents"] if e.get("cat") == "ac2g"]
+    assert t_flows and o_flows
+    assert {e["ph"] for e in o_flows} == {e["ph"] for e in t_flows}
