@@ -61,3 +61,23 @@ def launch_problems(trace, profiler):
     if from_agent and any(nested.values()):
         problems.append("agent: %s driver launches inside runtime ones" % nested)
     return problems
+
+
+def short_kernel_name(name):
+    """Demanglers of different libstdc++ versions spell template arguments
+    and lambdas differently: compare kernel names up to the first '<'."""
+    return name.split("<")[0].strip()[:120]
+
+
+def profiler_kernel_counts(device_json):
+    """Kernels per (short) name in a torch.profiler device record dump
+    ({name: [count, total]}), without copies, sets and the GPU-side
+    record_function regions the profiler also draws there."""
+    import json
+    with open(device_json) as f:
+        device = json.load(f)
+    counts = {}
+    for name, (count, _) in device.items():
+        if not name.startswith(("Memcpy", "Memset", "Optimizer.", "ProfilerStep", "enumerate(")):
+            counts[short_kernel_name(name)] = counts.get(short_kernel_name(name), 0) + count
+    return counts

@@ -7,6 +7,7 @@ import os
 import subprocess
 
 from conftest import PTBPF, run_traced, workload_argv
+from launches import profiler_kernel_counts, short_kernel_name
 import pftrace
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "gpu")
@@ -54,16 +55,10 @@ def test_recorded_gpu_timeline_joins_kernels_to_launches(tmp_path):
         assert k.flows_in and k.flows_in[0] in corr, k
         assert k.ts >= corr[k.flows_in[0]], k
         assert {"grid", "block", "registers", "shared_mem", "correlation"} <= set(k.args)
-    with open(os.path.join(DATA, "agent_mlp.device.json")) as f:
-        device = json.load(f)
-    short = lambda n: n.split("<")[0].strip()[:120]
-    prof = {}
-    for name, (count, _) in device.items():
-        if not name.startswith(("Memcpy", "Memset", "Optimizer.", "ProfilerStep", "enumerate(")):
-            prof[short(name)] = prof.get(short(name), 0) + count
+    prof = profiler_kernel_counts(os.path.join(DATA, "agent_mlp.device.json"))
     ours = {}
     for k in kernels:
-        ours[short(k.name)] = ours.get(short(k.name), 0) + 1
+        ours[short_kernel_name(k.name)] = ours.get(short_kernel_name(k.name), 0) + 1
     assert ours == prof
     streams = [d.name for d in t.tracks.values() if d.name.startswith("GPU ")]
     assert any(" / stream " in n for n in streams), streams

@@ -7,6 +7,7 @@ import os
 import subprocess
 
 from conftest import PTBPF, PYTHON, require, run_traced, workload_argv
+from launches import profiler_kernel_counts, short_kernel_name
 from test_fidelity import profiler_counts
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "gpu")
@@ -55,16 +56,11 @@ def test_report_of_a_recorded_gpu_trace(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     rep = json.loads(report(trace, "--json"))
-    with open(os.path.join(DATA, "agent_mlp.device.json")) as f:
-        device = json.load(f)
-    short = lambda n: n.split("<")[0].strip()[:120]
-    prof = {}
-    for name, (count, _) in device.items():
-        if not name.startswith(("Memcpy", "Memset", "Optimizer.", "ProfilerStep", "enumerate(")):
-            prof[short(name)] = prof.get(short(name), 0) + count
+    prof = profiler_kernel_counts(os.path.join(DATA, "agent_mlp.device.json"))
     ours = {}
     for k in rep["kernels"]:
-        ours[short(k["name"])] = ours.get(short(k["name"]), 0) + k["calls"]
+        ours[short_kernel_name(k["name"])] = \
+            ours.get(short_kernel_name(k["name"]), 0) + k["calls"]
         assert k["min_ns"] <= k["total_ns"] / k["calls"] <= k["max_ns"], k
     assert ours == prof
     kernel_total = sum(k["total_ns"] for k in rep["kernels"])
