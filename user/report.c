@@ -99,6 +99,23 @@ static void map_free(struct map *m)
 	free(m->v);
 }
 
+/* Room for one more element of unit bytes after n in *p; the capacity
+ * grows only with the memory. */
+static bool room(void **p, size_t *cap, size_t n, size_t unit)
+{
+	size_t c = *cap ? *cap * 2 : 256;
+	void *g;
+
+	if (n < *cap)
+		return true;
+	g = realloc(*p, c * unit);
+	if (!g)
+		return false;
+	*p = g;
+	*cap = c;
+	return true;
+}
+
 /* Names: interned strings, referred to by index. */
 struct strings {
 	struct str_set *set;
@@ -118,13 +135,8 @@ static uint32_t str_id(struct strings *t, const char *s, size_t len)
 	if (!slot)
 		return 0;
 	if (!*slot) {
-		if (t->n == t->cap) {
-			const char **g = realloc(t->s, (t->cap = t->cap ? t->cap * 2 : 1024) *
-						 sizeof(*g));
-			if (!g)
-				return 0;
-			t->s = g;
-		}
+		if (!room((void **)&t->s, &t->cap, t->n, sizeof(*t->s)))
+			return 0;
 		t->s[t->n++] = p;
 		*slot = t->n;
 	}
@@ -175,18 +187,19 @@ struct report {
 	struct map cats;    /* seq << 32 | iid -> string id + 1 (categories) */
 	struct map tracks;  /* uuid -> index + 1 into track_v */
 	struct track *track_v;
-	size_t ntracks;
+	size_t ntracks, track_cap;
 	struct map ops;     /* name id -> index + 1 into op_v */
 	struct opstat *op_v;
-	size_t nops;
+	size_t nops, op_cap;
 	struct map kernels; /* name id -> index + 1 into k_v */
 	struct kstat *k_v;
-	size_t nk;
+	size_t nk, k_cap;
 	struct map launches; /* flow id -> index + 1 into launch_v */
 	struct launch *launch_v;
-	size_t nlaunch;
+	size_t nlaunch, launch_cap;
 	struct ivals kern, copy, set, api, loader, hostop, steps;
-	uint32_t *step_names;
+	uint32_t *step_names; /* one per steps.v[] */
+	size_t step_cap;
 	uint64_t events;
 	FILE *kineto;       /* export: Chrome/Kineto JSON events go here */
 	bool kineto_first;
@@ -198,83 +211,61 @@ struct report {
 
 static bool push_ival(struct ivals *v, uint64_t s, uint64_t e)
 {
-	if (v->n == v->cap) {
-		struct interval *g = realloc(v->v, (v->cap = v->cap ? v->cap * 2 : 1024) *
-					     sizeof(*g));
-		if (!g)
-			return false;
-		v->v = g;
-	}
+	if (!room((void **)&v->v, &v->cap, v->n, sizeof(*v->v)))
+		return false;
 	v->v[v->n++] = (struct interval){ s, e };
 	return true;
 }
 
-static void *grow(void *p, size_t *cap, size_t n, size_t unit)
+/* The entry of a growable array that key names (m: key -> index + 1),
+ * zeroed and *added when new; NULL when out of memory. */
+static void *keyed(struct map *m, uint64_t key, void **v, size_t *n, size_t *cap,
+		   size_t unit, bool *added)
 {
-	void *g;
+	uint64_t *slot = map_slot(m, key, true);
 
-	if (n < *cap)
-		return p;
-	g = realloc(p, (*cap = *cap ? *cap * 2 : 256) * unit);
-	return g;
+	*added = false;
+	if (!slot)
+		return NULL;
+	if (!*slot) {
+		if (!room(v, cap, *n, unit))
+			return NULL;
+		memset((char *)*v + *n * unit, 0, unit);
+		*slot = ++*n;
+		*added = true;
+	}
+	return (char *)*v + (*slot - 1) * unit;
 }
 
 static struct track *track_of(struct report *r, uint64_t uuid)
 {
-	uint64_t *slot = map_slot(&r->tracks, uuid, true);
-	static size_t cap;
+	bool added;
 
-	if (!slot)
-		return NULL;
-	if (!*slot) {
-		struct track *g = grow(r->track_v, &cap, r->ntracks, sizeof(*g));
-
-		if (!g)
-			return NULL;
-		r->track_v = g;
-		memset(&g[r->ntracks], 0, sizeof(*g));
-		*slot = ++r->ntracks;
-	}
-	return &r->track_v[*slot - 1];
+	return keyed(&r->tracks, uuid, (void **)&r->track_v, &r->ntracks, &r->track_cap,
+		     sizeof(*r->track_v), &added);
 }
 
 static struct opstat *op_of(struct report *r, uint32_t name)
 {
-	uint64_t *slot = map_slot(&r->ops, name, true);
-	static size_t cap;
+	bool added;
+	struct opstat *o = keyed(&r->ops, name, (void **)&r->op_v, &r->nops, &r->op_cap,
+				 sizeof(*r->op_v), &added);
 
-	if (!slot)
-		return NULL;
-	if (!*slot) {
-		struct opstat *g = grow(r->op_v, &cap, r->nops, sizeof(*g));
-
-		if (!g)
-			return NULL;
-		r->op_v = g;
-		g[r->nops] = (struct opstat){ .name = name };
-		*slot = ++r->nops;
-	}
-	return &r->op_v[*slot - 1];
+	if (added)
+		o->name = name;
+	return o;
 }
 
 static void kernel_done(struct report *r, uint32_t name, uint64_t dur)
 {
-	uint64_t *slot = map_slot(&r->kernels, name, true);
-	static size_t cap;
-	struct kstat *k;
+	bool added;
+	struct kstat *k = keyed(&r->kernels, name, (void **)&r->k_v, &r->nk, &r->k_cap,
+				sizeof(*r->k_v), &added);
 
-	if (!slot)
+	if (!k)
 		return;
-	if (!*slot) {
-		struct kstat *g = grow(r->k_v, &cap, r->nk, sizeof(*g));
-
-		if (!g)
-			return;
-		r->k_v = g;
-		g[r->nk] = (struct kstat){ .name = name, .min = UINT64_MAX };
-		*slot = ++r->nk;
-	}
-	k = &r->k_v[*slot - 1];
+	if (added)
+		*k = (struct kstat){ .name = name, .min = UINT64_MAX };
 	k->calls++;
 	k->total += dur;
 	k->min = dur < k->min ? dur : k->min;
@@ -284,24 +275,15 @@ static void kernel_done(struct report *r, uint32_t name, uint64_t dur)
 /* At a launch's correlation: remember the ops open on that thread. */
 static void note_launch(struct report *r, const struct track *t, uint64_t flow)
 {
-	static size_t cap;
-	struct launch l = { 0 };
-	uint64_t *slot;
+	struct launch l = { 0 }, *slot;
+	bool added;
 
 	for (int i = t->depth - 1; i >= 0 && l.nops < MAX_ANCESTORS; i--)
 		if (t->stack[i].cat == r->cat_cpu)
 			l.ops[l.nops++] = t->stack[i].name;
-	if (!l.nops || !(slot = map_slot(&r->launches, flow, true)))
-		return;
-	if (!*slot) {
-		struct launch *g = grow(r->launch_v, &cap, r->nlaunch, sizeof(*g));
-
-		if (!g)
-			return;
-		r->launch_v = g;
-		*slot = ++r->nlaunch;
-	}
-	r->launch_v[*slot - 1] = l;
+	if (l.nops && (slot = keyed(&r->launches, flow, (void **)&r->launch_v, &r->nlaunch,
+				    &r->launch_cap, sizeof(*r->launch_v), &added)))
+		*slot = l;
 }
 
 /* A kernel's device time goes to the op that launched it (self) and to
@@ -522,14 +504,9 @@ static void end_slice(struct report *r, struct track *t, uint64_t ts)
 	} else if (f.cat == r->cat_loader) {
 		push_ival(&r->loader, f.ts, ts);
 	} else if (f.cat == r->cat_step) {
-		static size_t cap;
-		uint32_t *g = grow(r->step_names, &cap, r->steps.n, sizeof(*g));
-
-		if (g) {
-			r->step_names = g;
-			g[r->steps.n] = f.name;
-			push_ival(&r->steps, f.ts, ts);
-		}
+		if (room((void **)&r->step_names, &r->step_cap, r->steps.n,
+			 sizeof(*r->step_names)) && push_ival(&r->steps, f.ts, ts))
+			r->step_names[r->steps.n - 1] = f.name;
 	}
 }
 
