@@ -569,9 +569,25 @@ static bool in_op(const struct thread *t)
 	return false;
 }
 
-/* A GPU API call opens a slice in whatever op issued it. A launch inside an
- * op also gets a flow from the op: an instant in the op just before the
- * launch starts it (the op's begin is already written). */
+/* A launch inside an op gets a flow from the op: an instant in the op
+ * just before the launch starts it (the op's begin is already written).
+ * Its id, for the launch slice to end it; 0 past the drawn depth. */
+static uint64_t launch_flow(struct join *j, struct thread *t, const struct ptbpf_event *e)
+{
+	uint64_t ts, flow;
+
+	if (t->depth >= MAX_DRAWN)
+		return 0;
+	ts = e->ts - 1 > t->stack[t->depth - 1].ts ? e->ts - 1 : t->stack[t->depth - 1].ts;
+	flow = hash_u64(((uint64_t)e->tid << 32) ^ e->ts ^ 0x4c41554e4348ULL) | 1;
+	pf_instant(j->w, &(struct pf_event){ .track = t->track, .ts = ts, .name = "launch",
+		   .category = "launch_flow", .flows = &flow, .nflows = 1 });
+	j->counts.launch_flows++;
+	return flow;
+}
+
+/* A GPU API call opens a slice in whatever op issued it; a launch inside
+ * an op also gets the op's flow (launch_flow). */
 static void gpu_begin(struct join *j, struct thread *t, const struct ptbpf_gpu_call *c)
 {
 	struct frame f = { .key = c->ev.key, .ts = c->ev.ts, .seq = NO_SEQ, .kind = FR_GPU };
@@ -584,15 +600,8 @@ static void gpu_begin(struct join *j, struct thread *t, const struct ptbpf_gpu_c
 		count_launch(j, c->ev.pid);
 	f.name = s.name;
 	f.category = s.category;
-	if (s.launch && op && t->depth < MAX_DRAWN) {
-		uint64_t ts = c->ev.ts - 1 > t->stack[t->depth - 1].ts ? c->ev.ts - 1 :
-			      t->stack[t->depth - 1].ts;
-
-		flow = hash_u64(((uint64_t)c->ev.tid << 32) ^ c->ev.ts ^ 0x4c41554e4348ULL) | 1;
-		pf_instant(j->w, &(struct pf_event){ .track = t->track, .ts = ts, .name = "launch",
-			   .category = "launch_flow", .flows = &flow, .nflows = 1 });
-		j->counts.launch_flows++;
-	}
+	if (s.launch && op)
+		flow = launch_flow(j, t, &c->ev);
 	push_frame(j, t, &f, &(struct pf_event){ .args = s.args, .nargs = s.nargs,
 		   .term_flows = &flow, .nterm = flow ? 1 : 0 });
 }
@@ -699,15 +708,8 @@ static void rf_api_begin(struct join *j, struct thread *t, const struct ptbpf_na
 		count_launch(j, e->pid);
 	if (launch && !op)
 		args[nargs++] = (struct pf_arg){ .name = "outside_op", .type = PF_ARG_BOOL, .b = true };
-	if (launch && op && t->depth < MAX_DRAWN) {
-		uint64_t ts = e->ts - 1 > t->stack[t->depth - 1].ts ? e->ts - 1 :
-			      t->stack[t->depth - 1].ts;
-
-		flow = hash_u64(((uint64_t)e->tid << 32) ^ e->ts ^ 0x4c41554e4348ULL) | 1;
-		pf_instant(j->w, &(struct pf_event){ .track = t->track, .ts = ts, .name = "launch",
-			   .category = "launch_flow", .flows = &flow, .nflows = 1 });
-		j->counts.launch_flows++;
-	}
+	if (launch && op)
+		flow = launch_flow(j, t, e);
 	push_frame(j, t, &f, &(struct pf_event){ .args = args, .nargs = nargs,
 		   .term_flows = &flow, .nterm = flow ? 1 : 0 });
 	if (t->depth < MAX_DRAWN && (launch || strstr(name, "Memcpy") || strstr(name, "Memset")))
