@@ -101,6 +101,9 @@ static int parse_u64(const char *s, const char *what, uint64_t min, uint64_t max
 	return 0;
 }
 
+/* The keys of the options that belong to `ptbpf daemon`. */
+#define DAEMON_KEYS "DEWAMKBL"
+
 /* "90", "90s", "10m", "2h" -> seconds. */
 static int parse_duration(const char *s, const char *what, uint64_t *out)
 {
@@ -170,6 +173,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	struct options *o = state->input;
 	uint64_t v;
 
+	if (key > 0 && key < 128 && strchr(DAEMON_KEYS, key))
+		o->daemon_opt = true;
 	switch (key) {
 	case 'p':
 		if (o->npids >= CLI_MAX_PIDS) {
@@ -208,7 +213,6 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->all = true;
 		break;
 	case 'D':
-		o->daemon_opt = true;
 		if (!*arg || strlen(arg) >= sizeof(o->out_dir)) {
 			fprintf(stderr, "ptbpf: invalid --out-dir\n");
 			return EINVAL;
@@ -216,31 +220,25 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		strcpy(o->out_dir, arg);
 		break;
 	case 'E':
-		o->daemon_opt = true;
 		if (parse_duration(arg, "--every", &o->every_s))
 			return EINVAL;
 		break;
 	case 'W':
-		o->daemon_opt = true;
 		if (parse_duration(arg, "--window", &o->window_s))
 			return EINVAL;
 		break;
 	case 'A':
-		o->daemon_opt = true;
 		o->align = true;
 		break;
 	case 'M':
-		o->daemon_opt = true;
 		if (parse_bytes(arg, "--max-bytes", 64u << 10, 1ull << 50, &o->max_bytes))
 			return EINVAL;
 		break;
 	case 'K':
-		o->daemon_opt = true;
 		if (parse_u64(arg, "--keep", 1, 1000000, &o->keep))
 			return EINVAL;
 		break;
 	case 'B': {
-		o->daemon_opt = true;
 		char *end;
 
 		o->budget_pct = strtod(arg, &end);
@@ -252,7 +250,6 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	}
 	case 'L':
-		o->daemon_opt = true;
 		if (!*arg || strlen(arg) >= sizeof(o->metrics_listen)) {
 			fprintf(stderr, "ptbpf: invalid --metrics-listen\n");
 			return EINVAL;

@@ -415,6 +415,15 @@ static bool traced_now(const struct session *s, int pid)
 	return false;
 }
 
+/* --all: attaches a process found mapping libtorch; one that cannot be
+ * attached is not tried again. */
+static void attach_found(struct session *s, int pid)
+{
+	if (add_target(s, pid, true) &&
+	    s->nrefused < (int)(sizeof(s->refused) / sizeof(s->refused[0])))
+		s->refused[s->nrefused++] = pid;
+}
+
 /* --all: processes seen exec'ing are checked every 200 ms for 60 s: the
  * moment one maps libtorch, it is attached. */
 static void attach_mapped(struct session *s)
@@ -429,9 +438,7 @@ static void attach_mapped(struct session *s)
 			continue;
 		s->mapped[i].checked = now;
 		if (alive && !traced_now(s, pid) && !refused(s, pid) && maps_torch(pid)) {
-			if (add_target(s, pid, true) &&
-			    s->nrefused < (int)(sizeof(s->refused) / sizeof(s->refused[0])))
-				s->refused[s->nrefused++] = pid;
+			attach_found(s, pid);
 		} else if (alive && !traced_now(s, pid) && now - s->mapped[i].at < 60000000000ull) {
 			continue;
 		}
@@ -440,8 +447,9 @@ static void attach_mapped(struct session *s)
 }
 
 /* --all: attaches to every process that maps libtorch_cpu.so and is not
- * traced yet. Run at start and every second (a process imports torch, and
- * so maps it, whenever it gets to it). */
+ * traced yet. Run at start, then every 5 s (every second without the exec
+ * tracepoint): a process imports torch, and so maps it, whenever it gets
+ * to it. */
 static void scan_all(struct session *s)
 {
 	DIR *d = opendir("/proc");
@@ -458,9 +466,7 @@ static void scan_all(struct session *s)
 			continue;
 		if (s->ntargets >= MAX_TARGETS)
 			break;
-		if (add_target(s, (int)pid, true) &&
-		    s->nrefused < (int)(sizeof(s->refused) / sizeof(s->refused[0])))
-			s->refused[s->nrefused++] = (int)pid;
+		attach_found(s, (int)pid);
 	}
 	closedir(d);
 }
@@ -505,6 +511,17 @@ static int reap_targets(struct session *s)
 		alive++;
 	}
 	return alive;
+}
+
+/* Daemon: the window's running totals to the metrics endpoint. */
+static void publish_metrics(struct session *s)
+{
+	uint64_t st[STAT_MAX];
+
+	if (!s->metrics)
+		return;
+	stats_read(s, st);
+	metrics_update(s->metrics, s->join, s->targets, s->ntargets, lost_total(st));
 }
 
 /* The traced processes' CPU seconds (user + system), living ones only. */
@@ -626,13 +643,7 @@ static void trace_loop(struct session *s)
 				scan_all(s);
 				s->last_full_scan = now_ns();
 			}
-			if (s->metrics) {
-				uint64_t st[STAT_MAX];
-
-				stats_read(s, st);
-				metrics_update(s->metrics, s->join, s->targets, s->ntargets,
-					       lost_total(st));
-			}
+			publish_metrics(s);
 			if (window_must_end(s))
 				break;
 			status_line(s, &last_events, &last_status);
@@ -1017,12 +1028,7 @@ static int run_window(const struct options *opt, const char *path, struct metric
 		s.discard_output = true;
 	}
 	drain_op_rings(&s, UINT64_MAX);
-	if (m) {
-		uint64_t st[STAT_MAX];
-
-		stats_read(&s, st);
-		metrics_update(m, s.join, s.targets, s.ntargets, lost_total(st));
-	}
+	publish_metrics(&s);
 	if (s.stopped_why[0])
 		fprintf(stderr, "ptbpf: daemon: window ended early: %s\n", s.stopped_why);
 	rc = finish(&s, 0);
