@@ -92,6 +92,29 @@ static const struct mproc *proc_of(const struct metrics *m, int pid)
 	return NULL;
 }
 
+/* One per-kernel counter: GPU seconds, or kernels run. */
+static void render_kernels(const struct metrics *m, struct evbuffer *b, const char *metric,
+			   const char *help, bool seconds)
+{
+	evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s counter\n", metric, help, metric);
+	for (int i = 0; i < m->nkernels; i++) {
+		const struct mkernel *k = &m->kernels[i];
+		const struct mproc *p = proc_of(m, k->pid);
+
+		if (!p)
+			continue;
+		evbuffer_add_printf(b, "%s{", metric);
+		labels(b, p);
+		evbuffer_add(b, ",kernel=\"", 9);
+		esc(b, k->name);
+		if (seconds)
+			evbuffer_add_printf(b, "\"} %.9f\n", (k->base_ns + k->cur_ns) / 1e9);
+		else
+			evbuffer_add_printf(b, "\"} %lu\n",
+					    (unsigned long)(k->base_count + k->cur_count));
+	}
+}
+
 static void render(struct metrics *m, struct evbuffer *b)
 {
 	static const char *const counters[3][2] = {
@@ -123,34 +146,9 @@ static void render(struct metrics *m, struct evbuffer *b)
 		labels(b, &m->procs[i]);
 		evbuffer_add_printf(b, "} %.9f\n", m->procs[i].last_step_s);
 	}
-	evbuffer_add_printf(b, "# HELP ptbpf_gpu_kernel_seconds_total GPU time by kernel (from "
-			    "the agent's CUPTI records).\n# TYPE ptbpf_gpu_kernel_seconds_total counter\n");
-	for (int i = 0; i < m->nkernels; i++) {
-		const struct mkernel *k = &m->kernels[i];
-		const struct mproc *p = proc_of(m, k->pid);
-
-		if (!p)
-			continue;
-		evbuffer_add(b, "ptbpf_gpu_kernel_seconds_total{", 31);
-		labels(b, p);
-		evbuffer_add(b, ",kernel=\"", 9);
-		esc(b, k->name);
-		evbuffer_add_printf(b, "\"} %.9f\n", (k->base_ns + k->cur_ns) / 1e9);
-	}
-	evbuffer_add_printf(b, "# HELP ptbpf_gpu_kernels_total GPU kernels by name.\n"
-			    "# TYPE ptbpf_gpu_kernels_total counter\n");
-	for (int i = 0; i < m->nkernels; i++) {
-		const struct mkernel *k = &m->kernels[i];
-		const struct mproc *p = proc_of(m, k->pid);
-
-		if (!p)
-			continue;
-		evbuffer_add(b, "ptbpf_gpu_kernels_total{", 24);
-		labels(b, p);
-		evbuffer_add(b, ",kernel=\"", 9);
-		esc(b, k->name);
-		evbuffer_add_printf(b, "\"} %lu\n", (unsigned long)(k->base_count + k->cur_count));
-	}
+	render_kernels(m, b, "ptbpf_gpu_kernel_seconds_total",
+		       "GPU time by kernel (from the agent's CUPTI records).", true);
+	render_kernels(m, b, "ptbpf_gpu_kernels_total", "GPU kernels by name.", false);
 	getrusage(RUSAGE_SELF, &ru);
 	f = fopen("/proc/self/statm", "re");
 	if (f) {
