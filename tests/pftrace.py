@@ -189,6 +189,20 @@ class Trace:
     def process_tracks(self):
         return {u: d for u, d in self.tracks.items() if d.HasField("process")}
 
+    def pid_of(self, uuid):
+        """The pid a track belongs to: a thread's, or (GPU stream tracks and
+        other children of a process track) its process's; None if neither."""
+        while uuid in self.tracks:
+            d = self.tracks[uuid]
+            if d.HasField("thread"):
+                return d.thread.pid
+            if d.HasField("process"):
+                return d.process.pid
+            if not d.HasField("parent_uuid"):
+                return None
+            uuid = d.parent_uuid
+        return None
+
     def counter_by_name(self, name):
         for u, d in self.tracks.items():
             if d.name == name and d.HasField("counter"):

@@ -104,17 +104,10 @@ def test_merge_aligns_ranks_by_their_collectives(tmp_path):
     t = pftrace.Trace(out)
     assert t.validate() == []
     # The k-th NCCL kernels of the two ranks now end together.
-    procs = {u: d.process.pid for u, d in t.tracks.items() if d.HasField("process")}
-    parent = {u: d.parent_uuid for u, d in t.tracks.items() if d.HasField("parent_uuid")}
-
-    def owner(u):
-        while u not in procs and u in parent:
-            u = parent[u]
-        return procs.get(u)
     ends = {}
     for s in t.slices:
         if s.category == "kernel" and s.name.lower().startswith("nccl"):
-            ends.setdefault(owner(s.track), []).append(s.ts + s.dur)
+            ends.setdefault(t.pid_of(s.track), []).append(s.ts + s.dur)
     a, b = (sorted(v) for _, v in sorted(ends.items()))
     skew = sorted(abs(x - y) for x, y in zip(a, b))
     assert skew[len(skew) // 2] < 5000, skew[:5]

@@ -40,21 +40,13 @@ def finish_job(ranks):
 def per_rank(t, pids):
     """pid -> (NCCL API slices, NCCL kernel end times in order)."""
     thread_pid = {u: d.thread.pid for u, d in t.tracks.items() if d.HasField("thread")}
-    proc_of = {u: d.process.pid for u, d in t.tracks.items() if d.HasField("process")}
-    # GPU stream tracks hang below a process's GPU track: find their process.
-    parent = {u: d.parent_uuid for u, d in t.tracks.items() if d.HasField("parent_uuid")}
-
-    def owner(u):
-        while u in parent and u not in proc_of:
-            u = parent[u]
-        return proc_of.get(u)
     api, ends = {p: [] for p in pids}, {p: [] for p in pids}
     for s in t.slices:
         if s.category == "nccl" and thread_pid.get(s.track) in api and \
                 s.name == "ncclAllReduce":
             api[thread_pid[s.track]].append(s)
         elif s.category == "kernel" and "nccl" in s.name.lower():
-            pid = owner(s.track)
+            pid = t.pid_of(s.track)  # GPU stream tracks hang below the process
             if pid in ends:
                 ends[pid].append(s.ts + s.dur)
     return api, {p: sorted(v) for p, v in ends.items()}
