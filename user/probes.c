@@ -40,11 +40,20 @@ struct plan {
 	struct attach_report rep;            /* the plan's share of the report */
 };
 
+/* torch.distributed.rpc's probe sites in one libtorch inode. */
+struct rpc_sites {
+	uint64_t dev, ino;
+	unsigned long off[2]; /* pipeWrite, RequestCallback::operator() */
+	int n;                /* 2, or 0: a torch without the TensorPipe agent */
+};
+
 struct probes {
 	struct ptbpf_bpf *skel;
 	struct op_table *ops;
 	struct plan *plans;
 	int nplans;
+	struct rpc_sites *rpc; /* per libtorch inode, found once */
+	int nrpc;
 	struct link_set links;
 	bool entries_only;
 };
@@ -361,29 +370,54 @@ int probes_attach(struct probes *p, const struct target *t, struct attach_report
 #define SYM_RPC_PIPE_WRITE "_ZN5torch11distributed3rpc15TensorPipeAgent9pipeWriteE"
 #define SYM_RPC_REQUEST    "_ZNK5torch11distributed3rpc15RequestCallbackclERNS1_7MessageE"
 
-int probes_attach_rpc(struct probes *p, const struct target *t)
+/* The RPC probe sites of t's libtorch, looked up once per inode. */
+static const struct rpc_sites *find_rpc_sites(struct probes *p, const struct target *t)
 {
-	unsigned long off[2];
-	__u64 cookie[2] = { RPC_SEND, RPC_RECEIVE };
+	struct rpc_sites *r;
 	struct elf_func f;
 	struct elf_file *ef;
 	char why[256];
-	int n = 0, emulated;
+	int emulated;
+
+	for (int i = 0; i < p->nrpc; i++)
+		if (p->rpc[i].dev == t->torch.dev && p->rpc[i].ino == t->torch.ino)
+			return &p->rpc[i];
+	ef = elf_file_open_exported(t->torch.fd, why, sizeof(why));
+	if (!ef)
+		return NULL;
+	r = realloc(p->rpc, (p->nrpc + 1) * sizeof(*r));
+	if (!r) {
+		elf_file_close(ef);
+		return NULL;
+	}
+	p->rpc = r;
+	r = &p->rpc[p->nrpc++];
+	*r = (struct rpc_sites){ .dev = t->torch.dev, .ino = t->torch.ino };
+	if (!elf_file_find_func_prefix(ef, SYM_RPC_PIPE_WRITE, &f))
+		r->off[r->n++] = entry_site(ef, &f, &emulated);
+	if (r->n == 1 && !elf_file_find_func_prefix(ef, SYM_RPC_REQUEST, &f))
+		r->off[r->n++] = entry_site(ef, &f, &emulated);
+	if (r->n < 2)
+		r->n = 0;
+	elf_file_close(ef);
+	return r;
+}
+
+int probes_attach_rpc(struct probes *p, const struct target *t)
+{
+	__u64 cookie[2] = { RPC_SEND, RPC_RECEIVE };
+	const struct rpc_sites *r;
 
 	if (t->torch.fd < 0)
 		return 0;
-	ef = elf_file_open_exported(t->torch.fd, why, sizeof(why));
-	if (!ef)
+	r = find_rpc_sites(p, t);
+	if (!r)
 		return -EINVAL;
-	if (!elf_file_find_func_prefix(ef, SYM_RPC_PIPE_WRITE, &f))
-		off[n++] = entry_site(ef, &f, &emulated);
-	if (n == 1 && !elf_file_find_func_prefix(ef, SYM_RPC_REQUEST, &f))
-		off[n++] = entry_site(ef, &f, &emulated);
-	elf_file_close(ef);
-	if (n < 2)
+	if (!r->n)
 		return 0; /* a torch without the TensorPipe agent */
 	{
-		LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = off, .cookies = cookie, .cnt = 2);
+		LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = (unsigned long *)r->off,
+			    .cookies = cookie, .cnt = 2);
 
 		return link_set_keep(&p->links, bpf_program__attach_uprobe_multi(
 			p->skel->progs.rpc_message, t->pid, t->torch.attach_path, NULL, &o)) ?: 1;
@@ -432,5 +466,6 @@ void probes_free(struct probes *p)
 			sites_free(all[k]);
 	}
 	free(p->plans);
+	free(p->rpc);
 	free(p);
 }
