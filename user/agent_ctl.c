@@ -46,20 +46,10 @@ pid_t agent_run_command(char **argv, const char *agent)
 	return pid;
 }
 
-static int maps_libraries(pid_t pid)
+static bool maps_libraries(pid_t pid)
 {
-	static const char *const libs[] = { "libtorch_cpu.so", "libcuda.so", "libcudart.so",
-					    "libamdhip64.so" };
-
-	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
-		struct target_lib lib;
-
-		if (!target_find_lib(pid, libs[i], &lib)) {
-			close(lib.fd);
-			return 1;
-		}
-	}
-	return 0;
+	return target_maps(pid, "libtorch_cpu.so") || target_maps(pid, "libcuda.so") ||
+	       target_maps(pid, "libcudart.so") || target_maps(pid, "libamdhip64.so");
 }
 
 int agent_wait_for_libraries(pid_t pid, int timeout_ms, int *status)

@@ -235,21 +235,14 @@ static void print_attach(const struct target *t, const struct attach_report *r, 
  * fatal: ptbpf traces host-side only, and says why. */
 static void load_agent(struct session *s, const struct target *t, bool for_ops)
 {
-	struct target_lib lib;
 	char agent[PATH_MAX], err[512];
 	uint64_t handle;
 
 	if (s->opt.no_agent)
 		return;
-	if (!for_ops) {
-		if (target_find_lib(t->pid, "libcuda.so", &lib))
-			return;
-		close(lib.fd);
-	}
-	if (!target_find_lib(t->pid, "libptbpf-agent.so", &lib)) {
-		close(lib.fd);
+	if ((!for_ops && !target_maps(t->pid, "libcuda.so")) ||
+	    target_maps(t->pid, "libptbpf-agent.so"))
 		return;
-	}
 	if (agent_library_path(agent, sizeof(agent))) {
 		fprintf(stderr, "ptbpf: warning: %s not found: no GPU timeline\n", agent);
 		return;
@@ -291,16 +284,9 @@ static void scan_gpu_calls(struct session *s, const struct target *t)
  * CUDA process, which gets the agent for the GPU timeline anyway. */
 static bool wants_agent_ops(const struct session *s, const struct target *t)
 {
-	struct target_lib lib;
-
 	if (s->opt.ops == OPS_PROBES || t->torch.fd < 0 || !s->dev)
 		return false;
-	if (s->opt.ops == OPS_AGENT)
-		return true;
-	if (target_find_lib(t->pid, "libcuda.so", &lib))
-		return false;
-	close(lib.fd);
-	return true;
+	return s->opt.ops == OPS_AGENT || target_maps(t->pid, "libcuda.so");
 }
 
 /* Loads and switches on t's agent with its op recorder, and starts reading

@@ -205,20 +205,20 @@ int target_find_lib(int pid, const char *prefix, struct target_lib *lib)
 	return err;
 }
 
-static int maps_gpu_library(int pid)
+bool target_maps(int pid, const char *prefix)
 {
-	static const char *const gpu_libs[] = { "libcuda.so", "libcudart.so", "libamdhip64.so",
-						"libnccl.so" };
+	struct target_lib lib;
 
-	for (size_t i = 0; i < sizeof(gpu_libs) / sizeof(gpu_libs[0]); i++) {
-		struct target_lib lib;
+	if (target_find_lib(pid, prefix, &lib))
+		return false;
+	close(lib.fd);
+	return true;
+}
 
-		if (!target_find_lib(pid, gpu_libs[i], &lib)) {
-			close(lib.fd);
-			return 1;
-		}
-	}
-	return 0;
+static bool maps_gpu_library(int pid)
+{
+	return target_maps(pid, "libcuda.so") || target_maps(pid, "libcudart.so") ||
+	       target_maps(pid, "libamdhip64.so") || target_maps(pid, "libnccl.so");
 }
 
 int target_open(int pid, struct target *t, char *err, size_t errlen)

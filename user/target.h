@@ -46,6 +46,8 @@ const char *target_label(const struct target *t, const char *key);
 /* Finds the first file mapping whose basename starts with prefix and opens
  * it through map_files. 0, -ENOENT if not mapped, or -errno. */
 int target_find_lib(int pid, const char *prefix, struct target_lib *lib);
+/* Whether pid maps a file whose basename starts with prefix. */
+bool target_maps(int pid, const char *prefix);
 /* Whether pid is alive (not exited, not a zombie). */
 int target_alive(int pid);
 /* Reads target memory; 0 or -errno. */
