@@ -283,3 +283,26 @@ int rpc_message(struct pt_regs *ctx)
 	return 0;
 }
 
+
+/*
+ * GPU (and profiled CPU) memory: c10::reportMemoryUsageToProfiler(void *ptr,
+ * int64_t bytes, size_t allocated, size_t reserved, c10::Device device),
+ * which PyTorch's CUDA caching allocator calls on every block it hands out
+ * (bytes > 0) and takes back (bytes < 0), with its own running totals for
+ * the device. Device is two int8s (type, index) passed in R8. An entry
+ * probe sees it all; nothing runs at return.
+ */
+SEC("uprobe")
+int mem_report(struct pt_regs *ctx)
+{
+	struct ptbpf_event *e = reserve();
+
+	if (!e)
+		return 0;
+	fill(e, EV_MEM, SRC_ENTRY_PROBE, (__u32)(PT_REGS_PARM5(ctx) & 0xffff), PT_REGS_PARM1(ctx));
+	e->arg[0] = PT_REGS_PARM2(ctx);
+	e->arg[1] = PT_REGS_PARM3(ctx);
+	e->arg[2] = PT_REGS_PARM4(ctx);
+	submit(e);
+	return 0;
+}

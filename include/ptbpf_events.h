@@ -48,6 +48,10 @@ enum ptbpf_kind {
 	EV_RPC,             /* id = RPC_SEND or RPC_RECEIVE; key = Message*; arg0 =
 			     * MessageType, arg1 = message id */
 	EV_EXEC,            /* --all: pid exec'd (any process) */
+	EV_MEM,             /* c10::reportMemoryUsageToProfiler: key = block address,
+			     * arg0 = bytes (< 0: a free), arg1 = allocated and
+			     * arg2 = reserved bytes on the device after it; id =
+			     * c10::Device: type | index << 8 */
 	EV_NAMED_USER_BEGIN = 32, /* named: key = RecordFunction* */
 	EV_NAMED_NODE_TYPE,       /* named: key = Node vptr; name = mangled typeinfo name */
 	EV_NAMED_GPU_NAME,        /* named: id = cookie; key = entry sp; the name a

@@ -67,6 +67,9 @@ static const struct argp_option options[] = {
 	  "the in-process agent, loaded by ptrace if need be: exact spans at a fraction of the "
 	  "cost), 'probes' (uprobes on every op's entry and exits; nothing loaded), or 'auto' "
 	  "(default: agent in CUDA processes, which get the agent anyway, else probes)", 0 },
+	{ "memory", 'm', NULL, 0, "Record GPU memory: every block PyTorch's CUDA caching "
+	  "allocator hands out or takes back, as allocated/reserved counters per device, with "
+	  "the bytes each op allocated (one uprobe hit per allocation)", 0 },
 	{ "verbose", 'v', NULL, 0, "Verbose output, including libbpf's", 0 },
 	{ NULL, 0, NULL, 0, "ptbpf daemon (fleet mode; --all in bounded windows):", 1 },
 	{ "out-dir", 'D', "DIR", 0, "Where window traces go (created if missing)", 1 },
@@ -208,6 +211,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case 'n':
 		o->no_agent = true;
+		break;
+	case 'm':
+		o->memory = true;
 		break;
 	case 'a':
 		o->all = true;

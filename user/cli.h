@@ -32,6 +32,7 @@ struct options {
 	bool no_agent;         /* never load the agent into a running process */
 	enum ops_source ops;
 	bool all;              /* --all: every process that maps libtorch_cpu.so */
+	bool memory;           /* --memory: the caching allocator's timeline */
 	/* `ptbpf daemon`: */
 	bool daemon;
 	bool daemon_opt;       /* a daemon option was given */

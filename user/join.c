@@ -11,6 +11,7 @@
 
 #include "device.h"
 #include "gpu.h"
+#include "memtrack.h"
 #include "names.h"
 #include "ptbpf_agent.h"
 #include "target.h"
@@ -25,6 +26,7 @@ enum frame_kind { FR_OP, FR_BWD, FR_USER, FR_GPU };
 
 struct frame {
 	uint64_t key, ts, child_ns, seq;
+	uint64_t alloc_bytes; /* --memory: bytes allocated while it was innermost */
 	const char *name;     /* FR_BWD/FR_USER: interned; FR_GPU: the API's */
 	const char *category; /* FR_GPU; others: NULL for the kind's own */
 	uint32_t op;
@@ -62,6 +64,7 @@ struct join {
 	struct str_set *strings;
 	struct gpu_state *gpu;
 	struct device_state *dev;
+	struct mem_state *mem;
 	uint64_t *op_calls, *op_total, *op_self;
 	uint32_t op_cap; /* ops grow as processes are attached */
 	struct join_counts counts;
@@ -121,7 +124,8 @@ struct join *join_new(struct pf_writer *w, struct op_table *ops, bool entries_on
 	j->fwd_seqs = u64_set_new(1 << 20);
 	j->gpu = gpu_state_new(w, process_track_cb, j);
 	j->dev = device_state_new(w, process_track_cb, j);
-	if (!j->threads || !j->strings || !j->fwd_seqs || !j->gpu || !j->dev) {
+	j->mem = mem_state_new(w, process_track_cb, j);
+	if (!j->threads || !j->strings || !j->fwd_seqs || !j->gpu || !j->dev || !j->mem) {
 		join_free(j);
 		return NULL;
 	}
@@ -147,6 +151,7 @@ void join_free(struct join *j)
 	u64_set_free(j->fwd_seqs);
 	gpu_state_free(j->gpu);
 	device_state_free(j->dev);
+	mem_state_free(j->mem);
 	free(j);
 }
 
@@ -372,7 +377,7 @@ static void close_top_with(struct join *j, struct thread *t, uint64_t ts, enum c
 		[CLOSE_UNWOUND] = "unwound_by_exception", [CLOSE_MISSED] = "end_not_seen",
 		[CLOSE_EXIT] = "cut_by_exit", [CLOSE_STOP] = "cut_at_trace_end",
 	};
-	struct pf_arg args[2 + GPU_MAX_ARGS];
+	struct pf_arg args[3 + GPU_MAX_ARGS];
 	int nargs = 0;
 
 	account_op(j, t, &f, dur);
@@ -386,7 +391,10 @@ static void close_top_with(struct join *j, struct thread *t, uint64_t ts, enum c
 	if (why != CLOSE_END)
 		args[nargs++] = (struct pf_arg){ .name = why_name[why], .type = PF_ARG_BOOL,
 						 .b = true };
-	for (int i = 0; i < nextra && nargs < (int)(sizeof(args) / sizeof(args[0])); i++)
+	if (f.alloc_bytes)
+		args[nargs++] = (struct pf_arg){ .name = "alloc_bytes", .type = PF_ARG_UINT,
+						 .u = f.alloc_bytes };
+	for (int i = 0; i < nextra && nargs < (int)(sizeof(args) / sizeof(args[0]) - 1); i++)
 		args[nargs++] = extra[i];
 	if (f.seq != NO_SEQ) {
 		int pid = t->id >> 32;
@@ -983,6 +991,13 @@ int join_event(struct join *j, const void *data, uint64_t size)
 	case EV_RF_END:
 		rf_end(j, t, e);
 		break;
+	case EV_MEM:
+		mem_event(j->mem, e);
+		/* An allocation belongs to the op that made it: the innermost
+		 * frame open on the thread (torch.profiler's "self" memory). */
+		if ((int64_t)e->arg[0] > 0 && t->depth > 0)
+			t->stack[t->depth - 1].alloc_bytes += e->arg[0];
+		break;
 	case EV_NAMED_USER_BEGIN:
 		if (size >= sizeof(struct ptbpf_named_event)) {
 			const struct ptbpf_named_event *ne = data;
@@ -1058,6 +1073,11 @@ static int by_total_desc(const void *a, const void *b)
 	uint64_t tb = sort_ctx->op_total[((const struct op_stat *)b)->op];
 
 	return ta < tb ? 1 : ta > tb ? -1 : 0;
+}
+
+const struct mem_state *join_mem(const struct join *j)
+{
+	return j->mem;
 }
 
 const struct device_state *join_device(const struct join *j)

@@ -83,6 +83,8 @@ struct join_proc_stats {
 int join_process_stats(const struct join *j, struct join_proc_stats *out, int max);
 struct device_state;
 const struct device_state *join_device(const struct join *j);
+struct mem_state;
+const struct mem_state *join_mem(const struct join *j);
 /* Ops sorted by total host time, descending; returns how many (<= max). */
 int join_top_ops(const struct join *j, struct op_stat *out, int max);
 

@@ -32,6 +32,7 @@
 #include "ptbpf_agent.h"
 #include "daemon.h"
 #include "join.h"
+#include "memtrack.h"
 #include "merge.h"
 #include "metrics.h"
 #include "ops_ring.h"
@@ -353,6 +354,8 @@ static int add_target(struct session *s, int pid, bool quiet_if_gone)
 	if (rpc < 0)
 		fprintf(stderr, "ptbpf: warning: pid %d: no torch.distributed.rpc probes: %s\n",
 			pid, strerror(-rpc));
+	if (s->opt.memory && t->torch.fd >= 0 && probes_attach_mem(s->probes, t, err, sizeof(err)))
+		fprintf(stderr, "ptbpf: warning: no memory timeline: %s\n", err);
 	s->ntargets++;
 	if (s->raw) {
 		raw_ops(s->raw, &s->ops);
@@ -707,7 +710,7 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 		[EV_AGENT_CORR] = "launch correlation", [EV_AGENT_RECORD] = "GPU record",
 		[EV_AGENT_DROPPED] = "CUPTI drop report", [EV_NAMED_AGENT_STATUS] = "agent status",
 		[EV_LONG_NAME_KERNEL] = "kernel name", [EV_NAMED_RF_BEGIN] = "op begin (agent)",
-		[EV_RF_END] = "op end (agent)", [EV_RPC] = "rpc message",
+		[EV_RF_END] = "op end (agent)", [EV_RPC] = "rpc message", [EV_MEM] = "memory record",
 		[EV_EXEC] = "exec",
 	};
 	struct op_stat top[10];
@@ -743,6 +746,14 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 			"(unexpected RecordFunction layout: no forward->backward flows)");
 	}
 	print_gpu_calls(s);
+	if (s->opt.memory) {
+		uint64_t peak_a, peak_r, n;
+
+		mem_peaks(join_mem(s->join), &peak_a, &peak_r, &n);
+		fprintf(stderr, "ptbpf: memory: %lu allocator records; peak allocated %.1f MiB, "
+			"peak reserved %.1f MiB\n", (unsigned long)n, peak_a / 1048576.0,
+			peak_r / 1048576.0);
+	}
 	fprintf(stderr, "ptbpf: slices %lu; unwound by exceptions %lu, cut by exit %lu, open at "
 		"stop %lu, end not seen %lu, end before attach %lu, too deep %lu; steps %lu, "
 		"forward->backward flows %lu, rpc flows %lu\n", (unsigned long)c->frames,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <bpf/libbpf.h>
 
 #include "elfsym.h"
@@ -40,11 +41,15 @@ struct plan {
 	struct attach_report rep;            /* the plan's share of the report */
 };
 
-/* torch.distributed.rpc's probe sites in one libtorch inode. */
-struct rpc_sites {
+/* The sites of one group of entry probes (torch.distributed.rpc's, the
+ * memory report's) in one library inode, looked up once per inode. */
+enum { SITES_RPC, SITES_MEM };
+
+struct lib_sites {
 	uint64_t dev, ino;
-	unsigned long off[2]; /* pipeWrite, RequestCallback::operator() */
-	int n;                /* 2, or 0: a torch without the TensorPipe agent */
+	int what;             /* SITES_* */
+	unsigned long off[2];
+	int n;                /* 0: the library lacks them */
 };
 
 struct probes {
@@ -52,8 +57,8 @@ struct probes {
 	struct op_table *ops;
 	struct plan *plans;
 	int nplans;
-	struct rpc_sites *rpc; /* per libtorch inode, found once */
-	int nrpc;
+	struct lib_sites *sites;
+	int nsites;
 	struct link_set links;
 	bool entries_only;
 };
@@ -369,35 +374,45 @@ int probes_attach(struct probes *p, const struct target *t, struct attach_report
  * profiler). Mangled names of 1.13 and 2.x. */
 #define SYM_RPC_PIPE_WRITE "_ZN5torch11distributed3rpc15TensorPipeAgent9pipeWriteE"
 #define SYM_RPC_REQUEST    "_ZNK5torch11distributed3rpc15RequestCallbackclERNS1_7MessageE"
+/* c10::reportMemoryUsageToProfiler(void*, int64_t, ...): the rest of the
+ * signature is int64_t in 1.13, size_t in 2.x. */
+#define SYM_MEM_REPORT     "_ZN3c1027reportMemoryUsageToProfilerEPvl"
 
-/* The RPC probe sites of t's libtorch, looked up once per inode. */
-static const struct rpc_sites *find_rpc_sites(struct probes *p, const struct target *t)
+static const char *const site_syms[][2] = {
+	[SITES_RPC] = { SYM_RPC_PIPE_WRITE, SYM_RPC_REQUEST },
+	[SITES_MEM] = { SYM_MEM_REPORT, NULL },
+};
+
+/* The `what` sites of lib, looked up once per inode; NULL if its ELF
+ * cannot be read. All of a group's symbols or none. */
+static const struct lib_sites *find_sites(struct probes *p, const struct target_lib *lib,
+					  int what)
 {
-	struct rpc_sites *r;
+	struct lib_sites *r;
 	struct elf_func f;
 	struct elf_file *ef;
 	char why[256];
-	int emulated;
+	int emulated, want = site_syms[what][1] ? 2 : 1;
 
-	for (int i = 0; i < p->nrpc; i++)
-		if (p->rpc[i].dev == t->torch.dev && p->rpc[i].ino == t->torch.ino)
-			return &p->rpc[i];
-	ef = elf_file_open_exported(t->torch.fd, why, sizeof(why));
+	for (int i = 0; i < p->nsites; i++)
+		if (p->sites[i].dev == lib->dev && p->sites[i].ino == lib->ino &&
+		    p->sites[i].what == what)
+			return &p->sites[i];
+	ef = elf_file_open_exported(lib->fd, why, sizeof(why));
 	if (!ef)
 		return NULL;
-	r = realloc(p->rpc, (p->nrpc + 1) * sizeof(*r));
+	r = realloc(p->sites, (p->nsites + 1) * sizeof(*r));
 	if (!r) {
 		elf_file_close(ef);
 		return NULL;
 	}
-	p->rpc = r;
-	r = &p->rpc[p->nrpc++];
-	*r = (struct rpc_sites){ .dev = t->torch.dev, .ino = t->torch.ino };
-	if (!elf_file_find_func_prefix(ef, SYM_RPC_PIPE_WRITE, &f))
-		r->off[r->n++] = entry_site(ef, &f, &emulated);
-	if (r->n == 1 && !elf_file_find_func_prefix(ef, SYM_RPC_REQUEST, &f))
-		r->off[r->n++] = entry_site(ef, &f, &emulated);
-	if (r->n < 2)
+	p->sites = r;
+	r = &p->sites[p->nsites++];
+	*r = (struct lib_sites){ .dev = lib->dev, .ino = lib->ino, .what = what };
+	for (int i = 0; i < want && r->n == i; i++)
+		if (!elf_file_find_func_prefix(ef, site_syms[what][i], &f))
+			r->off[r->n++] = entry_site(ef, &f, &emulated);
+	if (r->n < want)
 		r->n = 0;
 	elf_file_close(ef);
 	return r;
@@ -406,11 +421,11 @@ static const struct rpc_sites *find_rpc_sites(struct probes *p, const struct tar
 int probes_attach_rpc(struct probes *p, const struct target *t)
 {
 	__u64 cookie[2] = { RPC_SEND, RPC_RECEIVE };
-	const struct rpc_sites *r;
+	const struct lib_sites *r;
 
 	if (t->torch.fd < 0)
 		return 0;
-	r = find_rpc_sites(p, t);
+	r = find_sites(p, &t->torch, SITES_RPC);
 	if (!r)
 		return -EINVAL;
 	if (!r->n)
@@ -422,6 +437,34 @@ int probes_attach_rpc(struct probes *p, const struct target *t)
 		return link_set_keep(&p->links, bpf_program__attach_uprobe_multi(
 			p->skel->progs.rpc_message, t->pid, t->torch.attach_path, NULL, &o)) ?: 1;
 	}
+}
+
+int probes_attach_mem(struct probes *p, const struct target *t, char *err, size_t errlen)
+{
+	struct target_lib c10 = { .fd = -1 };
+	const struct lib_sites *r;
+	int ret;
+
+	ret = target_find_lib(t->pid, "libc10.so", &c10);
+	if (ret) {
+		snprintf(err, errlen, "pid %d maps no libc10.so%s", t->pid,
+			 ret == -ENOENT ? "" : ": cannot open it");
+		return ret;
+	}
+	r = find_sites(p, &c10, SITES_MEM);
+	if (!r || !r->n) {
+		snprintf(err, errlen, "pid %d: %s has no c10::reportMemoryUsageToProfiler",
+			 t->pid, c10.path);
+		close(c10.fd);
+		return -ENOENT;
+	}
+	ret = link_set_keep(&p->links, bpf_program__attach_uprobe(p->skel->progs.mem_report,
+		false, t->pid, c10.attach_path, r->off[0]));
+	close(c10.fd);
+	if (ret)
+		snprintf(err, errlen, "pid %d: attaching the memory probe to %s failed: %s",
+			 t->pid, c10.path, strerror(-ret));
+	return ret;
 }
 
 int probes_trace_pid(struct probes *p, int pid)
@@ -466,6 +509,6 @@ void probes_free(struct probes *p)
 			sites_free(all[k]);
 	}
 	free(p->plans);
-	free(p->rpc);
+	free(p->sites);
 	free(p);
 }

@@ -38,6 +38,9 @@ int probes_attach(struct probes *p, const struct target *t, struct attach_report
  * (either op source). 1 if attached, 0 if its torch has no TensorPipe
  * agent, -errno. */
 int probes_attach_rpc(struct probes *p, const struct target *t);
+/* c10::reportMemoryUsageToProfiler in t's libc10 (the CUDA caching
+ * allocator's block allocations and frees): 0, or -errno with err set. */
+int probes_attach_mem(struct probes *p, const struct target *t, char *err, size_t errlen);
 /* Only marks pid as traced (its thread exits, forks and GPU calls are
  * reported): for a process whose ops come from its agent. 0 or -errno. */
 int probes_trace_pid(struct probes *p, int pid);

@@ -37,11 +37,11 @@ enum {
 	F_TD_UUID = 1, F_TD_NAME = 2, F_TD_PROCESS = 3, F_TD_THREAD = 4,
 	F_PD_PID = 1, F_PD_NAME = 6, F_THD_PID = 1, F_THD_TID = 2, F_THD_NAME = 5,
 	F_TE_ARGS = 4, F_ID_ARG_NAMES = 3, F_DA_NAME_IID = 1, F_DA_UINT = 3, F_DA_INT = 4,
-	F_DA_NAME = 10, F_TD_PARENT = 5,
+	F_DA_NAME = 10, F_TD_PARENT = 5, F_DA_STRING = 6, F_TE_COUNTER = 30,
 	F_TE_CAT_IIDS = 3, F_TE_TYPE = 9, F_TE_NAME_IID = 10, F_TE_TRACK = 11,
 	F_TE_CATEGORIES = 22, F_TE_NAME = 23, F_TE_FLOWS = 47, F_TE_TERM_FLOWS = 48,
 };
-enum { TE_SLICE_BEGIN = 1, TE_SLICE_END = 2, TE_INSTANT = 3 };
+enum { TE_SLICE_BEGIN = 1, TE_SLICE_END = 2, TE_INSTANT = 3, TE_COUNTER = 4 };
 
 #define MAX_DEPTH 512
 #define MAX_ANCESTORS 8
@@ -143,9 +143,17 @@ static uint32_t str_id(struct strings *t, const char *s, size_t len)
 	return (uint32_t)*slot - 1;
 }
 
+#define NONE UINT32_MAX
+
 struct opstat {
-	uint32_t name;
+	uint32_t name, shapes; /* shapes: with --group-by-shape, else NONE */
 	uint64_t calls, total, self, dev_total, dev_self;
+	uint64_t alloc;        /* bytes allocated in it (--memory traces) */
+};
+
+struct sitestat { /* ops below a Python frame (traces with stacks) */
+	uint32_t site;    /* "file.py(12): f", the innermost Python frame */
+	uint64_t calls, total;
 };
 
 struct kstat {
@@ -155,6 +163,7 @@ struct kstat {
 
 struct frame {
 	uint32_t name, cat;
+	uint32_t shapes, site; /* "Input Dims" and the innermost "py_stack" line, or NONE */
 	uint64_t ts, child;
 	uint64_t flow_in; /* kernels: the flow from their launch's correlation */
 	int64_t corr;     /* the "correlation" argument, or -1 */
@@ -165,6 +174,10 @@ struct track {
 	int depth, overflow; /* overflow: begins past MAX_DEPTH, not kept */
 	bool thread, gpu;
 	int64_t pid, tid;    /* threads; GPU stream tracks: device, stream */
+	uint8_t mem;         /* 1: "... memory allocated" counter, 2: "... reserved" */
+	uint32_t name;       /* counters: the track's name */
+	int64_t peak;        /* counters: the largest value, and when */
+	uint64_t peak_ts;
 };
 
 struct interval {
@@ -176,8 +189,8 @@ struct ivals {
 	size_t n, cap;
 };
 
-struct launch { /* at a correlation: the ops it was made in */
-	uint32_t ops[MAX_ANCESTORS];
+struct launch { /* at a correlation: the ops it was made in (op keys) */
+	uint64_t ops[MAX_ANCESTORS];
 	int nops;
 };
 
@@ -191,6 +204,10 @@ struct report {
 	struct map ops;     /* name id -> index + 1 into op_v */
 	struct opstat *op_v;
 	size_t nops, op_cap;
+	struct map sites;   /* site id -> index + 1 into site_v */
+	struct sitestat *site_v;
+	size_t nsites, site_cap;
+	bool by_shape;      /* --group-by-shape */
 	struct map kernels; /* name id -> index + 1 into k_v */
 	struct kstat *k_v;
 	size_t nk, k_cap;
@@ -204,7 +221,7 @@ struct report {
 	FILE *kineto;       /* export: Chrome/Kineto JSON events go here */
 	bool kineto_first;
 	struct map argnames; /* seq << 32 | iid -> string id + 1 (arg names) */
-	uint32_t name_correlation;
+	uint32_t name_correlation, name_alloc, name_dims, name_stack;
 	uint32_t cat_cpu, cat_kernel, cat_memcpy, cat_memset, cat_rt, cat_drv, cat_loader,
 		 cat_step, cat_bwd, cat_bwdfn, name_corr;
 };
@@ -245,15 +262,38 @@ static struct track *track_of(struct report *r, uint64_t uuid)
 		     sizeof(*r->track_v), &added);
 }
 
-static struct opstat *op_of(struct report *r, uint32_t name)
+/* An op's row: by name, or by name and input shapes (--group-by-shape). */
+static uint64_t op_key(const struct report *r, const struct frame *f)
+{
+	uint64_t shapes = r->by_shape && f->shapes != NONE ? f->shapes + 1ull : 0;
+
+	return shapes << 32 | f->name;
+}
+
+static struct opstat *op_of(struct report *r, uint64_t key)
 {
 	bool added;
-	struct opstat *o = keyed(&r->ops, name, (void **)&r->op_v, &r->nops, &r->op_cap,
+	struct opstat *o = keyed(&r->ops, key + 1, (void **)&r->op_v, &r->nops, &r->op_cap,
 				 sizeof(*r->op_v), &added);
 
-	if (added)
-		o->name = name;
+	if (o && added) {
+		o->name = (uint32_t)key;
+		o->shapes = key >> 32 ? (uint32_t)(key >> 32) - 1 : NONE;
+	}
 	return o;
+}
+
+static void site_done(struct report *r, uint32_t site, uint64_t dur)
+{
+	bool added;
+	struct sitestat *st = keyed(&r->sites, site + 1ull, (void **)&r->site_v, &r->nsites,
+				    &r->site_cap, sizeof(*r->site_v), &added);
+
+	if (!st)
+		return;
+	st->site = site;
+	st->calls++;
+	st->total += dur;
 }
 
 static void kernel_done(struct report *r, uint32_t name, uint64_t dur)
@@ -280,7 +320,7 @@ static void note_launch(struct report *r, const struct track *t, uint64_t flow)
 
 	for (int i = t->depth - 1; i >= 0 && l.nops < MAX_ANCESTORS; i--)
 		if (t->stack[i].cat == r->cat_cpu)
-			l.ops[l.nops++] = t->stack[i].name;
+			l.ops[l.nops++] = op_key(r, &t->stack[i]);
 	if (l.nops && (slot = keyed(&r->launches, flow, (void **)&r->launch_v, &r->nlaunch,
 				    &r->launch_cap, sizeof(*r->launch_v), &added)))
 		*slot = l;
@@ -404,6 +444,12 @@ static void descriptor(struct report *r, const uint8_t *d, size_t n, bool *bad)
 
 		memcpy(buf, name, name_len);
 		buf[name_len] = 0;
+		if (name_len > 17 && !strcmp(buf + name_len - 17, " memory allocated"))
+			t->mem = 1;
+		else if (name_len > 16 && !strcmp(buf + name_len - 16, " memory reserved"))
+			t->mem = 2;
+		if (t->mem)
+			t->name = str_id(&r->str, buf, name_len);
 		if (sscanf(buf, "GPU %u / stream %u", &dev, &stream) == 2) {
 			t->gpu = true;
 			t->pid = dev;
@@ -469,7 +515,15 @@ static void kineto_slice(struct report *r, const struct track *t, const struct f
 	}
 }
 
-static void end_slice(struct report *r, struct track *t, uint64_t ts)
+/* What a track event's arguments say that the report uses. */
+struct ev_args {
+	int64_t corr;      /* "correlation", or -1 */
+	uint64_t alloc;    /* "alloc_bytes" (at a slice's end) */
+	uint32_t dims;     /* "Input Dims" string, or NONE */
+	uint32_t site;     /* the first line of "py_stack", or NONE */
+};
+
+static void end_slice(struct report *r, struct track *t, uint64_t ts, uint64_t alloc)
 {
 	struct frame f = t->stack[--t->depth];
 	uint64_t dur = ts > f.ts ? ts - f.ts : 0;
@@ -479,13 +533,19 @@ static void end_slice(struct report *r, struct track *t, uint64_t ts)
 	if (t->depth > 0)
 		t->stack[t->depth - 1].child += dur;
 	if (f.cat == r->cat_cpu) {
-		struct opstat *o = op_of(r, f.name);
+		struct opstat *o = op_of(r, op_key(r, &f));
+		bool top = true;
 
 		if (o) {
 			o->calls++;
 			o->total += dur;
 			o->self += dur > f.child ? dur - f.child : 0;
+			o->alloc += alloc;
 		}
+		for (int i = 0; i < t->depth && top; i++)
+			top = t->stack[i].cat != r->cat_cpu;
+		if (top && f.site != NONE) /* each op's time once: outermost ops only */
+			site_done(r, f.site, dur);
 		if (t->thread)
 			push_ival(&r->hostop, f.ts, ts);
 	} else if ((f.cat == r->cat_bwd || f.cat == r->cat_bwdfn) && t->thread) {
@@ -510,6 +570,39 @@ static void end_slice(struct report *r, struct track *t, uint64_t ts)
 	}
 }
 
+/* One debug annotation (f: its bytes) into a. */
+static void arg(struct report *r, uint64_t seq, const struct field *f, struct ev_args *a,
+		bool *bad)
+{
+	const uint8_t *q = f->d, *str = NULL;
+	size_t len = 0;
+	struct field g;
+	uint32_t an = NONE;
+	int64_t v = -1;
+
+	while (next_field(&q, f->d + f->len, &g, bad)) {
+		if (g.num == F_DA_NAME_IID && g.wt == WT_VARINT)
+			an = lookup(r, &r->argnames, seq, g.v);
+		else if (g.num == F_DA_NAME && g.wt == WT_LEN)
+			an = str_id(&r->str, (const char *)g.d, g.len);
+		else if ((g.num == F_DA_UINT || g.num == F_DA_INT) && g.wt == WT_VARINT)
+			v = (int64_t)g.v;
+		else if (g.num == F_DA_STRING && g.wt == WT_LEN)
+			str = g.d, len = g.len;
+	}
+	if (an == r->name_correlation) {
+		a->corr = v;
+	} else if (an == r->name_alloc) {
+		a->alloc = (uint64_t)v;
+	} else if (an == r->name_dims && str) {
+		a->dims = str_id(&r->str, (const char *)str, len);
+	} else if (an == r->name_stack && str) {
+		const uint8_t *nl = memchr(str, '\n', len);
+
+		a->site = str_id(&r->str, (const char *)str, nl ? (size_t)(nl - str) : len);
+	}
+}
+
 static void track_event(struct report *r, uint64_t seq, uint64_t ts, const uint8_t *d,
 			size_t n, bool *bad)
 {
@@ -518,7 +611,8 @@ static void track_event(struct report *r, uint64_t seq, uint64_t ts, const uint8
 	uint64_t type = 0, track = 0, flows[8], term[8];
 	uint32_t name = UINT32_MAX, cat = UINT32_MAX;
 	int nflows = 0, nterm = 0;
-	int64_t corr = -1;
+	int64_t counter = 0;
+	struct ev_args a = { .corr = -1, .dims = NONE, .site = NONE };
 	struct track *t;
 
 	while (next_field(&p, d + n, &f, bad)) {
@@ -543,26 +637,13 @@ static void track_event(struct report *r, uint64_t seq, uint64_t ts, const uint8
 			if (nterm < 8)
 				term[nterm++] = f.v;
 			break;
-		case F_TE_ARGS: { /* only "correlation" is kept */
-			const uint8_t *q = f.d;
-			struct field g;
-			uint32_t an = UINT32_MAX;
-			int64_t v = -1;
-
-			if (f.wt != WT_LEN)
-				break;
-			while (next_field(&q, f.d + f.len, &g, bad)) {
-				if (g.num == F_DA_NAME_IID && g.wt == WT_VARINT)
-					an = lookup(r, &r->argnames, seq, g.v);
-				else if (g.num == F_DA_NAME && g.wt == WT_LEN)
-					an = str_id(&r->str, (const char *)g.d, g.len);
-				else if ((g.num == F_DA_UINT || g.num == F_DA_INT) && g.wt == WT_VARINT)
-					v = (int64_t)g.v;
-			}
-			if (an == r->name_correlation)
-				corr = v;
+		case F_TE_ARGS:
+			if (f.wt == WT_LEN)
+				arg(r, seq, &f, &a, bad);
 			break;
-		}
+		case F_TE_COUNTER:
+			counter = (int64_t)f.v;
+			break;
 		}
 	}
 	r->events++;
@@ -574,20 +655,24 @@ static void track_event(struct report *r, uint64_t seq, uint64_t ts, const uint8
 		if (t->depth < MAX_DEPTH)
 			t->stack[t->depth++] = (struct frame){ .name = name, .cat = cat, .ts = ts,
 							       .flow_in = nterm ? term[0] : 0,
-							       .corr = corr };
+							       .corr = a.corr, .shapes = a.dims,
+							       .site = a.site };
 		else
 			t->overflow++;
 	} else if (type == TE_SLICE_END && t->overflow) {
 		t->overflow--;
 	} else if (type == TE_SLICE_END && t->depth > 0) {
-		end_slice(r, t, ts);
+		end_slice(r, t, ts, a.alloc);
+	} else if (type == TE_COUNTER && t->mem) {
+		if (counter > t->peak || !t->peak_ts)
+			t->peak = counter, t->peak_ts = ts;
 	} else if (type == TE_INSTANT && name == r->name_corr) {
 		for (int i = 0; i < nflows; i++)
 			note_launch(r, t, flows[i]);
-		if (r->kineto && corr >= 0) { /* the launch -> kernel flow's start */
+		if (r->kineto && a.corr >= 0) { /* the launch -> kernel flow's start */
 			kineto_sep(r);
 			fprintf(r->kineto, "{\"ph\": \"s\", \"id\": %ld, \"pid\": %ld, \"tid\": %ld, "
-				"\"ts\": %.3f, \"cat\": \"ac2g\", \"name\": \"ac2g\"}", (long)corr,
+				"\"ts\": %.3f, \"cat\": \"ac2g\", \"name\": \"ac2g\"}", (long)a.corr,
 				(long)t->pid, (long)t->tid, ts / 1e3);
 		}
 	}
@@ -675,6 +760,36 @@ static int op_by_total(const void *a, const void *b)
 	const struct opstat *x = a, *y = b;
 
 	return x->total < y->total ? 1 : x->total > y->total ? -1 : 0;
+}
+
+static int op_by_alloc(const void *a, const void *b)
+{
+	const struct opstat *x = *(const struct opstat *const *)a,
+			    *y = *(const struct opstat *const *)b;
+
+	return x->alloc < y->alloc ? 1 : x->alloc > y->alloc ? -1 : 0;
+}
+
+static int site_by_total(const void *a, const void *b)
+{
+	const struct sitestat *x = a, *y = b;
+
+	return x->total < y->total ? 1 : x->total > y->total ? -1 : 0;
+}
+
+/* The ops that allocated, most bytes first (NULL-terminated; caller frees). */
+static const struct opstat **allocating_ops(const struct report *r, size_t *n)
+{
+	const struct opstat **v = calloc(r->nops + 1, sizeof(*v));
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < r->nops; i++)
+		if (r->op_v[i].alloc)
+			v[(*n)++] = &r->op_v[i];
+	qsort(v, *n, sizeof(*v), op_by_alloc);
+	return v;
 }
 
 static int k_by_total(const void *a, const void *b)
@@ -859,6 +974,36 @@ static void recommendations(const struct report *r, const struct step_row *rows,
 #undef SHARE
 }
 
+/* Peaks of the memory counters, and the ops that allocated most. */
+static void print_memory_text(const struct report *r, int top)
+{
+	const char **S = r->str.s;
+	const struct opstat **v;
+	size_t n;
+	bool any = false;
+
+	for (size_t i = 0; i < r->ntracks; i++) {
+		const struct track *t = &r->track_v[i];
+
+		if (!t->mem || !t->peak_ts)
+			continue;
+		if (!any)
+			printf("\nMemory (peaks of the allocator's counters)\n");
+		any = true;
+		printf("  pid %-8ld %-30s peak %10.2f MiB at %.6f s\n", (long)t->pid, S[t->name],
+		       t->peak / 1048576.0, t->peak_ts / 1e9);
+	}
+	v = allocating_ops(r, &n);
+	if (v && n) {
+		printf("\nOps by bytes allocated in them (self)\n  %-44s %12s %8s\n", "op", "MiB",
+		       "calls");
+		for (size_t i = 0; i < n && (int)i < top; i++)
+			printf("  %-44.44s %12.3f %8lu\n", S[v[i]->name], v[i]->alloc / 1048576.0,
+			       (unsigned long)v[i]->calls);
+	}
+	free(v);
+}
+
 static void print_text(struct report *r, const char *path, int top, const struct step_row *rows,
 		       double secs)
 {
@@ -892,14 +1037,26 @@ static void print_text(struct report *r, const char *path, int top, const struct
 		recommendations(r, rows, stdout, false);
 	}
 	printf("\nOperators by host total time (ms; device = GPU time of the kernels they "
-	       "launched)\n  %-44s %8s %10s %10s %10s %10s\n", "op", "calls", "host tot",
-	       "host self", "dev tot", "dev self");
+	       "launched)%s\n  %-44s %8s %10s %10s %10s %10s%s\n",
+	       r->by_shape ? ", by op and input shapes" : "", "op", "calls", "host tot",
+	       "host self", "dev tot", "dev self", r->by_shape ? "  input shapes" : "");
 	for (size_t i = 0; i < r->nops && (int)i < top; i++) {
 		const struct opstat *o = &r->op_v[i];
 
-		printf("  %-44.44s %8lu %10.3f %10.3f %10.3f %10.3f\n", S[o->name],
+		printf("  %-44.44s %8lu %10.3f %10.3f %10.3f %10.3f", S[o->name],
 		       (unsigned long)o->calls, o->total / 1e6, o->self / 1e6, o->dev_total / 1e6,
 		       o->dev_self / 1e6);
+		if (r->by_shape)
+			printf("  %.120s", o->shapes != NONE ? S[o->shapes] : "-");
+		printf("\n");
+	}
+	print_memory_text(r, top);
+	if (r->nsites) {
+		printf("\nPython call sites of the outermost ops (innermost Python frame; host "
+		       "ms)\n  %-70s %8s %10s\n", "site", "ops", "host tot");
+		for (size_t i = 0; i < r->nsites && (int)i < top; i++)
+			printf("  %-70.70s %8lu %10.3f\n", S[r->site_v[i].site],
+			       (unsigned long)r->site_v[i].calls, r->site_v[i].total / 1e6);
 	}
 	if (r->nk) {
 		printf("\nKernels by total device time\n  %-60s %8s %10s %9s %9s %9s\n", "kernel",
@@ -947,9 +1104,33 @@ static void print_json(struct report *r, const char *path, const struct step_row
 		printf("%s{\"name\": ", i ? ", " : "");
 		json_str(stdout, S[o->name]);
 		printf(", \"calls\": %lu, \"host_total_ns\": %lu, \"host_self_ns\": %lu, "
-		       "\"device_total_ns\": %lu, \"device_self_ns\": %lu}",
+		       "\"device_total_ns\": %lu, \"device_self_ns\": %lu, \"alloc_bytes\": %lu",
 		       (unsigned long)o->calls, (unsigned long)o->total, (unsigned long)o->self,
-		       (unsigned long)o->dev_total, (unsigned long)o->dev_self);
+		       (unsigned long)o->dev_total, (unsigned long)o->dev_self,
+		       (unsigned long)o->alloc);
+		if (o->shapes != NONE) {
+			printf(", \"input_shapes\": ");
+			json_str(stdout, S[o->shapes]);
+		}
+		printf("}");
+	}
+	printf("], \"memory\": [");
+	for (size_t i = 0, n = 0; i < r->ntracks; i++) {
+		const struct track *t = &r->track_v[i];
+
+		if (!t->mem || !t->peak_ts)
+			continue;
+		printf("%s{\"pid\": %ld, \"counter\": ", n++ ? ", " : "", (long)t->pid);
+		json_str(stdout, S[t->name]);
+		printf(", \"peak_bytes\": %ld, \"peak_ts_ns\": %lu}", (long)t->peak,
+		       (unsigned long)t->peak_ts);
+	}
+	printf("], \"python_sites\": [");
+	for (size_t i = 0; i < r->nsites; i++) {
+		printf("%s{\"site\": ", i ? ", " : "");
+		json_str(stdout, S[r->site_v[i].site]);
+		printf(", \"ops\": %lu, \"host_total_ns\": %lu}",
+		       (unsigned long)r->site_v[i].calls, (unsigned long)r->site_v[i].total);
 	}
 	printf("], \"kernels\": [");
 	for (size_t i = 0; i < r->nk; i++) {
@@ -983,6 +1164,8 @@ int report_main(int argc, char **argv)
 			kineto = argv[++i];
 		} else if (!export && !strcmp(argv[i], "--json")) {
 			json = true;
+		} else if (!export && !strcmp(argv[i], "--group-by-shape")) {
+			r.by_shape = true;
 		} else if (!strcmp(argv[i], "--top") && i + 1 < argc) {
 			top = (int)strtol(argv[++i], &end, 10);
 			if (*end || top < 1) {
@@ -998,7 +1181,8 @@ int report_main(int argc, char **argv)
 	}
 	if (!path || (export && !kineto)) {
 		fprintf(stderr, export ? "ptbpf: usage: ptbpf export --kineto OUT.json FILE.pftrace\n" :
-			"ptbpf: usage: ptbpf report FILE.pftrace [--json] [--top N]\n");
+			"ptbpf: usage: ptbpf report FILE.pftrace [--json] [--top N] "
+			"[--group-by-shape]\n");
 		return 2;
 	}
 	f = fopen(path, "rb");
@@ -1023,6 +1207,9 @@ int report_main(int argc, char **argv)
 	r.cat_bwdfn = str_id(&r.str, "backward_function", 17);
 	r.name_corr = str_id(&r.str, "cupti correlation", 17);
 	r.name_correlation = str_id(&r.str, "correlation", 11);
+	r.name_alloc = str_id(&r.str, "alloc_bytes", 11);
+	r.name_dims = str_id(&r.str, "Input Dims", 10);
+	r.name_stack = str_id(&r.str, "py_stack", 8);
 	if (kineto) {
 		r.kineto = fopen(kineto, "wx");
 		if (!r.kineto) {
@@ -1056,6 +1243,7 @@ int report_main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	qsort(r.op_v, r.nops, sizeof(*r.op_v), op_by_total);
 	qsort(r.k_v, r.nk, sizeof(*r.k_v), k_by_total);
+	qsort(r.site_v, r.nsites, sizeof(*r.site_v), site_by_total);
 	if (r.kineto) {
 		fputs("\n]}\n", r.kineto);
 		if (ferror(r.kineto) || fclose(r.kineto)) {
@@ -1096,6 +1284,8 @@ out:
 	map_free(&r.tracks);
 	map_free(&r.ops);
 	map_free(&r.kernels);
+	map_free(&r.sites);
+	free(r.site_v);
 	map_free(&r.launches);
 	map_free(&r.argnames);
 	{
