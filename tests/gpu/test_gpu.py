@@ -247,3 +247,28 @@ def test_kineto_export_matches_a_kineto_trace(tmp_path):
     o_flows = [e for e in ours["traceEvents"] if e.get("cat") == "ac2g"]
     assert t_flows and o_flows
     assert {e["ph"] for e in o_flows} == {e["ph"] for e in t_flows}
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_memory_timeline_equals_torch_cuda_memory_allocated(tmp_path, source):
+    """The caching allocator's counters against what the workload itself
+    read from torch.cuda.memory_allocated()/memory_reserved() after each
+    step: the counter value in force at each sample's time is the same,
+    byte for byte."""
+    import bisect
+    steps = 12
+    run = run_traced(tmp_path, workload_argv("memory", steps, ["--device", "cuda"]),
+                     ["--memory", "--ops", source])
+    assert run.rc == 0, run.err
+    samples = json.loads(run.target_out.strip().splitlines()[-1].split(" ", 1)[1])
+    t = run.trace
+    assert not t.errors, t.errors[:5]
+    for name, col in (("cuda:0 memory allocated", 1), ("cuda:0 memory reserved", 2)):
+        series = t.counter_by_name(name)
+        assert series, name
+        times = [ts for ts, _ in series]
+        for s in samples:
+            i = bisect.bisect_right(times, s[0]) - 1
+            assert i >= 0 and series[i][1] == s[col], (name, s, series[max(i, 0)])
+    print("memory samples matched:", len(samples), "peak allocated",
+          max(v for _, v in t.counter_by_name("cuda:0 memory allocated")))

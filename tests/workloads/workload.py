@@ -195,7 +195,32 @@ def fresh(steps):
     return "sum %.3f" % float(s.sum())
 
 
-KINDS = dict(fresh=fresh, compiled=compiled, graph=graph, nccl=nccl, mlp=mlp, conv=conv, threads=threads, exceptions=exceptions, burst=burst,
+def memory(steps):
+    """Known allocations: a step keeps a 1 MiB tensor (aten::empty) and makes
+    two 1 MiB temporaries (aten::ones, aten::mul) that the next step frees.
+    On the CPU the allocator reports only under the memory profiler, so the
+    steps run in one there. The result is a JSON list of (CLOCK_MONOTONIC
+    ns, torch.cuda.memory_allocated(), memory_reserved()) after each step
+    (zeros on the CPU)."""
+    import contextlib
+    cuda = DEVICE == "cuda"
+    samples = []
+    ctx = contextlib.nullcontext() if cuda else \
+        torch.autograd.profiler.profile(profile_memory=True)
+    with ctx:
+        keep, x, y = [], None, None
+        for _ in range(steps):
+            keep.append(torch.empty(1 << 20, dtype=torch.uint8, device=DEVICE))
+            x = torch.ones(256, 1024, device=DEVICE)
+            y = x * 2
+            samples.append((time.clock_gettime_ns(time.CLOCK_MONOTONIC),
+                            torch.cuda.memory_allocated() if cuda else 0,
+                            torch.cuda.memory_reserved() if cuda else 0))
+        del keep, x, y
+    return json.dumps(samples)
+
+
+KINDS = dict(memory=memory, fresh=fresh, compiled=compiled, graph=graph, nccl=nccl, mlp=mlp, conv=conv, threads=threads, exceptions=exceptions, burst=burst,
              regions=regions, dataloader=dataloader)
 
 
