@@ -118,8 +118,24 @@ struct ptbpf_ops_rec {
 				   *     BACKWARD_FUNCTION, 7 USER_SCOPE...); END:
 				   *     OPS_END_* flags */
 	uint16_t name_len;        /* 28: BEGIN: name bytes that follow (no NUL) */
-	uint16_t pad;
+	uint16_t shapes_len;      /* 30: BEGIN: input-shape bytes after the name
+				   *     (OPS_WANT_SHAPES), see below */
 };
+
+/* Words of the activation file after "PID ops": what else the recorder
+ * records. */
+#define OPS_WORD_SHAPES " shapes"
+
+/*
+ * Input shapes (record_shapes), after a BEGIN's name: u8 count, then per
+ * input u8 kind (OPS_IN_*); a tensor adds u8 dtype (c10::ScalarType), u8
+ * rank and rank little-endian int64 sizes (unaligned). At most
+ * OPS_MAX_INPUTS inputs and OPS_MAX_RANK sizes each are kept.
+ */
+enum { OPS_IN_OTHER = 0, OPS_IN_TENSOR = 1, OPS_IN_SCALAR = 2, OPS_IN_UNKNOWN = 3 };
+#define OPS_MAX_INPUTS 16
+#define OPS_MAX_RANK   8
+#define OPS_SHAPES_MAX (1 + OPS_MAX_INPUTS * (3 + 8 * OPS_MAX_RANK))
 
 
 /* Argument of ptbpf_agent_kernel(): one CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL

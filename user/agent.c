@@ -538,6 +538,8 @@ static bool cuda_loaded(void)
 	return h != NULL;
 }
 
+static const char *file_words(char *buf, size_t len);
+
 /* The GPU timeline if the process uses CUDA, then the ops if asked for:
  * their status comes last, and ptbpf waits for it. */
 static void activate_locked(bool by_file, bool want_ops)
@@ -555,7 +557,10 @@ static void activate_locked(bool by_file, bool want_ops)
 	}
 	ops_on = false;
 	if (want_ops) {
-		d = agent_ops_start(why, sizeof(why));
+		char words[128];
+
+		d = agent_ops_start(why, sizeof(why),
+				    strstr(file_words(words, sizeof(words)), OPS_WORD_SHAPES) != NULL);
 		if (d)
 			report_with(PTBPF_AGENT_OPS_ON, (uintptr_t)d,
 				    "ops: RecordFunction callbacks on, %u rings of %u KiB",
@@ -617,18 +622,26 @@ static bool on_file_fresh(bool *present, uint64_t *ino)
 	return age < PTBPF_AGENT_STALE_S * 1000000000LL;
 }
 
-/* The file holds ptbpf's pid, then "ops" if it wants the op recorder. */
-static bool file_asks_ops(void)
+/* The file holds ptbpf's pid, then "ops" if it wants the op recorder,
+ * then what else the recorder should record (OPS_WORD_*). */
+static const char *file_words(char *buf, size_t len)
 {
-	char buf[64] = "";
 	FILE *f = fopen(on_path, "re");
 
+	buf[0] = 0;
 	if (f) {
-		if (!fgets(buf, sizeof(buf), f))
+		if (!fgets(buf, (int)len, f))
 			buf[0] = 0;
 		fclose(f);
 	}
-	return strstr(buf, " ops") != NULL;
+	return buf;
+}
+
+static bool file_asks_ops(void)
+{
+	char buf[128];
+
+	return strstr(file_words(buf, sizeof(buf)), " ops") != NULL;
 }
 
 static void *agent_thread(void *arg)

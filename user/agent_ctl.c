@@ -71,7 +71,7 @@ static void activation_path(const struct target *t, char *buf, size_t len)
 	snprintf(buf, len, "/proc/%d/root/dev/shm/ptbpf-agent-%d.on", t->pid, t->ns_pid);
 }
 
-int agent_on(const struct target *t, bool ops)
+int agent_on(const struct target *t, bool ops, const char *words)
 {
 	char path[128];
 	int fd;
@@ -83,7 +83,7 @@ int agent_on(const struct target *t, bool ops)
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
-	dprintf(fd, "%d%s\n", getpid(), ops ? " ops" : "");
+	dprintf(fd, "%d%s%s\n", getpid(), ops ? " ops" : "", ops && words ? words : "");
 	close(fd);
 	return 0;
 }

@@ -24,7 +24,7 @@ pid_t agent_run_command(char **argv, const char *agent);
  * if it exited first (its wait status in *status), -ETIMEDOUT. */
 int agent_wait_for_libraries(pid_t pid, int timeout_ms, int *status);
 /* Creates, refreshes, removes the activation file for t. */
-int agent_on(const struct target *t, bool ops);
+int agent_on(const struct target *t, bool ops, const char *words);
 void agent_heartbeat(const struct target *t);
 void agent_off(const struct target *t);
 

@@ -51,6 +51,38 @@ _Static_assert(sizeof(struct rf_callback) == 40, "RecordFunctionCallback layout"
  * checks the scope byte; one mismatch and no field is read again. */
 #define RF_SCOPE_OFF 96
 #define RF_SEQ_OFF   200
+/* inputs_ (c10::ArrayRef<const c10::IValue>: pointer, count) follows
+ * sequence_nr_ in 1.13 and 2.x; filled for callbacks that need inputs. */
+#define RF_INPUTS_OFF 208
+
+/* c10::IValue: an 8-byte payload (a Tensor's is its TensorImpl*), then
+ * the tag. Tensor, Double and Int have the same tag numbers in 1.13 and
+ * 2.x (SymInt and SymFloat follow Int). */
+struct ivalue {
+	uint64_t payload;
+	uint32_t tag;
+	uint32_t pad;
+};
+enum { TAG_TENSOR = 1, TAG_DOUBLE = 3, TAG_INT = 5, TAG_SYMINT = 6, TAG_SYMFLOAT = 7 };
+
+/*
+ * TensorImpl's sizes_and_strides_ (c10::impl::SizesAndStrides: size_t
+ * size_, then 5 inline sizes and 5 inline strides or, past 5 dims, a
+ * pointer to them), followed by storage_offset_, numel_ and data_type_
+ * (TypeMeta, whose index is the ScalarType). Its offset moves between
+ * versions (72 in 1.13), so it is found on the first tensor input that
+ * settles it: exactly one candidate offset where the inline sizes
+ * multiply to numel_ (>= 2), the strides are the contiguous ones for
+ * those sizes and the dtype is plausible. Only memory within the object
+ * is read while looking.
+ */
+#define SAS_FIRST 40
+#define SAS_LAST 80
+#define SAS_GIVE_UP 100000
+static _Atomic int sas_off = -1; /* -1: not known yet; 0: not found */
+static _Atomic uint32_t sas_tries;
+static const void *undefined_tensor; /* c10::UndefinedTensorImpl::_singleton */
+static bool want_shapes;
 
 enum { SC_FUNCTION = 0, SC_BACKWARD = 1, SC_USER = 7, SC_OTHER = 0xff };
 
@@ -115,11 +147,11 @@ static struct ptbpf_ops_slot *thread_slot(void)
 }
 
 static void put(uint8_t type, uint8_t scope, const void *rf, int64_t seq,
-		const char *name, size_t nlen)
+		const char *name, size_t nlen, const uint8_t *shapes, size_t slen)
 {
 	struct ptbpf_ops_slot *s = thread_slot();
 	const uint64_t cap = desc.slot_bytes - sizeof(*s);
-	uint32_t size = (uint32_t)((sizeof(struct ptbpf_ops_rec) + nlen + 7) & ~(size_t)7);
+	uint32_t size = (uint32_t)((sizeof(struct ptbpf_ops_rec) + nlen + slen + 7) & ~(size_t)7);
 	uint64_t head, tail, pos, skip;
 	uint8_t *data;
 	struct ptbpf_ops_rec *r;
@@ -144,13 +176,110 @@ static void put(uint8_t type, uint8_t scope, const void *rf, int64_t seq,
 	r = (struct ptbpf_ops_rec *)(data + (head + skip) % cap);
 	*r = (struct ptbpf_ops_rec){ .ts = now_ns(), .rf = (uintptr_t)rf, .seq = seq,
 				     .size = (uint16_t)size, .type = type, .scope = scope,
-				     .name_len = (uint16_t)nlen };
+				     .name_len = (uint16_t)nlen, .shapes_len = (uint16_t)slen };
 	memcpy(r + 1, name, nlen);
+	if (slen)
+		memcpy((uint8_t *)(r + 1) + nlen, shapes, slen);
 	__atomic_store_n(&s->head, head + skip + size, __ATOMIC_RELEASE);
+}
+
+static bool sas_fits(const uint8_t *impl, int off)
+{
+	const int64_t *sizes = (const int64_t *)(impl + off + 8), *strides = sizes + 5;
+	uint64_t dim = *(const uint64_t *)(impl + off), prod = 1;
+	int64_t numel = *(const int64_t *)(impl + off + 96);
+	uint16_t dtype = *(const uint16_t *)(impl + off + 104);
+
+	if (dim == 0 || dim > 5 || numel < 2 || dtype >= 64)
+		return false;
+	for (int k = (int)dim - 1; k >= 0; k--) {
+		if (sizes[k] < 1 || sizes[k] > (1ll << 40) || strides[k] != (int64_t)prod)
+			return false;
+		prod *= (uint64_t)sizes[k];
+	}
+	return prod == (uint64_t)numel;
+}
+
+/* Settles sas_off if this tensor fits exactly one candidate. */
+static void sas_find(const uint8_t *impl)
+{
+	int found = 0, unknown = -1;
+
+	if (atomic_fetch_add_explicit(&sas_tries, 1, memory_order_relaxed) > SAS_GIVE_UP) {
+		atomic_compare_exchange_strong(&sas_off, &unknown, 0);
+		return;
+	}
+	for (int off = SAS_FIRST; off <= SAS_LAST; off += 8) {
+		if (!sas_fits(impl, off))
+			continue;
+		if (found)
+			return; /* two fit: this tensor does not tell */
+		found = off;
+	}
+	if (found)
+		atomic_compare_exchange_strong(&sas_off, &unknown, found);
+}
+
+/* A tensor input: kind, dtype, rank, sizes; OPS_IN_UNKNOWN where the
+ * layout is not known (yet) or the tensor is undefined. */
+static size_t shape_of(const uint8_t *impl, uint8_t *out)
+{
+	int off = atomic_load_explicit(&sas_off, memory_order_relaxed);
+	uint64_t dim, prod = 1;
+	const int64_t *sizes;
+	size_t n = 0;
+
+	if (off < 0 && impl)
+		sas_find(impl), off = atomic_load_explicit(&sas_off, memory_order_relaxed);
+	if (off <= 0 || !impl || impl == undefined_tensor) {
+		out[0] = OPS_IN_UNKNOWN;
+		return 1;
+	}
+	dim = *(const uint64_t *)(impl + off);
+	sizes = dim <= 5 ? (const int64_t *)(impl + off + 8) : *(int64_t *const *)(impl + off + 8);
+	for (uint64_t k = 0; k < dim && sizes; k++)
+		prod *= (uint64_t)sizes[k];
+	if (!sizes || dim > 64 || prod != *(const uint64_t *)(impl + off + 96)) {
+		out[0] = OPS_IN_UNKNOWN;
+		return 1;
+	}
+	out[n++] = OPS_IN_TENSOR;
+	out[n++] = (uint8_t)*(const uint16_t *)(impl + off + 104);
+	out[n++] = (uint8_t)(dim < OPS_MAX_RANK ? dim : OPS_MAX_RANK);
+	memcpy(out + n, sizes, 8 * out[2]);
+	return n + 8 * out[2];
+}
+
+/* The op's inputs as OPS_SHAPES describes them; 0 bytes if none. */
+static size_t shapes_of(const void *rf, uint8_t *out)
+{
+	const struct ivalue *in = *(const struct ivalue *const *)((const uint8_t *)rf + RF_INPUTS_OFF);
+	uint64_t n = *(const uint64_t *)((const uint8_t *)rf + RF_INPUTS_OFF + 8);
+	size_t len = 1;
+
+	if (!in || n == 0 || n > 1024)
+		return 0;
+	out[0] = (uint8_t)(n < OPS_MAX_INPUTS ? n : OPS_MAX_INPUTS);
+	for (uint8_t i = 0; i < out[0]; i++) {
+		switch (in[i].tag) {
+		case TAG_TENSOR:
+			len += shape_of((const uint8_t *)(uintptr_t)in[i].payload, out + len);
+			break;
+		case TAG_DOUBLE: case TAG_INT: case TAG_SYMINT: case TAG_SYMFLOAT:
+			out[len++] = OPS_IN_SCALAR;
+			break;
+		default:
+			out[len++] = OPS_IN_OTHER;
+			break;
+		}
+	}
+	return len;
 }
 
 static void begin(const void *rf, uint8_t scope)
 {
+	uint8_t shapes[OPS_SHAPES_MAX];
+	size_t slen = 0;
 	const char *name;
 	int64_t seq = -1;
 
@@ -169,7 +298,9 @@ static void begin(const void *rf, uint8_t scope)
 	name = p_name(rf);
 	if (!name)
 		name = "";
-	put(OPS_REC_BEGIN, scope, rf, seq, name, strnlen(name, PTBPF_OPS_NAME_MAX));
+	if (want_shapes && scope == SC_FUNCTION && __atomic_load_n(&desc.layout_ok, __ATOMIC_RELAXED))
+		slen = shapes_of(rf, shapes);
+	put(OPS_REC_BEGIN, scope, rf, seq, name, strnlen(name, PTBPF_OPS_NAME_MAX), shapes, slen);
 }
 
 static void **start_function(void **ret, const void *rf)
@@ -208,7 +339,7 @@ static void end_any(const void *rf, void *ctx)
 	(void)ctx;
 	if (atomic_load_explicit(&recording, memory_order_relaxed))
 		put(OPS_REC_END, p_uncaught && p_uncaught() > 0 ? OPS_END_UNWINDING : 0, rf,
-		    p_peek(), NULL, 0);
+		    p_peek(), NULL, 0, NULL, 0);
 }
 
 bool agent_ops_api(bool enter, uint32_t domain, uint32_t correlation, const char *name)
@@ -221,9 +352,9 @@ bool agent_ops_api(bool enter, uint32_t domain, uint32_t correlation, const char
 		if (!name)
 			name = "cuda?";
 		put(OPS_REC_BEGIN, OPS_SCOPE_CUDA_API | (uint8_t)domain, (const void *)(uintptr_t)key,
-		    correlation, name, strnlen(name, PTBPF_OPS_NAME_MAX));
+		    correlation, name, strnlen(name, PTBPF_OPS_NAME_MAX), NULL, 0);
 	} else {
-		put(OPS_REC_END, 0, (const void *)(uintptr_t)key, correlation, NULL, 0);
+		put(OPS_REC_END, 0, (const void *)(uintptr_t)key, correlation, NULL, 0, NULL, 0);
 	}
 	return true;
 }
@@ -267,6 +398,8 @@ static int resolve(char *why, size_t len)
 	/* libstdc++'s, through torch's dependencies; without it, frames an
 	 * exception unwinds are not marked. */
 	p_uncaught = (int (*)(void))dlsym(torch, "_ZSt19uncaught_exceptionsv");
+	/* libc10's, through torch's dependencies: an undefined tensor input. */
+	undefined_tensor = dlsym(torch, "_ZN3c1019UndefinedTensorImpl10_singletonE");
 	return 0; /* the handle is kept: torch stays loaded while called */
 }
 
@@ -304,7 +437,8 @@ static int alloc_slots(char *why, size_t len)
 	return 0;
 }
 
-static void add(void **(*start)(void **, const void *), const int *scopes, int n)
+static void add(void **(*start)(void **, const void *), const int *scopes, int n,
+		bool inputs)
 {
 	struct rf_callback cb;
 
@@ -312,12 +446,13 @@ static void add(void **(*start)(void **, const void *), const int *scopes, int n
 	cb.start = start;
 	cb.end = end_any;
 	cb.sampling_prob = 1.0;
+	cb.needs_inputs = inputs;
 	for (int i = 0; i < n; i++)
 		cb.scopes[scopes[i]] = true;
 	handles[nhandles++] = p_add(cb);
 }
 
-const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len)
+const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes)
 {
 	static const int function[] = { SC_FUNCTION }, backward[] = { SC_BACKWARD },
 			 user[] = { SC_USER }, other[] = { 2, 3, 4, 5, 6, 8, 9 };
@@ -326,11 +461,12 @@ const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len)
 		return &desc;
 	if (resolve(why, len) || alloc_slots(why, len))
 		return NULL;
+	want_shapes = shapes;
 	atomic_store(&recording, 1);
-	add(start_function, function, 1);
-	add(start_backward, backward, 1);
-	add(start_user, user, 1);
-	add(start_other, other, sizeof(other) / sizeof(other[0]));
+	add(start_function, function, 1, shapes);
+	add(start_backward, backward, 1, false);
+	add(start_user, user, 1, false);
+	add(start_other, other, sizeof(other) / sizeof(other[0]), false);
 	return &desc;
 }
 

@@ -14,7 +14,8 @@
 
 /* Registers the callbacks (the rings are allocated at the first start and
  * kept). The rings' descriptor, or NULL with a one-line reason in why. */
-const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len);
+/* shapes: also record the input shapes of aten ops (record_shapes). */
+const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes);
 /* At process exit: stops recording and waits (250 ms at most) until
  * ptbpf has read the rings. */
 void agent_ops_exit(void);

@@ -70,6 +70,9 @@ static const struct argp_option options[] = {
 	{ "memory", 'm', NULL, 0, "Record GPU memory: every block PyTorch's CUDA caching "
 	  "allocator hands out or takes back, as allocated/reserved counters per device, with "
 	  "the bytes each op allocated (one uprobe hit per allocation)", 0 },
+	{ "shapes", 's', NULL, 0, "Record each op's input shapes and dtypes, as "
+	  "torch.profiler's record_shapes (ops from the agent; torch then boxes every op's "
+	  "arguments, which costs as it does under the profiler)", 0 },
 	{ "verbose", 'v', NULL, 0, "Verbose output, including libbpf's", 0 },
 	{ NULL, 0, NULL, 0, "ptbpf daemon (fleet mode; --all in bounded windows):", 1 },
 	{ "out-dir", 'D', "DIR", 0, "Where window traces go (created if missing)", 1 },
@@ -215,6 +218,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'm':
 		o->memory = true;
 		break;
+	case 's':
+		o->shapes = true;
+		break;
 	case 'a':
 		o->all = true;
 		break;
@@ -336,6 +342,13 @@ int cli_parse(int argc, char **argv, struct options *opt)
 			opt->no_agent ? "--no-agent" : "--entries-only");
 		return -1;
 	}
+	if (opt->shapes && (opt->ops == OPS_PROBES || opt->no_agent || opt->entries_only)) {
+		fprintf(stderr, "ptbpf: --shapes reads inputs where the agent records ops: it "
+			"cannot be combined with --ops=probes, --no-agent or --entries-only\n");
+		return -1;
+	}
+	if (opt->shapes)
+		opt->ops = OPS_AGENT;
 	if (opt->no_agent || opt->entries_only)
 		opt->ops = OPS_PROBES;
 	if (opt->daemon) {

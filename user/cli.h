@@ -33,6 +33,7 @@ struct options {
 	enum ops_source ops;
 	bool all;              /* --all: every process that maps libtorch_cpu.so */
 	bool memory;           /* --memory: the caching allocator's timeline */
+	bool shapes;           /* --shapes: ops' input shapes (agent ops) */
 	/* `ptbpf daemon`: */
 	bool daemon;
 	bool daemon_opt;       /* a daemon option was given */

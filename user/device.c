@@ -33,6 +33,7 @@ struct device_probes {
 	struct link_set links;
 	int pids[MAX_AGENTS];
 	int npids;
+	char ops_words[64]; /* what the op recorder adds (OPS_WORD_*) */
 };
 
 struct device_probes *device_probes_new(struct ptbpf_bpf *ops)
@@ -99,6 +100,11 @@ static int attach_records(struct device_probes *d, int pid, const char *path,
 		d->skel->progs.agent_record, pid, path, NULL, &o));
 }
 
+void device_probes_ops_words(struct device_probes *d, const char *words)
+{
+	snprintf(d->ops_words, sizeof(d->ops_words), "%s", words);
+}
+
 int device_probes_scan(struct device_probes *d, const struct target *t, bool ops)
 {
 	struct target_lib lib;
@@ -129,7 +135,7 @@ int device_probes_scan(struct device_probes *d, const struct target *t, bool ops
 	close(lib.fd);
 	d->pids[d->npids++] = t->pid; /* failures are not retried */
 	if (!err)
-		err = agent_on(t, ops);
+		err = agent_on(t, ops, d->ops_words);
 	if (err) {
 		fprintf(stderr, "ptbpf: pid %d: cannot use its agent %s: %s\n", t->pid, lib.path,
 			strerror(-err));

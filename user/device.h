@@ -25,6 +25,8 @@ struct device_probes *device_probes_new(struct ptbpf_bpf *ops_skel);
  * switches the agent on (with its op recorder if ops). 1 if it did, 0 if
  * there is no agent, -errno. */
 int device_probes_scan(struct device_probes *d, const struct target *t, bool ops);
+/* What agents switched on with ops record besides (OPS_WORD_* joined). */
+void device_probes_ops_words(struct device_probes *d, const char *words);
 /* Copies what t's op rings (at loc) hold when t calls _exit into the ring
  * buffer (EV_OPS_CHUNK). 0 or -errno. */
 int device_probes_ops_exit(struct device_probes *d, const struct target *t,

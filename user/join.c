@@ -13,6 +13,7 @@
 #include "gpu.h"
 #include "memtrack.h"
 #include "names.h"
+#include "shapes.h"
 #include "ptbpf_agent.h"
 #include "target.h"
 
@@ -297,7 +298,7 @@ static void push_frame(struct join *j, struct thread *t, const struct frame *in,
 		       const struct pf_event *extra)
 {
 	struct pf_event e = extra ? *extra : (struct pf_event){ 0 };
-	struct pf_arg args[1];
+	struct pf_arg args[4];
 	struct frame *f;
 
 	if (!t->stack && !(t->stack = calloc(MAX_STACK, sizeof(*t->stack)))) {
@@ -321,11 +322,13 @@ static void push_frame(struct join *j, struct thread *t, const struct frame *in,
 		j->counts.too_deep++;
 		return;
 	}
-	if (f->kind == FR_OP && f->op < j->ops->n && j->ops->overload[f->op][0]) {
-		args[0] = (struct pf_arg){ .name = "overload", .type = PF_ARG_STR,
-					   .s = j->ops->overload[f->op] };
+	if (f->kind == FR_OP && f->op < j->ops->n && j->ops->overload[f->op][0] &&
+	    e.nargs < (int)(sizeof(args) / sizeof(args[0]))) {
+		for (int i = 0; i < e.nargs; i++)
+			args[i] = e.args[i];
+		args[e.nargs++] = (struct pf_arg){ .name = "overload", .type = PF_ARG_STR,
+						   .s = j->ops->overload[f->op] };
 		e.args = args;
-		e.nargs = 1;
 	}
 	e.track = t->track;
 	e.ts = f->ts;
@@ -734,8 +737,12 @@ static void rf_api_begin(struct join *j, struct thread *t, const struct ptbpf_na
  * node itself, e.g. "AddmmBackward0") ends the flow; anything else is
  * drawn under its name.
  */
-static void rf_begin(struct join *j, struct thread *t, const struct ptbpf_named_event *ne)
+static void rf_begin(struct join *j, struct thread *t, const struct ptbpf_named_event *ne,
+		     const uint8_t *shapes, size_t slen)
 {
+	char dims[1024], types[1024];
+	struct pf_arg args[2];
+	struct pf_event extra = { .args = args };
 	const struct ptbpf_event *e = &ne->ev;
 	int64_t seq = (int64_t)e->arg[0], op;
 	struct frame f = { .key = e->key, .ts = e->ts, .seq = NO_SEQ, .kind = FR_USER };
@@ -772,7 +779,14 @@ static void rf_begin(struct join *j, struct thread *t, const struct ptbpf_named_
 	}
 	if (f.kind != FR_OP)
 		f.name = str_set_intern(j->strings, name);
-	push_frame(j, t, &f, NULL);
+	if (slen && !shapes_format(shapes, slen, dims, sizeof(dims), types, sizeof(types))) {
+		args[0] = (struct pf_arg){ .name = "Input Dims", .type = PF_ARG_STR, .s = dims };
+		args[1] = (struct pf_arg){ .name = "Input type", .type = PF_ARG_STR, .s = types };
+		extra.nargs = 2;
+	} else if (slen) {
+		j->counts.bad_shapes++;
+	}
+	push_frame(j, t, &f, extra.nargs ? &extra : NULL);
 	if (flow && t->depth > 0 && t->stack[t->depth - 1].drawn) {
 		struct pf_arg arg = { .name = "seq", .type = PF_ARG_UINT, .u = (uint64_t)seq };
 
@@ -986,7 +1000,8 @@ int join_event(struct join *j, const void *data, uint64_t size)
 		break;
 	case EV_NAMED_RF_BEGIN:
 		if (size >= sizeof(struct ptbpf_named_event))
-			rf_begin(j, t, data);
+			rf_begin(j, t, data, (const uint8_t *)data + sizeof(struct ptbpf_named_event),
+				 size - sizeof(struct ptbpf_named_event));
 		break;
 	case EV_RF_END:
 		rf_end(j, t, e);

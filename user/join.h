@@ -34,6 +34,7 @@ struct join_counts {
 	uint64_t end_missed;    /* closed because an outer frame ended first */
 	uint64_t end_unmatched; /* an end with no begin (begun before attach) */
 	uint64_t too_deep;      /* beyond the trace's nesting limit, not drawn */
+	uint64_t bad_shapes;    /* input-shape bytes that did not parse */
 	uint64_t steps;         /* ProfilerStep#N slices */
 	uint64_t bwd_flows;     /* forward->backward arrows */
 	uint64_t launch_flows;  /* op->launch arrows */

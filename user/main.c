@@ -850,6 +850,8 @@ static int setup_bpf(struct session *s)
 	s->probes = probes_new(s->skel, &s->ops, s->opt.entries_only);
 	s->gpu = gpu_probes_new(s->skel);
 	s->dev = device_probes_new(s->skel);
+	if (s->dev && s->opt.shapes)
+		device_probes_ops_words(s->dev, OPS_WORD_SHAPES);
 	if (!s->dev)
 		fprintf(stderr, "ptbpf: warning: loading the agent BPF programs failed (%s): no GPU "
 			"timeline\n", strerror(errno));

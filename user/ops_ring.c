@@ -166,20 +166,29 @@ static void emit_record(struct ops_rings *r, const struct proc_rings *p, uint32_
 			const struct ptbpf_ops_rec *rec,
 			int (*emit)(void *, void *, size_t), void *ctx)
 {
-	struct ptbpf_named_event e = { .ev = {
+	struct {
+		struct ptbpf_named_event ne;
+		uint8_t shapes[OPS_SHAPES_MAX];
+	} b = { .ne.ev = {
 		.ts = rec->ts, .pid = (uint32_t)p->pid, .tid = tid, .source = SRC_AGENT,
 		.key = rec->rf, .arg = { (uint64_t)rec->seq, rec->scope } } };
+	struct ptbpf_named_event *e = &b.ne;
+	size_t slen = rec->shapes_len;
 
 	r->counts.records++;
 	if (rec->type == OPS_REC_END) {
-		e.ev.kind = EV_RF_END;
-		emit(ctx, &e.ev, sizeof(e.ev));
+		e->ev.kind = EV_RF_END;
+		emit(ctx, &e->ev, sizeof(e->ev));
 		return;
 	}
-	e.ev.kind = EV_NAMED_RF_BEGIN;
-	memcpy(e.name, rec + 1, rec->name_len < PTBPF_NAME_LEN - 1 ? rec->name_len :
+	e->ev.kind = EV_NAMED_RF_BEGIN;
+	memcpy(e->name, rec + 1, rec->name_len < PTBPF_NAME_LEN - 1 ? rec->name_len :
 	       PTBPF_NAME_LEN - 1);
-	emit(ctx, &e, sizeof(e));
+	/* Input shapes ride after the named event (join.c reads them). */
+	if (slen > sizeof(b.shapes) || sizeof(*rec) + rec->name_len + slen > rec->size)
+		slen = 0;
+	memcpy(b.shapes, (const uint8_t *)(rec + 1) + rec->name_len, slen);
+	emit(ctx, &b, sizeof(*e) + slen);
 }
 
 /* Parses [tail, head) of one ring from buf (which holds position tail at

@@ -164,6 +164,7 @@ struct kstat {
 struct frame {
 	uint32_t name, cat;
 	uint32_t shapes, site; /* "Input Dims" and the innermost "py_stack" line, or NONE */
+	uint32_t types;        /* "Input type", or NONE */
 	uint64_t ts, child;
 	uint64_t flow_in; /* kernels: the flow from their launch's correlation */
 	int64_t corr;     /* the "correlation" argument, or -1 */
@@ -221,7 +222,7 @@ struct report {
 	FILE *kineto;       /* export: Chrome/Kineto JSON events go here */
 	bool kineto_first;
 	struct map argnames; /* seq << 32 | iid -> string id + 1 (arg names) */
-	uint32_t name_correlation, name_alloc, name_dims, name_stack;
+	uint32_t name_correlation, name_alloc, name_dims, name_types, name_stack;
 	uint32_t cat_cpu, cat_kernel, cat_memcpy, cat_memset, cat_rt, cat_drv, cat_loader,
 		 cat_step, cat_bwd, cat_bwdfn, name_corr;
 };
@@ -484,6 +485,22 @@ static const char *kineto_cat(const char *cat)
 	return cat;
 }
 
+/* s, which ptbpf wrote as JSON ("Input Dims", "Input type"), as JSON:
+ * verbatim if it holds only the characters such values have (allowed, or
+ * for NULL: a list of plain quoted names), else as a string. */
+static void json_raw(FILE *o, const char *s, const char *allowed)
+{
+	bool ok = s[0] == '[';
+
+	for (const char *p = s; *p && ok; p++)
+		ok = allowed ? strchr(allowed, *p) != NULL :
+		     (*p >= 0x20 && *p < 0x7f && *p != '\\');
+	if (ok)
+		fputs(s, o);
+	else
+		json_str(o, s);
+}
+
 /* One complete event, as Kineto writes them (microseconds). */
 static void kineto_slice(struct report *r, const struct track *t, const struct frame *f,
 			 uint64_t end)
@@ -506,6 +523,12 @@ static void kineto_slice(struct report *r, const struct track *t, const struct f
 		fputs(", \"args\": {", r->kineto);
 	if (f->corr >= 0)
 		fprintf(r->kineto, "\"correlation\": %ld", (long)f->corr);
+	if (f->shapes != NONE && f->types != NONE) {
+		fprintf(r->kineto, "%s\"Input Dims\": ", f->corr >= 0 ? ", " : "");
+		json_raw(r->kineto, S[f->shapes], "[]0123456789, -");
+		fputs(", \"Input type\": ", r->kineto);
+		json_raw(r->kineto, S[f->types], NULL);
+	}
 	fputs("}}", r->kineto);
 	if (t->gpu && f->corr >= 0) { /* the launch -> kernel flow's end */
 		kineto_sep(r);
@@ -520,6 +543,7 @@ struct ev_args {
 	int64_t corr;      /* "correlation", or -1 */
 	uint64_t alloc;    /* "alloc_bytes" (at a slice's end) */
 	uint32_t dims;     /* "Input Dims" string, or NONE */
+	uint32_t types;    /* "Input type" string, or NONE */
 	uint32_t site;     /* the first line of "py_stack", or NONE */
 };
 
@@ -596,6 +620,8 @@ static void arg(struct report *r, uint64_t seq, const struct field *f, struct ev
 		a->alloc = (uint64_t)v;
 	} else if (an == r->name_dims && str) {
 		a->dims = str_id(&r->str, (const char *)str, len);
+	} else if (an == r->name_types && str) {
+		a->types = str_id(&r->str, (const char *)str, len);
 	} else if (an == r->name_stack && str) {
 		const uint8_t *nl = memchr(str, '\n', len);
 
@@ -612,7 +638,7 @@ static void track_event(struct report *r, uint64_t seq, uint64_t ts, const uint8
 	uint32_t name = UINT32_MAX, cat = UINT32_MAX;
 	int nflows = 0, nterm = 0;
 	int64_t counter = 0;
-	struct ev_args a = { .corr = -1, .dims = NONE, .site = NONE };
+	struct ev_args a = { .corr = -1, .dims = NONE, .types = NONE, .site = NONE };
 	struct track *t;
 
 	while (next_field(&p, d + n, &f, bad)) {
@@ -656,7 +682,7 @@ static void track_event(struct report *r, uint64_t seq, uint64_t ts, const uint8
 			t->stack[t->depth++] = (struct frame){ .name = name, .cat = cat, .ts = ts,
 							       .flow_in = nterm ? term[0] : 0,
 							       .corr = a.corr, .shapes = a.dims,
-							       .site = a.site };
+							       .types = a.types, .site = a.site };
 		else
 			t->overflow++;
 	} else if (type == TE_SLICE_END && t->overflow) {
@@ -955,7 +981,7 @@ static void recommendations(const struct report *r, const struct step_row *rows,
 		fputs(", \"recommendations\": [", o);
 	else
 		fputs("\nRecommendations (shares of all step time)\n", o);
-	ADVICE(SHARE(0) < 50 && SHARE(3) + SHARE(5) > 30,
+	ADVICE(r->nk && SHARE(0) < 50 && SHARE(3) + SHARE(5) > 30,
 	       "The GPU runs kernels %.0f%% of the time while the host spends %.0f%% in CUDA "
 	       "calls and ops: launch-bound. Batch more work per launch (larger batches, "
 	       "torch.compile, CUDA graphs).", SHARE(0), SHARE(3) + SHARE(5));
@@ -966,6 +992,8 @@ static void recommendations(const struct report *r, const struct step_row *rows,
 	ADVICE(SHARE(6) > 25, "%.0f%% of the step is none of kernel, copy, CUDA call, "
 	       "DataLoader or op time (Python, waits, other threads): look at the thread "
 	       "tracks.", SHARE(6));
+	ADVICE(!r->nk, "No GPU kernels in this trace: the steps are host time only (CPU "
+	       "ops %.0f%%); the operator table is the place to look.", SHARE(5));
 	ADVICE(!n && SHARE(0) >= 50, "The GPU runs kernels %.0f%% of the step time: the "
 	       "kernels themselves are the target (see the kernel table).", SHARE(0));
 	if (json)
@@ -1209,6 +1237,7 @@ int report_main(int argc, char **argv)
 	r.name_correlation = str_id(&r.str, "correlation", 11);
 	r.name_alloc = str_id(&r.str, "alloc_bytes", 11);
 	r.name_dims = str_id(&r.str, "Input Dims", 10);
+	r.name_types = str_id(&r.str, "Input type", 10);
 	r.name_stack = str_id(&r.str, "py_stack", 8);
 	if (kineto) {
 		r.kineto = fopen(kineto, "wx");

@@ -232,6 +232,9 @@ def main():
     ap.add_argument("--profile")
     ap.add_argument("--profile-cuda", action="store_true",
                     help="profile CUDA activity too (runtime and driver API records)")
+    ap.add_argument("--profile-shapes",
+                    help="run under torch.profiler(record_shapes=True) and write "
+                    "{'op|input shapes': count} here")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu", help="cpu or cuda (mlp, conv)")
     ap.add_argument("--loop", action="store_true", help="repeat until killed (demo)")
@@ -253,7 +256,17 @@ def main():
     print("ready", os.getpid(), flush=True)
     while args.go and not os.path.exists(args.go):
         time.sleep(0.01)
-    if args.profile:
+    if args.profile_shapes:
+        from torch.profiler import profile, ProfilerActivity
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+            result = fn(args.steps)
+        counts = {}
+        for e in prof.events():
+            key = "%s|%s" % (e.name, e.input_shapes)
+            counts[key] = counts.get(key, 0) + 1
+        with open(args.profile_shapes, "w") as f:
+            json.dump(counts, f, indent=1, sort_keys=True)
+    elif args.profile:
         from torch.profiler import profile, ProfilerActivity
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.profile_cuda else [])
         with profile(activities=acts) as prof:
