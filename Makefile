@@ -53,7 +53,7 @@ all: $(OUTPUT)/ptbpf $(AGENT) $(UNIT_TESTS) $(TESTPROGS)
 $(OUTPUT):
 	$(Q)mkdir -p $@
 
-$(OUTPUT)/%.bpf.o: bpf/%.bpf.c include/ptbpf_events.h | $(OUTPUT)
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.bpf.h) include/ptbpf_events.h | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 

@@ -7,6 +7,7 @@
  * CUPTI correlation id: that call is what joins a kernel to its launch.
  */
 #include "common.bpf.h"
+#include "pystack.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -203,5 +204,18 @@ int ops_exit(struct pt_regs *ctx)
 			bpf_ringbuf_submit(c, BPF_RB_FORCE_WAKEUP);
 		}
 	}
+	return 0;
+}
+
+/* ptbpf_agent_pystack(u64 ts): the agent recorded an op or CUDA call at ts
+ * on this thread and asks for its Python stack (--py-stacks; the agent
+ * samples). */
+SEC("uprobe")
+int agent_pystack(struct pt_regs *ctx)
+{
+	struct ptbpf_py_proc *p = py_wanted(bpf_get_current_pid_tgid() >> 32, false);
+
+	if (p)
+		py_stack_emit(p, PT_REGS_PARM1(ctx));
 	return 0;
 }

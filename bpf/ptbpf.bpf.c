@@ -7,6 +7,7 @@
  * that does not fit is counted by cause, so loss is never silent.
  */
 #include "common.bpf.h"
+#include "pystack.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -50,11 +51,25 @@ struct {
 } open_user SEC(".maps");
 
 /* Entry of at::_ops::<op>::call; the cookie is the op's index. */
+/* --py-stacks with ops from these probes: each op (or one in N) also
+ * sends the thread's Python stack. */
+const volatile bool py_stacks = false;
+
 SEC("uprobe.multi")
 int op_entry(struct pt_regs *ctx)
 {
-	return emit(EV_OP_BEGIN, SRC_ENTRY_PROBE, bpf_get_attach_cookie(ctx),
-		    PT_REGS_SP(ctx));
+	struct ptbpf_event *e = reserve();
+	struct ptbpf_py_proc *p;
+	__u64 ts;
+
+	if (!e)
+		return 0;
+	fill(e, EV_OP_BEGIN, SRC_ENTRY_PROBE, bpf_get_attach_cookie(ctx), PT_REGS_SP(ctx));
+	ts = e->ts;
+	submit(e);
+	if (py_stacks && (p = py_wanted(bpf_get_current_pid_tgid() >> 32, true)))
+		py_stack_emit(p, ts);
+	return 0;
 }
 
 /* A ret (or tail jmp) of an op function: RSP is back at its entry value. */

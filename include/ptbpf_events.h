@@ -52,6 +52,11 @@ enum ptbpf_kind {
 			     * arg0 = bytes (< 0: a free), arg1 = allocated and
 			     * arg2 = reserved bytes on the device after it; id =
 			     * c10::Device: type | index << 8 */
+	EV_PY_CODE,         /* struct ptbpf_py_code: a code object seen for the first
+			     * time in this process: key = its address */
+	EV_PY_STACK,        /* struct ptbpf_py_stack: ts = the ts of the op or call
+			     * it belongs to; id = frames; arg0 = 1 if more
+			     * frames were cut; arg1 = PY_STACK_* status */
 	EV_NAMED_USER_BEGIN = 32, /* named: key = RecordFunction* */
 	EV_NAMED_NODE_TYPE,       /* named: key = Node vptr; name = mangled typeinfo name */
 	EV_NAMED_GPU_NAME,        /* named: id = cookie; key = entry sp; the name a
@@ -164,6 +169,65 @@ struct ptbpf_ops_loc {
 	u32_t slot_bytes; /* header (128 bytes) included */
 };
 
+/*
+ * Python stacks (--py-stacks): where one traced process's CPython keeps
+ * its threads and frames (map py_procs, by tgid), as user/pystack.c finds
+ * them for its version. A thread is found by its pthread_t (the fs base
+ * of the thread the probe fires in) in the interpreter's thread list; its
+ * frames are walked innermost first. PY_NO_FIELD: absent in this version.
+ */
+#define PY_MAX_FRAMES  32
+#define PY_MAX_THREADS 64
+#define PY_NO_FIELD    0xffff
+
+struct ptbpf_py_proc {
+	u64_t runtime;      /* address of _PyRuntime */
+	u16_t interp_head;  /* _PyRuntime.interpreters.head */
+	u16_t threads_head; /* PyInterpreterState.threads.head (3.10: tstate_head) */
+	u16_t ts_next;      /* PyThreadState.next */
+	u16_t ts_thread_id; /* PyThreadState.thread_id (pthread_t) */
+	u16_t ts_frame;     /* .frame (3.10), .cframe (3.11, 3.12), .current_frame (3.13+) */
+	u16_t cframe_frame; /* _PyCFrame.current_frame (3.11, 3.12) or PY_NO_FIELD */
+	u16_t f_back;       /* f_back (3.10) or previous */
+	u16_t f_code;       /* f_code, f_executable (3.13+) */
+	u16_t f_lasti;      /* f_lasti (3.10, an int), prev_instr, instr_ptr (3.13+) */
+	u16_t f_owner;      /* owner (3.12+) or PY_NO_FIELD */
+	u8_t owner_cstack;  /* the owner of a C-stack shim frame: skipped */
+	u8_t lasti_is_int;  /* 3.10 */
+	u32_t every;        /* probes: a stack for one op in `every` (per CPU) */
+	/* Code objects, named once each (EV_PY_CODE), while they are alive: */
+	u64_t code_type;    /* address of PyCode_Type */
+	u16_t co_filename, co_qualname, co_firstlineno, co_linetable;
+	u16_t ascii_data;   /* sizeof(PyASCIIObject): a compact ASCII str's text */
+	u16_t pad2[3];
+};
+
+#define PY_FILE_LEN 160
+#define PY_NAME_LEN 96
+#define PY_LINETABLE_LEN 2048
+
+/* ev.key = the code object; arg0 = co_firstlineno, arg1 = line-table bytes
+ * copied, arg2 = its full length (more than copied: lines past the copy
+ * show the first line). */
+struct ptbpf_py_code {
+	struct ptbpf_event ev;
+	char file[PY_FILE_LEN];
+	char name[PY_NAME_LEN];
+	u8_t linetable[PY_LINETABLE_LEN];
+};
+
+struct ptbpf_py_frame {
+	u64_t code;  /* PyCodeObject* */
+	u64_t lasti; /* f_lasti (3.10) or the instruction pointer (3.11+) */
+};
+
+enum { PY_STACK_OK = 0, PY_STACK_NO_THREAD, PY_STACK_NO_FRAME };
+
+struct ptbpf_py_stack {
+	struct ptbpf_event ev;
+	struct ptbpf_py_frame f[PY_MAX_FRAMES]; /* ev.id of them are sent */
+};
+
 /* Why a record did not reach the ring, or was counted; index of the
  * per-CPU `stats` array. */
 enum ptbpf_stat {
@@ -175,6 +239,8 @@ enum ptbpf_stat {
 	STAT_DROP_GPU_FULL,     /* bpf_ringbuf_reserve failed for a GPU call */
 	STAT_DROP_AGENT_FULL,   /* ... for an agent (device timeline) record */
 	STAT_DROP_OPS_EXIT,     /* ... for op-ring bytes read at process exit */
+	STAT_DROP_PY_STACK,     /* ... for a Python stack */
+	STAT_DROP_PY_CODE,      /* ... for a code object's names */
 	STAT_MAX,
 };
 

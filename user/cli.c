@@ -73,6 +73,9 @@ static const struct argp_option options[] = {
 	{ "shapes", 's', NULL, 0, "Record each op's input shapes and dtypes, as "
 	  "torch.profiler's record_shapes (ops from the agent; torch then boxes every op's "
 	  "arguments, which costs as it does under the profiler)", 0 },
+	{ "py-stacks", 'S', "N", OPTION_ARG_OPTIONAL, "Record the Python stack (CPython "
+	  "3.10-3.13, read by eBPF) of every op and CUDA call, or with N of one in N: shown on "
+	  "the slice as py_stack, summed by call site in `ptbpf report`", 0 },
 	{ "verbose", 'v', NULL, 0, "Verbose output, including libbpf's", 0 },
 	{ NULL, 0, NULL, 0, "ptbpf daemon (fleet mode; --all in bounded windows):", 1 },
 	{ "out-dir", 'D', "DIR", 0, "Where window traces go (created if missing)", 1 },
@@ -221,6 +224,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 's':
 		o->shapes = true;
 		break;
+	case 'S': {
+		uint64_t v = 1;
+
+		if (arg && parse_u64(arg, "--py-stacks", 1, 1000000, &v))
+			return EINVAL;
+		o->py_stacks = (uint32_t)v;
+		break;
+	}
 	case 'a':
 		o->all = true;
 		break;

@@ -34,6 +34,7 @@ struct options {
 	bool all;              /* --all: every process that maps libtorch_cpu.so */
 	bool memory;           /* --memory: the caching allocator's timeline */
 	bool shapes;           /* --shapes: ops' input shapes (agent ops) */
+	uint32_t py_stacks;    /* --py-stacks[=N]: a stack for one op in N (0: off) */
 	/* `ptbpf daemon`: */
 	bool daemon;
 	bool daemon_opt;       /* a daemon option was given */

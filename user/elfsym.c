@@ -193,6 +193,14 @@ static const struct load_seg *seg_of(const struct elf_file *ef, uint64_t vaddr)
 	return NULL;
 }
 
+uint64_t elf_file_off_to_vaddr(struct elf_file *ef, uint64_t off)
+{
+	for (size_t i = 0; i < ef->nsegs; i++)
+		if (off >= ef->segs[i].off && off - ef->segs[i].off < ef->segs[i].filesz)
+			return ef->segs[i].vaddr + (off - ef->segs[i].off);
+	return UINT64_MAX;
+}
+
 uint64_t elf_file_vaddr_to_off(struct elf_file *ef, uint64_t vaddr)
 {
 	const struct load_seg *s = seg_of(ef, vaddr);

@@ -59,6 +59,8 @@ int elf_file_for_each_rodata_string(struct elf_file *ef, const char *prefix,
 const uint8_t *elf_file_bytes(struct elf_file *ef, uint64_t file_off, uint64_t size);
 /* Virtual address -> file offset through the PT_LOAD segments; 0 if unmapped. */
 uint64_t elf_file_vaddr_to_off(struct elf_file *ef, uint64_t vaddr);
+/* File offset -> virtual address through the PT_LOAD segments; UINT64_MAX if none. */
+uint64_t elf_file_off_to_vaddr(struct elf_file *ef, uint64_t off);
 /* Size of the file in bytes (what elf_file_bytes can reach). */
 uint64_t elf_file_size(struct elf_file *ef);
 /* e_machine of the ELF header (EM_X86_64 = 62). */

@@ -4,6 +4,7 @@
 #include "join.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "gpu.h"
 #include "memtrack.h"
 #include "names.h"
+#include "pystack.h"
 #include "shapes.h"
 #include "ptbpf_agent.h"
 #include "target.h"
@@ -28,6 +30,7 @@ enum frame_kind { FR_OP, FR_BWD, FR_USER, FR_GPU };
 struct frame {
 	uint64_t key, ts, child_ns, seq;
 	uint64_t alloc_bytes; /* --memory: bytes allocated while it was innermost */
+	const char *py_stack; /* --py-stacks: interned, or NULL */
 	const char *name;     /* FR_BWD/FR_USER: interned; FR_GPU: the API's */
 	const char *category; /* FR_GPU; others: NULL for the kind's own */
 	uint32_t op;
@@ -38,6 +41,8 @@ struct frame {
 struct thread {
 	uint64_t id; /* pid << 32 | tid */
 	uint64_t track;
+	uint64_t stack_ts;    /* a Python stack that came before its frame: */
+	const char *py_stack; /* the frame opening at stack_ts gets it */
 	int depth;
 	struct frame *stack; /* MAX_STACK, allocated on first push */
 };
@@ -66,6 +71,7 @@ struct join {
 	struct gpu_state *gpu;
 	struct device_state *dev;
 	struct mem_state *mem;
+	struct pystack *py;
 	uint64_t *op_calls, *op_total, *op_self;
 	uint32_t op_cap; /* ops grow as processes are attached */
 	struct join_counts counts;
@@ -126,7 +132,9 @@ struct join *join_new(struct pf_writer *w, struct op_table *ops, bool entries_on
 	j->gpu = gpu_state_new(w, process_track_cb, j);
 	j->dev = device_state_new(w, process_track_cb, j);
 	j->mem = mem_state_new(w, process_track_cb, j);
-	if (!j->threads || !j->strings || !j->fwd_seqs || !j->gpu || !j->dev || !j->mem) {
+	j->py = pystack_new();
+	if (!j->threads || !j->strings || !j->fwd_seqs || !j->gpu || !j->dev || !j->mem ||
+	    !j->py) {
 		join_free(j);
 		return NULL;
 	}
@@ -153,6 +161,7 @@ void join_free(struct join *j)
 	gpu_state_free(j->gpu);
 	device_state_free(j->dev);
 	mem_state_free(j->mem);
+	pystack_free(j->py);
 	free(j);
 }
 
@@ -311,6 +320,10 @@ static void push_frame(struct join *j, struct thread *t, const struct frame *in,
 	}
 	f = &t->stack[t->depth++];
 	*f = *in;
+	if (t->py_stack && t->stack_ts == f->ts) {
+		f->py_stack = t->py_stack;
+		t->py_stack = NULL;
+	}
 	if (f->kind == FR_OP) {
 		struct process *p = find_process(j, (int)(t->id >> 32));
 
@@ -380,7 +393,7 @@ static void close_top_with(struct join *j, struct thread *t, uint64_t ts, enum c
 		[CLOSE_UNWOUND] = "unwound_by_exception", [CLOSE_MISSED] = "end_not_seen",
 		[CLOSE_EXIT] = "cut_by_exit", [CLOSE_STOP] = "cut_at_trace_end",
 	};
-	struct pf_arg args[3 + GPU_MAX_ARGS];
+	struct pf_arg args[4 + GPU_MAX_ARGS];
 	int nargs = 0;
 
 	account_op(j, t, &f, dur);
@@ -397,6 +410,9 @@ static void close_top_with(struct join *j, struct thread *t, uint64_t ts, enum c
 	if (f.alloc_bytes)
 		args[nargs++] = (struct pf_arg){ .name = "alloc_bytes", .type = PF_ARG_UINT,
 						 .u = f.alloc_bytes };
+	if (f.py_stack)
+		args[nargs++] = (struct pf_arg){ .name = "py_stack", .type = PF_ARG_STR,
+						 .s = f.py_stack };
 	for (int i = 0; i < nextra && nargs < (int)(sizeof(args) / sizeof(args[0]) - 1); i++)
 		args[nargs++] = extra[i];
 	if (f.seq != NO_SEQ) {
@@ -904,6 +920,29 @@ static void close_thread(struct join *j, struct thread *t, uint64_t ts, enum clo
 		close_top(j, t, ts, why);
 }
 
+/* A Python stack belongs to the op or call that opened at its ts: the
+ * innermost frame if it is open already, else the next one to open. */
+static void py_stack(struct join *j, struct thread *t, const void *data, uint64_t size)
+{
+	const struct ptbpf_event *e = data;
+	char buf[PY_MAX_FRAMES * 256];
+	const char *s;
+
+	if (size < sizeof(*e) || e->arg[1] != PY_STACK_OK ||
+	    !pystack_format(j->py, data, size, buf, sizeof(buf))) {
+		j->counts.py_stacks_empty++;
+		return;
+	}
+	s = str_set_intern(j->strings, buf);
+	j->counts.py_stacks++;
+	if (t->depth > 0 && t->stack[t->depth - 1].ts == e->ts && !t->stack[t->depth - 1].py_stack) {
+		t->stack[t->depth - 1].py_stack = s;
+	} else {
+		t->py_stack = s;
+		t->stack_ts = e->ts;
+	}
+}
+
 int join_event(struct join *j, const void *data, uint64_t size)
 {
 	const struct ptbpf_event *e = data;
@@ -1006,6 +1045,12 @@ int join_event(struct join *j, const void *data, uint64_t size)
 	case EV_RF_END:
 		rf_end(j, t, e);
 		break;
+	case EV_PY_STACK:
+		py_stack(j, t, data, size);
+		break;
+	case EV_PY_CODE:
+		pystack_code(j->py, data, size);
+		break;
 	case EV_MEM:
 		mem_event(j->mem, e);
 		/* An allocation belongs to the op that made it: the innermost
@@ -1088,6 +1133,11 @@ static int by_total_desc(const void *a, const void *b)
 	uint64_t tb = sort_ctx->op_total[((const struct op_stat *)b)->op];
 
 	return ta < tb ? 1 : ta > tb ? -1 : 0;
+}
+
+struct pystack *join_pystack(const struct join *j)
+{
+	return j->py;
 }
 
 const struct mem_state *join_mem(const struct join *j)

@@ -35,6 +35,9 @@ struct join_counts {
 	uint64_t end_unmatched; /* an end with no begin (begun before attach) */
 	uint64_t too_deep;      /* beyond the trace's nesting limit, not drawn */
 	uint64_t bad_shapes;    /* input-shape bytes that did not parse */
+	uint64_t py_stacks;     /* Python stacks attached to a slice */
+	uint64_t py_stacks_empty; /* ... that had no Python frame (a thread with
+				   * no Python, or between its frames) */
 	uint64_t steps;         /* ProfilerStep#N slices */
 	uint64_t bwd_flows;     /* forward->backward arrows */
 	uint64_t launch_flows;  /* op->launch arrows */
@@ -86,6 +89,8 @@ struct device_state;
 const struct device_state *join_device(const struct join *j);
 struct mem_state;
 const struct mem_state *join_mem(const struct join *j);
+struct pystack;
+struct pystack *join_pystack(const struct join *j);
 /* Ops sorted by total host time, descending; returns how many (<= max). */
 int join_top_ops(const struct join *j, struct op_stat *out, int max);
 

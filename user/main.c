@@ -33,6 +33,7 @@
 #include "daemon.h"
 #include "join.h"
 #include "memtrack.h"
+#include "pystack.h"
 #include "merge.h"
 #include "metrics.h"
 #include "ops_ring.h"
@@ -323,6 +324,24 @@ static bool start_agent_ops(struct session *s, const struct target *t)
 	return true;
 }
 
+/* --py-stacks: where t's interpreter keeps its frames, for the BPF side. */
+static void watch_python(struct session *s, const struct target *t)
+{
+	struct ptbpf_py_proc pp;
+	char err[512];
+	int ret = pystack_find(join_pystack(s->join), t->pid, &pp, err, sizeof(err));
+
+	if (!ret) {
+		pp.every = s->opt.py_stacks;
+		ret = bpf_map__update_elem(s->skel->maps.py_procs, &t->pid, sizeof(t->pid), &pp,
+					   sizeof(pp), BPF_ANY);
+		if (ret)
+			snprintf(err, sizeof(err), "pid %d: %s", t->pid, strerror(-ret));
+	}
+	if (ret)
+		fprintf(stderr, "ptbpf: warning: no Python stacks: %s\n", err);
+}
+
 /* Opens and attaches one more process; 0, or -errno with a message printed. */
 static int add_target(struct session *s, int pid, bool quiet_if_gone)
 {
@@ -356,6 +375,8 @@ static int add_target(struct session *s, int pid, bool quiet_if_gone)
 			pid, strerror(-rpc));
 	if (s->opt.memory && t->torch.fd >= 0 && probes_attach_mem(s->probes, t, err, sizeof(err)))
 		fprintf(stderr, "ptbpf: warning: no memory timeline: %s\n", err);
+	if (s->opt.py_stacks)
+		watch_python(s, t);
 	s->ntargets++;
 	if (s->raw) {
 		raw_ops(s->raw, &s->ops);
@@ -746,6 +767,9 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 			"(unexpected RecordFunction layout: no forward->backward flows)");
 	}
 	print_gpu_calls(s);
+	if (s->opt.py_stacks)
+		fprintf(stderr, "ptbpf: python stacks: %lu on slices, %lu without Python frames\n",
+			(unsigned long)c->py_stacks, (unsigned long)c->py_stacks_empty);
 	if (s->opt.memory) {
 		uint64_t peak_a, peak_r, n;
 
@@ -821,6 +845,7 @@ static int setup_bpf(struct session *s)
 	}
 	bpf_map__set_max_entries(s->skel->maps.events, s->opt.ring_bytes);
 	s->skel->rodata->wakeup_bytes = s->opt.ring_bytes / 16;
+	s->skel->rodata->py_stacks = s->opt.py_stacks > 0;
 	err = ptbpf_bpf__load(s->skel);
 	if (!err)
 		err = ptbpf_bpf__attach(s->skel); /* the sched tracepoints */

@@ -482,11 +482,13 @@ void probes_detach(struct probes *p)
 
 int probes_share_maps(struct ptbpf_bpf *ops, struct bpf_object *obj)
 {
-	const struct bpf_map *mine[] = { ops->maps.events, ops->maps.stats, ops->maps.traced };
+	const struct bpf_map *mine[] = { ops->maps.events, ops->maps.stats, ops->maps.traced,
+					 ops->maps.py_procs };
 
 	for (size_t i = 0; i < sizeof(mine) / sizeof(mine[0]); i++) {
 		struct bpf_map *m = bpf_object__find_map_by_name(obj, bpf_map__name(mine[i]));
-		int err = m ? bpf_map__reuse_fd(m, bpf_map__fd(mine[i])) : -ENOENT;
+		int err = m ? bpf_map__reuse_fd(m, bpf_map__fd(mine[i])) :
+			  mine[i] == ops->maps.py_procs ? 0 : -ENOENT; /* only where stacks are read */
 
 		if (err)
 			return err;

@@ -547,15 +547,19 @@ struct ev_args {
 	uint32_t site;     /* the first line of "py_stack", or NONE */
 };
 
-static void end_slice(struct report *r, struct track *t, uint64_t ts, uint64_t alloc)
+static void end_slice(struct report *r, struct track *t, uint64_t ts, const struct ev_args *a)
 {
 	struct frame f = t->stack[--t->depth];
+	uint64_t alloc = a->alloc;
+
 	uint64_t dur = ts > f.ts ? ts - f.ts : 0;
 
 	if (r->kineto)
 		kineto_slice(r, t, &f, ts);
 	if (t->depth > 0)
 		t->stack[t->depth - 1].child += dur;
+	if (f.site == NONE) /* stacks ride on the end */
+		f.site = a->site;
 	if (f.cat == r->cat_cpu) {
 		struct opstat *o = op_of(r, op_key(r, &f));
 		bool top = true;
@@ -594,6 +598,27 @@ static void end_slice(struct report *r, struct track *t, uint64_t ts, uint64_t a
 	}
 }
 
+/* The frame of a py_stack (innermost first, one per line) that the user
+ * wrote: the innermost outside torch's own package, else the innermost. */
+static uint32_t call_site(struct report *r, const char *s, size_t len)
+{
+	const char *p = s, *end = s + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (!memmem(p, n, "/torch/", 7) && !memmem(p, n, "<frozen ", 8))
+			return str_id(&r->str, p, n);
+		p += n + 1;
+	}
+	{
+		const char *nl = memchr(s, '\n', len);
+
+		return str_id(&r->str, s, nl ? (size_t)(nl - s) : len);
+	}
+}
+
 /* One debug annotation (f: its bytes) into a. */
 static void arg(struct report *r, uint64_t seq, const struct field *f, struct ev_args *a,
 		bool *bad)
@@ -623,9 +648,7 @@ static void arg(struct report *r, uint64_t seq, const struct field *f, struct ev
 	} else if (an == r->name_types && str) {
 		a->types = str_id(&r->str, (const char *)str, len);
 	} else if (an == r->name_stack && str) {
-		const uint8_t *nl = memchr(str, '\n', len);
-
-		a->site = str_id(&r->str, (const char *)str, nl ? (size_t)(nl - str) : len);
+		a->site = call_site(r, (const char *)str, len);
 	}
 }
 
@@ -688,7 +711,7 @@ static void track_event(struct report *r, uint64_t seq, uint64_t ts, const uint8
 	} else if (type == TE_SLICE_END && t->overflow) {
 		t->overflow--;
 	} else if (type == TE_SLICE_END && t->depth > 0) {
-		end_slice(r, t, ts, a.alloc);
+		end_slice(r, t, ts, &a);
 	} else if (type == TE_COUNTER && t->mem) {
 		if (counter > t->peak || !t->peak_ts)
 			t->peak = counter, t->peak_ts = ts;
@@ -1080,8 +1103,8 @@ static void print_text(struct report *r, const char *path, int top, const struct
 	}
 	print_memory_text(r, top);
 	if (r->nsites) {
-		printf("\nPython call sites of the outermost ops (innermost Python frame; host "
-		       "ms)\n  %-70s %8s %10s\n", "site", "ops", "host tot");
+		printf("\nPython call sites of the outermost ops (the innermost frame outside "
+		       "torch; host ms)\n  %-70s %8s %10s\n", "site", "ops", "host tot");
 		for (size_t i = 0; i < r->nsites && (int)i < top; i++)
 			printf("  %-70.70s %8lu %10.3f\n", S[r->site_v[i].site],
 			       (unsigned long)r->site_v[i].calls, r->site_v[i].total / 1e6);

@@ -199,6 +199,8 @@ int target_find_lib(int pid, const char *prefix, struct target_lib *lib)
 			continue;
 		snprintf(lib->path, sizeof(lib->path), "%s", line + pos);
 		err = open_mapping(pid, start, end, makedev(major, minor), ino, lib);
+		lib->map_start = start;
+		lib->map_off = off;
 		break;
 	}
 	fclose(f);

@@ -18,6 +18,7 @@ struct target_lib {
 	int fd;               /* the mapped inode, -1 if absent */
 	char attach_path[32]; /* "/proc/self/fd/N": what uprobes attach to */
 	uint64_t dev, ino;
+	uint64_t map_start, map_off; /* its first mapping: address, file offset */
 };
 
 #define TARGET_MAX_LABELS 8

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The calling thread's Python stack (--py-stacks), read from the target's
+ * CPython: interpreters.head -> threads -> the PyThreadState whose
+ * thread_id (pthread_t, which on x86-64 glibc is the thread's fs base) is
+ * this thread's -> its innermost frame -> the frame chain. Each frame
+ * sends its code object and instruction position; the loader names them
+ * (user/pystack.c), while the code objects are alive. The layout comes
+ * per process from py_procs, filled by the loader.
+ */
+#ifndef PTBPF_PYSTACK_BPF_H
+#define PTBPF_PYSTACK_BPF_H
+
+#include "common.bpf.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct ptbpf_py_proc);
+} py_procs SEC(".maps");
+
+/* The record is built here, then copied into the ring at its real size. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ptbpf_py_stack);
+} py_scratch SEC(".maps");
+
+/* Code objects already sent (EV_PY_CODE), by (tgid, address). */
+struct py_code_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 code;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct py_code_key);
+	__type(value, __u8);
+} py_codes SEC(".maps");
+
+/* probes: per-CPU count of ops seen, for --py-stacks=N sampling. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} py_seen SEC(".maps");
+
+static __always_inline __u64 py_read(__u64 addr)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (void *)addr);
+	return v;
+}
+
+/* The process's layout if this event is to get a stack (sampling). */
+static __always_inline struct ptbpf_py_proc *py_wanted(__u32 tgid, bool sample)
+{
+	struct ptbpf_py_proc *p = bpf_map_lookup_elem(&py_procs, &tgid);
+	__u32 zero = 0, *seen;
+
+	if (!p || !sample || p->every <= 1)
+		return p;
+	seen = bpf_map_lookup_elem(&py_seen, &zero);
+	if (!seen)
+		return NULL;
+	if (++*seen < p->every)
+		return NULL;
+	*seen = 0;
+	return p;
+}
+
+/* The walk's state, for the bpf_loop callbacks (each verified once, where
+ * open-coded loops would be explored iteration by iteration). */
+struct py_walk {
+	struct ptbpf_py_proc *p;
+	struct ptbpf_py_stack *s; /* s->ev.id counts the frames: kept in map
+				   * memory, the count is not tracked value by
+				   * value, so the walk verifies in few states */
+	__u64 self, tstate, frame;
+};
+
+static long py_find_thread(__u32 i, void *ctx)
+{
+	struct py_walk *w = ctx;
+
+	if (!w->tstate)
+		return 1;
+	if (py_read(w->tstate + w->p->ts_thread_id) == w->self)
+		return 1;
+	w->tstate = py_read(w->tstate + w->p->ts_next);
+	if (i == PY_MAX_THREADS - 1)
+		w->tstate = 0; /* not among the first PY_MAX_THREADS */
+	return 0;
+}
+
+/* A str's text: compact ASCII after PyASCIIObject, compact Latin-1 16
+ * bytes later (utf8_length, utf8); anything else is left "?". */
+static __always_inline void py_str(struct ptbpf_py_proc *p, __u64 obj, char *dst, __u32 len)
+{
+	__u8 state = 0;
+	__u64 at = obj + p->ascii_data;
+
+	dst[0] = '?';
+	dst[1] = 0;
+	if (!obj || bpf_probe_read_user(&state, 1, (void *)(obj + 32)))
+		return;
+	if (!(state & 0x20) || ((state >> 2) & 7) != 1)
+		return;
+	if (!(state & 0x40))
+		at += 16;
+	if (bpf_probe_read_user_str(dst, len, (void *)at) < 0) {
+		dst[0] = '?';
+		dst[1] = 0;
+	}
+}
+
+/* The first time this process's code object is seen: its names and line
+ * table, read now, while it is alive (the loader may read too late). */
+static __always_inline void py_code_once(struct ptbpf_py_proc *p, __u64 code)
+{
+	struct py_code_key k = { .tgid = bpf_get_current_pid_tgid() >> 32, .code = code };
+	struct ptbpf_py_code *c;
+	__u64 lt, n = 0;
+	__u8 one = 1;
+	__s32 first = 0;
+
+	if (!code || py_read(code + 8) != p->code_type || bpf_map_lookup_elem(&py_codes, &k))
+		return;
+	c = reserve_sized(sizeof(*c), STAT_DROP_PY_CODE);
+	if (!c)
+		return; /* not marked: tried again next time */
+	bpf_map_update_elem(&py_codes, &k, &one, BPF_ANY);
+	fill(&c->ev, EV_PY_CODE, SRC_ENTRY_PROBE, 0, code);
+	py_str(p, py_read(code + p->co_filename), c->file, sizeof(c->file));
+	py_str(p, py_read(code + p->co_qualname), c->name, sizeof(c->name));
+	bpf_probe_read_user(&first, sizeof(first), (void *)(code + p->co_firstlineno));
+	c->ev.arg[0] = (__u32)first;
+	lt = py_read(code + p->co_linetable);
+	if (lt)
+		n = py_read(lt + 16);
+	c->ev.arg[2] = n;
+	if (n > PY_LINETABLE_LEN)
+		n = PY_LINETABLE_LEN;
+	if (n && bpf_probe_read_user(c->linetable, n, (void *)(lt + 32)))
+		n = 0;
+	c->ev.arg[1] = n;
+	submit(c);
+}
+
+static long py_frame(__u32 i, void *ctx)
+{
+	struct py_walk *w = ctx;
+	struct ptbpf_py_proc *p = w->p;
+	__u32 n = w->s->ev.id;
+	__u8 owner = 0;
+
+	if (!w->frame || n >= PY_MAX_FRAMES)
+		return 1;
+	if (p->f_owner != PY_NO_FIELD) {
+		bpf_probe_read_user(&owner, 1, (void *)(w->frame + p->f_owner));
+		if (owner == p->owner_cstack) { /* a C-stack shim: no Python frame */
+			w->frame = py_read(w->frame + p->f_back);
+			return 0;
+		}
+	}
+	n &= PY_MAX_FRAMES - 1;
+	w->s->f[n].code = py_read(w->frame + p->f_code);
+	py_code_once(p, w->s->f[n].code);
+	w->s->f[n].lasti = py_read(w->frame + p->f_lasti) &
+			   (p->lasti_is_int ? 0xffffffffull : ~0ull);
+	w->s->ev.id = n + 1;
+	w->frame = py_read(w->frame + p->f_back);
+	return 0;
+}
+
+/* Sends the calling thread's Python stack as an EV_PY_STACK stamped ts. */
+static __always_inline void py_stack_emit(struct ptbpf_py_proc *p, __u64 ts)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct py_walk w = { .p = p };
+	__u32 zero = 0, status = PY_STACK_NO_THREAD, n;
+	__u64 flags;
+
+	w.s = bpf_map_lookup_elem(&py_scratch, &zero);
+	if (!w.s)
+		return;
+	fill(&w.s->ev, EV_PY_STACK, SRC_ENTRY_PROBE, 0, 0);
+	w.s->ev.ts = ts;
+	w.self = BPF_CORE_READ(task, thread.fsbase);
+	w.tstate = py_read(py_read(p->runtime + p->interp_head) + p->threads_head);
+	bpf_loop(PY_MAX_THREADS, py_find_thread, &w, 0);
+	if (w.tstate) {
+		status = PY_STACK_NO_FRAME;
+		w.frame = py_read(w.tstate + p->ts_frame);
+		if (w.frame && p->cframe_frame != PY_NO_FIELD)
+			w.frame = py_read(w.frame + p->cframe_frame);
+		bpf_loop(PY_MAX_FRAMES + 8, py_frame, &w, 0);
+	}
+	n = w.s->ev.id;
+	if (n)
+		status = PY_STACK_OK;
+	w.s->ev.arg[0] = w.frame != 0;
+	w.s->ev.arg[1] = status;
+	stat_inc(STAT_SENT);
+	flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
+		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	if (n > PY_MAX_FRAMES)
+		n = PY_MAX_FRAMES;
+	if (bpf_ringbuf_output(&events, w.s, sizeof(w.s->ev) + n * sizeof(w.s->f[0]), flags))
+		stat_inc(STAT_DROP_PY_STACK);
+}
+
+#endif /* PTBPF_PYSTACK_BPF_H */

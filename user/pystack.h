@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Python stacks (--py-stacks): finding a traced process's CPython (3.10 to
+ * 3.13) and its layout, which the BPF side walks (bpf/pystack.bpf.h), and
+ * naming the frames it sends: each code object is read once from the
+ * process (file name, qualified name, line table) and each frame's line
+ * computed from its instruction position.
+ */
+#ifndef PTBPF_PYSTACK_H
+#define PTBPF_PYSTACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ptbpf_events.h"
+
+struct pystack;
+
+struct pystack *pystack_new(void);
+void pystack_free(struct pystack *ps);
+/* Finds pid's interpreter (a libpython3.X or python3.X mapped by it that
+ * defines _PyRuntime) and fills *out for py_procs. 0, or -errno with a
+ * one-line reason in err (-ENOENT: no Python in the process). */
+int pystack_find(struct pystack *ps, int pid, struct ptbpf_py_proc *out, char *err,
+		 size_t errlen);
+/* An EV_PY_CODE record: a code object's names, read by BPF while alive. */
+void pystack_code(struct pystack *ps, const struct ptbpf_py_code *c, size_t size);
+/* The frames of an EV_PY_STACK record (size bytes), innermost first, as
+ * "file(line): qualname" lines joined by '\n' into buf. Returns the
+ * number of frames written. */
+int pystack_format(struct pystack *ps, const struct ptbpf_py_stack *s, size_t size, char *buf,
+		   size_t len);
+
+#endif /* PTBPF_PYSTACK_H */
