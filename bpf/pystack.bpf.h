@@ -122,7 +122,7 @@ static __always_inline void py_str(struct ptbpf_py_proc *p, __u64 obj, char *dst
 
 /* The first time this process's code object is seen: its names and line
  * table, read now, while it is alive (the loader may read too late). */
-static __always_inline void py_code_once(struct ptbpf_py_proc *p, __u64 code)
+static __always_inline void py_code_once(struct ptbpf_py_proc *p, __u64 code, __u64 ts)
 {
 	struct py_code_key k = { .tgid = bpf_get_current_pid_tgid() >> 32, .code = code };
 	struct ptbpf_py_code *c;
@@ -137,6 +137,7 @@ static __always_inline void py_code_once(struct ptbpf_py_proc *p, __u64 code)
 		return; /* not marked: tried again next time */
 	bpf_map_update_elem(&py_codes, &k, &one, BPF_ANY);
 	fill(&c->ev, EV_PY_CODE, SRC_ENTRY_PROBE, 0, code);
+	c->ev.ts = ts - 1; /* merged by time (reorder.c): just before its stack */
 	py_str(p, py_read(code + p->co_filename), c->file, sizeof(c->file));
 	py_str(p, py_read(code + p->co_qualname), c->name, sizeof(c->name));
 	bpf_probe_read_user(&first, sizeof(first), (void *)(code + p->co_firstlineno));
@@ -171,7 +172,7 @@ static long py_frame(__u32 i, void *ctx)
 	}
 	n &= PY_MAX_FRAMES - 1;
 	w->s->f[n].code = py_read(w->frame + p->f_code);
-	py_code_once(p, w->s->f[n].code);
+	py_code_once(p, w->s->f[n].code, w->s->ev.ts);
 	w->s->f[n].lasti = py_read(w->frame + p->f_lasti) &
 			   (p->lasti_is_int ? 0xffffffffull : ~0ull);
 	w->s->ev.id = n + 1;

@@ -125,6 +125,8 @@ struct ptbpf_ops_rec {
 /* Words of the activation file after "PID ops": what else the recorder
  * records. */
 #define OPS_WORD_SHAPES " shapes"
+#define OPS_WORD_STACKS " pystacks=" /* N: call ptbpf_agent_pystack for one
+				      * op or CUDA call in N per thread */
 
 /*
  * Input shapes (record_shapes), after a BEGIN's name: u8 count, then per

@@ -13,7 +13,8 @@ from conftest import BUILD, require
 AGENT = os.path.join(BUILD, "libptbpf-agent.so")
 PYTHON = "/usr/bin/python3"
 PROBES = ["ptbpf_agent_correlate", "ptbpf_agent_kernel", "ptbpf_agent_memcpy",
-          "ptbpf_agent_memset", "ptbpf_agent_dropped", "ptbpf_agent_status"]
+          "ptbpf_agent_memset", "ptbpf_agent_dropped", "ptbpf_agent_status",
+          "ptbpf_agent_pystack"]
 CONTROLS = ["ptbpf_agent_activate", "ptbpf_agent_deactivate", "InitializeInjection"]
 STATUS = re.compile(r"^ptbpf-agent\[(\d+)\]: (.*) \((-?\d+)\)$", re.M)
 

@@ -57,6 +57,13 @@ PROBE_ENTRY void ptbpf_agent_correlate(uint32_t correlation_id, uint32_t cbid, u
 	asm volatile("nop" ::: "memory");
 }
 
+/* --py-stacks: the op or CUDA call recorded at ts on this thread wants its
+ * Python stack, which ptbpf's BPF program reads from here. */
+PROBE_ENTRY void ptbpf_agent_pystack(uint64_t ts)
+{
+	asm volatile("nop" ::: "memory");
+}
+
 PROBE_ENTRY void ptbpf_agent_kernel(const struct ptbpf_agent_kernel *r)
 {
 	asm volatile("nop" ::: "memory");
@@ -559,8 +566,15 @@ static void activate_locked(bool by_file, bool want_ops)
 	if (want_ops) {
 		char words[128];
 
-		d = agent_ops_start(why, sizeof(why),
-				    strstr(file_words(words, sizeof(words)), OPS_WORD_SHAPES) != NULL);
+		const char *st;
+		unsigned every = 0;
+
+		file_words(words, sizeof(words));
+		st = strstr(words, OPS_WORD_STACKS);
+		if (st && sscanf(st + strlen(OPS_WORD_STACKS), "%u", &every) != 1)
+			every = 0;
+		d = agent_ops_start(why, sizeof(why), strstr(words, OPS_WORD_SHAPES) != NULL,
+				    every);
 		if (d)
 			report_with(PTBPF_AGENT_OPS_ON, (uintptr_t)d,
 				    "ops: RecordFunction callbacks on, %u rings of %u KiB",

@@ -83,6 +83,8 @@ static _Atomic int sas_off = -1; /* -1: not known yet; 0: not found */
 static _Atomic uint32_t sas_tries;
 static const void *undefined_tensor; /* c10::UndefinedTensorImpl::_singleton */
 static bool want_shapes;
+static unsigned stacks_every;
+static __thread unsigned stacks_seen;
 
 enum { SC_FUNCTION = 0, SC_BACKWARD = 1, SC_USER = 7, SC_OTHER = 0xff };
 
@@ -146,8 +148,10 @@ static struct ptbpf_ops_slot *thread_slot(void)
 	return NO_SLOT;
 }
 
-static void put(uint8_t type, uint8_t scope, const void *rf, int64_t seq,
-		const char *name, size_t nlen, const uint8_t *shapes, size_t slen)
+/* Writes a record into this thread's ring; its timestamp, or 0 if it was
+ * not written. */
+static uint64_t put(uint8_t type, uint8_t scope, const void *rf, int64_t seq,
+		    const char *name, size_t nlen, const uint8_t *shapes, size_t slen)
 {
 	struct ptbpf_ops_slot *s = thread_slot();
 	const uint64_t cap = desc.slot_bytes - sizeof(*s);
@@ -158,7 +162,7 @@ static void put(uint8_t type, uint8_t scope, const void *rf, int64_t seq,
 
 	if (s == NO_SLOT) {
 		__atomic_fetch_add(&desc.no_slot, 1, __ATOMIC_RELAXED);
-		return;
+		return 0;
 	}
 	data = (uint8_t *)(s + 1);
 	head = s->head;
@@ -167,7 +171,7 @@ static void put(uint8_t type, uint8_t scope, const void *rf, int64_t seq,
 	skip = cap - pos < size ? cap - pos : 0;
 	if (head + skip + size - tail > cap) {
 		__atomic_store_n(&s->dropped, s->dropped + 1, __ATOMIC_RELAXED);
-		return;
+		return 0;
 	}
 	if (skip >= sizeof(*r)) {
 		r = (struct ptbpf_ops_rec *)(data + pos);
@@ -181,6 +185,16 @@ static void put(uint8_t type, uint8_t scope, const void *rf, int64_t seq,
 	if (slen)
 		memcpy((uint8_t *)(r + 1) + nlen, shapes, slen);
 	__atomic_store_n(&s->head, head + skip + size, __ATOMIC_RELEASE);
+	return r->ts;
+}
+
+/* A begin at ts that asks for its Python stack (one in stacks_every). */
+static void maybe_stack(uint64_t ts)
+{
+	if (stacks_every && ts && ++stacks_seen >= stacks_every) {
+		stacks_seen = 0;
+		ptbpf_agent_pystack(ts);
+	}
 }
 
 static bool sas_fits(const uint8_t *impl, int off)
@@ -300,7 +314,8 @@ static void begin(const void *rf, uint8_t scope)
 		name = "";
 	if (want_shapes && scope == SC_FUNCTION && __atomic_load_n(&desc.layout_ok, __ATOMIC_RELAXED))
 		slen = shapes_of(rf, shapes);
-	put(OPS_REC_BEGIN, scope, rf, seq, name, strnlen(name, PTBPF_OPS_NAME_MAX), shapes, slen);
+	maybe_stack(put(OPS_REC_BEGIN, scope, rf, seq, name, strnlen(name, PTBPF_OPS_NAME_MAX),
+			shapes, slen));
 }
 
 static void **start_function(void **ret, const void *rf)
@@ -351,8 +366,9 @@ bool agent_ops_api(bool enter, uint32_t domain, uint32_t correlation, const char
 	if (enter) {
 		if (!name)
 			name = "cuda?";
-		put(OPS_REC_BEGIN, OPS_SCOPE_CUDA_API | (uint8_t)domain, (const void *)(uintptr_t)key,
-		    correlation, name, strnlen(name, PTBPF_OPS_NAME_MAX), NULL, 0);
+		maybe_stack(put(OPS_REC_BEGIN, OPS_SCOPE_CUDA_API | (uint8_t)domain,
+				(const void *)(uintptr_t)key, correlation, name,
+				strnlen(name, PTBPF_OPS_NAME_MAX), NULL, 0));
 	} else {
 		put(OPS_REC_END, 0, (const void *)(uintptr_t)key, correlation, NULL, 0, NULL, 0);
 	}
@@ -452,7 +468,8 @@ static void add(void **(*start)(void **, const void *), const int *scopes, int n
 	handles[nhandles++] = p_add(cb);
 }
 
-const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes)
+const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes,
+					     unsigned every)
 {
 	static const int function[] = { SC_FUNCTION }, backward[] = { SC_BACKWARD },
 			 user[] = { SC_USER }, other[] = { 2, 3, 4, 5, 6, 8, 9 };
@@ -462,6 +479,7 @@ const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes)
 	if (resolve(why, len) || alloc_slots(why, len))
 		return NULL;
 	want_shapes = shapes;
+	stacks_every = every;
 	atomic_store(&recording, 1);
 	add(start_function, function, 1, shapes);
 	add(start_backward, backward, 1, false);

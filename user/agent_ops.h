@@ -15,7 +15,12 @@
 /* Registers the callbacks (the rings are allocated at the first start and
  * kept). The rings' descriptor, or NULL with a one-line reason in why. */
 /* shapes: also record the input shapes of aten ops (record_shapes). */
-const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes);
+/* stacks_every: call ptbpf_agent_pystack for one op or CUDA call in that
+ * many on each thread (0: never). */
+const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes,
+					     unsigned stacks_every);
+/* agent.c's probe point for Python stacks. */
+void ptbpf_agent_pystack(uint64_t ts);
 /* At process exit: stops recording and waits (250 ms at most) until
  * ptbpf has read the rings. */
 void agent_ops_exit(void);

@@ -131,6 +131,9 @@ int device_probes_scan(struct device_probes *d, const struct target *t, bool ops
 	if (!err)
 		err = attach_one(d, d->skel->progs.agent_status, t->pid, lib.attach_path, ef,
 				 "ptbpf_agent_status");
+	if (!err)
+		err = attach_one(d, d->skel->progs.agent_pystack, t->pid, lib.attach_path, ef,
+				 "ptbpf_agent_pystack");
 	elf_file_close(ef);
 	close(lib.fd);
 	d->pids[d->npids++] = t->pid; /* failures are not retried */

@@ -358,6 +358,8 @@ static int add_target(struct session *s, int pid, bool quiet_if_gone)
 	ret = target_open(pid, t, err, sizeof(err));
 	if (!ret) {
 		join_add_process(s->join, t);
+		if (s->opt.py_stacks) /* before any op can ask for a stack */
+			watch_python(s, t);
 		agent_ops = wants_agent_ops(s, t) && start_agent_ops(s, t);
 		if (!agent_ops)
 			ret = probes_attach(s->probes, t, &rep, &exiting, err, sizeof(err));
@@ -375,8 +377,6 @@ static int add_target(struct session *s, int pid, bool quiet_if_gone)
 			pid, strerror(-rpc));
 	if (s->opt.memory && t->torch.fd >= 0 && probes_attach_mem(s->probes, t, err, sizeof(err)))
 		fprintf(stderr, "ptbpf: warning: no memory timeline: %s\n", err);
-	if (s->opt.py_stacks)
-		watch_python(s, t);
 	s->ntargets++;
 	if (s->raw) {
 		raw_ops(s->raw, &s->ops);
@@ -732,6 +732,7 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 		[EV_AGENT_DROPPED] = "CUPTI drop report", [EV_NAMED_AGENT_STATUS] = "agent status",
 		[EV_LONG_NAME_KERNEL] = "kernel name", [EV_NAMED_RF_BEGIN] = "op begin (agent)",
 		[EV_RF_END] = "op end (agent)", [EV_RPC] = "rpc message", [EV_MEM] = "memory record",
+		[EV_PY_STACK] = "python stack", [EV_PY_CODE] = "python code object",
 		[EV_EXEC] = "exec",
 	};
 	struct op_stat top[10];
@@ -875,8 +876,13 @@ static int setup_bpf(struct session *s)
 	s->probes = probes_new(s->skel, &s->ops, s->opt.entries_only);
 	s->gpu = gpu_probes_new(s->skel);
 	s->dev = device_probes_new(s->skel);
-	if (s->dev && s->opt.shapes)
-		device_probes_ops_words(s->dev, OPS_WORD_SHAPES);
+	if (s->dev) {
+		char words[64];
+
+		snprintf(words, sizeof(words), "%s%s%u", s->opt.shapes ? OPS_WORD_SHAPES : "",
+			 OPS_WORD_STACKS, s->opt.py_stacks);
+		device_probes_ops_words(s->dev, words);
+	}
 	if (!s->dev)
 		fprintf(stderr, "ptbpf: warning: loading the agent BPF programs failed (%s): no GPU "
 			"timeline\n", strerror(errno));
