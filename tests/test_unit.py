@@ -27,3 +27,39 @@ def test_elf_symbols_exit_sites_op_names():
     libs = glob.glob(LIBTORCH)
     assert libs, "Debian's libtorch (python3-torch) is not installed"
     run_unit("test_elfsym", libs[0])
+
+
+def test_python_line_tables_and_shape_formatting(tmp_path):
+    """ptbpf's line-table decoders against the interpreter's own co_lines(),
+    on every code object of a few stdlib modules (Debian's python3 here;
+    more versions where pyenv has them)."""
+    gen = r'''
+import sys, types, importlib
+def codes(co):
+    yield co
+    for c in co.co_consts:
+        if isinstance(c, types.CodeType):
+            yield from codes(c)
+minor = sys.version_info[1]
+out = []
+for name in ("json.decoder", "argparse", "collections", "email.message"):
+    m = importlib.import_module(name)
+    src = open(m.__file__).read()
+    for co in codes(compile(src, m.__file__, "exec")):
+        pairs = []
+        for start, end, line in co.co_lines():
+            for b in range(start, end, 2):
+                pairs.append("%d:%d" % (b // 2, -1 if line is None else line))
+        out.append("%d %d %s %s" % (minor, co.co_firstlineno, co.co_linetable.hex() or "00",
+                                    " ".join(pairs)))
+print("\n".join(out))
+'''
+    import shutil
+    pythons = ["/usr/bin/python3"] + sorted(glob.glob("/root/.pyenv/versions/3.1[0-3].*/bin/python3"))
+    cases = tmp_path / "cases.txt"
+    with open(cases, "w") as f:
+        for py in pythons:
+            if shutil.which(py):
+                f.write(subprocess.run([py, "-c", gen], check=True, capture_output=True,
+                                       text=True).stdout + "\n")
+    run_unit("test_pyline", str(cases))

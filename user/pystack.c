@@ -299,7 +299,7 @@ int pystack_find(struct pystack *ps, int pid, struct ptbpf_py_proc *out, char *e
 
 /* 3.10's line table (PEP 626): (bytecode byte delta, line delta) pairs;
  * a line delta of -128 has no line. lasti_bytes = f_lasti * 2. */
-static int line_310(const uint8_t *t, size_t n, int line, int lasti_bytes)
+int pystack_line_310(const uint8_t *t, size_t n, int line, int lasti_bytes)
 {
 	int end = 0;
 
@@ -339,7 +339,7 @@ static unsigned varint(const uint8_t *p, const uint8_t *lim)
  * Form 15 has no location; 13 and 14 start with a signed varint line
  * delta; 10-12 are one-line forms with delta form - 10; 0-9 keep the
  * line. instr: the instruction's index in code units. */
-static int line_311(const uint8_t *t, size_t n, int line, int instr)
+int pystack_line_311(const uint8_t *t, size_t n, int line, int instr)
 {
 	const uint8_t *p = t, *lim = t + n;
 	int end = 0;
@@ -498,10 +498,10 @@ int pystack_format(struct pystack *ps, const struct ptbpf_py_stack *s, size_t si
 		if (!c->nlinetable)
 			line = c->firstlineno;
 		else if (!p->code.code_adaptive) /* 3.10: f_lasti in code units */
-			line = line_310(c->linetable, c->nlinetable, c->firstlineno,
+			line = pystack_line_310(c->linetable, c->nlinetable, c->firstlineno,
 					(int)s->f[i].lasti * 2);
 		else
-			line = line_311(c->linetable, c->nlinetable, c->firstlineno,
+			line = pystack_line_311(c->linetable, c->nlinetable, c->firstlineno,
 					(int)(((int64_t)s->f[i].lasti - (int64_t)s->f[i].code -
 					       p->code.code_adaptive) / 2));
 		if (line < 0 && c->truncated)

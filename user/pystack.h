@@ -31,4 +31,10 @@ void pystack_code(struct pystack *ps, const struct ptbpf_py_code *c, size_t size
 int pystack_format(struct pystack *ps, const struct ptbpf_py_stack *s, size_t size, char *buf,
 		   size_t len);
 
+/* A line from a line table (-1: no line there). 3.10's co_linetable and a
+ * byte offset (f_lasti * 2); 3.11+'s location table and an index in
+ * 2-byte code units. */
+int pystack_line_310(const uint8_t *t, size_t n, int firstlineno, int lasti_bytes);
+int pystack_line_311(const uint8_t *t, size_t n, int firstlineno, int instr);
+
 #endif /* PTBPF_PYSTACK_H */

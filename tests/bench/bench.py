@@ -70,16 +70,23 @@ def parse_summary(err):
     return out
 
 
-# (name, ptbpf arguments) of the traced rounds, in turn.
-MODES = [("agent", ["--ops", "agent"]), ("probes", ["--ops", "probes"]),
-         ("entries", ["--entries-only"])]
+# (name, ptbpf arguments, the torch.profiler variant it is compared with)
+# of the traced rounds; --modes picks which run, in turn.
+ALL_MODES = [("agent", ["--ops", "agent"], "plain"), ("probes", ["--ops", "probes"], "plain"),
+             ("entries", ["--entries-only"], "plain"),
+             ("shapes", ["--ops", "agent", "--shapes"], "shapes"),
+             ("stacks", ["--ops", "agent", "--py-stacks"], "stack"),
+             ("stacks10", ["--ops", "agent", "--py-stacks=10"], "stack"),
+             ("memory", ["--ops", "agent", "--memory"], "memory")]
+MODES = ALL_MODES[:3]
 
 
 def bench_workload(args, workload):
     ctl = tempfile.mkdtemp(prefix="ptbpf-bench-")
     target = subprocess.Popen([args.python, os.path.join(HERE, "bench_target.py"), workload,
                                "--device", args.device, "--ctl", ctl,
-                               "--rounds", str(args.rounds)],
+                               "--rounds", str(args.rounds), "--profilers",
+                               ",".join(sorted(set(m[2] for m in MODES)))],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     values, runs = {}, []
     tracer = None
@@ -94,11 +101,13 @@ def bench_workload(args, workload):
                 if phase == "traced":
                     phase = "traced_" + MODES[rnd % len(MODES)][0]
                 values.setdefault(phase, []).append(v)
-                if phase == "profiler_postprocess" and rnd == args.rounds - 1:
+                # The target times each profiler variant once a round, last.
+                post = sum(len(v) for k, v in values.items() if k.endswith("postprocess"))
+                if post == args.rounds * len(set(m[2] for m in MODES)):
                     break
             elif words[0] == "barrier" and words[1].startswith("attached"):
                 rnd = int(words[1][len("attached"):])
-                mode, extra = MODES[rnd % len(MODES)]
+                mode, extra, _ = MODES[rnd % len(MODES)]
                 trace = os.path.join(ctl, "t%d.pftrace" % rnd)
                 t0 = time.time()
                 tracer = subprocess.Popen([args.ptbpf, "-p", str(target.pid), "-o", trace] + extra,
@@ -171,20 +180,31 @@ def report(args, results):
                  "traced_probes": "ptbpf --ops probes (uprobe spans%s)" % (
                      " + launches + CUPTI" if args.device == "cuda" else ""),
                  "traced_entries": "ptbpf --entries-only",
-                 "after_detach": "after ptbpf detached", "profiler": "torch.profiler"}
-        prof = med(values.get("profiler", [])) / base - 1
-        lines.append("| phase | %s | vs untraced | overhead / profiler's |" % name)
+                 "traced_shapes": "ptbpf --shapes", "traced_stacks": "ptbpf --py-stacks",
+                 "traced_stacks10": "ptbpf --py-stacks=10", "traced_memory": "ptbpf --memory",
+                 "after_detach": "after ptbpf detached", "profiler": "torch.profiler",
+                 "profiler_shapes": "torch.profiler(record_shapes=True)",
+                 "profiler_stack": "torch.profiler(with_stack=True)",
+                 "profiler_memory": "torch.profiler(profile_memory=True)"}
+
+        def prof_of(variant):
+            key = "profiler" if variant == "plain" else "profiler_" + variant
+            return med(values.get(key, [])) / base - 1
+
+        lines.append("| phase | %s | vs untraced | overhead / profiler's (same options) |" % name)
         lines.append("|---|---|---|---|")
-        for phase in ("untraced", "traced_agent", "traced_probes", "traced_entries",
-                      "after_detach", "profiler"):
+        variants = sorted(set(m[2] for m in MODES), key=lambda v: v != "plain")
+        for phase in (["untraced"] + ["traced_" + m[0] for m in MODES] + ["after_detach"] +
+                      ["profiler" if v == "plain" else "profiler_" + v for v in variants]):
             v = med(values.get(phase, []))
+            mode = next((m for m in MODES if "traced_" + m[0] == phase), None)
+            prof = prof_of(mode[2]) if mode else 0
             lines.append("| %s | %.3f | %+.1f%% | %s |" % (
                 label.get(phase, phase), v * scale, (v / base - 1) * 100,
-                "%.2f" % ((v / base - 1) / prof) if phase.startswith("traced") and prof > 0
-                else ""))
+                "%.2f" % ((v / base - 1) / prof) if mode and prof > 0 else ""))
         lines.append("| profiler post-processing | %.2f s | |" %
                      med(values.get("profiler_postprocess", [])))
-        for r in [[r for r in runs if r["mode"] == m][-1] for m, _ in MODES
+        for r in [[r for r in runs if r["mode"] == m][-1] for m, _, _ in MODES
                   if any(r["mode"] == m for r in runs)]:
             events = r.get("received", 0)
             lines.append("")
@@ -195,7 +215,8 @@ def report(args, results):
                              r.get("kernels", 0),
                              r.get("mb", 0), r.get("mb", 0) * 1e6 / max(events, 1),
                              r.get("rss_mb", 0)))
-        if workload == "smallop":
+        if workload == "smallop" and [m[0] for m in MODES[:3]] == ["agent", "probes",
+                                                                   "entries"]:
             entry = med(values["traced_entries"]) - base
             ret = med(values["traced_probes"]) - med(values["traced_entries"])
             lines.append("")
@@ -222,11 +243,17 @@ def main():
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--python", default="/usr/bin/python3")
     ap.add_argument("--ptbpf", default=os.path.join(ROOT, "build", "ptbpf"))
-    ap.add_argument("--rounds", type=int, default=6, help="a multiple of 3 (one per op source)")
+    ap.add_argument("--rounds", type=int, default=6, help="a multiple of the number of --modes")
     ap.add_argument("--workloads", default=None)
     ap.add_argument("--out")
     ap.add_argument("--raw", action="store_true", help="print every round's value")
+    ap.add_argument("--modes", default="agent,probes,entries",
+                    help="traced modes, in turn: " + ",".join(m[0] for m in ALL_MODES))
     args = ap.parse_args()
+    global MODES
+    MODES = [next(m for m in ALL_MODES if m[0] == name) for name in args.modes.split(",")]
+    if args.rounds % len(MODES):
+        ap.error("--rounds must be a multiple of the number of --modes")
     workloads = (args.workloads.split(",") if args.workloads else
                  ["smallop", "step"] + (["gpubound"] if args.device == "cuda" else []))
     torch_version = subprocess.run([args.python, "-c", "import torch; print(torch.__version__)"],

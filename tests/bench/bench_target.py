@@ -84,7 +84,12 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--ctl", required=True)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--profilers", default="plain",
+                    help="torch.profiler variants to time: plain, shapes (record_shapes), "
+                    "stack (with_stack), memory (profile_memory)")
     args = ap.parse_args()
+    variants = dict(plain={}, shapes=dict(record_shapes=True), stack=dict(with_stack=True),
+                    memory=dict(profile_memory=True))
     torch.set_num_threads(1)
     run, n = globals()[args.workload](args.device)
     for _ in range(3):
@@ -98,16 +103,20 @@ def main():
         print("value traced", r, timed(run, n), flush=True)
         barrier(args.ctl, "detached%d" % r)
         print("value after_detach", r, timed(run, n), flush=True)
+    names = args.profilers.split(",")
     for r in range(args.rounds):
         print("value untraced", args.rounds + r, timed(run, n), flush=True)
-        prof = profile(activities=acts)
-        prof.__enter__()
-        v = timed(run, n)
-        t0 = time.perf_counter()
-        prof.__exit__(None, None, None)
-        prof.key_averages()
-        print("value profiler", r, v, flush=True)
-        print("value profiler_postprocess", r, time.perf_counter() - t0, flush=True)
+        for name in names:
+            prof = profile(activities=acts, **variants[name])
+            prof.__enter__()
+            v = timed(run, n)
+            t0 = time.perf_counter()
+            prof.__exit__(None, None, None)
+            prof.key_averages()
+            suffix = "" if name == "plain" else "_" + name
+            print("value profiler%s" % suffix, r, v, flush=True)
+            print("value profiler%s_postprocess" % suffix, r, time.perf_counter() - t0,
+                  flush=True)
     sys.stdout.flush()
     os._exit(0)
 
