@@ -84,7 +84,9 @@ static _Atomic uint32_t sas_tries;
 static const void *undefined_tensor; /* c10::UndefinedTensorImpl::_singleton */
 static bool want_shapes;
 static unsigned stacks_every;
-static __thread unsigned stacks_seen;
+/* RecordFunctions open on this thread: only the outermost asks for a
+ * Python stack (the ones inside it, and their CUDA calls, share it). */
+static __thread unsigned stacks_seen, open_depth;
 
 enum { SC_FUNCTION = 0, SC_BACKWARD = 1, SC_USER = 7, SC_OTHER = 0xff };
 
@@ -188,10 +190,11 @@ static uint64_t put(uint8_t type, uint8_t scope, const void *rf, int64_t seq,
 	return r->ts;
 }
 
-/* A begin at ts that asks for its Python stack (one in stacks_every). */
+/* A begin at ts, outside any other on this thread, asks for its Python
+ * stack (one in stacks_every). */
 static void maybe_stack(uint64_t ts)
 {
-	if (stacks_every && ts && ++stacks_seen >= stacks_every) {
+	if (stacks_every && ts && !open_depth && ++stacks_seen >= stacks_every) {
 		stacks_seen = 0;
 		ptbpf_agent_pystack(ts);
 	}
@@ -316,6 +319,7 @@ static void begin(const void *rf, uint8_t scope)
 		slen = shapes_of(rf, shapes);
 	maybe_stack(put(OPS_REC_BEGIN, scope, rf, seq, name, strnlen(name, PTBPF_OPS_NAME_MAX),
 			shapes, slen));
+	open_depth++;
 }
 
 static void **start_function(void **ret, const void *rf)
@@ -352,6 +356,8 @@ static void **start_other(void **ret, const void *rf)
 static void end_any(const void *rf, void *ctx)
 {
 	(void)ctx;
+	if (open_depth) /* 0: begun before recording started */
+		open_depth--;
 	if (atomic_load_explicit(&recording, memory_order_relaxed))
 		put(OPS_REC_END, p_uncaught && p_uncaught() > 0 ? OPS_END_UNWINDING : 0, rf,
 		    p_peek(), NULL, 0, NULL, 0);
