@@ -48,6 +48,17 @@ def test_shapes_equal_profiler_record_shapes(tmp_path, kind, steps):
     assert addmm == want
     types = [s.args.get("Input type") for s in run.trace.slices if s.name == "aten::addmm"]
     assert types and all(json.loads(t)[1:3] == ["float", "float"] for t in types), types[:3]
+    # The Kineto export carries them as Kineto writes them: JSON lists.
+    out = tmp_path / "k.json"
+    r = subprocess.run([PTBPF, "export", "--kineto", str(out), run.trace_path],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    events = json.loads(out.read_text())["traceEvents"]
+    exported = collections.Counter(
+        "%s|%s" % (e["name"], e["args"]["Input Dims"]) for e in events
+        if e.get("cat") == "cpu_op" and "Input Dims" in e.get("args", {}))
+    assert {k: v for k, v in exported.items() if k.startswith("aten::addmm|")} == \
+        {k: v for k, v in prof.items() if k.startswith("aten::addmm|")}
 
 
 def test_shapes_refuse_probe_ops():
