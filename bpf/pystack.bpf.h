@@ -20,15 +20,19 @@ struct {
 	__type(value, struct ptbpf_py_proc);
 } py_procs SEC(".maps");
 
-/* The record is built here, then copied into the ring at its real size. */
+/* The record is built here, then copied into the ring at its real size:
+ * one per thread (a uprobe program can be preempted, so a per-CPU buffer
+ * could be overwritten by another thread's stack half way). */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct ptbpf_py_stack);
 } py_scratch SEC(".maps");
 
-/* Code objects already sent (EV_PY_CODE), by (tgid, address). */
+/* Code objects already sent (EV_PY_CODE), by (tgid, address); the value
+ * is the co_qualname it had, so an address reused by another code object
+ * is named again. */
 struct py_code_key {
 	__u32 tgid;
 	__u32 pad;
@@ -39,7 +43,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct py_code_key);
-	__type(value, __u8);
+	__type(value, __u64);
 } py_codes SEC(".maps");
 
 /* probes: per-CPU count of ops seen, for --py-stacks=N sampling. */
@@ -99,25 +103,27 @@ static long py_find_thread(__u32 i, void *ctx)
 	return 0;
 }
 
-/* A str's text: compact ASCII after PyASCIIObject, compact Latin-1 16
- * bytes later (utf8_length, utf8); anything else is left "?". */
-static __always_inline void py_str(struct ptbpf_py_proc *p, __u64 obj, char *dst, __u32 len)
+/* A str's text: compact ASCII after PyASCIIObject, compact Latin-1 after
+ * PyCompactUnicodeObject; anything else is left "?". 1 if Latin-1 (the
+ * loader converts it), else 0. */
+static __always_inline int py_str(struct ptbpf_py_proc *p, __u64 obj, char *dst, __u32 len)
 {
 	__u8 state = 0;
-	__u64 at = obj + p->ascii_data;
+	__u64 at;
 
 	dst[0] = '?';
 	dst[1] = 0;
 	if (!obj || bpf_probe_read_user(&state, 1, (void *)(obj + 32)))
-		return;
+		return 0;
 	if (!(state & 0x20) || ((state >> 2) & 7) != 1)
-		return;
-	if (!(state & 0x40))
-		at += 16;
+		return 0;
+	at = obj + (state & 0x40 ? p->ascii_data : p->compact_data);
 	if (bpf_probe_read_user_str(dst, len, (void *)at) < 0) {
 		dst[0] = '?';
 		dst[1] = 0;
+		return 0;
 	}
+	return !(state & 0x40);
 }
 
 /* The first time this process's code object is seen: its names and line
@@ -126,20 +132,23 @@ static __always_inline void py_code_once(struct ptbpf_py_proc *p, __u64 code, __
 {
 	struct py_code_key k = { .tgid = bpf_get_current_pid_tgid() >> 32, .code = code };
 	struct ptbpf_py_code *c;
-	__u64 lt, n = 0;
-	__u8 one = 1;
+	__u64 lt, n = 0, qualname, *seen;
 	__s32 first = 0;
 
-	if (!code || py_read(code + 8) != p->code_type || bpf_map_lookup_elem(&py_codes, &k))
+	if (!code || py_read(code + 8) != p->code_type)
+		return;
+	qualname = py_read(code + p->co_qualname);
+	seen = bpf_map_lookup_elem(&py_codes, &k);
+	if (seen && *seen == qualname)
 		return;
 	c = reserve_sized(sizeof(*c), STAT_DROP_PY_CODE);
 	if (!c)
 		return; /* not marked: tried again next time */
-	bpf_map_update_elem(&py_codes, &k, &one, BPF_ANY);
+	bpf_map_update_elem(&py_codes, &k, &qualname, BPF_ANY);
 	fill(&c->ev, EV_PY_CODE, SRC_ENTRY_PROBE, 0, code);
 	c->ev.ts = ts - 1; /* merged by time (reorder.c): just before its stack */
-	py_str(p, py_read(code + p->co_filename), c->file, sizeof(c->file));
-	py_str(p, py_read(code + p->co_qualname), c->name, sizeof(c->name));
+	c->ev.id = py_str(p, py_read(code + p->co_filename), c->file, sizeof(c->file)) |
+		   py_str(p, qualname, c->name, sizeof(c->name)) << 1; /* Latin-1 */
 	bpf_probe_read_user(&first, sizeof(first), (void *)(code + p->co_firstlineno));
 	c->ev.arg[0] = (__u32)first;
 	lt = py_read(code + p->co_linetable);
@@ -183,17 +192,20 @@ static long py_frame(__u32 i, void *ctx)
 /* Sends the calling thread's Python stack as an EV_PY_STACK stamped ts. */
 static __always_inline void py_stack_emit(struct ptbpf_py_proc *p, __u64 ts)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct py_walk w = { .p = p };
-	__u32 zero = 0, status = PY_STACK_NO_THREAD, n;
+	__u32 status = PY_STACK_NO_THREAD, n;
 	__u64 flags;
 
-	w.s = bpf_map_lookup_elem(&py_scratch, &zero);
-	if (!w.s)
+	w.s = bpf_task_storage_get(&py_scratch, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!w.s) {
+		stat_inc(STAT_SENT);
+		stat_inc(STAT_DROP_PY_STACK);
 		return;
+	}
 	fill(&w.s->ev, EV_PY_STACK, SRC_ENTRY_PROBE, 0, 0);
 	w.s->ev.ts = ts;
-	w.self = BPF_CORE_READ(task, thread.fsbase);
+	w.self = task->thread.fsbase;
 	w.tstate = py_read(py_read(p->runtime + p->interp_head) + p->threads_head);
 	bpf_loop(PY_MAX_THREADS, py_find_thread, &w, 0);
 	if (w.tstate) {

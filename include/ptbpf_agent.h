@@ -60,7 +60,7 @@ enum ptbpf_agent_code {
  * one consumer (ptbpf) per ring; a full ring drops records and counts them.
  */
 #define PTBPF_OPS_MAGIC      0x7074627066306f70ULL /* "pto0fbtp" */
-#define PTBPF_OPS_VERSION    1
+#define PTBPF_OPS_VERSION    2
 #define PTBPF_OPS_SLOTS      64
 #define PTBPF_OPS_SLOT_BYTES (4u << 20) /* header included */
 #define PTBPF_OPS_NAME_MAX   111        /* longer names are truncated */
@@ -94,7 +94,10 @@ struct ptbpf_ops_slot {
 /* Records are 8-byte aligned and never wrap: a record that does not fit
  * before the ring's end is preceded by OPS_REC_PAD up to the end (or, with
  * fewer than 32 bytes left, by nothing: the reader skips such a rest). */
-enum ptbpf_ops_rec_type { OPS_REC_BEGIN = 1, OPS_REC_END, OPS_REC_PAD };
+/* OPS_REC_GAP: the thread lost records to a full ring just before this
+ * point (seq = how many), the first at ts: frames open on it then may have
+ * lost their ends. */
+enum ptbpf_ops_rec_type { OPS_REC_BEGIN = 1, OPS_REC_END, OPS_REC_PAD, OPS_REC_GAP };
 #define OPS_END_UNWINDING 1 /* ended while a C++ exception was in flight */
 /* CUDA API calls (from CUPTI callbacks) in the same rings: BEGIN scope =
  * OPS_SCOPE_CUDA_API | CUpti_CallbackDomain (1 driver, 2 runtime), name =

@@ -74,7 +74,10 @@ enum ptbpf_kind {
 	EV_OPS_CHUNK,             /* struct ptbpf_ops_chunk (made by BPF): bytes of
 				   * an agent op ring, read as the process calls
 				   * _exit, before its memory goes */
-	EV_KIND_MAX,
+	EV_OPS_GAP,               /* the thread lost arg0 op records to a full agent
+				   * ring just before ts: its open frames may
+				   * have lost their ends */
+	EV_KIND_MAX, /* (new kinds go last: --raw captures keep the numbers) */
 };
 
 enum ptbpf_source {
@@ -177,7 +180,7 @@ struct ptbpf_ops_loc {
  * frames are walked innermost first. PY_NO_FIELD: absent in this version.
  */
 #define PY_MAX_FRAMES  32
-#define PY_MAX_THREADS 64
+#define PY_MAX_THREADS 1024
 #define PY_NO_FIELD    0xffff
 
 struct ptbpf_py_proc {
@@ -199,7 +202,8 @@ struct ptbpf_py_proc {
 	u64_t code_type;    /* address of PyCode_Type */
 	u16_t co_filename, co_qualname, co_firstlineno, co_linetable;
 	u16_t ascii_data;   /* sizeof(PyASCIIObject): a compact ASCII str's text */
-	u16_t pad2[3];
+	u16_t compact_data; /* sizeof(PyCompactUnicodeObject): compact Latin-1 text */
+	u16_t pad2[2];
 };
 
 #define PY_FILE_LEN 160
@@ -208,7 +212,7 @@ struct ptbpf_py_proc {
 
 /* ev.key = the code object; arg0 = co_firstlineno, arg1 = line-table bytes
  * copied, arg2 = its full length (more than copied: lines past the copy
- * show the first line). */
+ * show the first line); ev.id bit 0: file is Latin-1, bit 1: name is. */
 struct ptbpf_py_code {
 	struct ptbpf_event ev;
 	char file[PY_FILE_LEN];

@@ -12,6 +12,8 @@ until grep -q '^ready' "$log"; do
 	kill -0 $pid 2>/dev/null || { cat "$log"; exit 1; }
 	sleep 0.2
 done
-echo "demo: training loop running as pid $pid; tracing it for 5 seconds"
-build/ptbpf -p "$pid" -d 5 -o demo.pftrace
+echo "demo: training loop running as pid $pid; tracing it for 5 seconds" \
+	"(ops with input shapes, a Python stack for one top-level op in 20)"
+build/ptbpf -p "$pid" -d 5 --shapes --py-stacks=20 -o demo.pftrace
+build/ptbpf report demo.pftrace --top 8
 echo "demo: open demo.pftrace at https://ui.perfetto.dev (Open trace file)"

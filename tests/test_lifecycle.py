@@ -2,6 +2,7 @@
 """Start, stop and failure paths: the trace is always complete and valid,
 the target is never harmed, nothing stays attached."""
 import os
+import re
 import signal
 import subprocess
 import time
@@ -219,3 +220,31 @@ def test_target_in_its_own_pid_namespace(tmp_path):
         assert t.op_counts()["aten::addmm"] > 0
     finally:
         launcher.kill()
+
+
+def test_agent_ring_overflow_cuts_frames_at_the_gap(tmp_path):
+    """ptbpf stopped (SIGSTOP) while the agent records: the thread's ring
+    fills and records are lost, counted, and marked where they went
+    missing, so frames whose ends may be lost are cut there (not left open
+    to the end of the trace) and the loss is in the summary and the trace."""
+    import signal
+    import threading
+
+    def stop_tracer(target, tracer):
+        os.kill(tracer.p.pid, signal.SIGSTOP)
+        threading.Timer(3.0, os.kill, (tracer.p.pid, signal.SIGCONT)).start()
+    run = run_traced(tmp_path, workload_argv("mlp", 20000), ["--ops", "agent"],
+                     before_go=stop_tracer)
+    assert run.rc == 0, run.err
+    m = re.search(r"agent op rings: \d+ records read .*?, lost (\d+) \(ring full (\d+)", run.err)
+    assert m and int(m.group(1)) > 0, run.err
+    assert "agent ring gap" in run.err
+    t = run.trace
+    assert t.attrs["dev.ptbpf.ops_lost_ring_full"] == int(m.group(2))
+    ops = [s for s in t.slices if s.category == "cpu_op"]
+    assert ops and not [s for s in ops if "cut_at_trace_end" in s.args]
+    # ms-long steps: no op or step spans the loss.
+    longest = max(s.dur for s in t.slices)
+    assert longest < 100e6, longest
+    assert "cut where records were lost" in run.err
+    assert t.validate() == []

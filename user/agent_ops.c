@@ -56,14 +56,15 @@ _Static_assert(sizeof(struct rf_callback) == 40, "RecordFunctionCallback layout"
 #define RF_INPUTS_OFF 208
 
 /* c10::IValue: an 8-byte payload (a Tensor's is its TensorImpl*), then
- * the tag. Tensor, Double and Int have the same tag numbers in 1.13 and
- * 2.x (SymInt and SymFloat follow Int). */
+ * the tag. Tensor is 1 in 1.13 and 2.x; 3 to 8 are scalars in both
+ * (1.13: Double, ComplexDouble, Int, SymInt, SymFloat, Bool; 2.x: Double,
+ * ComplexDouble, Int, UInt, SymInt, SymFloat). */
 struct ivalue {
 	uint64_t payload;
 	uint32_t tag;
 	uint32_t pad;
 };
-enum { TAG_TENSOR = 1, TAG_DOUBLE = 3, TAG_INT = 5, TAG_SYMINT = 6, TAG_SYMFLOAT = 7 };
+enum { TAG_TENSOR = 1, TAG_FIRST_SCALAR = 3, TAG_LAST_SCALAR = 8 };
 
 /*
  * TensorImpl's sizes_and_strides_ (c10::impl::SizesAndStrides: size_t
@@ -84,7 +85,7 @@ static _Atomic uint32_t sas_tries;
 static const void *undefined_tensor; /* c10::UndefinedTensorImpl::_singleton */
 static bool want_shapes;
 static unsigned stacks_every;
-/* RecordFunctions open on this thread: only the outermost asks for a
+/* Ops (FUNCTION scope) open on this thread: only the outermost asks for a
  * Python stack (the ones inside it, and their CUDA calls, share it). */
 static __thread unsigned stacks_seen, open_depth;
 
@@ -152,42 +153,74 @@ static struct ptbpf_ops_slot *thread_slot(void)
 
 /* Writes a record into this thread's ring; its timestamp, or 0 if it was
  * not written. */
+/* Room for a record of size bytes in ring s (after a pad if it would
+ * not fit before the ring's end), or NULL if the ring is full. *end is
+ * where the head goes once the record is written (commit). */
+static struct ptbpf_ops_rec *reserve_rec(struct ptbpf_ops_slot *s, uint32_t size,
+					 uint64_t *end)
+{
+	const uint64_t cap = desc.slot_bytes - sizeof(*s);
+	uint8_t *data = (uint8_t *)(s + 1);
+	uint64_t head = s->head, tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+	uint64_t pos = head % cap, skip = cap - pos < size ? cap - pos : 0;
+	struct ptbpf_ops_rec *r;
+
+	if (head + skip + size - tail > cap)
+		return NULL;
+	if (skip >= sizeof(*r)) {
+		r = (struct ptbpf_ops_rec *)(data + pos);
+		*r = (struct ptbpf_ops_rec){ .size = (uint16_t)skip, .type = OPS_REC_PAD };
+	}
+	*end = head + skip + size;
+	return (struct ptbpf_ops_rec *)(data + (head + skip) % cap);
+}
+
+static void commit(struct ptbpf_ops_slot *s, uint64_t end)
+{
+	__atomic_store_n(&s->head, end, __ATOMIC_RELEASE);
+}
+
+/* Records this thread lost to a full ring since its last record: the next
+ * record that fits is preceded by an OPS_REC_GAP saying so, so that ptbpf
+ * knows where in the stream they went missing. */
+static __thread uint64_t lost_here, lost_from; /* how many, since when */
+
+/* Writes a record into this thread's ring; its timestamp, or 0 if it was
+ * not written. */
 static uint64_t put(uint8_t type, uint8_t scope, const void *rf, int64_t seq,
 		    const char *name, size_t nlen, const uint8_t *shapes, size_t slen)
 {
 	struct ptbpf_ops_slot *s = thread_slot();
-	const uint64_t cap = desc.slot_bytes - sizeof(*s);
 	uint32_t size = (uint32_t)((sizeof(struct ptbpf_ops_rec) + nlen + slen + 7) & ~(size_t)7);
-	uint64_t head, tail, pos, skip;
-	uint8_t *data;
 	struct ptbpf_ops_rec *r;
+	uint64_t end, ts;
 
 	if (s == NO_SLOT) {
 		__atomic_fetch_add(&desc.no_slot, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
-	data = (uint8_t *)(s + 1);
-	head = s->head;
-	tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
-	pos = head % cap;
-	skip = cap - pos < size ? cap - pos : 0;
-	if (head + skip + size - tail > cap) {
+	if (lost_here && (r = reserve_rec(s, sizeof(*r), &end))) {
+		*r = (struct ptbpf_ops_rec){ .ts = lost_from, .seq = (int64_t)lost_here,
+					     .size = sizeof(*r), .type = OPS_REC_GAP };
+		commit(s, end);
+		lost_here = 0;
+	}
+	r = lost_here ? NULL : reserve_rec(s, size, &end);
+	if (!r) {
+		if (!lost_here++)
+			lost_from = now_ns();
 		__atomic_store_n(&s->dropped, s->dropped + 1, __ATOMIC_RELAXED);
 		return 0;
 	}
-	if (skip >= sizeof(*r)) {
-		r = (struct ptbpf_ops_rec *)(data + pos);
-		*r = (struct ptbpf_ops_rec){ .size = (uint16_t)skip, .type = OPS_REC_PAD };
-	}
-	r = (struct ptbpf_ops_rec *)(data + (head + skip) % cap);
-	*r = (struct ptbpf_ops_rec){ .ts = now_ns(), .rf = (uintptr_t)rf, .seq = seq,
+	ts = now_ns();
+	*r = (struct ptbpf_ops_rec){ .ts = ts, .rf = (uintptr_t)rf, .seq = seq,
 				     .size = (uint16_t)size, .type = type, .scope = scope,
 				     .name_len = (uint16_t)nlen, .shapes_len = (uint16_t)slen };
 	memcpy(r + 1, name, nlen);
 	if (slen)
 		memcpy((uint8_t *)(r + 1) + nlen, shapes, slen);
-	__atomic_store_n(&s->head, head + skip + size, __ATOMIC_RELEASE);
-	return r->ts;
+	commit(s, end);
+	return ts;
 }
 
 /* A begin at ts, outside any other on this thread, asks for its Python
@@ -253,10 +286,14 @@ static size_t shape_of(const uint8_t *impl, uint8_t *out)
 		return 1;
 	}
 	dim = *(const uint64_t *)(impl + off);
+	if (dim > 64) { /* no tensor has that many: not a layout to trust */
+		out[0] = OPS_IN_UNKNOWN;
+		return 1;
+	}
 	sizes = dim <= 5 ? (const int64_t *)(impl + off + 8) : *(int64_t *const *)(impl + off + 8);
 	for (uint64_t k = 0; k < dim && sizes; k++)
 		prod *= (uint64_t)sizes[k];
-	if (!sizes || dim > 64 || prod != *(const uint64_t *)(impl + off + 96)) {
+	if (!sizes || prod != *(const uint64_t *)(impl + off + 96)) {
 		out[0] = OPS_IN_UNKNOWN;
 		return 1;
 	}
@@ -282,11 +319,9 @@ static size_t shapes_of(const void *rf, uint8_t *out)
 		case TAG_TENSOR:
 			len += shape_of((const uint8_t *)(uintptr_t)in[i].payload, out + len);
 			break;
-		case TAG_DOUBLE: case TAG_INT: case TAG_SYMINT: case TAG_SYMFLOAT:
-			out[len++] = OPS_IN_SCALAR;
-			break;
 		default:
-			out[len++] = OPS_IN_OTHER;
+			out[len++] = in[i].tag >= TAG_FIRST_SCALAR && in[i].tag <= TAG_LAST_SCALAR ?
+				     OPS_IN_SCALAR : OPS_IN_OTHER;
 			break;
 		}
 	}
@@ -319,7 +354,8 @@ static void begin(const void *rf, uint8_t scope)
 		slen = shapes_of(rf, shapes);
 	maybe_stack(put(OPS_REC_BEGIN, scope, rf, seq, name, strnlen(name, PTBPF_OPS_NAME_MAX),
 			shapes, slen));
-	open_depth++;
+	if (scope == SC_FUNCTION && __atomic_load_n(&desc.layout_ok, __ATOMIC_RELAXED))
+		open_depth++;
 }
 
 static void **start_function(void **ret, const void *rf)
@@ -356,7 +392,10 @@ static void **start_other(void **ret, const void *rf)
 static void end_any(const void *rf, void *ctx)
 {
 	(void)ctx;
-	if (open_depth) /* 0: begun before recording started */
+	/* Ops (FUNCTION scope) end where they began; regions may end on
+	 * another thread (c10d's async work), so only ops are counted. */
+	if (open_depth && __atomic_load_n(&desc.layout_ok, __ATOMIC_RELAXED) &&
+	    *((const uint8_t *)rf + RF_SCOPE_OFF) == SC_FUNCTION)
 		open_depth--;
 	if (atomic_load_explicit(&recording, memory_order_relaxed))
 		put(OPS_REC_END, p_uncaught && p_uncaught() > 0 ? OPS_END_UNWINDING : 0, rf,

@@ -44,6 +44,8 @@ static const char doc[] =
 	"       --metrics-listen 127.0.0.1:9464  fleet mode: 5 s of every process every\n"
 	"                                      10 minutes, and a Prometheus endpoint\n"
 	"  ptbpf merge r0.pftrace r1.pftrace -o job.pftrace  ranks on one timeline\n"
+	"  sudo ptbpf -p PID --memory --shapes --py-stacks=10  also GPU memory, input\n"
+	"                                      shapes, and one Python stack in 10\n"
 	"  ptbpf report a.pftrace [--json]     step, operator and kernel tables\n"
 	"  ptbpf export --kineto a.json a.pftrace  Kineto-style Chrome JSON\n";
 

@@ -131,9 +131,13 @@ int device_probes_scan(struct device_probes *d, const struct target *t, bool ops
 	if (!err)
 		err = attach_one(d, d->skel->progs.agent_status, t->pid, lib.attach_path, ef,
 				 "ptbpf_agent_status");
-	if (!err)
-		err = attach_one(d, d->skel->progs.agent_pystack, t->pid, lib.attach_path, ef,
-				 "ptbpf_agent_pystack");
+	/* Only where Python stacks are wanted; an agent of an older ptbpf
+	 * lacks the point and gets none. */
+	if (!err && strstr(d->ops_words, OPS_WORD_STACKS) &&
+	    attach_one(d, d->skel->progs.agent_pystack, t->pid, lib.attach_path, ef,
+		       "ptbpf_agent_pystack"))
+		fprintf(stderr, "ptbpf: warning: pid %d: no Python stacks from its agent %s\n",
+			t->pid, lib.path);
 	elf_file_close(ef);
 	close(lib.fd);
 	d->pids[d->npids++] = t->pid; /* failures are not retried */

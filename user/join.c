@@ -350,7 +350,7 @@ static void push_frame(struct join *j, struct thread *t, const struct frame *in,
 	pf_slice_begin(j->w, &e);
 }
 
-enum close_why { CLOSE_END, CLOSE_UNWOUND, CLOSE_MISSED, CLOSE_EXIT, CLOSE_STOP };
+enum close_why { CLOSE_END, CLOSE_UNWOUND, CLOSE_MISSED, CLOSE_EXIT, CLOSE_STOP, CLOSE_LOST };
 
 static bool grow_op_stats(struct join *j)
 {
@@ -392,6 +392,7 @@ static void close_top_with(struct join *j, struct thread *t, uint64_t ts, enum c
 	static const char *const why_name[] = {
 		[CLOSE_UNWOUND] = "unwound_by_exception", [CLOSE_MISSED] = "end_not_seen",
 		[CLOSE_EXIT] = "cut_by_exit", [CLOSE_STOP] = "cut_at_trace_end",
+		[CLOSE_LOST] = "cut_by_lost_records",
 	};
 	struct pf_arg args[4 + GPU_MAX_ARGS];
 	int nargs = 0;
@@ -401,6 +402,7 @@ static void close_top_with(struct join *j, struct thread *t, uint64_t ts, enum c
 	j->counts.end_missed += why == CLOSE_MISSED;
 	j->counts.cut_by_exit += why == CLOSE_EXIT;
 	j->counts.cut_at_stop += why == CLOSE_STOP;
+	j->counts.cut_by_loss += why == CLOSE_LOST;
 	if (!f.drawn)
 		return;
 	j->counts.frames++;
@@ -1045,6 +1047,17 @@ int join_event(struct join *j, const void *data, uint64_t size)
 	case EV_RF_END:
 		rf_end(j, t, e);
 		break;
+	case EV_OPS_GAP: {
+		/* Ends may be among the lost records: rather than leave a frame
+		 * open to the end of the trace, what is open stops here; and no
+		 * step is drawn across the gap (its bounds are not known). */
+		struct process *p = find_process(j, (int)e->pid);
+
+		close_thread(j, t, e->ts, CLOSE_LOST);
+		if (p)
+			p->last_step_end = 0;
+		break;
+	}
 	case EV_PY_STACK:
 		py_stack(j, t, data, size);
 		break;

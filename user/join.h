@@ -31,6 +31,7 @@ struct join_counts {
 	uint64_t unwound;       /* closed by an exception (__cxa_begin_catch) */
 	uint64_t cut_by_exit;   /* open when their thread/process exited */
 	uint64_t cut_at_stop;   /* open when tracing stopped */
+	uint64_t cut_by_loss;   /* open where the agent's ring lost records */
 	uint64_t end_missed;    /* closed because an outer frame ended first */
 	uint64_t end_unmatched; /* an end with no begin (begun before attach) */
 	uint64_t too_deep;      /* beyond the trace's nesting limit, not drawn */

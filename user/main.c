@@ -134,7 +134,8 @@ static void stats_read(struct session *s, uint64_t out[STAT_MAX])
 static uint64_t lost_total(const uint64_t st[STAT_MAX])
 {
 	return st[STAT_DROP_RINGBUF_FULL] + st[STAT_DROP_NAME_FULL] + st[STAT_DROP_GPU_FULL] +
-	       st[STAT_DROP_AGENT_FULL] + st[STAT_DROP_OPS_EXIT];
+	       st[STAT_DROP_AGENT_FULL] + st[STAT_DROP_OPS_EXIT] + st[STAT_DROP_PY_STACK] +
+	       st[STAT_DROP_PY_CODE];
 }
 
 /* Every event, in order, on its way into the trace. */
@@ -324,7 +325,22 @@ static bool start_agent_ops(struct session *s, const struct target *t)
 	return true;
 }
 
-/* --py-stacks: where t's interpreter keeps its frames, for the BPF side. */
+/* What the agent switched on for the next target records besides ops. */
+static void agent_words(struct session *s, bool stacks)
+{
+	char words[64];
+
+	if (!s->dev)
+		return;
+	snprintf(words, sizeof(words), "%s", s->opt.shapes ? OPS_WORD_SHAPES : "");
+	if (stacks)
+		snprintf(words + strlen(words), sizeof(words) - strlen(words), "%s%u",
+			 OPS_WORD_STACKS, s->opt.py_stacks);
+	device_probes_ops_words(s->dev, words);
+}
+
+/* --py-stacks: where t's interpreter keeps its frames, for the BPF side;
+ * then what t's agent is to record besides ops. */
 static void watch_python(struct session *s, const struct target *t)
 {
 	struct ptbpf_py_proc pp;
@@ -340,7 +356,9 @@ static void watch_python(struct session *s, const struct target *t)
 	}
 	if (ret)
 		fprintf(stderr, "ptbpf: warning: no Python stacks: %s\n", err);
+	agent_words(s, !ret);
 }
+
 
 /* Opens and attaches one more process; 0, or -errno with a message printed. */
 static int add_target(struct session *s, int pid, bool quiet_if_gone)
@@ -360,6 +378,8 @@ static int add_target(struct session *s, int pid, bool quiet_if_gone)
 		join_add_process(s->join, t);
 		if (s->opt.py_stacks) /* before any op can ask for a stack */
 			watch_python(s, t);
+		else
+			agent_words(s, false);
 		agent_ops = wants_agent_ops(s, t) && start_agent_ops(s, t);
 		if (!agent_ops)
 			ret = probes_attach(s->probes, t, &rep, &exiting, err, sizeof(err));
@@ -733,6 +753,7 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 		[EV_LONG_NAME_KERNEL] = "kernel name", [EV_NAMED_RF_BEGIN] = "op begin (agent)",
 		[EV_RF_END] = "op end (agent)", [EV_RPC] = "rpc message", [EV_MEM] = "memory record",
 		[EV_PY_STACK] = "python stack", [EV_PY_CODE] = "python code object",
+		[EV_OPS_GAP] = "agent ring gap",
 		[EV_EXEC] = "exec",
 	};
 	struct op_stat top[10];
@@ -749,12 +770,15 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 			fprintf(stderr, " %s %lu,", kind[k], (unsigned long)c->by_kind[k]);
 	fprintf(stderr, " total %lu\n", (unsigned long)(received - s->exit_chunks +
 							  c->by_kind[EV_NAMED_RF_BEGIN] +
-							  c->by_kind[EV_RF_END]));
+							  c->by_kind[EV_RF_END] +
+							  c->by_kind[EV_OPS_GAP]));
 	fprintf(stderr, "ptbpf: sent %lu, received %lu, lost %lu (ring full %lu, named ring full "
-		"%lu, GPU ring full %lu), unreadable names %lu\n", (unsigned long)st[STAT_SENT],
+		"%lu, GPU ring full %lu, python stacks %lu, python code objects %lu), unreadable "
+		"names %lu\n", (unsigned long)st[STAT_SENT],
 		(unsigned long)received, (unsigned long)lost_total(st),
 		(unsigned long)st[STAT_DROP_RINGBUF_FULL], (unsigned long)st[STAT_DROP_NAME_FULL],
-		(unsigned long)st[STAT_DROP_GPU_FULL], (unsigned long)st[STAT_NAME_FAULT]);
+		(unsigned long)st[STAT_DROP_GPU_FULL], (unsigned long)st[STAT_DROP_PY_STACK],
+		(unsigned long)st[STAT_DROP_PY_CODE], (unsigned long)st[STAT_NAME_FAULT]);
 	if (s->opsr) {
 		const struct ops_ring_counts *o = ops_rings_counts(s->opsr);
 
@@ -780,10 +804,11 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 			peak_r / 1048576.0);
 	}
 	fprintf(stderr, "ptbpf: slices %lu; unwound by exceptions %lu, cut by exit %lu, open at "
-		"stop %lu, end not seen %lu, end before attach %lu, too deep %lu; steps %lu, "
-		"forward->backward flows %lu, rpc flows %lu\n", (unsigned long)c->frames,
-		(unsigned long)c->unwound, (unsigned long)c->cut_by_exit,
-		(unsigned long)c->cut_at_stop, (unsigned long)c->end_missed,
+		"stop %lu, cut where records were lost %lu, end not seen %lu, end before attach "
+		"%lu, too deep %lu; steps %lu, forward->backward flows %lu, rpc flows %lu\n",
+		(unsigned long)c->frames, (unsigned long)c->unwound, (unsigned long)c->cut_by_exit,
+		(unsigned long)c->cut_at_stop, (unsigned long)c->cut_by_loss,
+		(unsigned long)c->end_missed,
 		(unsigned long)c->end_unmatched, (unsigned long)c->too_deep,
 		(unsigned long)c->steps, (unsigned long)c->bwd_flows, (unsigned long)c->rpc_flows);
 	if (ntop)
@@ -810,6 +835,8 @@ static void write_final_counters(struct session *s, const uint64_t st[STAT_MAX])
 	pf_trace_attr_int(s->w, "dev.ptbpf.lost_gpu_ringbuf_full", (int64_t)st[STAT_DROP_GPU_FULL]);
 	pf_trace_attr_int(s->w, "dev.ptbpf.lost_agent_ringbuf_full",
 			  (int64_t)st[STAT_DROP_AGENT_FULL]);
+	pf_trace_attr_int(s->w, "dev.ptbpf.lost_py_stacks", (int64_t)st[STAT_DROP_PY_STACK]);
+	pf_trace_attr_int(s->w, "dev.ptbpf.lost_py_code_objects", (int64_t)st[STAT_DROP_PY_CODE]);
 	pf_trace_attr_int(s->w, "dev.ptbpf.cupti_dropped",
 			  (int64_t)join_device_counts(s->join)->cupti_dropped);
 	if (s->opsr) {
@@ -876,13 +903,7 @@ static int setup_bpf(struct session *s)
 	s->probes = probes_new(s->skel, &s->ops, s->opt.entries_only);
 	s->gpu = gpu_probes_new(s->skel);
 	s->dev = device_probes_new(s->skel);
-	if (s->dev) {
-		char words[64];
-
-		snprintf(words, sizeof(words), "%s%s%u", s->opt.shapes ? OPS_WORD_SHAPES : "",
-			 OPS_WORD_STACKS, s->opt.py_stacks);
-		device_probes_ops_words(s->dev, words);
-	}
+	agent_words(s, false);
 	if (!s->dev)
 		fprintf(stderr, "ptbpf: warning: loading the agent BPF programs failed (%s): no GPU "
 			"timeline\n", strerror(errno));
@@ -923,7 +944,7 @@ static int setup_trace(struct session *s)
 
 static int finish(struct session *s, int rc)
 {
-	uint64_t st[STAT_MAX] = { 0 };
+	uint64_t st[STAT_MAX] = { 0 }, stopped_at = now_ns();
 	off_t size;
 	int err;
 
@@ -947,7 +968,9 @@ static int finish(struct session *s, int rc)
 	if (s->skel)
 		stats_read(s, st);
 	if (s->join && s->ntargets) {
-		join_finish(s->join, now_ns());
+		/* Frames still open are cut where tracing stopped (or at the
+		 * last record, if later), not after the agents' wind-down. */
+		join_finish(s->join, stopped_at);
 		write_final_counters(s, st);
 		print_summary(s, st);
 	}

@@ -176,8 +176,8 @@ static void emit_record(struct ops_rings *r, const struct proc_rings *p, uint32_
 	size_t slen = rec->shapes_len;
 
 	r->counts.records++;
-	if (rec->type == OPS_REC_END) {
-		e->ev.kind = EV_RF_END;
+	if (rec->type == OPS_REC_END || rec->type == OPS_REC_GAP) {
+		e->ev.kind = rec->type == OPS_REC_END ? EV_RF_END : EV_OPS_GAP;
 		emit(ctx, &e->ev, sizeof(e->ev));
 		return;
 	}
@@ -217,7 +217,7 @@ static uint64_t parse(struct ops_rings *r, const struct proc_rings *p, uint32_t 
 			break;
 		if (rec->size < hdr || rec->size % 8 || rec->size > left || rec->size > head - pos ||
 		    (rec->type != OPS_REC_PAD && rec->name_len > rec->size - hdr) ||
-		    rec->type < OPS_REC_BEGIN || rec->type > OPS_REC_PAD) {
+		    rec->type < OPS_REC_BEGIN || rec->type > OPS_REC_GAP) {
 			r->counts.bad++;
 			return head;
 		}

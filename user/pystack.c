@@ -25,7 +25,8 @@
 /* What the loader reads in code objects, per version. */
 struct code_layout {
 	uint16_t filename, qualname, firstlineno, linetable, code_adaptive; /* 0: 3.10 */
-	uint16_t ascii_data; /* sizeof(PyASCIIObject): where compact ASCII text starts */
+	uint16_t ascii_data;   /* sizeof(PyASCIIObject): where compact ASCII text starts */
+	uint16_t compact_data; /* sizeof(PyCompactUnicodeObject): compact Latin-1 text */
 };
 
 struct py_layout {
@@ -40,36 +41,43 @@ static const struct py_layout layouts[] = {
 		.ts_frame = 24, .cframe_frame = NO, .f_back = 24, .f_code = 32, .f_lasti = 96,
 		.f_owner = NO, .lasti_is_int = 1 },
 	  { .filename = 104, .qualname = 112 /* co_name */, .firstlineno = 40,
-	    .linetable = 120, .code_adaptive = 0, .ascii_data = 48 } },
+	    .linetable = 120, .code_adaptive = 0, .ascii_data = 48, .compact_data = 72 } },
 	{ 11, { .interp_head = 40, .threads_head = 16, .ts_next = 8, .ts_thread_id = 152,
 		.ts_frame = 56, .cframe_frame = 8, .f_back = 48, .f_code = 32, .f_lasti = 56,
 		.f_owner = NO },
 	  { .filename = 112, .qualname = 128, .firstlineno = 72, .linetable = 136,
-	    .code_adaptive = 184, .ascii_data = 48 } },
+	    .code_adaptive = 184, .ascii_data = 48, .compact_data = 72 } },
 	{ 12, { .interp_head = 40, .threads_head = 72, .ts_next = 8, .ts_thread_id = 136,
 		.ts_frame = 56, .cframe_frame = 0, .f_back = 8, .f_code = 0, .f_lasti = 56,
 		.f_owner = 70, .owner_cstack = 3 },
 	  { .filename = 112, .qualname = 128, .firstlineno = 68, .linetable = 136,
-	    .code_adaptive = 192, .ascii_data = 40 } },
+	    .code_adaptive = 192, .ascii_data = 40, .compact_data = 56 } },
 	{ 13, { .interp_head = 632, .threads_head = 7344, .ts_next = 8, .ts_thread_id = 152,
 		.ts_frame = 72, .cframe_frame = NO, .f_back = 8, .f_code = 0, .f_lasti = 56,
 		.f_owner = 70, .owner_cstack = 3 },
 	  { .filename = 112, .qualname = 128, .firstlineno = 68, .linetable = 136,
-	    .code_adaptive = 200, .ascii_data = 40 } },
+	    .code_adaptive = 200, .ascii_data = 40, .compact_data = 56 } },
 };
 
 /* _Py_DebugOffsets of 3.13 (Include/internal/pycore_debug_offsets.h), as
  * 8-byte fields after the 8-byte cookie "xdebugpy": the index of each. */
 enum {
-	DO_VERSION = 1, DO_INTERP_HEAD = 5, DO_THREADS_HEAD = 9, DO_TS_NEXT = 21,
+	DO_VERSION = 1, DO_FREE_THREADED = 2, DO_INTERP_HEAD = 5, DO_THREADS_HEAD = 9, DO_TS_NEXT = 21,
 	DO_TS_CURRENT_FRAME = 23, DO_TS_THREAD_ID = 24, DO_F_PREVIOUS = 29,
 	DO_F_EXECUTABLE = 30, DO_F_INSTR_PTR = 31, DO_F_OWNER = 33, DO_CO_FILENAME = 35,
 	DO_CO_QUALNAME = 37, DO_CO_LINETABLE = 38, DO_CO_FIRSTLINENO = 39,
 	DO_CO_ADAPTIVE = 43, DO_ASCII_SIZE = 70, DO_COUNT = 71,
 };
 
+static const int do_used[] = {
+	DO_INTERP_HEAD, DO_THREADS_HEAD, DO_TS_NEXT, DO_TS_CURRENT_FRAME, DO_TS_THREAD_ID,
+	DO_F_PREVIOUS, DO_F_EXECUTABLE, DO_F_INSTR_PTR, DO_F_OWNER, DO_CO_FILENAME,
+	DO_CO_QUALNAME, DO_CO_LINETABLE, DO_CO_FIRSTLINENO, DO_CO_ADAPTIVE, DO_ASCII_SIZE,
+};
+
 #define MAX_PROCS 256
-#define CODE_CACHE (1u << 16)
+#define CODE_CACHE_MIN (1u << 14)
+#define CODE_CACHE_MAX (1u << 20) /* slots; past half of it, start over */
 #define CODE_READ 256 /* bytes of a code object read: all fields above */
 
 struct proc {
@@ -92,7 +100,7 @@ struct pystack {
 	struct proc procs[MAX_PROCS];
 	int nprocs;
 	struct code_ent *cache;
-	uint32_t ncache;
+	uint32_t ncache, cap;
 	struct str_set *strings;
 };
 
@@ -102,7 +110,8 @@ struct pystack *pystack_new(void)
 
 	if (!ps)
 		return NULL;
-	ps->cache = calloc(CODE_CACHE, sizeof(*ps->cache));
+	ps->cap = CODE_CACHE_MIN;
+	ps->cache = calloc(ps->cap, sizeof(*ps->cache));
 	ps->strings = str_set_new(1 << 14);
 	if (!ps->cache || !ps->strings) {
 		pystack_free(ps);
@@ -113,10 +122,33 @@ struct pystack *pystack_new(void)
 
 static void cache_clear(struct pystack *ps)
 {
-	for (uint32_t i = 0; i < CODE_CACHE; i++)
+	for (uint32_t i = 0; i < ps->cap; i++)
 		free(ps->cache[i].linetable);
-	memset(ps->cache, 0, CODE_CACHE * sizeof(*ps->cache));
+	memset(ps->cache, 0, ps->cap * sizeof(*ps->cache));
 	ps->ncache = 0;
+}
+
+static int cache_grow(struct pystack *ps)
+{
+	uint32_t cap = ps->cap * 2;
+	struct code_ent *n = calloc(cap, sizeof(*n));
+
+	if (!n)
+		return -1;
+	for (uint32_t i = 0; i < ps->cap; i++) {
+		uint32_t h;
+
+		if (!ps->cache[i].key)
+			continue;
+		for (h = (uint32_t)hash_u64(ps->cache[i].key) & (cap - 1); n[h].key;
+		     h = (h + 1) & (cap - 1))
+			;
+		n[h] = ps->cache[i];
+	}
+	free(ps->cache);
+	ps->cache = n;
+	ps->cap = cap;
+	return 0;
 }
 
 void pystack_free(struct pystack *ps)
@@ -190,6 +222,23 @@ static int from_debug_offsets(int pid, uint64_t runtime, struct py_layout *l, ch
 			 pid, major, minor);
 		return -ENOTSUP;
 	}
+	if (d[DO_FREE_THREADED]) {
+		snprintf(err, errlen, "pid %d runs a free-threaded Python 3.13 (3.13t): stacks "
+			 "support the default (GIL) build", pid);
+		return -ENOTSUP;
+	}
+	for (size_t i = 0; i < sizeof(do_used) / sizeof(do_used[0]); i++) {
+		/* Every offset used is 16-bit, and those of a code object fall
+		 * in the bytes read of one (CODE_READ). */
+		int f = do_used[i];
+		uint64_t max = f >= DO_CO_FILENAME && f <= DO_CO_ADAPTIVE ? CODE_READ - 8 : 0xffff;
+
+		if (d[f] > max) {
+			snprintf(err, errlen, "pid %d: implausible _Py_DebugOffsets (field %d = %llu)",
+				 pid, f, (unsigned long long)d[f]);
+			return -EINVAL;
+		}
+	}
 	l->bpf.interp_head = (uint16_t)d[DO_INTERP_HEAD];
 	l->bpf.threads_head = (uint16_t)d[DO_THREADS_HEAD];
 	l->bpf.ts_next = (uint16_t)d[DO_TS_NEXT];
@@ -205,6 +254,7 @@ static int from_debug_offsets(int pid, uint64_t runtime, struct py_layout *l, ch
 	l->code.firstlineno = (uint16_t)d[DO_CO_FIRSTLINENO];
 	l->code.code_adaptive = (uint16_t)d[DO_CO_ADAPTIVE];
 	l->code.ascii_data = (uint16_t)d[DO_ASCII_SIZE];
+	l->code.compact_data = (uint16_t)(d[DO_ASCII_SIZE] + 16); /* + utf8_length, utf8 */
 	return 0;
 }
 
@@ -294,6 +344,7 @@ int pystack_find(struct pystack *ps, int pid, struct ptbpf_py_proc *out, char *e
 	out->co_firstlineno = l.code.firstlineno;
 	out->co_linetable = l.code.linetable;
 	out->ascii_data = l.code.ascii_data;
+	out->compact_data = l.code.compact_data;
 	return 0;
 }
 
@@ -367,6 +418,26 @@ int pystack_line_311(const uint8_t *t, size_t n, int line, int instr)
 	return -1;
 }
 
+/* Text as the trace keeps it: Latin-1 converted to UTF-8, control
+ * characters escaped. */
+static const char *intern_text(struct pystack *ps, const char *text, bool latin1)
+{
+	char utf8[2 * PY_FILE_LEN + 1], out[4 * PY_FILE_LEN + 1];
+	size_t n = 0;
+
+	for (const unsigned char *c = (const unsigned char *)text; *c && n + 2 < sizeof(utf8); c++) {
+		if (latin1 && *c >= 0x80) {
+			utf8[n++] = (char)(0xc0 | *c >> 6);
+			utf8[n++] = (char)(0x80 | (*c & 0x3f));
+		} else {
+			utf8[n++] = (char)*c;
+		}
+	}
+	utf8[n] = 0;
+	escape_str(out, sizeof(out), utf8, n);
+	return str_set_intern(ps->strings, out);
+}
+
 /* A str object's text if it is compact ASCII or Latin-1 (file and
  * function names are); "?" otherwise. */
 static const char *read_str(struct pystack *ps, const struct proc *p, uint64_t obj)
@@ -386,10 +457,11 @@ static const char *read_str(struct pystack *ps, const struct proc *p, uint64_t o
 		len = sizeof(text) - 1;
 	/* ASCII text follows PyASCIIObject; Latin-1 the compact object, which
 	 * adds utf8_length and utf8 (16 bytes). */
-	if (target_read(p->pid, obj + p->code.ascii_data + (state & 0x40 ? 0 : 16), text, len))
+	if (target_read(p->pid, obj + (state & 0x40 ? p->code.ascii_data : p->code.compact_data),
+			text, len))
 		return "?";
 	text[len] = 0;
-	return str_set_intern(ps->strings, text);
+	return intern_text(ps, text, !(state & 0x40));
 }
 
 /* The cache entry of (pid, code): found, or new and empty (*added). */
@@ -401,12 +473,15 @@ static struct code_ent *cache_slot(struct pystack *ps, int pid, uint64_t code, b
 	*added = false;
 	if (!key)
 		return NULL;
-	for (h = (uint32_t)hash_u64(key) & (CODE_CACHE - 1); ps->cache[h].key;
-	     h = (h + 1) & (CODE_CACHE - 1))
+	for (h = (uint32_t)hash_u64(key) & (ps->cap - 1); ps->cache[h].key;
+	     h = (h + 1) & (ps->cap - 1))
 		if (ps->cache[h].key == key)
 			return &ps->cache[h];
-	if (ps->ncache * 2 >= CODE_CACHE) {
-		cache_clear(ps);
+	if (ps->ncache * 2 >= ps->cap) {
+		/* Names BPF sent once are kept: the table grows (and only past
+		 * a million slots starts over, naming from the process). */
+		if (ps->cap >= CODE_CACHE_MAX || cache_grow(ps))
+			cache_clear(ps);
 		return cache_slot(ps, pid, code, added);
 	}
 	ps->cache[h] = (struct code_ent){ .key = key };
@@ -418,7 +493,7 @@ static struct code_ent *cache_slot(struct pystack *ps, int pid, uint64_t code, b
 void pystack_code(struct pystack *ps, const struct ptbpf_py_code *c, size_t size)
 {
 	struct code_ent *e;
-	char file[PY_FILE_LEN], name[PY_NAME_LEN];
+	char file[PY_FILE_LEN + 1], name[PY_NAME_LEN + 1];
 	uint64_t n = c->ev.arg[1];
 	bool added;
 
@@ -426,10 +501,12 @@ void pystack_code(struct pystack *ps, const struct ptbpf_py_code *c, size_t size
 	    !(e = cache_slot(ps, (int)c->ev.pid, c->ev.key, &added)))
 		return;
 	free(e->linetable);
-	escape_str(file, sizeof(file), c->file, strnlen(c->file, sizeof(c->file)));
-	escape_str(name, sizeof(name), c->name, strnlen(c->name, sizeof(c->name)));
-	e->file = str_set_intern(ps->strings, file);
-	e->name = str_set_intern(ps->strings, name);
+	memcpy(file, c->file, PY_FILE_LEN);
+	file[PY_FILE_LEN] = 0;
+	memcpy(name, c->name, PY_NAME_LEN);
+	name[PY_NAME_LEN] = 0;
+	e->file = intern_text(ps, file, c->ev.id & 1);
+	e->name = intern_text(ps, name, c->ev.id & 2);
 	e->firstlineno = (int)(int32_t)c->ev.arg[0];
 	e->linetable = n ? malloc(n) : NULL;
 	e->nlinetable = e->linetable ? (uint32_t)n : 0;

@@ -485,17 +485,53 @@ static const char *kineto_cat(const char *cat)
 	return cat;
 }
 
-/* s, which ptbpf wrote as JSON ("Input Dims", "Input type"), as JSON:
- * verbatim if it holds only the characters such values have (allowed, or
- * for NULL: a list of plain quoted names), else as a string. */
-static void json_raw(FILE *o, const char *s, const char *allowed)
+/* "Input Dims": a list of lists of integers, as ptbpf writes it. */
+static bool is_dims(const char *s)
 {
-	bool ok = s[0] == '[';
+	const char *p = s;
 
-	for (const char *p = s; *p && ok; p++)
-		ok = allowed ? strchr(allowed, *p) != NULL :
-		     (*p >= 0x20 && *p < 0x7f && *p != '\\');
-	if (ok)
+	if (*p++ != '[')
+		return false;
+	while (*p == '[') {
+		p++;
+		while (*p == '-' || (*p >= '0' && *p <= '9') || *p == ',' || *p == ' ')
+			p++;
+		if (*p++ != ']')
+			return false;
+		if (*p == ',' && p[1] == ' ')
+			p += 2;
+		else if (*p != ']')
+			return false;
+	}
+	return *p == ']' && !p[1];
+}
+
+/* "Input type": a list of quoted names without quotes or backslashes. */
+static bool is_types(const char *s)
+{
+	const char *p = s;
+
+	if (*p++ != '[')
+		return false;
+	while (*p == '"') {
+		p++;
+		while (*p && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+			p++;
+		if (*p++ != '"')
+			return false;
+		if (*p == ',' && p[1] == ' ')
+			p += 2;
+		else if (*p != ']')
+			return false;
+	}
+	return *p == ']' && !p[1];
+}
+
+/* s, which ptbpf wrote as JSON, verbatim if it has the form ok() checks,
+ * else as a JSON string. */
+static void json_raw(FILE *o, const char *s, bool (*ok)(const char *))
+{
+	if (ok(s))
 		fputs(s, o);
 	else
 		json_str(o, s);
@@ -525,9 +561,9 @@ static void kineto_slice(struct report *r, const struct track *t, const struct f
 		fprintf(r->kineto, "\"correlation\": %ld", (long)f->corr);
 	if (f->shapes != NONE && f->types != NONE) {
 		fprintf(r->kineto, "%s\"Input Dims\": ", f->corr >= 0 ? ", " : "");
-		json_raw(r->kineto, S[f->shapes], "[]0123456789, -");
+		json_raw(r->kineto, S[f->shapes], is_dims);
 		fputs(", \"Input type\": ", r->kineto);
-		json_raw(r->kineto, S[f->types], NULL);
+		json_raw(r->kineto, S[f->types], is_types);
 	}
 	fputs("}}", r->kineto);
 	if (t->gpu && f->corr >= 0) { /* the launch -> kernel flow's end */
@@ -1025,10 +1061,16 @@ static void recommendations(const struct report *r, const struct step_row *rows,
 #undef SHARE
 }
 
+/* A string by id; "" for an id the trace never defined (a slice without
+ * a name). */
+static const char *str_at(const struct report *r, uint32_t id)
+{
+	return id < r->str.n ? r->str.s[id] : "";
+}
+
 /* Peaks of the memory counters, and the ops that allocated most. */
 static void print_memory_text(const struct report *r, int top)
 {
-	const char **S = r->str.s;
 	const struct opstat **v;
 	size_t n;
 	bool any = false;
@@ -1041,7 +1083,7 @@ static void print_memory_text(const struct report *r, int top)
 		if (!any)
 			printf("\nMemory (peaks of the allocator's counters)\n");
 		any = true;
-		printf("  pid %-8ld %-30s peak %10.2f MiB at %.6f s\n", (long)t->pid, S[t->name],
+		printf("  pid %-8ld %-30s peak %10.2f MiB at %.6f s\n", (long)t->pid, str_at(r, t->name),
 		       t->peak / 1048576.0, t->peak_ts / 1e9);
 	}
 	v = allocating_ops(r, &n);
@@ -1049,7 +1091,7 @@ static void print_memory_text(const struct report *r, int top)
 		printf("\nOps by bytes allocated in them (self)\n  %-44s %12s %8s\n", "op", "MiB",
 		       "calls");
 		for (size_t i = 0; i < n && (int)i < top; i++)
-			printf("  %-44.44s %12.3f %8lu\n", S[v[i]->name], v[i]->alloc / 1048576.0,
+			printf("  %-44.44s %12.3f %8lu\n", str_at(r, v[i]->name), v[i]->alloc / 1048576.0,
 			       (unsigned long)v[i]->calls);
 	}
 	free(v);
@@ -1058,31 +1100,49 @@ static void print_memory_text(const struct report *r, int top)
 static void print_text(struct report *r, const char *path, int top, const struct step_row *rows,
 		       double secs)
 {
-	const char **S = r->str.s;
 
 	printf("ptbpf report %s: %lu track events in %.2f s (%.1f M/s)\n", path,
 	       (unsigned long)r->events, secs, r->events / (secs > 0 ? secs : 1e-9) / 1e6);
 	if (r->steps.n) {
+		/* The first `top` steps, then the mean of all of them. */
+		size_t shown = r->steps.n < (size_t)top ? r->steps.n : (size_t)top;
+		struct step_row mean = { 0 };
+
+		for (size_t i = 0; i < r->steps.n; i++) {
+			mean.dur += rows[i].dur, mean.kernel_sum += rows[i].kernel_sum;
+			mean.busy += rows[i].busy, mean.copy += rows[i].copy;
+			mean.set += rows[i].set, mean.api += rows[i].api;
+			mean.loader += rows[i].loader, mean.hostop += rows[i].hostop;
+			for (int k = 0; k < 7; k++)
+				mean.brk[k] += rows[i].brk[k];
+		}
 		printf("\nSteps (ms; GPU busy = kernels' union over the step)\n");
 		printf("  %-18s %9s %9s %7s %8s %8s %9s %9s %9s\n", "step", "length", "kernels",
 		       "busy%", "memcpy", "memset", "cuda api", "dataload", "host ops");
-		for (size_t i = 0; i < r->steps.n; i++)
+		for (size_t i = 0; i <= shown; i++) {
+			const struct step_row *w = i < shown ? &rows[i] : &mean;
+			double div = i < shown ? 1.0 : (double)r->steps.n;
+
+			if (i == shown && r->steps.n > shown)
+				printf("  ... %zu more steps (all of them: --json)\n",
+				       r->steps.n - shown);
 			printf("  %-18.18s %9.3f %9.3f %6.1f%% %8.3f %8.3f %9.3f %9.3f %9.3f\n",
-			       S[r->step_names[i]], rows[i].dur / 1e6, rows[i].kernel_sum / 1e6,
-			       rows[i].dur ? 100.0 * rows[i].busy / rows[i].dur : 0,
-			       rows[i].copy / 1e6, rows[i].set / 1e6, rows[i].api / 1e6,
-			       rows[i].loader / 1e6, rows[i].hostop / 1e6);
-	}
-	if (r->steps.n) {
+			       i < shown ? str_at(r, r->step_names[i]) : "mean of all",
+			       w->dur / 1e6 / div, w->kernel_sum / 1e6 / div,
+			       w->dur ? 100.0 * w->busy / w->dur : 0, w->copy / 1e6 / div,
+			       w->set / 1e6 / div, w->api / 1e6 / div, w->loader / 1e6 / div,
+			       w->hostop / 1e6 / div);
+		}
 		printf("\nStep time breakdown (ms; each instant counted once, in this order)\n  %-18s",
 		       "step");
 		for (int k = 0; k < 7; k++)
 			printf(" %10s", brk_names[k]);
 		printf("\n");
-		for (size_t i = 0; i < r->steps.n; i++) {
-			printf("  %-18.18s", S[r->step_names[i]]);
+		for (size_t i = 0; i <= shown; i++) {
+			printf("  %-18.18s", i < shown ? str_at(r, r->step_names[i]) : "mean of all");
 			for (int k = 0; k < 7; k++)
-				printf(" %10.3f", rows[i].brk[k] / 1e6);
+				printf(" %10.3f", (i < shown ? rows[i].brk[k] :
+						   mean.brk[k] / (double)r->steps.n) / 1e6);
 			printf("\n");
 		}
 		recommendations(r, rows, stdout, false);
@@ -1094,11 +1154,11 @@ static void print_text(struct report *r, const char *path, int top, const struct
 	for (size_t i = 0; i < r->nops && (int)i < top; i++) {
 		const struct opstat *o = &r->op_v[i];
 
-		printf("  %-44.44s %8lu %10.3f %10.3f %10.3f %10.3f", S[o->name],
+		printf("  %-44.44s %8lu %10.3f %10.3f %10.3f %10.3f", str_at(r, o->name),
 		       (unsigned long)o->calls, o->total / 1e6, o->self / 1e6, o->dev_total / 1e6,
 		       o->dev_self / 1e6);
 		if (r->by_shape)
-			printf("  %.120s", o->shapes != NONE ? S[o->shapes] : "-");
+			printf("  %.120s", o->shapes != NONE ? str_at(r, o->shapes) : "-");
 		printf("\n");
 	}
 	print_memory_text(r, top);
@@ -1106,7 +1166,7 @@ static void print_text(struct report *r, const char *path, int top, const struct
 		printf("\nPython call sites of the outermost ops (the innermost frame outside "
 		       "torch; host ms)\n  %-70s %8s %10s\n", "site", "ops", "host tot");
 		for (size_t i = 0; i < r->nsites && (int)i < top; i++)
-			printf("  %-70.70s %8lu %10.3f\n", S[r->site_v[i].site],
+			printf("  %-70.70s %8lu %10.3f\n", str_at(r, r->site_v[i].site),
 			       (unsigned long)r->site_v[i].calls, r->site_v[i].total / 1e6);
 	}
 	if (r->nk) {
@@ -1115,7 +1175,7 @@ static void print_text(struct report *r, const char *path, int top, const struct
 		for (size_t i = 0; i < r->nk && (int)i < top; i++) {
 			const struct kstat *k = &r->k_v[i];
 
-			printf("  %-60.60s %8lu %10.3f %9.2f %9.2f %9.2f\n", S[k->name],
+			printf("  %-60.60s %8lu %10.3f %9.2f %9.2f %9.2f\n", str_at(r, k->name),
 			       (unsigned long)k->calls, k->total / 1e6, k->total / 1e3 / k->calls,
 			       k->min / 1e3, k->max / 1e3);
 		}
@@ -1124,14 +1184,13 @@ static void print_text(struct report *r, const char *path, int top, const struct
 
 static void print_json(struct report *r, const char *path, const struct step_row *rows)
 {
-	const char **S = r->str.s;
 
 	printf("{\"trace\": ");
 	json_str(stdout, path);
 	printf(", \"track_events\": %lu, \"steps\": [", (unsigned long)r->events);
 	for (size_t i = 0; i < r->steps.n; i++) {
 		printf("%s{\"name\": ", i ? ", " : "");
-		json_str(stdout, S[r->step_names[i]]);
+		json_str(stdout, str_at(r, r->step_names[i]));
 		printf(", \"start_ns\": %lu, \"dur_ns\": %lu, \"kernel_ns\": %lu, "
 		       "\"gpu_busy_ns\": %lu, \"memcpy_ns\": %lu, \"memset_ns\": %lu, "
 		       "\"cuda_api_ns\": %lu, \"dataloader_ns\": %lu, \"host_ops_ns\": %lu, "
@@ -1153,7 +1212,7 @@ static void print_json(struct report *r, const char *path, const struct step_row
 		const struct opstat *o = &r->op_v[i];
 
 		printf("%s{\"name\": ", i ? ", " : "");
-		json_str(stdout, S[o->name]);
+		json_str(stdout, str_at(r, o->name));
 		printf(", \"calls\": %lu, \"host_total_ns\": %lu, \"host_self_ns\": %lu, "
 		       "\"device_total_ns\": %lu, \"device_self_ns\": %lu, \"alloc_bytes\": %lu",
 		       (unsigned long)o->calls, (unsigned long)o->total, (unsigned long)o->self,
@@ -1161,7 +1220,7 @@ static void print_json(struct report *r, const char *path, const struct step_row
 		       (unsigned long)o->alloc);
 		if (o->shapes != NONE) {
 			printf(", \"input_shapes\": ");
-			json_str(stdout, S[o->shapes]);
+			json_str(stdout, str_at(r, o->shapes));
 		}
 		printf("}");
 	}
@@ -1172,14 +1231,14 @@ static void print_json(struct report *r, const char *path, const struct step_row
 		if (!t->mem || !t->peak_ts)
 			continue;
 		printf("%s{\"pid\": %ld, \"counter\": ", n++ ? ", " : "", (long)t->pid);
-		json_str(stdout, S[t->name]);
+		json_str(stdout, str_at(r, t->name));
 		printf(", \"peak_bytes\": %ld, \"peak_ts_ns\": %lu}", (long)t->peak,
 		       (unsigned long)t->peak_ts);
 	}
 	printf("], \"python_sites\": [");
 	for (size_t i = 0; i < r->nsites; i++) {
 		printf("%s{\"site\": ", i ? ", " : "");
-		json_str(stdout, S[r->site_v[i].site]);
+		json_str(stdout, str_at(r, r->site_v[i].site));
 		printf(", \"ops\": %lu, \"host_total_ns\": %lu}",
 		       (unsigned long)r->site_v[i].calls, (unsigned long)r->site_v[i].total);
 	}
@@ -1188,7 +1247,7 @@ static void print_json(struct report *r, const char *path, const struct step_row
 		const struct kstat *k = &r->k_v[i];
 
 		printf("%s{\"name\": ", i ? ", " : "");
-		json_str(stdout, S[k->name]);
+		json_str(stdout, str_at(r, k->name));
 		printf(", \"calls\": %lu, \"total_ns\": %lu, \"min_ns\": %lu, \"max_ns\": %lu}",
 		       (unsigned long)k->calls, (unsigned long)k->total, (unsigned long)k->min,
 		       (unsigned long)k->max);

@@ -105,8 +105,9 @@ int shapes_format(const uint8_t *b, size_t n, char *dims, size_t dlen, char *typ
 	}
 	put(&d, "]");
 	put(&t, "]");
-	return 0;
-bad:
+	if (!d.full && !t.full)
+		return 0;
+bad: /* malformed, or longer than the buffers: nothing rather than a cut list */
 	dims[0] = types[0] = 0;
 	return -1;
 }

@@ -11,7 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* 0, or -1 if the bytes are malformed (dims and types are then empty). */
+/* 0, or -1 if the bytes are malformed or the text does not fit (dims and
+ * types are then empty). */
 int shapes_format(const uint8_t *b, size_t n, char *dims, size_t dlen, char *types,
 		  size_t tlen);
 /* Kineto's name of a c10::ScalarType ("float", "c10::Half", ...). */
