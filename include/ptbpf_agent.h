@@ -86,7 +86,9 @@ struct ptbpf_ops_slot {
 	uint32_t state;           /* 12: enum ptbpf_ops_slot_state; RETIRED once the
 				   *     thread exited; ptbpf frees it when drained */
 	uint64_t dropped;         /* 16: records lost to a full ring */
-	uint8_t pad0[40];
+	uint64_t gap_lost;        /* 24: (the agent's) lost since the last record */
+	uint64_t gap_from;        /* 32: (the agent's) when the first of them was */
+	uint8_t pad0[24];
 	uint64_t tail;            /* 64: bytes ever read (ptbpf) */
 	uint8_t pad1[56];
 };

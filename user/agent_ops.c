@@ -142,6 +142,7 @@ static struct ptbpf_ops_slot *thread_slot(void)
 		if (__atomic_compare_exchange_n(&s->state, &expect, OPS_SLOT_OWNED, false,
 						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
 			__atomic_store_n(&s->tid, (uint32_t)gettid(), __ATOMIC_RELEASE);
+			s->gap_lost = 0; /* a gap of the last owner is not this thread's */
 			my_slot = s;
 			pthread_setspecific(slot_key, s);
 			return s;
@@ -180,10 +181,6 @@ static void commit(struct ptbpf_ops_slot *s, uint64_t end)
 	__atomic_store_n(&s->head, end, __ATOMIC_RELEASE);
 }
 
-/* Records this thread lost to a full ring since its last record: the next
- * record that fits is preceded by an OPS_REC_GAP saying so, so that ptbpf
- * knows where in the stream they went missing. */
-static __thread uint64_t lost_here, lost_from; /* how many, since when */
 
 /* Writes a record into this thread's ring; its timestamp, or 0 if it was
  * not written. */
@@ -199,16 +196,19 @@ static uint64_t put(uint8_t type, uint8_t scope, const void *rf, int64_t seq,
 		__atomic_fetch_add(&desc.no_slot, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
-	if (lost_here && (r = reserve_rec(s, sizeof(*r), &end))) {
-		*r = (struct ptbpf_ops_rec){ .ts = lost_from, .seq = (int64_t)lost_here,
+	/* Records lost to a full ring since the last one written: the next
+	 * record that fits is preceded by an OPS_REC_GAP saying so, so that
+	 * ptbpf knows where in the stream they went missing. */
+	if (s->gap_lost && (r = reserve_rec(s, sizeof(*r), &end))) {
+		*r = (struct ptbpf_ops_rec){ .ts = s->gap_from, .seq = (int64_t)s->gap_lost,
 					     .size = sizeof(*r), .type = OPS_REC_GAP };
 		commit(s, end);
-		lost_here = 0;
+		s->gap_lost = 0;
 	}
-	r = lost_here ? NULL : reserve_rec(s, size, &end);
+	r = s->gap_lost ? NULL : reserve_rec(s, size, &end);
 	if (!r) {
-		if (!lost_here++)
-			lost_from = now_ns();
+		if (!s->gap_lost++)
+			s->gap_from = now_ns();
 		__atomic_store_n(&s->dropped, s->dropped + 1, __ATOMIC_RELAXED);
 		return 0;
 	}
@@ -354,7 +354,7 @@ static void begin(const void *rf, uint8_t scope)
 		slen = shapes_of(rf, shapes);
 	maybe_stack(put(OPS_REC_BEGIN, scope, rf, seq, name, strnlen(name, PTBPF_OPS_NAME_MAX),
 			shapes, slen));
-	if (scope == SC_FUNCTION && __atomic_load_n(&desc.layout_ok, __ATOMIC_RELAXED))
+	if (stacks_every && scope == SC_FUNCTION && __atomic_load_n(&desc.layout_ok, __ATOMIC_RELAXED))
 		open_depth++;
 }
 
@@ -394,7 +394,7 @@ static void end_any(const void *rf, void *ctx)
 	(void)ctx;
 	/* Ops (FUNCTION scope) end where they began; regions may end on
 	 * another thread (c10d's async work), so only ops are counted. */
-	if (open_depth && __atomic_load_n(&desc.layout_ok, __ATOMIC_RELAXED) &&
+	if (stacks_every && open_depth && __atomic_load_n(&desc.layout_ok, __ATOMIC_RELAXED) &&
 	    *((const uint8_t *)rf + RF_SCOPE_OFF) == SC_FUNCTION)
 		open_depth--;
 	if (atomic_load_explicit(&recording, memory_order_relaxed))
