@@ -13,7 +13,7 @@ until grep -q '^ready' "$log"; do
 	sleep 0.2
 done
 echo "demo: training loop running as pid $pid; tracing it for 5 seconds" \
-	"(ops with input shapes, a Python stack for one top-level op in 20)"
-build/ptbpf -p "$pid" -d 5 --shapes --py-stacks=20 -o demo.pftrace
+	"(ops from the agent, a Python stack for one top-level op in 20)"
+build/ptbpf -p "$pid" -d 5 --ops agent --py-stacks=20 -o demo.pftrace
 build/ptbpf report demo.pftrace --top 8
 echo "demo: open demo.pftrace at https://ui.perfetto.dev (Open trace file)"
