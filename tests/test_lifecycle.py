@@ -77,6 +77,27 @@ def test_sigint_mid_trace_and_duration(tmp_path):
         target.kill()
 
 
+def test_agent_stop_loses_nothing_while_the_target_runs_on(tmp_path):
+    """Stopping (-d) while a training loop goes on (about 0.5 M records/s,
+    within what the loader keeps up with here): the agent records until it
+    sees the switch-off, and its rings are read until then, so nothing is
+    lost at the stop."""
+    target, go = start_target(workload_argv("mlp", 10**7), tmp_path)
+    try:
+        open(go, "w").close()
+        out = str(tmp_path / "a.pftrace")
+        r = subprocess.run([PTBPF, "-p", str(target.p.pid), "-o", out, "-d", "1", "--ops",
+                            "agent"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        m = re.search(r"agent op rings: (\d+) records read .*?, lost (\d+)", r.stderr)
+        assert m and int(m.group(1)) > 100000 and int(m.group(2)) == 0, r.stderr
+        assert re.search(r"open at stop \d+, cut where records were lost 0,", r.stderr)
+        assert pftrace.Trace(out).validate() == []
+        assert target.p.poll() is None
+    finally:
+        target.kill()
+
+
 def test_sigkill_leaves_target_unharmed(tmp_path):
     argv = workload_argv("mlp", 400)
     _, expected = run_untraced(tmp_path, argv)

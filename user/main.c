@@ -953,8 +953,12 @@ static int finish(struct session *s, int rc)
 		uint64_t until = now_ns() + 700000000ull;
 
 		device_probes_switch_off(s->dev, s->targets, s->ntargets);
-		while (now_ns() < until && s->rb)
-			ring_buffer__poll(s->rb, 50);
+		while (now_ns() < until && s->rb) {
+			ring_buffer__poll(s->rb, 20);
+			/* The agents record until they see the switch-off: their
+			 * rings are read on, or they would fill and drop. */
+			drain_op_rings(s, now_ns() - REORDER_SLACK_NS);
+		}
 	}
 	device_probes_free(s->dev, s->targets, s->ntargets);
 	s->dev = NULL;
