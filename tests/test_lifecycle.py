@@ -78,11 +78,11 @@ def test_sigint_mid_trace_and_duration(tmp_path):
 
 
 def test_agent_stop_loses_nothing_while_the_target_runs_on(tmp_path):
-    """Stopping (-d) while a training loop goes on (about 0.5 M records/s,
-    within what the loader keeps up with here): the agent records until it
-    sees the switch-off, and its rings are read until then, so nothing is
-    lost at the stop."""
-    target, go = start_target(workload_argv("mlp", 10**7), tmp_path)
+    """A loop of one-element adds (about 2 M agent records/s, a 4 MiB ring
+    full in ~50 ms), stopped with -d while it goes on: the rings are read
+    more often while they bring much, and on through the switch-off (the
+    agent records until it sees it), so nothing is lost."""
+    target, go = start_target(workload_argv("burst", 10**9), tmp_path)
     try:
         open(go, "w").close()
         out = str(tmp_path / "a.pftrace")

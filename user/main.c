@@ -631,6 +631,8 @@ static void trace_loop(struct session *s)
 {
 	uint64_t start = now_ns(), last_status = start, last_events = 0, last_scan = start;
 	uint64_t deadline = s->opt.duration_s ? start + s->opt.duration_s * 1000000000ull : 0;
+	uint64_t ring_records = 0;
+	int wait_ms = 20;
 
 	s->cpu_at_trace_start = cpu_seconds();
 
@@ -639,12 +641,20 @@ static void trace_loop(struct session *s)
 		 * poll only returns early for a full batch: drain what is there
 		 * every 100 ms in any case. */
 		uint64_t tick = now_ns();
-		int err = ring_buffer__poll(s->rb, s->reorder ? 20 : 100);
+		int err = ring_buffer__poll(s->rb, s->reorder ? wait_ms : 100);
 
 		if (err >= 0)
 			err = ring_buffer__consume(s->rb);
-		/* Op rings hold 4 MiB a thread: read them every 20 ms. */
+		/* Op rings hold 4 MiB a thread: read them every 20 ms, and at
+		 * once again while a drain brings much (a thread writing 2 M
+		 * records/s fills its ring in about 50 ms). */
 		drain_op_rings(s, tick - REORDER_SLACK_NS);
+		if (s->opsr) {
+			uint64_t now_records = ops_rings_counts(s->opsr)->records;
+
+			wait_ms = now_records - ring_records > 10000 ? 1 : 20;
+			ring_records = now_records;
+		}
 		if (err < 0 && err != -EINTR) {
 			fprintf(stderr, "ptbpf: reading the ring buffer failed: %s\n", strerror(-err));
 			break;
