@@ -7,8 +7,9 @@ goes through the real libc10 path end to end; tests/gpu checks the CUDA
 caching allocator against torch.cuda.memory_allocated()."""
 import collections
 import json
+import subprocess
 
-from conftest import run_traced, workload_argv
+from conftest import PTBPF, run_traced, workload_argv
 from pftrace import Trace
 from test_report import report
 
@@ -47,6 +48,19 @@ def test_memory_timeline_of_known_allocations(tmp_path):
     ops = {o["name"]: o for o in rep["operators"]}
     for op, n in want.items():
         assert n * MiB <= ops[op]["alloc_bytes"] < n * MiB + 64 * 1024, ops[op]
+    # The Kineto export: each change of the allocated counter after the
+    # first is a "[memory]" instant, with the change as its Bytes.
+    out = tmp_path / "k.json"
+    r = subprocess.run([PTBPF, "export", "--kineto", str(out), run.trace_path],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    mem_events = [e for e in json.loads(out.read_text())["traceEvents"]
+                  if e.get("name") == "[memory]"]
+    assert [e["args"]["Total Allocated"] for e in mem_events] == values[1:]
+    assert [e["args"]["Bytes"] for e in mem_events] == \
+        [b - a for a, b in zip(values, values[1:])]
+    assert all(e["args"]["Device Type"] == 0 and e["cat"] == "cpu_instant_event"
+               for e in mem_events)
     text = report(run.trace_path)
     assert "Ops by bytes allocated in them" in text and "cpu memory allocated" in text
     assert "allocator records" in run.err

@@ -176,9 +176,23 @@ struct track {
 	bool thread, gpu;
 	int64_t pid, tid;    /* threads; GPU stream tracks: device, stream */
 	uint8_t mem;         /* 1: "... memory allocated" counter, 2: "... reserved" */
+	uint8_t dev_type, dev_id; /* memory counters: c10::Device of "cuda:0 ..." */
 	uint32_t name;       /* counters: the track's name */
 	int64_t peak;        /* counters: the largest value, and when */
 	uint64_t peak_ts;
+	int64_t value;       /* memory counters: the value in force */
+	bool has_value;      /* ... once one was seen */
+	size_t sibling;      /* memory counters: the pair's other track, index + 1 */
+};
+
+/* export: an allocated-bytes change waits one event for the reserved
+ * counter its writer puts right after it (memtrack.c), then becomes a
+ * Kineto "[memory]" instant. */
+struct mem_pending {
+	bool on;
+	size_t track;  /* index into track_v */
+	uint64_t ts;
+	int64_t bytes; /* the change */
 };
 
 struct interval {
@@ -221,6 +235,7 @@ struct report {
 	uint64_t events;
 	FILE *kineto;       /* export: Chrome/Kineto JSON events go here */
 	bool kineto_first;
+	struct mem_pending mem_pending;
 	struct map argnames; /* seq << 32 | iid -> string id + 1 (arg names) */
 	uint32_t name_correlation, name_alloc, name_dims, name_types, name_stack;
 	uint32_t cat_cpu, cat_kernel, cat_memcpy, cat_memset, cat_rt, cat_drv, cat_loader,
@@ -395,6 +410,79 @@ static void kineto_sep(struct report *r)
 
 /* Track descriptors: threads (pid, tid), processes (their names, as
  * Kineto metadata), GPU stream tracks ("GPU d / stream s"). */
+/* A memory counter track ("cuda:0 memory allocated"): its device, and
+ * its pair's other track. */
+static void memory_track(struct report *r, struct track *t, const char *name)
+{
+	static const struct { const char *prefix; uint8_t type; } types[] = {
+		{ "cpu", 0 }, { "cuda:", 1 }, { "hip:", 6 }, { "xla:", 9 }, { "mps:", 13 },
+	};
+	const char *sp = strchr(name, ' ');
+	size_t plen = sp ? (size_t)(sp - name) : strlen(name);
+
+	t->name = str_id(&r->str, name, strlen(name));
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (!strncmp(name, types[i].prefix, strlen(types[i].prefix))) {
+			t->dev_type = types[i].type;
+			t->dev_id = (uint8_t)atoi(name + strlen(types[i].prefix));
+		}
+	for (size_t i = 0; i < r->ntracks; i++) {
+		struct track *o = &r->track_v[i];
+		const char *on;
+
+		if (o == t || !o->mem || o->mem == t->mem || o->pid != t->pid)
+			continue;
+		on = r->str.s[o->name];
+		if (!strncmp(on, name, plen) && on[plen] == ' ') {
+			o->sibling = (size_t)(t - r->track_v) + 1;
+			t->sibling = i + 1;
+		}
+	}
+}
+
+/* The waiting "[memory]" instant, with the reserved bytes now in force. */
+static void memory_flush(struct report *r)
+{
+	struct mem_pending *m = &r->mem_pending;
+	const struct track *t = &r->track_v[m->track];
+	int64_t reserved = t->sibling ? r->track_v[t->sibling - 1].value : 0;
+
+	if (!m->on)
+		return;
+	m->on = false;
+	kineto_sep(r);
+	fprintf(r->kineto, "{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", "
+		"\"name\": \"[memory]\", \"pid\": %ld, \"tid\": 0, \"ts\": %.3f, \"args\": "
+		"{\"Device Type\": %u, \"Device Id\": %u, \"Addr\": 0, \"Bytes\": %ld, "
+		"\"Total Allocated\": %ld, \"Total Reserved\": %ld}}", (long)t->pid, m->ts / 1e3,
+		t->dev_type, t->dev_id, (long)m->bytes, (long)t->value, (long)reserved);
+}
+
+/* A memory counter's new value; with the export on, the allocated
+ * counter's changes become "[memory]" instants. */
+static void memory_counter(struct report *r, struct track *t, uint64_t ts, int64_t v)
+{
+	struct mem_pending *m = &r->mem_pending;
+	int64_t before = t->value;
+	bool first = !t->has_value;
+
+	if (v > t->peak || !t->peak_ts)
+		t->peak = v, t->peak_ts = ts;
+	t->value = v;
+	t->has_value = true;
+	if (!r->kineto || (first && t->mem == 1))
+		return; /* the first value: what came before tracing, not one block */
+	if (t->mem == 2 && m->on && t->sibling == m->track + 1 && m->ts == ts) {
+		memory_flush(r); /* its reserved bytes came with it */
+		return;
+	}
+	if (t->mem == 1) {
+		memory_flush(r);
+		*m = (struct mem_pending){ .on = true, .track = (size_t)(t - r->track_v), .ts = ts,
+					   .bytes = v - before };
+	}
+}
+
 static void descriptor(struct report *r, const uint8_t *d, size_t n, bool *bad)
 {
 	const uint8_t *p = d, *q;
@@ -450,7 +538,7 @@ static void descriptor(struct report *r, const uint8_t *d, size_t n, bool *bad)
 		else if (name_len > 16 && !strcmp(buf + name_len - 16, " memory reserved"))
 			t->mem = 2;
 		if (t->mem)
-			t->name = str_id(&r->str, buf, name_len);
+			memory_track(r, t, buf);
 		if (sscanf(buf, "GPU %u / stream %u", &dev, &stream) == 2) {
 			t->gpu = true;
 			t->pid = dev;
@@ -734,6 +822,8 @@ static void track_event(struct report *r, uint64_t seq, uint64_t ts, const uint8
 	r->events++;
 	if (!(t = track_of(r, track)))
 		return;
+	if (r->mem_pending.on && !(type == TE_COUNTER && t->mem == 2))
+		memory_flush(r); /* no reserved counter came with it */
 	if (type == TE_SLICE_BEGIN) {
 		if (!t->stack && !(t->stack = calloc(MAX_DEPTH, sizeof(*t->stack))))
 			return;
@@ -749,8 +839,7 @@ static void track_event(struct report *r, uint64_t seq, uint64_t ts, const uint8
 	} else if (type == TE_SLICE_END && t->depth > 0) {
 		end_slice(r, t, ts, &a);
 	} else if (type == TE_COUNTER && t->mem) {
-		if (counter > t->peak || !t->peak_ts)
-			t->peak = counter, t->peak_ts = ts;
+		memory_counter(r, t, ts, counter);
 	} else if (type == TE_INSTANT && name == r->name_corr) {
 		for (int i = 0; i < nflows; i++)
 			note_launch(r, t, flows[i]);
@@ -1356,6 +1445,7 @@ int report_main(int argc, char **argv)
 	qsort(r.k_v, r.nk, sizeof(*r.k_v), k_by_total);
 	qsort(r.site_v, r.nsites, sizeof(*r.site_v), site_by_total);
 	if (r.kineto) {
+		memory_flush(&r);
 		fputs("\n]}\n", r.kineto);
 		if (ferror(r.kineto) || fclose(r.kineto)) {
 			r.kineto = NULL;
