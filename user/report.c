@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "memtrack.h"
 #include "names.h"
 #include "pbread.h"
 
@@ -414,18 +415,15 @@ static void kineto_sep(struct report *r)
  * its pair's other track. */
 static void memory_track(struct report *r, struct track *t, const char *name)
 {
-	static const struct { const char *prefix; uint8_t type; } types[] = {
-		{ "cpu", 0 }, { "cuda:", 1 }, { "hip:", 6 }, { "xla:", 9 }, { "mps:", 13 },
-	};
 	const char *sp = strchr(name, ' ');
 	size_t plen = sp ? (size_t)(sp - name) : strlen(name);
+	uint32_t device;
 
 	t->name = str_id(&r->str, name, strlen(name));
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
-		if (!strncmp(name, types[i].prefix, strlen(types[i].prefix))) {
-			t->dev_type = types[i].type;
-			t->dev_id = (uint8_t)atoi(name + strlen(types[i].prefix));
-		}
+	if (!mem_device_parse(name, &device)) {
+		t->dev_type = device & 0xff;
+		t->dev_id = (device >> 8) & 0xff;
+	}
 	for (size_t i = 0; i < r->ntracks; i++) {
 		struct track *o = &r->track_v[i];
 		const char *on;
