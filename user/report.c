@@ -571,46 +571,58 @@ static const char *kineto_cat(const char *cat)
 	return cat;
 }
 
-/* "Input Dims": a list of lists of integers, as ptbpf writes it. */
-static bool is_dims(const char *s)
+/* One list item at *p, advanced past it: a list of integers ("Input
+ * Dims"), or a quoted name without quotes or backslashes ("Input type"). */
+static bool int_list(const char **p)
 {
-	const char *p = s;
+	const char *q = *p;
 
-	if (*p++ != '[')
+	if (*q++ != '[')
 		return false;
-	while (*p == '[') {
-		p++;
-		while (*p == '-' || (*p >= '0' && *p <= '9') || *p == ',' || *p == ' ')
-			p++;
-		if (*p++ != ']')
-			return false;
-		if (*p == ',' && p[1] == ' ')
-			p += 2;
-		else if (*p != ']')
-			return false;
-	}
-	return *p == ']' && !p[1];
+	while (*q == '-' || (*q >= '0' && *q <= '9') || *q == ',' || *q == ' ')
+		q++;
+	*p = q + 1;
+	return *q == ']';
 }
 
-/* "Input type": a list of quoted names without quotes or backslashes. */
-static bool is_types(const char *s)
+static bool plain_name(const char **p)
+{
+	const char *q = *p;
+
+	if (*q++ != '"')
+		return false;
+	while (*q && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20)
+		q++;
+	*p = q + 1;
+	return *q == '"';
+}
+
+/* "[item, item, ...]" and nothing after it, each item as item() reads. */
+static bool is_list(const char *s, bool (*item)(const char **))
 {
 	const char *p = s;
 
 	if (*p++ != '[')
 		return false;
-	while (*p == '"') {
-		p++;
-		while (*p && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
-			p++;
-		if (*p++ != '"')
+	while (*p != ']') {
+		if (!item(&p))
 			return false;
 		if (*p == ',' && p[1] == ' ')
 			p += 2;
 		else if (*p != ']')
 			return false;
 	}
-	return *p == ']' && !p[1];
+	return !p[1];
+}
+
+static bool is_dims(const char *s)
+{
+	return is_list(s, int_list);
+}
+
+static bool is_types(const char *s)
+{
+	return is_list(s, plain_name);
 }
 
 /* s, which ptbpf wrote as JSON, verbatim if it has the form ok() checks,
@@ -725,20 +737,19 @@ static void end_slice(struct report *r, struct track *t, uint64_t ts, const stru
 static uint32_t call_site(struct report *r, const char *s, size_t len)
 {
 	const char *p = s, *end = s + len;
+	size_t first = 0;
 
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
 
+		if (p == s)
+			first = n;
 		if (!memmem(p, n, "/torch/", 7) && !memmem(p, n, "<frozen ", 8))
 			return str_id(&r->str, p, n);
 		p += n + 1;
 	}
-	{
-		const char *nl = memchr(s, '\n', len);
-
-		return str_id(&r->str, s, nl ? (size_t)(nl - s) : len);
-	}
+	return str_id(&r->str, s, first);
 }
 
 /* One debug annotation (f: its bytes) into a. */
