@@ -983,6 +983,10 @@ int join_event(struct join *j, const void *data, uint64_t size)
 			gpu_note_name(j->gpu, data);
 		return 0;
 	}
+	if (e->kind == EV_PY_CODE) { /* names for later stacks: no thread track */
+		pystack_code(j->py, data, size);
+		return 0;
+	}
 	if (e->kind == EV_NAMED_NODE_TYPE) {
 		if (size >= sizeof(struct ptbpf_named_event))
 			node_type(j, data);
@@ -1060,9 +1064,6 @@ int join_event(struct join *j, const void *data, uint64_t size)
 	}
 	case EV_PY_STACK:
 		py_stack(j, t, data, size);
-		break;
-	case EV_PY_CODE:
-		pystack_code(j->py, data, size);
 		break;
 	case EV_MEM:
 		mem_event(j->mem, e);

@@ -198,14 +198,18 @@ static int handle_op_record(void *ctx, void *data, size_t size)
  * preempted between its clock read and its commit): they wait a tick. */
 #define REORDER_SLACK_NS 10000000ull
 
-/* Reads the agents' rings and hands on what is old enough; everything at
- * the end (upto = UINT64_MAX). */
-static void drain_op_rings(struct session *s, uint64_t upto)
+/* Reads the agents' rings and hands on what is old enough (everything at
+ * the end: upto = UINT64_MAX); how many records were read. */
+static uint64_t drain_op_rings(struct session *s, uint64_t upto)
 {
+	uint64_t before;
+
 	if (!s->reorder)
-		return;
+		return 0;
+	before = ops_rings_counts(s->opsr)->records;
 	ops_rings_drain(s->opsr, handle_op_record, s);
 	reorder_release(s->reorder, upto, deliver, s);
+	return ops_rings_counts(s->opsr)->records - before;
 }
 
 static void print_attach(const struct target *t, const struct attach_report *r, bool agent_ops)
@@ -358,7 +362,6 @@ static void watch_python(struct session *s, const struct target *t)
 		fprintf(stderr, "ptbpf: warning: no Python stacks: %s\n", err);
 	agent_words(s, !ret);
 }
-
 
 /* Opens and attaches one more process; 0, or -errno with a message printed. */
 static int add_target(struct session *s, int pid, bool quiet_if_gone)
@@ -631,7 +634,6 @@ static void trace_loop(struct session *s)
 {
 	uint64_t start = now_ns(), last_status = start, last_events = 0, last_scan = start;
 	uint64_t deadline = s->opt.duration_s ? start + s->opt.duration_s * 1000000000ull : 0;
-	uint64_t ring_records = 0;
 	int wait_ms = 20;
 
 	s->cpu_at_trace_start = cpu_seconds();
@@ -648,13 +650,7 @@ static void trace_loop(struct session *s)
 		/* Op rings hold 4 MiB a thread: read them every 20 ms, and at
 		 * once again while a drain brings much (a thread writing 2 M
 		 * records/s fills its ring in about 50 ms). */
-		drain_op_rings(s, tick - REORDER_SLACK_NS);
-		if (s->opsr) {
-			uint64_t now_records = ops_rings_counts(s->opsr)->records;
-
-			wait_ms = now_records - ring_records > 10000 ? 1 : 20;
-			ring_records = now_records;
-		}
+		wait_ms = drain_op_rings(s, tick - REORDER_SLACK_NS) > 10000 ? 1 : 20;
 		if (err < 0 && err != -EINTR) {
 			fprintf(stderr, "ptbpf: reading the ring buffer failed: %s\n", strerror(-err));
 			break;
@@ -913,7 +909,6 @@ static int setup_bpf(struct session *s)
 	s->probes = probes_new(s->skel, &s->ops, s->opt.entries_only);
 	s->gpu = gpu_probes_new(s->skel);
 	s->dev = device_probes_new(s->skel);
-	agent_words(s, false);
 	if (!s->dev)
 		fprintf(stderr, "ptbpf: warning: loading the agent BPF programs failed (%s): no GPU "
 			"timeline\n", strerror(errno));
