@@ -152,8 +152,6 @@ static struct ptbpf_ops_slot *thread_slot(void)
 	return NO_SLOT;
 }
 
-/* Writes a record into this thread's ring; its timestamp, or 0 if it was
- * not written. */
 /* Room for a record of size bytes in ring s (after a pad if it would
  * not fit before the ring's end), or NULL if the ring is full. *end is
  * where the head goes once the record is written (commit). */
@@ -180,7 +178,6 @@ static void commit(struct ptbpf_ops_slot *s, uint64_t end)
 {
 	__atomic_store_n(&s->head, end, __ATOMIC_RELEASE);
 }
-
 
 /* Writes a record into this thread's ring; its timestamp, or 0 if it was
  * not written. */
@@ -281,27 +278,23 @@ static size_t shape_of(const uint8_t *impl, uint8_t *out)
 
 	if (off < 0 && impl)
 		sas_find(impl), off = atomic_load_explicit(&sas_off, memory_order_relaxed);
-	if (off <= 0 || !impl || impl == undefined_tensor) {
-		out[0] = OPS_IN_UNKNOWN;
-		return 1;
-	}
-	dim = *(const uint64_t *)(impl + off);
-	if (dim > 64) { /* no tensor has that many: not a layout to trust */
-		out[0] = OPS_IN_UNKNOWN;
-		return 1;
-	}
+	/* (More than 64 dims: no tensor has that many, not a layout to trust.) */
+	if (off <= 0 || !impl || impl == undefined_tensor ||
+	    (dim = *(const uint64_t *)(impl + off)) > 64)
+		goto unknown;
 	sizes = dim <= 5 ? (const int64_t *)(impl + off + 8) : *(int64_t *const *)(impl + off + 8);
 	for (uint64_t k = 0; k < dim && sizes; k++)
 		prod *= (uint64_t)sizes[k];
-	if (!sizes || prod != *(const uint64_t *)(impl + off + 96)) {
-		out[0] = OPS_IN_UNKNOWN;
-		return 1;
-	}
+	if (!sizes || prod != *(const uint64_t *)(impl + off + 96))
+		goto unknown;
 	out[n++] = OPS_IN_TENSOR;
 	out[n++] = (uint8_t)*(const uint16_t *)(impl + off + 104);
 	out[n++] = (uint8_t)(dim < OPS_MAX_RANK ? dim : OPS_MAX_RANK);
 	memcpy(out + n, sizes, 8 * out[2]);
 	return n + 8 * out[2];
+unknown:
+	out[0] = OPS_IN_UNKNOWN;
+	return 1;
 }
 
 /* The op's inputs as OPS_SHAPES describes them; 0 bytes if none. */
@@ -315,15 +308,11 @@ static size_t shapes_of(const void *rf, uint8_t *out)
 		return 0;
 	out[0] = (uint8_t)(n < OPS_MAX_INPUTS ? n : OPS_MAX_INPUTS);
 	for (uint8_t i = 0; i < out[0]; i++) {
-		switch (in[i].tag) {
-		case TAG_TENSOR:
+		if (in[i].tag == TAG_TENSOR)
 			len += shape_of((const uint8_t *)(uintptr_t)in[i].payload, out + len);
-			break;
-		default:
+		else
 			out[len++] = in[i].tag >= TAG_FIRST_SCALAR && in[i].tag <= TAG_LAST_SCALAR ?
 				     OPS_IN_SCALAR : OPS_IN_OTHER;
-			break;
-		}
 	}
 	return len;
 }
