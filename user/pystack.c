@@ -22,41 +22,35 @@
 #include "names.h"
 #include "target.h"
 
-/* What the loader reads in code objects, per version. */
-struct code_layout {
-	uint16_t filename, qualname, firstlineno, linetable, code_adaptive; /* 0: 3.10 */
-	uint16_t ascii_data;   /* sizeof(PyASCIIObject): where compact ASCII text starts */
-	uint16_t compact_data; /* sizeof(PyCompactUnicodeObject): compact Latin-1 text */
-};
-
+/* One version's layout: what the BPF side walks and reads (its code
+ * object fields are read here too), and where bytecode starts. */
 struct py_layout {
 	int minor;
 	struct ptbpf_py_proc bpf;
-	struct code_layout code;
+	uint16_t code_adaptive; /* co_code_adaptive; 0 in 3.10 (f_lasti counts units) */
 };
 
 #define NO PY_NO_FIELD
 static const struct py_layout layouts[] = {
 	{ 10, { .interp_head = 32, .threads_head = 8, .ts_next = 8, .ts_thread_id = 176,
 		.ts_frame = 24, .cframe_frame = NO, .f_back = 24, .f_code = 32, .f_lasti = 96,
-		.f_owner = NO, .lasti_is_int = 1 },
-	  { .filename = 104, .qualname = 112 /* co_name */, .firstlineno = 40,
-	    .linetable = 120, .code_adaptive = 0, .ascii_data = 48, .compact_data = 72 } },
+		.f_owner = NO, .lasti_is_int = 1, .co_filename = 104,
+		.co_qualname = 112 /* co_name */, .co_firstlineno = 40, .co_linetable = 120,
+		.ascii_data = 48, .compact_data = 72 }, 0 },
 	{ 11, { .interp_head = 40, .threads_head = 16, .ts_next = 8, .ts_thread_id = 152,
 		.ts_frame = 56, .cframe_frame = 8, .f_back = 48, .f_code = 32, .f_lasti = 56,
-		.f_owner = NO },
-	  { .filename = 112, .qualname = 128, .firstlineno = 72, .linetable = 136,
-	    .code_adaptive = 184, .ascii_data = 48, .compact_data = 72 } },
+		.f_owner = NO, .co_filename = 112, .co_qualname = 128, .co_firstlineno = 72,
+		.co_linetable = 136, .ascii_data = 48, .compact_data = 72 }, 184 },
 	{ 12, { .interp_head = 40, .threads_head = 72, .ts_next = 8, .ts_thread_id = 136,
 		.ts_frame = 56, .cframe_frame = 0, .f_back = 8, .f_code = 0, .f_lasti = 56,
-		.f_owner = 70, .owner_cstack = 3 },
-	  { .filename = 112, .qualname = 128, .firstlineno = 68, .linetable = 136,
-	    .code_adaptive = 192, .ascii_data = 40, .compact_data = 56 } },
+		.f_owner = 70, .owner_cstack = 3, .co_filename = 112, .co_qualname = 128,
+		.co_firstlineno = 68, .co_linetable = 136, .ascii_data = 40,
+		.compact_data = 56 }, 192 },
 	{ 13, { .interp_head = 632, .threads_head = 7344, .ts_next = 8, .ts_thread_id = 152,
 		.ts_frame = 72, .cframe_frame = NO, .f_back = 8, .f_code = 0, .f_lasti = 56,
-		.f_owner = 70, .owner_cstack = 3 },
-	  { .filename = 112, .qualname = 128, .firstlineno = 68, .linetable = 136,
-	    .code_adaptive = 200, .ascii_data = 40, .compact_data = 56 } },
+		.f_owner = 70, .owner_cstack = 3, .co_filename = 112, .co_qualname = 128,
+		.co_firstlineno = 68, .co_linetable = 136, .ascii_data = 40,
+		.compact_data = 56 }, 200 },
 };
 
 /* _Py_DebugOffsets of 3.13 (Include/internal/pycore_debug_offsets.h), as
@@ -82,9 +76,7 @@ static const int do_used[] = {
 
 struct proc {
 	int pid;
-	int minor;
-	uint64_t code_type; /* &PyCode_Type */
-	struct code_layout code;
+	struct py_layout l; /* l.bpf.code_type: &PyCode_Type */
 };
 
 struct code_ent {
@@ -248,13 +240,13 @@ static int from_debug_offsets(int pid, uint64_t runtime, struct py_layout *l, ch
 	l->bpf.f_code = (uint16_t)d[DO_F_EXECUTABLE];
 	l->bpf.f_lasti = (uint16_t)d[DO_F_INSTR_PTR];
 	l->bpf.f_owner = (uint16_t)d[DO_F_OWNER];
-	l->code.filename = (uint16_t)d[DO_CO_FILENAME];
-	l->code.qualname = (uint16_t)d[DO_CO_QUALNAME];
-	l->code.linetable = (uint16_t)d[DO_CO_LINETABLE];
-	l->code.firstlineno = (uint16_t)d[DO_CO_FIRSTLINENO];
-	l->code.code_adaptive = (uint16_t)d[DO_CO_ADAPTIVE];
-	l->code.ascii_data = (uint16_t)d[DO_ASCII_SIZE];
-	l->code.compact_data = (uint16_t)(d[DO_ASCII_SIZE] + 16); /* + utf8_length, utf8 */
+	l->bpf.co_filename = (uint16_t)d[DO_CO_FILENAME];
+	l->bpf.co_qualname = (uint16_t)d[DO_CO_QUALNAME];
+	l->bpf.co_linetable = (uint16_t)d[DO_CO_LINETABLE];
+	l->bpf.co_firstlineno = (uint16_t)d[DO_CO_FIRSTLINENO];
+	l->code_adaptive = (uint16_t)d[DO_CO_ADAPTIVE];
+	l->bpf.ascii_data = (uint16_t)d[DO_ASCII_SIZE];
+	l->bpf.compact_data = (uint16_t)(d[DO_ASCII_SIZE] + 16); /* + utf8_length, utf8 */
 	return 0;
 }
 
@@ -334,17 +326,10 @@ int pystack_find(struct pystack *ps, int pid, struct ptbpf_py_proc *out, char *e
 		snprintf(err, errlen, "pid %d: more than %d Python processes", pid, MAX_PROCS);
 		return -E2BIG;
 	}
-	*p = (struct proc){ .pid = pid, .minor = l.minor, .code_type = code_type,
-			    .code = l.code };
+	l.bpf.runtime = runtime;
+	l.bpf.code_type = code_type;
+	*p = (struct proc){ .pid = pid, .l = l };
 	*out = l.bpf;
-	out->runtime = runtime;
-	out->code_type = code_type;
-	out->co_filename = l.code.filename;
-	out->co_qualname = l.code.qualname;
-	out->co_firstlineno = l.code.firstlineno;
-	out->co_linetable = l.code.linetable;
-	out->ascii_data = l.code.ascii_data;
-	out->compact_data = l.code.compact_data;
 	return 0;
 }
 
@@ -457,7 +442,7 @@ static const char *read_str(struct pystack *ps, const struct proc *p, uint64_t o
 		len = sizeof(text) - 1;
 	/* ASCII text follows PyASCIIObject; Latin-1 the compact object, which
 	 * adds utf8_length and utf8 (16 bytes). */
-	if (target_read(p->pid, obj + (state & 0x40 ? p->code.ascii_data : p->code.compact_data),
+	if (target_read(p->pid, obj + (state & 0x40 ? p->l.bpf.ascii_data : p->l.bpf.compact_data),
 			text, len))
 		return "?";
 	text[len] = 0;
@@ -532,15 +517,15 @@ static const struct code_ent *code_of(struct pystack *ps, const struct proc *p, 
 	if (target_read(p->pid, code, raw, sizeof(raw)))
 		return e;
 	memcpy(&type, raw + 8, 8);
-	if (type != p->code_type)
+	if (type != p->l.bpf.code_type)
 		return e; /* not a code object (a shim frame's executable) */
-	memcpy(&obj, raw + p->code.filename, 8);
+	memcpy(&obj, raw + p->l.bpf.co_filename, 8);
 	e->file = read_str(ps, p, obj);
-	memcpy(&obj, raw + p->code.qualname, 8);
+	memcpy(&obj, raw + p->l.bpf.co_qualname, 8);
 	e->name = read_str(ps, p, obj);
-	memcpy(&first, raw + p->code.firstlineno, 4);
+	memcpy(&first, raw + p->l.bpf.co_firstlineno, 4);
 	e->firstlineno = first;
-	memcpy(&lt, raw + p->code.linetable, 8);
+	memcpy(&lt, raw + p->l.bpf.co_linetable, 8);
 	if (lt) {
 		uint64_t n = 0;
 
@@ -574,13 +559,13 @@ int pystack_format(struct pystack *ps, const struct ptbpf_py_stack *s, size_t si
 			continue;
 		if (!c->nlinetable)
 			line = c->firstlineno;
-		else if (!p->code.code_adaptive) /* 3.10: f_lasti in code units */
+		else if (!p->l.code_adaptive) /* 3.10: f_lasti in code units */
 			line = pystack_line_310(c->linetable, c->nlinetable, c->firstlineno,
 					(int)s->f[i].lasti * 2);
 		else
 			line = pystack_line_311(c->linetable, c->nlinetable, c->firstlineno,
 					(int)(((int64_t)s->f[i].lasti - (int64_t)s->f[i].code -
-					       p->code.code_adaptive) / 2));
+					       p->l.code_adaptive) / 2));
 		if (line < 0 && c->truncated)
 			line = c->firstlineno;
 		w = snprintf(buf + used, len - used, "%s%s(%d): %s", n ? "\n" : "", c->file,
