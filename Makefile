@@ -18,9 +18,9 @@ LDFLAGS ?= -static
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
-# user/agent*.c is the in-process agent library, not part of ptbpf.
-AGENT_SRCS := user/agent.c user/agent_ops.c
-USER_SRCS := $(filter-out $(AGENT_SRCS),$(wildcard user/*.c))
+# user/agent/ is the in-process agent library, not part of ptbpf.
+AGENT_SRCS := $(wildcard user/agent/*.c)
+USER_SRCS := $(wildcard user/*.c)
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/%,$(wildcard tests/unit/test_*.c))
 TESTPROGS := $(OUTPUT)/simfail $(OUTPUT)/cuda_rt $(OUTPUT)/cuda_drv $(OUTPUT)/hip_calls \
@@ -71,7 +71,7 @@ $(OUTPUT)/ptbpf: $(USER_OBJS)
 
 # The in-process CUPTI agent; libcupti is dlopen'd, so only its headers
 # are needed here.
-$(AGENT): $(AGENT_SRCS) user/agent_ops.h include/ptbpf_agent.h include/ptbpf_events.h | $(OUTPUT)
+$(AGENT): $(AGENT_SRCS) $(wildcard user/agent/*.h) include/ptbpf_agent.h include/ptbpf_events.h | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(AGENT_CFLAGS) $(AGENT_SRCS) -o $@ -Wl,-z,defs -ldl -pthread
 

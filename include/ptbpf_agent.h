@@ -17,33 +17,106 @@
 
 #include <stdint.h>
 
-/* The file whose presence (refreshed at least every
- * PTBPF_AGENT_STALE_S seconds) keeps the agent of process <pid> active. */
-#define PTBPF_AGENT_ON_FMT  "/dev/shm/ptbpf-agent-%d.on"
-#define PTBPF_AGENT_STALE_S 5
+/*
+ * The agent's control block, the exported object ptbpf_agent_ctl. ptbpf
+ * finds it by symbol and writes it through /proc/PID/mem (so a process that
+ * exec'd is never written to); the agent polls it. No file is involved, so
+ * nothing is left behind whatever stops ptbpf.
+ *
+ * ptbpf writes a command in two steps: everything from cmd on first, then
+ * seq (bumped). The agent acts on each new seq, sends its statuses through
+ * ptbpf_agent_status, and then stores ack = seq: once ptbpf reads ack ==
+ * seq, every status of that command is in ptbpf's ring buffer.
+ *
+ * While on, the agent checks that ptbpf is alive by looking at the first
+ * byte of its own ptbpf_agent_status: ptbpf's uprobe sits there (a
+ * breakpoint) for as long as ptbpf lives, and the kernel removes it when
+ * ptbpf exits or is killed (which can take seconds: so where both see the
+ * same pids, the agent also checks ptbpf's pid). When either says ptbpf is
+ * gone, the agent switches itself off within PTBPF_AGENT_POLL_MS. A ptbpf that is merely slow or stopped keeps
+ * its probe: the agent records on, and what its full rings drop is counted.
+ */
+#define PTBPF_CTL_MAGIC   0x6c74636670627470ULL /* "ptbpfctl" */
+#define PTBPF_CTL_VERSION 1
+#define PTBPF_AGENT_POLL_MS 20
 
-/* ptbpf_agent_status() codes: >= 0 informational, < 0 a failure (the agent
- * is dormant afterwards and retries while the activation file stays). */
+enum ptbpf_agent_cmd {
+	PTBPF_CMD_OFF = 0,  /* record nothing, stay loaded (its thread polls) */
+	PTBPF_CMD_ON = 1,   /* record what words asks for */
+	PTBPF_CMD_EXIT = 2, /* switch off, retire every entry point and end the
+			     * agent's thread: it can then be unloaded */
+};
+
+enum ptbpf_agent_state {
+	PTBPF_STATE_DORMANT = 0,
+	PTBPF_STATE_ON = 1,
+	PTBPF_STATE_GONE = 2, /* thread ended after EXIT: dlclose is safe once no
+			       * thread is in its code or busy (below) */
+};
+
+struct ptbpf_agent_ctl {
+	uint64_t magic;             /*   0: PTBPF_CTL_MAGIC (the agent's) */
+	uint32_t version;           /*   8: PTBPF_CTL_VERSION */
+	uint32_t agent_tid;         /*  12: the agent's thread, 0 once it ended */
+	/* Written by ptbpf: */
+	uint64_t seq;               /*  16: bumped last, for every command */
+	uint32_t cmd;               /*  24: enum ptbpf_agent_cmd */
+	uint32_t owner;             /*  28: ptbpf's pid where it is the same in the
+				     *      agent's pid namespace, else 0 */
+	uint64_t job_buf_requested; /*  32: the job's own CUPTI buffer callbacks */
+	uint64_t job_buf_completed; /*  40:   (Kineto's), 0 if not known */
+	uint32_t injected;          /*  48: 1: ptbpf loaded it (ptrace), so a
+				     *      ptbpf unloads it at detach */
+	uint32_t pad0;
+	char words[128];            /*  56: " ops" and OPS_WORD_*: what to record */
+	/* Written by the agent: */
+	uint64_t ack;               /* 184: the last seq acted upon */
+	uint64_t handle;            /* 192: its own link_map (what dlopen returned) */
+	uint32_t state;             /* 200: enum ptbpf_agent_state */
+	uint32_t pad1;
+};
+
+/*
+ * Threads inside the agent's code, the exported object ptbpf_agent_busy: a
+ * thread sets its byte when it enters through a callback and clears it when
+ * it leaves (threads past the bytes count in `more`). With every thread
+ * stopped, all zero and no thread's instruction pointer in the agent's text
+ * means no thread is in the agent: ptbpf only unloads it then.
+ */
+#define PTBPF_AGENT_BUSY_THREADS 1024
+struct ptbpf_agent_busy {
+	uint8_t thread[PTBPF_AGENT_BUSY_THREADS];
+	uint32_t more;
+	uint32_t pad;
+};
+
+/* ptbpf_agent_status() codes: >= 0 informational, < 0 a failure of what
+ * the message names (the agent keeps what else it could switch on). */
 enum ptbpf_agent_code {
-	PTBPF_AGENT_ACTIVE = 0,         /* activated; message says what is on */
-	PTBPF_AGENT_DORMANT = 1,        /* deactivated; message gives totals */
-	PTBPF_AGENT_NO_CORRELATION = 2, /* active, but no launch callbacks:
-					 * ptbpf_agent_correlate is not called */
-	PTBPF_AGENT_CLOCK_DEFAULT = 3,  /* active, but the timestamp callback
-					 * was refused: times are CUPTI's
-					 * default clock (CLOCK_REALTIME) */
+	PTBPF_AGENT_ACTIVE = 0,         /* GPU timeline on; message says what is on */
+	PTBPF_AGENT_DORMANT = 1,        /* switched off; message gives totals */
+	PTBPF_AGENT_NO_CORRELATION = 2, /* no CUDA API callbacks (CUPTI's one
+					 * callback subscriber belongs to another
+					 * tool, or the job's profiler just took
+					 * it): no ptbpf_agent_correlate, no CUDA
+					 * calls in the op rings */
 	PTBPF_AGENT_OPS_ON = 4,         /* RecordFunction callbacks registered:
 					 * value = address of the ops rings'
 					 * struct ptbpf_ops_desc */
 	PTBPF_AGENT_NO_CUDA = 5,        /* no libcuda in the process: no GPU
 					 * timeline (ops only) */
+	PTBPF_AGENT_GPU_PAUSED = 6,     /* the job's own CUPTI user (torch.profiler,
+					 * Kineto on demand) has a session: the
+					 * agent left CUPTI's activity API to it
+					 * and records no GPU timeline until
+					 * PTBPF_AGENT_GPU_RESUMED; value = the
+					 * CLOCK_MONOTONIC time it stepped aside */
+	PTBPF_AGENT_GPU_RESUMED = 7,    /* the job's session is over: the GPU
+					 * timeline is back; value = when */
 	PTBPF_AGENT_ERR_LOAD = -1,      /* libcupti.so.13 could not be loaded */
 	PTBPF_AGENT_ERR_SYMBOL = -2,    /* a CUPTI function is missing */
 	PTBPF_AGENT_ERR_CUPTI = -3,     /* a CUPTI call failed (no device,
 					 * no driver...); message names it */
-	PTBPF_AGENT_STEPPED_ASIDE = -4, /* another CUPTI subscriber (Kineto's
-					 * torch.profiler, Nsight) is active;
-					 * the agent leaves CUPTI to it */
 	PTBPF_AGENT_ERR_MEMORY = -5,    /* the buffer pool could not be allocated */
 	PTBPF_AGENT_ERR_OPS = -6,       /* ops were asked for but cannot be
 					 * recorded (no libtorch RecordFunction
@@ -51,16 +124,17 @@ enum ptbpf_agent_code {
 };
 
 /*
- * Ops from RecordFunction callbacks (asked for by "ops" in the activation
- * file). The agent registers global at::RecordFunction callbacks; each
+ * Ops from RecordFunction callbacks (asked for by " ops" in the control
+ * block's words). The agent registers global at::RecordFunction callbacks; each
  * begin and end becomes a record in a ring of the calling thread. The rings
- * live in the agent's own memory (allocated once, never freed, reused by
- * later sessions); ptbpf reads them with process_vm_readv and advances each
- * ring's tail with process_vm_writev. One producer (the owning thread) and
- * one consumer (ptbpf) per ring; a full ring drops records and counts them.
+ * live in the agent's own memory (allocated at the first start, reused by
+ * later sessions, unmapped when the agent is unloaded); ptbpf reads them
+ * and advances each ring's tail through the process's memory. One
+ * producer (the owning thread) and one consumer (ptbpf) per ring; a full
+ * ring drops records and counts them, so that written = read + dropped.
  */
 #define PTBPF_OPS_MAGIC      0x7074627066306f70ULL /* "pto0fbtp" */
-#define PTBPF_OPS_VERSION    2
+#define PTBPF_OPS_VERSION    3
 #define PTBPF_OPS_SLOTS      64
 #define PTBPF_OPS_SLOT_BYTES (4u << 20) /* header included */
 #define PTBPF_OPS_NAME_MAX   111        /* longer names are truncated */
@@ -88,7 +162,8 @@ struct ptbpf_ops_slot {
 	uint64_t dropped;         /* 16: records lost to a full ring */
 	uint64_t gap_lost;        /* 24: (the agent's) lost since the last record */
 	uint64_t gap_from;        /* 32: (the agent's) when the first of them was */
-	uint8_t pad0[24];
+	uint64_t written;         /* 40: records ever written into it */
+	uint8_t pad0[16];
 	uint64_t tail;            /* 64: bytes ever read (ptbpf) */
 	uint8_t pad1[56];
 };
@@ -127,8 +202,9 @@ struct ptbpf_ops_rec {
 				   *     (OPS_WANT_SHAPES), see below */
 };
 
-/* Words of the activation file after "PID ops": what else the recorder
+/* Words of the control block after " ops": what else the recorder
  * records. */
+#define OPS_WORD_OPS    " ops"
 #define OPS_WORD_SHAPES " shapes"
 #define OPS_WORD_STACKS " pystacks=" /* N: call ptbpf_agent_pystack for one
 				      * op or CUDA call in N per thread */
@@ -234,8 +310,8 @@ struct ptbpf_agent_memset {
  *                          ops rings' descriptor address; else 0).
  *
  * ptbpf_agent_activate/deactivate let a host program (or a debugger) switch
- * the agent without the activation file; a file-less activation is not
- * retracted by the file poll.
+ * the agent's GPU timeline on and off without ptbpf's control block; such
+ * an activation is not retracted by the agent's check for ptbpf's probe.
  */
 void ptbpf_agent_correlate(uint32_t correlation_id, uint32_t cbid, uint32_t domain);
 void ptbpf_agent_kernel(const struct ptbpf_agent_kernel *r);

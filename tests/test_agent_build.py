@@ -34,6 +34,10 @@ def test_exports():
     addrs = [syms[s] for s in PROBES]
     assert len(set(addrs)) == len(addrs), syms
     assert not [s for s in syms if s.startswith("cupti")], "libcupti must not be linked"
+    out = subprocess.run(["nm", "-D", "--defined-only", require(AGENT)],
+                         capture_output=True, text=True, check=True).stdout
+    objects = {f[2] for f in (l.split() for l in out.splitlines()) if len(f) == 3 and f[1] in "BD"}
+    assert {"ptbpf_agent_ctl", "ptbpf_agent_busy"} <= objects, objects
 
 
 def test_first_instructions():
@@ -74,30 +78,59 @@ def test_dormant():
     assert not STATUS.search(r.stderr), r.stderr
 
 
-ACTIVATE = r"""
-import os, time
-path = "/dev/shm/ptbpf-agent-%d.on" % os.getpid()
-open(path, "w").close()
-try:
-    time.sleep(1.5)
-finally:
-    os.unlink(path)
-time.sleep(0.5)
+CONTROL = r"""
+import ctypes, os, sys, time
+
+class Ctl(ctypes.Structure):  # include/ptbpf_agent.h: struct ptbpf_agent_ctl
+    _fields_ = [("magic", ctypes.c_uint64), ("version", ctypes.c_uint32),
+                ("agent_tid", ctypes.c_uint32), ("seq", ctypes.c_uint64),
+                ("cmd", ctypes.c_uint32), ("owner", ctypes.c_uint32),
+                ("job_req", ctypes.c_uint64), ("job_done", ctypes.c_uint64),
+                ("injected", ctypes.c_uint32), ("pad0", ctypes.c_uint32),
+                ("words", ctypes.c_char * 128), ("ack", ctypes.c_uint64),
+                ("handle", ctypes.c_uint64), ("state", ctypes.c_uint32),
+                ("pad1", ctypes.c_uint32)]
+
+lib = ctypes.CDLL(sys.argv[1])  # the preloaded copy: same object
+ctl = Ctl.in_dll(lib, "ptbpf_agent_ctl")
+assert ctl.magic == 0x6c74636670627470 and ctl.version == 1, hex(ctl.magic)
+
+def command(cmd, words=b""):
+    ctl.cmd, ctl.words = cmd, words
+    ctl.seq += 1
+    for _ in range(500):
+        if ctl.ack == ctl.seq:
+            return
+        time.sleep(0.01)
+    raise SystemExit("no ack")
+
+tid = ctl.agent_tid
+import torch  # the op recorder finds libtorch in the process
+command(1, b" ops")  # ON, as ptbpf sends it
+time.sleep(0.3)  # no ptbpf probe on ptbpf_agent_status: it switches itself off
+print("state after 0.3 s", ctl.state)
+command(2)  # EXIT
+time.sleep(0.2)
+print("state after exit", ctl.state, "thread gone", not os.path.exists("/proc/%d/task/%d" % (os.getpid(), tid)))
 print(sum(range(10)))
 """
 
 
-def test_activation_without_gpu():
-    r = preload(ACTIVATE)
+def test_control_block_without_ptbpf():
+    """Commanded through its control block as ptbpf does, but with no ptbpf
+    probe on ptbpf_agent_status (no ptbpf alive): the agent switches on,
+    notices at once that no ptbpf is there and switches itself off; asked
+    to exit, its thread ends and it is ready to be unloaded."""
+    env = dict(os.environ, LD_PRELOAD=require(AGENT), PTBPF_AGENT_LOG="1")
+    env.pop("CUDA_INJECTION64_PATH", None)
+    r = subprocess.run([PYTHON, "-c", CONTROL, require(AGENT)], capture_output=True, text=True,
+                       env=env, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert r.stdout == "45\n"
-    statuses = [(int(p), m, int(c)) for p, m, c in STATUS.findall(r.stderr)]
-    assert statuses, r.stderr
-    codes = [c for _, _, c in statuses]
-    # Without libcuda the agent says so (5: no GPU timeline) and, with no ops
-    # asked for, stays dormant; a CUPTI failure is < 0; with a GPU it goes
-    # active and, once the file is gone, dormant again.
-    assert codes[-1] in (5,) or codes[-1] < 0 or codes[-2:] == [0, 1], statuses
+    assert r.stdout.splitlines() == ["state after 0.3 s 0",
+                                     "state after exit 2 thread gone True", "45"], r.stdout
+    msgs = [m for _, m, _ in STATUS.findall(r.stderr)]
+    on = [i for i, m in enumerate(msgs) if m.startswith("ops: RecordFunction callbacks on")]
+    assert on and msgs[on[0] + 1:] == ["dormant: ptbpf is gone (its probe was removed)"], msgs
 
 
 DIRECT = r"""

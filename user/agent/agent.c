@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * libptbpf-agent.so: ptbpf's in-process half. Loaded into a PyTorch
+ * process (by ptbpf through ptrace, at start through CUDA_INJECTION64_PATH,
+ * or LD_PRELOAD), it starts one thread that polls ptbpf's control block
+ * (ptbpf_agent_ctl, include/ptbpf_agent.h) and switches on what ptbpf asks
+ * for: ops from torch's RecordFunction callbacks (ops.c), the GPU timeline
+ * and CUDA calls from CUPTI (cupti.c). Its records reach ptbpf through
+ * rings ptbpf reads and through uprobes on the out-of-line ptbpf_agent_*
+ * functions below; it has no other output channel.
+ *
+ * It is on only while ptbpf lives: ptbpf's probe on ptbpf_agent_status is
+ * the proof (the kernel removes it when ptbpf exits, however it exits).
+ * Asked to exit, it switches everything off, points every entry point it
+ * handed out at an inert stub (stubs.c) and ends its thread; ptbpf then
+ * unloads it once no thread is inside it.
+ *
+ * libcupti and libtorch are not linked: they are found in the process.
+ */
+#define _GNU_SOURCE
+#include "agent.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ptbpf_events.h"
+
+/*
+ * The uprobe entry points. noinline/noipa/used keep each one a real,
+ * distinct function (noipa also stops identical-code folding, which would
+ * turn one into a jump to another and give two symbols one address). The
+ * memory clobber makes the caller materialize the record before the call.
+ * Each body starts with a one-byte `nop` (the build uses
+ * -fcf-protection=none, so there is no endbr64 before it): x86 uprobes
+ * emulate nop in the kernel instead of single-stepping it out of line, so
+ * a probe hit costs one trap, not two. tests/test_agent_build.py checks
+ * the first instruction.
+ */
+#if defined(__has_attribute) && __has_attribute(noipa)
+#define PROBE_ENTRY EXPORT __attribute__((noinline, noipa, used))
+#else
+#define PROBE_ENTRY EXPORT __attribute__((noinline, used))
+#endif
+
+PROBE_ENTRY void ptbpf_agent_correlate(uint32_t correlation_id, uint32_t cbid, uint32_t domain)
+{
+	asm volatile("nop" ::: "memory");
+}
+
+/* --py-stacks: the op or CUDA call recorded at ts on this thread wants its
+ * Python stack, which ptbpf's BPF program reads from here. */
+PROBE_ENTRY void ptbpf_agent_pystack(uint64_t ts)
+{
+	asm volatile("nop" ::: "memory");
+}
+
+PROBE_ENTRY void ptbpf_agent_kernel(const struct ptbpf_agent_kernel *r)
+{
+	asm volatile("nop" ::: "memory");
+}
+
+PROBE_ENTRY void ptbpf_agent_memcpy(const struct ptbpf_agent_memcpy *r)
+{
+	asm volatile("nop" ::: "memory");
+}
+
+PROBE_ENTRY void ptbpf_agent_memset(const struct ptbpf_agent_memset *r)
+{
+	asm volatile("nop" ::: "memory");
+}
+
+PROBE_ENTRY void ptbpf_agent_dropped(uint64_t since_last, uint64_t total)
+{
+	asm volatile("nop" ::: "memory");
+}
+
+PROBE_ENTRY void ptbpf_agent_status(int code, const char *msg, uint64_t value)
+{
+	asm volatile("nop" ::: "memory");
+}
+
+/* ptbpf copies a fixed AGENT_RAW_LEN bytes from each record pointer. */
+_Static_assert(sizeof(struct ptbpf_agent_kernel) == 104, "kernel record layout");
+_Static_assert(sizeof(struct ptbpf_agent_memcpy) == 64, "memcpy record layout");
+_Static_assert(sizeof(struct ptbpf_agent_memset) == 56, "memset record layout");
+_Static_assert(sizeof(struct ptbpf_agent_kernel) <= AGENT_RAW_LEN, "kernel record too long");
+_Static_assert(sizeof(struct ptbpf_agent_ctl) == 208, "control block layout");
+
+EXPORT struct ptbpf_agent_ctl ptbpf_agent_ctl = {
+	.magic = PTBPF_CTL_MAGIC, .version = PTBPF_CTL_VERSION,
+};
+EXPORT struct ptbpf_agent_busy ptbpf_agent_busy;
+__thread int agent_busy_idx __attribute__((tls_model("initial-exec")));
+static _Atomic int busy_next;
+
+int agent_busy_assign(void)
+{
+	int i = atomic_fetch_add(&busy_next, 1);
+
+	return i < PTBPF_AGENT_BUSY_THREADS ? i + 1 : -1;
+}
+
+/* State, changed only under state_lock (by the agent thread or by the
+ * exported activate/deactivate). */
+static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool active, active_by_ctl, gpu_on, ops_on, process_exiting;
+static uint8_t probe_byte; /* ptbpf_agent_status's first byte, unprobed */
+static bool log_to_stderr;
+
+int64_t agent_now(int clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Every status goes to ptbpf's uprobe; with PTBPF_AGENT_LOG=1 also to stderr. */
+void agent_report(int code, uint64_t value, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ptbpf_agent_status(code, msg, value);
+	if (log_to_stderr)
+		fprintf(stderr, "ptbpf-agent[%d]: %s (%d)\n", (int)getpid(), msg, code);
+}
+
+/* Whether ptbpf lives: its uprobe still sits on ptbpf_agent_status, and,
+ * where it shares the agent's pid namespace (owner set), its pid is there
+ * (the kernel may take seconds to remove a dead ptbpf's probes). */
+static bool ptbpf_alive(void)
+{
+	uint32_t owner = __atomic_load_n(&ptbpf_agent_ctl.owner, __ATOMIC_RELAXED);
+
+	if (owner && kill((pid_t)owner, 0) && errno == ESRCH)
+		return false;
+	return *(volatile const uint8_t *)(uintptr_t)ptbpf_agent_status != probe_byte;
+}
+
+static bool cuda_loaded(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+
+	if (h)
+		dlclose(h);
+	return h != NULL;
+}
+
+/* The GPU timeline if the process uses CUDA, then the ops if asked for. */
+static void activate_locked(bool by_ctl, const char *words)
+{
+	bool want_ops = strstr(words, OPS_WORD_OPS) != NULL;
+	const struct ptbpf_ops_desc *d;
+	const char *st;
+	unsigned every = 0;
+	char why[200];
+
+	if (active)
+		return;
+	stubs_init();
+	if (cuda_loaded()) {
+		gpu_on = cupti_activate(want_ops, &ptbpf_agent_ctl);
+	} else {
+		gpu_on = false;
+		agent_report(PTBPF_AGENT_NO_CUDA, 0, "no libcuda.so.1 in the process: no GPU timeline");
+	}
+	ops_on = false;
+	if (want_ops) {
+		st = strstr(words, OPS_WORD_STACKS);
+		if (st && sscanf(st + strlen(OPS_WORD_STACKS), "%u", &every) != 1)
+			every = 0;
+		d = agent_ops_start(why, sizeof(why), strstr(words, OPS_WORD_SHAPES) != NULL, every);
+		if (d)
+			agent_report(PTBPF_AGENT_OPS_ON, (uintptr_t)d,
+				     "ops: RecordFunction callbacks on, %u rings of %u KiB at %#llx",
+				     d->nslots, (unsigned)(d->slot_bytes >> 10),
+				     (unsigned long long)d->slots);
+		else
+			agent_report(PTBPF_AGENT_ERR_OPS, 0, "ops: %s", why);
+		ops_on = d != NULL;
+	}
+	active = gpu_on || ops_on;
+	active_by_ctl = by_ctl;
+}
+
+static void deactivate_locked(const char *why)
+{
+	if (!active)
+		return;
+	if (ops_on)
+		agent_ops_stop();
+	if (gpu_on)
+		cupti_deactivate();
+	active = gpu_on = ops_on = false;
+	agent_report(PTBPF_AGENT_DORMANT, 0, "dormant: %s", why);
+}
+
+EXPORT void ptbpf_agent_activate(void)
+{
+	pthread_mutex_lock(&state_lock);
+	activate_locked(false, "");
+	pthread_mutex_unlock(&state_lock);
+}
+
+EXPORT void ptbpf_agent_deactivate(void)
+{
+	pthread_mutex_lock(&state_lock);
+	deactivate_locked("requested");
+	pthread_mutex_unlock(&state_lock);
+}
+
+/* One command of ptbpf's: true when the thread is to end. */
+static bool command_locked(uint64_t seq)
+{
+	struct ptbpf_agent_ctl *c = &ptbpf_agent_ctl;
+	uint32_t cmd = __atomic_load_n(&c->cmd, __ATOMIC_ACQUIRE);
+	char words[sizeof(c->words)];
+
+	memcpy(words, c->words, sizeof(words));
+	words[sizeof(words) - 1] = 0;
+	/* A new session while an old one is on (ptbpf died and another came
+	 * before the agent noticed): it starts over, so the new one hears
+	 * how it went. */
+	deactivate_locked(cmd == PTBPF_CMD_ON ? "a new ptbpf session" : "ptbpf switched it off");
+	if (cmd == PTBPF_CMD_ON) {
+		activate_locked(true, words);
+		c->state = active ? PTBPF_STATE_ON : PTBPF_STATE_DORMANT;
+	} else if (cmd == PTBPF_CMD_EXIT) {
+		/* Nothing handed out leads into the library any more. */
+		stubs_retire();
+		c->state = PTBPF_STATE_GONE;
+		c->agent_tid = 0;
+	} else {
+		c->state = PTBPF_STATE_DORMANT;
+	}
+	__atomic_store_n(&c->ack, seq, __ATOMIC_RELEASE);
+	return cmd == PTBPF_CMD_EXIT;
+}
+
+static void *agent_thread(void *arg)
+{
+	struct ptbpf_agent_ctl *c = &ptbpf_agent_ctl;
+	uint64_t seen = 0;
+	int64_t busy_until = 0;
+	bool done = false;
+
+	pthread_setname_np(pthread_self(), "ptbpf-agent");
+	c->agent_tid = (uint32_t)gettid();
+	while (!done) {
+		int64_t now = agent_now(CLOCK_MONOTONIC);
+		uint64_t seq = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
+		/* Quick while something happens; dormant, 10 wake-ups a second. */
+		long ms = active || now < busy_until ? PTBPF_AGENT_POLL_MS : 100;
+
+		pthread_mutex_lock(&state_lock);
+		if (!process_exiting) {
+			if (seq != seen) {
+				seen = seq;
+				busy_until = now + 10000000000LL;
+				done = command_locked(seq);
+			}
+			if (active && active_by_ctl && !ptbpf_alive()) {
+				deactivate_locked("ptbpf is gone (its probe was removed)");
+				c->state = PTBPF_STATE_DORMANT;
+			}
+			if (active && gpu_on)
+				cupti_tick(now);
+		}
+		pthread_mutex_unlock(&state_lock);
+		if (!done)
+			nanosleep(&(struct timespec){ 0, ms * 1000000L }, NULL);
+	}
+	return NULL;
+}
+
+/* Only starts the thread: the constructor may run under the loader lock
+ * (dlopen) or inside cuInit (injection), where blocking is not allowed.
+ * The thread takes no signals meant for the target. */
+static void agent_start(void)
+{
+	struct link_map *self = NULL;
+	sigset_t all, old;
+	pthread_attr_t attr;
+	pthread_t tid;
+	Dl_info di;
+	const char *log = getenv("PTBPF_AGENT_LOG");
+
+	log_to_stderr = log && *log && strcmp(log, "0");
+	probe_byte = *(volatile const uint8_t *)(uintptr_t)ptbpf_agent_status;
+	if (dladdr1((void *)agent_start, &di, (void **)&self, RTLD_DL_LINKMAP) && self)
+		ptbpf_agent_ctl.handle = (uintptr_t)self;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 << 10);
+	pthread_create(&tid, &attr, agent_thread, NULL);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static pthread_once_t agent_once = PTHREAD_ONCE_INIT;
+
+__attribute__((constructor)) static void agent_init(void)
+{
+	pthread_once(&agent_once, agent_start);
+}
+
+/* At dlclose after an exit command (ptbpf made sure no thread is inside
+ * the agent): what it allocated goes. At process exit: what the op rings
+ * hold must reach ptbpf before the process's memory goes. */
+__attribute__((destructor)) static void agent_fini(void)
+{
+	if (ptbpf_agent_ctl.state == PTBPF_STATE_GONE) {
+		agent_ops_unload();
+		cupti_unload();
+		return;
+	}
+	/* From here on the agent thread leaves torch and CUPTI alone: their
+	 * static objects are destroyed after this (the agent was loaded last,
+	 * so its destructor runs first). */
+	pthread_mutex_lock(&state_lock);
+	process_exiting = true;
+	pthread_mutex_unlock(&state_lock);
+	agent_ops_exit();
+}
+
+/* Called by the CUDA driver at cuInit when CUDA_INJECTION64_PATH names this
+ * library; the constructor has normally run already. */
+EXPORT int InitializeInjection(void)
+{
+	pthread_once(&agent_once, agent_start);
+	return 1;
+}

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The in-process agent's modules (libptbpf-agent.so, never part of ptbpf):
+ *   agent.c  lifecycle: its thread, ptbpf's control block, the probe points
+ *   ops.c    RecordFunction callbacks -> per-thread op rings
+ *   cupti.c  CUPTI: the GPU timeline, CUDA call callbacks, sharing CUPTI
+ *            with the job's own profiler
+ *   stubs.c  entry points that outlive the library, and GOT hooks
+ * Everything the outside world calls (torch, CUPTI, the job's calls into
+ * libcupti) enters through stubs.c, so that the library can be unloaded
+ * while those pointers live on; every such entry marks its thread busy.
+ */
+#ifndef PTBPF_AGENT_INTERNAL_H
+#define PTBPF_AGENT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "ptbpf_agent.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* --- agent.c --- */
+
+/* A status to ptbpf's probe (and stderr with PTBPF_AGENT_LOG=1). */
+__attribute__((format(printf, 3, 4)))
+void agent_report(int code, uint64_t value, const char *fmt, ...);
+int64_t agent_now(int clock);
+
+/* Threads inside the agent's code (see ptbpf_agent.h): a per-thread count
+ * of nested entries, in initial-exec TLS so that marking a thread busy
+ * calls nothing outside the agent. */
+extern struct ptbpf_agent_busy ptbpf_agent_busy;
+extern __thread int agent_busy_idx __attribute__((tls_model("initial-exec")));
+int agent_busy_assign(void);
+
+static inline uint8_t *busy_enter(void)
+{
+	int i = agent_busy_idx;
+
+	if (__builtin_expect(i == 0, 0))
+		i = agent_busy_idx = agent_busy_assign();
+	if (__builtin_expect(i < 0, 0)) {
+		__atomic_fetch_add(&ptbpf_agent_busy.more, 1, __ATOMIC_SEQ_CST);
+		return NULL;
+	}
+	ptbpf_agent_busy.thread[i - 1]++;
+	__asm__ volatile("" ::: "memory");
+	return &ptbpf_agent_busy.thread[i - 1];
+}
+
+static inline void busy_leave(uint8_t *b)
+{
+	__asm__ volatile("" ::: "memory");
+	if (b)
+		(*(volatile uint8_t *)b)--;
+	else
+		__atomic_fetch_sub(&ptbpf_agent_busy.more, 1, __ATOMIC_SEQ_CST);
+}
+
+/* --- stubs.c --- */
+
+enum agent_stub {
+	STUB_RF_FUNCTION, STUB_RF_BACKWARD, STUB_RF_USER, STUB_RF_OTHER, /* -> null start */
+	STUB_RF_END,         /* -> ret */
+	STUB_CUPTI_API,      /* -> ret */
+	STUB_BUF_REQUESTED,  /* -> no buffer */
+	STUB_BUF_COMPLETED,  /* -> ret */
+	STUB_HOOK0,          /* GOT hooks: -> the hooked function itself */
+	STUB_MAX = STUB_HOOK0 + 16,
+};
+
+/* Finds the stub pages an earlier copy of the agent left in the process,
+ * or makes them. false if executable memory cannot be had: then entry
+ * points are the agent's own functions and it can never be unloaded. */
+bool stubs_init(void);
+/* The address to hand out for entry i: its stub, which jumps to target
+ * (or target itself without stubs). */
+void *stub_entry(int i, void *target);
+/* Points every stub at its inert end: late calls (a RecordFunction begun
+ * before its callbacks were removed, CUPTI's registered buffer callbacks)
+ * then do nothing, and the library can go. */
+void stubs_retire(void);
+bool stubs_available(void);
+
+/* GOT hooks: calls that other libraries (torch's Kineto) make to a libcupti
+ * function go to wrapper first, through a stub. real is the function. */
+struct hook {
+	const char *name;
+	void *wrapper;
+	void *real;
+};
+/* Hooks the named imports of every loaded object but libcupti and the
+ * agent (again for objects loaded since the last call). How many GOT
+ * slots point at a hook now. */
+int hooks_install(const struct hook *h, int n);
+/* Puts every hooked GOT slot back. */
+void hooks_remove(void);
+
+/* --- ops.c --- */
+
+/* Registers the RecordFunction callbacks (the rings are allocated at the
+ * first start). The rings' descriptor, or NULL with a one-line reason in
+ * why. shapes: also record aten ops' input shapes; stacks_every: call
+ * ptbpf_agent_pystack for one op or CUDA call in that many per thread. */
+const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes,
+					     unsigned stacks_every);
+/* Stops recording and removes the callbacks. */
+void agent_ops_stop(void);
+/* At process exit: stops recording and waits (250 ms at most) until
+ * ptbpf has read the rings. */
+void agent_ops_exit(void);
+/* At unload (no thread in the agent): rings, key and state go. */
+void agent_ops_unload(void);
+/* A CUDA API call's entry or exit (CUPTI callback on the calling thread),
+ * recorded in the thread's ring while ops are recorded: true if it was. */
+bool agent_ops_api(bool enter, uint32_t domain, uint32_t correlation, const char *name);
+/* agent.c's probe point for Python stacks. */
+void ptbpf_agent_pystack(uint64_t ts);
+
+/* --- cupti.c --- */
+
+/* The GPU timeline on (with CUDA API calls into the op rings when
+ * api_to_rings): false if it could not be (the reason is reported). ctl
+ * gives the job's own buffer callbacks when ptbpf found them. */
+bool cupti_activate(bool api_to_rings, const struct ptbpf_agent_ctl *ctl);
+void cupti_deactivate(void);
+/* Every PTBPF_AGENT_POLL_MS on the agent's thread while active. */
+void cupti_tick(int64_t now);
+/* At unload: the buffer pool goes. */
+void cupti_unload(void);
+
+#endif /* PTBPF_AGENT_INTERNAL_H */

@@ -1,0 +1,566 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The agent's op recorder (part of libptbpf-agent.so, not of ptbpf): global
+ * at::RecordFunction callbacks that write each begin and end into a ring of
+ * the calling thread (include/ptbpf_agent.h). With a callback registered
+ * the dispatcher takes its RecordFunction path, so every at::_ops::<op>::call
+ * begins and ends here, exception unwinds included (end runs from
+ * ~RecordFunction), along with backward nodes and record_function regions:
+ * what torch.profiler records, from the same callbacks. A record costs a
+ * clock read and a copy into memory only this thread writes; no kernel
+ * entry, no lock.
+ *
+ * libtorch is not linked: its C++ API is reached by exported symbol, and
+ * the one structure passed in (RecordFunctionCallback) is written out here
+ * with the layout torch 1.13 and 2.x share. torch is given stubs
+ * (stubs.c), not these functions: RecordFunctions begun while recording
+ * keep their callbacks after they are removed, and may end after the
+ * agent is unloaded.
+ */
+#define _GNU_SOURCE
+#include "agent.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ptbpf_agent.h"
+
+/* at::RecordFunctionCallback: trivially copyable, 40 bytes, so passed by
+ * value in memory on the stack, as C passes this struct. StartCallback
+ * returns std::unique_ptr<ObserverContext>, which is returned through a
+ * hidden pointer (first argument) and handed back in RAX. */
+#define NUM_SCOPES 10
+struct rf_callback {
+	void **(*start)(void **ret, const void *rf);
+	void (*end)(const void *rf, void *ctx);
+	double sampling_prob;
+	bool scopes[NUM_SCOPES];
+	bool needs_inputs, needs_outputs, needs_ids;
+};
+_Static_assert(sizeof(struct rf_callback) == 40, "RecordFunctionCallback layout");
+
+/* RecordFunction members behind inline accessors: step_callbacks_.scope_
+ * and sequence_nr_, at the same offsets in 1.13 and 2.x (vptr, then a
+ * 96-byte StepCallbacks, then the flag, the ObserverContext list and the
+ * name/schema variant). Each callback serves known scopes, so every call
+ * checks the scope byte; one mismatch and no field is read again. */
+#define RF_SCOPE_OFF 96
+#define RF_SEQ_OFF   200
+/* inputs_ (c10::ArrayRef<const c10::IValue>: pointer, count) follows
+ * sequence_nr_ in 1.13 and 2.x; filled for callbacks that need inputs. */
+#define RF_INPUTS_OFF 208
+
+/* c10::IValue: an 8-byte payload (a Tensor's is its TensorImpl*), then
+ * the tag. Tensor is 1 in 1.13 and 2.x; 3 to 8 are scalars in both
+ * (1.13: Double, ComplexDouble, Int, SymInt, SymFloat, Bool; 2.x: Double,
+ * ComplexDouble, Int, UInt, SymInt, SymFloat). */
+struct ivalue {
+	uint64_t payload;
+	uint32_t tag;
+	uint32_t pad;
+};
+enum { TAG_TENSOR = 1, TAG_FIRST_SCALAR = 3, TAG_LAST_SCALAR = 8 };
+
+/*
+ * TensorImpl's sizes_and_strides_ (c10::impl::SizesAndStrides: size_t
+ * size_, then 5 inline sizes and 5 inline strides or, past 5 dims, a
+ * pointer to them), followed by storage_offset_, numel_ and data_type_
+ * (TypeMeta, whose index is the ScalarType). Its offset moves between
+ * versions (72 in 1.13), so it is found on the first tensor input that
+ * settles it: exactly one candidate offset where the inline sizes
+ * multiply to numel_ (>= 2), the strides are the contiguous ones for
+ * those sizes and the dtype is plausible. Only memory within the object
+ * is read while looking.
+ */
+#define SAS_FIRST 40
+#define SAS_LAST 80
+#define SAS_GIVE_UP 100000
+static _Atomic int sas_off = -1; /* -1: not known yet; 0: not found */
+static _Atomic uint32_t sas_tries;
+static const void *undefined_tensor; /* c10::UndefinedTensorImpl::_singleton */
+static bool want_shapes;
+static unsigned stacks_every;
+/* Ops (FUNCTION scope) open on this thread: only the outermost asks for a
+ * Python stack (the ones inside it, and their CUDA calls, share it). */
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+static TLS unsigned stacks_seen, open_depth;
+
+enum { SC_FUNCTION = 0, SC_BACKWARD = 1, SC_USER = 7, SC_OTHER = 0xff };
+
+static const char *const sym_add = "_ZN2at17addGlobalCallbackENS_22RecordFunctionCallbackE";
+static const char *const sym_remove = "_ZN2at14removeCallbackEm";
+static const char *const sym_name = "_ZNK2at14RecordFunction4nameEv";
+static const char *const sym_peek = "_ZN2at15sequence_number4peekEv";
+
+static uint64_t (*p_add)(struct rf_callback cb);
+static void (*p_remove)(uint64_t handle);
+static const char *(*p_name)(const void *rf);
+static int64_t (*p_peek)(void);
+static int (*p_uncaught)(void); /* std::uncaught_exceptions() */
+
+static struct ptbpf_ops_desc desc;
+static uint8_t *slot_mem;
+static pthread_key_t slot_key;
+static _Atomic int recording;
+static uint64_t handles[4];
+static int nhandles;
+
+#define NO_SLOT ((struct ptbpf_ops_slot *)1)
+static TLS struct ptbpf_ops_slot *my_slot;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* At thread exit: ptbpf frees the slot once it has read what is left. */
+static void slot_release(void *p)
+{
+	uint8_t *busy = busy_enter();
+	struct ptbpf_ops_slot *s = p;
+
+	my_slot = NO_SLOT;
+	__atomic_store_n(&s->state, OPS_SLOT_RETIRED, __ATOMIC_RELEASE);
+	busy_leave(busy);
+}
+
+static struct ptbpf_ops_slot *thread_slot(void)
+{
+	struct ptbpf_ops_slot *s = my_slot;
+
+	if (__builtin_expect(s != NULL, 1))
+		return s;
+	for (uint32_t i = 0; i < desc.nslots; i++) {
+		uint32_t expect = OPS_SLOT_FREE;
+
+		s = (struct ptbpf_ops_slot *)(slot_mem + (size_t)i * desc.slot_bytes);
+		if (__atomic_compare_exchange_n(&s->state, &expect, OPS_SLOT_OWNED, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&s->tid, (uint32_t)gettid(), __ATOMIC_RELEASE);
+			s->gap_lost = 0; /* a gap of the last owner is not this thread's */
+			my_slot = s;
+			pthread_setspecific(slot_key, s);
+			return s;
+		}
+	}
+	my_slot = NO_SLOT; /* counted in desc.no_slot from now on */
+	return NO_SLOT;
+}
+
+/* Room for a record of size bytes in ring s (after a pad if it would
+ * not fit before the ring's end), or NULL if the ring is full. *end is
+ * where the head goes once the record is written (commit). */
+static struct ptbpf_ops_rec *reserve_rec(struct ptbpf_ops_slot *s, uint32_t size,
+					 uint64_t *end)
+{
+	const uint64_t cap = desc.slot_bytes - sizeof(*s);
+	uint8_t *data = (uint8_t *)(s + 1);
+	uint64_t head = s->head, tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+	uint64_t pos = head % cap, skip = cap - pos < size ? cap - pos : 0;
+	struct ptbpf_ops_rec *r;
+
+	if (head + skip + size - tail > cap)
+		return NULL;
+	if (skip >= sizeof(*r)) {
+		r = (struct ptbpf_ops_rec *)(data + pos);
+		*r = (struct ptbpf_ops_rec){ .size = (uint16_t)skip, .type = OPS_REC_PAD };
+	}
+	*end = head + skip + size;
+	return (struct ptbpf_ops_rec *)(data + (head + skip) % cap);
+}
+
+static void commit(struct ptbpf_ops_slot *s, uint64_t end)
+{
+	__atomic_store_n(&s->head, end, __ATOMIC_RELEASE);
+}
+
+/* Writes a record into this thread's ring; its timestamp, or 0 if it was
+ * not written. */
+static uint64_t put(uint8_t type, uint8_t scope, const void *rf, int64_t seq,
+		    const char *name, size_t nlen, const uint8_t *shapes, size_t slen)
+{
+	struct ptbpf_ops_slot *s = thread_slot();
+	uint32_t size = (uint32_t)((sizeof(struct ptbpf_ops_rec) + nlen + slen + 7) & ~(size_t)7);
+	struct ptbpf_ops_rec *r;
+	uint64_t end, ts;
+
+	if (s == NO_SLOT) {
+		__atomic_fetch_add(&desc.no_slot, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	/* Records lost to a full ring since the last one written: the next
+	 * record that fits is preceded by an OPS_REC_GAP saying so, so that
+	 * ptbpf knows where in the stream they went missing. */
+	if (s->gap_lost && (r = reserve_rec(s, sizeof(*r), &end))) {
+		*r = (struct ptbpf_ops_rec){ .ts = s->gap_from, .seq = (int64_t)s->gap_lost,
+					     .size = sizeof(*r), .type = OPS_REC_GAP };
+		s->written++;
+		commit(s, end);
+		s->gap_lost = 0;
+	}
+	r = s->gap_lost ? NULL : reserve_rec(s, size, &end);
+	if (!r) {
+		if (!s->gap_lost++)
+			s->gap_from = now_ns();
+		__atomic_store_n(&s->dropped, s->dropped + 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	ts = now_ns();
+	*r = (struct ptbpf_ops_rec){ .ts = ts, .rf = (uintptr_t)rf, .seq = seq,
+				     .size = (uint16_t)size, .type = type, .scope = scope,
+				     .name_len = (uint16_t)nlen, .shapes_len = (uint16_t)slen };
+	memcpy(r + 1, name, nlen);
+	if (slen)
+		memcpy((uint8_t *)(r + 1) + nlen, shapes, slen);
+	s->written++;
+	commit(s, end);
+	return ts;
+}
+
+/* A begin at ts, outside any other on this thread, asks for its Python
+ * stack (one in stacks_every). */
+static void maybe_stack(uint64_t ts)
+{
+	if (stacks_every && ts && !open_depth && ++stacks_seen >= stacks_every) {
+		stacks_seen = 0;
+		ptbpf_agent_pystack(ts);
+	}
+}
+
+static bool sas_fits(const uint8_t *impl, int off)
+{
+	const int64_t *sizes = (const int64_t *)(impl + off + 8), *strides = sizes + 5;
+	uint64_t dim = *(const uint64_t *)(impl + off), prod = 1;
+	int64_t numel = *(const int64_t *)(impl + off + 96);
+	uint16_t dtype = *(const uint16_t *)(impl + off + 104);
+
+	if (dim == 0 || dim > 5 || numel < 2 || dtype >= 64)
+		return false;
+	for (int k = (int)dim - 1; k >= 0; k--) {
+		if (sizes[k] < 1 || sizes[k] > (1ll << 40) || strides[k] != (int64_t)prod)
+			return false;
+		prod *= (uint64_t)sizes[k];
+	}
+	return prod == (uint64_t)numel;
+}
+
+/* Settles sas_off if this tensor fits exactly one candidate. */
+static void sas_find(const uint8_t *impl)
+{
+	int found = 0, unknown = -1;
+
+	if (atomic_fetch_add_explicit(&sas_tries, 1, memory_order_relaxed) > SAS_GIVE_UP) {
+		atomic_compare_exchange_strong(&sas_off, &unknown, 0);
+		return;
+	}
+	for (int off = SAS_FIRST; off <= SAS_LAST; off += 8) {
+		if (!sas_fits(impl, off))
+			continue;
+		if (found)
+			return; /* two fit: this tensor does not tell */
+		found = off;
+	}
+	if (found)
+		atomic_compare_exchange_strong(&sas_off, &unknown, found);
+}
+
+/* A tensor input: kind, dtype, rank, sizes; OPS_IN_UNKNOWN where the
+ * layout is not known (yet) or the tensor is undefined. */
+static size_t shape_of(const uint8_t *impl, uint8_t *out)
+{
+	int off = atomic_load_explicit(&sas_off, memory_order_relaxed);
+	uint64_t dim, prod = 1;
+	const int64_t *sizes;
+	size_t n = 0;
+
+	if (off < 0 && impl)
+		sas_find(impl), off = atomic_load_explicit(&sas_off, memory_order_relaxed);
+	/* (More than 64 dims: no tensor has that many, not a layout to trust.) */
+	if (off <= 0 || !impl || impl == undefined_tensor ||
+	    (dim = *(const uint64_t *)(impl + off)) > 64)
+		goto unknown;
+	sizes = dim <= 5 ? (const int64_t *)(impl + off + 8) : *(int64_t *const *)(impl + off + 8);
+	for (uint64_t k = 0; k < dim && sizes; k++)
+		prod *= (uint64_t)sizes[k];
+	if (!sizes || prod != *(const uint64_t *)(impl + off + 96))
+		goto unknown;
+	out[n++] = OPS_IN_TENSOR;
+	out[n++] = (uint8_t)*(const uint16_t *)(impl + off + 104);
+	out[n++] = (uint8_t)(dim < OPS_MAX_RANK ? dim : OPS_MAX_RANK);
+	memcpy(out + n, sizes, 8 * out[2]);
+	return n + 8 * out[2];
+unknown:
+	out[0] = OPS_IN_UNKNOWN;
+	return 1;
+}
+
+/* The op's inputs as OPS_SHAPES describes them; 0 bytes if none. */
+static size_t shapes_of(const void *rf, uint8_t *out)
+{
+	const struct ivalue *in = *(const struct ivalue *const *)((const uint8_t *)rf + RF_INPUTS_OFF);
+	uint64_t n = *(const uint64_t *)((const uint8_t *)rf + RF_INPUTS_OFF + 8);
+	size_t len = 1;
+
+	if (!in || n == 0 || n > 1024)
+		return 0;
+	out[0] = (uint8_t)(n < OPS_MAX_INPUTS ? n : OPS_MAX_INPUTS);
+	for (uint8_t i = 0; i < out[0]; i++) {
+		if (in[i].tag == TAG_TENSOR)
+			len += shape_of((const uint8_t *)(uintptr_t)in[i].payload, out + len);
+		else
+			out[len++] = in[i].tag >= TAG_FIRST_SCALAR && in[i].tag <= TAG_LAST_SCALAR ?
+				     OPS_IN_SCALAR : OPS_IN_OTHER;
+	}
+	return len;
+}
+
+static void begin(const void *rf, uint8_t scope)
+{
+	uint8_t shapes[OPS_SHAPES_MAX];
+	size_t slen = 0;
+	const char *name;
+	int64_t seq = -1;
+
+	if (!atomic_load_explicit(&recording, memory_order_relaxed))
+		return;
+	if (__atomic_load_n(&desc.layout_ok, __ATOMIC_RELAXED)) {
+		uint8_t seen = *((const uint8_t *)rf + RF_SCOPE_OFF);
+
+		if (scope != SC_OTHER && seen != scope) {
+			__atomic_store_n(&desc.layout_ok, 0, __ATOMIC_RELAXED);
+		} else {
+			scope = seen;
+			seq = *(const int64_t *)((const uint8_t *)rf + RF_SEQ_OFF);
+		}
+	}
+	name = p_name(rf);
+	if (!name)
+		name = "";
+	if (want_shapes && scope == SC_FUNCTION && __atomic_load_n(&desc.layout_ok, __ATOMIC_RELAXED))
+		slen = shapes_of(rf, shapes);
+	maybe_stack(put(OPS_REC_BEGIN, scope, rf, seq, name, strnlen(name, PTBPF_OPS_NAME_MAX),
+			shapes, slen));
+	if (stacks_every && scope == SC_FUNCTION && __atomic_load_n(&desc.layout_ok, __ATOMIC_RELAXED))
+		open_depth++;
+}
+
+/* torch's StartCallback: returns std::unique_ptr<ObserverContext> (null)
+ * through the hidden pointer ret. */
+#define START_CALLBACK(fn, scope)                                \
+	static void **fn(void **ret, const void *rf)             \
+	{                                                        \
+		uint8_t *busy = busy_enter();                    \
+                                                                 \
+		*ret = NULL;                                     \
+		begin(rf, scope);                                \
+		busy_leave(busy);                                \
+		return ret;                                      \
+	}
+START_CALLBACK(start_function, SC_FUNCTION)
+START_CALLBACK(start_backward, SC_BACKWARD)
+START_CALLBACK(start_user, SC_USER)
+START_CALLBACK(start_other, SC_OTHER)
+
+/* Ends of RecordFunctions begun while recording still come here after the
+ * callbacks are removed (they travel with the RecordFunction): `recording`
+ * drops them. */
+static void end_any(const void *rf, void *ctx)
+{
+	uint8_t *busy = busy_enter();
+
+	(void)ctx;
+	/* Ops (FUNCTION scope) end where they began; regions may end on
+	 * another thread (c10d's async work), so only ops are counted. */
+	if (stacks_every && open_depth && __atomic_load_n(&desc.layout_ok, __ATOMIC_RELAXED) &&
+	    *((const uint8_t *)rf + RF_SCOPE_OFF) == SC_FUNCTION)
+		open_depth--;
+	if (atomic_load_explicit(&recording, memory_order_relaxed))
+		put(OPS_REC_END, p_uncaught && p_uncaught() > 0 ? OPS_END_UNWINDING : 0, rf,
+		    p_peek(), NULL, 0, NULL, 0);
+	busy_leave(busy);
+}
+
+bool agent_ops_api(bool enter, uint32_t domain, uint32_t correlation, const char *name)
+{
+	uint64_t key = OPS_API_KEY | (uint64_t)domain << 32 | correlation;
+
+	if (!atomic_load_explicit(&recording, memory_order_relaxed))
+		return false;
+	if (enter) {
+		if (!name)
+			name = "cuda?";
+		maybe_stack(put(OPS_REC_BEGIN, OPS_SCOPE_CUDA_API | (uint8_t)domain,
+				(const void *)(uintptr_t)key, correlation, name,
+				strnlen(name, PTBPF_OPS_NAME_MAX), NULL, 0));
+	} else {
+		put(OPS_REC_END, 0, (const void *)(uintptr_t)key, correlation, NULL, 0, NULL, 0);
+	}
+	return true;
+}
+
+static int find_torch(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	const char *base = strrchr(info->dlpi_name, '/');
+
+	base = base ? base + 1 : info->dlpi_name;
+	if (strncmp(base, "libtorch_cpu.so", 15))
+		return 0;
+	*(void **)ctx = dlopen(info->dlpi_name, RTLD_NOW | RTLD_NOLOAD);
+	return *(void **)ctx != NULL;
+}
+
+/* libtorch_cpu is loaded RTLD_LOCAL under Python: find it by name among
+ * the loaded objects and look symbols up in it. */
+static int resolve(char *why, size_t len)
+{
+	void *torch = NULL;
+
+	struct { const char *name; void **slot; } syms[] = {
+		{ sym_add, (void **)&p_add }, { sym_remove, (void **)&p_remove },
+		{ sym_name, (void **)&p_name }, { sym_peek, (void **)&p_peek },
+	};
+
+	dl_iterate_phdr(find_torch, &torch);
+	if (!torch) {
+		snprintf(why, len, "libtorch_cpu.so is not loaded in the process");
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
+		*syms[i].slot = dlsym(torch, syms[i].name);
+		if (!*syms[i].slot) {
+			snprintf(why, len, "libtorch_cpu.so has no %s: a torch without the "
+				 "RecordFunction API of 1.13-2.x", syms[i].name);
+			dlclose(torch);
+			return -1;
+		}
+	}
+	/* libstdc++'s, through torch's dependencies; without it, frames an
+	 * exception unwinds are not marked. */
+	p_uncaught = (int (*)(void))dlsym(torch, "_ZSt19uncaught_exceptionsv");
+	/* libc10's, through torch's dependencies: an undefined tensor input. */
+	undefined_tensor = dlsym(torch, "_ZN3c1019UndefinedTensorImpl10_singletonE");
+	return 0; /* the handle is kept: torch stays loaded while called */
+}
+
+/* A forked child (a DataLoader worker) has no agent thread to switch its
+ * recorder off, and nobody reads its rings: it stops recording. The
+ * callbacks stay registered and return at once. */
+static void child_after_fork(void)
+{
+	atomic_store(&recording, 0);
+}
+
+static int alloc_slots(char *why, size_t len)
+{
+	size_t bytes = (size_t)PTBPF_OPS_SLOTS * PTBPF_OPS_SLOT_BYTES;
+
+	if (slot_mem)
+		return 0;
+	/* Pages are touched only as threads write: a thread's ring costs
+	 * memory once it has recorded that much. */
+	slot_mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (slot_mem == MAP_FAILED || pthread_key_create(&slot_key, slot_release) ||
+	    pthread_atfork(NULL, NULL, child_after_fork)) {
+		if (slot_mem != MAP_FAILED)
+			munmap(slot_mem, bytes);
+		slot_mem = NULL;
+		snprintf(why, len, "cannot reserve %zu MiB for the op rings", bytes >> 20);
+		return -1;
+	}
+	desc = (struct ptbpf_ops_desc){
+		.magic = PTBPF_OPS_MAGIC, .version = PTBPF_OPS_VERSION,
+		.nslots = PTBPF_OPS_SLOTS, .slot_bytes = PTBPF_OPS_SLOT_BYTES,
+		.slots = (uintptr_t)slot_mem, .layout_ok = 1,
+	};
+	return 0;
+}
+
+static void add(int stub, void **(*start)(void **, const void *), const int *scopes, int n,
+		bool inputs)
+{
+	struct rf_callback cb;
+
+	memset(&cb, 0, sizeof(cb));
+	cb.start = stub_entry(stub, start);
+	cb.end = stub_entry(STUB_RF_END, end_any);
+	cb.sampling_prob = 1.0;
+	cb.needs_inputs = inputs;
+	for (int i = 0; i < n; i++)
+		cb.scopes[scopes[i]] = true;
+	handles[nhandles++] = p_add(cb);
+}
+
+const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes,
+					     unsigned every)
+{
+	static const int function[] = { SC_FUNCTION }, backward[] = { SC_BACKWARD },
+			 user[] = { SC_USER }, other[] = { 2, 3, 4, 5, 6, 8, 9 };
+
+	if (nhandles)
+		return &desc;
+	if (resolve(why, len) || alloc_slots(why, len))
+		return NULL;
+	want_shapes = shapes;
+	stacks_every = every;
+	/* Losses of an earlier session were reported to it (or not at all):
+	 * this one starts without them. Nothing writes while not recording. */
+	for (uint32_t i = 0; i < desc.nslots; i++)
+		((struct ptbpf_ops_slot *)(slot_mem + (size_t)i * desc.slot_bytes))->gap_lost = 0;
+	atomic_store(&recording, 1);
+	add(STUB_RF_FUNCTION, start_function, function, 1, shapes);
+	add(STUB_RF_BACKWARD, start_backward, backward, 1, false);
+	add(STUB_RF_USER, start_user, user, 1, false);
+	add(STUB_RF_OTHER, start_other, other, sizeof(other) / sizeof(other[0]), false);
+	return &desc;
+}
+
+/* At process exit, while recording: stop, then give ptbpf (which reads
+ * every 20 ms) up to 250 ms to read what the rings still hold, since the
+ * process's memory, rings included, is gone once it exits. */
+void agent_ops_exit(void)
+{
+	if (!atomic_exchange(&recording, 0))
+		return;
+	for (int waited = 0; waited < 250; waited += 2) {
+		bool drained = true;
+
+		for (uint32_t i = 0; i < desc.nslots && drained; i++) {
+			struct ptbpf_ops_slot *s =
+				(struct ptbpf_ops_slot *)(slot_mem + (size_t)i * desc.slot_bytes);
+
+			drained = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) == s->head;
+		}
+		if (drained)
+			return;
+		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+	}
+}
+
+void agent_ops_stop(void)
+{
+	atomic_store(&recording, 0);
+	for (int i = 0; i < nhandles; i++)
+		p_remove(handles[i]);
+	nhandles = 0;
+}
+
+void agent_ops_unload(void)
+{
+	if (!slot_mem)
+		return;
+	pthread_key_delete(slot_key);
+	munmap(slot_mem, (size_t)PTBPF_OPS_SLOTS * PTBPF_OPS_SLOT_BYTES);
+	slot_mem = NULL;
+}
