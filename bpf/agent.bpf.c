@@ -98,11 +98,12 @@ int agent_dropped(struct pt_regs *ctx)
 	return 0;
 }
 
-/* ptbpf_agent_status(int code, const char *message, u64 value) */
+/* ptbpf_agent_status(int code, const char *message, u64 value): rare, and
+ * whole (a long name's room, not a named event's). */
 SEC("uprobe")
 int agent_status(struct pt_regs *ctx)
 {
-	struct ptbpf_named_event *e = reserve_sized(sizeof(*e), STAT_DROP_NAME_FULL);
+	struct ptbpf_long_name *e = reserve_sized(sizeof(*e), STAT_DROP_NAME_FULL);
 
 	if (!e)
 		return 0;
@@ -120,7 +121,8 @@ int agent_status(struct pt_regs *ctx)
  * ptbpf reads them every 20 ms; what they hold when the process exits
  * would go with its memory. A uprobe on libc's _exit (reached by exit()
  * and os._exit alike) copies every ring's unread bytes into the ring
- * buffer first, from the exiting thread, whose memory is still there.
+ * buffer first, from the exiting thread, whose memory is still there;
+ * uprobes on the exec functions do the same before an exec replaces it.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -131,7 +133,7 @@ struct {
 
 struct rescue {
 	struct ptbpf_ops_loc loc;
-	__u64 pos, head, cap;
+	__u64 pos, head, cap, written;
 	__u32 slot, tid;
 };
 
@@ -150,7 +152,8 @@ static long rescue_step(__u64 i, struct rescue *r)
 		base = r->loc.slots + (__u64)r->slot * r->loc.slot_bytes;
 		r->slot++;
 		if (bpf_probe_read_user(hdr, sizeof(hdr), (void *)base) ||
-		    bpf_probe_read_user(&tail, sizeof(tail), (void *)(base + 64)))
+		    bpf_probe_read_user(&tail, sizeof(tail), (void *)(base + 64)) ||
+		    bpf_probe_read_user(&r->written, sizeof(r->written), (void *)(base + 40)))
 			return 0;
 		r->head = hdr[0];
 		r->tid = (__u32)hdr[1];
@@ -172,6 +175,7 @@ static long rescue_step(__u64 i, struct rescue *r)
 	c->ev.tid = r->tid;
 	c->ev.arg[0] = r->pos;
 	c->ev.arg[1] = len;
+	c->ev.arg[2] = r->written;
 	base = r->loc.slots + (__u64)(r->slot - 1) * r->loc.slot_bytes + SLOT_HDR;
 	if (bpf_probe_read_user(c->data, len & (PTBPF_OPS_CHUNK - 1) ? len & (PTBPF_OPS_CHUNK - 1) :
 				PTBPF_OPS_CHUNK, (void *)(base + off)))
@@ -194,8 +198,12 @@ int ops_exit(struct pt_regs *ctx)
 	r.cap = loc->slot_bytes - SLOT_HDR;
 	/* 64 rings of up to 4 MiB: 64 steps to visit, 1024 chunks each. */
 	bpf_loop(64 * 1025, rescue_step, &r, 0);
+	/* At an exec function (cookie 0) the process may go on (the exec can
+	 * fail): a copy only. At _exit (cookie 1), a marker (id
+	 * OPS_CHUNK_DONE, no bytes): everything was copied. */
+	if (!bpf_get_attach_cookie(ctx))
+		return 0;
 	bpf_map_delete_elem(&ops_rings, &tgid);
-	/* Then a marker (id OPS_CHUNK_DONE, no bytes): everything was copied. */
 	{
 		struct ptbpf_ops_chunk *c = reserve_sized(sizeof(*c), STAT_DROP_OPS_EXIT);
 

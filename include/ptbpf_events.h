@@ -61,8 +61,9 @@ enum ptbpf_kind {
 	EV_NAMED_NODE_TYPE,       /* named: key = Node vptr; name = mangled typeinfo name */
 	EV_NAMED_GPU_NAME,        /* named: id = cookie; key = entry sp; the name a
 				   * cuModuleGetFunction-like call looks up */
-	EV_NAMED_AGENT_STATUS,    /* named: arg0 = status code, arg1 = value; the
-				   * agent's message */
+	EV_NAMED_AGENT_STATUS,    /* struct ptbpf_long_name (a named event in
+				   * older captures): arg0 = status code, arg1 =
+				   * value; the agent's message */
 	EV_LONG_NAME_KERNEL,      /* struct ptbpf_long_name: key = CUPTI's name pointer */
 	/* Made by the loader from the agent's op rings (user/ops_ring.c),
 	 * never by BPF: */
@@ -156,7 +157,7 @@ struct ptbpf_long_name {
 
 /* An agent op ring's unread bytes at process exit: tid = the ring's owner,
  * id = ring (slot) index, arg0 = ring position of data[0] (bytes ever
- * written), arg1 = bytes valid. */
+ * written), arg1 = bytes valid, arg2 = records ever written into it. */
 #define PTBPF_OPS_CHUNK 4096
 #define OPS_CHUNK_DONE  0xffffffffu /* id of the last chunk: no bytes, all copied */
 

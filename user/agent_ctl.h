@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The in-process agent (libptbpf-agent.so) from the outside: starting a
- * command with it (`ptbpf run`), and switching it on and off. The agent
- * stays dormant until /dev/shm/ptbpf-agent-<pid>.on exists in the target's
- * mount namespace; ptbpf refreshes that file every second, and the agent
- * retracts itself when it goes stale (ptbpf died) or disappears.
+ * The in-process agent (libptbpf-agent.so, user/agent/) from ptbpf's side:
+ * starting a command with it (`ptbpf run`), and commanding it through its
+ * control block (ptbpf_agent_ctl, include/ptbpf_agent.h), written through
+ * the target's /proc/PID/mem: a process that exec'd is never written to.
+ * No file is involved.
  */
 #ifndef PTBPF_AGENT_CTL_H
 #define PTBPF_AGENT_CTL_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct target;
@@ -23,9 +24,34 @@ pid_t agent_run_command(char **argv, const char *agent);
 /* Waits until pid maps libtorch_cpu.so or a CUDA/HIP library: 0; -ESRCH
  * if it exited first (its wait status in *status), -ETIMEDOUT. */
 int agent_wait_for_libraries(pid_t pid, int timeout_ms, int *status);
-/* Creates, refreshes, removes the activation file for t. */
-int agent_on(const struct target *t, bool ops, const char *words);
-void agent_heartbeat(const struct target *t);
-void agent_off(const struct target *t);
+
+/* One process's agent, as ptbpf reaches it. */
+struct agent_link {
+	const struct target *t;
+	uint64_t ctl, busy;        /* ptbpf_agent_ctl, ptbpf_agent_busy */
+	uint64_t text_lo, text_hi; /* its executable mapping(s) */
+	uint64_t seq;              /* of the last command sent */
+	uint32_t tid;              /* its thread when the last command was sent */
+	uint32_t cmd;
+};
+
+/* Finds the agent t maps; 0, -ENOENT (none), or -errno with one line. */
+int agent_link_open(const struct target *t, struct agent_link *a, char *err, size_t errlen);
+/* Sends a command (enum ptbpf_agent_cmd) with its words (ON: OPS_WORD_*);
+ * job_req/job_done: the job's own CUPTI buffer callbacks, 0 if unknown;
+ * injected: this ptbpf loaded it. 0 or -errno (-ESRCH: image gone,
+ * -EPROTO: an agent of another version). */
+int agent_send(struct agent_link *a, uint32_t cmd, const char *words, uint64_t job_req,
+	       uint64_t job_done, bool injected);
+/* 0 once the agent acted on the last command, -EAGAIN before, -ESRCH if
+ * the image is gone. */
+int agent_acked(const struct agent_link *a);
+/* Whether an earlier or this ptbpf loaded the agent (ptrace): then it is
+ * sent EXIT and unloaded at detach. */
+bool agent_injected(const struct agent_link *a);
+/* After an acknowledged EXIT: waits (1 s at most) for the agent's thread
+ * to end, then unloads the library once no thread is inside it. 0, or
+ * -errno with one line in err (it then stays loaded, inert). */
+int agent_unload(const struct agent_link *a, char *err, size_t errlen);
 
 #endif /* PTBPF_AGENT_CTL_H */

@@ -31,8 +31,15 @@ _Static_assert(sizeof(struct ptbpf_agent_memset) <= AGENT_RAW_LEN, "memset recor
 struct device_probes {
 	struct agent_bpf *skel;
 	struct link_set links;
-	int pids[MAX_AGENTS];
-	int npids;
+	struct {
+		int pid;
+		struct agent_link a;
+		bool sent;     /* a command went out (ON at attach, then OFF/EXIT) */
+		bool injected; /* this ptbpf loaded it */
+	} ag[MAX_AGENTS];
+	int n;
+	int injected[MAX_AGENTS]; /* pids whose agent this ptbpf loaded */
+	int ninjected;
 	char ops_words[64]; /* what the op recorder adds (OPS_WORD_*) */
 };
 
@@ -53,27 +60,28 @@ struct device_probes *device_probes_new(struct ptbpf_bpf *ops)
 	}
 	return d;
 fail:
-	device_probes_free(d, NULL, 0);
+	device_probes_free(d);
 	return NULL;
 }
 
-static bool attached(const struct device_probes *d, int pid)
+static int agent_index(const struct device_probes *d, int pid)
 {
-	for (int i = 0; i < d->npids; i++)
-		if (d->pids[i] == pid)
-			return true;
-	return false;
+	for (int i = 0; i < d->n; i++)
+		if (d->ag[i].pid == pid)
+			return i;
+	return -1;
 }
 
 static int attach_one(struct device_probes *d, struct bpf_program *prog, int pid,
-		      const char *path, struct elf_file *ef, const char *sym)
+		      const char *path, struct elf_file *ef, const char *sym, uint64_t cookie)
 {
+	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie);
 	struct elf_func f;
 
 	if (elf_file_find_func(ef, sym, &f))
 		return -ENOENT;
-	return link_set_keep(&d->links, bpf_program__attach_uprobe(prog, false, pid, path,
-								   f.file_off));
+	return link_set_keep(&d->links, pid, bpf_program__attach_uprobe_opts(prog, pid, path,
+									f.file_off, &o));
 }
 
 static int attach_records(struct device_probes *d, int pid, const char *path,
@@ -96,7 +104,7 @@ static int attach_records(struct device_probes *d, int pid, const char *path,
 		cookies[i] = recs[i].cookie;
 	}
 	LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = offs, .cookies = cookies, .cnt = 3);
-	return link_set_keep(&d->links, bpf_program__attach_uprobe_multi(
+	return link_set_keep(&d->links, pid, bpf_program__attach_uprobe_multi(
 		d->skel->progs.agent_record, pid, path, NULL, &o));
 }
 
@@ -105,16 +113,24 @@ void device_probes_ops_words(struct device_probes *d, const char *words)
 	snprintf(d->ops_words, sizeof(d->ops_words), "%s", words);
 }
 
-int device_probes_scan(struct device_probes *d, const struct target *t, bool ops)
+void device_probes_injected(struct device_probes *d, int pid)
+{
+	if (d->ninjected < MAX_AGENTS)
+		d->injected[d->ninjected++] = pid;
+}
+
+/* The agent's probes: its records, correlations, drops, statuses (the one
+ * on ptbpf_agent_status also tells the agent that ptbpf lives), stacks. */
+static int attach_agent(struct device_probes *d, const struct target *t)
 {
 	struct target_lib lib;
 	struct elf_file *ef;
 	char why[256];
 	int err;
 
-	if (attached(d, t->pid) || d->npids == MAX_AGENTS ||
-	    target_find_lib(t->pid, "libptbpf-agent.so", &lib))
-		return 0;
+	err = target_find_lib(t->pid, "libptbpf-agent.so", &lib);
+	if (err)
+		return err;
 	ef = elf_file_open_exported(lib.fd, why, sizeof(why));
 	if (!ef) {
 		fprintf(stderr, "ptbpf: pid %d: cannot read %s: %s\n", t->pid, lib.path, why);
@@ -124,38 +140,111 @@ int device_probes_scan(struct device_probes *d, const struct target *t, bool ops
 	err = attach_records(d, t->pid, lib.attach_path, ef);
 	if (!err)
 		err = attach_one(d, d->skel->progs.agent_correlate, t->pid, lib.attach_path, ef,
-				 "ptbpf_agent_correlate");
+				 "ptbpf_agent_correlate", 0);
 	if (!err)
 		err = attach_one(d, d->skel->progs.agent_dropped, t->pid, lib.attach_path, ef,
-				 "ptbpf_agent_dropped");
+				 "ptbpf_agent_dropped", 0);
 	if (!err)
 		err = attach_one(d, d->skel->progs.agent_status, t->pid, lib.attach_path, ef,
-				 "ptbpf_agent_status");
+				 "ptbpf_agent_status", 0);
 	/* Only where Python stacks are wanted; an agent of an older ptbpf
 	 * lacks the point and gets none. */
 	if (!err && strstr(d->ops_words, OPS_WORD_STACKS) &&
 	    attach_one(d, d->skel->progs.agent_pystack, t->pid, lib.attach_path, ef,
-		       "ptbpf_agent_pystack"))
+		       "ptbpf_agent_pystack", 0))
 		fprintf(stderr, "ptbpf: warning: pid %d: no Python stacks from its agent %s\n",
 			t->pid, lib.path);
 	elf_file_close(ef);
 	close(lib.fd);
-	d->pids[d->npids++] = t->pid; /* failures are not retried */
-	if (!err)
-		err = agent_on(t, ops, d->ops_words);
-	if (err) {
-		fprintf(stderr, "ptbpf: pid %d: cannot use its agent %s: %s\n", t->pid, lib.path,
-			strerror(-err));
-		return err;
+	return err;
+}
+
+/* Kineto's CUPTI buffer callbacks in t's libtorch_cpu (static functions:
+ * found in .symtab): the agent puts them back should it ever take CUPTI
+ * from a profiler session it could not see. 0s if not found. */
+static void kineto_callbacks(const struct target *t, uint64_t *req, uint64_t *done)
+{
+	static const char *const needles[2] = { "CuptiActivityApi26bufferRequestedTrampoline",
+						"CuptiActivityApi26bufferCompletedTrampoline" };
+	uint64_t off[2];
+	struct elf_file *ef;
+	char why[256];
+
+	*req = *done = 0;
+	if (t->torch.fd < 0 || !target_maps(t->pid, "libcupti.so"))
+		return;
+	ef = elf_file_open_exported(t->torch.fd, why, sizeof(why));
+	if (ef && !elf_file_find_in_symtab(ef, needles, 2, off) && off[0] && off[1] &&
+	    (target_file_addr(t->pid, &t->torch, off[0], req) ||
+	     target_file_addr(t->pid, &t->torch, off[1], done)))
+		*req = *done = 0;
+	elf_file_close(ef);
+}
+
+int device_probes_scan(struct device_probes *d, const struct target *t, bool ops)
+{
+	uint64_t req, done;
+	char words[96], err[512];
+	bool injected = false;
+	int i, ret;
+
+	if (agent_index(d, t->pid) >= 0 || d->n == MAX_AGENTS)
+		return 0;
+	i = d->n;
+	ret = agent_link_open(t, &d->ag[i].a, err, sizeof(err));
+	if (ret == -ENOENT)
+		return 0;
+	d->ag[i].pid = t->pid;
+	d->n++; /* failures are not retried */
+	if (ret) {
+		fprintf(stderr, "ptbpf: warning: %s\n", err);
+		return ret;
 	}
-	fprintf(stderr, "ptbpf: pid %d: agent %s switched on (%s)\n", t->pid, lib.path,
+	for (int k = 0; k < d->ninjected; k++)
+		injected |= d->injected[k] == t->pid;
+	d->ag[i].injected = injected;
+	ret = attach_agent(d, t);
+	if (!ret) {
+		kineto_callbacks(t, &req, &done);
+		snprintf(words, sizeof(words), "%s%s", ops ? OPS_WORD_OPS : "", ops ? d->ops_words : "");
+		ret = agent_send(&d->ag[i].a, PTBPF_CMD_ON, words, req, done, injected);
+		d->ag[i].sent = !ret;
+	}
+	if (ret) {
+		fprintf(stderr, "ptbpf: pid %d: cannot use its agent: %s\n", t->pid,
+			ret == -EPROTO ? "it is of another version: restart the process to trace "
+			"it with this ptbpf" : strerror(-ret));
+		return ret;
+	}
+	fprintf(stderr, "ptbpf: pid %d: agent switched on (%s)\n", t->pid,
 		ops ? "ops, and the GPU timeline if CUDA is used" : "GPU timeline");
 	return 1;
+}
+
+void device_probes_off(struct device_probes *d, int pid)
+{
+	int i = agent_index(d, pid);
+
+	if (i >= 0 && d->ag[i].sent)
+		d->ag[i].sent = !agent_send(&d->ag[i].a, PTBPF_CMD_OFF, "", 0, 0, false);
+}
+
+int device_probes_acked(const struct device_probes *d, int pid)
+{
+	int i = agent_index(d, pid);
+
+	return i < 0 || !d->ag[i].sent ? -ENOENT : agent_acked(&d->ag[i].a);
 }
 
 int device_probes_ops_exit(struct device_probes *d, const struct target *t,
 			  const struct ptbpf_ops_loc *loc)
 {
+	/* _exit: the process ends, its memory goes: the last copy, then a
+	 * marker (cookie 1). execve*: the image goes, the process may go on:
+	 * a copy only. */
+	static const struct { const char *sym; uint64_t cookie; } sites[] = {
+		{ "_exit", 1 }, { "execve", 0 }, { "execveat", 0 }, { "fexecve", 0 },
+	};
 	struct target_lib lib;
 	struct elf_file *ef;
 	char why[256];
@@ -165,8 +254,14 @@ int device_probes_ops_exit(struct device_probes *d, const struct target *t,
 	if (err)
 		return err;
 	ef = elf_file_open_exported(lib.fd, why, sizeof(why));
-	err = ef ? attach_one(d, d->skel->progs.ops_exit, t->pid, lib.attach_path, ef, "_exit") :
-		   -EINVAL;
+	err = ef ? 0 : -EINVAL;
+	for (size_t i = 0; !err && i < sizeof(sites) / sizeof(sites[0]); i++) {
+		int e = attach_one(d, d->skel->progs.ops_exit, t->pid, lib.attach_path, ef,
+				   sites[i].sym, sites[i].cookie);
+
+		if (i == 0 || e != -ENOENT) /* _exit is required */
+			err = e;
+	}
 	elf_file_close(ef);
 	close(lib.fd);
 	if (!err)
@@ -175,32 +270,60 @@ int device_probes_ops_exit(struct device_probes *d, const struct target *t,
 	return err;
 }
 
-void device_probes_heartbeat(struct device_probes *d, const struct target *targets, int n)
+void device_probes_switch_off(struct device_probes *d)
 {
-	for (int i = 0; i < n; i++)
-		if (targets[i].pidfd >= 0 && attached(d, targets[i].pid))
-			agent_heartbeat(&targets[i]);
+	for (int i = 0; d && i < d->n; i++) {
+		struct agent_link *a = &d->ag[i].a;
+
+		if (!d->ag[i].sent || a->t->pidfd < 0)
+			continue;
+		/* An agent ptbpf loaded ends its thread, to be unloaded. */
+		d->ag[i].sent = !agent_send(a, agent_injected(a) ? PTBPF_CMD_EXIT : PTBPF_CMD_OFF,
+					    "", 0, 0, false);
+	}
 }
 
-void device_probes_switch_off(struct device_probes *d, const struct target *targets, int n)
+bool device_probes_all_acked(const struct device_probes *d)
 {
-	for (int i = 0; d && i < n; i++)
-		if (attached(d, targets[i].pid))
-			agent_off(&targets[i]);
+	for (int i = 0; d && i < d->n; i++)
+		if (d->ag[i].sent && d->ag[i].a.t->pidfd >= 0 && agent_acked(&d->ag[i].a) == -EAGAIN)
+			return false;
+	return true;
 }
 
 bool device_probes_any(const struct device_probes *d)
 {
-	return d && d->npids > 0;
+	return d && d->n > 0;
 }
 
-void device_probes_free(struct device_probes *d, const struct target *targets, int n)
+void device_probes_gone(struct device_probes *d, int pid)
 {
+	int i = d ? agent_index(d, pid) : -1;
+
+	if (i < 0)
+		return;
+	link_set_destroy_pid(&d->links, pid);
+	bpf_map__delete_elem(d->skel->maps.ops_rings, &pid, sizeof(pid), 0);
+	d->ag[i] = d->ag[--d->n];
+}
+
+void device_probes_free(struct device_probes *d)
+{
+	char err[512];
+
 	if (!d)
 		return;
-	device_probes_switch_off(d, targets, n);
 	link_set_destroy(&d->links);
 	agent_bpf__destroy(d->skel);
+	/* Agents that ended their thread (EXIT) leave the process. */
+	for (int i = 0; i < d->n; i++) {
+		if (!d->ag[i].sent || d->ag[i].a.cmd != PTBPF_CMD_EXIT ||
+		    d->ag[i].a.t->pidfd < 0 || agent_acked(&d->ag[i].a))
+			continue;
+		if (agent_unload(&d->ag[i].a, err, sizeof(err)))
+			fprintf(stderr, "ptbpf: warning: its agent stays loaded, inert (no thread, "
+				"no callbacks): %s\n", err);
+	}
 	free(d);
 }
 
@@ -221,7 +344,12 @@ struct device_state {
 	struct stream_track *tracks;
 	int ntracks;
 	struct device_counts counts;
-	struct { int pid, code; uint64_t ops_desc; bool gpu; } status[64]; /* each agent's latest */
+	struct {
+		int pid, code;
+		uint64_t ops_desc;
+		bool calls;   /* its op rings get the CUDA calls */
+		bool no_corr; /* no CUDA call callbacks since it was switched on */
+	} status[64]; /* each agent's latest */
 	struct device_kernel_stat kstats[DEVICE_MAX_KERNEL_STATS]; /* (pid, name): time */
 	int nkstats;
 	int nstatus;
@@ -452,11 +580,11 @@ bool device_agent_status(const struct device_state *d, int pid, int *code)
 	return false;
 }
 
-bool device_gpu_active(const struct device_state *d, int pid)
+bool device_agent_calls(const struct device_state *d, int pid)
 {
 	for (int i = 0; i < d->nstatus; i++)
 		if (d->status[i].pid == pid)
-			return d->status[i].gpu;
+			return d->status[i].calls;
 	return false;
 }
 
@@ -468,29 +596,36 @@ uint64_t device_ops_desc(const struct device_state *d, int pid)
 	return 0;
 }
 
-void device_status(struct device_state *d, const struct ptbpf_named_event *e)
+void device_status(struct device_state *d, const struct ptbpf_named_event *e, size_t size)
 {
-	char msg[PTBPF_NAME_LEN * 4];
-	int i;
+	size_t len = size >= sizeof(struct ptbpf_long_name) ? PTBPF_LONG_NAME_LEN : PTBPF_NAME_LEN;
+	char msg[PTBPF_LONG_NAME_LEN * 4];
+	int code = (int)e->ev.arg[0], i;
 
+	escape_str(msg, sizeof(msg), e->name, len);
+	fprintf(stderr, "ptbpf: pid %u: agent: %s (%d)\n", e->ev.pid, msg, code);
 	for (i = 0; i < d->nstatus && d->status[i].pid != (int)e->ev.pid; i++)
 		;
-	if (i < (int)(sizeof(d->status) / sizeof(d->status[0]))) {
-		d->status[i].pid = e->ev.pid;
-		d->status[i].code = (int)e->ev.arg[0];
-		if (d->status[i].code == PTBPF_AGENT_ACTIVE)
-			d->status[i].gpu = true;
-		else if (d->status[i].code == PTBPF_AGENT_DORMANT || d->status[i].code < 0)
-			d->status[i].gpu = false;
-		if (d->status[i].code == PTBPF_AGENT_OPS_ON)
-			d->status[i].ops_desc = e->ev.arg[1];
-		else if (d->status[i].code == PTBPF_AGENT_DORMANT ||
-			 d->status[i].code == PTBPF_AGENT_ERR_OPS)
-			d->status[i].ops_desc = 0;
-		d->nstatus += i == d->nstatus;
+	if (i == (int)(sizeof(d->status) / sizeof(d->status[0])))
+		return;
+	d->nstatus += i == d->nstatus;
+	d->status[i].pid = e->ev.pid;
+	d->status[i].code = code;
+	if (code == PTBPF_AGENT_DORMANT)
+		d->status[i].calls = d->status[i].no_corr = false;
+	if (code == PTBPF_AGENT_NO_CORRELATION)
+		d->status[i].calls = false, d->status[i].no_corr = true;
+	if (code == PTBPF_AGENT_OPS_ON) {
+		d->status[i].ops_desc = e->ev.arg[1];
+		d->status[i].calls = !d->status[i].no_corr;
+	} else if (code == PTBPF_AGENT_DORMANT || code == PTBPF_AGENT_ERR_OPS) {
+		d->status[i].ops_desc = 0;
 	}
-	escape_str(msg, sizeof(msg), e->name, PTBPF_NAME_LEN);
-	fprintf(stderr, "ptbpf: pid %u: agent: %s (%d)\n", e->ev.pid, msg, (int)e->ev.arg[0]);
+	/* What changes the trace's content is marked in it. */
+	if (code == PTBPF_AGENT_GPU_PAUSED || code == PTBPF_AGENT_GPU_RESUMED ||
+	    code == PTBPF_AGENT_NO_CORRELATION)
+		pf_instant(d->w, &(struct pf_event){ .track = d->process_track(d->ctx, e->ev.pid),
+			   .ts = e->ev.ts, .name = msg, .category = "ptbpf" });
 }
 
 void device_dropped(struct device_state *d, const struct ptbpf_event *e)

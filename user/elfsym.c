@@ -60,6 +60,7 @@ struct elf_file {
 	size_t nsegs;
 	uint64_t eh_hdr_vaddr, eh_hdr_size;	/* PT_GNU_EH_FRAME, size 0 if none */
 	Elf_Scn *symscn[2];      /* .dynsym, .symtab (either may be NULL) */
+	Elf_Scn *symtab;         /* .symtab, indexed or not */
 	struct func_ent *funcs;  /* sorted by (addr, seq) */
 	size_t nfuncs;
 	uint32_t *uniq;          /* first entry of each address */
@@ -377,6 +378,7 @@ static int scan_sections(struct elf_file *ef, bool exported_only, char *err, siz
 			ef->rodata[ef->nrodata++] = (struct rodata_sec){ sh.sh_offset, sh.sh_size };
 		}
 	}
+	ef->symtab = ef->symscn[1];
 	if (exported_only && ef->symscn[0])
 		ef->symscn[1] = NULL;
 	for (i = 0; i < 2; i++) {
@@ -392,6 +394,33 @@ static int scan_sections(struct elf_file *ef, bool exported_only, char *err, siz
 	if (ret)
 		set_err(err, errlen, "out of memory");
 	return ret;
+}
+
+struct substr_find {
+	const char *const *needles;
+	int n;
+	uint64_t *off;
+};
+
+static int substr_cb(struct elf_file *ef, const GElf_Sym *sym, const char *name, void *ctx)
+{
+	struct substr_find *sf = ctx;
+
+	if (GELF_ST_TYPE(sym->st_info) != STT_FUNC)
+		return 0;
+	for (int i = 0; i < sf->n; i++)
+		if (!sf->off[i] && strstr(name, sf->needles[i]))
+			sf->off[i] = elf_file_vaddr_to_off(ef, sym->st_value);
+	return 0;
+}
+
+int elf_file_find_in_symtab(struct elf_file *ef, const char *const *needles, int n,
+			    uint64_t *file_off)
+{
+	struct substr_find sf = { needles, n, file_off };
+
+	memset(file_off, 0, n * sizeof(*file_off));
+	return ef->symtab ? symtab_walk(ef, ef->symtab, substr_cb, &sf) : -ENOENT;
 }
 
 /* Maps the file and checks its size and raw header. */

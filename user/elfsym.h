@@ -46,6 +46,11 @@ int elf_file_find_func(struct elf_file *ef, const char *name, struct elf_func *o
 /* The first function (by name order) whose name starts with prefix; 0 or
  * -ENOENT. For symbols whose mangled argument list varies by version. */
 int elf_file_find_func_prefix(struct elf_file *ef, const char *prefix, struct elf_func *out);
+/* The file offsets of the first FUNC symbols of .symtab (walked, not
+ * indexed: cheap even for torch's) whose names contain needles[i]; 0 for a
+ * needle none matched. 0, or -ENOENT without a .symtab. */
+int elf_file_find_in_symtab(struct elf_file *ef, const char *const *needles, int n,
+			    uint64_t *file_off);
 /* Calls cb for each defined OBJECT symbol whose name starts with prefix
  * (e.g. "_ZTV" for vtables), with its virtual address. */
 int elf_file_for_each_object(struct elf_file *ef, const char *prefix,

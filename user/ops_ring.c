@@ -13,17 +13,23 @@
 
 #include "ptbpf_agent.h"
 #include "ptbpf_events.h"
+#include "target.h"
 
 #define MAX_PROCS 64
 
 struct proc_rings {
 	int pid;
+	const struct target *t; /* its image: what is written goes through it */
 	bool gone;
 	bool rescued; /* the _exit probe copied what its rings held */
 	struct ptbpf_ops_desc desc;
 	uint64_t desc_addr;
 	uint64_t tail[PTBPF_OPS_SLOTS];    /* our read position per ring */
 	uint64_t dropped[PTBPF_OPS_SLOTS]; /* the ring's drop count last seen */
+	uint64_t written[PTBPF_OPS_SLOTS]; /* ... and its count of records written */
+	uint64_t gap_lost[PTBPF_OPS_SLOTS], gap_from[PTBPF_OPS_SLOTS]; /* a gap the
+						* agent has not written yet */
+	uint32_t tid[PTBPF_OPS_SLOTS];
 	uint64_t no_slot;
 };
 
@@ -48,12 +54,21 @@ static int vm_read(int pid, uint64_t addr, void *buf, size_t len)
 	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
 }
 
-static int vm_write(int pid, uint64_t addr, const void *buf, size_t len)
+/* Whether the image p was attached to is still the process's: reads
+ * with process_vm_readv (of whatever image pid runs) are kept only if it
+ * still is after them; writes go through the image's own /proc/PID/mem,
+ * so nothing reaches a process image that exec replaced. */
+static bool same_image(const struct proc_rings *p)
 {
-	struct iovec local = { (void *)buf, len }, remote = { (void *)(uintptr_t)addr, len };
-	ssize_t n = process_vm_writev(pid, &local, 1, &remote, 1, 0);
+	uint64_t magic;
 
-	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+	return !target_mem_read(p->t, p->desc_addr, &magic, sizeof(magic)) &&
+	       magic == PTBPF_OPS_MAGIC;
+}
+
+static void write_tail(const struct proc_rings *p, uint64_t slot, uint64_t tail)
+{
+	target_mem_write(p->t, slot + offsetof(struct ptbpf_ops_slot, tail), &tail, sizeof(tail));
 }
 
 struct ops_rings *ops_rings_new(void)
@@ -99,8 +114,10 @@ static int read_slots(const struct proc_rings *p, struct ptbpf_ops_slot *s)
 	return n == (ssize_t)want ? 0 : n < 0 ? -errno : -EIO;
 }
 
-int ops_rings_add(struct ops_rings *r, int pid, uint64_t desc_addr, char *err, size_t errlen)
+int ops_rings_add(struct ops_rings *r, const struct target *t, uint64_t desc_addr, char *err,
+		  size_t errlen)
 {
+	int pid = t->pid;
 	struct ptbpf_ops_slot slots[PTBPF_OPS_SLOTS];
 	struct proc_rings *p;
 	int ret;
@@ -113,8 +130,9 @@ int ops_rings_add(struct ops_rings *r, int pid, uint64_t desc_addr, char *err, s
 	p = &r->procs[r->n];
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
+	p->t = t;
 	p->desc_addr = desc_addr;
-	ret = vm_read(pid, desc_addr, &p->desc, sizeof(p->desc));
+	ret = target_mem_read(t, desc_addr, &p->desc, sizeof(p->desc));
 	if (ret) {
 		snprintf(err, errlen, "pid %d: cannot read its agent's op rings at %#lx: %s", pid,
 			 (unsigned long)desc_addr, strerror(-ret));
@@ -132,12 +150,16 @@ int ops_rings_add(struct ops_rings *r, int pid, uint64_t desc_addr, char *err, s
 		snprintf(err, errlen, "pid %d: cannot read its op rings: %s", pid, strerror(-ret));
 		return ret;
 	}
+	if (!same_image(p)) {
+		snprintf(err, errlen, "pid %d exec'd or exited while its op rings were opened", pid);
+		return -ESRCH;
+	}
 	/* What an earlier session left unread is not ours. */
 	for (uint32_t i = 0; i < p->desc.nslots; i++) {
 		p->tail[i] = slots[i].head;
 		p->dropped[i] = slots[i].dropped;
-		vm_write(pid, slot_addr(p, i) + offsetof(struct ptbpf_ops_slot, tail), &p->tail[i],
-			 sizeof(p->tail[i]));
+		p->written[i] = slots[i].written;
+		write_tail(p, slot_addr(p, i), p->tail[i]);
 	}
 	p->no_slot = p->desc.no_slot;
 	r->n++;
@@ -228,6 +250,14 @@ static uint64_t parse(struct ops_rings *r, const struct proc_rings *p, uint32_t 
 	return pos;
 }
 
+/* The image is gone (exit or exec): what its rings held since the last
+ * drain went with it, unless the _exit or exec probes copied it out. */
+static void image_gone(struct ops_rings *r, struct proc_rings *p)
+{
+	p->gone = true;
+	r->counts.lost_at_exit++; /* the exit probe would have marked it */
+}
+
 static void drain_proc(struct ops_rings *r, struct proc_rings *p,
 		       int (*emit)(void *, void *, size_t), void *ctx)
 {
@@ -235,11 +265,9 @@ static void drain_proc(struct ops_rings *r, struct proc_rings *p,
 	struct ptbpf_ops_slot slots[PTBPF_OPS_SLOTS];
 	struct ptbpf_ops_desc desc;
 
-	/* Once the process has exited its memory is gone, and with it what
-	 * its rings held since the last drain (ptbpf drains every 20 ms). */
-	if (vm_read(p->pid, p->desc_addr, &desc, sizeof(desc)) || read_slots(p, slots)) {
-		p->gone = true;
-		r->counts.lost_at_exit++; /* the exit probe would have marked it */
+	if (target_mem_read(p->t, p->desc_addr, &desc, sizeof(desc)) || read_slots(p, slots) ||
+	    !same_image(p)) {
+		image_gone(r, p);
 		return;
 	}
 	if (desc.no_slot != p->no_slot) {
@@ -256,24 +284,33 @@ static void drain_proc(struct ops_rings *r, struct proc_rings *p,
 			r->counts.dropped += s->dropped - p->dropped[i];
 			p->dropped[i] = s->dropped;
 		}
+		r->counts.written += s->written - p->written[i];
+		p->written[i] = s->written;
+		p->gap_lost[i] = s->gap_lost;
+		p->gap_from[i] = s->gap_from;
+		p->tid[i] = s->tid;
 		if (head < tail || head - tail > cap) { /* cannot be: resynchronize */
 			r->counts.bad++;
 			tail = head;
 		} else if (head > tail) {
 			if (read_span(p, i, tail, head, r->buf))
 				continue;
+			/* Read from this image, not one an exec put there? */
+			if (!same_image(p)) {
+				image_gone(r, p);
+				return;
+			}
 			tail = parse(r, p, s->tid, r->buf, tail, head, false, emit, ctx);
 		}
 		if (tail != p->tail[i]) {
 			p->tail[i] = tail;
-			vm_write(p->pid, slot_addr(p, i) + offsetof(struct ptbpf_ops_slot, tail),
-				 &tail, sizeof(tail));
+			write_tail(p, slot_addr(p, i), tail);
 		}
 		if (s->state == OPS_SLOT_RETIRED && tail == head) {
 			uint32_t free_state = OPS_SLOT_FREE;
 
-			vm_write(p->pid, slot_addr(p, i) + offsetof(struct ptbpf_ops_slot, state),
-				 &free_state, sizeof(free_state));
+			target_mem_write(p->t, slot_addr(p, i) + offsetof(struct ptbpf_ops_slot, state),
+					 &free_state, sizeof(free_state));
 		}
 	}
 }
@@ -320,6 +357,10 @@ void ops_rings_chunk(struct ops_rings *r, const struct ptbpf_ops_chunk *c,
 	}
 	if (!p || slot >= p->desc.nslots || len > PTBPF_OPS_CHUNK)
 		return;
+	if (c->ev.arg[2] > p->written[slot]) {
+		r->counts.written += c->ev.arg[2] - p->written[slot];
+		p->written[slot] = c->ev.arg[2];
+	}
 	if (r->cpid != p->pid || r->cslot != slot || from != r->cstart + r->clen) {
 		if (r->clen)
 			r->counts.bad++; /* the last ring's rest was cut short */
@@ -346,7 +387,36 @@ void ops_rings_chunk(struct ops_rings *r, const struct ptbpf_ops_chunk *c,
 	memmove(r->cbuf, r->cbuf + (tail - r->cstart), end - tail);
 	r->clen = end - tail;
 	r->cstart = tail;
-	p->gone = true; /* it is exiting: nothing more to read in it */
+}
+
+void ops_rings_finish(struct ops_rings *r, int (*emit)(void *ctx, void *data, size_t size),
+		      void *ctx)
+{
+	for (int k = 0; k < r->n; k++) {
+		struct proc_rings *p = &r->procs[k];
+
+		for (uint32_t i = 0; !p->gone && i < p->desc.nslots; i++) {
+			struct ptbpf_event e = { .ts = p->gap_from[i], .pid = (uint32_t)p->pid,
+						 .tid = p->tid[i], .kind = EV_OPS_GAP,
+						 .source = SRC_AGENT, .arg = { p->gap_lost[i] } };
+
+			/* Lost at the end of the session: no later record of the
+			 * thread's carries the agent's gap marker. */
+			if (p->gap_lost[i])
+				emit(ctx, &e, sizeof(e));
+		}
+		p->gone = true;
+	}
+}
+
+void ops_rings_exec(struct ops_rings *r, int pid)
+{
+	struct proc_rings *p = find_proc(r, pid);
+
+	/* The exec probes copied what its rings held: nothing is lost but
+	 * what other threads wrote in the instant before the exec. */
+	if (p)
+		p->gone = p->rescued = true;
 }
 
 const struct ops_ring_counts *ops_rings_counts(const struct ops_rings *r)

@@ -2,7 +2,8 @@
 /*
  * ops_ring: reads the op rings of the agents in the traced processes
  * (RecordFunction begins and ends, include/ptbpf_agent.h) with
- * process_vm_readv, turns each record into a loader-made ring event
+ * process_vm_readv (checked against the image attached to afterwards),
+ * turns each record into a loader-made ring event
  * (EV_NAMED_RF_BEGIN, EV_RF_END of ptbpf_events.h) and hands it on.
  */
 #ifndef PTBPF_OPS_RING_H
@@ -15,6 +16,7 @@
 struct ops_rings;
 
 struct ops_ring_counts {
+	uint64_t written;   /* records the agents wrote (as last read) */
 	uint64_t records;   /* records read */
 	uint64_t dropped;   /* lost in the target: a ring was full */
 	uint64_t no_slot;   /* lost in the target: a thread found no free ring */
@@ -26,10 +28,20 @@ struct ops_ring_counts {
 
 struct ops_rings *ops_rings_new(void);
 void ops_rings_free(struct ops_rings *r);
-/* Starts reading pid's rings, whose descriptor its agent reported at
- * desc_addr; what they hold now is skipped. 0, or -errno with one line
- * in err. */
-int ops_rings_add(struct ops_rings *r, int pid, uint64_t desc_addr, char *err, size_t errlen);
+/* Starts reading t's rings, whose descriptor its agent reported at
+ * desc_addr; what they hold now is skipped. Rings are read only from the
+ * image t was opened on and written only through it (an exec ends them).
+ * 0, or -errno with one line in err. */
+struct target;
+int ops_rings_add(struct ops_rings *r, const struct target *t, uint64_t desc_addr, char *err,
+		  size_t errlen);
+/* The end, after the last drain (the agents are off): the losses the
+ * agents counted but could not mark with a gap record are marked now, and
+ * no ring is read again (an agent may be unloaded next). */
+void ops_rings_finish(struct ops_rings *r, int (*emit)(void *ctx, void *data, size_t size),
+		      void *ctx);
+/* pid exec'd: its rings are gone (the exec probes copied them). */
+void ops_rings_exec(struct ops_rings *r, int pid);
 /* Whether any process is being read. */
 int ops_rings_count(const struct ops_rings *r);
 /* Reads everything the rings hold and calls emit with each event. */
@@ -37,7 +49,8 @@ void ops_rings_drain(struct ops_rings *r, int (*emit)(void *ctx, void *data, siz
 		     void *ctx);
 /* Where pid's rings are (for the exit probe); 0 or -ENOENT. */
 int ops_rings_loc(const struct ops_rings *r, int pid, struct ptbpf_ops_loc *loc);
-/* Bytes of a ring read by BPF as the process exits: parsed like a drain. */
+/* Bytes of a ring read by BPF as the process exits or exec's: parsed like
+ * a drain. */
 void ops_rings_chunk(struct ops_rings *r, const struct ptbpf_ops_chunk *c,
 		     int (*emit)(void *ctx, void *data, size_t size), void *ctx);
 const struct ops_ring_counts *ops_rings_counts(const struct ops_rings *r);

@@ -4,12 +4,15 @@
 #include "target.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -230,7 +233,7 @@ int target_open(int pid, struct target *t, char *err, size_t errlen)
 
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
-	t->pidfd = t->torch.fd = t->stdcxx.fd = -1;
+	t->pidfd = t->memfd = t->claimfd = t->torch.fd = t->stdcxx.fd = -1;
 	snprintf(path, sizeof(path), "/proc/%d", pid);
 	if (access(path, F_OK) || !target_alive(pid)) {
 		snprintf(err, errlen, "no process with pid %d", pid);
@@ -240,6 +243,13 @@ int target_open(int pid, struct target *t, char *err, size_t errlen)
 	if (t->pidfd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "pid %d: pidfd_open: %s", pid, strerror(errno));
+		return ret;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	t->memfd = open(path, O_RDWR | O_CLOEXEC);
+	if (t->memfd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "pid %d: cannot open %s: %s", pid, path, strerror(errno));
 		return ret;
 	}
 	read_identity(t);
@@ -273,7 +283,114 @@ void target_close(struct target *t)
 		close(t->stdcxx.fd);
 	if (t->pidfd >= 0)
 		close(t->pidfd);
-	t->torch.fd = t->stdcxx.fd = t->pidfd = -1;
+	if (t->memfd >= 0)
+		close(t->memfd);
+	if (t->claimfd >= 0)
+		close(t->claimfd);
+	t->torch.fd = t->stdcxx.fd = t->pidfd = t->memfd = t->claimfd = -1;
+}
+
+/* The process's start time (clock ticks since boot): with the pid, a name
+ * no later process shares. */
+static unsigned long long start_time(int pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long st = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (read_file(path, buf, sizeof(buf)) > 0 && (p = strrchr(buf, ')')))
+		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+		       "%*d %*d %*d %llu", &st);
+	return st;
+}
+
+int target_claim(struct target *t, char *err, size_t errlen)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int fd, n, other;
+
+	if (t->claimfd >= 0)
+		return 0;
+	/* Abstract: no file, gone with the last fd (however ptbpf ends). */
+	n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "ptbpf/pid/%d/%llu", t->pid,
+		     start_time(t->pid));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0; /* no sockets: nothing to claim with */
+	if (!bind(fd, (struct sockaddr *)&a, offsetof(struct sockaddr_un, sun_path) + 1 + n) &&
+	    !listen(fd, 1)) {
+		t->claimfd = fd;
+		return 0;
+	}
+	close(fd);
+	/* Taken: who holds it? */
+	other = -1;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && !connect(fd, (struct sockaddr *)&a, offsetof(struct sockaddr_un, sun_path) +
+			1 + n) && !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
+		other = cred.pid;
+	if (fd >= 0)
+		close(fd);
+	if (other > 0)
+		snprintf(err, errlen, "pid %d is already traced by another ptbpf (pid %d): stop that "
+			 "one first (two would both switch its agent and lose each other's "
+			 "records)", t->pid, other);
+	else
+		snprintf(err, errlen, "pid %d is already traced by another ptbpf: stop that one first",
+			 t->pid);
+	return -EBUSY;
+}
+
+/* /proc/PID/mem reads 0 bytes once its image has no users left. */
+static int mem_result(ssize_t n, size_t len)
+{
+	if (n == (ssize_t)len)
+		return 0;
+	if (n == 0 || (n < 0 && errno == ESRCH))
+		return -ESRCH;
+	return -EFAULT;
+}
+
+int target_mem_read(const struct target *t, uint64_t addr, void *buf, size_t len)
+{
+	if (t->memfd < 0)
+		return -ESRCH;
+	return mem_result(pread(t->memfd, buf, len, (off_t)addr), len);
+}
+
+int target_mem_write(const struct target *t, uint64_t addr, const void *buf, size_t len)
+{
+	if (t->memfd < 0)
+		return -ESRCH;
+	return mem_result(pwrite(t->memfd, buf, len, (off_t)addr), len);
+}
+
+int target_file_addr(int pid, const struct target_lib *lib, uint64_t file_off, uint64_t *addr)
+{
+	char path[64], line[PATH_MAX + 256];
+	int ret = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long start, end, off, ino;
+		unsigned int major, minor;
+
+		if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu", &start, &end, &off, &major, &minor,
+			   &ino) != 6 || ino != lib->ino || makedev(major, minor) != lib->dev ||
+		    file_off < off || file_off >= off + (end - start))
+			continue;
+		*addr = start + (file_off - off);
+		ret = 0;
+		break;
+	}
+	fclose(f);
+	return ret;
 }
 
 int target_read(int pid, uint64_t addr, void *buf, size_t len)

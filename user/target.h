@@ -26,6 +26,9 @@ struct target_lib {
 struct target {
 	int pid;
 	int pidfd;          /* readable once the process has exited */
+	int memfd;          /* /proc/PID/mem of the image attached to (see
+			     * target_mem_read) */
+	int claimfd;        /* held while this ptbpf traces it (target_claim) */
 	int ns_pid;         /* the pid inside its own pid namespace */
 	char comm[64];      /* control characters escaped */
 	char cmdline[1024]; /* argv joined by spaces, escaped */
@@ -39,6 +42,11 @@ struct target {
 				   * with CUPTI on, CUDA API calls) */
 };
 
+/* One ptbpf per process: claims t (an abstract UNIX socket named after
+ * its pid and start time, held until target_close, released by the
+ * kernel however ptbpf ends). 0, or -EBUSY with one line naming the ptbpf
+ * that traces it. */
+int target_claim(struct target *t, char *err, size_t errlen);
 /* Fills t for pid; on error writes one line into err and returns -errno. */
 int target_open(int pid, struct target *t, char *err, size_t errlen);
 void target_close(struct target *t);
@@ -51,7 +59,16 @@ int target_find_lib(int pid, const char *prefix, struct target_lib *lib);
 bool target_maps(int pid, const char *prefix);
 /* Whether pid is alive (not exited, not a zombie). */
 int target_alive(int pid);
-/* Reads target memory; 0 or -errno. */
+/* The memory of the process image t was opened on, through /proc/PID/mem
+ * (bound to that image when opened): once the process exec'd or exited,
+ * every access fails with -ESRCH and never reaches a new image. 0,
+ * -ESRCH, or -EFAULT (not mapped). */
+int target_mem_read(const struct target *t, uint64_t addr, void *buf, size_t len);
+int target_mem_write(const struct target *t, uint64_t addr, const void *buf, size_t len);
+/* Runtime address in pid of file offset file_off of lib (the mapping of its
+ * inode whose file range holds it); 0 or -ENOENT. */
+int target_file_addr(int pid, const struct target_lib *lib, uint64_t file_off, uint64_t *addr);
+/* Reads target memory (of whatever image pid runs now); 0 or -errno. */
 int target_read(int pid, uint64_t addr, void *buf, size_t len);
 /* Reads a NUL-terminated string of at most len-1 bytes; 0 or -errno. */
 int target_read_str(int pid, uint64_t addr, char *buf, size_t len);
