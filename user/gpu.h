@@ -79,6 +79,8 @@ struct gpu_probes *gpu_probes_new(struct ptbpf_bpf *ops_skel);
  * (the agent records the CUDA calls). Returns how many libraries were
  * newly attached, or -errno; prints what it attached. */
 int gpu_probes_scan(struct gpu_probes *g, int pid, bool nccl_only);
+/* Removes pid's probes (its image exec'd away); a later scan attaches anew. */
+void gpu_probes_forget_pid(struct gpu_probes *g, int pid);
 void gpu_probes_free(struct gpu_probes *g);
 
 /* --- gpu_calls.c: decoding, for join --- */

@@ -228,10 +228,10 @@ static int attach_lib(struct gpu_probes *g, int pid, enum gpu_lib lib,
 		struct gpu_bpf *sk = g->skel;
 
 		/* Returns first: a call must never begin without its end. */
-		err = link_set_keep(&g->links, bpf_program__attach_uprobe_multi(
+		err = link_set_keep(&g->links, pid, bpf_program__attach_uprobe_multi(
 			sk->progs.gpu_return, pid, tl->attach_path, NULL, &r));
 		if (!err)
-			err = link_set_keep(&g->links, bpf_program__attach_uprobe_multi(
+			err = link_set_keep(&g->links, pid, bpf_program__attach_uprobe_multi(
 				sk->progs.gpu_entry, pid, tl->attach_path, NULL, &o));
 	}
 	if (err) {
@@ -279,6 +279,17 @@ int gpu_probes_scan(struct gpu_probes *g, int pid, bool nccl_only)
 		added += ret;
 	}
 	return added;
+}
+
+void gpu_probes_forget_pid(struct gpu_probes *g, int pid)
+{
+	int kept = 0;
+
+	link_set_destroy_pid(&g->links, pid);
+	for (int i = 0; i < g->ndone; i++)
+		if (g->done[i].pid != pid)
+			g->done[kept++] = g->done[i];
+	g->ndone = kept;
 }
 
 void gpu_probes_free(struct gpu_probes *g)

@@ -115,6 +115,7 @@ void op_table_free(struct op_table *ops)
 
 static uint64_t process_track_cb(void *ctx, int pid);
 static void process_gone(struct join *j, int pid, uint64_t ts);
+static void process_exec(struct join *j, int pid, uint64_t ts);
 
 struct join *join_new(struct pf_writer *w, struct op_table *ops, bool entries_only)
 {
@@ -263,9 +264,17 @@ static struct thread *get_thread(struct join *j, int pid, int tid)
 	char name[64];
 	uint32_t h;
 
-	for (h = hash_u64(id) & (j->cap - 1); j->threads[h].id; h = (h + 1) & (j->cap - 1))
-		if (j->threads[h].id == id)
-			return &j->threads[h];
+	for (h = hash_u64(id) & (j->cap - 1); j->threads[h].id; h = (h + 1) & (j->cap - 1)) {
+		t = &j->threads[h];
+		if (t->id != id)
+			continue;
+		if (!t->track) { /* its process exec'd: a thread of the new image */
+			get_process(j, pid);
+			target_thread_name(pid, tid, name, sizeof(name));
+			t->track = pf_track_thread(j->w, pid, tid, name);
+		}
+		return t;
+	}
 	if ((j->nthreads + 1) * 2 > j->cap) {
 		if (grow_threads(j))
 			return NULL;
@@ -350,7 +359,7 @@ static void push_frame(struct join *j, struct thread *t, const struct frame *in,
 	pf_slice_begin(j->w, &e);
 }
 
-enum close_why { CLOSE_END, CLOSE_UNWOUND, CLOSE_MISSED, CLOSE_EXIT, CLOSE_STOP, CLOSE_LOST };
+enum close_why { CLOSE_END, CLOSE_UNWOUND, CLOSE_MISSED, CLOSE_EXIT, CLOSE_STOP, CLOSE_LOST, CLOSE_EXEC };
 
 static bool grow_op_stats(struct join *j)
 {
@@ -392,7 +401,7 @@ static void close_top_with(struct join *j, struct thread *t, uint64_t ts, enum c
 	static const char *const why_name[] = {
 		[CLOSE_UNWOUND] = "unwound_by_exception", [CLOSE_MISSED] = "end_not_seen",
 		[CLOSE_EXIT] = "cut_by_exit", [CLOSE_STOP] = "cut_at_trace_end",
-		[CLOSE_LOST] = "cut_by_lost_records",
+		[CLOSE_LOST] = "cut_by_lost_records", [CLOSE_EXEC] = "cut_by_exec",
 	};
 	struct pf_arg args[4 + GPU_MAX_ARGS];
 	int nargs = 0;
@@ -403,6 +412,7 @@ static void close_top_with(struct join *j, struct thread *t, uint64_t ts, enum c
 	j->counts.cut_by_exit += why == CLOSE_EXIT;
 	j->counts.cut_at_stop += why == CLOSE_STOP;
 	j->counts.cut_by_loss += why == CLOSE_LOST;
+	j->counts.cut_by_exec += why == CLOSE_EXEC;
 	if (!f.drawn)
 		return;
 	j->counts.frames++;
@@ -959,6 +969,10 @@ int join_event(struct join *j, const void *data, uint64_t size)
 		process_gone(j, e->pid, e->ts);
 		return 0;
 	}
+	if (e->kind == EV_EXEC) {
+		process_exec(j, e->pid, e->ts);
+		return 0;
+	}
 	if (e->kind == EV_FORK)
 		return 0;
 	/* The agent's records come from its own thread: no thread track. */
@@ -971,7 +985,7 @@ int join_event(struct join *j, const void *data, uint64_t size)
 		return 0;
 	}
 	if (e->kind == EV_NAMED_AGENT_STATUS && size >= sizeof(struct ptbpf_named_event)) {
-		device_status(j->dev, data);
+		device_status(j->dev, data, size);
 		return 0;
 	}
 	if (e->kind == EV_AGENT_DROPPED) {
@@ -1060,6 +1074,10 @@ int join_event(struct join *j, const void *data, uint64_t size)
 		close_thread(j, t, e->ts, CLOSE_LOST);
 		if (p)
 			p->last_step_end = 0;
+		pf_instant(j->w, &(struct pf_event){ .track = t->track, .ts = e->ts,
+			   .name = "op records lost here (ptbpf fell behind)", .category = "ptbpf",
+			   .args = &(struct pf_arg){ .name = "lost_records", .type = PF_ARG_UINT,
+						     .u = e->arg[0] }, .nargs = 1 });
 		break;
 	}
 	case EV_PY_STACK:
@@ -1095,6 +1113,27 @@ static void process_gone(struct join *j, int pid, uint64_t ts)
 			close_thread(j, &j->threads[i], ts, CLOSE_EXIT);
 }
 
+/* pid exec'd: its image's frames are cut and its tracks end; what comes
+ * next is a new process (new tracks, named when it is attached). */
+static void process_exec(struct join *j, int pid, uint64_t ts)
+{
+	struct process *p = find_process(j, pid);
+
+	for (uint32_t i = 0; i < j->cap; i++) {
+		struct thread *t = &j->threads[i];
+
+		if (!t->id || (int)(t->id >> 32) != pid)
+			continue;
+		close_thread(j, t, ts, CLOSE_EXEC);
+		t->track = 0;
+	}
+	if (p) {
+		pf_instant(j->w, &(struct pf_event){ .track = p->track, .ts = ts,
+			   .name = "exec: a new process image follows", .category = "process" });
+		p->pid = -pid; /* not found again */
+	}
+}
+
 void join_finish(struct join *j, uint64_t ts)
 {
 	if (ts < j->last_ts)
@@ -1124,9 +1163,9 @@ const struct device_counts *join_device_counts(const struct join *j)
 	return device_counts(j->dev);
 }
 
-bool join_agent_gpu(const struct join *j, int pid)
+bool join_agent_calls(const struct join *j, int pid)
 {
-	return device_gpu_active(j->dev, pid);
+	return device_agent_calls(j->dev, pid);
 }
 
 uint64_t join_ops_desc(const struct join *j, int pid)

@@ -32,6 +32,7 @@ struct join_counts {
 	uint64_t cut_by_exit;   /* open when their thread/process exited */
 	uint64_t cut_at_stop;   /* open when tracing stopped */
 	uint64_t cut_by_loss;   /* open where the agent's ring lost records */
+	uint64_t cut_by_exec;   /* open when their process exec'd */
 	uint64_t end_missed;    /* closed because an outer frame ended first */
 	uint64_t end_unmatched; /* an end with no begin (begun before attach) */
 	uint64_t too_deep;      /* beyond the trace's nesting limit, not drawn */
@@ -74,8 +75,8 @@ const struct gpu_state *join_gpu(const struct join *j);
 struct device_counts;
 const struct device_counts *join_device_counts(const struct join *j);
 bool join_agent_status(const struct join *j, int pid, int *code);
-/* Whether pid's agent has the GPU timeline (CUPTI) on. */
-bool join_agent_gpu(const struct join *j, int pid);
+/* Whether pid's agent records its CUDA calls (then no libcuda uprobes). */
+bool join_agent_calls(const struct join *j, int pid);
 /* Address of pid's agent's op-ring descriptor; 0 if it records no ops. */
 uint64_t join_ops_desc(const struct join *j, int pid);
 /* Per process, for metrics: ops begun, kernel and graph launches,

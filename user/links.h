@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* A growing set of BPF links, destroyed together (newest first). */
+/* A growing set of BPF links, each of one process, destroyed together
+ * (newest first) or by process. */
 #ifndef PTBPF_LINKS_H
 #define PTBPF_LINKS_H
 
@@ -7,12 +8,16 @@ struct bpf_link;
 
 struct link_set {
 	struct bpf_link **v;
+	int *pid;
 	int n;
 };
 
-/* Keeps l (the result of a bpf_program__attach_* call); 0, or -errno when
- * l is NULL (errno from libbpf) or memory ran out (l is then destroyed). */
-int link_set_keep(struct link_set *s, struct bpf_link *l);
+/* Keeps l (the result of a bpf_program__attach_* call for pid); 0, or
+ * -errno when l is NULL (errno from libbpf) or memory ran out (l is then
+ * destroyed). */
+int link_set_keep(struct link_set *s, int pid, struct bpf_link *l);
+/* Destroys pid's links: its probes are gone when this returns. */
+void link_set_destroy_pid(struct link_set *s, int pid);
 /* Destroys every link: the probes are gone when this returns. */
 void link_set_destroy(struct link_set *s);
 

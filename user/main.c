@@ -73,9 +73,11 @@ struct session {
 	int pending_forks[64];
 	int refused[256];        /* --all: pids that could not be attached (not retried) */
 	int nrefused;
-	struct fleet_bpf *fleet;   /* --all: EV_EXEC (exec tracepoint) */
-	struct { int pid; uint64_t at, checked; } mapped[256]; /* --all: new processes,
-							      * watched until they map libtorch */
+	struct fleet_bpf *fleet;   /* EV_EXEC (exec tracepoint) */
+	struct { int pid; uint64_t at, checked; bool exec; } mapped[256];
+				   /* --all and exec'd targets: new processes,
+				    * watched until they map libtorch */
+	int execs;               /* traced processes that exec'd */
 	int nmapped;
 	uint64_t last_full_scan;
 	int npending;
@@ -84,6 +86,7 @@ struct session {
 	struct ops_rings *opsr;  /* the agents' op rings (--ops agent/auto) */
 	struct reorder *reorder; /* set once an op ring is read: merges the two sources */
 	uint64_t exit_chunks;    /* op-ring bytes sent by the _exit probe (EV_OPS_CHUNK) */
+	uint64_t received;       /* records read from the BPF ring buffer */
 	struct metrics *metrics; /* daemon: where running totals go */
 	uint64_t max_trace_bytes; /* daemon: a window stops at this trace size */
 	double targets_cpu0;     /* the traced processes' CPU seconds at the start */
@@ -154,6 +157,52 @@ static int deliver(void *ctx, void *data, size_t size)
 
 static int handle_op_record(void *ctx, void *data, size_t size);
 
+/* --all (every exec) and exec'd targets: watched every 200 ms for 60 s,
+ * and attached the moment they map libtorch. */
+static void watch_new_process(struct session *s, int pid, uint64_t ts, bool was_traced)
+{
+	int i;
+
+	if (!s->opt.all && !was_traced)
+		return;
+	for (i = 0; i < s->nmapped && s->mapped[i].pid != pid; i++)
+		;
+	if (i == s->nmapped && s->nmapped < (int)(sizeof(s->mapped) / sizeof(s->mapped[0])))
+		s->nmapped++;
+	else if (i == s->nmapped) /* full: the oldest watch makes room */
+		i = 0;
+	s->mapped[i] = (typeof(s->mapped[0])){ pid, ts, 0, was_traced };
+}
+
+/* A traced process exec'd: its old image is gone, and nothing of ptbpf's
+ * reads or writes memory there again (its rings and agent were reached
+ * through the old image's /proc/PID/mem). Its probes go too; the new
+ * image is a new process, traced once it maps libtorch. */
+static bool target_exec(struct session *s, int pid)
+{
+	char comm[64];
+
+	for (int i = 0; i < s->ntargets; i++) {
+		struct target *t = &s->targets[i];
+
+		if (t->pid != pid || t->pidfd < 0)
+			continue;
+		target_thread_name(pid, pid, comm, sizeof(comm));
+		fprintf(stderr, "ptbpf: pid %d exec'd (now %s): the trace of its old image ends "
+			"here; the new one is traced as a new process once it maps libtorch\n",
+			pid, comm);
+		if (s->opsr)
+			ops_rings_exec(s->opsr, pid);
+		device_probes_gone(s->dev, pid);
+		gpu_probes_forget_pid(s->gpu, pid);
+		probes_forget_pid(s->probes, pid);
+		target_close(t);
+		s->execs++;
+		return true;
+	}
+	return false;
+}
+
 /* From the BPF ring. Once ops also come from agents' rings, events wait in
  * the reorder buffer; an agent's status is needed at once (add_target
  * waits for it) and is not ordered with anything. */
@@ -162,16 +211,14 @@ static int handle_event(void *ctx, void *data, size_t size)
 	struct session *s = ctx;
 	const struct ptbpf_event *e = data;
 
+	s->received++;
 	if (size >= sizeof(*e) && e->kind == EV_EXEC) {
-		bool known = false;
+		bool traced = target_exec(s, (int)e->pid);
 
-		for (int i = 0; i < s->nmapped; i++)
-			known |= s->mapped[i].pid == (int)e->pid;
-		if (!known && s->nmapped < (int)(sizeof(s->mapped) / sizeof(s->mapped[0])))
-			s->mapped[s->nmapped++] = (typeof(s->mapped[0])){ (int)e->pid, e->ts, 0 };
-		else if (!known) /* full: the oldest watch makes room */
-			s->mapped[0] = (typeof(s->mapped[0])){ (int)e->pid, e->ts, 0 };
-		return 0;
+		watch_new_process(s, (int)e->pid, e->ts, traced);
+		if (!traced)
+			return 0;
+		/* join cuts the old image's frames, in order with its events. */
 	}
 	if (s->opsr && size >= sizeof(struct ptbpf_ops_chunk) && e->kind == EV_OPS_CHUNK) {
 		s->exit_chunks++;
@@ -238,8 +285,9 @@ static void print_attach(const struct target *t, const struct attach_report *r, 
 }
 
 /* A CUDA process started without the agent gets it by ptrace dlopen (it
- * stays dormant until device_probes_scan switches it on). Failure is not
- * fatal: ptbpf traces host-side only, and says why. */
+ * stays dormant until device_probes_scan switches it on, and is unloaded
+ * at the end). Failure is not fatal: ptbpf traces host-side only, and says
+ * why. */
 static void load_agent(struct session *s, const struct target *t, bool for_ops)
 {
 	char agent[PATH_MAX], err[512];
@@ -258,25 +306,31 @@ static void load_agent(struct session *s, const struct target *t, bool for_ops)
 		fprintf(stderr, "ptbpf: warning: pid %d: cannot load the agent: %s; %s\n", t->pid,
 			err, for_ops ? "ops come from uprobes, and there is no GPU timeline" :
 			"tracing host-side only");
+	else
+		device_probes_injected(s->dev, t->pid);
 }
 
-/* The agent polls its switch every 200 ms and then starts CUPTI: wait (3 s
- * at most) until it says how that went, so that "tracing" means tracing. */
-static void wait_for_agent(struct session *s, int pid, bool for_ops)
+/* The agent polls its control block every 20 ms, switches on what was
+ * asked and acknowledges: wait (3 s at most) for that, so that "tracing"
+ * means tracing; its statuses are in the ring then. If it does not answer
+ * (a stopped process), it is switched off again: it must not start later
+ * behind ptbpf's back. */
+static bool wait_for_agent(struct session *s, int pid)
 {
 	uint64_t until = now_ns() + 3000000000ull;
-	int code;
+	int r;
 
-	while (now_ns() < until && !exiting) {
-		ring_buffer__poll(s->rb, 50);
+	while ((r = device_probes_acked(s->dev, pid)) == -EAGAIN && now_ns() < until) {
+		ring_buffer__poll(s->rb, 10);
 		ring_buffer__consume(s->rb);
-		if (!join_agent_status(s->join, pid, &code) || code == PTBPF_AGENT_DORMANT)
-			continue;
-		/* With ops asked for, their status comes last. */
-		if (!for_ops || code == PTBPF_AGENT_OPS_ON || code == PTBPF_AGENT_ERR_OPS)
-			return;
 	}
-	fprintf(stderr, "ptbpf: warning: pid %d: its agent did not report within 3 s\n", pid);
+	ring_buffer__consume(s->rb);
+	if (!r)
+		return true;
+	fprintf(stderr, "ptbpf: warning: pid %d: its agent did not answer within 3 s%s; it is "
+		"switched off again\n", pid, r == -EAGAIN ? " (is the process stopped?)" : "");
+	device_probes_off(s->dev, pid);
+	return false;
 }
 
 /* Uprobes on the CUDA/HIP/NCCL libraries; only NCCL's when the agent
@@ -284,7 +338,7 @@ static void wait_for_agent(struct session *s, int pid, bool for_ops)
  * only add cost then. */
 static void scan_gpu_calls(struct session *s, const struct target *t)
 {
-	gpu_probes_scan(s->gpu, t->pid, t->ops_from_agent && join_agent_gpu(s->join, t->pid));
+	gpu_probes_scan(s->gpu, t->pid, t->ops_from_agent && join_agent_calls(s->join, t->pid));
 }
 
 /* Whether pid's ops should come from its agent: --ops=agent, or (auto) a
@@ -307,8 +361,8 @@ static bool start_agent_ops(struct session *s, const struct target *t)
 	if (probes_trace_pid(s->probes, t->pid)) /* the agent's probes filter on it */
 		return false;
 	load_agent(s, t, true);
-	if (device_probes_scan(s->dev, t, true) == 1)
-		wait_for_agent(s, t->pid, true);
+	if (device_probes_scan(s->dev, t, true) != 1 || !wait_for_agent(s, t->pid))
+		return false;
 	desc = join_ops_desc(s->join, t->pid);
 	if (!desc) {
 		fprintf(stderr, "ptbpf: warning: pid %d: its agent records no ops; ops come from "
@@ -319,7 +373,7 @@ static bool start_agent_ops(struct session *s, const struct target *t)
 		return false;
 	if (!s->reorder && !(s->reorder = reorder_new()))
 		return false;
-	if (ops_rings_add(s->opsr, t->pid, desc, err, sizeof(err))) {
+	if (ops_rings_add(s->opsr, t, desc, err, sizeof(err))) {
 		fprintf(stderr, "ptbpf: warning: %s; ops come from uprobes\n", err);
 		return false;
 	}
@@ -377,6 +431,8 @@ static int add_target(struct session *s, int pid, bool quiet_if_gone)
 		return -E2BIG;
 	}
 	ret = target_open(pid, t, err, sizeof(err));
+	if (!ret)
+		ret = target_claim(t, err, sizeof(err));
 	if (!ret) {
 		join_add_process(s->join, t);
 		if (s->opt.py_stacks) /* before any op can ask for a stack */
@@ -409,7 +465,7 @@ static int add_target(struct session *s, int pid, bool quiet_if_gone)
 	if (s->dev && !agent_ops) {
 		load_agent(s, t, false);
 		if (device_probes_scan(s->dev, t, false) == 1)
-			wait_for_agent(s, pid, false);
+			wait_for_agent(s, pid);
 	}
 	print_attach(t, &rep, agent_ops); /* last: tests wait for this line */
 	return 0;
@@ -457,8 +513,8 @@ static void attach_found(struct session *s, int pid)
 		s->refused[s->nrefused++] = pid;
 }
 
-/* --all: processes seen exec'ing are checked every 200 ms for 60 s: the
- * moment one maps libtorch, it is attached. */
+/* Processes seen exec'ing (--all: any; else traced ones) are checked every
+ * 200 ms for 60 s: the moment one maps libtorch, it is attached. */
 static void attach_mapped(struct session *s)
 {
 	uint64_t now = now_ns();
@@ -474,6 +530,9 @@ static void attach_mapped(struct session *s)
 			attach_found(s, pid);
 		} else if (alive && !traced_now(s, pid) && now - s->mapped[i].at < 60000000000ull) {
 			continue;
+		} else if (s->mapped[i].exec && !traced_now(s, pid)) {
+			fprintf(stderr, "ptbpf: pid %d exec'd into a program that %s\n", pid,
+				alive ? "did not map libtorch within 60 s: not traced" : "has exited");
 		}
 		s->mapped[i--] = s->mapped[--s->nmapped];
 	}
@@ -658,7 +717,7 @@ static void trace_loop(struct session *s)
 		for (int i = 0; i < s->npending; i++)
 			add_target(s, s->pending_forks[i], true);
 		s->npending = 0;
-		if (!reap_targets(s) && !s->opt.all) {
+		if (!reap_targets(s) && !s->opt.all && !s->nmapped) {
 			fprintf(stderr, "%sptbpf: every traced process has exited\n",
 				isatty(2) ? "\n" : "");
 			break;
@@ -683,7 +742,6 @@ static void trace_loop(struct session *s)
 			if (window_must_end(s))
 				break;
 			status_line(s, &last_events, &last_status);
-			device_probes_heartbeat(s->dev, s->targets, s->ntargets);
 		}
 		/* libcuda is loaded at the first CUDA call, and later than that
 		 * by programs that start on the CPU: look for it again. */
@@ -692,8 +750,8 @@ static void trace_loop(struct session *s)
 				if (s->targets[i].pidfd < 0)
 					continue;
 				scan_gpu_calls(s, &s->targets[i]);
-				if (s->dev)
-					device_probes_scan(s->dev, &s->targets[i], false);
+				if (s->dev && device_probes_scan(s->dev, &s->targets[i], false) == 1)
+					wait_for_agent(s, s->targets[i].pid);
 			}
 			last_scan = now_ns();
 		}
@@ -764,34 +822,38 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 	};
 	struct op_stat top[10];
 	int ntop = join_top_ops(s->join, top, 10);
-	uint64_t received = 0;
+	uint64_t total = 0;
 
-	for (int k = 0; k < EV_KIND_MAX; k++)
-		if (k != EV_NAMED_RF_BEGIN && k != EV_RF_END) /* not from BPF */
-			received += c->by_kind[k];
-	received += s->exit_chunks;
 	fprintf(stderr, "ptbpf: events by kind:");
-	for (int k = 0; k < EV_KIND_MAX; k++)
-		if (c->by_kind[k])
-			fprintf(stderr, " %s %lu,", kind[k], (unsigned long)c->by_kind[k]);
-	fprintf(stderr, " total %lu\n", (unsigned long)(received - s->exit_chunks +
-							  c->by_kind[EV_NAMED_RF_BEGIN] +
-							  c->by_kind[EV_RF_END] +
-							  c->by_kind[EV_OPS_GAP]));
-	fprintf(stderr, "ptbpf: sent %lu, received %lu, lost %lu (ring full %lu, named ring full "
-		"%lu, GPU ring full %lu, python stacks %lu, python code objects %lu), unreadable "
-		"names %lu\n", (unsigned long)st[STAT_SENT],
-		(unsigned long)received, (unsigned long)lost_total(st),
-		(unsigned long)st[STAT_DROP_RINGBUF_FULL], (unsigned long)st[STAT_DROP_NAME_FULL],
-		(unsigned long)st[STAT_DROP_GPU_FULL], (unsigned long)st[STAT_DROP_PY_STACK],
-		(unsigned long)st[STAT_DROP_PY_CODE], (unsigned long)st[STAT_NAME_FAULT]);
+	for (int k = 0; k < EV_KIND_MAX; k++) {
+		if (!c->by_kind[k])
+			continue;
+		fprintf(stderr, " %s %lu,", kind[k], (unsigned long)c->by_kind[k]);
+		total += c->by_kind[k];
+	}
+	fprintf(stderr, " total %lu\n", (unsigned long)total);
+	/* Every record a BPF program emitted is received or counted lost. */
+	fprintf(stderr, "ptbpf: BPF ring: sent %lu = received %lu + lost %lu (ring full %lu, named "
+		"ring full %lu, GPU ring full %lu, agent ring full %lu, op rings at exit %lu, python "
+		"stacks %lu, python code objects %lu)%s; unreadable names %lu\n",
+		(unsigned long)st[STAT_SENT], (unsigned long)s->received,
+		(unsigned long)lost_total(st), (unsigned long)st[STAT_DROP_RINGBUF_FULL],
+		(unsigned long)st[STAT_DROP_NAME_FULL], (unsigned long)st[STAT_DROP_GPU_FULL],
+		(unsigned long)st[STAT_DROP_AGENT_FULL], (unsigned long)st[STAT_DROP_OPS_EXIT],
+		(unsigned long)st[STAT_DROP_PY_STACK], (unsigned long)st[STAT_DROP_PY_CODE],
+		st[STAT_SENT] == s->received + lost_total(st) ? "" : " MISMATCH",
+		(unsigned long)st[STAT_NAME_FAULT]);
 	if (s->opsr) {
 		const struct ops_ring_counts *o = ops_rings_counts(s->opsr);
 
-		fprintf(stderr, "ptbpf: agent op rings: %lu records read (%lu chunks at exit), lost "
-			"%lu (ring full %lu, no free ring %lu), malformed %lu, processes gone "
-			"without a last copy %lu; sequence numbers %s\n",
-			(unsigned long)o->records, (unsigned long)s->exit_chunks,
+		/* written = read (the last reads come after the agents stop);
+		 * what they could not write is counted apart. */
+		fprintf(stderr, "ptbpf: agent op rings: written %lu = read %lu (%lu exit chunks)%s; "
+			"not written: %lu (ring full %lu, no free ring %lu); malformed %lu; processes "
+			"gone without a last copy %lu; sequence numbers %s\n",
+			(unsigned long)o->written, (unsigned long)o->records,
+			(unsigned long)s->exit_chunks, o->written == o->records ? "" :
+			o->lost_at_exit ? " (the rest went with processes gone)" : " MISMATCH",
 			(unsigned long)(o->dropped + o->no_slot), (unsigned long)o->dropped,
 			(unsigned long)o->no_slot, (unsigned long)o->bad,
 			(unsigned long)o->lost_at_exit, o->layout_ok ? "read" : "NOT read "
@@ -809,11 +871,13 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 			"peak reserved %.1f MiB\n", (unsigned long)n, peak_a / 1048576.0,
 			peak_r / 1048576.0);
 	}
-	fprintf(stderr, "ptbpf: slices %lu; unwound by exceptions %lu, cut by exit %lu, open at "
-		"stop %lu, cut where records were lost %lu, end not seen %lu, end before attach "
-		"%lu, too deep %lu; steps %lu, forward->backward flows %lu, rpc flows %lu\n",
+	fprintf(stderr, "ptbpf: slices %lu; unwound by exceptions %lu, cut by exit %lu, cut by "
+		"exec %lu, open at stop %lu, cut where records were lost %lu, end not seen %lu, end "
+		"before attach %lu, too deep %lu; steps %lu, forward->backward flows %lu, rpc flows "
+		"%lu\n",
 		(unsigned long)c->frames, (unsigned long)c->unwound, (unsigned long)c->cut_by_exit,
-		(unsigned long)c->cut_at_stop, (unsigned long)c->cut_by_loss,
+		(unsigned long)c->cut_by_exec, (unsigned long)c->cut_at_stop,
+		(unsigned long)c->cut_by_loss,
 		(unsigned long)c->end_missed,
 		(unsigned long)c->end_unmatched, (unsigned long)c->too_deep,
 		(unsigned long)c->steps, (unsigned long)c->bwd_flows, (unsigned long)c->rpc_flows);
@@ -834,6 +898,7 @@ static void write_final_counters(struct session *s, const uint64_t st[STAT_MAX])
 	 * at wall-clock times already. */
 	pf_counter(s->w, s->lost_track, now_ns(), (int64_t)lost_total(st));
 	pf_trace_attr_int(s->w, "dev.ptbpf.events_sent", (int64_t)st[STAT_SENT]);
+	pf_trace_attr_int(s->w, "dev.ptbpf.events_received", (int64_t)s->received);
 	pf_trace_attr_int(s->w, "dev.ptbpf.events_lost", (int64_t)lost_total(st));
 	pf_trace_attr_int(s->w, "dev.ptbpf.lost_ringbuf_full", (int64_t)st[STAT_DROP_RINGBUF_FULL]);
 	pf_trace_attr_int(s->w, "dev.ptbpf.lost_named_ringbuf_full",
@@ -848,6 +913,7 @@ static void write_final_counters(struct session *s, const uint64_t st[STAT_MAX])
 	if (s->opsr) {
 		const struct ops_ring_counts *o = ops_rings_counts(s->opsr);
 
+		pf_trace_attr_int(s->w, "dev.ptbpf.ops_written", (int64_t)o->written);
 		pf_trace_attr_int(s->w, "dev.ptbpf.ops_records", (int64_t)o->records);
 		pf_trace_attr_int(s->w, "dev.ptbpf.ops_lost_ring_full", (int64_t)o->dropped);
 		pf_trace_attr_int(s->w, "dev.ptbpf.ops_lost_no_free_ring", (int64_t)o->no_slot);
@@ -893,15 +959,18 @@ static int setup_bpf(struct session *s)
 		fprintf(stderr, "ptbpf: ring buffer: %s\n", strerror(errno));
 		return -1;
 	}
-	if (s->opt.all || s->opt.daemon) {
+	{
 		int e = 0;
 
 		s->fleet = fleet_bpf__open();
+		if (s->fleet)
+			s->fleet->rodata->all_procs = s->opt.all || s->opt.daemon;
 		if (!s->fleet || (e = probes_share_maps(s->skel, s->fleet->obj)) ||
 		    (e = fleet_bpf__load(s->fleet)) || (e = fleet_bpf__attach(s->fleet))) {
-			fprintf(stderr, "ptbpf: warning: no exec tracepoint (%s): new torch processes "
-				"are found by scanning /proc every second\n",
-				strerror(e ? -e : errno));
+			fprintf(stderr, "ptbpf: warning: no exec tracepoint (%s): %s\n",
+				strerror(e ? -e : errno), s->opt.all || s->opt.daemon ?
+				"new torch processes are found by scanning /proc every second" :
+				"a traced process that exec's is noticed at its next read");
 			fleet_bpf__destroy(s->fleet);
 			s->fleet = NULL;
 		}
@@ -954,18 +1023,26 @@ static int finish(struct session *s, int rc)
 	int err;
 
 	if (device_probes_any(s->dev)) {
-		/* Switched off, each agent flushes what CUPTI still holds. */
-		uint64_t until = now_ns() + 700000000ull;
+		/* Switched off, each agent flushes what CUPTI still holds, then
+		 * acknowledges (within 20 ms, plus the flush). */
+		uint64_t until = now_ns() + 3000000000ull;
 
-		device_probes_switch_off(s->dev, s->targets, s->ntargets);
-		while (now_ns() < until && s->rb) {
-			ring_buffer__poll(s->rb, 20);
+		device_probes_switch_off(s->dev);
+		while (now_ns() < until && s->rb && !device_probes_all_acked(s->dev)) {
+			ring_buffer__poll(s->rb, 10);
 			/* The agents record until they see the switch-off: their
 			 * rings are read on, or they would fill and drop. */
 			drain_op_rings(s, now_ns() - REORDER_SLACK_NS);
 		}
+		if (s->rb)
+			ring_buffer__consume(s->rb);
 	}
-	device_probes_free(s->dev, s->targets, s->ntargets);
+	/* What the agents wrote, all of it, before they may be unloaded. */
+	drain_op_rings(s, now_ns() - REORDER_SLACK_NS);
+	if (s->opsr)
+		ops_rings_finish(s->opsr, handle_op_record, s);
+	/* Probes off, then the agents ptbpf loaded leave the processes. */
+	device_probes_free(s->dev);
 	s->dev = NULL;
 	if (s->probes)
 		probes_detach(s->probes); /* nothing new after this */
@@ -1143,7 +1220,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < s.opt.npids; i++) {
 		struct target t;
 
-		if (target_open(s.opt.pids[i], &t, err, sizeof(err))) {
+		if (target_open(s.opt.pids[i], &t, err, sizeof(err)) ||
+		    target_claim(&t, err, sizeof(err))) {
 			fprintf(stderr, "ptbpf: %s\n", err);
 			target_close(&t);
 			return 1;

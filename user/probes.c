@@ -262,7 +262,7 @@ static int attach_multi(struct probes *p, struct bpf_program *prog, int pid,
 
 	if (!l->n)
 		return 0;
-	return link_set_keep(&p->links, bpf_program__attach_uprobe_multi(prog, pid, path, NULL, &o));
+	return link_set_keep(&p->links, pid, bpf_program__attach_uprobe_multi(prog, pid, path, NULL, &o));
 }
 
 /* A plain uprobe program: one link per site. */
@@ -272,7 +272,7 @@ static int attach_one(struct probes *p, struct bpf_program *prog, int pid,
 	int err = l->n ? 0 : -ENOENT;
 
 	for (size_t i = 0; i < l->n && !err; i++)
-		err = link_set_keep(&p->links,
+		err = link_set_keep(&p->links, pid,
 				    bpf_program__attach_uprobe(prog, false, pid, path, l->off[i]));
 	return err;
 }
@@ -434,7 +434,7 @@ int probes_attach_rpc(struct probes *p, const struct target *t)
 		LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = (unsigned long *)r->off,
 			    .cookies = cookie, .cnt = 2);
 
-		return link_set_keep(&p->links, bpf_program__attach_uprobe_multi(
+		return link_set_keep(&p->links, t->pid, bpf_program__attach_uprobe_multi(
 			p->skel->progs.rpc_message, t->pid, t->torch.attach_path, NULL, &o)) ?: 1;
 	}
 }
@@ -458,7 +458,7 @@ int probes_attach_mem(struct probes *p, const struct target *t, char *err, size_
 		close(c10.fd);
 		return -ENOENT;
 	}
-	ret = link_set_keep(&p->links, bpf_program__attach_uprobe(p->skel->progs.mem_report,
+	ret = link_set_keep(&p->links, t->pid, bpf_program__attach_uprobe(p->skel->progs.mem_report,
 		false, t->pid, c10.attach_path, r->off[0]));
 	close(c10.fd);
 	if (ret)
@@ -478,6 +478,12 @@ int probes_trace_pid(struct probes *p, int pid)
 void probes_detach(struct probes *p)
 {
 	link_set_destroy(&p->links);
+}
+
+void probes_forget_pid(struct probes *p, int pid)
+{
+	link_set_destroy_pid(&p->links, pid);
+	bpf_map__delete_elem(p->skel->maps.traced, &pid, sizeof(pid), 0);
 }
 
 int probes_share_maps(struct ptbpf_bpf *ops, struct bpf_object *obj)

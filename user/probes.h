@@ -44,6 +44,8 @@ int probes_attach_mem(struct probes *p, const struct target *t, char *err, size_
 /* Only marks pid as traced (its thread exits, forks and GPU calls are
  * reported): for a process whose ops come from its agent. 0 or -errno. */
 int probes_trace_pid(struct probes *p, int pid);
+/* Removes pid's probes and its mark as traced (its image exec'd away). */
+void probes_forget_pid(struct probes *p, int pid);
 /* Detaches every link (no new events after this returns). */
 void probes_detach(struct probes *p);
 void probes_free(struct probes *p);
