@@ -131,10 +131,33 @@ def run_untraced(tmp_path, target_argv, env=None, timeout=600):
     return p.returncode, p.stdout.decode(errors="replace")
 
 
-def ptbpf_links():
-    """uprobe_multi / perf links that bpftool sees: none may outlive ptbpf."""
-    r = subprocess.run(["bpftool", "link", "list"], capture_output=True, text=True, check=True)
-    return [l for l in r.stdout.splitlines() if "uprobe" in l or "perf_event" in l]
+def ptbpf_links(holders=None):
+    """uprobe_multi / perf links that bpftool sees: none may outlive ptbpf.
+    With holders (pids), only the links those processes hold, or that no
+    process holds: other tests' tracers may run beside this one."""
+    import json
+    r = subprocess.run(["bpftool", "-j", "link", "list"], capture_output=True, text=True,
+                       check=True)
+    out = []
+    for link in json.loads(r.stdout or "[]"):
+        if link.get("type") not in ("perf_event", "uprobe_multi"):
+            continue
+        pids = {p["pid"] for p in link.get("pids", [])}
+        if holders is None or not pids or pids & set(holders):
+            out.append(link)
+    return out
+
+
+def links_after_exit(holders=None, timeout=60.0):
+    """ptbpf_links(), given the kernel time to release the links of a
+    process that just ended: each uprobe link waits for an RCU grace period
+    as it goes, so a killed ptbpf's dozens of links take seconds."""
+    deadline = time.time() + timeout
+    while True:
+        left = ptbpf_links(holders)
+        if not left or time.time() > deadline:
+            return left
+        time.sleep(0.1)
 
 
 _torch_version = None

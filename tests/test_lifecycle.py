@@ -89,8 +89,10 @@ def test_agent_stop_loses_nothing_while_the_target_runs_on(tmp_path):
         r = subprocess.run([PTBPF, "-p", str(target.p.pid), "-o", out, "-d", "1", "--ops",
                             "agent"], capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
-        m = re.search(r"agent op rings: (\d+) records read .*?, lost (\d+)", r.stderr)
-        assert m and int(m.group(1)) > 100000 and int(m.group(2)) == 0, r.stderr
+        m = re.search(r"agent op rings: written (\d+) = read (\d+) .*?; not written: (\d+)",
+                      r.stderr)
+        assert m and int(m.group(2)) > 100000 and int(m.group(3)) == 0, r.stderr
+        assert m.group(1) == m.group(2), r.stderr
         assert re.search(r"open at stop \d+, cut where records were lost 0,", r.stderr)
         assert pftrace.Trace(out).validate() == []
         assert target.p.poll() is None
@@ -176,11 +178,11 @@ def test_lost_events_are_counted_exactly(tmp_path):
     run = run_traced(tmp_path, workload_argv("burst", n), ptbpf_args=["--ring-size", "4K"],
                      before_go=count_threads)
     assert run.rc == 0, run.err
-    line = [l for l in run.err.splitlines() if l.startswith("ptbpf: sent ")][0]
-    words = line.replace(",", "").split()
-    sent, received, lost = int(words[2]), int(words[4]), int(words[6])
+    m = re.search(r"ptbpf: BPF ring: sent (\d+) = received (\d+) \+ lost (\d+) ", run.err)
+    sent, received, lost = map(int, m.groups())
     assert lost > 0
     assert sent - received == lost
+    assert "MISMATCH" not in run.err
     t = run.trace
     assert t.attrs["dev.ptbpf.events_lost"] == lost
     assert t.counter_by_name("ptbpf lost events")[-1][1] == lost
@@ -257,7 +259,8 @@ def test_agent_ring_overflow_cuts_frames_at_the_gap(tmp_path):
     run = run_traced(tmp_path, workload_argv("mlp", 20000), ["--ops", "agent"],
                      before_go=stop_tracer)
     assert run.rc == 0, run.err
-    m = re.search(r"agent op rings: \d+ records read .*?, lost (\d+) \(ring full (\d+)", run.err)
+    m = re.search(r"agent op rings: written \d+ = read \d+ .*?; not written: (\d+) \(ring full "
+                  r"(\d+)", run.err)
     assert m and int(m.group(1)) > 0, run.err
     assert "agent ring gap" in run.err
     t = run.trace

@@ -49,13 +49,13 @@ def wait_tracing(tracer):
 
 def parse_summary(err):
     out = {}
-    m = re.search(r"sent (\d+), received (\d+), lost (\d+)", err)
+    m = re.search(r"sent (\d+) = received (\d+) \+ lost (\d+)", err)
     if m:
         out["sent"], out["received"], out["lost"] = map(int, m.groups())
     m = re.search(r"events by kind:.* total (\d+)", err)
     if m:  # BPF events and agent op records alike
         out["received"] = int(m.group(1))
-    m = re.search(r"agent op rings: \d+ records read \(\d+ chunks at exit\), lost (\d+)", err)
+    m = re.search(r"agent op rings: written \d+ = read \d+ .*?; not written: (\d+)", err)
     if m:
         out["lost"] = out.get("lost", 0) + int(m.group(1))
     m = re.search(r"peak RSS ([\d.]+) MB, CPU ([\d.]+) s in all, ([\d.]+) s while tracing", err)

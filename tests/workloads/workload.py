@@ -74,6 +74,42 @@ def threads(steps):
     return "sums %d" % len(out)
 
 
+def checked(steps):
+    """An MLP trained on the main thread while two Python threads multiply
+    matrices, for as long as `steps` steps: every step prints its loss, and
+    the threads their sums at the end, values that a clobbered register, a
+    lost wakeup or a stolen signal would change. A short sleep per step
+    keeps it blocked in a system call at times, as real jobs are."""
+    import threading
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(16, 32)
+    y = torch.randint(0, 10, (16,))
+    a = torch.randn(48, 48)
+    sums = {}
+
+    def work(k):
+        s = 0.0
+        for i in range(steps):
+            s += float(torch.mm(a, a * ((i % 7) + k)).sum())
+            time.sleep(0.004)
+        sums[k] = round(s, 3)
+    threads = [threading.Thread(target=work, args=(k,)) for k in (1, 2)]
+    for t in threads:
+        t.start()
+    for i in range(steps):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        print("step %d loss %.6f" % (i, loss.item()), flush=True)
+        time.sleep(0.002)
+    for t in threads:
+        t.join()
+    return "threads %s" % sorted(sums.items())
+
+
 def exceptions(steps):
     """An op throwing inside try/except, in a loop, and from nested ops."""
     caught = 0
@@ -220,7 +256,7 @@ def memory(steps):
     return json.dumps(samples)
 
 
-KINDS = dict(memory=memory, fresh=fresh, compiled=compiled, graph=graph, nccl=nccl, mlp=mlp, conv=conv, threads=threads, exceptions=exceptions, burst=burst,
+KINDS = dict(memory=memory, fresh=fresh, compiled=compiled, graph=graph, nccl=nccl, mlp=mlp, conv=conv, threads=threads, exceptions=exceptions, burst=burst, checked=checked,
              regions=regions, dataloader=dataloader)
 
 

@@ -1,0 +1,157 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The job's own torch.profiler keeps all its GPU data whatever ptbpf does
+(issue 11): ptbpf attached before, during or after the job's profiler
+session, with or without its agent, and in fleet mode. Each case runs a
+fresh job (tests/workloads/profiled.py) whose sessions count the GPU
+events their profiler recorded; every count must equal the same job's
+counts with no ptbpf at all."""
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import PTBPF, PYTHON, ROOT, Proc
+import pftrace
+
+JOB = os.path.join(ROOT, "tests", "workloads", "profiled.py")
+
+
+class Job:
+    def __init__(self, tmp_path, name, *extra):
+        self.cue = tmp_path / name
+        self.cue.mkdir()
+        self.p = Proc([PYTHON, JOB, "--cue", str(self.cue)] + list(extra))
+        self.p.wait_line("ready", timeout=300)
+        self.pid = self.p.p.pid
+        self.k = 0
+
+    def session(self, timeout=300):
+        """Starts the job's next profiler session and returns at its start."""
+        (self.cue / ("session%d" % self.k)).touch()
+        self.k += 1
+
+    def result(self, k, timeout=300):
+        line, _ = self.p.wait_line("session %d " % k, timeout=timeout)
+        return eval(line.split("gpu_events", 1)[1])
+
+    def end(self):
+        (self.cue / "end").touch()
+        rc, out, err = self.p.finish(timeout=300)
+        assert rc == 0, err
+        return out
+
+
+def tracer(tmp_path, job, name, *args):
+    out = str(tmp_path / (name + ".pftrace"))
+    t = Proc([PTBPF, "-p", str(job.pid), "-o", out] + list(args))
+    t.wait_line("ptbpf: tracing pid", stream="stderr", timeout=120)
+    return t, out
+
+
+def stop(t):
+    t.p.send_signal(signal.SIGINT)
+    rc, _, err = t.finish(timeout=120)
+    assert rc == 0, err
+    return err
+
+
+@pytest.fixture(scope="module")
+def control(tmp_path_factory):
+    """Two sessions and a scheduled one, no ptbpf: what every case must get."""
+    tmp = tmp_path_factory.mktemp("control")
+    job = Job(tmp, "plain")
+    job.session()
+    a = job.result(0)
+    job.session()
+    b = job.result(1)
+    job.end()
+    sjob = Job(tmp, "sched", "--schedule")
+    sjob.session()
+    s = sjob.result(0)
+    sjob.end()
+    assert a == b and a[0] > 1000, (a, b)
+    print("control: sessions", a, b, "scheduled", s)
+    return a, s
+
+
+def test_no_agent_during_the_session(tmp_path, control):
+    job = Job(tmp_path, "j")
+    t, _ = tracer(tmp_path, job, "t", "--no-agent")
+    job.session()
+    assert job.result(0) == control[0]
+    stop(t)
+    job.session()
+    assert job.result(1) == control[0]
+    job.end()
+
+
+def test_agent_on_then_the_job_profiles_then_again_after_detach(tmp_path, control):
+    """ptbpf's agent has CUPTI when the job starts its profiler: it gives
+    the job CUPTI's subscriber and activity API first, marks the pause, and
+    takes the GPU timeline back once the session is over; a session after
+    ptbpf left works too."""
+    job = Job(tmp_path, "j")
+    t, out = tracer(tmp_path, job, "t")
+    time.sleep(1.5)
+    job.session()
+    assert job.result(0) == control[0]
+    time.sleep(3)  # the agent takes the GPU timeline back after a quiet second
+    err = stop(t)
+    job.session()
+    assert job.result(1) == control[0]
+    job.end()
+    assert "GPU timeline paused" in err and "GPU timeline back" in err, err
+    tr = pftrace.Trace(out)
+    assert tr.validate() == []
+    marks = [s for s in tr.instants if s.name.startswith(("GPU timeline paused",
+                                                          "GPU timeline back"))]
+    assert len(marks) >= 2, [s.name for s in tr.instants][:20]
+    paused, back = marks[0].ts, marks[-1].ts
+    kernels = [s for s in tr.slices if s.category == "kernel"]
+    assert [k for k in kernels if k.ts < paused] and [k for k in kernels if k.ts > back]
+
+
+def test_attach_inside_a_running_session(tmp_path, control):
+    job = Job(tmp_path, "j")
+    job.session()
+    time.sleep(0.5)
+    r = subprocess.run([PTBPF, "-p", str(job.pid), "-o", str(tmp_path / "t.pftrace"), "-d", "2"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert job.result(0) == control[0]
+    job.session()
+    assert job.result(1) == control[0]
+    job.end()
+    assert pftrace.Trace(str(tmp_path / "t.pftrace")).validate() == []
+
+
+def test_scheduled_profiler_with_ptbpf_attached_midway(tmp_path, control):
+    job = Job(tmp_path, "j", "--schedule")
+    job.session()
+    time.sleep(0.5)
+    r = subprocess.run([PTBPF, "-p", str(job.pid), "-o", str(tmp_path / "t.pftrace"), "-d", "2"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert job.result(0) == control[1]
+    job.end()
+
+
+def test_daemon_windows_over_the_sessions(tmp_path, control):
+    job = Job(tmp_path, "j")
+    out = tmp_path / "d"
+    out.mkdir()
+    d = Proc([PTBPF, "daemon", "--out-dir", str(out), "--every", "2s", "--window", "1s"])
+    try:
+        time.sleep(1)
+        job.session()
+        assert job.result(0) == control[0]
+        job.session()
+        assert job.result(1) == control[0]
+    finally:
+        d.p.send_signal(signal.SIGINT)
+        d.finish(timeout=120)
+    job.end()
+    assert [f for f in os.listdir(out) if f.endswith(".pftrace")]

@@ -1,0 +1,334 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Attaching ptbpf takes nothing from the job (issue 11), on the CPU path
+with the in-process agent (--ops agent: it is injected by ptrace): no
+instant of ptbpf's death harms the job, a second ptbpf is refused, an exec
+in the job is never written to, a stalled ptbpf loses nothing silently,
+and after detach nothing of the agent is left active. The jobs check their
+own numeric results; BCC counts torch's RecordFunction calls from outside
+(an independent oracle: with no callback registered, torch never builds
+one)."""
+import os
+import random
+import re
+import signal
+import subprocess
+import threading
+import time
+
+from conftest import PTBPF, PYTHON, Proc, links_after_exit, run_untraced, workload_argv
+import pftrace
+
+
+def start(argv, tmp_path, name="go"):
+    go = str(tmp_path / name)
+    p = Proc([a.replace("{go}", go) for a in argv])
+    p.wait_line("ready")
+    return p, go
+
+
+def agent_mapped(pid):
+    with open("/proc/%d/maps" % pid) as f:
+        return "libptbpf-agent.so" in f.read()
+
+
+def thread_names(pid):
+    names = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                names.append(f.read().strip())
+        except FileNotFoundError:
+            pass
+    return names
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
+def record_function_calls(pid, seconds):
+    """How many times torch builds a RecordFunction in pid within `seconds`
+    (BCC uprobes on at::RecordFunction::before): 0 when no callback is
+    registered, since the dispatcher then takes its fast path."""
+    from bcc import BPF
+    with open("/proc/%d/maps" % pid) as f:
+        lib = next(l.split()[-1] for l in f if "libtorch_cpu.so" in l)
+    b = BPF(text="""
+BPF_ARRAY(hits, u64, 1);
+int hit(void *ctx) { int k = 0; u64 *v = hits.lookup(&k); if (v) __sync_fetch_and_add(v, 1); return 0; }
+""")
+    b.attach_uprobe(name=lib, sym_re=r"_ZN2at14RecordFunction6beforeE.*", fn_name="hit", pid=pid)
+    time.sleep(seconds)
+    n = b["hits"][0].value
+    b.cleanup()
+    return n
+
+
+def expected_lines(tmp_path, argv):
+    """What the job prints after "ready" (its warm-up prints before)."""
+    _, out = run_untraced(tmp_path, argv)
+    lines = out.splitlines()
+    return lines[[l.startswith("ready") for l in lines].index(True) + 1:]
+
+
+def finish_checked(target, expected):
+    rc, out, err = target.finish(timeout=600)
+    assert rc == 0, err
+    lines = [l for l in out.splitlines() if not l.startswith("ready")]
+    assert lines == expected, (lines[-5:], expected[-5:])
+
+
+def test_detach_leaves_nothing_and_reattach_works(tmp_path):
+    """ptbpf loads the agent, traces, and at the end unloads it: no mapping,
+    no thread, no RecordFunction callback, the rings' memory given back;
+    a second attach loads it afresh and records the same ops again."""
+    argv = workload_argv("checked", 2500)
+    expected = expected_lines(tmp_path, argv)
+    target, go = start(argv, tmp_path)
+    try:
+        pid = target.p.pid
+        open(go, "w").close()
+        time.sleep(0.5)
+        rss0, threads0 = rss_kb(pid), thread_names(pid)
+        for n in range(2):
+            out = str(tmp_path / ("t%d.pftrace" % n))
+            r = subprocess.run([PTBPF, "-p", str(pid), "-o", out, "-d", "2", "--ops", "agent"],
+                               capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, r.stderr
+            assert "ops from the agent's RecordFunction callbacks" in r.stderr, r.stderr
+            assert "stays loaded" not in r.stderr, r.stderr
+            t = pftrace.Trace(out)
+            assert t.validate() == []
+            assert t.op_counts()["aten::addmm"] > 50
+            assert not agent_mapped(pid)
+            names = thread_names(pid)
+            assert "ptbpf-agent" not in names and len(names) <= len(threads0), names
+            assert links_after_exit(holders=[]) == []
+            # The rings (up to 4 MiB a thread that recorded) are gone.
+            assert rss_kb(pid) < rss0 + 4096, (rss0, rss_kb(pid))
+        assert record_function_calls(pid, 1.0) == 0
+        assert not [f for f in os.listdir("/dev/shm") if str(pid) in f]
+        finish_checked(target, expected)
+    finally:
+        target.kill()
+
+
+def test_two_ptbpf_on_one_pid_the_second_is_refused(tmp_path):
+    argv = workload_argv("burst", 300000)
+    target, go = start(argv, tmp_path)
+    try:
+        pid = target.p.pid
+        a = Proc([PTBPF, "-p", str(pid), "-o", str(tmp_path / "a.pftrace"), "--ops", "agent"])
+        a.wait_line("ptbpf: tracing pid", stream="stderr")
+        r = subprocess.run([PTBPF, "-p", str(pid), "-o", str(tmp_path / "b.pftrace")],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1
+        assert r.stderr == ("ptbpf: pid %d is already traced by another ptbpf (pid %d): stop "
+                            "that one first (two would both switch its agent and lose each "
+                            "other's records)\n" % (pid, a.p.pid)), r.stderr
+        assert not os.path.exists(tmp_path / "b.pftrace")
+        open(go, "w").close()
+        rc, _, err = target.finish(timeout=120)
+        assert rc == 0
+        rc, _, err = a.finish(timeout=120)
+        assert rc == 0, err
+        assert pftrace.Trace(str(tmp_path / "a.pftrace")).op_counts()["aten::add"] == 300000
+    finally:
+        target.kill()
+
+
+STALL = r"""
+import os, sys, time, torch
+n = int(sys.argv[1])
+torch.set_num_threads(1)
+a = torch.ones(1)
+add = torch.add
+print("ready", os.getpid(), flush=True)
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.01)
+for i in range(n):
+    add(a, a)
+print("adds", n, flush=True)
+while not os.path.exists(sys.argv[3]):
+    time.sleep(0.01)
+os._exit(0)
+"""
+
+
+def test_stalled_ptbpf_loses_nothing_silently(tmp_path):
+    """ptbpf stopped for 7 s while the job runs exactly N ops: the agent
+    records on (ptbpf's probe is still there), its ring fills, and every op
+    it could not record is counted: recorded + counted lost = N, with the
+    gap marked in the trace."""
+    n = 3000000
+    go, end = str(tmp_path / "go"), str(tmp_path / "end")
+    target = Proc([PYTHON, "-c", STALL, str(n), go, end])
+    try:
+        target.wait_line("ready")
+        out = str(tmp_path / "s.pftrace")
+        tracer = Proc([PTBPF, "-p", str(target.p.pid), "-o", out, "--ops", "agent"])
+        tracer.wait_line("ptbpf: tracing pid", stream="stderr")
+        os.kill(tracer.p.pid, signal.SIGSTOP)
+        open(go, "w").close()
+        time.sleep(7)
+        os.kill(tracer.p.pid, signal.SIGCONT)
+        target.wait_line("adds", timeout=300)
+        time.sleep(0.5)
+        tracer.p.send_signal(signal.SIGINT)
+        rc, _, err = tracer.finish(timeout=120)
+        assert rc == 0, err
+        open(end, "w").close()
+        target.finish(timeout=60)
+        m = re.search(r"agent op rings: written (\d+) = read (\d+) .*?; not written: (\d+) \(ring "
+                      r"full (\d+), no free ring (\d+)\)", err)
+        assert m, err
+        written, read, lost, full, noslot = map(int, m.groups())
+        assert written == read and lost == full + noslot and full > 0, err
+        begins = int(re.search(r"op begin \(agent\) (\d+)", err).group(1))
+        ends = int(re.search(r"op end \(agent\) (\d+)", err).group(1))
+        # Each add is a begin and an end record, and the loop is all the
+        # thread records: nothing unaccounted.
+        assert begins + ends + lost == 2 * n, (begins, ends, lost)
+        t = pftrace.Trace(out)
+        assert t.validate() == []
+        assert 0 < t.op_counts().get("aten::add", 0) <= n
+        gaps = [s for s in t.instants if s.name == "op records lost here (ptbpf fell behind)"]
+        assert gaps and sum(s.args["lost_records"] for s in gaps) == lost
+    finally:
+        target.kill()
+
+
+EXEC = r"""
+import ctypes, mmap, os, re, sys, time
+if sys.argv[1] == "before":
+    import torch
+    print("ready", os.getpid(), flush=True)
+    while not os.path.exists(sys.argv[2]):
+        time.sleep(0.01)
+    a = torch.ones(4)
+    for i in range(20000):
+        a = a + 1
+    lo = int(open(sys.argv[2]).read(), 16)  # where ptbpf says the rings are
+    os.execv(sys.executable, [sys.executable, "-c", sys.argv[3], "after", hex(lo)])
+else:
+    # The new image maps memory where the old one's op rings were, and checks
+    # that nothing writes into it (ptbpf advances ring tails there).
+    lo = int(sys.argv[2], 16)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    size = 64 << 22
+    p = libc.mmap(lo, size, 3, 0x22 | 0x100000, -1, 0)  # MAP_PRIVATE|ANON|FIXED_NOREPLACE
+    assert p == lo, (p, lo, ctypes.get_errno())
+    buf = (ctypes.c_uint8 * size).from_address(lo)
+    pattern = bytes(range(256)) * 16
+    for off in range(0, size, 1 << 22):  # every ring's header page
+        ctypes.memmove(lo + off, pattern, len(pattern))
+    time.sleep(2)
+    bad = sum(1 for off in range(0, size, 1 << 22) if ctypes.string_at(lo + off, len(pattern)) != pattern)
+    print("after exec: headers changed", bad, flush=True)
+"""
+
+
+def test_exec_is_never_written_to(tmp_path):
+    """The job exec()s while traced by the agent, and the new image maps
+    memory exactly where the old one's op rings were: ptbpf notices the
+    exec, never reads or writes the new image through the old addresses,
+    cuts the old image's frames, and says so."""
+    go = str(tmp_path / "go")
+    target = Proc([PYTHON, "-c", EXEC, "before", go, EXEC])
+    try:
+        target.wait_line("ready")
+        out = str(tmp_path / "e.pftrace")
+        tracer = Proc([PTBPF, "-p", str(target.p.pid), "-o", out, "--ops", "agent"])
+        _, said = tracer.wait_line("ptbpf: tracing pid", stream="stderr")
+        rings = re.search(r"rings of 4096 KiB at (0x[0-9a-f]+)", said).group(1)
+        with open(go + ".tmp", "w") as f:
+            f.write(rings)
+        os.rename(go + ".tmp", go)
+        rc, stdout, err = target.finish(timeout=120)
+        assert rc == 0, err
+        assert "after exec: headers changed 0" in stdout, stdout
+        rc, _, err = tracer.finish(timeout=120)
+        assert rc == 0, err
+        assert "exec'd (now python3" in err and "malformed 0" in err, err
+        assert "exec'd into a program that has exited" in err, err
+        t = pftrace.Trace(out)
+        assert t.validate() == []
+        assert t.op_counts()["aten::add"] >= 20000
+        assert "cut by exec" in err
+    finally:
+        target.kill()
+
+
+def test_sigkill_of_ptbpf_in_every_phase(tmp_path):
+    """ptbpf killed at random moments: loading BPF, attaching, injecting
+    the agent, switching it on, tracing, switching it off and unloading it
+    (SIGINT then SIGKILL). The job's every printed value stays right, it
+    exits 0, nothing of ptbpf's stays attached, and an agent whose ptbpf
+    died switches itself off: torch builds no RecordFunction afterwards."""
+    trials = int(os.environ.get("PTBPF_KILL_TRIALS", "40"))
+    argv = workload_argv("checked", 10000)
+    expected = expected_lines(tmp_path, argv)
+    target, go = start(argv, tmp_path)
+    rng = random.Random(11)
+    phases = {"run": 0, "stop": 0}
+    tracers = []
+    try:
+        pid = target.p.pid
+        open(go, "w").close()
+        for i in range(trials):
+            assert target.p.poll() is None, "the job died at trial %d" % i
+            tracer = subprocess.Popen([PTBPF, "-p", str(pid), "-o",
+                                       str(tmp_path / ("k%d.pftrace" % i)), "--ops", "agent"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            tracers.append(tracer.pid)
+            if rng.random() < 0.6:
+                time.sleep(rng.uniform(0, 1.5))
+                phases["run"] += 1
+            else:  # in the switch-off and unload
+                time.sleep(rng.uniform(0.8, 1.5))
+                tracer.send_signal(signal.SIGINT)
+                time.sleep(rng.uniform(0, 0.3))
+                phases["stop"] += 1
+            tracer.kill()
+            tracer.wait()
+        time.sleep(0.3)
+        assert links_after_exit(tracers) == []
+        assert record_function_calls(pid, 1.0) == 0
+        finish_checked(target, expected)
+    finally:
+        target.kill()
+    print("kill trials:", phases)
+
+
+def test_double_sigint_during_attach_leaves_the_job_unharmed(tmp_path):
+    """A second Ctrl-C leaves at once, at any point of the attach: the
+    injected call restores its thread by itself, and an agent left behind
+    is switched off (ptbpf's probe is gone)."""
+    argv = workload_argv("checked", 6000)
+    expected = expected_lines(tmp_path, argv)
+    target, go = start(argv, tmp_path)
+    rng = random.Random(5)
+    tracers = []
+    try:
+        pid = target.p.pid
+        open(go, "w").close()
+        for i in range(10):
+            tracer = subprocess.Popen([PTBPF, "-p", str(pid), "-o",
+                                       str(tmp_path / ("i%d.pftrace" % i)), "--ops", "agent"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            tracers.append(tracer.pid)
+            time.sleep(rng.uniform(0.05, 0.8))
+            tracer.send_signal(signal.SIGINT)
+            time.sleep(rng.uniform(0, 0.05))
+            tracer.send_signal(signal.SIGINT)
+            tracer.wait(timeout=60)
+        time.sleep(0.3)
+        assert links_after_exit(tracers) == []
+        assert record_function_calls(pid, 1.0) == 0
+        finish_checked(target, expected)
+    finally:
+        target.kill()

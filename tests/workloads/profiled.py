@@ -1,0 +1,82 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""A CUDA training loop that runs torch.profiler sessions of its own on cue:
+a job whose own profiling ptbpf must leave whole.
+
+usage: profiled.py --cue DIR [--steps N] [--pause S] [--schedule]
+
+Prints "ready PID", then trains step after step until DIR/end exists. Each
+time DIR/sessionK appears (K = 0, 1, ...) it runs its next profiler session
+(CPU + CUDA) over N steps and prints "session K gpu_events [n, ...]": the
+GPU events (kernels, copies, sets) the profiler recorded, one count per
+trace (several with --schedule's repeats).
+"""
+import argparse
+import os
+import time
+
+import torch
+import torch.nn as nn
+from torch.profiler import ProfilerActivity, profile, schedule
+
+
+def gpu_events(prof):
+    return sum(1 for e in prof.profiler.kineto_results.events()
+               if e.device_type() == torch.autograd.DeviceType.CUDA)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cue", required=True)
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--pause", type=float, default=0.01)
+    ap.add_argument("--schedule", action="store_true")
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    model = nn.Sequential(*[nn.Sequential(nn.Linear(256, 256), nn.LayerNorm(256), nn.GELU())
+                            for _ in range(4)]).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x = torch.randn(64, 256, device="cuda")
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        model(x).square().mean().backward()
+        opt.step()
+
+    for _ in range(5):
+        step()
+    torch.cuda.synchronize()
+    acts = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+
+    def session(k):
+        counts = []
+        if args.schedule:
+            with profile(activities=acts, schedule=schedule(wait=5, warmup=5, active=20, repeat=3),
+                         on_trace_ready=lambda p: counts.append(gpu_events(p))) as p:
+                for _ in range(args.steps):
+                    step()
+                    time.sleep(args.pause)
+                    p.step()
+        else:
+            with profile(activities=acts) as p:
+                for _ in range(args.steps):
+                    step()
+                    time.sleep(args.pause)
+                torch.cuda.synchronize()
+            counts.append(gpu_events(p))
+        print("session %d gpu_events %s" % (k, counts), flush=True)
+
+    print("ready", os.getpid(), flush=True)
+    k = 0
+    while not os.path.exists(os.path.join(args.cue, "end")):
+        if os.path.exists(os.path.join(args.cue, "session%d" % k)):
+            session(k)
+            k += 1
+        else:
+            step()
+            time.sleep(0.002)
+    torch.cuda.synchronize()
+    print("done", flush=True)
+
+
+if __name__ == "__main__":
+    main()
