@@ -127,8 +127,11 @@ class Trace:
             # time order; trace_processor sorts them. What must hold there
             # is that slices never overlap (checked below).
             if ts < last_ts.get(track, 0) and not self._device_track(track):
-                self.errors.append("timestamp goes back on track %d: %d < %d" %
-                                   (track, ts, last_ts[track]))
+                d = self.tracks.get(track)
+                self.errors.append("timestamp goes back on track %d (%s): %d < %d (%s)" %
+                                   (track, d and (d.name or d.thread.thread_name or
+                                                  d.process.process_name),
+                                    ts, last_ts[track], self._name(seq, ev) or ev.type))
             last_ts[track] = ts
             self._event(seq, ev, ts, track, stacks)
         for track, st in stacks.items():

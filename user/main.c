@@ -259,6 +259,24 @@ static uint64_t drain_op_rings(struct session *s, uint64_t upto)
 	return ops_rings_counts(s->opsr)->records - before;
 }
 
+/* One turn of reading: the BPF ring (waiting up to wait_ms for a batch,
+ * then taking whatever is there: wakeups are batched) and the agents'
+ * rings, then what can no longer be overtaken is handed on. Every BPF
+ * record made before tick is read before any op record newer than
+ * tick - REORDER_SLACK_NS goes on, so the two interleave as they happened.
+ * The op records read, or the ring's error. */
+static int64_t pump(struct session *s, int wait_ms)
+{
+	uint64_t tick = now_ns();
+	int err = ring_buffer__poll(s->rb, wait_ms);
+	uint64_t n;
+
+	if (err >= 0)
+		err = ring_buffer__consume(s->rb);
+	n = drain_op_rings(s, tick - REORDER_SLACK_NS);
+	return err < 0 && err != -EINTR ? err : (int64_t)n;
+}
+
 static void print_attach(const struct target *t, const struct attach_report *r, bool agent_ops)
 {
 	if (agent_ops) {
@@ -320,11 +338,9 @@ static bool wait_for_agent(struct session *s, int pid)
 	uint64_t until = now_ns() + 3000000000ull;
 	int r;
 
-	while ((r = device_probes_acked(s->dev, pid)) == -EAGAIN && now_ns() < until) {
-		ring_buffer__poll(s->rb, 10);
-		ring_buffer__consume(s->rb);
-	}
-	ring_buffer__consume(s->rb);
+	while ((r = device_probes_acked(s->dev, pid)) == -EAGAIN && now_ns() < until)
+		pump(s, 5);
+	pump(s, 0);
 	if (!r)
 		return true;
 	fprintf(stderr, "ptbpf: warning: pid %d: its agent did not answer within 3 s%s; it is "
@@ -698,22 +714,17 @@ static void trace_loop(struct session *s)
 	s->cpu_at_trace_start = cpu_seconds();
 
 	while (!exiting) {
-		/* Wakeups are batched (BPF_RB_NO_WAKEUP below a threshold), so
-		 * poll only returns early for a full batch: drain what is there
-		 * every 100 ms in any case. */
-		uint64_t tick = now_ns();
-		int err = ring_buffer__poll(s->rb, s->reorder ? wait_ms : 100);
-
-		if (err >= 0)
-			err = ring_buffer__consume(s->rb);
 		/* Op rings hold 4 MiB a thread: read them every 20 ms, and at
-		 * once again while a drain brings much (a thread writing 2 M
-		 * records/s fills its ring in about 50 ms). */
-		wait_ms = drain_op_rings(s, tick - REORDER_SLACK_NS) > 10000 ? 1 : 20;
-		if (err < 0 && err != -EINTR) {
-			fprintf(stderr, "ptbpf: reading the ring buffer failed: %s\n", strerror(-err));
+		 * once again while a read brings much (a thread writing 2 M
+		 * records/s fills its ring in about 50 ms). Without op rings
+		 * every 100 ms is enough. */
+		int64_t got = pump(s, s->reorder ? wait_ms : 100);
+
+		if (got < 0) {
+			fprintf(stderr, "ptbpf: reading the ring buffer failed: %s\n", strerror(-got));
 			break;
 		}
+		wait_ms = got > 10000 ? 1 : 20;
 		for (int i = 0; i < s->npending; i++)
 			add_target(s, s->pending_forks[i], true);
 		s->npending = 0;
@@ -1028,17 +1039,14 @@ static int finish(struct session *s, int rc)
 		uint64_t until = now_ns() + 3000000000ull;
 
 		device_probes_switch_off(s->dev);
-		while (now_ns() < until && s->rb && !device_probes_all_acked(s->dev)) {
-			ring_buffer__poll(s->rb, 10);
-			/* The agents record until they see the switch-off: their
-			 * rings are read on, or they would fill and drop. */
-			drain_op_rings(s, now_ns() - REORDER_SLACK_NS);
-		}
-		if (s->rb)
-			ring_buffer__consume(s->rb);
+		/* The agents record until they see the switch-off: their rings
+		 * are read on, or they would fill and drop. */
+		while (now_ns() < until && s->rb && !device_probes_all_acked(s->dev))
+			pump(s, 5);
 	}
 	/* What the agents wrote, all of it, before they may be unloaded. */
-	drain_op_rings(s, now_ns() - REORDER_SLACK_NS);
+	if (s->rb)
+		pump(s, 0);
 	if (s->opsr)
 		ops_rings_finish(s->opsr, handle_op_record, s);
 	/* Probes off, then the agents ptbpf loaded leave the processes. */
@@ -1166,7 +1174,7 @@ static int run_window(const struct options *opt, const char *path, struct metric
 		fprintf(stderr, "ptbpf: daemon: no PyTorch process in this window; nothing written\n");
 		s.discard_output = true;
 	}
-	drain_op_rings(&s, UINT64_MAX);
+	pump(&s, 0);
 	publish_metrics(&s);
 	if (s.stopped_why[0])
 		fprintf(stderr, "ptbpf: daemon: window ended early: %s\n", s.stopped_why);
