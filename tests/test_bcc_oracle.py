@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """BCC as an independent oracle: BCC attaches its own uprobes to a sample of
 at::_ops::<op>::call entry points in the same process that ptbpf traces, and
-counts hits in its own map. Per op, both counts must be equal."""
+counts hits in its own map. Per op, both counts must be equal (ptbpf's
+op uprobes, --ops probes)."""
 import random
 import re
 import subprocess
@@ -71,7 +72,7 @@ def test_bcc_counts_equal_ptbpf(tmp_path):
             bcc.attach_uprobe(name=lib, sym=syms[s], sym_off=second_insn_offset(lib, syms[s]),
                               fn_name="hit%d" % i, pid=pid)
         out = str(tmp_path / "t.pftrace")
-        tracer = Proc([PTBPF, "-p", str(pid), "-o", out])
+        tracer = Proc([PTBPF, "-p", str(pid), "-o", out, "--ops", "probes"])
         tracer.wait_line("ptbpf: tracing pid", stream="stderr")
         open(go, "w").close()
         assert target.finish()[0] == 0

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import PTBPF, PYTHON, WORKLOAD as WORKLOAD_PATH, Proc, ptbpf_links, workload_argv
+from conftest import PTBPF, PYTHON, WORKLOAD as WORKLOAD_PATH, Proc, links_after_exit, workload_argv
 
 
 def ptbpf(*args, **kw):
@@ -97,7 +97,7 @@ def test_output_is_a_symlink(tmp_path, idle_torch):
     assert r.returncode == 1
     assert "symbolic link" in one_error_line(r)
     assert victim.read_text() == "keep"
-    assert ptbpf_links() == []
+    assert links_after_exit(holders=[]) == []
 
 
 def test_output_unwritable(tmp_path, idle_torch):

@@ -65,9 +65,9 @@ def test_daemon_windows_retention_trigger_and_prometheus(tmp_path):
         time.sleep(4)
         # Between windows nothing is attached.
         deadline = time.time() + 10
-        while ptbpf_links() and time.time() < deadline:
+        while ptbpf_links([daemon.p.pid]) and time.time() < deadline:
             time.sleep(0.2)
-        assert ptbpf_links() == []
+        assert ptbpf_links([daemon.p.pid]) == []
         # Prometheus has scraped the op counter, labelled with rank and job.
         result = []
         deadline = time.time() + 30

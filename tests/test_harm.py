@@ -12,7 +12,6 @@ import random
 import re
 import signal
 import subprocess
-import threading
 import time
 
 from conftest import PTBPF, PYTHON, Proc, links_after_exit, run_untraced, workload_argv

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import time
 
-from conftest import PTBPF, Proc, ptbpf_links, run_traced, run_untraced, workload_argv
+from conftest import PTBPF, Proc, links_after_exit, run_traced, run_untraced, workload_argv
 import pftrace
 
 
@@ -64,7 +64,7 @@ def test_sigint_mid_trace_and_duration(tmp_path):
         rc, _, err = tracer.finish(timeout=60)
         assert rc == 0, err
         assert pftrace.Trace(out).validate() == []
-        assert ptbpf_links() == []
+        assert links_after_exit(holders=[]) == []
         out2 = str(tmp_path / "d.pftrace")
         t0 = time.time()
         r = subprocess.run([PTBPF, "-p", str(target.p.pid), "-o", out2, "-d", "2"],
@@ -112,7 +112,7 @@ def test_sigkill_leaves_target_unharmed(tmp_path):
         tracer.p.kill()
         tracer.p.wait()
         time.sleep(0.5)
-        assert ptbpf_links() == []
+        assert links_after_exit(holders=[]) == []
         rc, out, _ = target.finish(timeout=600)
         assert rc == 0
         strip = lambda o: [l for l in o.splitlines() if not l.startswith("ready")]
@@ -134,7 +134,7 @@ def test_sigint_during_attach(tmp_path):
         if p.returncode == 130:
             assert "interrupted during attach" in err
         assert pftrace.Trace(out).validate() == []
-        assert ptbpf_links() == []
+        assert links_after_exit(holders=[]) == []
         open(go, "w").close()
         rc, out, _ = target.finish(timeout=120)
         assert rc == 0 and "mlp loss" in out
@@ -175,8 +175,8 @@ def test_lost_events_are_counted_exactly(tmp_path):
 
     def count_threads(target, tracer):
         threads.append(len(os.listdir("/proc/%d/task" % target.p.pid)))
-    run = run_traced(tmp_path, workload_argv("burst", n), ptbpf_args=["--ring-size", "4K"],
-                     before_go=count_threads)
+    run = run_traced(tmp_path, workload_argv("burst", n),
+                     ptbpf_args=["--ring-size", "4K", "--ops", "probes"], before_go=count_threads)
     assert run.rc == 0, run.err
     m = re.search(r"ptbpf: BPF ring: sent (\d+) = received (\d+) \+ lost (\d+) ", run.err)
     sent, received, lost = map(int, m.groups())

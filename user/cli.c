@@ -27,8 +27,8 @@ static const char doc[] =
 	"CUDA/HIP launch, copy and sync, and the GPU's own kernel timeline, on every\n"
 	"thread, into a .pftrace file that opens in https://ui.perfetto.dev. Ops come\n"
 	"from a small agent loaded into the process (torch's RecordFunction and\n"
-	"CUPTI callbacks; the default for CUDA processes) or from eBPF uprobes on\n"
-	"libtorch (--ops). The target is not restarted.\n"
+	"CUPTI callbacks; the default), or from eBPF uprobes on libtorch (--ops\n"
+	"probes). The target is not restarted, and is left as it was.\n"
 	"\n"
 "EXAMPLES:\n"
 	"  sudo ptbpf -p 1234                  trace until Ctrl-C or until 1234 exits\n"
@@ -60,15 +60,16 @@ static const struct argp_option options[] = {
 	{ "follow-children", 'f', NULL, 0, "Also trace processes the targets fork", 0 },
 	{ "raw", 'w', "FILE", 0, "Also write the raw records to FILE, to re-make the trace "
 	  "later with `ptbpf replay FILE -o OUT`", 0 },
-	{ "no-agent", 'n', NULL, 0, "Do not load the GPU-timeline agent into a running CUDA "
-	  "process (ptrace); launches are still traced", 0 },
+	{ "no-agent", 'n', NULL, 0, "Do not load the agent into the process (ptrace): ops "
+	  "come from uprobes, launches are still traced, no GPU timeline; implies "
+	  "--ops=probes", 0 },
 	{ "entries-only", 'e', NULL, 0, "Probe op entries only: ops appear as instants, without "
 	  "durations or nesting, at a fraction of the cost (no single-stepped ret probes); "
 	  "implies --ops=probes", 0 },
 	{ "ops", 'O', "SOURCE", 0, "Where ops come from: 'agent' (RecordFunction callbacks of "
 	  "the in-process agent, loaded by ptrace if need be: exact spans at a fraction of the "
 	  "cost), 'probes' (uprobes on every op's entry and exits; nothing loaded), or 'auto' "
-	  "(default: agent in CUDA processes, which get the agent anyway, else probes)", 0 },
+	  "(default: the agent wherever it can be loaded, else probes)", 0 },
 	{ "memory", 'm', NULL, 0, "Record GPU memory: every block PyTorch's CUDA caching "
 	  "allocator hands out or takes back, as allocated/reserved counters per device, with "
 	  "the bytes each op allocated (one uprobe hit per allocation)", 0 },

@@ -357,13 +357,12 @@ static void scan_gpu_calls(struct session *s, const struct target *t)
 	gpu_probes_scan(s->gpu, t->pid, t->ops_from_agent && join_agent_calls(s->join, t->pid));
 }
 
-/* Whether pid's ops should come from its agent: --ops=agent, or (auto) a
- * CUDA process, which gets the agent for the GPU timeline anyway. */
+/* Whether pid's ops should come from its agent: wherever it loads (auto or
+ * --ops=agent): exact and cheap, with steps, regions and backward nodes on
+ * every torch; uprobes with --ops=probes, and where the agent is refused. */
 static bool wants_agent_ops(const struct session *s, const struct target *t)
 {
-	if (s->opt.ops == OPS_PROBES || t->torch.fd < 0 || !s->dev)
-		return false;
-	return s->opt.ops == OPS_AGENT || target_maps(t->pid, "libcuda.so");
+	return s->opt.ops != OPS_PROBES && t->torch.fd >= 0 && s->dev;
 }
 
 /* Loads and switches on t's agent with its op recorder, and starts reading

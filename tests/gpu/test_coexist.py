@@ -6,7 +6,6 @@ fresh job (tests/workloads/profiled.py) whose sessions count the GPU
 events their profiler recorded; every count must equal the same job's
 counts with no ptbpf at all."""
 import os
-import re
 import signal
 import subprocess
 import time
