@@ -125,7 +125,7 @@ $(OUTPUT)/inject_lib.so: tests/progs/inject_lib.c | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -g -Wall -Wextra -shared -fPIC $< -o $@
 
-INJECT_CLI_OBJS := $(addprefix $(OUTPUT)/,inject.o elfsym.o exitsites.o opnames.o names.o target.o)
+INJECT_CLI_OBJS := $(addprefix $(OUTPUT)/,inject.o inject_tramp.o elfsym.o exitsites.o opnames.o names.o target.o)
 $(OUTPUT)/inject_cli: tests/progs/inject_cli.c $(INJECT_CLI_OBJS)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@

@@ -2,6 +2,37 @@
 /*
  * ptrace injection. See inject.h.
  *
+ * The call. With every thread stopped, ptbpf copies a trampoline (the asm
+ * below) into a slot of the zero padding that ends libc's (else ld.so's)
+ * executable segment, and a data block D (function, arguments, the
+ * registers the thread must get back, room for its xstate and a message)
+ * onto the chosen thread's own stack, 32 KiB below its red zone. One
+ * PTRACE_SETREGS (rip = slot, rsp = D, rbx = D) commits; every thread is
+ * detached. The thread blocks signals, saves its vector state, calls the
+ * function on the stack below D, writes the result and DONE into D, and
+ * restores itself: signal mask, xstate, flags, every register, then rsp,
+ * and the last two instructions take rbx and rip from the slot (after rsp
+ * is restored a signal frame may overwrite D). ptbpf polls D for DONE and
+ * then zeroes the slot again, after checking that the thread has left it.
+ *
+ * Kill safety. Before the SETREGS nothing the target uses has changed (the
+ * slot and D are unused memory), and the kernel detaches every thread when
+ * ptbpf dies. After it, the thread finishes on its own. The registers it
+ * restores are what the kernel would have resumed it with: a syscall
+ * interrupted by the stop is restarted (rip - 2, rax = its number, or
+ * restart_syscall), and a stop inside an rseq critical section resumes at
+ * its abort handler. The one signal-related limit: a thread that was just
+ * handed a signal (a signal-delivery stop) is never chosen.
+ *
+ * Slots. A slot holds the code, then the final rbx and rip and its owner
+ * (tid, D, a nonce), all written by ptbpf (the page is not writable by the
+ * target). A slot is free when all zero, or when it holds exactly this code
+ * and its owner is done: the owner thread is gone, or its rip is outside
+ * the slot and its D does not say STARTED. A slot a killed ptbpf left
+ * behind is reused; one whose call still runs (a timeout) is skipped, and
+ * its thread is not chosen. A padding with any byte that is neither zero
+ * nor one of our slots is not used at all.
+ *
  * Safe point. The borrowed thread must not hold a lock that dlopen takes:
  * glibc's malloc arena locks (not recursive) or the loader's locks in a
  * half-done state. With every thread stopped, a thread qualifies when its
@@ -11,23 +42,23 @@
  *   - in libc, blocked in a system call (orig_rax >= 0 and `syscall` just
  *     before RIP) that is not one malloc or fork makes while holding arena
  *     locks (mmap, munmap, mremap, brk, mprotect, madvise, clone*, fork).
- * RIP inside ld.so never qualifies, nor does a thread that blocks or ignores
- * SIGSEGV (the return fault would make the kernel reset that). The thread
+ * RIP inside ld.so never qualifies. Its stack must be a thread stack with
+ * room: the growable [stack] with D inside it, or an anonymous mapping
+ * above a guard page with at least STACK_ROOM below rsp (a thread on a
+ * small or borrowed stack, e.g. a signal stack, is not chosen). The thread
  * group leader is preferred. If no thread qualifies, all threads run for a
- * millisecond and are stopped again, up to SAFE_POINT_TRIES times (not in a
- * process that is group-stopped: nothing would move).
+ * millisecond and are stopped again, up to SAFE_POINT_TRIES times.
  *
- * The other threads are released before the call, so a lock one of them
- * holds (another thread's dlopen running constructors, a malloc in
- * progress) is released normally instead of deadlocking the borrowed
- * thread; dlopen is thread-safe. In a SIGSTOPped process they go straight
- * back into the group stop, and whatever they hold stays held: there a
- * call can time out.
+ * The other threads run during the call, so a lock one of them holds
+ * (another thread's dlopen running constructors, a malloc in progress) is
+ * released normally; dlopen is thread-safe. A group-stopped process is
+ * refused: there the call could not run to its end.
  */
 #define _GNU_SOURCE
 #include "inject.h"
 
 #include "elfsym.h"
+#include "inject_tramp.h"
 #include "target.h"
 
 #include <dirent.h>
@@ -37,6 +68,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,40 +76,33 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
-#include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define STOP_TIMEOUT_MS 2000
-#define CALL_TIMEOUT_MS 10000
 #define SAFE_POINT_TRIES 200
+#define UNLOAD_TRIES 100
+#define ERASE_TRIES 100
 #define MAX_THREADS 65536
-#define XSTATE_MAX (64 * 1024)
-#define MAX_DEFERRED 8
-#define RED_ZONE 128
-
-struct inj_thread {
-	int tid;
-	bool stopped;
-	int sig;         /* signal to deliver on release: it was at its delivery stop */
-	siginfo_t si;
-};
+#define MAX_BUSY_LEN (1 << 20)
 
 struct inj_session {
 	int pid;
 	struct inj_thread *th;
 	int nth, cap;
-	bool group_stopped;        /* some thread reported a group stop */
-	int tid;                   /* the borrowed thread, 0 before one is chosen */
-	struct user_regs_struct regs; /* its registers at the stop */
-	struct iovec xstate;
-	int ndeferred;             /* signals it received during calls */
-	siginfo_t deferred[MAX_DEFERRED];
+	int group_stop_sig;        /* a thread reported a group stop by it */
 	uint64_t libc_lo, libc_hi, ld_lo, ld_hi; /* executable text ranges */
+	struct tramp_pad pads[2];  /* after libc's code, after ld.so's */
 	char *err;
 	size_t errlen;
+};
+
+/* For inject_dlclose_checked: what must be idle. */
+struct inj_unload {
+	uint64_t text_lo, text_hi, busy_addr;
+	size_t busy_len;
 };
 
 static void sleep_us(long us)
@@ -235,7 +260,9 @@ int inject_symbol_addr(int pid, const char *lib_prefix, const char *sym, uint64_
 	return ret;
 }
 
-/* Executable ranges of libc.so.6 and ld.so, for the safe-point test. */
+
+/* Executable ranges of libc.so.6 and ld.so, for the safe-point test, and
+ * the padding after their code, for the trampoline. */
 static void find_text_ranges(struct inj_session *s)
 {
 	char path[64], line[PATH_MAX + 256];
@@ -246,13 +273,13 @@ static void find_text_ranges(struct inj_session *s)
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long start, end;
+		unsigned long start, end, off;
 		char perms[8];
 		int pos = 0;
 		const char *base;
 
-		if (sscanf(line, "%lx-%lx %7s %*x %*x:%*x %*u %n", &start, &end, perms, &pos) < 3 ||
-		    !pos || perms[2] != 'x')
+		if (sscanf(line, "%lx-%lx %7s %lx %*x:%*x %*u %n", &start, &end, perms, &off,
+			   &pos) < 4 || !pos || perms[2] != 'x')
 			continue;
 		line[strcspn(line, "\n")] = 0;
 		base = strrchr(line + pos, '/');
@@ -260,9 +287,11 @@ static void find_text_ranges(struct inj_session *s)
 		if (!strncmp(base, "libc.so.6", 9)) {
 			s->libc_lo = start;
 			s->libc_hi = end;
+			tramp_find_padding(s->pid, start, end, off, &s->pads[0]);
 		} else if (!strncmp(base, "ld-linux-x86-64.so", 18)) {
 			s->ld_lo = start;
 			s->ld_hi = end;
+			tramp_find_padding(s->pid, start, end, off, &s->pads[1]);
 		}
 	}
 	fclose(f);
@@ -280,16 +309,14 @@ static struct inj_thread *find_thread(struct inj_session *s, int tid)
 static void note_stop(struct inj_session *s, struct inj_thread *t, int status)
 {
 	t->stopped = true;
+	t->have_regs = false;
 	t->sig = 0;
 	if (is_event_stop(status)) {
 		if (is_group_stop_sig(WSTOPSIG(status)))
-			s->group_stopped = true;
+			s->group_stop_sig = WSTOPSIG(status);
 		return;
 	}
-	/* A signal-delivery stop: the signal is handed back on release. */
-	t->sig = WSTOPSIG(status);
-	if (ptrace(PTRACE_GETSIGINFO, t->tid, NULL, &t->si))
-		memset(&t->si, 0, sizeof(t->si));
+	t->sig = WSTOPSIG(status); /* a signal-delivery stop: handed back on release */
 }
 
 static int wait_thread_stop(struct inj_session *s, struct inj_thread *t)
@@ -386,54 +413,6 @@ static int seize_all(struct inj_session *s)
 	return -EAGAIN;
 }
 
-static bool sig_in_mask(const char *hex, int sig)
-{
-	unsigned long long mask = strtoull(hex, NULL, 16);
-
-	return mask & (1ULL << (sig - 1));
-}
-
-static bool thread_at_safe_point(struct inj_session *s, int tid, struct user_regs_struct *r)
-{
-	static const long unsafe_nr[] = { SYS_mmap, SYS_munmap, SYS_mremap, SYS_brk,
-					  SYS_mprotect, SYS_madvise, SYS_clone, SYS_clone3,
-					  SYS_fork, SYS_vfork };
-	char blk[64], ign[64];
-	uint8_t insn[2];
-
-	if (ptrace(PTRACE_GETREGS, tid, NULL, r))
-		return false;
-	if (read_status_field(s->pid, tid, "SigBlk", blk, sizeof(blk)) ||
-	    read_status_field(s->pid, tid, "SigIgn", ign, sizeof(ign)) ||
-	    sig_in_mask(blk, SIGSEGV) || sig_in_mask(ign, SIGSEGV))
-		return false;
-	if (r->rip >= s->ld_lo && r->rip < s->ld_hi)
-		return false;
-	if (r->rip < s->libc_lo || r->rip >= s->libc_hi)
-		return true;
-	if ((long)r->orig_rax < 0 || target_read(s->pid, r->rip - 2, insn, 2) ||
-	    insn[0] != 0x0f || insn[1] != 0x05)
-		return false;
-	for (size_t i = 0; i < sizeof(unsafe_nr) / sizeof(unsafe_nr[0]); i++)
-		if ((long)r->orig_rax == unsafe_nr[i])
-			return false;
-	return true;
-}
-
-static int pick_thread(struct inj_session *s)
-{
-	struct user_regs_struct r;
-	struct inj_thread *lead = find_thread(s, s->pid);
-
-	if (lead && lead->tid && thread_at_safe_point(s, lead->tid, &r))
-		return lead->tid;
-	for (int i = 0; i < s->nth; i++)
-		if (s->th[i].tid && s->th[i].tid != s->pid &&
-		    thread_at_safe_point(s, s->th[i].tid, &r))
-			return s->th[i].tid;
-	return 0;
-}
-
 /* Lets every thread run for a moment (delivering what it was stopped
  * with), then stops them all again. */
 static int run_briefly(struct inj_session *s, long us)
@@ -466,217 +445,232 @@ static int run_briefly(struct inj_session *s, long us)
 	return find_thread(s, s->pid) && find_thread(s, s->pid)->tid ? 0 : -ESRCH;
 }
 
-/* Detaches every thread but the borrowed one, handing back its signal. */
-static void release_others(struct inj_session *s)
+/* Detaches every stopped thread, handing back the signal each was stopped
+ * with. One not stopped (it timed out) cannot be detached: the kernel does
+ * it when ptbpf exits. */
+static void release_all(struct inj_session *s)
 {
 	for (int i = 0; i < s->nth; i++) {
 		struct inj_thread *t = &s->th[i];
 
-		if (!t->tid || t->tid == s->tid)
-			continue;
-		ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(long)t->sig);
+		if (t->tid && t->stopped)
+			ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(long)t->sig);
 		t->tid = 0;
 	}
 }
 
-static int session_begin(struct inj_session *s, int pid, char *err, size_t errlen)
+static void fetch_regs(struct inj_session *s)
 {
-	struct inj_thread *t;
-	int ret;
+	for (int i = 0; i < s->nth; i++) {
+		struct inj_thread *t = &s->th[i];
 
-	memset(s, 0, sizeof(*s));
-	s->pid = pid;
-	s->err = err;
-	s->errlen = errlen;
-	s->xstate.iov_base = malloc(XSTATE_MAX);
-	if (!s->xstate.iov_base)
-		return -ENOMEM;
-	find_text_ranges(s);
-	if (!s->libc_hi) {
-		snprintf(err, errlen, "pid %d does not map libc.so.6", pid);
-		return -ENOENT;
+		if (t->tid && !t->have_regs)
+			t->have_regs = !ptrace(PTRACE_GETREGS, t->tid, NULL, &t->regs);
 	}
+}
+
+static bool thread_at_safe_point(struct inj_session *s, const struct inj_thread *t,
+				 const char *path)
+{
+	static const long unsafe_nr[] = { SYS_mmap, SYS_munmap, SYS_mremap, SYS_brk,
+					  SYS_mprotect, SYS_madvise, SYS_clone, SYS_clone3,
+					  SYS_fork, SYS_vfork };
+	const struct user_regs_struct *r = &t->regs;
+	uint8_t insn[2];
+
+	if (!t->tid || !t->have_regs || t->sig || t->in_call)
+		return false;
+	if (r->rip >= s->ld_lo && r->rip < s->ld_hi)
+		return false;
+	if (r->rip >= s->libc_lo && r->rip < s->libc_hi) {
+		if ((long)r->orig_rax < 0 || target_read(s->pid, r->rip - 2, insn, 2) ||
+		    insn[0] != 0x0f || insn[1] != 0x05)
+			return false;
+		for (size_t i = 0; i < sizeof(unsafe_nr) / sizeof(unsafe_nr[0]); i++)
+			if ((long)r->orig_rax == unsafe_nr[i])
+				return false;
+	}
+	return tramp_stack_ok(s->pid, r->rsp, path);
+}
+
+static struct inj_thread *pick_thread(struct inj_session *s, const char *path)
+{
+	struct inj_thread *lead = find_thread(s, s->pid);
+
+	if (lead && thread_at_safe_point(s, lead, path))
+		return lead;
+	for (int i = 0; i < s->nth; i++)
+		if (s->th[i].tid != s->pid && thread_at_safe_point(s, &s->th[i], path))
+			return &s->th[i];
+	return NULL;
+}
+
+/* Whether no thread runs the library to unload and its busy flags are 0. */
+static bool unload_idle(struct inj_session *s, const struct inj_unload *u)
+{
+	uint8_t *buf;
+	bool idle;
+
+	for (int i = 0; i < s->nth; i++) {
+		const struct inj_thread *t = &s->th[i];
+
+		if (t->tid && (!t->have_regs ||
+			       (t->regs.rip >= u->text_lo && t->regs.rip < u->text_hi)))
+			return false;
+	}
+	if (!u->busy_len)
+		return true;
+	buf = malloc(u->busy_len);
+	idle = buf && !target_read(s->pid, u->busy_addr, buf, u->busy_len);
+	for (size_t i = 0; idle && i < u->busy_len; i++)
+		idle = !buf[i];
+	free(buf);
+	return idle;
+}
+
+static int refuse_stopped(struct inj_session *s)
+{
+	snprintf(s->err, s->errlen, "pid %d is stopped (SIG%s): ptbpf loads nothing into a "
+		 "stopped process; continue it (kill -CONT %d) or use --ops probes", s->pid,
+		 sigabbrev_np(s->group_stop_sig), s->pid);
+	return -EAGAIN;
+}
+
+/* Seizes every thread and stops them all at an instant when a thread is at
+ * a safe point, a slot is free and (for an unload) the library is idle.
+ * 0 with *t and *slot set, or -errno with one line in err. */
+static int session_begin(struct inj_session *s, const char *path, const struct inj_unload *u,
+			 struct inj_thread **t, uint64_t *slot)
+{
+	int tries = u ? UNLOAD_TRIES : SAFE_POINT_TRIES, slot_ret = 0, ret;
+	bool idle = false;
+
+	*t = NULL;
 	ret = seize_all(s);
-	for (int i = 0; !ret && i < SAFE_POINT_TRIES; i++) {
-		s->tid = pick_thread(s);
-		if (s->tid || s->group_stopped)
+	for (int i = 0; !ret && !s->group_stop_sig; i++) {
+		fetch_regs(s);
+		slot_ret = tramp_find_slot(s->pid, s->pads, 2, s->th, s->nth, slot);
+		idle = !u || unload_idle(s, u);
+		if (idle && !slot_ret)
+			*t = pick_thread(s, path);
+		if (*t || slot_ret == -ENOSPC || i + 1 >= tries)
 			break;
 		ret = run_briefly(s, 1000);
 	}
 	if (ret) {
-		if (!err[0])
-			snprintf(err, errlen, "pid %d: stopping its threads failed: %s", pid,
-				 strerror(-ret));
+		if (!s->err[0])
+			snprintf(s->err, s->errlen, "pid %d: stopping its threads failed: %s",
+				 s->pid, strerror(-ret));
 		return ret;
 	}
-	if (!s->tid) {
-		snprintf(err, errlen, "pid %d: no thread reached a safe point (all inside "
-			 "malloc, the dynamic loader, or blocking SIGSEGV)", pid);
+	if (s->group_stop_sig)
+		return refuse_stopped(s);
+	if (!idle) {
+		snprintf(s->err, s->errlen, "pid %d: the library is still in use after %d tries (a "
+			 "thread runs its code or its busy flags are set); not unloaded", s->pid,
+			 tries);
+		return -EBUSY;
+	}
+	if (slot_ret) {
+		snprintf(s->err, s->errlen, "pid %d: no room for ptbpf's trampoline after the code "
+			 "of libc.so.6 or ld.so (%s)", s->pid, slot_ret == -ENOSPC ?
+			 "no zero padding there" : "earlier injected calls still run there");
+		return slot_ret;
+	}
+	if (!*t) {
+		snprintf(s->err, s->errlen, "pid %d: no thread reached a safe point (all inside "
+			 "malloc or the dynamic loader, or on a small stack)", s->pid);
 		return -EAGAIN;
 	}
-	t = find_thread(s, s->tid);
-	s->xstate.iov_len = XSTATE_MAX;
-	if (ptrace(PTRACE_GETREGS, s->tid, NULL, &s->regs) ||
-	    ptrace(PTRACE_GETREGSET, s->tid, (void *)NT_X86_XSTATE, &s->xstate)) {
+	return 0;
+}
+
+/* Stops the borrowed thread alone and zeroes the slot once it has left it
+ * for good. If ptbpf dies first, the slot stays: unreachable, and reused. */
+static void erase_trampoline(int pid, int mem_fd, const struct tramp_ticket *tk)
+{
+	for (int i = 0; i < ERASE_TRIES; i++) {
+		struct inj_thread t = { .tid = tk->tid };
+		int status, sig = 0, ret = 0;
+
+		if (ptrace(PTRACE_SEIZE, t.tid, NULL, NULL))
+			return; /* gone, or someone else traces it */
+		if (!ptrace(PTRACE_INTERRUPT, t.tid, NULL, NULL) &&
+		    !wait_tid(t.tid, &status, STOP_TIMEOUT_MS) && WIFSTOPPED(status)) {
+			if (!is_event_stop(status))
+				sig = WSTOPSIG(status);
+			t.have_regs = !ptrace(PTRACE_GETREGS, t.tid, NULL, &t.regs);
+			ret = tramp_erase(pid, mem_fd, tk, &t);
+			ptrace(PTRACE_DETACH, t.tid, NULL, (void *)(long)sig);
+		}
+		if (ret != -EBUSY)
+			return;
+		sleep_us(100);
+	}
+}
+
+/* Makes call c on a borrowed thread of pid: the whole session. */
+static int inject_run(int pid, struct tramp_call *c, const struct inj_unload *u, char *err,
+		      size_t errlen)
+{
+	struct inj_session s = { .pid = pid, .err = err, .errlen = errlen };
+	struct user_regs_struct entry;
+	struct tramp_ticket tk;
+	struct inj_thread *t;
+	char path[64];
+	uint64_t slot;
+	int ret, mem_fd = -1;
+
+	if (!tramp_cpu_ok()) {
+		snprintf(err, errlen, "this CPU has no XSAVE that ptbpf can use: no injection");
+		return -EOPNOTSUPP;
+	}
+	find_text_ranges(&s);
+	if (!s.libc_hi) {
+		snprintf(err, errlen, "pid %d does not map libc.so.6", pid);
+		return -ENOENT;
+	}
+	ret = session_begin(&s, c->path, u, &t, &slot);
+	if (!ret) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/mem", pid, t->tid);
+		mem_fd = open(path, O_RDWR | O_CLOEXEC);
+		if (mem_fd < 0) {
+			ret = -errno;
+			snprintf(err, errlen, "pid %d: opening %s: %s", pid, path, strerror(errno));
+		}
+	}
+	if (!ret)
+		ret = tramp_prepare(pid, mem_fd, t, slot, c, &entry, &tk, err, errlen);
+	/* The commit: from here on the thread restores itself. */
+	if (!ret && ptrace(PTRACE_SETREGS, t->tid, NULL, &entry)) {
 		ret = -errno;
-		snprintf(err, errlen, "pid %d: saving thread %d's registers: %s", pid, s->tid,
+		snprintf(err, errlen, "pid %d: starting the call on thread %d: %s", pid, t->tid,
 			 strerror(errno));
-		s->tid = 0;
-		return ret;
+		tramp_discard(mem_fd, &tk);
 	}
-	if (t->sig && s->ndeferred < MAX_DEFERRED)
-		s->deferred[s->ndeferred++] = t->si;
-	t->sig = 0;
-	release_others(s);
-	return 0;
-}
-
-/* Restores the borrowed thread, detaches everything still attached, and
- * hands back the signals that arrived for the borrowed thread. */
-static void session_end(struct inj_session *s)
-{
-	if (s->tid) {
-		int sig = 0;
-
-		ptrace(PTRACE_SETREGS, s->tid, NULL, &s->regs);
-		ptrace(PTRACE_SETREGSET, s->tid, (void *)NT_X86_XSTATE, &s->xstate);
-		if (s->ndeferred &&
-		    !ptrace(PTRACE_SETSIGINFO, s->tid, NULL, &s->deferred[0]))
-			sig = s->deferred[0].si_signo;
-		ptrace(PTRACE_DETACH, s->tid, NULL, (void *)(long)sig);
-		for (int i = sig ? 1 : 0; i < s->ndeferred; i++)
-			if (syscall(SYS_rt_tgsigqueueinfo, s->pid, s->tid,
-				    s->deferred[i].si_signo, &s->deferred[i]))
-				syscall(SYS_tgkill, s->pid, s->tid, s->deferred[i].si_signo);
-		for (int i = 0; i < s->nth; i++)
-			if (s->th[i].tid == s->tid)
-				s->th[i].tid = 0;
-		s->tid = 0;
-	}
-	release_others(s);
-	free(s->th);
-	free(s->xstate.iov_base);
-	s->th = NULL;
-	s->xstate.iov_base = NULL;
-}
-
-/* Bytes into the borrowed thread's stack, below its red zone. */
-static int write_stack(struct inj_session *s, const void *buf, size_t len, uint64_t *addr)
-{
-	uint64_t at = (s->regs.rsp - RED_ZONE - len) & ~15ULL;
-	struct iovec local = { (void *)buf, len }, remote = { (void *)at, len };
-
-	if (process_vm_writev(s->pid, &local, 1, &remote, 1, 0) != (ssize_t)len) {
-		snprintf(s->err, s->errlen, "pid %d: writing to thread %d's stack at 0x%llx: %s",
-			 s->pid, s->tid, (unsigned long long)at, strerror(errno));
-		return -EFAULT;
-	}
-	*addr = at;
-	return 0;
-}
-
-/* Waits for the called function to return to address 0. */
-static int wait_return(struct inj_session *s, uint64_t ret_rsp, uint64_t *ret)
-{
-	struct timespec t0, now;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		struct user_regs_struct r;
-		int status, rc, sig;
-		long left_ms;
-
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		left_ms = CALL_TIMEOUT_MS - ((now.tv_sec - t0.tv_sec) * 1000 +
-					     (now.tv_nsec - t0.tv_nsec) / 1000000);
-		rc = left_ms > 0 ? wait_tid(s->tid, &status, left_ms) : -ETIMEDOUT;
-		if (rc == -ETIMEDOUT) {
-			snprintf(s->err, s->errlen, "pid %d: the call on thread %d did not return "
-				 "within %d ms; thread restored, the target may be left "
-				 "inconsistent", s->pid, s->tid, CALL_TIMEOUT_MS);
-			if (!ptrace(PTRACE_INTERRUPT, s->tid, NULL, NULL) &&
-			    wait_tid(s->tid, &status, STOP_TIMEOUT_MS))
-				s->tid = 0;
-			return -ETIMEDOUT;
-		}
-		if (rc || !WIFSTOPPED(status)) {
-			snprintf(s->err, s->errlen, "pid %d exited during the call", s->pid);
-			s->tid = 0;
-			return -ESRCH;
-		}
-		sig = WSTOPSIG(status);
-		if (is_event_stop(status)) { /* a late interrupt or a group stop */
-			ptrace(PTRACE_CONT, s->tid, NULL, NULL);
-			continue;
-		}
-		if (ptrace(PTRACE_GETREGS, s->tid, NULL, &r))
-			memset(&r, 0, sizeof(r));
-		if (sig == SIGSEGV && r.rip == 0 && r.rsp == ret_rsp) {
-			*ret = r.rax;
-			return 0;
-		}
-		if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE) {
-			snprintf(s->err, s->errlen, "pid %d: the call faulted (signal %d at 0x%llx); "
-				 "thread restored", s->pid, sig, (unsigned long long)r.rip);
-			return -EFAULT;
-		}
-		/* Someone else's signal: keep it for after the call. */
-		if (s->ndeferred < MAX_DEFERRED &&
-		    !ptrace(PTRACE_GETSIGINFO, s->tid, NULL, &s->deferred[s->ndeferred]))
-			s->ndeferred++;
-		ptrace(PTRACE_CONT, s->tid, NULL, NULL);
-	}
-}
-
-/* fn(arg0, arg1) on the borrowed thread; its stack below scratch_lo is free. */
-static int session_call(struct inj_session *s, uint64_t scratch_lo, uint64_t fn,
-			uint64_t arg0, uint64_t arg1, uint64_t *ret)
-{
-	struct user_regs_struct r = s->regs;
-	uint64_t zero = 0, ret_slot;
-	int rc;
-
-	/* At the call rsp is 16-aligned; the pushed return address is 0. */
-	r.rsp = ((scratch_lo - 256) & ~15ULL) - 8;
-	ret_slot = r.rsp;
-	{
-		struct iovec local = { &zero, 8 }, remote = { (void *)ret_slot, 8 };
-
-		if (process_vm_writev(s->pid, &local, 1, &remote, 1, 0) != 8) {
-			snprintf(s->err, s->errlen, "pid %d: writing the return address: %s",
-				 s->pid, strerror(errno));
-			return -EFAULT;
-		}
-	}
-	r.rip = fn;
-	r.rdi = arg0;
-	r.rsi = arg1;
-	r.rax = 0;
-	r.orig_rax = -1; /* no syscall restart into our code */
-	if (ptrace(PTRACE_SETREGS, s->tid, NULL, &r) ||
-	    ptrace(PTRACE_CONT, s->tid, NULL, NULL)) {
-		rc = -errno;
-		snprintf(s->err, s->errlen, "pid %d: starting the call: %s", s->pid,
-			 strerror(errno));
-		return rc;
-	}
-	return wait_return(s, ret_slot + 8, ret);
+	release_all(&s);
+	free(s.th);
+	if (!ret)
+		ret = tramp_wait(pid, mem_fd, &tk, c, err, errlen);
+	if (!ret)
+		erase_trampoline(pid, mem_fd, &tk);
+	if (mem_fd >= 0)
+		close(mem_fd);
+	return ret;
 }
 
 int inject_call(int pid, uint64_t fn_addr, uint64_t arg0, uint64_t arg1, uint64_t *ret,
 		char *err, size_t errlen)
 {
-	struct inj_session s;
+	struct tramp_call c = { .fn = fn_addr, .arg0 = arg0, .arg1 = arg1 };
 	int rc;
 
 	err[0] = 0;
 	rc = preflight(pid, NULL, err, errlen);
-	if (rc)
-		return rc;
-	rc = session_begin(&s, pid, err, errlen);
 	if (!rc)
-		rc = session_call(&s, s.regs.rsp - RED_ZONE, fn_addr, arg0, arg1, ret);
-	session_end(&s);
+		rc = inject_run(pid, &c, NULL, err, errlen);
+	if (!rc)
+		*ret = c.result;
 	return rc;
 }
 
@@ -692,46 +686,52 @@ static int resolve(int pid, const char *sym, uint64_t *addr, char *err, size_t e
 
 int inject_dlopen(int pid, const char *lib_path, uint64_t *handle, char *err, size_t errlen)
 {
-	uint64_t dlopen_addr, dlerror_addr, path_addr, msg_addr = 0;
-	struct inj_session s;
+	struct tramp_call c = { .path = lib_path, .arg1 = RTLD_NOW | RTLD_LOCAL };
 	int rc;
 
 	err[0] = 0;
 	rc = preflight(pid, lib_path, err, errlen);
 	if (!rc)
-		rc = resolve(pid, "dlopen", &dlopen_addr, err, errlen);
+		rc = resolve(pid, "dlopen", &c.fn, err, errlen);
 	if (!rc)
-		rc = resolve(pid, "dlerror", &dlerror_addr, err, errlen);
-	if (rc)
-		return rc;
-	rc = session_begin(&s, pid, err, errlen);
+		rc = resolve(pid, "dlerror", &c.errfn, err, errlen);
 	if (!rc)
-		rc = write_stack(&s, lib_path, strlen(lib_path) + 1, &path_addr);
-	if (!rc)
-		rc = session_call(&s, path_addr, dlopen_addr, path_addr,
-				  RTLD_NOW | RTLD_LOCAL, handle);
-	if (!rc && *handle == 0) {
-		char msg[512] = "(no dlerror message)";
-
-		if (!session_call(&s, path_addr, dlerror_addr, 0, 0, &msg_addr) && msg_addr)
-			target_read_str(pid, msg_addr, msg, sizeof(msg));
-		snprintf(err, errlen, "pid %d: dlopen(%s) failed: %s", pid, lib_path, msg);
+		rc = inject_run(pid, &c, NULL, err, errlen);
+	if (!rc && !c.result) {
+		snprintf(err, errlen, "pid %d: dlopen(%s) failed: %s", pid, lib_path,
+			 c.msg[0] ? c.msg : "(no dlerror message)");
 		rc = -ENOEXEC;
 	}
-	session_end(&s);
+	if (!rc)
+		*handle = c.result;
 	return rc;
 }
 
 int inject_dlclose(int pid, uint64_t handle, int *ret, char *err, size_t errlen)
 {
-	uint64_t dlclose_addr, r = 0;
+	return inject_dlclose_checked(pid, handle, 0, 0, 0, 0, ret, err, errlen);
+}
+
+int inject_dlclose_checked(int pid, uint64_t handle, uint64_t text_lo, uint64_t text_hi,
+			   uint64_t busy_addr, size_t busy_len, int *ret, char *err,
+			   size_t errlen)
+{
+	struct inj_unload u = { text_lo, text_hi, busy_addr, busy_len };
+	struct tramp_call c = { .arg0 = handle };
+	bool checked = text_lo < text_hi || busy_len;
 	int rc;
 
 	err[0] = 0;
-	rc = resolve(pid, "dlclose", &dlclose_addr, err, errlen);
+	if (busy_len > MAX_BUSY_LEN) {
+		snprintf(err, errlen, "busy range of %zu bytes is too long", busy_len);
+		return -EINVAL;
+	}
+	rc = preflight(pid, NULL, err, errlen);
 	if (!rc)
-		rc = inject_call(pid, dlclose_addr, handle, 0, &r, err, errlen);
+		rc = resolve(pid, "dlclose", &c.fn, err, errlen);
 	if (!rc)
-		*ret = (int)r;
+		rc = inject_run(pid, &c, checked ? &u : NULL, err, errlen);
+	if (!rc)
+		*ret = (int)c.result;
 	return rc;
 }

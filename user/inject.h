@@ -4,13 +4,16 @@
  * functions in it (x86-64, glibc >= 2.34 where dlopen lives in libc.so.6).
  *
  * Each call below is one ptrace session: every thread is seized and
- * interrupted, one thread at a safe point is borrowed (see inject.c for what
- * "safe" means), the other threads are released again, the function runs on
- * the borrowed thread and returns to address 0, and the fault that follows
- * hands the thread back to us; its registers and full xstate are restored
- * and it is detached. A process stopped by SIGSTOP stays stopped. Signals
- * that arrive meanwhile are delivered on detach. Every wait is bounded; on
- * any failure the thread is restored and every thread detached.
+ * interrupted and one thread at a safe point is chosen. Nothing in the
+ * target changes until a single PTRACE_SETREGS points that thread at a small
+ * trampoline (copied into the zero padding after libc's code) that saves its
+ * state, makes the call, restores every register and returns to where the
+ * thread was; then every thread is detached. From that instant on the
+ * target needs nothing more from ptbpf: if ptbpf dies at any point, the
+ * thread still gets its state back. ptbpf reads the result from the
+ * thread's stack and afterwards erases the trampoline. A process stopped by
+ * SIGSTOP (or SIGTSTP...) is refused and left stopped. Every wait is
+ * bounded.
  *
  * All return 0 or a negative errno and, on error, write one line into err.
  */
@@ -26,6 +29,14 @@
 int inject_dlopen(int pid, const char *lib_path, uint64_t *handle, char *err, size_t errlen);
 /* dlclose(handle) inside pid; *ret gets its return value (0 = success). */
 int inject_dlclose(int pid, uint64_t handle, int *ret, char *err, size_t errlen);
+/* The same, but only at an instant when no thread runs the library: with
+ * every thread stopped, no thread's RIP lies in [text_lo, text_hi) and every
+ * byte of the target's [busy_addr, busy_addr + busy_len) is zero (busy_len
+ * at most 1 MiB; 0 for none). Up to about 100 tries, the threads running a
+ * millisecond in between; then -EBUSY. */
+int inject_dlclose_checked(int pid, uint64_t handle, uint64_t text_lo, uint64_t text_hi,
+			   uint64_t busy_addr, size_t busy_len, int *ret, char *err,
+			   size_t errlen);
 /* Calls fn_addr(arg0, arg1) on a borrowed thread of pid; *ret gets RAX. */
 int inject_call(int pid, uint64_t fn_addr, uint64_t arg0, uint64_t arg1, uint64_t *ret,
 		char *err, size_t errlen);
