@@ -48,14 +48,14 @@ class LongTarget:
         check_target_output(out, len(out.splitlines()) - 2)
 
 
-def strace_cli(pid, log, when=None):
-    """inject_cli PID LIB under strace, killed at its when-th ptrace call.
-    Returns its stdout and the ptrace calls it entered."""
+def strace_cli(pid, log, when=None, args=None):
+    """inject_cli PID LIB (or inject_cli ARGS) under strace, killed at its
+    when-th ptrace call. Returns its stdout and the ptrace calls it entered."""
     argv = ["strace", "-f", "-qq", "-o", str(log), "-e", "trace=ptrace", "-e", "signal=none"]
     if when:
         argv += ["-e", "inject=ptrace:signal=SIGKILL:when=%d" % when]
-    p = subprocess.run(argv + [require(CLI), str(pid), require(LIB)], capture_output=True,
-                       text=True, timeout=60)
+    argv += [require(CLI)] + (args or [str(pid), require(LIB)])
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     with open(log) as f:
         calls = [line.split(" ", 1)[1].strip() for line in f if "ptrace(" in line]
     return p.stdout, calls
@@ -132,3 +132,58 @@ def test_kill_at_random_times(tmp_path, mode):
     finally:
         t.finish()
     print("\n%s: %d trials, %d finished before the kill" % (mode, RANDOM_TRIALS, finished))
+
+
+def libc_code_end(pid):
+    """The last page of libc's code mapping: its address and bytes."""
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            fields = line.split()
+            if fields[-1].endswith("/libc.so.6") and fields[1] == "r-xp":
+                end = int(fields[0].split("-")[1], 16)
+    with open("/proc/%d/mem" % pid, "rb") as f:
+        f.seek(end - 4096)
+        return f.read(4096)
+
+
+def changed(before, after):
+    return [i for i in range(len(before)) if before[i] != after[i]]
+
+
+def lib_call(pid, sym, arg=0):
+    r = subprocess.run([require(CLI), "--call", str(pid), "inject_lib.so", sym, str(arg)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return int(r.stdout.split()[1])
+
+
+def test_call_outliving_a_killed_injector(tmp_path):
+    """Killed right after its commit, an injector leaves a call running (a
+    1.5 s sleep) and its trampoline in libc's padding. The next injections
+    neither borrow that thread nor touch that slot; once the call has
+    returned, the slot is reused and zeroed."""
+    t = LongTarget(tmp_path, "any", "target")
+    try:
+        clean = libc_code_end(t.pid)
+        assert subprocess.run([require(CLI), str(t.pid), require(LIB)],
+                              capture_output=True).returncode == 0
+        sleep = ["--call", str(t.pid), "inject_lib.so", "inject_lib_sleep"]
+        out, calls = strace_cli(t.pid, tmp_path / "count.log", args=sleep + ["1"])
+        assert out == "ret 1\n"
+        first_detach = [c.startswith("ptrace(PTRACE_DETACH,") for c in calls].index(True) + 1
+        out, calls = strace_cli(t.pid, tmp_path / "kill.log", when=first_detach,
+                                args=sleep + ["1500"])
+        assert out == "" and committed(calls), calls
+        t.assert_healthy()
+        orphan_slot = changed(clean, libc_code_end(t.pid))
+        assert orphan_slot and orphan_slot[-1] - orphan_slot[0] < 512, orphan_slot
+        orphan = lib_call(t.pid, "inject_lib_sleeper_tid")
+        for i in range(5):
+            assert lib_call(t.pid, "inject_lib_tid") != orphan
+            assert changed(clean, libc_code_end(t.pid)) == orphan_slot
+        time.sleep(1.6)
+        assert lib_call(t.pid, "inject_lib_tid")
+        assert changed(clean, libc_code_end(t.pid)) == []
+        t.assert_healthy()
+    finally:
+        t.finish()
