@@ -119,7 +119,7 @@ $(OUTPUT)/hip_calls: tests/progs/hip_calls.c | $(OUTPUT)
 # Injection: a multithreaded target, the library put into it, and a driver.
 $(OUTPUT)/inject_target: tests/progs/inject_target.c | $(OUTPUT)
 	$(call msg,CC,$@)
-	$(Q)$(CC) -O1 -g -Wall -Wextra -Wno-unused-parameter $< -o $@ -pthread
+	$(Q)$(CC) -O1 -g -Wall -Wextra -Wno-unused-parameter $< -o $@ -pthread -lm
 
 $(OUTPUT)/inject_lib.so: tests/progs/inject_lib.c | $(OUTPUT)
 	$(call msg,CC,$@)

@@ -1,13 +1,17 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """ptrace injection (user/inject.c) through build/inject_cli, into real
-processes: a multithreaded C target, python3 running torch, a SIGSTOPped
-target, and targets it must refuse. The target's own output is the check
+processes: a multithreaded C target (with each of its blocked threads, and
+a thread live in AVX registers, as the borrowed one), python3 running
+torch, and targets it must refuse (a SIGSTOPped one among them). Killing
+ptbpf during an injection: test_inject_kill.py. The target's own output is the check
 that nothing was corrupted: every line is predictable."""
 import os
 import re
 import signal
 import subprocess
 import time
+
+import pytest
 
 from conftest import BUILD, PYTHON, Proc, require
 
@@ -152,7 +156,9 @@ def test_inject_python_torch(tmp_path):
     assert lines[-1] == "done"
 
 
-def test_inject_sigstopped_target(tmp_path):
+def test_inject_refuses_sigstopped_target(tmp_path):
+    """A group-stopped process could not run the call to its end: it is
+    refused, and left stopped and untraced."""
     n = 15
     p, out = start_target(tmp_path, n)
     try:
@@ -163,14 +169,100 @@ def test_inject_sigstopped_target(tmp_path):
             time.sleep(0.01)
         before = thread_states(p.p.pid)
         assert set(before.values()) == {"T"}, before
-        dlopen(p.p.pid)
-        assert out.read_text() == "injected %d\n" % p.p.pid
-        assert cli("--call", p.p.pid, "inject_lib.so", "inject_lib_ping", 1) == (0, "ret 2\n", "")
+        refusal = ("inject: pid %d is stopped (SIGSTOP): ptbpf loads nothing into a stopped "
+                   "process; continue it (kill -CONT %d) or use --ops probes\n"
+                   % (p.p.pid, p.p.pid))
+        assert cli(p.p.pid, require(LIB)) == (1, "", refusal)
+        assert cli("--call", p.p.pid, "libc.so.6", "getpid", 0) == (1, "", refusal)
         time.sleep(0.3)
         assert thread_states(p.p.pid) == before  # still stopped, every thread
         with open("/proc/%d/status" % p.p.pid) as f:
             assert "TracerPid:\t0\n" in f.read()
+        assert not out.exists() and not maps_lib(p.p.pid)
         os.kill(p.p.pid, signal.SIGCONT)
+        rc, stdout, stderr = p.finish(timeout=60)
+    finally:
+        p.kill()
+    assert rc == 0, stderr
+    check_target_output(p.seen + stdout, n)
+
+
+def thread_named(pid, name):
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+            if f.read().strip() == name:
+                return int(tid)
+    raise AssertionError("pid %d has no thread %s" % (pid, name))
+
+
+def call_tid(pid):
+    rc, out, err = cli("--call", pid, "inject_lib.so", "inject_lib_tid", 0)
+    assert rc == 0, err
+    return int(out.split()[1])
+
+
+@pytest.mark.parametrize("mode", ["sleeper", "reader", "waiter", "poller", "vector"])
+def test_inject_borrows_only_thread(tmp_path, mode):
+    """Only one thread has a stack ptbpf may use (the main loop and the
+    others run on 64 KiB stacks), so every call runs on it: blocked in
+    nanosleep, read, futex or poll, the call interrupts its system call,
+    which must restart; the vector thread keeps AVX registers and an
+    upward MXCSR rounding mode live across each call. Its own output
+    checks both."""
+    n = 25
+    out = tmp_path / "lib_out"
+    p = Target([require(TARGET), str(n), mode], env=dict(os.environ, INJECT_LIB_OUT=str(out)))
+    try:
+        p.wait("tick 1 ", timeout=10)
+        tid = thread_named(p.p.pid, mode)
+        dlopen(p.p.pid)
+        assert out.read_text() == "injected %d\n" % p.p.pid
+        for _ in range(15):
+            assert call_tid(p.p.pid) == tid
+            time.sleep(0.02)
+        rc, stdout, stderr = p.finish(timeout=60)
+    finally:
+        p.kill()
+    assert rc == 0, stdout + stderr
+    check_target_output(p.seen + stdout, n)
+
+
+def lib_text_range(pid):
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            fields = line.split()
+            if fields[-1] == LIB and fields[1] == "r-xp":
+                lo, hi = fields[0].split("-")
+                return "0x" + lo, "0x" + hi
+    raise AssertionError("inject_lib.so has no text in pid %d" % pid)
+
+
+def test_inject_dlclose_checked(tmp_path):
+    """dlclose waits for an idle instant: refused while a thread spins in
+    the library or its busy word is set, done once both are clear."""
+    n = 20
+    p, out = start_target(tmp_path, n)
+    try:
+        handle = dlopen(p.p.pid)
+        lo, hi = lib_text_range(p.p.pid)
+        rc, busy, err = cli("--call", p.p.pid, "inject_lib.so", "inject_lib_busy_addr", 0)
+        assert rc == 0, err
+        busy = busy.split()[1]
+        checked = ["--dlclose-checked", p.p.pid, handle, lo, hi, busy, 4]
+        busy_err = ("inject: pid %d: the library is still in use after 100 tries (a thread "
+                    "runs its code or its busy flags are set); not unloaded\n" % p.p.pid)
+
+        assert cli("--call", p.p.pid, "inject_lib.so", "inject_lib_spin", 1) == (0, "ret 0\n", "")
+        assert cli(*checked) == (1, "", busy_err)
+        assert cli("--call", p.p.pid, "inject_lib.so", "inject_lib_spin", 0) == (0, "ret 0\n", "")
+        assert cli("--call", p.p.pid, "inject_lib.so", "inject_lib_set_busy", 1) == \
+            (0, "ret 1\n", "")
+        assert cli(*checked) == (1, "", busy_err)
+        assert maps_lib(p.p.pid)
+        assert cli("--call", p.p.pid, "inject_lib.so", "inject_lib_set_busy", 0) == \
+            (0, "ret 0\n", "")
+        assert cli(*checked) == (0, "ret 0\n", "")
+        assert not maps_lib(p.p.pid)
         rc, stdout, stderr = p.finish(timeout=60)
     finally:
         p.kill()

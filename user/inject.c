@@ -215,15 +215,22 @@ static int preflight(int pid, const char *lib_path, char *err, size_t errlen)
 	return 0;
 }
 
-int inject_symbol_addr(int pid, const char *lib_prefix, const char *sym, uint64_t *addr)
+/* Runtime addresses in pid of n exported functions of the first library
+ * whose basename starts with lib_prefix, from one parse of its symbols.
+ * 0, or -ENOENT (*bad: which one) or -errno. */
+static int lib_symbols(int pid, const char *lib_prefix, const char *const *syms,
+		       uint64_t *addrs, int n, int *bad)
 {
 	char path[64], line[PATH_MAX + 256], err[256];
+	uint64_t file_off[4];
 	struct target_lib lib;
-	struct elf_func fn;
 	struct elf_file *ef;
-	int ret;
+	int ret = 0, found = 0;
 	FILE *f;
 
+	*bad = 0;
+	if (n > 4)
+		return -E2BIG;
 	ret = target_find_lib(pid, lib_prefix, &lib);
 	if (ret)
 		return ret;
@@ -231,35 +238,53 @@ int inject_symbol_addr(int pid, const char *lib_prefix, const char *sym, uint64_
 	close(lib.fd);
 	if (!ef)
 		return -ENOEXEC;
-	ret = elf_file_find_func(ef, sym, &fn);
+	for (int i = 0; !ret && i < n; i++) {
+		struct elf_func fn;
+
+		ret = elf_file_find_func(ef, syms[i], &fn);
+		file_off[i] = fn.file_off;
+		addrs[i] = 0;
+		*bad = i;
+	}
 	elf_file_close(ef);
 	if (ret)
 		return ret;
-	/* The mapping of that inode whose file range holds the symbol. */
+	/* The mapping of that inode whose file range holds each symbol. */
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
-	ret = -ENOENT;
-	while (fgets(line, sizeof(line), f)) {
+	while (found < n && fgets(line, sizeof(line), f)) {
 		unsigned long start, end, off, ino;
 		unsigned int major, minor;
 		char perms[8];
 
 		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &start, &end, perms, &off,
-			   &major, &minor, &ino) != 7)
+			   &major, &minor, &ino) != 7 ||
+		    ino != lib.ino || makedev(major, minor) != lib.dev || perms[2] != 'x')
 			continue;
-		if (ino != lib.ino || makedev(major, minor) != lib.dev || perms[2] != 'x' ||
-		    fn.file_off < off || fn.file_off >= off + (end - start))
-			continue;
-		*addr = start + (fn.file_off - off);
-		ret = 0;
-		break;
+		for (int i = 0; i < n; i++) {
+			if (addrs[i] || file_off[i] < off || file_off[i] >= off + (end - start))
+				continue;
+			addrs[i] = start + (file_off[i] - off);
+			found++;
+		}
 	}
 	fclose(f);
-	return ret;
+	for (int i = 0; i < n; i++)
+		if (!addrs[i]) {
+			*bad = i;
+			return -ENOENT;
+		}
+	return 0;
 }
 
+int inject_symbol_addr(int pid, const char *lib_prefix, const char *sym, uint64_t *addr)
+{
+	int bad;
+
+	return lib_symbols(pid, lib_prefix, &sym, addr, 1, &bad);
+}
 
 /* Executable ranges of libc.so.6 and ld.so, for the safe-point test, and
  * the padding after their code, for the trampoline. */
@@ -674,27 +699,31 @@ int inject_call(int pid, uint64_t fn_addr, uint64_t arg0, uint64_t arg1, uint64_
 	return rc;
 }
 
-static int resolve(int pid, const char *sym, uint64_t *addr, char *err, size_t errlen)
+/* Addresses of n functions of libc (dlopen and friends). */
+static int resolve(int pid, const char *const *syms, uint64_t *addrs, int n, char *err,
+		   size_t errlen)
 {
-	int rc = inject_symbol_addr(pid, "libc.so.6", sym, addr);
+	int bad, rc = lib_symbols(pid, "libc.so.6", syms, addrs, n, &bad);
 
 	if (rc)
 		snprintf(err, errlen, "pid %d: cannot find %s in its libc.so.6 (glibc >= 2.34 "
-			 "needed): %s", pid, sym, strerror(-rc));
+			 "needed): %s", pid, syms[bad], strerror(-rc));
 	return rc;
 }
 
 int inject_dlopen(int pid, const char *lib_path, uint64_t *handle, char *err, size_t errlen)
 {
+	static const char *const syms[] = { "dlopen", "dlerror" };
 	struct tramp_call c = { .path = lib_path, .arg1 = RTLD_NOW | RTLD_LOCAL };
+	uint64_t addrs[2] = { 0 };
 	int rc;
 
 	err[0] = 0;
 	rc = preflight(pid, lib_path, err, errlen);
 	if (!rc)
-		rc = resolve(pid, "dlopen", &c.fn, err, errlen);
-	if (!rc)
-		rc = resolve(pid, "dlerror", &c.errfn, err, errlen);
+		rc = resolve(pid, syms, addrs, 2, err, errlen);
+	c.fn = addrs[0];
+	c.errfn = addrs[1];
 	if (!rc)
 		rc = inject_run(pid, &c, NULL, err, errlen);
 	if (!rc && !c.result) {
@@ -728,7 +757,7 @@ int inject_dlclose_checked(int pid, uint64_t handle, uint64_t text_lo, uint64_t 
 	}
 	rc = preflight(pid, NULL, err, errlen);
 	if (!rc)
-		rc = resolve(pid, "dlclose", &c.fn, err, errlen);
+		rc = resolve(pid, (const char *const[]){ "dlclose" }, &c.fn, 1, err, errlen);
 	if (!rc)
 		rc = inject_run(pid, &c, checked ? &u : NULL, err, errlen);
 	if (!rc)

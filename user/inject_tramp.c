@@ -384,6 +384,7 @@ int tramp_find_slot(int pid, const struct tramp_pad *pads, int npads, struct inj
 		    int nth, uint64_t *slot)
 {
 	uint8_t buf[PAGE];
+	bool busy = false;
 
 	*slot = 0;
 	for (int i = 0; i < nth; i++)
@@ -391,7 +392,7 @@ int tramp_find_slot(int pid, const struct tramp_pad *pads, int npads, struct inj
 	for (int p = 0; p < npads; p++) {
 		uint64_t len = pads[p].hi - pads[p].lo, free_slot = 0;
 		size_t n = len / SLOT_LEN;
-		bool foreign = false;
+		bool foreign = false, pad_busy = false;
 
 		if (!pads[p].lo || len > sizeof(buf) || target_read(pid, pads[p].lo, buf, len))
 			continue;
@@ -403,13 +404,17 @@ int tramp_find_slot(int pid, const struct tramp_pad *pads, int npads, struct inj
 			enum slot_kind kind = classify_slot(pid, addr, buf + k * SLOT_LEN, th, nth);
 
 			foreign |= kind == SLOT_FOREIGN;
+			pad_busy |= kind == SLOT_BUSY;
 			if (kind == SLOT_FREE && !free_slot)
 				free_slot = addr;
 		}
-		if (!foreign && free_slot && !*slot)
+		if (foreign)
+			continue;
+		busy |= pad_busy;
+		if (free_slot && !*slot)
 			*slot = free_slot;
 	}
-	return *slot ? 0 : -ENOSPC;
+	return *slot ? 0 : busy ? -EBUSY : -ENOSPC;
 }
 
 static size_t d_len(const char *path)

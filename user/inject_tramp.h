@@ -53,7 +53,8 @@ bool tramp_cpu_ok(void);
 void tramp_find_padding(int pid, uint64_t lo, uint64_t hi, uint64_t off, struct tramp_pad *pad);
 /* With every thread stopped and its registers read: the first free slot in
  * pads. Marks the threads that run an earlier call still going (in_call).
- * 0, or -ENOSPC if no slot is free. */
+ * 0; -EBUSY if every slot is taken by such calls; -ENOSPC if there is no
+ * usable padding. */
 int tramp_find_slot(int pid, const struct tramp_pad *pads, int npads, struct inj_thread *th,
 		    int nth, uint64_t *slot);
 /* Whether the stack holding rsp is a thread stack with room for D (of a

@@ -4,6 +4,8 @@
  *   inject_cli PID LIB                    dlopen; prints "handle 0xH"
  *   inject_cli --call PID LIBPREFIX SYM X calls SYM(X, 0); prints "ret R"
  *   inject_cli --dlclose PID HANDLE       dlclose; prints "ret R"
+ *   inject_cli --dlclose-checked PID HANDLE TEXT_LO TEXT_HI BUSY_ADDR BUSY_LEN
+ *                                         dlclose once the library is idle
  * Errors go to stderr as one line; the exit code is 1.
  */
 #include "inject.h"
@@ -26,7 +28,7 @@ static int parse_u64(const char *s, uint64_t *out)
 int main(int argc, char **argv)
 {
 	char err[512] = "";
-	uint64_t pid, v, addr, ret;
+	uint64_t pid, v, addr, ret, lo, hi, len;
 	int rc, r;
 
 	if (argc == 3 && !parse_u64(argv[1], &pid)) {
@@ -48,9 +50,17 @@ int main(int argc, char **argv)
 		rc = inject_dlclose((int)pid, v, &r, err, sizeof(err));
 		if (!rc)
 			printf("ret %d\n", r);
+	} else if (argc == 8 && !strcmp(argv[1], "--dlclose-checked") &&
+		   !parse_u64(argv[2], &pid) && !parse_u64(argv[3], &v) &&
+		   !parse_u64(argv[4], &lo) && !parse_u64(argv[5], &hi) &&
+		   !parse_u64(argv[6], &addr) && !parse_u64(argv[7], &len)) {
+		rc = inject_dlclose_checked((int)pid, v, lo, hi, addr, len, &r, err, sizeof(err));
+		if (!rc)
+			printf("ret %d\n", r);
 	} else {
 		fprintf(stderr, "usage: inject_cli PID LIB | --call PID LIBPREFIX SYM X | "
-			"--dlclose PID HANDLE\n");
+			"--dlclose PID HANDLE | --dlclose-checked PID HANDLE TEXT_LO TEXT_HI "
+			"BUSY_ADDR BUSY_LEN\n");
 		return 2;
 	}
 	if (rc) {
