@@ -213,6 +213,18 @@ static bool thread_alive(int pid, uint32_t tid)
 	return tid && access(path, F_OK) == 0;
 }
 
+bool agent_running(const struct agent_link *a)
+{
+	struct ptbpf_agent_ctl c;
+
+	/* Just loaded, its thread may not have started yet (it writes its tid
+	 * first thing): a second at most. A copy in a forked child names its
+	 * parent's thread, which is not in the child. */
+	for (int i = 0; i < 100 && !read_ctl(a, &c) && !c.agent_tid; i++)
+		usleep(10000);
+	return !read_ctl(a, &c) && thread_alive(a->t->pid, c.agent_tid);
+}
+
 int agent_unload(const struct agent_link *a, char *err, size_t errlen)
 {
 	struct ptbpf_agent_ctl c;

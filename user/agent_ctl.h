@@ -46,6 +46,9 @@ int agent_send(struct agent_link *a, uint32_t cmd, const char *words, uint64_t j
 /* 0 once the agent acted on the last command, -EAGAIN before, -ESRCH if
  * the image is gone. */
 int agent_acked(const struct agent_link *a);
+/* Whether the agent's thread runs in this process (a forked child has a
+ * copy of its parent's agent, without the thread). */
+bool agent_running(const struct agent_link *a);
 /* Whether an earlier or this ptbpf loaded the agent (ptrace): then it is
  * sent EXIT and unloaded at detach. */
 bool agent_injected(const struct agent_link *a);

@@ -200,6 +200,11 @@ int device_probes_scan(struct device_probes *d, const struct target *t, bool ops
 		fprintf(stderr, "ptbpf: warning: %s\n", err);
 		return ret;
 	}
+	if (!agent_running(&d->ag[i].a)) {
+		fprintf(stderr, "ptbpf: pid %d maps an agent without its thread (a child forked by "
+			"a traced process): not used\n", t->pid);
+		return 0;
+	}
 	for (int k = 0; k < d->ninjected; k++)
 		injected |= d->injected[k] == t->pid;
 	d->ag[i].injected = injected;

@@ -457,6 +457,10 @@ static int add_target(struct session *s, int pid, bool quiet_if_gone)
 		agent_ops = wants_agent_ops(s, t) && start_agent_ops(s, t);
 		if (!agent_ops)
 			ret = probes_attach(s->probes, t, &rep, &exiting, err, sizeof(err));
+		/* Children it forks have the agent without its thread: they get
+		 * uprobes, which must not take a plan's time then. */
+		else if (s->opt.follow_children && probes_prepare(s->probes, t, err, sizeof(err)))
+			fprintf(stderr, "ptbpf: warning: %s\n", err);
 	}
 	if (ret) {
 		target_close(t);

@@ -335,6 +335,11 @@ static int attach_plan(struct probes *p, const struct plan *pl, const struct tar
 	return 0;
 }
 
+int probes_prepare(struct probes *p, const struct target *t, char *err, size_t errlen)
+{
+	return t->torch.fd < 0 || find_or_make_plan(p, t, err, errlen) ? 0 : -EINVAL;
+}
+
 int probes_attach(struct probes *p, const struct target *t, struct attach_report *rep,
 		  volatile sig_atomic_t *stop, char *err, size_t errlen)
 {

@@ -29,6 +29,9 @@ struct attach_report {
 
 /* entries_only: no exit probes (ret sites, __cxa_begin_catch, backward exits). */
 struct probes *probes_new(struct ptbpf_bpf *skel, struct op_table *ops, bool entries_only);
+/* Plans t's libtorch now, attaching nothing: its forked children, traced
+ * by uprobes, are then attached within milliseconds. 0 or -errno (err). */
+int probes_prepare(struct probes *p, const struct target *t, char *err, size_t errlen);
 /* Attaches everything for t. Stops early (returns -EINTR) once *stop is set.
  * On error writes one line into err; links attached so far stay owned by
  * p and are removed by probes_free. */

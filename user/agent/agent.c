@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -115,6 +116,10 @@ int agent_busy_assign(void)
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool active, active_by_ctl, gpu_on, ops_on, process_exiting;
 static uint8_t probe_byte; /* ptbpf_agent_status's first byte, unprobed */
+/* The agent thread's stack, the agent's own (glibc would keep a stack it
+ * made in its cache after the thread ends): unmapped when unloaded. */
+#define STACK_BYTES (256 << 10)
+static void *stack;
 static bool log_to_stderr;
 
 int64_t agent_now(int clock)
@@ -303,11 +308,15 @@ static void agent_start(void)
 	probe_byte = *(volatile const uint8_t *)(uintptr_t)ptbpf_agent_status;
 	if (dladdr1((void *)agent_start, &di, (void **)&self, RTLD_DL_LINKMAP) && self)
 		ptbpf_agent_ctl.handle = (uintptr_t)self;
+	stack = mmap(NULL, STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
+		     MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED)
+		return;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 256 << 10);
+	pthread_attr_setstack(&attr, stack, STACK_BYTES);
 	pthread_create(&tid, &attr, agent_thread, NULL);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -326,8 +335,10 @@ __attribute__((constructor)) static void agent_init(void)
 __attribute__((destructor)) static void agent_fini(void)
 {
 	if (ptbpf_agent_ctl.state == PTBPF_STATE_GONE) {
+		/* The thread ended (ptbpf saw its tid go) before this runs. */
 		agent_ops_unload();
 		cupti_unload();
+		munmap(stack, STACK_BYTES);
 		return;
 	}
 	/* From here on the agent thread leaves torch and CUPTI alone: their
