@@ -1119,17 +1119,8 @@ int main(int argc, char **argv)
 		return replay_main(argc, argv);
 	if (argc >= 2 && (!strcmp(argv[1], "report") || !strcmp(argv[1], "export")))
 		return report_main(argc, argv);
-	if (argc >= 2 && !strcmp(argv[1], "merge")) {
-		bool coll = argc >= 3 && !strcmp(argv[2], "--align-collectives");
-		int first = coll ? 3 : 2;
-
-		if (argc < first + 3 || strcmp(argv[argc - 2], "-o")) {
-			fprintf(stderr, "ptbpf: usage: ptbpf merge [--align-collectives] A.pftrace "
-				"B.pftrace ... -o OUT.pftrace\n");
-			return 2;
-		}
-		return merge_traces(argv + first, argc - first - 2, argv[argc - 1], coll);
-	}
+	if (argc >= 2 && !strcmp(argv[1], "merge"))
+		return merge_main(argc, argv);
 	rc = cli_parse(argc, argv, &s.opt);
 	if (rc)
 		return rc > 0 ? rc : 2;
