@@ -449,12 +449,14 @@ static void memory_track(struct report *r, struct track *t, const char *name)
 static void memory_flush(struct report *r)
 {
 	struct mem_pending *m = &r->mem_pending;
-	const struct track *t = &r->track_v[m->track];
-	int64_t reserved = t->sibling ? r->track_v[t->sibling - 1].value : 0;
+	const struct track *t;
+	int64_t reserved;
 
 	if (!m->on)
 		return;
 	m->on = false;
+	t = &r->track_v[m->track];
+	reserved = t->sibling ? r->track_v[t->sibling - 1].value : 0;
 	kineto_sep(r);
 	fprintf(r->kineto, "{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", "
 		"\"name\": \"[memory]\", \"pid\": %ld, \"tid\": 0, \"ts\": %.3f, \"args\": "

@@ -102,7 +102,7 @@ static void intern_add(struct tr_reader *r, uint32_t seq, uint8_t table, uint64_
 	struct intern_entry *e;
 	char *copy;
 
-	if (t->n >= INTERN_MAX || t->bytes + len > INTERN_BYTES_MAX ||
+	if (t->n >= INTERN_MAX || t->bytes + len > INTERN_BYTES_MAX || t->next_id == TR_INLINE ||
 	    ((t->n + 1) * 2 > t->cap && !intern_grow(t)) || !(copy = malloc(len ? len : 1)))
 		return; /* not kept: uses of it count as unresolved */
 	memcpy(copy, s, len);
@@ -145,13 +145,16 @@ static void intern_clear_seq(struct interns *t, uint32_t seq)
 	*t = g;
 }
 
+/* Ids go on growing: one never names two strings. */
 static void intern_free(struct interns *t)
 {
+	uint32_t next_id = t->next_id;
+
 	for (uint32_t i = 0; i < t->cap; i++)
 		if (t->e[i].used)
 			free((char *)t->e[i].str.s);
 	free(t->e);
-	memset(t, 0, sizeof(*t));
+	*t = (struct interns){ .next_id = next_id };
 }
 
 static void lookup(struct tr_reader *r, uint32_t seq, uint8_t table, uint64_t iid,
