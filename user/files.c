@@ -116,6 +116,12 @@ static int check_target(const char *path, bool force, const char *const *inputs,
 	return 0;
 }
 
+void outfile_cannot_write(const char *who, const char *path, int err)
+{
+	say(who, "cannot write %s: %s%s", path, strerror(err),
+	    err == ENOSPC || err == EDQUOT ? ": free space there or write elsewhere" : "");
+}
+
 int outfile_check(const char *path, bool force, const char *who)
 {
 	return check_target(path, force, NULL, 0, who);
@@ -143,7 +149,7 @@ int outfile_open(struct outfile *o, const char *path, bool force,
 		if (errno == EEXIST)
 			say(who, "%s exists; not replaced (--force replaces it)", o->tmp);
 		else
-			say(who, "cannot write %s: %s", o->path, strerror(errno));
+			outfile_cannot_write(who, o->tmp, errno);
 		return -1;
 	}
 	return 0;

@@ -35,6 +35,9 @@ struct outfile {
 	bool force;
 };
 
+/* "ptbpf: WHO: cannot write PATH: REASON", and what to do when the disk
+ * is full. */
+void outfile_cannot_write(const char *who, const char *path, int err);
 /* Whether an output may go to path (an early check, repeated by
  * outfile_open): 0, or -1 with one line printed. */
 int outfile_check(const char *path, bool force, const char *who);

@@ -918,26 +918,19 @@ static int setup_bpf(struct session *s)
 	return s->probes && s->gpu ? 0 : -1;
 }
 
-/* "No space left on device" and what to do about it. */
-static void cannot_write(const char *path, int err)
-{
-	fprintf(stderr, "ptbpf: cannot write %s: %s%s\n", path, strerror(err),
-		err == ENOSPC || err == EDQUOT ? ": free space there, or give another -o" : "");
-}
-
 static int setup_trace(struct session *s)
 {
 	if (outfile_open(&s->out, s->opt.output, s->opt.force, NULL, 0, ""))
 		return -1;
 	s->w = pf_writer_open(s->out.fd);
 	if (!s->w) {
-		cannot_write(s->out.tmp, errno);
+		outfile_cannot_write("", s->out.tmp, errno);
 		return -1;
 	}
 	pf_trace_attr_str(s->w, "dev.ptbpf.version", PTBPF_VERSION);
 	/* Find out now, before attaching, whether the file takes data at all. */
 	if (pf_writer_flush(s->w)) {
-		cannot_write(s->out.tmp, -pf_writer_error(s->w));
+		outfile_cannot_write("", s->out.tmp, -pf_writer_error(s->w));
 		return -1;
 	}
 	fprintf(stderr, "ptbpf: writing %s (renamed to %s when tracing ends)\n", s->out.tmp,

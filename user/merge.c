@@ -589,7 +589,7 @@ int merge_traces(char **paths, int n, const char *out_path, bool by_collectives,
 	if (outfile_open(&out, out_path, force, (const char *const *)paths, n, "merge"))
 		goto done;
 	if (!(w = pf_writer_open_copy(out.fd))) {
-		fprintf(stderr, "ptbpf: merge: cannot write %s: %s\n", out.tmp, strerror(errno));
+		outfile_cannot_write("merge", out.tmp, errno);
 		goto done;
 	}
 	put_identity_snapshot(&snap, start == UINT64_MAX ? 0 : start, (uint32_t)n + 1);

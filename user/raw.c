@@ -35,7 +35,7 @@ struct raw_writer *raw_open(const char *path, bool force)
 	}
 	fd = dup(r->out.fd);
 	if (fd < 0 || !(r->f = fdopen(fd, "w"))) {
-		fprintf(stderr, "ptbpf: cannot write %s: %s\n", r->out.tmp, strerror(errno));
+		outfile_cannot_write("", r->out.tmp, errno);
 		if (fd >= 0)
 			close(fd);
 		outfile_discard(&r->out);
@@ -220,7 +220,7 @@ int raw_replay(const char *raw_path, const char *out_path, bool force)
 	w = pf_writer_open(out.fd);
 	j = w ? join_new(w, &ops, false) : NULL;
 	if (!w || !j) {
-		fprintf(stderr, "ptbpf: replay: cannot write %s: %s\n", out.tmp, strerror(errno));
+		outfile_cannot_write("replay", out.tmp, errno);
 		goto done;
 	}
 	err = replay_items(in, j, &ops, &end);

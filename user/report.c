@@ -1258,7 +1258,7 @@ static int export_open(struct report *r, const struct report_args *a, struct out
 		return -1;
 	fd = dup(out->fd);
 	if (fd < 0 || !(r->kineto = fdopen(fd, "w"))) {
-		fprintf(stderr, "ptbpf: export: cannot write %s: %s\n", out->tmp, strerror(errno));
+		outfile_cannot_write("export", out->tmp, errno);
 		if (fd >= 0)
 			close(fd);
 		return -1;
