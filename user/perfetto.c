@@ -19,7 +19,6 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -410,7 +409,7 @@ static void append_record(struct pf_writer *w, const uint8_t *head, size_t hlen,
 		flush_out(w);
 	if (w->err)
 		return;
-	if (rec > w->out_cap) { /* a copied packet larger than the buffer */
+	if (rec > w->out_cap) { /* a packet larger than the buffer */
 		uint8_t *g = realloc(w->out, rec);
 
 		if (!g) {
