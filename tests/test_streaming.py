@@ -75,17 +75,25 @@ def test_report_of_86_mb_in_under_32_mb(big_trace, tmp_path):
     assert rss < 32, "report took %.1f MB for an 86 MB trace" % rss
 
 
-def test_step_table_is_the_same_in_windows(big_trace, tmp_path):
-    """Within a budget of a few thousand intervals (older steps finished
-    during the pass, the rest in windows over more passes) and within an
-    ample one (one pass, all kept), the report is the same."""
-    tables = []
-    for budget in ("3000", "100000000"):
-        env = dict(os.environ, PTBPF_REPORT_INTERVALS=budget)
-        rc, out, err, _ = peak_rss_mb(["report", big_trace, "--json"], tmp_path, env=env)
-        assert rc == 0, err
-        tables.append(json.loads(out))
-    assert tables[0] == tables[1]
+def test_step_table_is_the_same_within_any_budget(big_trace, tmp_path):
+    """The report is the same within an ample budget (one pass, all kept)
+    and within a few thousand intervals (older steps finished during the
+    pass); and on the H200 recording, whose GPU kernels come late (in
+    batches), within 200 (the steps they reach back into are made again,
+    in windows over more passes)."""
+    gpu = tmp_path / "gpu.pftrace"
+    r = subprocess.run([PTBPF, "replay", os.path.join(ROOT, "tests", "data", "gpu",
+                                                      "agent_mlp.raw"), "-o", str(gpu)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for trace, small in ((big_trace, "3000"), (str(gpu), "200")):
+        tables = []
+        for budget in (small, "100000000"):
+            env = dict(os.environ, PTBPF_REPORT_INTERVALS=budget)
+            rc, out, err, _ = peak_rss_mb(["report", trace, "--json"], tmp_path, env=env)
+            assert rc == 0, err
+            tables.append(json.loads(out))
+        assert tables[0]["steps"] and tables[0] == tables[1]
 
 
 def test_export_and_merge_stream(big_trace, tmp_path):
