@@ -44,7 +44,7 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all clean deps test bench demo gpu-check gpu-check-multi pb2
+.PHONY: all clean deps test bench demo gpu-check gpu-check-multi pb2 fuzz
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -129,6 +129,32 @@ INJECT_CLI_OBJS := $(addprefix $(OUTPUT)/,inject.o inject_tramp.o elfsym.o exits
 $(OUTPUT)/inject_cli: tests/progs/inject_cli.c $(INJECT_CLI_OBJS)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
+
+# Fuzzers of every reader (report, export, merge, replay): libFuzzer with
+# ASan and UBSan (clang, libclang-rt-dev), the loader's modules rebuilt so.
+# `make fuzz` runs each for FUZZ_SECONDS from its corpus (tests/fuzz/corpus,
+# the regression inputs) and fails on any finding.
+FUZZ_SECONDS ?= 20
+FUZZ_DIR := $(OUTPUT)/fuzz
+FUZZ_CFLAGS := -O1 -g -std=gnu11 -fno-omit-frame-pointer -fsanitize=address,undefined \
+	       -fno-sanitize-recover=undefined -Iinclude -Iuser -I$(OUTPUT) \
+	       -DPTBPF_VERSION='"$(VERSION)"'
+FUZZ_OBJS := $(patsubst user/%.c,$(FUZZ_DIR)/%.o,$(filter-out user/main.c,$(USER_SRCS)))
+FUZZERS := $(patsubst tests/fuzz/%.c,$(FUZZ_DIR)/%,$(wildcard tests/fuzz/fuzz_*.c))
+
+$(FUZZ_DIR)/%.o: user/%.c $(wildcard user/*.h) include/ptbpf_events.h $(SKELS)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(FUZZ_DIR)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJS)
+	$(call msg,FUZZ-LD,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJS) \
+		-lbpf -lelf -lz -lzstd -lcapstone -levent_extra -levent_pthreads -levent_core \
+		-lstdc++ -lm -pthread -o $@
+
+fuzz: $(FUZZERS)
+	tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZERS)
 
 deps:
 	tests/install-deps.sh

@@ -105,6 +105,8 @@ def run_traced(tmp_path, target_argv, ptbpf_args=(), go_name="go", env=None,
     require(PTBPF)
     go = str(tmp_path / go_name)
     trace_path = str(tmp_path / "t.pftrace")
+    if os.path.exists(trace_path):  # a test's earlier run: ptbpf never replaces it
+        os.unlink(trace_path)
     target = Proc([a.replace("{go}", go) for a in target_argv], env=env)
     try:
         target.wait_line("ready")

@@ -14,6 +14,6 @@ until grep -q '^ready' "$log"; do
 done
 echo "demo: training loop running as pid $pid; tracing it for 5 seconds" \
 	"(ops from the agent, a Python stack for one top-level op in 20)"
-build/ptbpf -p "$pid" -d 5 --ops agent --py-stacks=20 -o demo.pftrace
+build/ptbpf -p "$pid" -d 5 --ops agent --py-stacks=20 -o demo.pftrace --force
 build/ptbpf report demo.pftrace --top 8
 echo "demo: open demo.pftrace at https://ui.perfetto.dev (Open trace file)"

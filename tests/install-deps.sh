@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
-# Installs what ptbpf's build, demo and tests need on Debian 12 (as root):
+# Installs what ptbpf's build, demo, tests and fuzzers (clang's libFuzzer and
+# sanitizer runtimes: libclang-rt-14-dev) need on Debian 12 (as root):
 # libbpf 1.4.6 and bpftool from bookworm-backports (bookworm's libbpf 1.1
 # lacks uprobe.multi), everything else from bookworm. libelf stays at
 # bookworm's 0.188: backports' 0.192 libelf.a cannot be linked statically.
@@ -18,7 +19,8 @@ fi
 apt-get update -q
 apt-get install -y -q libbpf-dev/bookworm-backports libbpf1/bookworm-backports \
 	bpftool/bookworm-backports
-apt-get install -y -q --allow-downgrades make gcc g++ clang llvm libelf-dev/bookworm \
+apt-get install -y -q --allow-downgrades make gcc g++ clang llvm libclang-rt-14-dev \
+	libelf-dev/bookworm \
 	libelf1/bookworm zlib1g-dev libzstd-dev libcapstone-dev protobuf-compiler \
 	python3-protobuf python3-pytest python3-torch libtorch-dev python3-bpfcc libamdhip64-dev \
 	linux-headers-amd64 util-linux procps strace binutils libevent-dev prometheus

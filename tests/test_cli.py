@@ -103,6 +103,9 @@ def test_output_is_a_symlink(tmp_path, idle_torch):
 def test_output_unwritable(tmp_path, idle_torch):
     r = ptbpf("-p", str(idle_torch.p.pid), "-o", "/proc/version")
     assert r.returncode == 1
+    assert "/proc/version exists; not replaced (--force replaces it)" in one_error_line(r)
+    r = ptbpf("-p", str(idle_torch.p.pid), "-o", "/proc/version", "--force")
+    assert r.returncode == 1
     assert "cannot write /proc/version" in one_error_line(r)
     full = ptbpf("-p", str(idle_torch.p.pid), "-o", "/dev/full")
     assert full.returncode == 1

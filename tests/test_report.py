@@ -167,4 +167,4 @@ def test_kineto_export_has_the_profilers_structure(tmp_path):
     # Not overwritten.
     r = subprocess.run([PTBPF, "export", "--kineto", gpu_path, trace], capture_output=True,
                        text=True)
-    assert r.returncode != 0 and "not overwritten" in r.stderr
+    assert r.returncode != 0 and "exists; not replaced (--force replaces it)" in r.stderr

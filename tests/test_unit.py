@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The C unit tests (tests/unit/), built by make, run against real inputs:
-the Perfetto writer is decoded by protoc; the ELF reader, exit-site finder
-and op namer run on Debian's libtorch_cpu.so."""
+the Perfetto writer is decoded by protoc; the report's step table is
+checked against a brute-force count; the ELF reader, exit-site finder and
+op namer run on Debian's libtorch_cpu.so."""
 import glob
 import os
 import subprocess
@@ -21,6 +22,13 @@ def run_unit(name, *args):
 
 def test_perfetto_writer():
     run_unit("test_perfetto", os.path.join(ROOT, "user"))
+
+
+def test_step_table_within_any_budget():
+    """report's step table: the same rows, equal to a brute-force count,
+    whether it fits its memory budget, finishes older steps during the pass
+    or needs windows (more passes)."""
+    run_unit("test_step_table")
 
 
 def test_elf_symbols_exit_sites_op_names():

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "target.h"
 
 const char *argp_program_version = "ptbpf " PTBPF_VERSION;
@@ -47,7 +48,14 @@ static const char doc[] =
 	"  sudo ptbpf -p PID --memory --shapes --py-stacks=10  also GPU memory, input\n"
 	"                                      shapes, and one Python stack in 10\n"
 	"  ptbpf report a.pftrace [--json]     step, operator and kernel tables\n"
-	"  ptbpf export --kineto a.json a.pftrace  Kineto-style Chrome JSON\n";
+	"  ptbpf export --kineto a.json a.pftrace  Kineto-style Chrome JSON\n"
+	"\n"
+	"OUTPUT FILES (the trace, --raw, replay -o, merge -o, export --kineto): each is\n"
+	"written as FILE.partial and renamed to FILE when complete, so a failed or killed\n"
+	"run never destroys an older FILE (its partial output stays as FILE.partial, and\n"
+	"report, export, merge and the Perfetto UI read a partial trace up to its cut);\n"
+	"an existing FILE is replaced only with --force; an output that is one of the\n"
+	"inputs is refused.\n";
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Process to trace (repeatable)", 0 },
@@ -60,6 +68,9 @@ static const struct argp_option options[] = {
 	{ "follow-children", 'f', NULL, 0, "Also trace processes the targets fork", 0 },
 	{ "raw", 'w', "FILE", 0, "Also write the raw records to FILE, to re-make the trace "
 	  "later with `ptbpf replay FILE -o OUT`", 0 },
+	{ "force", 'F', NULL, 0, "Replace existing output files (-o, --raw). Outputs are "
+	  "written as FILE.partial and renamed to FILE when complete; without --force an "
+	  "existing FILE is never replaced", 0 },
 	{ "no-agent", 'n', NULL, 0, "Do not load the agent into the process (ptrace): ops "
 	  "come from uprobes, launches are still traced, no GPU timeline; implies "
 	  "--ops=probes", 0 },
@@ -97,14 +108,23 @@ static const struct argp_option options[] = {
 };
 
 
-static int parse_u64(const char *s, const char *what, uint64_t min, uint64_t max, uint64_t *out)
+/* s as a whole number: digits only (no sign, space or suffix). */
+static bool whole_number(const char *s, uint64_t *out)
 {
 	char *end;
-	unsigned long long v;
 
+	if (*s < '0' || *s > '9')
+		return false;
 	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v < min || v > max) {
+	*out = strtoull(s, &end, 10);
+	return !errno && !*end;
+}
+
+static int parse_u64(const char *s, const char *what, uint64_t min, uint64_t max, uint64_t *out)
+{
+	uint64_t v;
+
+	if (!whole_number(s, &v) || v < min || v > max) {
 		fprintf(stderr, "ptbpf: invalid %s '%s': expected a whole number from %llu to %llu\n",
 			what, s, (unsigned long long)min, (unsigned long long)max);
 		return -1;
@@ -116,26 +136,38 @@ static int parse_u64(const char *s, const char *what, uint64_t min, uint64_t max
 /* The keys of the options that belong to `ptbpf daemon`. */
 #define DAEMON_KEYS "DEWAMKBL"
 
-/* "90", "90s", "10m", "2h" -> seconds. */
+/* s without its last character if that is one of units (the unit's index
+ * + 1 in *unit), else s (*unit 0), in buf. */
+static bool split_unit(const char *s, const char *units, char *buf, size_t len, int *unit)
+{
+	size_t n = strlen(s);
+	const char *u;
+
+	if (n == 0 || n >= len)
+		return false;
+	memcpy(buf, s, n + 1);
+	u = strchr(units, buf[n - 1]);
+	*unit = u ? (int)(u - units) + 1 : 0;
+	if (u)
+		buf[n - 1] = 0;
+	return true;
+}
+
+/* "90", "90s", "10m", "2h" -> seconds, 1 s to 7 days. */
 static int parse_duration(const char *s, const char *what, uint64_t *out)
 {
+	static const uint64_t mult[] = { 1, 1, 60, 3600 };
 	char buf[32];
-	size_t n = strlen(s);
-	uint64_t mult = 1;
+	uint64_t v;
+	int unit;
 
-	if (n == 0 || n >= sizeof(buf)) {
-		fprintf(stderr, "ptbpf: invalid %s '%s': expected e.g. 30s, 10m, 1h\n", what, s);
+	if (!split_unit(s, "smh", buf, sizeof(buf), &unit) || !whole_number(buf, &v) ||
+	    v < 1 || v > 7ull * 86400 / mult[unit] || v * mult[unit] > 7ull * 86400) {
+		fprintf(stderr, "ptbpf: invalid %s '%s': expected 1s to 7 days, e.g. 30s, 10m, "
+			"1h\n", what, s);
 		return -1;
 	}
-	memcpy(buf, s, n + 1);
-	switch (buf[n - 1]) {
-	case 's': buf[--n] = 0; break;
-	case 'm': mult = 60; buf[--n] = 0; break;
-	case 'h': mult = 3600; buf[--n] = 0; break;
-	}
-	if (parse_u64(buf, what, 1, 7ull * 86400, out))
-		return -1;
-	*out *= mult;
+	*out = v * mult[unit];
 	return 0;
 }
 
@@ -143,28 +175,21 @@ static int parse_duration(const char *s, const char *what, uint64_t *out)
 static int parse_bytes(const char *s, const char *what, uint64_t min, uint64_t max,
 		       uint64_t *out)
 {
-	uint64_t v, mult = 1;
+	static const uint64_t mult[] = { 1, 1ull << 10, 1ull << 10, 1ull << 20, 1ull << 20,
+					 1ull << 30, 1ull << 30 };
 	char buf[32];
-	size_t n = strlen(s);
+	uint64_t v;
+	int unit;
 
-	if (n == 0 || n >= sizeof(buf))
-		goto bad;
-	memcpy(buf, s, n + 1);
-	switch (buf[n - 1]) {
-	case 'K': case 'k': mult = 1ull << 10; buf[--n] = 0; break;
-	case 'M': case 'm': mult = 1ull << 20; buf[--n] = 0; break;
-	case 'G': case 'g': mult = 1ull << 30; buf[--n] = 0; break;
-	}
-	if (parse_u64(buf, what, 1, max, &v))
+	if (!split_unit(s, "KkMmGg", buf, sizeof(buf), &unit) || !whole_number(buf, &v) ||
+	    v > max / mult[unit] || v * mult[unit] < min) {
+		fprintf(stderr, "ptbpf: invalid %s '%s': expected %lluK to %lluG (K, M or G "
+			"suffix)\n", what, s, (unsigned long long)(min >> 10),
+			(unsigned long long)(max >> 30));
 		return -1;
-	if (v > max / mult || v * mult < min)
-		goto bad;
-	*out = v * mult;
+	}
+	*out = v * mult[unit];
 	return 0;
-bad:
-	fprintf(stderr, "ptbpf: invalid %s '%s': expected %lluK to %lluG (K, M or G suffix)\n",
-		what, s, (unsigned long long)(min >> 10), (unsigned long long)(max >> 30));
-	return -1;
 }
 
 /* The ring size: 4K..1G, rounded up to a power of two. */
@@ -189,12 +214,19 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->daemon_opt = true;
 	switch (key) {
 	case 'p':
+		if (parse_u64(arg, "pid", 1, 4194304, &v))
+			return EINVAL;
+		for (int i = 0; i < o->npids; i++) {
+			if (o->pids[i] == (int)v) {
+				fprintf(stderr, "ptbpf: note: pid %d is given twice; it is traced once\n",
+					(int)v);
+				return 0;
+			}
+		}
 		if (o->npids >= CLI_MAX_PIDS) {
 			fprintf(stderr, "ptbpf: at most %d -p options\n", CLI_MAX_PIDS);
 			return EINVAL;
 		}
-		if (parse_u64(arg, "pid", 1, 4194304, &v))
-			return EINVAL;
 		o->pids[o->npids++] = (int)v;
 		break;
 	case 'd':
@@ -304,6 +336,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'v':
 		o->verbose = true;
 		break;
+	case 'F':
+		o->force = true;
+		break;
 	case ARGP_KEY_ARG:
 		fprintf(stderr, "ptbpf: unexpected argument '%s' (pids go after -p)\n", arg);
 		return EINVAL;
@@ -403,6 +438,15 @@ int cli_parse(int argc, char **argv, struct options *opt)
 			snprintf(opt->output, sizeof(opt->output), "ptbpf-%d-%s.pftrace",
 				 opt->pids[0], stamp);
 	}
+	if (opt->raw_output[0] && opt->output[0] && outfile_same(opt->output, opt->raw_output)) {
+		fprintf(stderr, "ptbpf: the trace (-o) and the raw capture (--raw) are the same "
+			"file, %s: give them different names\n", opt->raw_output);
+		return -1;
+	}
+	/* Before anything is started or attached (checked again when written). */
+	if ((opt->output[0] && outfile_check(opt->output, opt->force, "")) ||
+	    (opt->raw_output[0] && outfile_check(opt->raw_output, opt->force, "")))
+		return 1;
 	return 0;
 }
 
@@ -435,32 +479,4 @@ int cli_check_privileges(char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
-}
-
-int cli_open_output(const char *path)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
-	struct stat st;
-
-	if (fd < 0) {
-		if (errno == ELOOP)
-			fprintf(stderr, "ptbpf: refusing to write %s: it is a symbolic link\n", path);
-		else if (errno == ENXIO) /* a FIFO with no reader, or a socket */
-			fprintf(stderr, "ptbpf: refusing to write %s: not a regular file\n", path);
-		else
-			fprintf(stderr, "ptbpf: cannot write %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
-		fprintf(stderr, "ptbpf: refusing to write %s: not a regular file with one link\n",
-			path);
-		close(fd);
-		return -1;
-	}
-	if (ftruncate(fd, 0) || fcntl(fd, F_SETFL, 0)) {
-		fprintf(stderr, "ptbpf: cannot write %s: %s\n", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	return fd;
 }

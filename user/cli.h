@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Command line, privileges and the output file: everything that is checked
- * before ptbpf touches a process. */
+/* Command line and privileges: everything that is checked before ptbpf
+ * touches a process. */
 #ifndef PTBPF_CLI_H
 #define PTBPF_CLI_H
 
@@ -26,6 +26,7 @@ struct options {
 	char output[4096];
 	uint32_t ring_bytes;   /* power of two, >= page size */
 	bool verbose;
+	bool force;            /* --force: replace existing output files */
 	bool follow_children;
 	bool entries_only;     /* no exit probes: ops become instants */
 	char **run_argv;       /* `ptbpf run -- CMD ...`: the command, else NULL */
@@ -50,14 +51,11 @@ struct options {
 
 /* Parses argv (`ptbpf [OPTIONS] -p PID`, `ptbpf run [OPTIONS] -- CMD ...` or
  * `ptbpf daemon [OPTIONS] --out-dir DIR`);
- * on error prints one line and returns non-zero. In run mode the default
+ * on error prints one line and returns -1 (a usage error) or 1 (an output
+ * file that may not be written). In run mode the default
  * output name is left empty until the command's pid is known. */
 int cli_parse(int argc, char **argv, struct options *opt);
 /* Checks CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_PTRACE and the pid
  * namespace; 0, or -1 with the reason in err. */
 int cli_check_privileges(char *err, size_t errlen);
-/* Creates or truncates the output file without following a symlink and
- * refusing anything but a regular file with one link; fd or -1 (printed). */
-int cli_open_output(const char *path);
-
 #endif /* PTBPF_CLI_H */

@@ -37,6 +37,7 @@
 #include "merge.h"
 #include "metrics.h"
 #include "ops_ring.h"
+#include "files.h"
 #include "perfetto.h"
 #include "probes.h"
 #include "raw.h"
@@ -66,7 +67,7 @@ struct session {
 	struct device_probes *dev;
 	struct op_table ops;
 	struct pf_writer *w;
-	FILE *out;
+	struct outfile out;      /* the trace, under its .partial name until complete */
 	struct join *join;
 	struct target targets[MAX_TARGETS];
 	int ntargets;
@@ -1002,28 +1003,25 @@ static int setup_bpf(struct session *s)
 
 static int setup_trace(struct session *s)
 {
-	int fd = cli_open_output(s->opt.output);
-
-	if (fd < 0)
+	if (outfile_open(&s->out, s->opt.output, s->opt.force, NULL, 0, ""))
 		return -1;
-	s->out = fdopen(fd, "w");
-	s->w = s->out ? pf_writer_open(s->out) : NULL;
+	s->w = pf_writer_open(s->out.fd);
 	if (!s->w) {
-		fprintf(stderr, "ptbpf: %s: %s\n", s->opt.output, strerror(errno));
+		outfile_cannot_write("", s->out.tmp, errno);
 		return -1;
 	}
 	pf_trace_attr_str(s->w, "dev.ptbpf.version", PTBPF_VERSION);
 	/* Find out now, before attaching, whether the file takes data at all. */
-	if (fflush(s->out) || pf_writer_error(s->w)) {
-		int err = pf_writer_error(s->w) ? -pf_writer_error(s->w) : errno;
-
-		fprintf(stderr, "ptbpf: cannot write %s: %s\n", s->opt.output, strerror(err));
+	if (pf_writer_flush(s->w)) {
+		outfile_cannot_write("", s->out.tmp, -pf_writer_error(s->w));
 		return -1;
 	}
+	fprintf(stderr, "ptbpf: writing %s (renamed to %s when tracing ends)\n", s->out.tmp,
+		s->opt.output);
 	s->join = join_new(s->w, &s->ops, s->opt.entries_only);
 	if (!s->join)
 		return -1;
-	if (s->opt.raw_output[0] && !(s->raw = raw_open(s->opt.raw_output)))
+	if (s->opt.raw_output[0] && !(s->raw = raw_open(s->opt.raw_output, s->opt.force)))
 		return -1;
 	s->lost_track = pf_track_counter(s->w, 0, "ptbpf lost events", PF_UNIT_COUNT);
 	pf_counter(s->w, s->lost_track, now_ns(), 0);
@@ -1033,6 +1031,8 @@ static int setup_trace(struct session *s)
 static int finish(struct session *s, int rc)
 {
 	uint64_t st[STAT_MAX] = { 0 }, stopped_at = now_ns();
+	bool failed_before = s->w && pf_writer_error(s->w); /* said already */
+	struct stat fst;
 	off_t size;
 	int err;
 
@@ -1071,20 +1071,22 @@ static int finish(struct session *s, int rc)
 		write_final_counters(s, st);
 		print_summary(s, st);
 	}
-	if (s->raw && raw_close(s->raw) && !rc) {
-		fprintf(stderr, "ptbpf: writing %s failed\n", s->opt.raw_output);
+	if (s->raw && raw_close(s->raw, !s->discard_output))
 		rc = 1;
-	}
 	err = s->w ? pf_writer_close(s->w) : 0;
-	if (s->out && fflush(s->out) == 0 && !err)
-		err = fsync(fileno(s->out)) ? -errno : 0;
-	size = s->out ? ftello(s->out) : 0;
-	if (s->out && fclose(s->out) && !err)
-		err = -errno;
-	if (s->discard_output && s->out) {
-		unlink(s->opt.output);
+	size = s->out.fd >= 0 && !fstat(s->out.fd, &fst) ? fst.st_size : 0;
+	if (!s->out.tmp[0] || s->out.fd < 0) {
+		/* setup failed before the file was made: nothing to do */
+	} else if (s->discard_output) {
+		outfile_discard(&s->out);
 	} else if (err) {
-		fprintf(stderr, "ptbpf: writing %s failed: %s\n", s->opt.output, strerror(-err));
+		outfile_keep_partial(&s->out);
+		if (!failed_before) /* else the trace loop has said why */
+			fprintf(stderr, "ptbpf: writing %s failed: %s\n", s->out.tmp, strerror(-err));
+		fprintf(stderr, "ptbpf: the trace up to the failure (%.1f MB, whole packets) is in "
+			"%s; `ptbpf report` and the Perfetto UI open it\n", size / 1e6, s->out.tmp);
+		rc = 1;
+	} else if (outfile_commit(&s->out, "")) {
 		rc = 1;
 	} else if (s->w) {
 		fprintf(stderr, "ptbpf: wrote %s (%.1f MB): open it at https://ui.perfetto.dev\n",
@@ -1194,28 +1196,15 @@ int main(int argc, char **argv)
 	char err[512];
 	int rc = 1;
 
-	if (argc >= 2 && !strcmp(argv[1], "replay")) {
-		if (argc != 5 || strcmp(argv[3], "-o")) {
-			fprintf(stderr, "ptbpf: usage: ptbpf replay RAW -o OUT.pftrace\n");
-			return 2;
-		}
-		return raw_replay(argv[2], argv[4]);
-	}
+	if (argc >= 2 && !strcmp(argv[1], "replay"))
+		return replay_main(argc, argv);
 	if (argc >= 2 && (!strcmp(argv[1], "report") || !strcmp(argv[1], "export")))
 		return report_main(argc, argv);
-	if (argc >= 2 && !strcmp(argv[1], "merge")) {
-		bool coll = argc >= 3 && !strcmp(argv[2], "--align-collectives");
-		int first = coll ? 3 : 2;
-
-		if (argc < first + 3 || strcmp(argv[argc - 2], "-o")) {
-			fprintf(stderr, "ptbpf: usage: ptbpf merge [--align-collectives] A.pftrace "
-				"B.pftrace ... -o OUT.pftrace\n");
-			return 2;
-		}
-		return merge_traces(argv + first, argc - first - 2, argv[argc - 1], coll);
-	}
-	if (cli_parse(argc, argv, &s.opt))
-		return 2;
+	if (argc >= 2 && !strcmp(argv[1], "merge"))
+		return merge_main(argc, argv);
+	rc = cli_parse(argc, argv, &s.opt);
+	if (rc)
+		return rc > 0 ? rc : 2;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);

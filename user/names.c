@@ -93,8 +93,11 @@ static int set_grow(struct str_set *s)
 	return 0;
 }
 
+/* The stored copies end at a NUL, so a key does too (a name read from a
+ * trace may hold one). */
 bool str_set_has_n(const struct str_set *s, const char *str, size_t len)
 {
+	len = strnlen(str, len);
 	return s->cap && *set_slot(s, str, len) != NULL;
 }
 
@@ -102,6 +105,7 @@ const char *str_set_add_n(struct str_set *s, const char *str, size_t len)
 {
 	char **slot;
 
+	len = strnlen(str, len);
 	if (s->cap && *(slot = set_slot(s, str, len)))
 		return *slot;
 	if (s->n >= s->max || ((s->n + 1) * 2 > s->cap && set_grow(s)))

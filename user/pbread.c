@@ -24,29 +24,30 @@ bool next_field(const uint8_t **p, const uint8_t *end, struct field *f, bool *ba
 
 	if (*p >= end)
 		return false;
-	if (!get_varint(p, end, &tag))
+	/* Field numbers run from 1 to 2^29 - 1 (so a run of zeros is malformed). */
+	if (!get_varint(p, end, &tag) || tag >> 3 == 0 || tag >> 3 > 0x1fffffff)
 		goto malformed;
 	f->num = (uint32_t)(tag >> 3);
 	f->wt = tag & 7;
 	switch (f->wt) {
-	case WT_VARINT:
+	case PB_VARINT:
 		if (!get_varint(p, end, &f->v))
 			goto malformed;
 		break;
-	case WT_FIXED64:
+	case PB_FIXED64:
 		if (end - *p < 8)
 			goto malformed;
 		memcpy(&f->v, *p, 8);
 		*p += 8;
 		break;
-	case WT_FIXED32:
+	case PB_FIXED32:
 		if (end - *p < 4)
 			goto malformed;
 		f->v = 0;
 		memcpy(&f->v, *p, 4);
 		*p += 4;
 		break;
-	case WT_LEN:
+	case PB_LEN:
 		if (!get_varint(p, end, &f->v) || f->v > (uint64_t)(end - *p))
 			goto malformed;
 		f->d = *p;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Reading protobuf wire format, field by field (ptbpf merge and report read
- * traces with it). Bounds-checked: malformed input sets *bad. */
+/* Reading protobuf wire format, field by field (the trace reader and merge
+ * read traces with it). Bounds-checked: malformed input sets *bad. Wire
+ * types: PB_* in pf_fields.h. */
 #ifndef PTBPF_PBREAD_H
 #define PTBPF_PBREAD_H
 
@@ -8,14 +9,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { WT_VARINT = 0, WT_FIXED64 = 1, WT_LEN = 2, WT_FIXED32 = 5 };
+#include "pf_fields.h"
 
 /* One field of a message. */
 struct field {
 	uint32_t num;
 	int wt;
 	uint64_t v;         /* varint, fixed64, fixed32 */
-	const uint8_t *d;   /* WT_LEN */
+	const uint8_t *d;   /* PB_LEN */
 	size_t len;
 	const uint8_t *raw; /* the whole field, tag included */
 	size_t rawlen;

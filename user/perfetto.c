@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Streaming Perfetto writer. Each packet is encoded into one fixed scratch
- * buffer, then written whole as a `Trace.packet` record (0x0A, length,
- * bytes), so memory does not grow with the trace and a failed write leaves
- * at most one truncated record at the end (which readers drop).
+ * buffer, then appended whole, as a `Trace.packet` record (0x0A, length,
+ * bytes), to an output buffer that goes to the file by write() at packet
+ * boundaries: when it fills, 100 ms after its oldest byte, and at the end.
+ * So the file holds whole packets at every moment; a write that fails
+ * half way (a full disk) is truncated back to the last whole packet. A
+ * killed writer leaves a valid prefix (at most the record a write() was
+ * cut in is partial, which readers drop), with no end marker.
  *
  * Nested messages are encoded in place: write the body, then move it up by
  * the size of its length varint. Depth is at most three, so the moves are
@@ -11,6 +15,7 @@
  */
 #define _GNU_SOURCE /* CLOCK_BOOTTIME, getrandom, strnlen under -std=c11 */
 #include "perfetto.h"
+#include "pf_fields.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -19,43 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { PB_VARINT = 0, PB_FIXED64 = 1, PB_LEN = 2 };
-
-/* Field numbers, per message (see perfetto_trace.proto). */
-enum { /* TracePacket */
-	F_PKT_CLOCK_SNAPSHOT = 6, F_PKT_TIMESTAMP = 8, F_PKT_SEQ_ID = 10,
-	F_PKT_TRACK_EVENT = 11, F_PKT_INTERNED = 12, F_PKT_SEQ_FLAGS = 13,
-	F_PKT_PREV_DROPPED = 42, F_PKT_CLOCK_ID = 58, F_PKT_DEFAULTS = 59,
-	F_PKT_TRACK_DESC = 60, F_PKT_FIRST_ON_SEQ = 87, F_PKT_TRACE_ATTRS = 126,
-};
-enum { F_DEF_CLOCK_ID = 58 }; /* TracePacketDefaults */
-enum { F_CS_CLOCKS = 1, F_CS_PRIMARY = 2, F_CLK_ID = 1, F_CLK_TS = 2 }; /* ClockSnapshot, Clock */
-enum { F_TA_ATTR = 1, F_ATTR_KEY = 1, F_ATTR_LONG = 2, F_ATTR_STR = 3 }; /* TraceAttributes */
-enum { /* TrackDescriptor, ProcessDescriptor, ThreadDescriptor, CounterDescriptor */
-	F_TD_UUID = 1, F_TD_NAME = 2, F_TD_PROCESS = 3, F_TD_THREAD = 4,
-	F_TD_PARENT = 5, F_TD_COUNTER = 8, F_TD_MERGE = 15,
-	F_PD_PID = 1, F_PD_CMDLINE = 2, F_PD_NAME = 6, F_PD_LABELS = 8,
-	F_THD_PID = 1, F_THD_TID = 2, F_THD_NAME = 5,
-	F_CD_UNIT = 3,
-};
-enum { /* TrackEvent */
-	F_TE_CAT_IIDS = 3, F_TE_ARGS = 4, F_TE_TYPE = 9, F_TE_NAME_IID = 10,
-	F_TE_TRACK = 11, F_TE_CATEGORIES = 22, F_TE_NAME = 23, F_TE_COUNTER = 30,
-	F_TE_FLOWS = 47, F_TE_TERM_FLOWS = 48,
-};
-enum { /* DebugAnnotation */
-	F_DA_NAME_IID = 1, F_DA_BOOL = 2, F_DA_UINT = 3, F_DA_INT = 4,
-	F_DA_DOUBLE = 5, F_DA_STRING = 6, F_DA_POINTER = 7, F_DA_NAME = 10,
-};
-enum { /* InternedData; its entries (EventCategory, EventName, ...) share iid/name */
-	F_ID_CATEGORIES = 1, F_ID_NAMES = 2, F_ID_ARG_NAMES = 3,
-	F_ENTRY_IID = 1, F_ENTRY_NAME = 2,
-};
-
-enum { SEQ_ID = 1, SEQ_INCREMENTAL_STATE_CLEARED = 1, SEQ_NEEDS_INCREMENTAL_STATE = 2 };
-enum { CLOCK_ID_REALTIME = 1, CLOCK_ID_MONOTONIC = 3, CLOCK_ID_BOOTTIME = 6 };
-enum { MERGE_NONE = 2 }; /* TrackDescriptor.SIBLING_MERGE_BEHAVIOR_NONE */
-enum { TE_SLICE_BEGIN = 1, TE_SLICE_END = 2, TE_INSTANT = 3, TE_COUNTER = 4 };
+enum { SEQ_ID = 1 };
 
 /* Room reserved before a packet for its record header (key + varint len). */
 #define PREFIX_ROOM 11
@@ -67,6 +36,9 @@ enum { TE_SLICE_BEGIN = 1, TE_SLICE_END = 2, TE_INSTANT = 3, TE_COUNTER = 4 };
 #define PACKET_MAX ((2 * PF_MAX_ARGS + PF_MAX_CMDLINE + 4) * (PF_STR_MAX + 32) + \
 		    2 * PF_MAX_FLOWS * 10 + 512)
 #define INTERN_BYTES_MAX (8u << 20)
+/* Output buffer: whole records only; flushed when full or FLUSH_NS old. */
+#define OUT_CAP (256u << 10)
+#define FLUSH_NS 100000000ull
 #define INTERN_SLOTS_MIN 64u
 
 struct pb {
@@ -92,10 +64,17 @@ struct intern_table {
 enum { TAB_NAME, TAB_CAT, TAB_ARG, TAB_COUNT };
 
 struct pf_writer {
-	FILE *f;
+	int fd;
 	int err;
 	bool loss_pending;
-	uint64_t bytes, clipped;
+	bool copy;          /* pf_writer_open_copy: packets come encoded */
+	uint64_t bytes;     /* of whole records accepted (buffered or on disk) */
+	uint64_t on_disk;   /* of them, written to the file */
+	uint64_t clipped;
+	uint64_t first_buffered_ns; /* when out[] got its oldest byte, 0: empty */
+	uint8_t *out;       /* whole records not yet written */
+	size_t out_len, out_cap;
+	off_t base;         /* the file offset the trace starts at */
 	uint64_t uuid_base, uuid_seq;
 	struct intern_table tabs[TAB_COUNT];
 	struct pb pb;
@@ -355,15 +334,105 @@ static void packet_begin(struct pf_writer *w, uint32_t flags)
 {
 	w->pb.len = PREFIX_ROOM;
 	w->pb.overflow = false;
-	pb_uint(&w->pb, F_PKT_SEQ_ID, SEQ_ID);
+	if (!w->copy) /* a copy's packets have their own sequences */
+		pb_uint(&w->pb, F_PKT_SEQ_ID, SEQ_ID);
 	if (flags)
 		pb_uint(&w->pb, F_PKT_SEQ_FLAGS, flags);
 	if (w->loss_pending)
 		pb_uint(&w->pb, F_PKT_PREV_DROPPED, 1);
 }
 
-/* Writes the packet as one Trace.packet record. After the first error the
- * writer stops: later records could not be trusted to follow whole ones. */
+/* Bytes of the whole records at the start of buf[0..len) (records this
+ * writer made): where a write that stopped at len leaves the last one. */
+static size_t whole_records(const uint8_t *buf, size_t len)
+{
+	size_t pos = 0;
+
+	for (;;) {
+		size_t p = pos + 1, plen = 0;
+		int shift = 0;
+
+		while (p < len && (buf[p] & 0x80)) {
+			plen |= (size_t)(buf[p++] & 0x7f) << shift;
+			shift += 7;
+		}
+		if (p >= len)
+			return pos;
+		plen |= (size_t)buf[p++] << shift;
+		if (plen > len - p)
+			return pos;
+		pos = p + plen;
+	}
+}
+
+/* Writes out[] to the file. If a write fails part way (a full disk), the
+ * file is cut back to its last whole record and the writer stops: later
+ * records could not be trusted to follow whole ones. */
+static void flush_out(struct pf_writer *w)
+{
+	size_t done = 0;
+
+	while (done < w->out_len && !w->err) {
+		ssize_t n = write(w->fd, w->out + done, w->out_len - done);
+
+		if (n > 0)
+			done += (size_t)n;
+		else if (n < 0 && errno != EINTR)
+			set_error(w, -errno);
+		else if (n == 0)
+			set_error(w, -EIO);
+	}
+	if (w->err && done) {
+		size_t whole = whole_records(w->out, done);
+
+		/* Should even the cut fail, readers drop a cut last record. */
+		if (whole < done && ftruncate(w->fd, w->base + (off_t)(w->on_disk + whole)) == 0)
+			done = whole;
+	}
+	w->on_disk += done;
+	w->out_len = 0;
+	w->first_buffered_ns = 0;
+	if (w->err)
+		w->bytes = w->on_disk;
+}
+
+/* Appends one record (head, then body) to out[], which is written when it
+ * fills or FLUSH_NS after its oldest byte (checked here, on the coarse
+ * clock: a few ns). */
+static void append_record(struct pf_writer *w, const uint8_t *head, size_t hlen,
+			  const uint8_t *body, size_t blen)
+{
+	size_t rec = hlen + blen;
+	uint64_t now;
+
+	if (w->out_len + rec > w->out_cap)
+		flush_out(w);
+	if (w->err)
+		return;
+	if (rec > w->out_cap) { /* a packet larger than the buffer */
+		uint8_t *g = realloc(w->out, rec);
+
+		if (!g) {
+			set_error(w, -ENOMEM);
+			return;
+		}
+		w->out = g;
+		w->out_cap = rec;
+	}
+	memcpy(w->out + w->out_len, head, hlen);
+	if (blen)
+		memcpy(w->out + w->out_len + hlen, body, blen);
+	w->out_len += rec;
+	w->bytes += rec;
+	w->loss_pending = false;
+	now = clock_ns(CLOCK_MONOTONIC_COARSE);
+	if (!w->first_buffered_ns)
+		w->first_buffered_ns = now ? now : 1;
+	else if (now - w->first_buffered_ns >= FLUSH_NS)
+		flush_out(w);
+}
+
+/* Ends the packet encoded in pb as one Trace.packet record. */
 static void packet_end(struct pf_writer *w)
 {
 	struct pb *b = &w->pb;
@@ -376,17 +445,11 @@ static void packet_end(struct pf_writer *w)
 	if (w->err)
 		return;
 	plen = b->len - PREFIX_ROOM;
-	hdr[0] = 0x0A; /* Trace.packet = 1, length-delimited */
+	hdr[0] = PF_PACKET_TAG;
 	n = 1 + varint_put(hdr + 1, plen);
 	start = b->buf + PREFIX_ROOM - n;
 	memcpy(start, hdr, n);
-	errno = 0;
-	if (fwrite(start, 1, n + plen, w->f) != n + plen) {
-		set_error(w, errno ? -errno : -EIO);
-		return;
-	}
-	w->bytes += n + plen;
-	w->loss_pending = false;
+	append_record(w, start, n + plen, NULL, 0);
 }
 
 /* splitmix64's finalizer: a bijection, so distinct inputs give distinct
@@ -421,23 +484,52 @@ static uint64_t next_uuid(struct pf_writer *w)
 	return uuid;
 }
 
-struct pf_writer *pf_writer_open(FILE *f)
+static struct pf_writer *writer_new(int fd, bool copy)
 {
 	struct pf_writer *w;
-	size_t defaults;
-	int err;
 
-	if (!f) {
-		errno = EINVAL;
+	if (fd < 0) {
+		errno = EBADF;
 		return NULL;
 	}
 	w = calloc(1, sizeof(*w) + PREFIX_ROOM + PACKET_MAX);
 	if (!w)
 		return NULL;
+	w->out = malloc(OUT_CAP);
+	if (!w->out) {
+		free(w);
+		errno = ENOMEM;
+		return NULL;
+	}
+	w->out_cap = OUT_CAP;
 	w->pb.buf = w->scratch;
 	w->pb.cap = PREFIX_ROOM + PACKET_MAX;
-	w->f = f;
+	w->fd = fd;
+	w->copy = copy;
+	w->base = lseek(fd, 0, SEEK_CUR);
+	if (w->base < 0)
+		w->base = 0; /* not seekable (a device): nothing to cut back */
 	w->uuid_base = random_base();
+	return w;
+}
+
+/* Open failed: w freed (no end marker after an error), its error in errno. */
+static struct pf_writer *open_failed(struct pf_writer *w)
+{
+	int err = w->err;
+
+	pf_writer_close(w);
+	errno = -err;
+	return NULL;
+}
+
+struct pf_writer *pf_writer_open(int fd)
+{
+	struct pf_writer *w = writer_new(fd, false);
+	size_t defaults;
+
+	if (!w)
+		return NULL;
 	/* Starts the sequence; event timestamps default to MONOTONIC from here. */
 	packet_begin(w, SEQ_INCREMENTAL_STATE_CLEARED);
 	pb_uint(&w->pb, F_PKT_FIRST_ON_SEQ, 1);
@@ -446,14 +538,33 @@ struct pf_writer *pf_writer_open(FILE *f)
 	pb_end(&w->pb, defaults);
 	packet_end(w);
 	pf_clock_snapshot(w);
-	if (w->err) {
-		err = w->err;
-		pf_writer_close(w);
-		errno = -err;
-		return NULL;
-	}
-	return w;
+	return w->err ? open_failed(w) : w;
 }
+
+struct pf_writer *pf_writer_open_copy(int fd)
+{
+	return writer_new(fd, true);
+}
+
+void pf_write_packet(struct pf_writer *w, const uint8_t *packet, size_t len)
+{
+	uint8_t hdr[PREFIX_ROOM];
+
+	if (!w || w->err)
+		return;
+	hdr[0] = PF_PACKET_TAG;
+	append_record(w, hdr, 1 + varint_put(hdr + 1, len), packet, len);
+}
+
+int pf_writer_flush(struct pf_writer *w)
+{
+	if (!w)
+		return -EINVAL;
+	flush_out(w);
+	return w->err;
+}
+
+static void trace_attr(struct pf_writer *w, const char *key, const char *sval, int64_t ival);
 
 int pf_writer_close(struct pf_writer *w)
 {
@@ -461,28 +572,23 @@ int pf_writer_close(struct pf_writer *w)
 
 	if (!w)
 		return -EINVAL;
-	errno = 0;
-	if (fflush(w->f))
-		set_error(w, errno ? -errno : -EIO);
-	if (ferror(w->f))
-		set_error(w, -EIO);
+	if (!w->err) /* the end marker: its own offset */
+		trace_attr(w, PF_END_MARKER_KEY, NULL, (int64_t)w->bytes);
+	flush_out(w);
 	err = w->err;
 	for (struct intern_table *t = w->tabs; t < w->tabs + TAB_COUNT; t++) {
 		for (uint32_t i = 0; i < t->nslots; i++)
 			free(t->slots[i].str);
 		free(t->slots);
 	}
+	free(w->out);
 	free(w);
 	return err;
 }
 
 int pf_writer_error(const struct pf_writer *w)
 {
-	if (!w)
-		return -EINVAL;
-	if (!w->err && ferror(w->f))
-		return -EIO;
-	return w->err;
+	return w ? w->err : -EINVAL;
 }
 
 uint64_t pf_bytes_written(const struct pf_writer *w)

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Streaming Perfetto trace writer: TracePacket records appended to a FILE,
- * memory bounded at any trace length. One trusted packet sequence; event
+ * Streaming Perfetto trace writer: TracePacket records appended to a file,
+ * memory bounded at any trace length, whole packets only on disk (a killed
+ * writer or a full disk leaves a readable prefix), and an end marker
+ * (PF_END_MARKER_KEY in pf_fields.h) as the last packet. One trusted packet sequence; event
  * timestamps are CLOCK_MONOTONIC (bpf_ktime_get_ns), declared through
  * TracePacketDefaults and tied to BOOTTIME and REALTIME by ClockSnapshots.
  * Field numbers: user/perfetto_trace.proto (a subset of Perfetto's protos).
@@ -10,8 +12,8 @@
 #define PTBPF_PERFETTO_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 struct pf_writer;
 
@@ -64,12 +66,22 @@ struct pf_event {
 enum pf_counter_unit { PF_UNIT_COUNT = 2, PF_UNIT_BYTES = 3 };
 
 /* Writes the sequence's first packet (incremental state cleared, defaults)
- * and a ClockSnapshot. Does not take ownership of f. NULL + errno on error. */
-struct pf_writer *pf_writer_open(FILE *f);
-/* Flushes; returns 0 or the first write error (negative errno). Frees w. */
+ * and a ClockSnapshot to fd, a regular file at the trace's start (writes
+ * that fail part way are cut back to a whole packet). Does not take
+ * ownership of fd. NULL + errno on error. */
+struct pf_writer *pf_writer_open(int fd);
+/* A writer of packets encoded elsewhere (ptbpf merge): pf_write_packet
+ * only, no sequence of its own; pf_writer_close adds the end marker. */
+struct pf_writer *pf_writer_open_copy(int fd);
+void pf_write_packet(struct pf_writer *w, const uint8_t *packet, size_t len);
+/* Writes what is buffered; 0 or the first write error (negative errno). */
+int pf_writer_flush(struct pf_writer *w);
+/* Writes the end marker (unless writing failed) and what is buffered;
+ * returns 0 or the first write error (negative errno). Frees w. */
 int pf_writer_close(struct pf_writer *w);
 /* First write error so far (negative errno), 0 if none. */
 int pf_writer_error(const struct pf_writer *w);
+/* Bytes of whole packets so far (after a write error: those on disk). */
 uint64_t pf_bytes_written(const struct pf_writer *w);
 /* Strings cut and args/flows/cmdline entries left out so far (see limits). */
 uint64_t pf_items_clipped(const struct pf_writer *w);

@@ -4,11 +4,12 @@
 #include "raw.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "files.h"
 #include "join.h"
 #include "perfetto.h"
 #include "target.h"
@@ -17,22 +18,27 @@
 #define MAX_ITEM (1u << 20)
 
 struct raw_writer {
-	FILE *f;
+	struct outfile out;
+	FILE *f;          /* on a dup of out.fd: fclose leaves out.fd to outfile */
 	uint32_t ops_written;
 	int err;
 };
 
-struct raw_writer *raw_open(const char *path)
+struct raw_writer *raw_open(const char *path, bool force)
 {
-	int fd = cli_open_output(path);
-	struct raw_writer *r;
+	struct raw_writer *r = calloc(1, sizeof(*r));
+	int fd;
 
-	if (fd < 0)
+	if (!r || outfile_open(&r->out, path, force, NULL, 0, "")) {
+		free(r);
 		return NULL;
-	r = calloc(1, sizeof(*r));
-	if (!r || !(r->f = fdopen(fd, "w"))) {
-		fprintf(stderr, "ptbpf: %s: %s\n", path, strerror(errno));
-		close(fd);
+	}
+	fd = dup(r->out.fd);
+	if (fd < 0 || !(r->f = fdopen(fd, "w"))) {
+		outfile_cannot_write("", r->out.tmp, errno);
+		if (fd >= 0)
+			close(fd);
+		outfile_discard(&r->out);
 		free(r);
 		return NULL;
 	}
@@ -77,17 +83,26 @@ void raw_record(struct raw_writer *r, const void *data, uint64_t size)
 		item(r, 'R', data, (uint32_t)size, NULL, 0);
 }
 
-int raw_close(struct raw_writer *r)
+int raw_close(struct raw_writer *r, bool keep)
 {
-	int err;
+	int rc = 0;
 
 	if (!r)
 		return 0;
 	if (fclose(r->f) && !r->err)
 		r->err = -errno;
-	err = r->err;
+	if (!keep) {
+		outfile_discard(&r->out);
+	} else if (r->err) {
+		outfile_keep_partial(&r->out);
+		fprintf(stderr, "ptbpf: writing %s failed: %s (what was written stays there; "
+			"`ptbpf replay` reads it)\n", r->out.tmp, strerror(-r->err));
+		rc = -1;
+	} else if (outfile_commit(&r->out, "")) {
+		rc = -1;
+	}
 	free(r);
-	return err;
+	return rc;
 }
 
 /* Replay: the op table grows as 'O' items come, in index order. */
@@ -100,29 +115,51 @@ static int add_op(struct op_table *ops, uint32_t idx, const char *payload, uint3
 	return op_table_add(ops, payload, ov + 1);
 }
 
-static int replay_items(FILE *in, struct join *j, struct op_table *ops)
+/* How a capture ended. */
+struct replay_end {
+	uint64_t items, offset; /* items read whole, and the bytes they took */
+	bool cut;               /* a last item cut short (the capture stopped there) */
+	bool damaged;           /* an item that is no item (its tag or length) */
+};
+
+static int replay_items(FILE *in, struct join *j, struct op_table *ops, struct replay_end *e)
 {
 	uint8_t *buf = malloc(MAX_ITEM);
 	uint32_t len;
 	uint8_t tag;
-	int err = 0;
 
 	if (!buf)
 		return -ENOMEM;
-	while (!err && fread(&tag, 1, 1, in) == 1) {
-		if (fread(&len, 4, 1, in) != 1 || len > MAX_ITEM || fread(buf, 1, len, in) != len) {
-			err = -EIO;
+	e->offset = sizeof(MAGIC) - 1;
+	while (fread(&tag, 1, 1, in) == 1) {
+		if (fread(&len, 4, 1, in) != 1) {
+			e->cut = true;
 			break;
 		}
-		if (tag == 'O' && len > 4) {
+		if (len > MAX_ITEM || (tag != 'O' && tag != 'P' && tag != 'R')) {
+			e->damaged = true;
+			break;
+		}
+		if (fread(buf, 1, len, in) != len) {
+			e->cut = true;
+			break;
+		}
+		if (tag == 'O') {
 			uint32_t idx;
 
 			memcpy(&idx, buf, 4);
-			err = add_op(ops, idx, (char *)buf + 4, len - 4);
-		} else if (tag == 'P' && len == sizeof(struct raw_process)) {
+			if (len <= 4 || add_op(ops, idx, (char *)buf + 4, len - 4)) {
+				e->damaged = true;
+				break;
+			}
+		} else if (tag == 'P') {
 			struct raw_process p;
 			struct target t = { 0 };
 
+			if (len != sizeof(p)) {
+				e->damaged = true;
+				break;
+			}
 			memcpy(&p, buf, sizeof(p));
 			t.pid = p.pid;
 			t.ns_pid = p.ns_pid;
@@ -130,60 +167,115 @@ static int replay_items(FILE *in, struct join *j, struct op_table *ops)
 			memcpy(t.cmdline, p.cmdline, sizeof(t.cmdline));
 			t.comm[sizeof(t.comm) - 1] = t.cmdline[sizeof(t.cmdline) - 1] = 0;
 			join_add_process(j, &t);
-		} else if (tag == 'R') {
-			join_event(j, buf, len);
 		} else {
-			err = -EINVAL;
+			join_event(j, buf, len);
 		}
+		e->items++;
+		e->offset += 5 + (uint64_t)len;
 	}
 	free(buf);
-	return err;
+	return 0;
 }
 
-int raw_replay(const char *raw_path, const char *out_path)
+/* The capture's header: 0, or -1 with the reason printed. */
+static int check_magic(FILE *in, const char *path)
+{
+	char magic[sizeof(MAGIC) - 1];
+	size_t n = fread(magic, 1, sizeof(magic), in);
+
+	if (n == 0 && !ferror(in)) {
+		fprintf(stderr, "ptbpf: replay: %s is empty: not a ptbpf raw capture\n", path);
+		return -1;
+	}
+	if (n != sizeof(magic) || memcmp(magic, MAGIC, sizeof(magic))) {
+		fprintf(stderr, "ptbpf: replay: %s is not a ptbpf raw capture (those start with "
+			"PTBPFRAW1; write one with --raw)\n", path);
+		return -1;
+	}
+	return 0;
+}
+
+int raw_replay(const char *raw_path, const char *out_path, bool force)
 {
 	struct op_table ops = { 0 };
-	char magic[sizeof(MAGIC) - 1];
+	struct replay_end end = { 0 };
+	struct outfile out = { .fd = -1 };
 	struct pf_writer *w = NULL;
 	struct join *j = NULL;
-	FILE *in, *out = NULL;
-	int fd, err = -EINVAL;
+	int fd, err = 0, rc = 1;
+	FILE *in = NULL;
 
-	in = fopen(raw_path, "re");
+	fd = infile_open(raw_path, "replay");
+	if (fd < 0)
+		return 1;
+	in = fdopen(fd, "r");
 	if (!in) {
-		fprintf(stderr, "ptbpf: replay: %s: %s\n", raw_path, strerror(errno));
+		fprintf(stderr, "ptbpf: replay: cannot read %s: %s\n", raw_path, strerror(errno));
+		close(fd);
 		return 1;
 	}
-	if (fread(magic, 1, sizeof(magic), in) != sizeof(magic) ||
-	    memcmp(magic, MAGIC, sizeof(magic))) {
-		fprintf(stderr, "ptbpf: replay: %s is not a ptbpf raw capture\n", raw_path);
-		fclose(in);
-		return 1;
+	if (check_magic(in, raw_path) ||
+	    outfile_open(&out, out_path, force, (const char *const[]){ raw_path }, 1, "replay"))
+		goto done;
+	w = pf_writer_open(out.fd);
+	j = w ? join_new(w, &ops, false) : NULL;
+	if (!w || !j) {
+		outfile_cannot_write("replay", out.tmp, errno);
+		goto done;
 	}
-	fd = cli_open_output(out_path);
-	if (fd < 0) {
-		fclose(in);
-		return 1;
-	}
-	if ((out = fdopen(fd, "w")) && (w = pf_writer_open(out)) &&
-	    (j = join_new(w, &ops, false))) {
-		err = replay_items(in, j, &ops);
-		if (err == -EIO) { /* the capturing ptbpf was killed mid-record */
-			fprintf(stderr, "ptbpf: replay: %s ends in a partial record; "
-				"replayed up to it\n", raw_path);
-			err = 0;
-		}
-		join_finish(j, join_last_ts(j));
-		pf_clock_snapshot(w);
-	}
-	if (err)
+	err = replay_items(in, j, &ops, &end);
+	if (err) {
 		fprintf(stderr, "ptbpf: replay: %s: %s\n", raw_path, strerror(-err));
+		goto done;
+	}
+	if (end.cut || end.damaged)
+		fprintf(stderr, "ptbpf: replay: warning: %s %s at byte %lu; replayed the %lu "
+			"records before it\n", raw_path, end.cut ? "ends in a cut record (the "
+			"capture was stopped there)" : "is damaged (not a record)",
+			(unsigned long)end.offset, (unsigned long)end.items);
+	join_finish(j, join_last_ts(j));
+	pf_clock_snapshot(w);
 	join_free(j);
-	if (w && pf_writer_close(w) && !err)
-		err = -EIO;
-	if (out)
-		fclose(out);
+	j = NULL;
+	err = pf_writer_close(w);
+	w = NULL;
+	if (err) {
+		outfile_keep_partial(&out);
+		fprintf(stderr, "ptbpf: replay: writing %s failed: %s (what was written stays "
+			"there)\n", out.tmp, strerror(-err));
+	} else if (!outfile_commit(&out, "replay")) {
+		rc = 0;
+	}
+done:
+	join_free(j);
+	if (w)
+		pf_writer_close(w);
+	outfile_discard(&out);
 	fclose(in);
 	op_table_free(&ops);
-	return err ? 1 : 0;
+	return rc;
+}
+
+int replay_main(int argc, char **argv)
+{
+	const char *raw = NULL, *out = NULL;
+	bool force = false;
+
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "-o") && i + 1 < argc && !out) {
+			out = argv[++i];
+		} else if (!strcmp(argv[i], "--force")) {
+			force = true;
+		} else if (!raw && argv[i][0] != '-') {
+			raw = argv[i];
+		} else {
+			raw = NULL;
+			break;
+		}
+	}
+	if (!raw || !out) {
+		fprintf(stderr, "ptbpf: usage: ptbpf replay RAW -o OUT.pftrace [--force]\n");
+		return 2;
+	}
+	return raw_replay(raw, out, force);
 }

@@ -12,8 +12,8 @@
 #ifndef PTBPF_RAW_H
 #define PTBPF_RAW_H
 
+#include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 
 struct op_table;
 struct target;
@@ -26,16 +26,22 @@ struct raw_process {
 
 struct raw_writer;
 
-/* Opens path like the trace output (no symlinks, regular files only). */
-struct raw_writer *raw_open(const char *path);
+/* Opens path as every output is opened (files.h: written as PATH.partial,
+ * renamed when complete; an existing PATH replaced only with force). */
+struct raw_writer *raw_open(const char *path, bool force);
 /* Writes the ops added to the table since the last call. */
 void raw_ops(struct raw_writer *r, const struct op_table *ops);
 void raw_process(struct raw_writer *r, const struct target *t);
 void raw_record(struct raw_writer *r, const void *data, uint64_t size);
-/* 0, or the first write error (-errno). */
-int raw_close(struct raw_writer *r);
+/* Completes the capture (keep) or removes it; 0, or -1 with the failure
+ * printed (the capture then stays as PATH.partial). */
+int raw_close(struct raw_writer *r, bool keep);
 
-/* Re-makes a trace from a capture; 0, or 1 with a message printed. */
-int raw_replay(const char *raw_path, const char *out_path);
+/* Re-makes a trace from a capture: 0, or 1 with one line printed. A
+ * capture cut short (its ptbpf was killed) is replayed up to the cut, with
+ * a warning. */
+int raw_replay(const char *raw_path, const char *out_path, bool force);
+/* `ptbpf replay RAW -o OUT [--force]`: the exit code (2: usage). */
+int replay_main(int argc, char **argv);
 
 #endif /* PTBPF_RAW_H */

@@ -27,22 +27,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "memtrack.h"
 #include "names.h"
-#include "pbread.h"
-
-enum {
-	F_TRACE_PACKET = 1, F_PKT_TIMESTAMP = 8, F_PKT_SEQ_ID = 10, F_PKT_TRACK_EVENT = 11,
-	F_PKT_INTERNED = 12, F_PKT_SEQ_FLAGS = 13, F_PKT_TRACK_DESC = 60,
-	F_ID_CATEGORIES = 1, F_ID_NAMES = 2, F_ENTRY_IID = 1, F_ENTRY_NAME = 2,
-	F_TD_UUID = 1, F_TD_NAME = 2, F_TD_PROCESS = 3, F_TD_THREAD = 4,
-	F_PD_PID = 1, F_PD_NAME = 6, F_THD_PID = 1, F_THD_TID = 2, F_THD_NAME = 5,
-	F_TE_ARGS = 4, F_ID_ARG_NAMES = 3, F_DA_NAME_IID = 1, F_DA_UINT = 3, F_DA_INT = 4,
-	F_DA_NAME = 10, F_TD_PARENT = 5, F_DA_STRING = 6, F_TE_COUNTER = 30,
-	F_TE_CAT_IIDS = 3, F_TE_TYPE = 9, F_TE_NAME_IID = 10, F_TE_TRACK = 11,
-	F_TE_CATEGORIES = 22, F_TE_NAME = 23, F_TE_FLOWS = 47, F_TE_TERM_FLOWS = 48,
-};
-enum { TE_SLICE_BEGIN = 1, TE_SLICE_END = 2, TE_INSTANT = 3, TE_COUNTER = 4 };
+#include "step_table.h"
+#include "trace_read.h"
 
 #define MAX_DEPTH 512
 #define MAX_ANCESTORS 8
@@ -92,6 +81,31 @@ static uint64_t *map_slot(struct map *m, uint64_t key, bool add)
 	m->k[i] = key;
 	m->n++;
 	return &m->v[i];
+}
+
+/* Removes key (backward-shift deletion keeps every probe run unbroken). */
+static void map_del(struct map *m, uint64_t key)
+{
+	size_t mask = m->cap - 1, i, j;
+
+	if (!m->cap)
+		return;
+	key |= 1ull << 63;
+	for (i = hash_u64(key) & mask; m->k[i] != key; i = (i + 1) & mask)
+		if (!m->k[i])
+			return;
+	for (j = (i + 1) & mask; m->k[j]; j = (j + 1) & mask) {
+		size_t home = hash_u64(m->k[j]) & mask;
+
+		/* j's entry may move to i if i lies on its probe run home..j. */
+		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+			m->k[i] = m->k[j];
+			m->v[i] = m->v[j];
+			i = j;
+		}
+	}
+	m->k[i] = 0;
+	m->n--;
 }
 
 static void map_free(struct map *m)
@@ -196,15 +210,6 @@ struct mem_pending {
 	int64_t bytes; /* the change */
 };
 
-struct interval {
-	uint64_t start, end;
-};
-
-struct ivals {
-	struct interval *v;
-	size_t n, cap;
-};
-
 struct launch { /* at a correlation: the ops it was made in (op keys) */
 	uint64_t ops[MAX_ANCESTORS];
 	int nops;
@@ -212,8 +217,9 @@ struct launch { /* at a correlation: the ops it was made in (op keys) */
 
 struct report {
 	struct strings str;
-	struct map names;   /* seq << 32 | iid -> string id + 1 (event names) */
-	struct map cats;    /* seq << 32 | iid -> string id + 1 (categories) */
+	uint32_t *rids;     /* the reader's string ids -> string id + 1 */
+	size_t nrids;
+	int pass;           /* 0: the pass that makes the tables; later: steps only */
 	struct map tracks;  /* uuid -> index + 1 into track_v */
 	struct track *track_v;
 	size_t ntracks, track_cap;
@@ -227,29 +233,20 @@ struct report {
 	struct map kernels; /* name id -> index + 1 into k_v */
 	struct kstat *k_v;
 	size_t nk, k_cap;
-	struct map launches; /* flow id -> index + 1 into launch_v */
+	struct map launches; /* flow id -> index + 1 into launch_v, until its kernel */
 	struct launch *launch_v;
 	size_t nlaunch, launch_cap;
-	struct ivals kern, copy, set, api, loader, hostop, steps;
-	uint32_t *step_names; /* one per steps.v[] */
-	size_t step_cap;
+	size_t *launch_free; /* launch_v slots whose kernels came, to reuse */
+	size_t nfree, free_cap;
+	struct step_table *steps;
 	uint64_t events;
 	FILE *kineto;       /* export: Chrome/Kineto JSON events go here */
 	bool kineto_first;
 	struct mem_pending mem_pending;
-	struct map argnames; /* seq << 32 | iid -> string id + 1 (arg names) */
 	uint32_t name_correlation, name_alloc, name_dims, name_types, name_stack;
 	uint32_t cat_cpu, cat_kernel, cat_memcpy, cat_memset, cat_rt, cat_drv, cat_loader,
 		 cat_step, cat_bwd, cat_bwdfn, name_corr;
 };
-
-static bool push_ival(struct ivals *v, uint64_t s, uint64_t e)
-{
-	if (!room((void **)&v->v, &v->cap, v->n, sizeof(*v->v)))
-		return false;
-	v->v[v->n++] = (struct interval){ s, e };
-	return true;
-}
 
 /* The entry of a growable array that key names (m: key -> index + 1),
  * zeroed and *added when new; NULL when out of memory. */
@@ -329,18 +326,33 @@ static void kernel_done(struct report *r, uint32_t name, uint64_t dur)
 	k->max = dur > k->max ? dur : k->max;
 }
 
-/* At a launch's correlation: remember the ops open on that thread. */
+/* At a launch's correlation: remember the ops open on that thread (until
+ * its kernel comes: memory grows with the launches in flight only). */
 static void note_launch(struct report *r, const struct track *t, uint64_t flow)
 {
-	struct launch l = { 0 }, *slot;
-	bool added;
+	struct launch l = { 0 };
+	uint64_t *slot;
+	size_t idx;
 
 	for (int i = t->depth - 1; i >= 0 && l.nops < MAX_ANCESTORS; i--)
 		if (t->stack[i].cat == r->cat_cpu)
 			l.ops[l.nops++] = op_key(r, &t->stack[i]);
-	if (l.nops && (slot = keyed(&r->launches, flow, (void **)&r->launch_v, &r->nlaunch,
-				    &r->launch_cap, sizeof(*r->launch_v), &added)))
-		*slot = l;
+	if (!l.nops || !(slot = map_slot(&r->launches, flow, true)))
+		return;
+	if (*slot) { /* the same flow again: the later launch */
+		r->launch_v[*slot - 1] = l;
+		return;
+	}
+	if (r->nfree) {
+		idx = r->launch_free[--r->nfree];
+	} else if (room((void **)&r->launch_v, &r->launch_cap, r->nlaunch, sizeof(*r->launch_v))) {
+		idx = r->nlaunch++;
+	} else {
+		map_del(&r->launches, flow);
+		return;
+	}
+	r->launch_v[idx] = l;
+	*slot = idx + 1;
 }
 
 /* A kernel's device time goes to the op that launched it (self) and to
@@ -349,10 +361,12 @@ static void attribute_kernel(struct report *r, uint64_t flow, uint64_t dur)
 {
 	uint64_t *slot = map_slot(&r->launches, flow, false);
 	const struct launch *l;
+	size_t idx;
 
 	if (!slot || !*slot)
 		return;
-	l = &r->launch_v[*slot - 1];
+	idx = *slot - 1;
+	l = &r->launch_v[idx];
 	for (int i = 0; i < l->nops; i++) {
 		struct opstat *o;
 		bool seen = false;
@@ -365,40 +379,33 @@ static void attribute_kernel(struct report *r, uint64_t flow, uint64_t dur)
 		if (i == 0)
 			o->dev_self += dur;
 	}
+	map_del(&r->launches, flow);
+	if (room((void **)&r->launch_free, &r->free_cap, r->nfree, sizeof(*r->launch_free)))
+		r->launch_free[r->nfree++] = idx;
 }
 
-static uint32_t lookup(struct report *r, struct map *m, uint64_t seq, uint64_t iid)
+/* The report's id of a string of the trace; interned ones by their
+ * reader id, once. */
+static uint32_t rid(struct report *r, const struct tr_str *s)
 {
-	uint64_t *slot = map_slot(m, seq << 32 | iid, false);
+	if (s->id == TR_INLINE)
+		return str_id(&r->str, s->s, s->len);
+	if (s->id >= r->nrids) {
+		size_t n = r->nrids ? r->nrids : 256;
+		uint32_t *g;
 
-	return slot && *slot ? (uint32_t)*slot - 1 : str_id(&r->str, "?", 1);
-}
-
-static void interned(struct report *r, uint64_t seq, const uint8_t *d, size_t n, bool *bad)
-{
-	const uint8_t *p = d;
-	struct field f, g;
-
-	while (next_field(&p, d + n, &f, bad)) {
-		struct map *m = f.num == F_ID_NAMES ? &r->names :
-				f.num == F_ID_CATEGORIES ? &r->cats :
-				f.num == F_ID_ARG_NAMES ? &r->argnames : NULL;
-		const uint8_t *q = f.d;
-		uint64_t iid = 0, *slot;
-		uint32_t id = 0;
-
-		if (!m || f.wt != WT_LEN)
-			continue;
-		while (next_field(&q, f.d + f.len, &g, bad)) {
-			if (g.num == F_ENTRY_IID && g.wt == WT_VARINT)
-				iid = g.v;
-			else if (g.num == F_ENTRY_NAME && g.wt == WT_LEN)
-				id = str_id(&r->str, (const char *)g.d, g.len);
-		}
-		slot = map_slot(m, seq << 32 | iid, true);
-		if (slot)
-			*slot = (uint64_t)id + 1;
+		while (n <= s->id)
+			n *= 2;
+		g = realloc(r->rids, n * sizeof(*g));
+		if (!g)
+			return str_id(&r->str, s->s, s->len);
+		memset(g + r->nrids, 0, (n - r->nrids) * sizeof(*g));
+		r->rids = g;
+		r->nrids = n;
 	}
+	if (!r->rids[s->id])
+		r->rids[s->id] = str_id(&r->str, s->s, s->len) + 1;
+	return r->rids[s->id] - 1;
 }
 
 static void json_str(FILE *o, const char *s);
@@ -442,12 +449,14 @@ static void memory_track(struct report *r, struct track *t, const char *name)
 static void memory_flush(struct report *r)
 {
 	struct mem_pending *m = &r->mem_pending;
-	const struct track *t = &r->track_v[m->track];
-	int64_t reserved = t->sibling ? r->track_v[t->sibling - 1].value : 0;
+	const struct track *t;
+	int64_t reserved;
 
 	if (!m->on)
 		return;
 	m->on = false;
+	t = &r->track_v[m->track];
+	reserved = t->sibling ? r->track_v[t->sibling - 1].value : 0;
 	kineto_sep(r);
 	fprintf(r->kineto, "{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", "
 		"\"name\": \"[memory]\", \"pid\": %ld, \"tid\": 0, \"ts\": %.3f, \"args\": "
@@ -476,64 +485,38 @@ static void memory_counter(struct report *r, struct track *t, uint64_t ts, int64
 	}
 	if (t->mem == 1) {
 		memory_flush(r);
+		/* Wrapping, not overflowing, on values no allocator reports. */
 		*m = (struct mem_pending){ .on = true, .track = (size_t)(t - r->track_v), .ts = ts,
-					   .bytes = v - before };
+					   .bytes = (int64_t)((uint64_t)v - (uint64_t)before) };
 	}
 }
 
-static void descriptor(struct report *r, const uint8_t *d, size_t n, bool *bad)
+static void descriptor(struct report *r, const struct tr_track *d)
 {
-	const uint8_t *p = d, *q;
-	struct field f, g;
-	uint64_t uuid = 0, parent = 0;
-	int64_t pid = -1, tid = -1;
-	const uint8_t *name = NULL, *pname = NULL, *tname = NULL;
-	size_t name_len = 0, pname_len = 0, tname_len = 0;
-	bool thread = false, process = false;
+	int64_t pid = d->pid, tid = d->tid;
 	struct track *t;
 
-	while (next_field(&p, d + n, &f, bad)) {
-		if (f.num == F_TD_UUID && f.wt == WT_VARINT) {
-			uuid = f.v;
-		} else if (f.num == F_TD_PARENT && f.wt == WT_VARINT) {
-			parent = f.v;
-		} else if (f.num == F_TD_NAME && f.wt == WT_LEN) {
-			name = f.d, name_len = f.len;
-		} else if ((f.num == F_TD_THREAD || f.num == F_TD_PROCESS) && f.wt == WT_LEN) {
-			thread = f.num == F_TD_THREAD;
-			process = !thread;
-			for (q = f.d; next_field(&q, f.d + f.len, &g, bad);) {
-				if (g.num == F_THD_PID && g.wt == WT_VARINT)
-					pid = (int32_t)g.v;
-				else if (thread && g.num == F_THD_TID && g.wt == WT_VARINT)
-					tid = (int64_t)g.v;
-				else if (thread && g.num == F_THD_NAME && g.wt == WT_LEN)
-					tname = g.d, tname_len = g.len;
-				else if (process && g.num == F_PD_NAME && g.wt == WT_LEN)
-					pname = g.d, pname_len = g.len;
-			}
-		}
-	}
-	if (parent && pid < 0) { /* a child track of a process: its pid */
-		uint64_t *slot = map_slot(&r->tracks, parent, false);
+	if (d->parent && pid < 0) { /* a child track of a process: its pid */
+		uint64_t *slot = map_slot(&r->tracks, d->parent, false);
 
 		if (slot && *slot)
 			pid = r->track_v[*slot - 1].pid, tid = 0;
 	}
-	if (!uuid || !(t = track_of(r, uuid)))
+	if (!d->uuid || !(t = track_of(r, d->uuid)))
 		return;
-	t->thread = thread;
+	t->thread = d->kind == TR_TRACK_THREAD;
 	t->pid = pid;
 	t->tid = tid;
-	if (name && name_len < 64) {
+	if (d->name.len && d->name.len < 64) {
 		char buf[64];
+		size_t len = d->name.len;
 		unsigned dev, stream;
 
-		memcpy(buf, name, name_len);
-		buf[name_len] = 0;
-		if (name_len > 17 && !strcmp(buf + name_len - 17, " memory allocated"))
+		memcpy(buf, d->name.s, len);
+		buf[len] = 0;
+		if (len > 17 && !strcmp(buf + len - 17, " memory allocated"))
 			t->mem = 1;
-		else if (name_len > 16 && !strcmp(buf + name_len - 16, " memory reserved"))
+		else if (len > 16 && !strcmp(buf + len - 16, " memory reserved"))
 			t->mem = 2;
 		if (t->mem)
 			memory_track(r, t, buf);
@@ -543,17 +526,18 @@ static void descriptor(struct report *r, const uint8_t *d, size_t n, bool *bad)
 			t->tid = stream;
 		}
 	}
-	if (r->kineto && (pname || tname)) {
+	if (r->kineto && d->proc_name.len &&
+	    (d->kind == TR_TRACK_PROCESS || d->kind == TR_TRACK_THREAD)) {
+		bool proc = d->kind == TR_TRACK_PROCESS;
 		char buf[512];
-		size_t len = pname ? pname_len : tname_len;
+		size_t len = d->proc_name.len < sizeof(buf) - 1 ? d->proc_name.len : sizeof(buf) - 1;
 
-		len = len < sizeof(buf) - 1 ? len : sizeof(buf) - 1;
-		memcpy(buf, pname ? pname : tname, len);
+		memcpy(buf, d->proc_name.s, len);
 		buf[len] = 0;
 		kineto_sep(r);
 		fprintf(r->kineto, "{\"ph\": \"M\", \"name\": \"%s\", \"pid\": %ld, \"tid\": %ld, "
-			"\"args\": {\"name\": ", pname ? "process_name" : "thread_name", (long)pid,
-			(long)(pname ? 0 : tid));
+			"\"args\": {\"name\": ", proc ? "process_name" : "thread_name", (long)pid,
+			(long)(proc ? 0 : tid));
 		json_str(r->kineto, buf);
 		fputs("}}", r->kineto);
 	}
@@ -681,13 +665,33 @@ struct ev_args {
 	uint32_t site;     /* the first line of "py_stack", or NONE */
 };
 
+/* Which of the step table's kinds a slice is (SL_COUNT: none). */
+static enum step_list slice_kind(const struct report *r, const struct track *t, uint32_t cat)
+{
+	if (cat == r->cat_cpu || cat == r->cat_bwd || cat == r->cat_bwdfn)
+		return t->thread ? SL_HOSTOP : SL_COUNT; /* autograd's ops run inside bwd */
+	if (cat == r->cat_kernel)
+		return SL_KERNEL;
+	if (cat == r->cat_memcpy)
+		return SL_MEMCPY;
+	if (cat == r->cat_memset)
+		return SL_MEMSET;
+	if (cat == r->cat_rt || cat == r->cat_drv)
+		return SL_RUNTIME;
+	if (cat == r->cat_loader)
+		return SL_DATALOADER;
+	return SL_COUNT;
+}
+
 static void end_slice(struct report *r, struct track *t, uint64_t ts, const struct ev_args *a)
 {
 	struct frame f = t->stack[--t->depth];
-	uint64_t alloc = a->alloc;
-
 	uint64_t dur = ts > f.ts ? ts - f.ts : 0;
 
+	if (r->steps)
+		steps_interval(r->steps, slice_kind(r, t, f.cat), f.ts, ts);
+	if (r->pass)
+		return; /* the step table's further passes */
 	if (r->kineto)
 		kineto_slice(r, t, &f, ts);
 	if (t->depth > 0)
@@ -702,33 +706,18 @@ static void end_slice(struct report *r, struct track *t, uint64_t ts, const stru
 			o->calls++;
 			o->total += dur;
 			o->self += dur > f.child ? dur - f.child : 0;
-			o->alloc += alloc;
+			o->alloc += a->alloc;
 		}
 		for (int i = 0; i < t->depth && top; i++)
 			top = t->stack[i].cat != r->cat_cpu;
 		if (top && f.site != NONE) /* each op's time once: outermost ops only */
 			site_done(r, f.site, dur);
-		if (t->thread)
-			push_ival(&r->hostop, f.ts, ts);
-	} else if ((f.cat == r->cat_bwd || f.cat == r->cat_bwdfn) && t->thread) {
-		push_ival(&r->hostop, f.ts, ts); /* autograd's ops run inside these */
 	} else if (f.cat == r->cat_kernel) {
 		kernel_done(r, f.name, dur);
-		push_ival(&r->kern, f.ts, ts);
 		if (f.flow_in)
 			attribute_kernel(r, f.flow_in, dur);
-	} else if (f.cat == r->cat_memcpy) {
-		push_ival(&r->copy, f.ts, ts);
-	} else if (f.cat == r->cat_memset) {
-		push_ival(&r->set, f.ts, ts);
-	} else if (f.cat == r->cat_rt || f.cat == r->cat_drv) {
-		push_ival(&r->api, f.ts, ts);
-	} else if (f.cat == r->cat_loader) {
-		push_ival(&r->loader, f.ts, ts);
-	} else if (f.cat == r->cat_step) {
-		if (room((void **)&r->step_names, &r->step_cap, r->steps.n,
-			 sizeof(*r->step_names)) && push_ival(&r->steps, f.ts, ts))
-			r->step_names[r->steps.n - 1] = f.name;
+	} else if (f.cat == r->cat_step && r->steps) {
+		steps_add(r->steps, f.ts, ts, f.name);
 	}
 }
 
@@ -752,190 +741,90 @@ static uint32_t call_site(struct report *r, const char *s, size_t len)
 	return str_id(&r->str, s, first);
 }
 
-/* One debug annotation (f: its bytes) into a. */
-static void arg(struct report *r, uint64_t seq, const struct field *f, struct ev_args *a,
-		bool *bad)
+/* What the report uses of an event's debug annotations. */
+static void event_args(struct report *r, const struct tr_event *e, struct ev_args *a)
 {
-	const uint8_t *q = f->d, *str = NULL;
-	size_t len = 0;
-	struct field g;
-	uint32_t an = NONE;
-	int64_t v = -1;
+	for (int i = 0; i < e->nargs; i++) {
+		const struct tr_arg *g = &e->args[i];
+		uint32_t an = rid(r, &g->name);
+		int64_t v = g->type == TR_ARG_INT ? g->i : g->type == TR_ARG_UINT ? (int64_t)g->u : -1;
 
-	while (next_field(&q, f->d + f->len, &g, bad)) {
-		if (g.num == F_DA_NAME_IID && g.wt == WT_VARINT)
-			an = lookup(r, &r->argnames, seq, g.v);
-		else if (g.num == F_DA_NAME && g.wt == WT_LEN)
-			an = str_id(&r->str, (const char *)g.d, g.len);
-		else if ((g.num == F_DA_UINT || g.num == F_DA_INT) && g.wt == WT_VARINT)
-			v = (int64_t)g.v;
-		else if (g.num == F_DA_STRING && g.wt == WT_LEN)
-			str = g.d, len = g.len;
-	}
-	if (an == r->name_correlation) {
-		a->corr = v;
-	} else if (an == r->name_alloc) {
-		a->alloc = (uint64_t)v;
-	} else if (an == r->name_dims && str) {
-		a->dims = str_id(&r->str, (const char *)str, len);
-	} else if (an == r->name_types && str) {
-		a->types = str_id(&r->str, (const char *)str, len);
-	} else if (an == r->name_stack && str) {
-		a->site = call_site(r, (const char *)str, len);
+		if (an == r->name_correlation)
+			a->corr = v;
+		else if (an == r->name_alloc)
+			a->alloc = (uint64_t)v;
+		else if (an == r->name_dims && g->type == TR_ARG_STR)
+			a->dims = str_id(&r->str, g->s.s, g->s.len);
+		else if (an == r->name_types && g->type == TR_ARG_STR)
+			a->types = str_id(&r->str, g->s.s, g->s.len);
+		else if (an == r->name_stack && g->type == TR_ARG_STR)
+			a->site = call_site(r, g->s.s, g->s.len);
 	}
 }
 
-static void track_event(struct report *r, uint64_t seq, uint64_t ts, const uint8_t *d,
-			size_t n, bool *bad)
+static void track_event(struct report *r, const struct tr_event *e)
 {
-	const uint8_t *p = d;
-	struct field f;
-	uint64_t type = 0, track = 0, flows[8], term[8];
-	uint32_t name = UINT32_MAX, cat = UINT32_MAX;
-	int nflows = 0, nterm = 0;
-	int64_t counter = 0;
+	uint32_t name = e->has_name ? rid(r, &e->name) : UINT32_MAX;
+	uint32_t cat = e->has_cat ? rid(r, &e->cat) : UINT32_MAX;
 	struct ev_args a = { .corr = -1, .dims = NONE, .types = NONE, .site = NONE };
 	struct track *t;
 
-	while (next_field(&p, d + n, &f, bad)) {
-		switch (f.num) {
-		case F_TE_TYPE: type = f.v; break;
-		case F_TE_TRACK: track = f.v; break;
-		case F_TE_NAME_IID: name = lookup(r, &r->names, seq, f.v); break;
-		case F_TE_NAME:
-			if (f.wt == WT_LEN)
-				name = str_id(&r->str, (const char *)f.d, f.len);
-			break;
-		case F_TE_CAT_IIDS: cat = lookup(r, &r->cats, seq, f.v); break;
-		case F_TE_CATEGORIES:
-			if (f.wt == WT_LEN)
-				cat = str_id(&r->str, (const char *)f.d, f.len);
-			break;
-		case F_TE_FLOWS:
-			if (nflows < 8)
-				flows[nflows++] = f.v;
-			break;
-		case F_TE_TERM_FLOWS:
-			if (nterm < 8)
-				term[nterm++] = f.v;
-			break;
-		case F_TE_ARGS:
-			if (f.wt == WT_LEN)
-				arg(r, seq, &f, &a, bad);
-			break;
-		case F_TE_COUNTER:
-			counter = (int64_t)f.v;
-			break;
-		}
+	if (!r->pass) {
+		r->events++;
+		event_args(r, e, &a);
 	}
-	r->events++;
-	if (!(t = track_of(r, track)))
+	if (!(t = track_of(r, e->track)))
 		return;
-	if (r->mem_pending.on && !(type == TE_COUNTER && t->mem == 2))
+	if (!r->pass && r->mem_pending.on && !(e->type == TE_COUNTER && t->mem == 2))
 		memory_flush(r); /* no reserved counter came with it */
-	if (type == TE_SLICE_BEGIN) {
+	if (e->type == TE_SLICE_BEGIN) {
 		if (!t->stack && !(t->stack = calloc(MAX_DEPTH, sizeof(*t->stack))))
 			return;
 		if (t->depth < MAX_DEPTH)
-			t->stack[t->depth++] = (struct frame){ .name = name, .cat = cat, .ts = ts,
-							       .flow_in = nterm ? term[0] : 0,
+			t->stack[t->depth++] = (struct frame){ .name = name, .cat = cat, .ts = e->ts,
+							       .flow_in = e->nterm ? e->term[0] : 0,
 							       .corr = a.corr, .shapes = a.dims,
 							       .types = a.types, .site = a.site };
 		else
 			t->overflow++;
-	} else if (type == TE_SLICE_END && t->overflow) {
+	} else if (e->type == TE_SLICE_END && t->overflow) {
 		t->overflow--;
-	} else if (type == TE_SLICE_END && t->depth > 0) {
-		end_slice(r, t, ts, &a);
-	} else if (type == TE_COUNTER && t->mem) {
-		memory_counter(r, t, ts, counter);
-	} else if (type == TE_INSTANT && name == r->name_corr) {
-		for (int i = 0; i < nflows; i++)
-			note_launch(r, t, flows[i]);
+	} else if (e->type == TE_SLICE_END && t->depth > 0) {
+		end_slice(r, t, e->ts, &a);
+	} else if (r->pass) {
+		return; /* counters and instants: the first pass's */
+	} else if (e->type == TE_COUNTER && t->mem) {
+		memory_counter(r, t, e->ts, e->counter);
+	} else if (e->type == TE_INSTANT && name == r->name_corr) {
+		for (int i = 0; i < e->nflows; i++)
+			note_launch(r, t, e->flows[i]);
 		if (r->kineto && a.corr >= 0) { /* the launch -> kernel flow's start */
 			kineto_sep(r);
 			fprintf(r->kineto, "{\"ph\": \"s\", \"id\": %ld, \"pid\": %ld, \"tid\": %ld, "
 				"\"ts\": %.3f, \"cat\": \"ac2g\", \"name\": \"ac2g\"}", (long)a.corr,
-				(long)t->pid, (long)t->tid, ts / 1e3);
+				(long)t->pid, (long)t->tid, e->ts / 1e3);
 		}
 	}
 }
 
-static void packet(struct report *r, const uint8_t *d, size_t n, bool *bad)
+/* One pass over the trace: 0, or -1 on a read error (printed). */
+static int read_trace(struct report *r, struct tr_reader *tr)
 {
-	const uint8_t *p = d, *te = NULL;
-	size_t te_len = 0;
-	uint64_t seq = 0, ts = 0;
-	struct field f;
+	struct tr_packet p;
+	struct tr_track d;
+	struct tr_event *e = malloc(sizeof(*e));
+	int got;
 
-	while (next_field(&p, d + n, &f, bad)) {
-		if (f.num == F_PKT_SEQ_ID && f.wt == WT_VARINT)
-			seq = f.v;
-		else if (f.num == F_PKT_TIMESTAMP && f.wt == WT_VARINT)
-			ts = f.v;
+	if (!e)
+		return -1;
+	while ((got = tr_next(tr, &p)) > 0) {
+		if (p.desc.n && !r->pass && tr_track(tr, &p, &d))
+			descriptor(r, &d);
+		if (p.event.n && tr_event(tr, &p, e))
+			track_event(r, e);
 	}
-	p = d;
-	while (next_field(&p, d + n, &f, bad)) {
-		if (f.wt != WT_LEN)
-			continue;
-		if (f.num == F_PKT_INTERNED)
-			interned(r, seq, f.d, f.len, bad);
-		else if (f.num == F_PKT_TRACK_DESC)
-			descriptor(r, f.d, f.len, bad);
-		else if (f.num == F_PKT_TRACK_EVENT)
-			te = f.d, te_len = f.len;
-	}
-	if (te)
-		track_event(r, seq, ts, te, te_len, bad);
-}
-
-static int by_start(const void *a, const void *b)
-{
-	const struct interval *x = a, *y = b;
-
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* Sorted, disjoint: the union of the intervals. */
-static void merge_ivals(struct ivals *v)
-{
-	size_t k = 0;
-
-	if (!v->n)
-		return;
-	qsort(v->v, v->n, sizeof(*v->v), by_start);
-	for (size_t i = 1; i < v->n; i++) {
-		if (v->v[i].start <= v->v[k].end) {
-			if (v->v[i].end > v->v[k].end)
-				v->v[k].end = v->v[i].end;
-		} else {
-			v->v[++k] = v->v[i];
-		}
-	}
-	v->n = k + 1;
-}
-
-/* Length of (a union) within [s, e). */
-static uint64_t within(const struct ivals *v, uint64_t s, uint64_t e)
-{
-	size_t lo = 0, hi = v->n;
-	uint64_t sum = 0;
-
-	while (lo < hi) { /* the first interval ending after s */
-		size_t mid = (lo + hi) / 2;
-
-		if (v->v[mid].end <= s)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (size_t i = lo; i < v->n && v->v[i].start < e; i++) {
-		uint64_t a = v->v[i].start > s ? v->v[i].start : s;
-		uint64_t b = v->v[i].end < e ? v->v[i].end : e;
-
-		sum += b > a ? b - a : 0;
-	}
-	return sum;
+	free(e);
+	return got;
 }
 
 static int op_by_total(const void *a, const void *b)
@@ -998,135 +887,19 @@ static void json_str(FILE *o, const char *s)
 	fputc('"', o);
 }
 
-struct step_row {
-	uint64_t start, dur, kernel_sum, busy, copy, set, api, loader, hostop;
-	/* The TensorBoard plugin's breakdown: each instant of the step goes to
-	 * the first of kernel, memcpy, memset, runtime, dataloader, CPU exec
-	 * that covers it, else to other. */
-	uint64_t brk[7];
-};
-
-static const char *const brk_names[7] = { "Kernel", "Memcpy", "Memset", "Runtime", "DataLoader",
-					  "CPU Exec", "Other" };
-
-static int by_start(const void *a, const void *b);
-
-/* Length of the union of the first n interval lists within [s, e). */
-static uint64_t union_within(struct ivals *const *lists, int n, uint64_t s, uint64_t e)
-{
-	struct ivals tmp = { 0 };
-	uint64_t sum = 0, cur_s = 0, cur_e = 0;
-	bool open = false;
-
-	for (int l = 0; l < n; l++) {
-		const struct ivals *v = lists[l];
-		size_t lo = 0, hi = v->n;
-
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-
-			if (v->v[mid].end <= s)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (size_t i = lo; i < v->n && v->v[i].start < e; i++)
-			if (!push_ival(&tmp, v->v[i].start > s ? v->v[i].start : s,
-				       v->v[i].end < e ? v->v[i].end : e))
-				break;
-	}
-	qsort(tmp.v, tmp.n, sizeof(*tmp.v), by_start);
-	for (size_t i = 0; i < tmp.n; i++) {
-		if (open && tmp.v[i].start <= cur_e) {
-			if (tmp.v[i].end > cur_e)
-				cur_e = tmp.v[i].end;
-			continue;
-		}
-		if (open)
-			sum += cur_e - cur_s;
-		cur_s = tmp.v[i].start;
-		cur_e = tmp.v[i].end;
-		open = true;
-	}
-	if (open)
-		sum += cur_e - cur_s;
-	free(tmp.v);
-	return sum;
-}
-
-static void step_rows(struct report *r, struct step_row *rows)
-{
-	uint64_t longest = 0;
-	size_t first = 0;
-
-	/* Kernel time summed (concurrent streams add up), over kernels sorted
-	 * by start: the ones overlapping a step start after its start minus
-	 * the longest kernel. */
-	qsort(r->kern.v, r->kern.n, sizeof(*r->kern.v), by_start);
-	for (size_t k = 0; k < r->kern.n; k++)
-		if (r->kern.v[k].end - r->kern.v[k].start > longest)
-			longest = r->kern.v[k].end - r->kern.v[k].start;
-	for (size_t i = 0; i < r->steps.n; i++) {
-		uint64_t s = r->steps.v[i].start, e = r->steps.v[i].end;
-		size_t lo = 0, hi = r->kern.n;
-
-		rows[i] = (struct step_row){ .start = s, .dur = e - s };
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-
-			if (r->kern.v[mid].start + longest < s)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (first = lo; first < r->kern.n && r->kern.v[first].start < e; first++) {
-			uint64_t a = r->kern.v[first].start > s ? r->kern.v[first].start : s;
-			uint64_t b = r->kern.v[first].end < e ? r->kern.v[first].end : e;
-
-			rows[i].kernel_sum += b > a ? b - a : 0;
-		}
-	}
-	merge_ivals(&r->kern); /* as a union: GPU busy */
-	merge_ivals(&r->copy);
-	merge_ivals(&r->set);
-	merge_ivals(&r->api);
-	merge_ivals(&r->loader);
-	merge_ivals(&r->hostop);
-	for (size_t i = 0; i < r->steps.n; i++) {
-		uint64_t s = r->steps.v[i].start, e = r->steps.v[i].end;
-
-		rows[i].busy = within(&r->kern, s, e);
-		rows[i].copy = within(&r->copy, s, e);
-		rows[i].set = within(&r->set, s, e);
-		rows[i].api = within(&r->api, s, e);
-		rows[i].loader = within(&r->loader, s, e);
-		rows[i].hostop = within(&r->hostop, s, e);
-		{
-			struct ivals *const lists[6] = { &r->kern, &r->copy, &r->set, &r->api,
-							 &r->loader, &r->hostop };
-			uint64_t prev = 0;
-
-			for (int k = 0; k < 6; k++) {
-				uint64_t u = union_within(lists, k + 1, s, e);
-
-				rows[i].brk[k] = u - prev;
-				prev = u;
-			}
-			rows[i].brk[6] = rows[i].dur > prev ? rows[i].dur - prev : 0;
-		}
-	}
-}
+static const char *const brk_names[STEP_BREAKDOWN] = { "Kernel", "Memcpy", "Memset", "Runtime",
+							"DataLoader", "CPU Exec", "Other" };
 
 /* Advice backed by the steps' breakdown: the share of step time each
  * category took, summed over all steps. */
-static void recommendations(const struct report *r, const struct step_row *rows, FILE *o,
-			    bool json)
+static void recommendations(const struct report *r, const struct step_row *rows, size_t nrows,
+			    FILE *o, bool json)
 {
-	uint64_t tot[7] = { 0 }, all = 0;
+	uint64_t tot[STEP_BREAKDOWN] = { 0 }, all = 0;
 	int n = 0;
 
-	for (size_t i = 0; i < r->steps.n; i++)
-		for (int k = 0; k < 7; k++)
+	for (size_t i = 0; i < nrows; i++)
+		for (int k = 0; k < STEP_BREAKDOWN; k++)
 			tot[k] += rows[i].brk[k], all += rows[i].brk[k];
 	if (!all)
 		return;
@@ -1195,23 +968,25 @@ static void print_memory_text(const struct report *r, int top)
 	free(v);
 }
 
-static void print_text(struct report *r, const char *path, int top, const struct step_row *rows,
-		       double secs)
+static void print_text(struct report *r, const char *path, const struct tr_reader *tr, int top,
+		       const struct step_row *rows, size_t nrows, double secs)
 {
+	char how[512];
 
-	printf("ptbpf report %s: %lu track events in %.2f s (%.1f M/s)\n", path,
+	tr_describe(tr, how, sizeof(how));
+	printf("ptbpf report %s: %s; %lu track events in %.2f s (%.1f M/s)\n", path, how,
 	       (unsigned long)r->events, secs, r->events / (secs > 0 ? secs : 1e-9) / 1e6);
-	if (r->steps.n) {
+	if (nrows) {
 		/* The first `top` steps, then the mean of all of them. */
-		size_t shown = r->steps.n < (size_t)top ? r->steps.n : (size_t)top;
+		size_t shown = nrows < (size_t)top ? nrows : (size_t)top;
 		struct step_row mean = { 0 };
 
-		for (size_t i = 0; i < r->steps.n; i++) {
+		for (size_t i = 0; i < nrows; i++) {
 			mean.dur += rows[i].dur, mean.kernel_sum += rows[i].kernel_sum;
 			mean.busy += rows[i].busy, mean.copy += rows[i].copy;
 			mean.set += rows[i].set, mean.api += rows[i].api;
 			mean.loader += rows[i].loader, mean.hostop += rows[i].hostop;
-			for (int k = 0; k < 7; k++)
+			for (int k = 0; k < STEP_BREAKDOWN; k++)
 				mean.brk[k] += rows[i].brk[k];
 		}
 		printf("\nSteps (ms; GPU busy = kernels' union over the step)\n");
@@ -1219,13 +994,13 @@ static void print_text(struct report *r, const char *path, int top, const struct
 		       "busy%", "memcpy", "memset", "cuda api", "dataload", "host ops");
 		for (size_t i = 0; i <= shown; i++) {
 			const struct step_row *w = i < shown ? &rows[i] : &mean;
-			double div = i < shown ? 1.0 : (double)r->steps.n;
+			double div = i < shown ? 1.0 : (double)nrows;
 
-			if (i == shown && r->steps.n > shown)
+			if (i == shown && nrows > shown)
 				printf("  ... %zu more steps (all of them: --json)\n",
-				       r->steps.n - shown);
+				       nrows - shown);
 			printf("  %-18.18s %9.3f %9.3f %6.1f%% %8.3f %8.3f %9.3f %9.3f %9.3f\n",
-			       i < shown ? str_at(r, r->step_names[i]) : "mean of all",
+			       i < shown ? str_at(r, rows[i].name) : "mean of all",
 			       w->dur / 1e6 / div, w->kernel_sum / 1e6 / div,
 			       w->dur ? 100.0 * w->busy / w->dur : 0, w->copy / 1e6 / div,
 			       w->set / 1e6 / div, w->api / 1e6 / div, w->loader / 1e6 / div,
@@ -1233,17 +1008,17 @@ static void print_text(struct report *r, const char *path, int top, const struct
 		}
 		printf("\nStep time breakdown (ms; each instant counted once, in this order)\n  %-18s",
 		       "step");
-		for (int k = 0; k < 7; k++)
+		for (int k = 0; k < STEP_BREAKDOWN; k++)
 			printf(" %10s", brk_names[k]);
 		printf("\n");
 		for (size_t i = 0; i <= shown; i++) {
-			printf("  %-18.18s", i < shown ? str_at(r, r->step_names[i]) : "mean of all");
-			for (int k = 0; k < 7; k++)
+			printf("  %-18.18s", i < shown ? str_at(r, rows[i].name) : "mean of all");
+			for (int k = 0; k < STEP_BREAKDOWN; k++)
 				printf(" %10.3f", (i < shown ? rows[i].brk[k] :
-						   mean.brk[k] / (double)r->steps.n) / 1e6);
+						   mean.brk[k] / (double)nrows) / 1e6);
 			printf("\n");
 		}
-		recommendations(r, rows, stdout, false);
+		recommendations(r, rows, nrows, stdout, false);
 	}
 	printf("\nOperators by host total time (ms; device = GPU time of the kernels they "
 	       "launched)%s\n  %-44s %8s %10s %10s %10s %10s%s\n",
@@ -1280,15 +1055,23 @@ static void print_text(struct report *r, const char *path, int top, const struct
 	}
 }
 
-static void print_json(struct report *r, const char *path, const struct step_row *rows)
+static void print_json(struct report *r, const char *path, const struct tr_reader *tr,
+		       const struct step_row *rows, size_t nrows)
 {
+	const struct tr_status *st = tr_status(tr);
 
 	printf("{\"trace\": ");
 	json_str(stdout, path);
+	printf(", \"trace_status\": {\"complete\": %s, \"cut\": %s, \"damaged\": %s, "
+	       "\"packets\": %lu, \"bytes\": %lu, \"dropped_bytes\": %lu, "
+	       "\"malformed_packets\": %lu}", st->complete ? "true" : "false",
+	       st->cut ? "true" : "false", st->damaged ? "true" : "false",
+	       (unsigned long)st->packets, (unsigned long)st->bytes, (unsigned long)st->dropped,
+	       (unsigned long)st->undecodable);
 	printf(", \"track_events\": %lu, \"steps\": [", (unsigned long)r->events);
-	for (size_t i = 0; i < r->steps.n; i++) {
+	for (size_t i = 0; i < nrows; i++) {
 		printf("%s{\"name\": ", i ? ", " : "");
-		json_str(stdout, str_at(r, r->step_names[i]));
+		json_str(stdout, str_at(r, rows[i].name));
 		printf(", \"start_ns\": %lu, \"dur_ns\": %lu, \"kernel_ns\": %lu, "
 		       "\"gpu_busy_ns\": %lu, \"memcpy_ns\": %lu, \"memset_ns\": %lu, "
 		       "\"cuda_api_ns\": %lu, \"dataloader_ns\": %lu, \"host_ops_ns\": %lu, "
@@ -1304,7 +1087,7 @@ static void print_json(struct report *r, const char *path, const struct step_row
 		       (unsigned long)rows[i].brk[5], (unsigned long)rows[i].brk[6]);
 	}
 	printf("]");
-	recommendations(r, rows, stdout, true);
+	recommendations(r, rows, nrows, stdout, true);
 	printf(", \"operators\": [");
 	for (size_t i = 0; i < r->nops; i++) {
 		const struct opstat *o = &r->op_v[i];
@@ -1353,157 +1136,214 @@ static void print_json(struct report *r, const char *path, const struct step_row
 	printf("]}\n");
 }
 
-int report_main(int argc, char **argv)
-{
-	struct report r = { 0 };
-	const char *path = NULL, *kineto = NULL;
-	bool json = false, bad = false, export = !strcmp(argv[1], "export");
-	int top = 25, rc = 1;
-	struct step_row *rows = NULL;
-	struct timespec t0, t1;
-	uint8_t *data = NULL;
-	long size = 0;
-	FILE *f;
+/* Intervals the step table keeps at most (16 bytes each): past them it
+ * reads the trace again, a window of steps a pass. PTBPF_REPORT_INTERVALS
+ * sets another budget (the tests make it small). */
+#define REPORT_INTERVALS (1u << 18)
 
+struct report_args {
+	const char *path, *kineto;
+	bool export, json, force;
+	int top;
+};
+
+/* 0, or 2 with the usage printed. */
+static int parse_args(int argc, char **argv, struct report_args *a, struct report *r)
+{
+	*a = (struct report_args){ .export = !strcmp(argv[1], "export"), .top = 25 };
 	for (int i = 2; i < argc; i++) {
 		char *end;
 
-		if (export && !strcmp(argv[i], "--kineto") && i + 1 < argc) {
-			kineto = argv[++i];
-		} else if (!export && !strcmp(argv[i], "--json")) {
-			json = true;
-		} else if (!export && !strcmp(argv[i], "--group-by-shape")) {
-			r.by_shape = true;
-		} else if (!strcmp(argv[i], "--top") && i + 1 < argc) {
-			top = (int)strtol(argv[++i], &end, 10);
-			if (*end || top < 1) {
-				fprintf(stderr, "ptbpf: report: --top takes a positive number\n");
+		if (a->export && !strcmp(argv[i], "--kineto") && i + 1 < argc && !a->kineto) {
+			a->kineto = argv[++i];
+		} else if (a->export && !strcmp(argv[i], "--force")) {
+			a->force = true;
+		} else if (!a->export && !strcmp(argv[i], "--json")) {
+			a->json = true;
+		} else if (!a->export && !strcmp(argv[i], "--group-by-shape")) {
+			r->by_shape = true;
+		} else if (!a->export && !strcmp(argv[i], "--top") && i + 1 < argc) {
+			errno = 0;
+			a->top = (int)strtol(argv[++i], &end, 10);
+			if (errno || end == argv[i] || *end || a->top < 1) {
+				fprintf(stderr, "ptbpf: report: --top takes a positive number, not '%s'\n",
+					argv[i]);
 				return 2;
 			}
-		} else if (!path && argv[i][0] != '-') {
-			path = argv[i];
+		} else if (!a->path && argv[i][0] != '-') {
+			a->path = argv[i];
 		} else {
-			path = NULL;
+			a->path = NULL;
 			break;
 		}
 	}
-	if (!path || (export && !kineto)) {
-		fprintf(stderr, export ? "ptbpf: usage: ptbpf export --kineto OUT.json FILE.pftrace\n" :
+	if (!a->path || (a->export && !a->kineto)) {
+		fprintf(stderr, a->export ?
+			"ptbpf: usage: ptbpf export --kineto OUT.json FILE.pftrace [--force]\n" :
 			"ptbpf: usage: ptbpf report FILE.pftrace [--json] [--top N] "
 			"[--group-by-shape]\n");
 		return 2;
 	}
-	f = fopen(path, "rb");
-	if (!f || fseek(f, 0, SEEK_END) || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
-	    !(data = malloc(size ? size : 1)) || fread(data, 1, size, f) != (size_t)size) {
-		fprintf(stderr, "ptbpf: report: cannot read %s: %s\n", path,
-			errno ? strerror(errno) : "short read");
-		goto out;
-	}
-	r.str.set = str_set_new(1 << 20);
-	if (!r.str.set)
-		goto out;
-	r.cat_cpu = str_id(&r.str, "cpu_op", 6);
-	r.cat_kernel = str_id(&r.str, "kernel", 6);
-	r.cat_memcpy = str_id(&r.str, "gpu_memcpy", 10);
-	r.cat_memset = str_id(&r.str, "gpu_memset", 10);
-	r.cat_rt = str_id(&r.str, "cuda_runtime", 12);
-	r.cat_drv = str_id(&r.str, "cuda_driver", 11);
-	r.cat_loader = str_id(&r.str, "dataloader", 10);
-	r.cat_step = str_id(&r.str, "step", 4);
-	r.cat_bwd = str_id(&r.str, "backward", 8);
-	r.cat_bwdfn = str_id(&r.str, "backward_function", 17);
-	r.name_corr = str_id(&r.str, "cupti correlation", 17);
-	r.name_correlation = str_id(&r.str, "correlation", 11);
-	r.name_alloc = str_id(&r.str, "alloc_bytes", 11);
-	r.name_dims = str_id(&r.str, "Input Dims", 10);
-	r.name_types = str_id(&r.str, "Input type", 10);
-	r.name_stack = str_id(&r.str, "py_stack", 8);
-	if (kineto) {
-		r.kineto = fopen(kineto, "wx");
-		if (!r.kineto) {
-			fprintf(stderr, "ptbpf: export: cannot create %s: %s\n", kineto,
-				errno == EEXIST ? "it exists (not overwritten)" : strerror(errno));
-			goto out;
-		}
-		r.kineto_first = true;
-		fputs("{\"schemaVersion\": 1, \"displayTimeUnit\": \"ms\", \"traceName\": ", r.kineto);
-		json_str(r.kineto, path);
-		fputs(", \"deviceProperties\": [], \"traceEvents\": [", r.kineto);
-	}
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	{
-		const uint8_t *p = data, *end = data + size;
-		struct field fl;
+	return 0;
+}
 
-		while (next_field(&p, end, &fl, &bad))
-			if (fl.num == F_TRACE_PACKET && fl.wt == WT_LEN)
-				packet(&r, fl.d, fl.len, &bad);
+/* The names the report looks for, as string ids. */
+static bool report_init(struct report *r)
+{
+	r->str.set = str_set_new(1 << 20);
+	if (!r->str.set)
+		return false;
+	r->cat_cpu = str_id(&r->str, "cpu_op", 6);
+	r->cat_kernel = str_id(&r->str, "kernel", 6);
+	r->cat_memcpy = str_id(&r->str, "gpu_memcpy", 10);
+	r->cat_memset = str_id(&r->str, "gpu_memset", 10);
+	r->cat_rt = str_id(&r->str, "cuda_runtime", 12);
+	r->cat_drv = str_id(&r->str, "cuda_driver", 11);
+	r->cat_loader = str_id(&r->str, "dataloader", 10);
+	r->cat_step = str_id(&r->str, "step", 4);
+	r->cat_bwd = str_id(&r->str, "backward", 8);
+	r->cat_bwdfn = str_id(&r->str, "backward_function", 17);
+	r->name_corr = str_id(&r->str, "cupti correlation", 17);
+	r->name_correlation = str_id(&r->str, "correlation", 11);
+	r->name_alloc = str_id(&r->str, "alloc_bytes", 11);
+	r->name_dims = str_id(&r->str, "Input Dims", 10);
+	r->name_types = str_id(&r->str, "Input type", 10);
+	r->name_stack = str_id(&r->str, "py_stack", 8);
+	return true;
+}
+
+static void report_free(struct report *r)
+{
+	for (size_t i = 0; i < r->ntracks; i++)
+		free(r->track_v[i].stack);
+	free(r->track_v);
+	free(r->op_v);
+	free(r->k_v);
+	free(r->launch_v);
+	free(r->launch_free);
+	free(r->rids);
+	free(r->str.s);
+	str_set_free(r->str.set);
+	map_free(&r->str.index);
+	map_free(&r->tracks);
+	map_free(&r->ops);
+	map_free(&r->kernels);
+	map_free(&r->sites);
+	free(r->site_v);
+	map_free(&r->launches);
+	steps_free(r->steps);
+}
+
+/* The step table's further passes, while it asks for them. */
+static int step_passes(struct report *r, struct tr_reader *tr)
+{
+	while (steps_next_pass(r->steps)) {
+		if (tr_rewind(tr))
+			return -1;
+		r->pass++;
+		for (size_t i = 0; i < r->ntracks; i++)
+			r->track_v[i].depth = r->track_v[i].overflow = 0;
+		if (read_trace(r, tr) < 0)
+			return -1;
 	}
-	if (bad) {
-		fprintf(stderr, "ptbpf: report: %s is not a Perfetto trace (malformed protobuf)\n",
-			path);
-		goto out;
+	return 0;
+}
+
+/* export: the Kineto JSON under OUT.partial, through a FILE of its own. */
+static int export_open(struct report *r, const struct report_args *a, struct outfile *out)
+{
+	int fd;
+
+	if (outfile_open(out, a->kineto, a->force, (const char *const[]){ a->path }, 1, "export"))
+		return -1;
+	fd = dup(out->fd);
+	if (fd < 0 || !(r->kineto = fdopen(fd, "w"))) {
+		outfile_cannot_write("export", out->tmp, errno);
+		if (fd >= 0)
+			close(fd);
+		return -1;
 	}
-	rows = calloc(r.steps.n ? r.steps.n : 1, sizeof(*rows));
-	if (!rows)
+	r->kineto_first = true;
+	fputs("{\"schemaVersion\": 1, \"displayTimeUnit\": \"ms\", \"traceName\": ", r->kineto);
+	json_str(r->kineto, a->path);
+	fputs(", \"deviceProperties\": [], \"traceEvents\": [", r->kineto);
+	return 0;
+}
+
+static int export_close(struct report *r, const struct report_args *a, struct outfile *out)
+{
+	int err = 0;
+
+	memory_flush(r);
+	fputs("\n]}\n", r->kineto);
+	if (ferror(r->kineto))
+		err = EIO;
+	if (fclose(r->kineto) && !err)
+		err = errno;
+	r->kineto = NULL;
+	if (err) {
+		fprintf(stderr, "ptbpf: export: writing %s failed: %s\n", out->tmp, strerror(err));
+		return -1;
+	}
+	if (outfile_commit(out, "export"))
+		return -1;
+	fprintf(stderr, "ptbpf: export: wrote %s (%lu track events)\n", a->kineto,
+		(unsigned long)r->events);
+	return 0;
+}
+
+int report_main(int argc, char **argv)
+{
+	struct report r = { 0 };
+	struct report_args a;
+	struct outfile out = { .fd = -1 };
+	struct tr_reader *tr = NULL;
+	const struct step_row *rows = NULL;
+	size_t nrows = 0;
+	const char *budget = getenv("PTBPF_REPORT_INTERVALS");
+	struct timespec t0, t1;
+	int rc;
+
+	rc = parse_args(argc, argv, &a, &r);
+	if (rc)
+		return rc;
+	rc = 1;
+	tr = tr_open(a.path, a.export ? "export" : "report");
+	if (!tr || !report_init(&r))
 		goto out;
-	step_rows(&r, rows);
+	if (a.export && export_open(&r, &a, &out))
+		goto out;
+	if (!a.export &&
+	    !(r.steps = steps_new(budget ? strtoul(budget, NULL, 10) : REPORT_INTERVALS)))
+		goto out;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (read_trace(&r, tr) < 0 || (r.steps && step_passes(&r, tr)))
+		goto out;
+	if (r.steps)
+		rows = steps_rows(r.steps, &nrows);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	qsort(r.op_v, r.nops, sizeof(*r.op_v), op_by_total);
-	qsort(r.k_v, r.nk, sizeof(*r.k_v), k_by_total);
-	qsort(r.site_v, r.nsites, sizeof(*r.site_v), site_by_total);
-	if (r.kineto) {
-		memory_flush(&r);
-		fputs("\n]}\n", r.kineto);
-		if (ferror(r.kineto) || fclose(r.kineto)) {
-			r.kineto = NULL;
-			fprintf(stderr, "ptbpf: export: writing %s failed\n", kineto);
+	tr_warn_if_cut(tr, a.export ? "export" : "report");
+	if (r.nops)
+		qsort(r.op_v, r.nops, sizeof(*r.op_v), op_by_total);
+	if (r.nk)
+		qsort(r.k_v, r.nk, sizeof(*r.k_v), k_by_total);
+	if (r.nsites)
+		qsort(r.site_v, r.nsites, sizeof(*r.site_v), site_by_total);
+	if (a.export) {
+		if (export_close(&r, &a, &out))
 			goto out;
-		}
-		r.kineto = NULL;
-		fprintf(stderr, "ptbpf: export: wrote %s (%lu track events)\n", kineto,
-			(unsigned long)r.events);
-	} else if (json) {
-		print_json(&r, path, rows);
+	} else if (a.json) {
+		print_json(&r, a.path, tr, rows, nrows);
 	} else {
-		print_text(&r, path, top, rows, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+		print_text(&r, a.path, tr, a.top, rows, nrows,
+			   (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 	}
 	rc = 0;
 out:
-	if (r.kineto) { /* failed half way: no partial file */
+	if (r.kineto) /* failed half way */
 		fclose(r.kineto);
-		unlink(kineto);
-	}
-	if (f)
-		fclose(f);
-	free(data);
-	free(rows);
-	for (size_t i = 0; i < r.ntracks; i++)
-		free(r.track_v[i].stack);
-	free(r.track_v);
-	free(r.op_v);
-	free(r.k_v);
-	free(r.launch_v);
-	free(r.step_names);
-	free(r.str.s);
-	str_set_free(r.str.set);
-	map_free(&r.str.index);
-	map_free(&r.names);
-	map_free(&r.cats);
-	map_free(&r.tracks);
-	map_free(&r.ops);
-	map_free(&r.kernels);
-	map_free(&r.sites);
-	free(r.site_v);
-	map_free(&r.launches);
-	map_free(&r.argnames);
-	{
-		struct ivals *all[] = { &r.kern, &r.copy, &r.set, &r.api, &r.loader, &r.hostop,
-					&r.steps };
-
-		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-			free(all[i]->v);
-	}
+	outfile_discard(&out);
+	tr_close(tr);
+	report_free(&r);
 	return rc;
 }

@@ -226,6 +226,37 @@ static bool maps_gpu_library(int pid)
 	       target_maps(pid, "libamdhip64.so") || target_maps(pid, "libnccl.so");
 }
 
+/* Why libtorch_cpu.so could not be opened, and what to do: reading
+ * /proc/PID/maps takes CAP_SYS_PTRACE over the process (and root for some,
+ * such as pid 1); /proc/PID/map_files (mode 0500, owned by the process's
+ * user) takes CAP_DAC_READ_SEARCH besides CAP_SYS_ADMIN when that user is
+ * not ptbpf's. */
+static void describe_open_failure(int pid, int ret, char *err, size_t errlen)
+{
+	char path[64];
+	struct stat st;
+	FILE *maps;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	maps = fopen(path, "re");
+	if (!maps) {
+		snprintf(err, errlen, "pid %d: cannot read %s: %s: the kernel does not let ptbpf's "
+			 "user read this process (CAP_SYS_PTRACE is not enough for some, e.g. pid "
+			 "1); run ptbpf as root", pid, path, strerror(errno));
+		return;
+	}
+	fclose(maps);
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	if ((ret == -EACCES || ret == -EPERM) && !stat(path, &st) && st.st_uid != geteuid())
+		snprintf(err, errlen, "pid %d: cannot open its libtorch_cpu.so through "
+			 "/proc/%d/map_files: %s: that directory belongs to the process's user "
+			 "(uid %u); ptbpf needs CAP_DAC_READ_SEARCH for it (or run it as root)", pid,
+			 pid, strerror(-ret), (unsigned)st.st_uid);
+	else
+		snprintf(err, errlen, "pid %d: cannot open its libtorch_cpu.so through "
+			 "/proc/%d/map_files: %s", pid, pid, strerror(-ret));
+}
+
 int target_open(int pid, struct target *t, char *err, size_t errlen)
 {
 	char path[64];
@@ -262,8 +293,7 @@ int target_open(int pid, struct target *t, char *err, size_t errlen)
 	if (ret == -ENOENT) /* a CUDA/HIP program without torch: GPU calls only */
 		ret = 0;
 	if (ret) {
-		snprintf(err, errlen, "pid %d: cannot open its libtorch_cpu.so through "
-			 "/proc/%d/map_files: %s", pid, pid, strerror(-ret));
+		describe_open_failure(pid, ret, err, errlen);
 		return ret;
 	}
 	ret = target_find_lib(pid, "libstdc++.so", &t->stdcxx);

@@ -3,8 +3,10 @@
  * Unit test of the Perfetto writer (user/perfetto.c). Writes traces that use
  * every function and field, decodes them with protoc against
  * user/perfetto_trace.proto and checks the text field by field; checks with
- * --decode_raw that repeated fixed64 fields are unpacked; checks that a full
- * device makes the writer report -ENOSPC.
+ * --decode_raw that repeated fixed64 fields are unpacked; checks the end
+ * marker, that a full device makes the writer report -ENOSPC, that a write
+ * cut short (a full disk) leaves whole packets only, that buffered packets
+ * reach the file within 100 ms, and the copy writer (ptbpf merge).
  *
  * Usage: test_perfetto <dir holding perfetto_trace.proto>
  */
@@ -15,9 +17,16 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "pf_fields.h"
 
 static int passed, failed;
 
@@ -195,7 +204,7 @@ static const char *fmt(const char *f, ...)
 	return b;
 }
 
-static FILE *temp_file(char *path, size_t len)
+static int temp_file(char *path, size_t len)
 {
 	int fd;
 
@@ -205,7 +214,14 @@ static FILE *temp_file(char *path, size_t len)
 		perror("mkstemp");
 		exit(2);
 	}
-	return fdopen(fd, "w");
+	return fd;
+}
+
+static off_t file_size(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) ? -1 : st.st_size;
 }
 
 /* ---- the main trace ---- */
@@ -218,7 +234,7 @@ enum {
 	P_FIRST, P_SNAP0, P_ATTR_STR, P_ATTR_INT, P_PROC, P_THREAD, P_GPU, P_STREAM,
 	P_MEM, P_KERNELS, P_SNAP1, P_ADDMM, P_MM, P_END_MM, P_END_ADDMM, P_KERNEL,
 	P_KERNEL_END, P_SYNC, P_ADDMM2, P_END_ADDMM2, P_COUNT_MEM, P_COUNT_KERN,
-	P_LOSS, P_LONG, P_MANY_ARGS, P_END_MANY, P_NPACKETS
+	P_LOSS, P_LONG, P_MANY_ARGS, P_END_MANY, P_END_MARKER, P_NPACKETS
 };
 
 static const char *const cmdline[] = { "python", "train.py", "--epochs=3" };
@@ -490,7 +506,7 @@ static void check_decoded(const struct decoded *d, const struct tracks *t)
 	for (int i = 0; i < d->nlines; i++)
 		CHECK_MSG(d->line[i][0] < '0' || d->line[i][0] > '9',
 			  "no unknown field: %s", d->line[i]);
-	for (int k = P_ADDMM; k < P_NPACKETS; k++)
+	for (int k = P_ADDMM; k < P_END_MARKER; k++)
 		PKT_HAS(d, k, "sequence_flags: 2");
 	check_header(d);
 	check_tracks(d, t);
@@ -526,11 +542,10 @@ static void check_raw(const struct decoded *d)
 static void test_main_trace(const char *protodir)
 {
 	char path[512];
-	FILE *f = temp_file(path, sizeof(path));
+	int fd = temp_file(path, sizeof(path));
 	struct tracks t;
-	struct pf_writer *w = pf_writer_open(f);
+	struct pf_writer *w = pf_writer_open(fd);
 	struct decoded d;
-	struct stat st;
 
 	if (!CHECK(w != NULL))
 		exit(1);
@@ -542,10 +557,15 @@ static void test_main_trace(const char *protodir)
 	CHECK_EQ(pf_items_clipped(w), 4);
 	uint64_t bytes = pf_bytes_written(w);
 	CHECK_EQ(pf_writer_close(w), 0);
-	fclose(f);
-	CHECK(stat(path, &st) == 0 && (uint64_t)st.st_size == bytes);
+	/* The end marker: the last packet, its value its own offset. */
+	CHECK(file_size(fd) > (off_t)bytes && file_size(fd) < (off_t)bytes + 64);
+	close(fd);
 	decode(&d, protodir, path, false);
 	check_decoded(&d, &t);
+	if (d.npkts == P_NPACKETS) {
+		PKT_HAS(&d, P_END_MARKER, "key: \"" PF_END_MARKER_KEY "\"");
+		PKT_HAS(&d, P_END_MARKER, fmt("long_value: %lu", (unsigned long)bytes));
+	}
 	decoded_free(&d);
 	decode(&d, protodir, path, true);
 	check_raw(&d);
@@ -579,8 +599,8 @@ static void write_many_names(struct pf_writer *w, uint64_t track)
 static void test_intern_overflow(const char *protodir)
 {
 	char path[512];
-	FILE *f = temp_file(path, sizeof(path));
-	struct pf_writer *w = pf_writer_open(f);
+	int fd = temp_file(path, sizeof(path));
+	struct pf_writer *w = pf_writer_open(fd);
 	struct decoded d;
 	int first, last;
 
@@ -588,13 +608,13 @@ static void test_intern_overflow(const char *protodir)
 		exit(1);
 	write_many_names(w, pf_track_thread(w, 1, 1, "main"));
 	CHECK_EQ(pf_writer_close(w), 0);
-	fclose(f);
+	close(fd);
 	decode(&d, protodir, path, false);
 	CHECK_EQ(d.status, 0);
 	first = 3; /* first, snapshot, thread descriptor */
-	last = d.npkts - 1;
-	CHECK_EQ(d.npkts, first + PF_INTERN_MAX + 3);
-	if (d.npkts == first + PF_INTERN_MAX + 3) {
+	last = d.npkts - 2; /* then the end marker */
+	CHECK_EQ(d.npkts, first + PF_INTERN_MAX + 4);
+	if (d.npkts == first + PF_INTERN_MAX + 4) {
 		int k = first + PF_INTERN_MAX - 1; /* the last one interned */
 
 		PKT_SEQ(&d, k, "event_names {", fmt("iid: %d", PF_INTERN_MAX),
@@ -624,26 +644,24 @@ static void test_intern_overflow(const char *protodir)
 
 static void test_full_device(void)
 {
-	FILE *f = fopen("/dev/full", "w");
+	int fd = open("/dev/full", O_WRONLY);
 	struct pf_writer *w;
 	struct pf_event e = { .name = "x", .category = "y" };
 
-	if (!CHECK(f != NULL))
+	if (!CHECK(fd >= 0))
 		return;
-	/* Small: everything sits in stdio's buffer until the close flushes. */
-	w = pf_writer_open(f);
+	/* Small: everything sits in the writer's buffer until the close. */
+	w = pf_writer_open(fd);
 	if (CHECK(w != NULL)) {
 		e.track = pf_track_thread(w, 1, 1, "t");
 		pf_slice_begin(w, &e);
 		CHECK_EQ(pf_writer_error(w), 0);
 		CHECK_EQ(pf_writer_close(w), -ENOSPC);
 	}
-	fclose(f);
-	/* Large: fwrite fails midway; the writer stops and keeps the error. */
-	f = fopen("/dev/full", "w");
-	w = f ? pf_writer_open(f) : NULL;
+	/* Large: a flush fails midway; the writer stops and keeps the error. */
+	w = pf_writer_open(fd);
 	if (CHECK(w != NULL)) {
-		for (int i = 0; i < 10000; i++) {
+		for (int i = 0; i < 100000; i++) {
 			e.ts = (uint64_t)i;
 			pf_instant(w, &e);
 		}
@@ -654,10 +672,114 @@ static void test_full_device(void)
 		CHECK_EQ(pf_bytes_written(w), bytes);
 		CHECK_EQ(pf_writer_close(w), -ENOSPC);
 	}
-	if (f)
-		fclose(f);
+	close(fd);
 	errno = 0;
-	CHECK(pf_writer_open(NULL) == NULL && errno == EINVAL);
+	CHECK(pf_writer_open(-1) == NULL && errno == EBADF);
+}
+
+/* A file size limit cuts a write part way, as a full disk does: the file
+ * is cut back to its last whole packet, which protoc then decodes. Returns
+ * whether the cut was needed (the limit fell inside a packet). */
+static bool cut_write(const char *protodir, rlim_t limit)
+{
+	struct rlimit old, small = { limit, RLIM_INFINITY };
+	char path[512];
+	int fd = temp_file(path, sizeof(path));
+	struct pf_writer *w;
+	struct pf_event e = { .name = "aten::add", .category = "cpu_op" };
+	struct decoded d;
+	off_t size;
+
+	signal(SIGXFSZ, SIG_IGN);
+	getrlimit(RLIMIT_FSIZE, &old);
+	small.rlim_max = old.rlim_max;
+	CHECK(setrlimit(RLIMIT_FSIZE, &small) == 0);
+	w = pf_writer_open(fd);
+	if (!CHECK(w != NULL))
+		exit(1);
+	e.track = pf_track_thread(w, 1, 1, "main");
+	for (int i = 0; i < 100000 && !pf_writer_error(w); i++) {
+		e.ts = 1000 + (uint64_t)i;
+		pf_slice_begin(w, &e);
+		pf_slice_end(w, &e);
+	}
+	size = file_size(fd);
+	CHECK_EQ(pf_writer_error(w), -EFBIG);
+	CHECK_EQ(size, (off_t)pf_bytes_written(w));
+	CHECK_MSG(size > 200000 && size <= (off_t)limit, "size %ld", (long)size);
+	CHECK_EQ(pf_writer_close(w), -EFBIG);
+	setrlimit(RLIMIT_FSIZE, &old);
+	close(fd);
+	decode(&d, protodir, path, false);
+	CHECK_EQ(d.status, 0);
+	CHECK(d.npkts > 1000);
+	CHECK_EQ(all_count(&d, "key: \"" PF_END_MARKER_KEY "\""), 0);
+	decoded_free(&d);
+	unlink(path);
+	return size < (off_t)limit;
+}
+
+/* A limit may fall on a packet boundary (packets' sizes depend on the
+ * random track uuid): a byte further each time, until a packet is cut
+ * back (about every other run; 20 tries). */
+static void test_cut_write(const char *protodir)
+{
+	rlim_t limit = 300017;
+
+	while (!cut_write(protodir, limit) && limit < 300037)
+		limit++;
+	CHECK(limit < 300037);
+}
+
+/* Packets reach the file within FLUSH_NS (100 ms) of the first buffered
+ * one, at the next packet: a killed writer loses at most that much. */
+static void test_timely_flush(void)
+{
+	char path[512];
+	int fd = temp_file(path, sizeof(path));
+	struct pf_writer *w = pf_writer_open(fd);
+	uint64_t track;
+
+	if (!CHECK(w != NULL))
+		exit(1);
+	track = pf_track_thread(w, 1, 1, "main");
+	CHECK_EQ(file_size(fd), 0);
+	nanosleep(&(struct timespec){ 0, 150000000 }, NULL);
+	pf_counter(w, track, 1, 1);
+	CHECK_EQ(file_size(fd), (off_t)pf_bytes_written(w));
+	CHECK_EQ(pf_writer_close(w), 0);
+	close(fd);
+	unlink(path);
+}
+
+/* The copy writer (merge): packets as given, then an end marker with no
+ * sequence of its own. */
+static void test_copy_writer(const char *protodir)
+{
+	/* TracePacket { timestamp: 5, trusted_packet_sequence_id: 7 } */
+	static const uint8_t pkt[] = { 0x40, 0x05, 0x50, 0x07 };
+	char path[512];
+	int fd = temp_file(path, sizeof(path));
+	struct pf_writer *w = pf_writer_open_copy(fd);
+	struct decoded d;
+
+	if (!CHECK(w != NULL))
+		exit(1);
+	pf_write_packet(w, pkt, sizeof(pkt));
+	pf_write_packet(w, pkt, sizeof(pkt));
+	CHECK_EQ(pf_writer_close(w), 0);
+	close(fd);
+	decode(&d, protodir, path, false);
+	CHECK_EQ(d.status, 0);
+	CHECK_EQ(d.npkts, 3);
+	if (d.npkts == 3) {
+		PKT_HAS(&d, 0, "trusted_packet_sequence_id: 7");
+		PKT_HAS(&d, 2, "key: \"" PF_END_MARKER_KEY "\"");
+		PKT_HAS(&d, 2, "long_value: 12");
+		PKT_LACKS(&d, 2, "trusted_packet_sequence_id: 1");
+	}
+	decoded_free(&d);
+	unlink(path);
 }
 
 int main(int argc, char **argv)
@@ -669,6 +791,9 @@ int main(int argc, char **argv)
 	test_main_trace(argv[1]);
 	test_intern_overflow(argv[1]);
 	test_full_device();
+	test_cut_write(argv[1]);
+	test_timely_flush();
+	test_copy_writer(argv[1]);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* `ptbpf report` on any bytes: as JSON and as text, within the default
+ * step-table budget and within a tiny one (older steps finished during the
+ * pass, windows). */
+#include "fuzz.h"
+#include "report.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char path[64];
+	int fd = fuzz_file(data, size, path, sizeof(path));
+	char *json[] = { "ptbpf", "report", path, "--json", NULL };
+	char *text[] = { "ptbpf", "report", path, "--top", "3", "--group-by-shape", NULL };
+
+	unsetenv("PTBPF_REPORT_INTERVALS");
+	report_main(4, json);
+	setenv("PTBPF_REPORT_INTERVALS", "16", 1);
+	report_main(6, text);
+	close(fd);
+	return 0;
+}

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Unit test of the report's step table (user/step_table.c): random steps
+ * (several processes' steps overlap) and intervals of every kind, fed in
+ * about the order a trace has them (each when it ends, some late, a step
+ * after the intervals in it; the same again on every pass the table asks
+ * for). Within an ample budget (one pass), a small one (older steps
+ * finished during the pass, late intervals redone in windows) and a tiny
+ * one (windows only), the rows must equal a brute-force count over every
+ * nanosecond.
+ */
+#include "step_table.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int passed, failed;
+
+#define CHECK_EQ(a, b, what, i) check_eq((unsigned long long)(a), (unsigned long long)(b), \
+					 __LINE__, what, i)
+
+static void check_eq(unsigned long long a, unsigned long long b, int line, const char *what,
+		     size_t i)
+{
+	if (a == b) {
+		passed++;
+		return;
+	}
+	failed++;
+	fprintf(stderr, "FAIL line %d: step %zu %s: %llu != %llu\n", line, i, what, a, b);
+}
+
+#define SPAN 4000
+#define NSTEPS 40
+#define NIVALS 3000
+
+struct ival {
+	int kind;      /* SL_*, or STEP */
+	uint64_t s, e;
+	uint64_t when; /* when the trace has it */
+	int step;
+};
+
+#define STEP SL_COUNT
+
+static struct ival ivals[NIVALS];
+static uint64_t step_s[NSTEPS], step_e[NSTEPS];
+static struct ival feed[NIVALS + NSTEPS]; /* both, in trace order */
+
+static uint64_t rnd(uint64_t n)
+{
+	return (uint64_t)random() % n;
+}
+
+static int by_when(const void *a, const void *b)
+{
+	const struct ival *x = a, *y = b;
+
+	return x->when < y->when ? -1 : x->when > y->when;
+}
+
+static void make_input(void)
+{
+	int n = 0;
+
+	for (int i = 0; i < NSTEPS; i++) {
+		step_s[i] = rnd(SPAN - 200);
+		step_e[i] = step_s[i] + 1 + rnd(200);
+		feed[n++] = (struct ival){ .kind = STEP, .s = step_s[i], .e = step_e[i],
+					   .when = step_e[i], .step = i };
+	}
+	for (int i = 0; i < NIVALS; i++) {
+		ivals[i].kind = (int)rnd(SL_COUNT);
+		ivals[i].s = rnd(SPAN);
+		ivals[i].e = ivals[i].s + rnd(i % 10 ? 30 : 400);
+		/* Most come as they end; one in 50 (a GPU batch) late. */
+		ivals[i].when = ivals[i].e + (rnd(50) ? 0 : rnd(2000));
+		feed[n++] = ivals[i];
+	}
+	qsort(feed, n, sizeof(*feed), by_when);
+}
+
+/* The table as the report makes it: passes until it says done. */
+static struct step_table *table(size_t budget, int *passes)
+{
+	struct step_table *t = steps_new(budget);
+
+	*passes = 0;
+	do {
+		for (int i = 0; i < NIVALS + NSTEPS; i++) {
+			if (feed[i].kind == STEP)
+				steps_add(t, feed[i].s, feed[i].e, (uint32_t)feed[i].step);
+			else
+				steps_interval(t, feed[i].kind, feed[i].s, feed[i].e);
+		}
+		++*passes;
+	} while (steps_next_pass(t));
+	return t;
+}
+
+/* Brute force, nanosecond by nanosecond. */
+static void expected(int step, struct step_row *r)
+{
+	static uint8_t cover[SPAN + 500][SL_COUNT];
+	static unsigned kernels[SPAN + 500];
+
+	memset(cover, 0, sizeof(cover));
+	memset(kernels, 0, sizeof(kernels));
+	for (int i = 0; i < NIVALS; i++)
+		for (uint64_t x = ivals[i].s; x < ivals[i].e; x++) {
+			cover[x][ivals[i].kind] = 1;
+			kernels[x] += ivals[i].kind == SL_KERNEL;
+		}
+	memset(r, 0, sizeof(*r));
+	r->start = step_s[step];
+	r->dur = step_e[step] - step_s[step];
+	for (uint64_t x = step_s[step]; x < step_e[step]; x++) {
+		uint64_t *kinds[SL_COUNT] = { &r->busy, &r->copy, &r->set, &r->api, &r->loader,
+					      &r->hostop };
+		int first = SL_COUNT;
+
+		r->kernel_sum += kernels[x];
+		for (int k = SL_COUNT - 1; k >= 0; k--) {
+			*kinds[k] += cover[x][k];
+			if (cover[x][k])
+				first = k;
+		}
+		r->brk[first]++;
+	}
+}
+
+static void compare(const struct step_row *got, const struct step_row *want, size_t i)
+{
+	CHECK_EQ(got->start, want->start, "start", i);
+	CHECK_EQ(got->dur, want->dur, "dur", i);
+	CHECK_EQ(got->kernel_sum, want->kernel_sum, "kernel_sum", i);
+	CHECK_EQ(got->busy, want->busy, "busy", i);
+	CHECK_EQ(got->copy, want->copy, "copy", i);
+	CHECK_EQ(got->set, want->set, "set", i);
+	CHECK_EQ(got->api, want->api, "api", i);
+	CHECK_EQ(got->loader, want->loader, "loader", i);
+	CHECK_EQ(got->hostop, want->hostop, "hostop", i);
+	for (int k = 0; k < STEP_BREAKDOWN; k++)
+		CHECK_EQ(got->brk[k], want->brk[k], "breakdown", i);
+}
+
+int main(void)
+{
+	for (unsigned seed = 1; seed <= 30; seed++) {
+		/* ample: one pass; small: the older half finished during it; tiny:
+		 * too small for that (a step alone passes it): windows. */
+		const size_t budgets[] = { 1u << 20, 1000, 64 };
+		int passes[3];
+
+		srandom(seed);
+		make_input();
+		for (int b = 0; b < 3; b++) {
+			struct step_table *t = table(budgets[b], &passes[b]);
+			const struct step_row *rows;
+			size_t n;
+
+			rows = steps_rows(t, &n);
+			CHECK_EQ(n, NSTEPS, "rows", (size_t)b);
+			for (size_t i = 0; i < n; i++) {
+				struct step_row want;
+
+				expected((int)rows[i].name, &want);
+				compare(&rows[i], &want, i);
+				CHECK_EQ(i == 0 || rows[i - 1].start <= rows[i].start, 1, "by start", i);
+			}
+			steps_free(t);
+		}
+		CHECK_EQ(passes[0], 1, "passes (ample budget)", 0);
+		CHECK_EQ(passes[2] > 2, 1, "passes (tiny budget) > 2", 0);
+		printf("seed %u: passes %d, %d, %d\n", seed, passes[0], passes[1], passes[2]);
+	}
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * `ptbpf report`'s step table (ProfilerStep#N): how each step's time splits
+ * into GPU kernels, copies, sets, CUDA calls, DataLoader and host ops, from
+ * the intervals of each kind that the report's pass over the trace finds.
+ *
+ * Memory is bounded, not by the trace: intervals are kept as unions (a
+ * nested op adds nothing), and when they pass the budget anyway the table
+ * is made in windows of steps, one more pass over the trace each (the
+ * caller reads the trace again while steps_next_pass says so). The results
+ * are the same either way.
+ */
+#ifndef PTBPF_STEP_TABLE_H
+#define PTBPF_STEP_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Interval kinds, in the order of the TensorBoard plugin's breakdown. */
+enum step_list { SL_KERNEL, SL_MEMCPY, SL_MEMSET, SL_RUNTIME, SL_DATALOADER, SL_HOSTOP,
+		 SL_COUNT };
+
+#define STEP_BREAKDOWN 7 /* the six kinds, then Other */
+
+struct step_row {
+	uint32_t name;      /* the caller's string id */
+	uint64_t start, dur;
+	uint64_t kernel_sum; /* kernel time summed (concurrent streams add up) */
+	uint64_t busy, copy, set, api, loader, hostop; /* each kind's union */
+	/* Each instant of the step goes to the first kind that covers it, in
+	 * enum step_list order, else to Other. */
+	uint64_t brk[STEP_BREAKDOWN];
+};
+
+struct step_table;
+
+/* max_intervals: the budget (16 bytes each). */
+struct step_table *steps_new(size_t max_intervals);
+void steps_free(struct step_table *t);
+/* A step, found in the first pass. */
+void steps_add(struct step_table *t, uint64_t start, uint64_t end, uint32_t name);
+/* An interval of one kind, in every pass. */
+void steps_interval(struct step_table *t, enum step_list kind, uint64_t start, uint64_t end);
+/* After each pass: true if the trace must be read once more (the same
+ * intervals again); false once every row is made. */
+bool steps_next_pass(struct step_table *t);
+/* The rows, by start. */
+const struct step_row *steps_rows(const struct step_table *t, size_t *n);
+
+#endif /* PTBPF_STEP_TABLE_H */
