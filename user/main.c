@@ -312,7 +312,7 @@ static void load_agent(struct session *s, const struct target *t, bool for_ops)
 	char agent[PATH_MAX], err[512];
 	uint64_t handle;
 
-	if (s->opt.no_agent)
+	if (s->opt.no_agent || t->memfd < 0)
 		return;
 	if ((!for_ops && !target_maps(t->pid, "libcuda.so")) ||
 	    target_maps(t->pid, "libptbpf-agent.so"))
@@ -363,7 +363,14 @@ static void scan_gpu_calls(struct session *s, const struct target *t)
  * every torch; uprobes with --ops=probes, and where the agent is refused. */
 static bool wants_agent_ops(const struct session *s, const struct target *t)
 {
-	return s->opt.ops != OPS_PROBES && t->torch.fd >= 0 && s->dev;
+	if (s->opt.ops == OPS_PROBES || t->torch.fd < 0 || !s->dev)
+		return false;
+	if (t->memfd < 0)
+		fprintf(stderr, "ptbpf: warning: pid %d: no agent: cannot open /proc/%d/mem: %s%s; "
+			"ops come from uprobes\n", t->pid, t->pid, strerror(t->mem_errno),
+			t->mem_errno == EACCES ? " (another user's process: ptbpf needs "
+			"CAP_DAC_OVERRIDE, or root)" : "");
+	return t->memfd >= 0;
 }
 
 /* Loads and switches on t's agent with its op recorder, and starts reading

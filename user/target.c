@@ -276,13 +276,11 @@ int target_open(int pid, struct target *t, char *err, size_t errlen)
 		snprintf(err, errlen, "pid %d: pidfd_open: %s", pid, strerror(errno));
 		return ret;
 	}
+	/* Needed only to talk to an agent: without it (another user's process
+	 * and no CAP_DAC_OVERRIDE) ops come from uprobes. */
 	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
 	t->memfd = open(path, O_RDWR | O_CLOEXEC);
-	if (t->memfd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "pid %d: cannot open %s: %s", pid, path, strerror(errno));
-		return ret;
-	}
+	t->mem_errno = t->memfd < 0 ? errno : 0;
 	read_identity(t);
 	ret = target_find_lib(pid, "libtorch_cpu.so", &t->torch);
 	if (ret == -ENOENT && !maps_gpu_library(pid)) {

@@ -27,7 +27,8 @@ struct target {
 	int pid;
 	int pidfd;          /* readable once the process has exited */
 	int memfd;          /* /proc/PID/mem of the image attached to (see
-			     * target_mem_read) */
+			     * target_mem_read); -1 if it could not be opened */
+	int mem_errno;      /* why not */
 	int claimfd;        /* held while this ptbpf traces it (target_claim) */
 	int ns_pid;         /* the pid inside its own pid namespace */
 	char comm[64];      /* control characters escaped */
