@@ -115,6 +115,7 @@ int agent_busy_assign(void)
  * exported activate/deactivate). */
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool active, active_by_ctl, gpu_on, ops_on, process_exiting;
+static bool ever_on; /* callbacks were handed out once */
 static uint8_t probe_byte; /* ptbpf_agent_status's first byte, unprobed */
 /* The agent thread's stack, the agent's own (glibc would keep a stack it
  * made in its cache after the thread ends): unmapped when unloaded. */
@@ -200,6 +201,7 @@ static void activate_locked(bool by_ctl, const char *words)
 	}
 	active = gpu_on || ops_on;
 	active_by_ctl = by_ctl;
+	ever_on |= active;
 }
 
 static void deactivate_locked(const char *why)
@@ -244,11 +246,18 @@ static bool command_locked(uint64_t seq)
 	if (cmd == PTBPF_CMD_ON) {
 		activate_locked(true, words);
 		c->state = active ? PTBPF_STATE_ON : PTBPF_STATE_DORMANT;
-	} else if (cmd == PTBPF_CMD_EXIT) {
+	} else if (cmd == PTBPF_CMD_EXIT && (stubs_available() || !ever_on)) {
 		/* Nothing handed out leads into the library any more. */
 		stubs_retire();
 		c->state = PTBPF_STATE_GONE;
 		c->agent_tid = 0;
+	} else if (cmd == PTBPF_CMD_EXIT) {
+		/* Without stub pages (no executable memory to be had) torch and
+		 * CUPTI hold the agent's own addresses: it must stay loaded. */
+		agent_report(PTBPF_AGENT_DORMANT, 0, "staying loaded: no stub pages, so torch and "
+			     "CUPTI may still call into it");
+		c->state = PTBPF_STATE_DORMANT;
+		cmd = PTBPF_CMD_OFF;
 	} else {
 		c->state = PTBPF_STATE_DORMANT;
 	}
