@@ -511,13 +511,17 @@ static void kernel_record(struct device_state *d, int pid, const struct ptbpf_ag
 {
 	const char *name = str_map_get(d->names, hash_pair(pid, (uint64_t)(uintptr_t)k->name));
 	char grid[40], block[40];
-	struct pf_arg args[7] = {
+	struct pf_arg args[10] = {
 		{ .name = "grid", .type = PF_ARG_STR, .s = grid },
 		{ .name = "block", .type = PF_ARG_STR, .s = block },
 		{ .name = "registers", .type = PF_ARG_UINT, .u = k->registers_per_thread },
 		{ .name = "shared_mem", .type = PF_ARG_UINT,
 		  .u = (uint64_t)k->static_shared_memory + (uint64_t)k->dynamic_shared_memory },
 		{ .name = "correlation", .type = PF_ARG_UINT, .u = k->correlation_id },
+		{ .name = "context", .type = PF_ARG_UINT, .u = k->context_id },
+		{ .name = "static_shared_mem", .type = PF_ARG_UINT, .u = (uint64_t)k->static_shared_memory },
+		{ .name = "dynamic_shared_mem", .type = PF_ARG_UINT,
+		  .u = (uint64_t)k->dynamic_shared_memory },
 		{ .name = "graph_id", .type = PF_ARG_UINT, .u = k->graph_id },
 		{ .name = "graph_node", .type = PF_ARG_UINT, .u = k->graph_node_id },
 	};
@@ -527,23 +531,31 @@ static void kernel_record(struct device_state *d, int pid, const struct ptbpf_ag
 	d->counts.kernels++;
 	kernel_stat(d, pid, name ? name : "kernel", k->end > k->start ? k->end - k->start : 0);
 	device_slice(d, pid, k->device_id, k->stream_id, k->start, k->end, name ? name : "kernel",
-		     "kernel", k->correlation_id, args, k->graph_id ? 7 : 5);
+		     "kernel", k->correlation_id, args, k->graph_id ? 10 : 8);
 }
 
-static const char *memcpy_name(uint8_t kind)
+/* Kineto's names for copies and sets (CUpti_ActivityMemcpyKind,
+ * CUpti_ActivityMemoryKind), so that the trace reads as torch.profiler's. */
+static const char *copy_kind(uint8_t k)
 {
-	switch (kind) {
-	case 1: return "Memcpy HtoD";
-	case 2: return "Memcpy DtoH";
-	case 8: return "Memcpy DtoD";
-	case 10: return "Memcpy PtoP";
-	default: return "Memcpy";
-	}
+	static const char *const s[] = { "Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+					 "AtoD", "DtoA", "DtoD", "HtoH", "PtoP" };
+
+	return k < sizeof(s) / sizeof(s[0]) ? s[k] : "Unknown";
+}
+
+static const char *memory_kind(uint8_t k)
+{
+	static const char *const s[] = { "Unknown", "Pageable", "Pinned", "Device", "Array",
+					 "Managed", "Device Static", "Managed Static" };
+
+	return k < sizeof(s) / sizeof(s[0]) ? s[k] : "Unknown";
 }
 
 void device_record(struct device_state *d, const struct ptbpf_agent_event *e)
 {
 	int pid = e->ev.pid;
+	char name[64];
 
 	if (e->ev.id == AGENT_REC_KERNEL) {
 		struct ptbpf_agent_kernel k;
@@ -552,25 +564,34 @@ void device_record(struct device_state *d, const struct ptbpf_agent_event *e)
 		kernel_record(d, pid, &k);
 	} else if (e->ev.id == AGENT_REC_MEMCPY) {
 		struct ptbpf_agent_memcpy m;
-		struct pf_arg args[2];
+		struct pf_arg args[3];
 
 		memcpy(&m, e->raw, sizeof(m));
+		snprintf(name, sizeof(name), "Memcpy %s (%s -> %s)", copy_kind(m.copy_kind),
+			 memory_kind(m.src_kind), memory_kind(m.dst_kind));
 		args[0] = (struct pf_arg){ .name = "bytes", .type = PF_ARG_UINT, .u = m.bytes };
 		args[1] = (struct pf_arg){ .name = "correlation", .type = PF_ARG_UINT,
 					   .u = m.correlation_id };
+		args[2] = (struct pf_arg){ .name = "context", .type = PF_ARG_UINT, .u = m.context_id };
 		d->counts.memcpys++;
 		device_slice(d, pid, m.device_id, m.stream_id, m.start, m.end,
-			     memcpy_name(m.copy_kind), "gpu_memcpy", m.correlation_id, args, 2);
+			     str_set_intern(d->strings, name), "gpu_memcpy", m.correlation_id,
+			     args, 3);
 	} else if (e->ev.id == AGENT_REC_MEMSET) {
 		struct ptbpf_agent_memset m;
-		struct pf_arg args[2];
+		struct pf_arg args[4];
 
 		memcpy(&m, e->raw, sizeof(m));
+		snprintf(name, sizeof(name), "Memset (%s)", memory_kind((uint8_t)m.memory_kind));
 		args[0] = (struct pf_arg){ .name = "bytes", .type = PF_ARG_UINT, .u = m.bytes };
 		args[1] = (struct pf_arg){ .name = "value", .type = PF_ARG_UINT, .u = m.value };
+		args[2] = (struct pf_arg){ .name = "correlation", .type = PF_ARG_UINT,
+					   .u = m.correlation_id };
+		args[3] = (struct pf_arg){ .name = "context", .type = PF_ARG_UINT, .u = m.context_id };
 		d->counts.memsets++;
-		device_slice(d, pid, m.device_id, m.stream_id, m.start, m.end, "Memset",
-			     "gpu_memset", m.correlation_id, args, 2);
+		device_slice(d, pid, m.device_id, m.stream_id, m.start, m.end,
+			     str_set_intern(d->strings, name), "gpu_memset", m.correlation_id,
+			     args, 4);
 	}
 }
 
