@@ -53,6 +53,7 @@ static __typeof__(&cuptiSubscribe) p_subscribe;
 static __typeof__(&cuptiSubscribe_v2) p_subscribe_v2; /* CUDA 13: optional */
 static __typeof__(&cuptiUnsubscribe) p_unsubscribe;
 static __typeof__(&cuptiEnableCallback) p_enable_callback;
+static __typeof__(&cuptiEnableDomain) p_enable_domain;
 static __typeof__(&cuptiActivityRegisterCallbacks) p_register_callbacks;
 static __typeof__(&cuptiActivityRegisterTimestampCallback) p_register_timestamp;
 static __typeof__(&cuptiActivityEnable) p_enable;
@@ -76,6 +77,7 @@ static const struct {
 	{ "cuptiSubscribe_v2", (void **)&p_subscribe_v2, true },
 	{ "cuptiUnsubscribe", (void **)&p_unsubscribe, false },
 	{ "cuptiEnableCallback", (void **)&p_enable_callback, false },
+	{ "cuptiEnableDomain", (void **)&p_enable_domain, false },
 	{ "cuptiActivityRegisterCallbacks", (void **)&p_register_callbacks, false },
 	{ "cuptiActivityRegisterTimestampCallback", (void **)&p_register_timestamp, false },
 	{ "cuptiActivityEnable", (void **)&p_enable, false },
@@ -133,33 +135,18 @@ static const struct {
 	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2 },
 };
 
-/* With the op recorder on, these calls too are recorded (as slices on
- * the calling thread, in its op ring): the syncs, copies, sets and
- * allocations a reader of a trace looks for. */
-static const CUpti_CallbackId sync_copy_alloc_cbids[] = {
-	CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020,
+/* With the op recorder on, every CUDA runtime call is recorded (as a slice
+ * on the calling thread, in its op ring), as torch.profiler's Kineto
+ * records them: the syncs, copies, sets, allocations, events and stream
+ * queries that carry a step's cross-stream dependencies. But for these,
+ * which Kineto leaves out too: frequent and telling nothing. */
+static const CUpti_CallbackId runtime_left_out[] = {
+	CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaEventCreate_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaEventCreateWithFlags_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaEventDestroy_v3020,
 };
 
 /*
@@ -540,10 +527,11 @@ static void subscribe_locked(void)
 	if (!ok)
 		agent_report(PTBPF_AGENT_NO_CORRELATION, 0,
 			     "cuptiEnableCallback failed for every launch API");
-	for (size_t i = 0; api_to_rings && i < sizeof(sync_copy_alloc_cbids) /
-					      sizeof(sync_copy_alloc_cbids[0]); i++)
-		p_enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
-				  sync_copy_alloc_cbids[i]);
+	if (api_to_rings && p_enable_domain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API) ==
+	    CUPTI_SUCCESS)
+		for (size_t i = 0; i < sizeof(runtime_left_out) / sizeof(runtime_left_out[0]); i++)
+			p_enable_callback(0, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+					  runtime_left_out[i]);
 }
 
 static void unsubscribe_locked(void)
