@@ -88,7 +88,7 @@
       fill(list);
     }
     fill(rows);
-    return t;
+    return el("div", { cls: "tablewrap" }, t);
   }
 
   // ---- charts ----
@@ -156,7 +156,7 @@
       s.append(svg("g", { class: "grid" }, svg("line", { x1: PAD, x2: W - 5, y1: yy, y2: yy })));
       axis.append(svg("text", { x: PAD - 4, y: yy + 4, "text-anchor": "end" }, ms(v)));
     }
-    axis.append(svg("text", { x: 4, y: 12 }, "ms"));
+    axis.append(svg("text", { x: PAD - 4, y: H + 20, "text-anchor": "end" }, "ms"));
     s.append(axis);
     groups.forEach((g, i) => {
       let acc = 0;
@@ -169,7 +169,7 @@
         acc += v;
       });
     });
-    s.append(svg("text", { x: PAD, y: H + 20 }, groups.length ? groups[0].name : ""));
+    s.append(svg("text", { x: PAD + 2, y: H + 20 }, groups.length ? groups[0].name : ""));
     if (groups.length > 1)
       s.append(svg("text", { x: W - 5, y: H + 20, "text-anchor": "end" }, groups[groups.length - 1].name));
     return el("div", { cls: "chart" }, el("h3", { text: "Step time breakdown (ms per step; each instant counted once, in the legend's order)" }),
@@ -193,7 +193,7 @@
       const tv = x0 + (x1 - x0) * k / 4;
       s.append(svg("text", { x: X(tv), y: H + 18, "text-anchor": "middle" }, ((tv - t0) / 1e9).toFixed(3) + " s"));
     }
-    s.append(svg("text", { x: 4, y: 12 }, "MiB"));
+    s.append(svg("text", { x: 4, y: H + 18 }, "MiB"));
     series.forEach((se, i) => {
       const pts = se.points.map(p => `${X(p[0]).toFixed(1)},${Y(p[1]).toFixed(1)}`).join(" ");
       s.append(tip(svg("polyline", { points: pts, fill: "none", stroke: COLORS[i % COLORS.length],
@@ -245,7 +245,7 @@
     if (!steps.length) return;
     sec.append(el("h2", { text: "Steps" + (steps.length > MAX_STEP_ROWS ? ` (the first ${MAX_STEP_ROWS} of ${steps.length}; the mean is of all)` : "") }));
     const cols = [
-      { key: "name", title: "step", cls: "name", v: r => r.name, sortv: r => r.start_ns || 0 },
+      { key: "name", title: "step", cls: "step", v: r => r.name, sortv: r => r.start_ns || 0 },
       { key: "dur_ns", title: "length ms", v: r => r.dur_ns, fmt: r => ms(r.dur_ns) },
       { key: "kernel_ns", title: "kernels ms", v: r => r.kernel_ns, fmt: r => ms(r.kernel_ns) },
       { key: "gpu_busy_ns", title: "GPU busy", v: r => r.gpu_busy_ns, fmt: r => pct(r.gpu_busy_ns, r.dur_ns) },
