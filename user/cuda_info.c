@@ -130,9 +130,14 @@ int cuda_occupancy_pct(const struct cuda_device *d, uint64_t grid_blocks, int bl
 	int64_t smem_cta, smem_sm;
 	double blocks_per_sm;
 
-	if (!d || d->major < 7 || d->sms <= 0 || d->warp_size <= 0 || block_threads <= 0 ||
-	    d->max_threads_per_sm <= 0 || d->regs_per_sm <= 0)
+	if (!d || d->major < 7 || d->sms <= 0 || d->warp_size <= 0 || d->warp_size > 1024 ||
+	    block_threads <= 0 || d->max_threads_per_sm <= 0 || d->regs_per_sm <= 0 ||
+	    d->max_threads_per_block <= 0 || regs_per_thread < 0 || smem_per_block < 0 ||
+	    d->smem_reserved_per_block < 0 || d->smem_reserved_per_block > (1 << 20))
 		return -1;
+	if (block_threads > d->max_threads_per_block || regs_per_thread > 256 ||
+	    smem_per_block > (1 << 30))
+		return 0; /* it cannot run: no block fits */
 	blocks_per_sm = (double)grid_blocks / d->sms;
 	warps = div_up(block_threads, d->warp_size);
 	/* registers: allocated per warp in units of 256, per sub-partition (4) */
