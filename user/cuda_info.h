@@ -20,6 +20,10 @@ const char *cuda_memory_kind(int64_t kind);
  * or -1 if it is not in ptbpf's table. */
 int cuda_cbid(const char *name, bool driver);
 
+/* Whether Kineto starts an ac2g flow at a CUDA call of this cbid
+ * (RuntimeActivity::flowStart, DriverActivity::flowStart). */
+bool cuda_flow_start(int cbid, bool driver);
+
 struct cuda_device {
 	int major, minor;                 /* compute capability */
 	int sms;                          /* multiprocessors */

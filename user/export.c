@@ -448,6 +448,9 @@ static void api_slice(struct report *r, struct export *x, const struct rd_track 
 	if (f->a.v[A_CORRELATION] != RD_UNSET)
 		fprintf(x->o, "%s\"correlation\": %ld", comma, (long)f->a.v[A_CORRELATION]);
 	fputs("}}", x->o);
+	/* Kineto's ac2g flows start at launches, copies, sets and syncs */
+	if (f->a.v[A_CORRELATION] != RD_UNSET && cuda_flow_start((int)cbid, f->cat == r->cat_drv))
+		flow(x, 's', (uint64_t)f->a.v[A_CORRELATION], "ac2g", t->pid, t->tid, f->ts);
 }
 
 /* The device's properties as the occupancy calculator takes them. */
@@ -671,7 +674,10 @@ static void on_instant(struct report *r, struct rd_track *t, const struct tr_eve
 	struct export *x = r->hooks->ctx;
 
 	memory_flush(r, x);
-	if (name == r->name_corr && a->v[A_CORRELATION] != RD_UNSET) /* a launch -> kernel flow's start */
+	/* A launch -> kernel flow's start, unless the CUDA call it is in (its
+	 * slice carries the correlation) starts it. */
+	if (name == r->name_corr && a->v[A_CORRELATION] != RD_UNSET &&
+	    !(t->depth && t->stack[t->depth - 1].a.v[A_CORRELATION] == a->v[A_CORRELATION]))
 		flow(x, 's', (uint64_t)a->v[A_CORRELATION], "ac2g", t->pid, t->tid, e->ts);
 	if (name != x->name_versions)
 		return;
