@@ -44,6 +44,10 @@ void rd_map_del(struct rd_map *m, uint64_t key);
 void rd_map_free(struct rd_map *m);
 /* Room for one more element of unit bytes after n in *p. */
 bool rd_room(void **p, size_t *cap, size_t n, size_t unit);
+/* The entry of a growable array that key names (m: key -> index + 1),
+ * zeroed and *added when new; NULL when out of memory. */
+void *rd_keyed(struct rd_map *m, uint64_t key, void **v, size_t *n, size_t *cap, size_t unit,
+	       bool *added);
 
 /* The slice arguments ptbpf writes that the report and the export read,
  * by the name ptbpf gives them (rd_arg_names in report_data.c). */
@@ -221,6 +225,12 @@ void rd_free(struct report *r);
 int rd_read(struct report *r, struct tr_reader *tr);
 
 uint32_t rd_str_id(struct report *r, const char *s, size_t len);
+/* The report's id of a string of the trace (interned ones by their reader
+ * id, once). */
+uint32_t rd_rid(struct report *r, const struct tr_str *s);
+/* A counter's value into its curve; the curve's last points at the end. */
+void rd_curve_add(struct rd_curve *c, uint64_t ts, int64_t v);
+void rd_curve_finish(struct rd_curve *c);
 /* A string by id; "" for RD_NONE or an id never given. */
 const char *rd_str(const struct report *r, uint32_t id);
 
