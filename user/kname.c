@@ -263,83 +263,153 @@ out:
 	free(r);
 }
 
-/* The k-th top-level template argument of a simplified name s, and the
- * name before its '<': false if it has fewer. */
-static bool nth_arg(const char *s, int k, size_t *head, const char **arg, size_t *len,
-		    bool *more)
-{
-	int depth = 0, at = 0;
-	const char *from = NULL;
+/* A simplified name's top-level template arguments. */
+struct targs {
+	size_t head;             /* the name before its '<' */
+	const char *arg[64];
+	size_t len[64];
+	int n;
+};
 
-	for (size_t i = 0; s[i]; i++) {
+static bool split_args(const char *s, size_t slen, struct targs *t)
+{
+	const char *from = NULL;
+	int depth = 0;
+
+	t->n = 0;
+	for (size_t i = 0; i < slen; i++) {
 		int b = bracket(s, i);
 
-		if (b > 0 && depth == 0 && s[i] == '<')
-			*head = i, from = s + i + 1;
+		if (b > 0 && depth == 0) {
+			if (s[i] != '<')
+				return false;
+			t->head = i;
+			from = s + i + 1;
+		}
 		depth += b;
-		if (depth == 1 && s[i] == ',' && at++ == k - 1)
-			from = s + i + 2;
-		if (from && at == k && ((depth == 1 && s[i] == ',' && from < s + i) ||
-					(depth == 0 && b < 0))) {
-			*arg = from;
-			*len = (size_t)(s + i - from);
-			*more = depth == 1;
-			return true;
+		if (from && ((depth == 1 && s[i] == ',') || (depth == 0 && b < 0))) {
+			if (t->n < 64) {
+				t->arg[t->n] = from;
+				t->len[t->n++] = (size_t)(s + i - from);
+			}
+			if (!depth)
+				break;
+			from = s + i + (s[i + 1] == ' ' ? 2 : 1);
 		}
 	}
-	return false;
+	return t->n > 0;
 }
 
-/* A group of rows that read the same (rows[0..n)): each shows the first
- * template argument where their names differ, "f<..., b, ...>". False if
+/* A group of rows that read the same (rows[0..n)): each shows the
+ * template argument where their names first differ, going down into an
+ * argument they all have ("f<..., Op<..., Mean<...>, ...>>"). False if
  * that does not tell them apart. */
 static bool show_difference(const char *const *names, const size_t *rows, size_t n,
 			    size_t width, char **out)
 {
-	static const int group_depths[] = { 1, 2, -1 };
+	char **full = calloc(n, sizeof(*full)), **pre = calloc(n, sizeof(*pre)),
+	     **suf = calloc(n, sizeof(*suf));
+	const char **cur = calloc(n, sizeof(*cur));
+	size_t *curlen = calloc(n, sizeof(*curlen)), cap = 0;
+	struct targs *t = calloc(n, sizeof(*t));
+	bool ok = full && pre && suf && cur && curlen && t;
 
-	for (int d = 0; d < 3; d++) {
-		char **s = calloc(n, sizeof(*s));
-		bool ok = s != NULL;
+	for (size_t i = 0; ok && i < n; i++) {
+		ok = (full[i] = simplified(names[rows[i]], -1)) != NULL;
+		cap = ok && strlen(full[i]) * 2 + 64 > cap ? strlen(full[i]) * 2 + 64 : cap;
+	}
+	for (size_t i = 0; ok && i < n; i++) {
+		ok = (pre[i] = calloc(1, cap)) && (suf[i] = calloc(1, cap));
+		cur[i] = full[i];
+		curlen[i] = ok ? strlen(full[i]) : 0;
+	}
+	for (int level = 0; ok && level < 8; level++) {
+		int k = 0;
+		bool descend;
 
 		for (size_t i = 0; ok && i < n; i++)
-			ok = (s[i] = simplified(names[rows[i]], group_depths[d])) != NULL;
-		for (int k = 0; ok && k < 64; k++) {
-			size_t head[2] = { 0 }, len[2] = { 0 };
-			const char *arg[2];
-			bool more[2], differ = false, all = true;
+			ok = split_args(cur[i], curlen[i], &t[i]);
+		for (; ok && k < t[0].n; k++) { /* the first argument that differs */
+			bool differ = false;
 
-			for (size_t i = 1; i < n && all; i++) {
-				all = nth_arg(s[0], k, &head[0], &arg[0], &len[0], &more[0]) &&
-				      nth_arg(s[i], k, &head[1], &arg[1], &len[1], &more[1]);
-				differ |= all && (len[0] != len[1] || memcmp(arg[0], arg[1], len[0]));
-			}
-			if (!all || !differ)
-				continue;
-			for (size_t i = 0; i < n; i++) {
-				char *t = malloc(strlen(s[i]) + 16);
-
-				if (!t || !nth_arg(s[i], k, &head[0], &arg[0], &len[0], &more[0])) {
-					free(t);
-					continue;
-				}
-				snprintf(t, strlen(s[i]) + 16, "<%s%.*s%s>", k ? "..., " : "",
-					 (int)len[0], arg[0], more[0] ? ", ..." : "");
-				join_elided(s[i], head[0], t, width, out[rows[i]]);
-				free(t);
-			}
-			ok = false; /* done */
-			d = 3;
+			for (size_t i = 1; i < n && !differ; i++)
+				differ = k >= t[i].n || t[i].len[k] != t[0].len[k] ||
+					 memcmp(t[i].arg[k], t[0].arg[k], t[0].len[k]);
+			if (differ)
+				break;
 		}
-		for (size_t i = 0; s && i < n; i++)
-			free(s[i]);
-		free(s);
+		struct targs sub0, sub;
+		size_t h = 0;
+
+		descend = ok && k < t[0].n && split_args(t[0].arg[k], t[0].len[k], &sub0);
+		h = descend ? sub0.head : 0;
+		for (size_t i = 1; descend && i < n; i++) /* all the same template, one level down? */
+			descend = k < t[i].n && split_args(t[i].arg[k], t[i].len[k], &sub) &&
+				  sub.head == h && !memcmp(t[i].arg[k], t[0].arg[k], h);
+		for (size_t i = 0; ok && i < n; i++) {
+			const char *a = k < t[i].n ? t[i].arg[k] : "";
+			size_t len = k < t[i].n ? t[i].len[k] : 0, pl = strlen(pre[i]);
+			bool more = k + 1 < t[i].n;
+			char *last, *tail = strdup(suf[i]);
+
+			if (!tail) {
+				ok = false;
+				break;
+			}
+			if (descend) { /* "Op<" in, ">, ...>" out */
+				snprintf(pre[i] + pl, cap - pl, "%s%.*s<", k ? "..., " : "", (int)h, a);
+				snprintf(suf[i], cap, ">%s%s", more ? ", ..." : "", tail);
+				cur[i] = a;
+				curlen[i] = len;
+				free(tail);
+				continue;
+			}
+			last = malloc(len + 1);
+			if (last) {
+				char *piece, *rest = malloc(cap + len + 16);
+
+
+				memcpy(last, a, len);
+				last[len] = 0;
+				split_args(full[i], strlen(full[i]), &t[i]);
+				for (int d = 1; rest && d >= 0; d--) { /* its arguments too, if they fit */
+					if (!(piece = simplified(last, d)))
+						break;
+					snprintf(rest, cap + len + 16, "<%s%s%s%s>%s", pre[i],
+						 k ? "..., " : "", piece, more ? ", ..." : "", tail);
+					free(piece);
+					if (t[i].head + strlen(rest) <= width)
+						break;
+				}
+				if (rest)
+					join_elided(full[i], t[i].head, rest, width, out[rows[i]]);
+				free(rest);
+				free(last);
+			}
+			free(tail);
+		}
+		if (!descend)
+			break;
 	}
-	for (size_t i = 1; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		if (full)
+			free(full[i]);
+		if (pre)
+			free(pre[i]);
+		if (suf)
+			free(suf[i]);
+	}
+	free(full);
+	free(pre);
+	free(suf);
+	free(cur);
+	free(curlen);
+	free(t);
+	for (size_t i = 1; ok && i < n; i++)
 		for (size_t j = 0; j < i; j++)
 			if (!strcmp(out[rows[i]], out[rows[j]]))
 				return false;
-	return true;
+	return ok;
 }
 
 static int by_name(const void *a, const void *b, void *ctx)
