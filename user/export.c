@@ -40,7 +40,8 @@
 #include "names.h"
 #include "report_data.h"
 
-#define MAX_FWD_OPS (1u << 20) /* forward ops waiting for their backward node */
+#define MAX_FWD_OPS (1u << 16)  /* forward ops waiting for their backward node */
+#define MAX_PENDING (1u << 17)  /* GPU activities waiting for their step, per process */
 
 struct pending_gpu { /* a GPU activity launched outside any region, until its step is known */
 	uint64_t launch_ts, start, end;
@@ -253,6 +254,10 @@ static void gpu_region(struct export *x, const struct rd_launch *l, int64_t dev,
 	}
 	if (p->nsteps && l->ts < p->steps[(p->nsteps - 1) % KEPT_STEPS].end)
 		return; /* before the steps kept, or between steps */
+	if (p->npend == MAX_PENDING) { /* no step for a long time: the older half goes */
+		memmove(p->pend, p->pend + MAX_PENDING / 2, MAX_PENDING / 2 * sizeof(*p->pend));
+		p->npend = MAX_PENDING / 2;
+	}
 	if (!rd_room((void **)&p->pend, &p->pend_cap, p->npend, sizeof(*p->pend)))
 		return;
 	p->pend[p->npend++] = (struct pending_gpu){ .launch_ts = l->ts, .start = start,
