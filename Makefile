@@ -65,6 +65,15 @@ $(OUTPUT)/%.o: user/%.c $(wildcard user/*.h) include/ptbpf_events.h $(SKELS) | $
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
+# The report page's HTML, CSS and script, built into ptbpf (report --html).
+PAGE_FILES := user/html/report.html user/html/report.css user/html/report.js
+$(OUTPUT)/report_assets.h: user/html/embed.sh $(PAGE_FILES) | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q)sh user/html/embed.sh report_page_html=user/html/report.html \
+		report_page_css=user/html/report.css report_page_js=user/html/report.js > $@
+
+$(OUTPUT)/report_html.o: $(OUTPUT)/report_assets.h
+
 $(OUTPUT)/ptbpf: $(USER_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
@@ -146,6 +155,8 @@ $(FUZZ_DIR)/%.o: user/%.c $(wildcard user/*.h) include/ptbpf_events.h $(SKELS)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(FUZZ_DIR)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_DIR)/report_html.o: $(OUTPUT)/report_assets.h
 
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJS)
 	$(call msg,FUZZ-LD,$@)

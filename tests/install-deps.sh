@@ -1,7 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
 # Installs what ptbpf's build, demo, tests and fuzzers (clang's libFuzzer and
-# sanitizer runtimes: libclang-rt-14-dev) need on Debian 12 (as root):
+# sanitizer runtimes: libclang-rt-14-dev) need on Debian 12 (as root), the
+# report page's tests included (chromium, headless, driven through the
+# DevTools protocol with python3-websocket):
 # libbpf 1.4.6 and bpftool from bookworm-backports (bookworm's libbpf 1.1
 # lacks uprobe.multi), everything else from bookworm. libelf stays at
 # bookworm's 0.188: backports' 0.192 libelf.a cannot be linked statically.
@@ -23,7 +25,8 @@ apt-get install -y -q --allow-downgrades make gcc g++ clang llvm libclang-rt-14-
 	libelf-dev/bookworm \
 	libelf1/bookworm zlib1g-dev libzstd-dev libcapstone-dev protobuf-compiler \
 	python3-protobuf python3-pytest python3-torch libtorch-dev python3-bpfcc libamdhip64-dev \
-	linux-headers-amd64 util-linux procps strace binutils libevent-dev prometheus
+	linux-headers-amd64 util-linux procps strace binutils libevent-dev prometheus \
+	chromium python3-websocket
 
 # BCC (the test oracle) compiles against kernel headers; this kernel ships
 # none, so Debian's are linked in where BCC looks for them.

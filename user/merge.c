@@ -137,39 +137,6 @@ static bool shift_ts(uint64_t ts, int64_t off, uint64_t *out)
 	return *out <= (uint64_t)INT64_MAX;
 }
 
-/* The REALTIME - MONOTONIC offset of one ClockSnapshot, if it has both
- * and they are within int64 of each other. */
-static bool snapshot_offset(struct tr_span s, int64_t *off)
-{
-	const uint8_t *p = s.d;
-	uint64_t mono = 0, real = 0;
-	bool has_mono = false, has_real = false, bad = false;
-	struct field f, g;
-
-	while (next_field(&p, s.d + s.n, &f, &bad)) {
-		const uint8_t *q;
-		uint64_t id = 0, ts = 0;
-
-		if (f.num != F_CS_CLOCKS || f.wt != PB_LEN)
-			continue;
-		q = f.d;
-		while (next_field(&q, f.d + f.len, &g, &bad)) {
-			if (g.num == F_CLK_ID && g.wt == PB_VARINT)
-				id = g.v;
-			else if (g.num == F_CLK_TS && g.wt == PB_VARINT)
-				ts = g.v;
-		}
-		if (id == CLOCK_ID_MONOTONIC)
-			mono = ts, has_mono = true;
-		else if (id == CLOCK_ID_REALTIME)
-			real = ts, has_real = true;
-	}
-	if (bad || !has_mono || !has_real || mono > INT64_MAX || real > INT64_MAX)
-		return false;
-	*off = (int64_t)real - (int64_t)mono; /* both in 0..INT64_MAX: no overflow */
-	return true;
-}
-
 /* The output drops the inputs' clock snapshots (packets stamped in another
  * clock than the MONOTONIC default) and their end markers. */
 static bool kept(const struct tr_packet *p)
@@ -240,7 +207,7 @@ static int scan_input(struct input *in, bool by_collectives)
 	while ((got = tr_next(in->tr, &p)) > 0) {
 		int64_t off;
 
-		if (p.snapshot.n && snapshot_offset(p.snapshot, &off)) {
+		if (p.snapshot.n && tr_clock_offset(&p, &off)) {
 			if (!in->nsnapshots++)
 				in->offset = off;
 			/* Both offsets lie in [-INT64_MAX, INT64_MAX]: wrap-free in unsigned. */

@@ -607,6 +607,9 @@ static bool decode_owner(const struct field *fo, struct tr_track *t, bool *bad)
 			t->tid = (int64_t)f.v;
 		else if ((f.num == (thread ? F_THD_NAME : F_PD_NAME)) && f.wt == PB_LEN)
 			inline_str(&t->proc_name, &f);
+		else if (!thread && f.num == F_PD_LABELS && f.wt == PB_LEN &&
+			 t->nlabels < TR_MAX_LABELS)
+			inline_str(&t->labels[t->nlabels++], &f);
 	}
 	return !*bad;
 }
@@ -640,4 +643,72 @@ bool tr_track(struct tr_reader *r, const struct tr_packet *p, struct tr_track *t
 	if (bad)
 		r->st.undecodable += !r->pass;
 	return !bad;
+}
+
+int tr_attrs(struct tr_reader *r, const struct tr_packet *p, struct tr_attr *out, int max)
+{
+	const uint8_t *q = p->attrs.d;
+	struct field f, g;
+	bool bad = false;
+	int n = 0;
+
+	while (next_field(&q, p->attrs.d + p->attrs.n, &f, &bad)) {
+		const uint8_t *a = f.d;
+		struct tr_attr at = { .key = { "", 0, TR_INLINE } };
+		bool has_value = false;
+
+		if (f.num != F_TA_ATTR || f.wt != PB_LEN)
+			continue;
+		while (next_field(&a, f.d + f.len, &g, &bad)) {
+			if (g.num == F_ATTR_KEY && g.wt == PB_LEN) {
+				inline_str(&at.key, &g);
+			} else if (g.num == F_ATTR_LONG && g.wt == PB_VARINT) {
+				at.i = (int64_t)g.v;
+				at.is_str = false;
+				has_value = true;
+			} else if (g.num == F_ATTR_STR && g.wt == PB_LEN) {
+				inline_str(&at.s, &g);
+				at.is_str = true;
+				has_value = true;
+			}
+		}
+		if (has_value && at.key.len && n < max)
+			out[n++] = at;
+	}
+	if (bad) {
+		r->st.undecodable += !r->pass;
+		return 0;
+	}
+	return n;
+}
+
+bool tr_clock_offset(const struct tr_packet *p, int64_t *off)
+{
+	const uint8_t *q = p->snapshot.d;
+	uint64_t mono = 0, real = 0;
+	bool has_mono = false, has_real = false, bad = false;
+	struct field f, g;
+
+	while (next_field(&q, p->snapshot.d + p->snapshot.n, &f, &bad)) {
+		const uint8_t *c;
+		uint64_t id = 0, ts = 0;
+
+		if (f.num != F_CS_CLOCKS || f.wt != PB_LEN)
+			continue;
+		c = f.d;
+		while (next_field(&c, f.d + f.len, &g, &bad)) {
+			if (g.num == F_CLK_ID && g.wt == PB_VARINT)
+				id = g.v;
+			else if (g.num == F_CLK_TS && g.wt == PB_VARINT)
+				ts = g.v;
+		}
+		if (id == CLOCK_ID_MONOTONIC)
+			mono = ts, has_mono = true;
+		else if (id == CLOCK_ID_REALTIME)
+			real = ts, has_real = true;
+	}
+	if (bad || !has_mono || !has_real || mono > INT64_MAX || real > INT64_MAX)
+		return false;
+	*off = (int64_t)real - (int64_t)mono; /* both in 0..INT64_MAX: no overflow */
+	return true;
 }

@@ -24,6 +24,7 @@
 #define TR_PACKET_MAX (16u << 20) /* ptbpf writes packets of at most ~540 KB */
 #define TR_MAX_ARGS 32
 #define TR_MAX_FLOWS 16
+#define TR_MAX_LABELS 16
 #define TR_INLINE UINT32_MAX      /* tr_str.id of a string written in the packet */
 
 struct tr_reader;
@@ -91,6 +92,16 @@ struct tr_track {
 	int64_t pid, tid;        /* -1 when not given */
 	struct tr_str name;      /* TrackDescriptor.name, len 0 if none */
 	struct tr_str proc_name; /* process_name or thread_name, len 0 if none */
+	struct tr_str labels[TR_MAX_LABELS]; /* process_labels ("RANK=3", ...) */
+	int nlabels;
+};
+
+/* A trace attribute (TraceAttributes: ptbpf's dev.ptbpf.* keys). */
+struct tr_attr {
+	struct tr_str key;
+	bool is_str;
+	int64_t i;
+	struct tr_str s;
 };
 
 struct tr_status {
@@ -130,5 +141,11 @@ void tr_warn_if_cut(const struct tr_reader *r, const char *who);
  * it is malformed (then counted as undecodable). */
 bool tr_event(struct tr_reader *r, const struct tr_packet *p, struct tr_event *e);
 bool tr_track(struct tr_reader *r, const struct tr_packet *p, struct tr_track *t);
+/* The packet's trace attributes, at most max of them: their count (0 if
+ * malformed: then counted as undecodable). */
+int tr_attrs(struct tr_reader *r, const struct tr_packet *p, struct tr_attr *out, int max);
+/* The REALTIME - MONOTONIC offset of the packet's ClockSnapshot, if it has
+ * both clocks and they are within int64 of each other. */
+bool tr_clock_offset(const struct tr_packet *p, int64_t *off);
 
 #endif /* PTBPF_TRACE_READ_H */

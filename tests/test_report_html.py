@@ -1,0 +1,218 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""`ptbpf report --html`: the page, rendered by Debian's chromium (headless),
+from CI traces and the H200 recording: no console errors, no request
+leaves the page, a screenshot of each view, and the numbers in its tables
+are those `ptbpf report --json` prints."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from browser import Browser
+from conftest import PTBPF, require, run_traced, workload_argv
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "gpu")
+SHOTS = os.environ.get("PTBPF_SCREENSHOT_DIR")
+VIEWS = ("overview", "operators", "kernels", "memory", "python", "trace")
+
+
+def ptbpf(*args):
+    r = subprocess.run([PTBPF] + [str(a) for a in args], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def report_json(trace, *extra):
+    return json.loads(ptbpf("report", trace, "--json", *extra).stdout)
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    """A training loop with a DataLoader (ops, shapes, Python stacks), the
+    allocator's counters of a memory workload, the H200 recording."""
+    require(PTBPF)
+    d = tmp_path_factory.mktemp("traces")
+    out = {}
+    run = run_traced(d, workload_argv("dataloader", 30),
+                     ["--ops", "agent", "--shapes", "--py-stacks=4"])
+    assert run.rc == 0, run.err
+    out["train"] = run.trace_path
+    m = d / "m"
+    m.mkdir()
+    run = run_traced(m, workload_argv("memory", 10), ["--memory", "--ops", "agent"])
+    assert run.rc == 0, run.err
+    out["memory"] = run.trace_path
+    out["gpu"] = str(d / "gpu.pftrace")
+    ptbpf("replay", os.path.join(DATA, "agent_mlp.raw"), "-o", out["gpu"])
+    return out
+
+
+# Each table's rows as {column key: data-v, else its text}.
+ROWS = """(id => Array.from(document.querySelectorAll('#' + id + ' tbody tr'))
+  .filter(tr => !tr.classList.contains('mean'))
+  .map(tr => Object.fromEntries(Array.from(tr.children).map(td =>
+    [td.dataset.key, td.dataset.v !== undefined ? td.dataset.v : td.textContent]))))"""
+
+
+def rows(b, table):
+    return b.eval("%s(%s)" % (ROWS, json.dumps(table)))
+
+
+def same(page_rows, json_rows, keys):
+    """Page rows (strings) against JSON rows, column by column."""
+    assert len(page_rows) == len(json_rows), (len(page_rows), len(json_rows))
+    for p, j in zip(page_rows, json_rows):
+        for k in keys:
+            want = j.get(k, "")
+            got = p[k]
+            if isinstance(want, (int, float)) and not isinstance(want, bool):
+                assert float(got) == pytest.approx(want, rel=1e-9, abs=1e-9), (k, p, j)
+            else:
+                assert got == str(want), (k, p, j)
+
+
+def open_page(b, html, shots_prefix):
+    url = b.open(html)
+    assert b.problems(url) == []
+    for v in VIEWS:
+        if b.eval("!!document.getElementById('tab-%s')" % v):
+            b.eval("document.getElementById('tab-%s').click()" % v)
+            if SHOTS:
+                b.screenshot(os.path.join(SHOTS, "%s-%s.png" % (shots_prefix, v)))
+    assert b.problems(url) == []
+    return url
+
+
+def check_tables(b, rep, by_shape=None):
+    steps = rep["steps"][:100]
+    keys = ["name", "dur_ns", "kernel_ns", "gpu_busy_ns", "memcpy_ns", "memset_ns",
+            "cuda_api_ns", "dataloader_ns", "host_ops_ns"]
+    if steps:
+        page = rows(b, "steps-table")
+        same(page, steps, keys)
+        for p, s in zip(page, steps):
+            for k, v in s["breakdown_ns"].items():
+                assert int(p["brk:" + k]) == v
+        bars = b.eval("""Array.from(document.querySelectorAll('#step-bars rect'))
+                         .map(r => [r.dataset.step, r.dataset.kind, +r.dataset.v])""")
+        by_step = {(s["name"], k): v for s in rep["steps"] for k, v in s["breakdown_ns"].items()}
+        if len(rep["steps"]) <= 200:  # one bar per step
+            assert bars and all(by_step[(n, k)] == v for n, k, v in bars)
+        pie = b.eval("""Object.fromEntries(Array.from(document.querySelectorAll(
+                        '#breakdown-pie [data-name]')).map(p => [p.dataset.name, +p.dataset.v]))""")
+        for k, v in pie.items():
+            assert v == pytest.approx(sum(s["breakdown_ns"][k] for s in rep["steps"]) /
+                                      len(rep["steps"]))
+        assert b.eval("Array.from(document.querySelectorAll('#recommendations li'))"
+                      ".map(li => li.textContent)") == rep["recommendations"]
+    op_keys = ["name", "calls", "host_total_ns", "host_self_ns", "device_total_ns",
+               "device_self_ns", "alloc_bytes"]
+    same(rows(b, "operators-table"), rep["operators"], op_keys)
+    if by_shape:
+        b.eval("const s = document.getElementById('op-group'); s.value = 'shape';"
+               "s.dispatchEvent(new Event('change'))")
+        same(rows(b, "operators-by-shape-table"), by_shape["operators"],
+             op_keys + ["input_shapes"])
+        b.eval("const t = document.getElementById('op-group'); t.value = 'op';"
+               "t.dispatchEvent(new Event('change'))")
+    if rep["kernels"]:
+        page = rows(b, "kernels-table")
+        same(page, rep["kernels"], ["name", "calls", "total_ns", "min_ns", "max_ns"])
+        shown = b.eval("Array.from(document.querySelectorAll('#kernels-table td[data-key=name]'))"
+                       ".map(td => [td.textContent, td.title])")
+        assert [s for s, _ in shown] == [k["display_name"] for k in rep["kernels"]]
+        assert [t for _, t in shown] == [k["name"] for k in rep["kernels"]]
+        assert len(set(s for s, _ in shown)) == len(shown)
+    if rep["memory"]:
+        same(rows(b, "memory-table"), rep["memory"], ["pid", "counter", "peak_bytes",
+                                                      "peak_ts_ns"])
+        lines = b.eval("document.querySelectorAll('#memory-curve polyline').length")
+        assert lines == len(rep["memory"])
+    if rep["python_sites"]:
+        same(rows(b, "python-table"), rep["python_sites"], ["site", "ops", "host_total_ns"])
+
+
+def test_page_of_a_cpu_training_loop(traces, tmp_path):
+    """Steps, operators (by op and by input shapes), Python call sites."""
+    html = tmp_path / "train.html"
+    ptbpf("report", traces["train"], "--html", html)
+    rep, by_shape = report_json(traces["train"]), report_json(traces["train"], "--group-by-shape")
+    assert rep["steps"] and rep["python_sites"] and any("input_shapes" in o
+                                                         for o in by_shape["operators"])
+    text = html.read_text()
+    assert "<script src" not in text and "<link" not in text and "@import" not in text
+    assert "Content-Security-Policy" in text and "default-src 'none'" in text
+    with Browser() as b:
+        open_page(b, html, "train")
+        check_tables(b, rep, by_shape)
+        # sorting by a column orders the rows by its values
+        b.eval("document.querySelector('#operators-table th[data-key=calls]').click()")
+        calls = [int(r["calls"]) for r in rows(b, "operators-table")]
+        assert calls == sorted(calls, reverse=True)
+
+
+def test_page_of_memory_counters(traces, tmp_path):
+    html = tmp_path / "memory.html"
+    ptbpf("report", traces["memory"], "--html", html)
+    rep = report_json(traces["memory"])
+    assert rep["memory"] and all(m["curve"] for m in rep["memory"])
+    for m in rep["memory"]:  # the curve keeps the peak
+        assert max(v for _, v in m["curve"]) == m["peak_bytes"]
+    with Browser() as b:
+        open_page(b, html, "memory")
+        check_tables(b, rep)
+
+
+def test_page_of_the_recorded_gpu_run(traces, tmp_path):
+    """The H200 recording: kernels with their short names (the full one on
+    hover), device time on ops, the step breakdown with its Kernel share."""
+    html = tmp_path / "gpu.html"
+    ptbpf("report", traces["gpu"], "--html", html)
+    rep = report_json(traces["gpu"])
+    assert rep["kernels"] and rep["steps"]
+    with Browser() as b:
+        open_page(b, html, "gpu")
+        check_tables(b, rep)
+    r = subprocess.run([PTBPF, "report", traces["gpu"], "--html", html], capture_output=True,
+                       text=True)
+    assert r.returncode == 1 and "exists; not replaced (--force replaces it)" in r.stderr
+
+
+def test_diff_page(traces, tmp_path):
+    """report --diff A B: per-op and per-kernel differences, as JSON and as
+    a page whose tables hold the same numbers."""
+    a, b_ = traces["gpu"], traces["train"]
+    diff = json.loads(ptbpf("report", "--diff", a, b_, "--json").stdout)["diff"]
+    names = {o["name"] for o in diff["operators"]}
+    assert {"aten::addmm", "aten::linear"} <= names
+    for o in diff["operators"]:
+        if o["name"] == "aten::addmm":
+            assert o["calls_a"] == 30 and o["calls_b"] > 0
+    assert all(k["calls_b"] == 0 for k in diff["kernels"])  # B ran on the CPU
+    text = ptbpf("report", "--diff", a, b_).stdout
+    assert "Operators by change" in text and "Kernels by change" in text
+    html = tmp_path / "diff.html"
+    ptbpf("report", "--diff", a, b_, "--html", html)
+    with Browser() as b:
+        url = b.open(html)
+        assert b.problems(url) == []
+        if SHOTS:
+            b.screenshot(os.path.join(SHOTS, "diff.png"))
+        same(rows(b, "diff-operators-table"), diff["operators"],
+             ["name", "calls_a", "calls_b", "host_total_a_ns", "host_total_b_ns",
+              "device_total_a_ns", "device_total_b_ns"])
+        same(rows(b, "diff-kernels-table"), diff["kernels"],
+             ["name", "calls_a", "calls_b", "total_a_ns", "total_b_ns"])
+
+
+def test_text_report_tells_kernels_apart(traces):
+    """Kernel rows of the text report: none cut into another's name."""
+    text = ptbpf("report", traces["gpu"], "--top", "100").stdout
+    table = text.split("Kernels by total device time")[1].splitlines()[2:]
+    names = [line[2:62].rstrip() for line in table if line.strip()]
+    rep = report_json(traces["gpu"])
+    assert len(names) == len(rep["kernels"]) == len(set(names))
+    assert all(len(n) <= 60 for n in names)
+    assert "multi_tensor_apply_kernel" in text or "gemm" in text
