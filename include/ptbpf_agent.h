@@ -39,6 +39,7 @@
 #define PTBPF_CTL_MAGIC   0x6c74636670627470ULL /* "ptbpfctl" */
 #define PTBPF_CTL_VERSION 1
 #define PTBPF_AGENT_POLL_MS 20
+#define PTBPF_AGENT_MSG_MAX 1024 /* a status message's bytes, NUL included */
 
 enum ptbpf_agent_cmd {
 	PTBPF_CMD_OFF = 0,  /* record nothing, stay loaded (its thread polls) */
@@ -113,6 +114,13 @@ enum ptbpf_agent_code {
 					 * CLOCK_MONOTONIC time it stepped aside */
 	PTBPF_AGENT_GPU_RESUMED = 7,    /* the job's session is over: the GPU
 					 * timeline is back; value = when */
+	PTBPF_AGENT_DEVICE = 8,         /* once per session and device: "device
+					 * properties: device=N key=value ...
+					 * name=REST" under Kineto's
+					 * deviceProperties keys; value = N */
+	PTBPF_AGENT_VERSIONS = 9,       /* once per session: "cuda versions:
+					 * cupti_version=V cuda_runtime_version=V
+					 * cuda_driver_version=V" */
 	PTBPF_AGENT_ERR_LOAD = -1,      /* libcupti.so.13 could not be loaded */
 	PTBPF_AGENT_ERR_SYMBOL = -2,    /* a CUPTI function is missing */
 	PTBPF_AGENT_ERR_CUPTI = -3,     /* a CUPTI call failed (no device,
@@ -178,7 +186,7 @@ enum ptbpf_ops_rec_type { OPS_REC_BEGIN = 1, OPS_REC_END, OPS_REC_PAD, OPS_REC_G
 #define OPS_END_UNWINDING 1 /* ended while a C++ exception was in flight */
 /* CUDA API calls (from CUPTI callbacks) in the same rings: BEGIN scope =
  * OPS_SCOPE_CUDA_API | CUpti_CallbackDomain (1 driver, 2 runtime), name =
- * the API function, seq = the CUPTI correlation id; rf = OPS_API_KEY |
+ * the API function, seq = the CUPTI callback id << 32 | correlation id; rf = OPS_API_KEY |
  * domain << 32 | correlation id, for BEGIN and END alike. */
 #define OPS_SCOPE_CUDA_API 0x80
 #define OPS_API_KEY        (1ull << 63)

@@ -564,7 +564,7 @@ void device_record(struct device_state *d, const struct ptbpf_agent_event *e)
 		kernel_record(d, pid, &k);
 	} else if (e->ev.id == AGENT_REC_MEMCPY) {
 		struct ptbpf_agent_memcpy m;
-		struct pf_arg args[3];
+		struct pf_arg args[6];
 
 		memcpy(&m, e->raw, sizeof(m));
 		snprintf(name, sizeof(name), "Memcpy %s (%s -> %s)", copy_kind(m.copy_kind),
@@ -573,13 +573,16 @@ void device_record(struct device_state *d, const struct ptbpf_agent_event *e)
 		args[1] = (struct pf_arg){ .name = "correlation", .type = PF_ARG_UINT,
 					   .u = m.correlation_id };
 		args[2] = (struct pf_arg){ .name = "context", .type = PF_ARG_UINT, .u = m.context_id };
+		args[3] = (struct pf_arg){ .name = "copy_kind", .type = PF_ARG_UINT, .u = m.copy_kind };
+		args[4] = (struct pf_arg){ .name = "src_kind", .type = PF_ARG_UINT, .u = m.src_kind };
+		args[5] = (struct pf_arg){ .name = "dst_kind", .type = PF_ARG_UINT, .u = m.dst_kind };
 		d->counts.memcpys++;
 		device_slice(d, pid, m.device_id, m.stream_id, m.start, m.end,
 			     str_set_intern(d->strings, name), "gpu_memcpy", m.correlation_id,
-			     args, 3);
+			     args, 6);
 	} else if (e->ev.id == AGENT_REC_MEMSET) {
 		struct ptbpf_agent_memset m;
-		struct pf_arg args[4];
+		struct pf_arg args[5];
 
 		memcpy(&m, e->raw, sizeof(m));
 		snprintf(name, sizeof(name), "Memset (%s)", memory_kind((uint8_t)m.memory_kind));
@@ -588,10 +591,12 @@ void device_record(struct device_state *d, const struct ptbpf_agent_event *e)
 		args[2] = (struct pf_arg){ .name = "correlation", .type = PF_ARG_UINT,
 					   .u = m.correlation_id };
 		args[3] = (struct pf_arg){ .name = "context", .type = PF_ARG_UINT, .u = m.context_id };
+		args[4] = (struct pf_arg){ .name = "memory_kind", .type = PF_ARG_UINT,
+					   .u = m.memory_kind };
 		d->counts.memsets++;
 		device_slice(d, pid, m.device_id, m.stream_id, m.start, m.end,
 			     str_set_intern(d->strings, name), "gpu_memset", m.correlation_id,
-			     args, 4);
+			     args, 5);
 	}
 }
 
@@ -622,6 +627,40 @@ uint64_t device_ops_desc(const struct device_state *d, int pid)
 	return 0;
 }
 
+/* "WHAT: key=value ... [name=REST]" (PTBPF_AGENT_DEVICE, _VERSIONS) as an
+ * instant named WHAT on the process track, numbers as numbers: what the
+ * Kineto export writes as deviceProperties and CUDA versions. */
+static void facts_instant(struct device_state *d, int pid, uint64_t ts, char *msg)
+{
+	struct pf_arg args[24];
+	char *colon = strstr(msg, ": "), *p, *eq, *end;
+	int nargs = 0;
+
+	if (!colon)
+		return;
+	*colon = 0;
+	for (p = colon + 2; *p && nargs < (int)(sizeof(args) / sizeof(args[0])); p = end) {
+		eq = strchr(p, '=');
+		if (!eq)
+			break;
+		*eq = 0;
+		if (!strcmp(p, "name")) { /* the rest of the line */
+			args[nargs++] = (struct pf_arg){ .name = p, .type = PF_ARG_STR, .s = eq + 1 };
+			break;
+		}
+		end = strchr(eq + 1, ' ');
+		if (end)
+			*end++ = 0;
+		else
+			end = eq + 1 + strlen(eq + 1);
+		args[nargs++] = (struct pf_arg){ .name = p, .type = PF_ARG_INT,
+						 .i = strtoll(eq + 1, NULL, 10) };
+	}
+	pf_instant(d->w, &(struct pf_event){ .track = d->process_track(d->ctx, pid), .ts = ts,
+		   .name = str_set_intern(d->strings, msg), .category = "ptbpf",
+		   .args = args, .nargs = nargs });
+}
+
 void device_status(struct device_state *d, const struct ptbpf_named_event *e, size_t size)
 {
 	size_t len = size >= sizeof(struct ptbpf_long_name) ? PTBPF_LONG_NAME_LEN : PTBPF_NAME_LEN;
@@ -629,6 +668,10 @@ void device_status(struct device_state *d, const struct ptbpf_named_event *e, si
 	int code = (int)e->ev.arg[0], i;
 
 	escape_str(msg, sizeof(msg), e->name, len);
+	if (code == PTBPF_AGENT_DEVICE || code == PTBPF_AGENT_VERSIONS) {
+		facts_instant(d, e->ev.pid, e->ev.ts, msg);
+		return;
+	}
 	fprintf(stderr, "ptbpf: pid %u: agent: %s (%d)\n", e->ev.pid, msg, code);
 	for (i = 0; i < d->nstatus && d->status[i].pid != (int)e->ev.pid; i++)
 		;

@@ -738,10 +738,14 @@ static void rf_api_begin(struct join *j, struct thread *t, const struct ptbpf_na
 	struct frame f = { .key = e->key, .ts = e->ts, .seq = NO_SEQ, .kind = FR_USER,
 			   .category = driver ? "cuda_driver" : "cuda_runtime",
 			   .name = str_set_intern(j->strings, name) };
-	struct pf_arg args[2] = { { .name = "correlation", .type = PF_ARG_UINT,
+	struct pf_arg args[3] = { { .name = "correlation", .type = PF_ARG_UINT,
 				    .u = (uint32_t)e->arg[0] } };
 	uint64_t flow = 0;
 	int nargs = 1;
+
+	if (e->arg[0] >> 32) /* the agent's records carry CUPTI's callback id */
+		args[nargs++] = (struct pf_arg){ .name = "cbid", .type = PF_ARG_UINT,
+						 .u = e->arg[0] >> 32 };
 
 	if (launch)
 		count_launch(j, e->pid);
@@ -769,7 +773,7 @@ static void rf_begin(struct join *j, struct thread *t, const struct ptbpf_named_
 		     const uint8_t *shapes, size_t slen)
 {
 	char dims[1024], types[1024];
-	struct pf_arg args[2];
+	struct pf_arg args[3];
 	struct pf_event extra = { .args = args };
 	const struct ptbpf_event *e = &ne->ev;
 	int64_t seq = (int64_t)e->arg[0], op;
@@ -814,6 +818,11 @@ static void rf_begin(struct join *j, struct thread *t, const struct ptbpf_named_
 	} else if (slen) {
 		j->counts.bad_shapes++;
 	}
+	/* RecordFunction's own sequence number, as torch.profiler writes it
+	 * ("Sequence number"): every op dispatched with autograd keys. */
+	if (seq >= 0 && e->arg[1] == 0)
+		args[extra.nargs++] = (struct pf_arg){ .name = "sequence_nr", .type = PF_ARG_UINT,
+						       .u = (uint64_t)seq };
 	push_frame(j, t, &f, extra.nargs ? &extra : NULL);
 	if (flow && t->depth > 0 && t->stack[t->depth - 1].drawn) {
 		struct pf_arg arg = { .name = "seq", .type = PF_ARG_UINT, .u = (uint64_t)seq };

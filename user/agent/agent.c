@@ -134,7 +134,7 @@ int64_t agent_now(int clock)
 /* Every status goes to ptbpf's uprobe; with PTBPF_AGENT_LOG=1 also to stderr. */
 void agent_report(int code, uint64_t value, const char *fmt, ...)
 {
-	char msg[256];
+	char msg[PTBPF_AGENT_MSG_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);

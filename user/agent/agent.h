@@ -6,6 +6,7 @@
  *   cupti.c  CUPTI: the GPU timeline, CUDA call callbacks, sharing CUPTI
  *            with the job's own profiler
  *   stubs.c  entry points that outlive the library, and GOT hooks
+ *   cuda_props.c  the devices' properties and CUDA versions, once a session
  * Everything the outside world calls (torch, CUPTI, the job's calls into
  * libcupti) enters through stubs.c, so that the library can be unloaded
  * while those pointers live on; every such entry marks its thread busy.
@@ -114,7 +115,8 @@ void agent_ops_exit(void);
 void agent_ops_unload(void);
 /* A CUDA API call's entry or exit (CUPTI callback on the calling thread),
  * recorded in the thread's ring while ops are recorded: true if it was. */
-bool agent_ops_api(bool enter, uint32_t domain, uint32_t correlation, const char *name);
+bool agent_ops_api(bool enter, uint32_t domain, uint32_t cbid, uint32_t correlation,
+		   const char *name);
 /* agent.c's probe point for Python stacks. */
 void ptbpf_agent_pystack(uint64_t ts);
 
@@ -129,5 +131,14 @@ void cupti_deactivate(void);
 void cupti_tick(int64_t now);
 /* At unload: the buffer pool goes. */
 void cupti_unload(void);
+
+/* --- cuda_props.c --- */
+
+/* Sends the CUDA versions and every device's properties (statuses
+ * PTBPF_AGENT_VERSIONS, PTBPF_AGENT_DEVICE): false if CUDA is not
+ * initialised yet (ask again later), true once told (or nothing to tell). */
+bool cuda_props_send(uint32_t cupti_version);
+/* Set around the agent's own CUDA runtime calls: not the job's. */
+extern __thread bool agent_own_cuda_call __attribute__((tls_model("initial-exec")));
 
 #endif /* PTBPF_AGENT_INTERNAL_H */

@@ -65,6 +65,7 @@ static __typeof__(&cuptiActivityPopExternalCorrelationId) p_pop_ext;
 static __typeof__(&cuptiFinalize) p_finalize;
 static __typeof__(&cuptiActivityGetNextRecord) p_next_record;
 static __typeof__(&cuptiActivityGetNumDroppedRecords) p_num_dropped;
+static __typeof__(&cuptiGetVersion) p_get_version;
 
 static const struct {
 	const char *name;
@@ -89,6 +90,7 @@ static const struct {
 	{ "cuptiFinalize", (void **)&p_finalize, false },
 	{ "cuptiActivityGetNextRecord", (void **)&p_next_record, false },
 	{ "cuptiActivityGetNumDroppedRecords", (void **)&p_num_dropped, false },
+	{ "cuptiGetVersion", (void **)&p_get_version, true },
 };
 
 /* Activity kinds the agent turns on; the first is required. */
@@ -171,6 +173,7 @@ static uint64_t job_calls_seen;
 static int64_t job_last_seen, job_flushed_at, observe_until, next_flush, next_hook;
 static _Atomic bool foreign_seen; /* our buffers held kinds someone else enabled */
 static _Atomic bool copy_to_job;  /* hand what our buffers hold to the job too */
+static bool props_sent;           /* this session's devices and versions told */
 
 /* The buffer pool: bit i of pool_free set = buffer i is ours to hand out.
  * malloc'd, so that one CUPTI hands to another client may be free()d by
@@ -225,6 +228,15 @@ static int cupti_load(void)
 	}
 	cupti = h;
 	return 0;
+}
+
+static uint32_t cupti_version(void)
+{
+	uint32_t v = 0;
+
+	if (p_get_version && p_get_version(&v) != CUPTI_SUCCESS)
+		v = 0;
+	return v;
 }
 
 static int pool_init(void)
@@ -479,8 +491,11 @@ static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
 				  CUpti_CallbackId cbid, const void *data)
 {
 	const CUpti_CallbackData *cb = data;
-	uint8_t *busy = busy_enter();
+	uint8_t *busy;
 
+	if (agent_own_cuda_call)
+		return;
+	busy = busy_enter();
 	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
 		runtime_correlation = cb->callbackSite == CUPTI_API_ENTER ? cb->correlationId : 0;
 	} else if (domain != CUPTI_CB_DOMAIN_DRIVER_API ||
@@ -491,7 +506,7 @@ static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
 	/* Recording ops: the call becomes a slice in the thread's op ring,
 	 * no probe hit at all. Else the correlation goes to ptbpf's uprobe,
 	 * which finds the call in its own (libcuda uprobe) slice. */
-	if (!(api_to_rings && agent_ops_api(cb->callbackSite == CUPTI_API_ENTER, domain,
+	if (!(api_to_rings && agent_ops_api(cb->callbackSite == CUPTI_API_ENTER, domain, cbid,
 					    cb->correlationId, cb->functionName)) &&
 	    cb->callbackSite == CUPTI_API_ENTER)
 		ptbpf_agent_correlate(cb->correlationId, cbid, domain);
@@ -787,6 +802,7 @@ bool cupti_activate(bool api_calls, const struct ptbpf_agent_ctl *ctl)
 	atomic_store(&n_to_job, 0);
 	atomic_store(&n_lost_to_job, 0);
 	api_to_rings = api_calls;
+	props_sent = false;
 	if (ctl && ctl->job_buf_requested && ctl->job_buf_completed && !job_req) {
 		job_req = (CUpti_BuffersCallbackRequestFunc)(uintptr_t)ctl->job_buf_requested;
 		job_done = (CUpti_BuffersCallbackCompleteFunc)(uintptr_t)ctl->job_buf_completed;
@@ -880,6 +896,8 @@ void cupti_tick(int64_t now)
 	if (on && now >= next_hook)
 		install_hooks_locked();
 	pthread_mutex_unlock(&lock);
+	if (!props_sent)
+		props_sent = cuda_props_send(cupti_version());
 }
 
 void cupti_unload(void)

@@ -391,7 +391,8 @@ static void end_any(const void *rf, void *ctx)
 	busy_leave(busy);
 }
 
-bool agent_ops_api(bool enter, uint32_t domain, uint32_t correlation, const char *name)
+bool agent_ops_api(bool enter, uint32_t domain, uint32_t cbid, uint32_t correlation,
+		   const char *name)
 {
 	uint64_t key = OPS_API_KEY | (uint64_t)domain << 32 | correlation;
 
@@ -401,7 +402,8 @@ bool agent_ops_api(bool enter, uint32_t domain, uint32_t correlation, const char
 		if (!name)
 			name = "cuda?";
 		maybe_stack(put(OPS_REC_BEGIN, OPS_SCOPE_CUDA_API | (uint8_t)domain,
-				(const void *)(uintptr_t)key, correlation, name,
+				(const void *)(uintptr_t)key,
+				(int64_t)((uint64_t)cbid << 32 | correlation), name,
 				strnlen(name, PTBPF_OPS_NAME_MAX), NULL, 0));
 	} else {
 		put(OPS_REC_END, 0, (const void *)(uintptr_t)key, correlation, NULL, 0, NULL, 0);
