@@ -11,8 +11,8 @@
  * entry, no lock.
  *
  * libtorch is not linked: its C++ API is reached by exported symbol, and
- * the one structure passed in (RecordFunctionCallback) is written out here
- * with the layout torch 1.13 and 2.x share. torch is given stubs
+ * the one structure passed in (RecordFunctionCallback) is written out in
+ * rf_abi.h with the layout torch 1.13 and 2.x share. torch is given stubs
  * (stubs.c), not these functions: RecordFunctions begun while recording
  * keep their callbacks after they are removed, and may end after the
  * agent is unloaded.
@@ -32,20 +32,7 @@
 #include <unistd.h>
 
 #include "ptbpf_agent.h"
-
-/* at::RecordFunctionCallback: trivially copyable, 40 bytes, so passed by
- * value in memory on the stack, as C passes this struct. StartCallback
- * returns std::unique_ptr<ObserverContext>, which is returned through a
- * hidden pointer (first argument) and handed back in RAX. */
-#define NUM_SCOPES 10
-struct rf_callback {
-	void **(*start)(void **ret, const void *rf);
-	void (*end)(const void *rf, void *ctx);
-	double sampling_prob;
-	bool scopes[NUM_SCOPES];
-	bool needs_inputs, needs_outputs, needs_ids;
-};
-_Static_assert(sizeof(struct rf_callback) == 40, "RecordFunctionCallback layout");
+#include "rf_abi.h"
 
 /* RecordFunction members behind inline accessors: step_callbacks_.scope_
  * and sequence_nr_, at the same offsets in 1.13 and 2.x (vptr, then a
@@ -95,10 +82,10 @@ static TLS unsigned stacks_seen, open_depth;
 
 enum { SC_FUNCTION = 0, SC_BACKWARD = 1, SC_USER = 7, SC_OTHER = 0xff };
 
-static const char *const sym_add = "_ZN2at17addGlobalCallbackENS_22RecordFunctionCallbackE";
-static const char *const sym_remove = "_ZN2at14removeCallbackEm";
-static const char *const sym_name = "_ZNK2at14RecordFunction4nameEv";
-static const char *const sym_peek = "_ZN2at15sequence_number4peekEv";
+static const char *const sym_add = RF_SYM_ADD;
+static const char *const sym_remove = RF_SYM_REMOVE;
+static const char *const sym_name = RF_SYM_NAME;
+static const char *const sym_peek = RF_SYM_PEEK;
 
 static uint64_t (*p_add)(struct rf_callback cb);
 static void (*p_remove)(uint64_t handle);
