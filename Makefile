@@ -27,6 +27,8 @@ TESTPROGS := $(OUTPUT)/simfail $(OUTPUT)/cuda_rt $(OUTPUT)/cuda_drv $(OUTPUT)/hi
 	     $(OUTPUT)/stubs/libcuda.so.1 $(OUTPUT)/inject_target $(OUTPUT)/inject_lib.so \
 	     $(OUTPUT)/stubs/libnccl.so.2 $(OUTPUT)/nccl_calls \
 	     $(OUTPUT)/inject_cli
+# The benchmark's floors (tests/bench): empty callbacks, a counting uprobe.
+BENCHPROGS := $(OUTPUT)/libptbpf-floor.so $(OUTPUT)/uprobe_floor
 CUDA ?= /usr/local/cuda-13.0
 AGENT := $(OUTPUT)/libptbpf-agent.so
 # No endbr64, so each ptbpf_agent_* entry starts with an instruction x86
@@ -48,7 +50,7 @@ endif
 .DELETE_ON_ERROR:
 .SECONDARY:
 
-all: $(OUTPUT)/ptbpf $(AGENT) $(UNIT_TESTS) $(TESTPROGS)
+all: $(OUTPUT)/ptbpf $(AGENT) $(UNIT_TESTS) $(TESTPROGS) $(BENCHPROGS)
 
 $(OUTPUT):
 	$(Q)mkdir -p $@
@@ -129,6 +131,18 @@ INJECT_CLI_OBJS := $(addprefix $(OUTPUT)/,inject.o inject_tramp.o elfsym.o exits
 $(OUTPUT)/inject_cli: tests/progs/inject_cli.c $(INJECT_CLI_OBJS)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
+
+$(OUTPUT)/libptbpf-floor.so: tests/bench/floor.c user/agent/rf_abi.h | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(AGENT_CFLAGS) -Iuser/agent $< -o $@ -ldl
+
+$(OUTPUT)/uprobe_floor.bpf.o: tests/bench/uprobe_floor.bpf.c | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/uprobe_floor: tests/bench/uprobe_floor.c $(OUTPUT)/uprobe_floor.skel.h
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(LDLIBS) $(LDFLAGS) -o $@
 
 # Fuzzers of every reader (report, export, merge, replay): libFuzzer with
 # ASan and UBSan (clang, libclang-rt-dev), the loader's modules rebuilt so.
