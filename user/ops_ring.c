@@ -188,24 +188,27 @@ static void emit_record(struct ops_rings *r, const struct proc_rings *p, uint32_
 			const struct ptbpf_ops_rec *rec,
 			int (*emit)(void *, void *, size_t), void *ctx)
 {
+	/* Not zeroed as a whole: the shapes' room alone is a kilobyte. */
 	struct {
 		struct ptbpf_named_event ne;
 		uint8_t shapes[OPS_SHAPES_MAX];
-	} b = { .ne.ev = {
-		.ts = rec->ts, .pid = (uint32_t)p->pid, .tid = tid, .source = SRC_AGENT,
-		.key = rec->rf, .arg = { (uint64_t)rec->seq, rec->scope } } };
+	} b;
 	struct ptbpf_named_event *e = &b.ne;
-	size_t slen = rec->shapes_len;
+	size_t slen = rec->shapes_len, nlen;
 
 	r->counts.records++;
+	e->ev = (struct ptbpf_event){ .ts = rec->ts, .pid = (uint32_t)p->pid, .tid = tid,
+				      .source = SRC_AGENT, .key = rec->rf,
+				      .arg = { (uint64_t)rec->seq, rec->scope } };
 	if (rec->type == OPS_REC_END || rec->type == OPS_REC_GAP) {
 		e->ev.kind = rec->type == OPS_REC_END ? EV_RF_END : EV_OPS_GAP;
 		emit(ctx, &e->ev, sizeof(e->ev));
 		return;
 	}
 	e->ev.kind = EV_NAMED_RF_BEGIN;
-	memcpy(e->name, rec + 1, rec->name_len < PTBPF_NAME_LEN - 1 ? rec->name_len :
-	       PTBPF_NAME_LEN - 1);
+	nlen = rec->name_len < PTBPF_NAME_LEN - 1 ? rec->name_len : PTBPF_NAME_LEN - 1;
+	memcpy(e->name, rec + 1, nlen);
+	memset(e->name + nlen, 0, PTBPF_NAME_LEN - nlen);
 	/* Input shapes ride after the named event (join.c reads them). */
 	if (slen > sizeof(b.shapes) || sizeof(*rec) + rec->name_len + slen > rec->size)
 		slen = 0;
