@@ -27,8 +27,9 @@ TESTPROGS := $(OUTPUT)/simfail $(OUTPUT)/cuda_rt $(OUTPUT)/cuda_drv $(OUTPUT)/hi
 	     $(OUTPUT)/stubs/libcuda.so.1 $(OUTPUT)/inject_target $(OUTPUT)/inject_lib.so \
 	     $(OUTPUT)/stubs/libnccl.so.2 $(OUTPUT)/nccl_calls \
 	     $(OUTPUT)/inject_cli
-# The benchmark's floors (tests/bench): empty callbacks, a counting uprobe.
-BENCHPROGS := $(OUTPUT)/libptbpf-floor.so $(OUTPUT)/uprobe_floor
+# The benchmark's floors (tests/bench): empty callbacks, a counting uprobe;
+# the agent's op recorder alone.
+BENCHPROGS := $(OUTPUT)/libptbpf-floor.so $(OUTPUT)/uprobe_floor $(OUTPUT)/ring_bench
 CUDA ?= /usr/local/cuda-13.0
 AGENT := $(OUTPUT)/libptbpf-agent.so
 # No endbr64, so each ptbpf_agent_* entry starts with an instruction x86
@@ -135,6 +136,11 @@ $(OUTPUT)/inject_cli: tests/progs/inject_cli.c $(INJECT_CLI_OBJS)
 $(OUTPUT)/libptbpf-floor.so: tests/bench/floor.c user/agent/rf_abi.h | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(AGENT_CFLAGS) -Iuser/agent $< -o $@ -ldl
+
+$(OUTPUT)/ring_bench: tests/bench/ring_bench.c $(AGENT_SRCS) $(wildcard user/agent/*.h) include/ptbpf_agent.h | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wno-unused-function -fcf-protection=none -Iinclude \
+		-Iuser/agent $< -o $@ -ldl -pthread
 
 $(OUTPUT)/uprobe_floor.bpf.o: tests/bench/uprobe_floor.bpf.c | $(OUTPUT)
 	$(call msg,BPF,$@)
