@@ -16,6 +16,8 @@
 #include "target.h"
 
 #define MAX_PROCS 64
+/* A ring is read this much at a time (a record is at most ~1.2 KB). */
+#define READ_CHUNK (256u << 10)
 
 struct proc_rings {
 	int pid;
@@ -36,9 +38,10 @@ struct proc_rings {
 struct ops_rings {
 	struct proc_rings procs[MAX_PROCS];
 	int n;
-	uint8_t *buf; /* one ring's bytes */
+	uint8_t *buf; /* READ_CHUNK bytes of a ring */
 	/* Exit chunks (EV_OPS_CHUNK) of one ring, reassembled: bytes of
-	 * ring positions [cstart, cstart + clen) of (cpid, cslot). */
+	 * ring positions [cstart, cstart + clen) of (cpid, cslot); allocated
+	 * at the first. */
 	uint8_t *cbuf;
 	int cpid;
 	uint32_t cslot;
@@ -75,9 +78,7 @@ struct ops_rings *ops_rings_new(void)
 {
 	struct ops_rings *r = calloc(1, sizeof(*r));
 
-	if (r && (!(r->buf = malloc(PTBPF_OPS_SLOT_BYTES)) ||
-		  !(r->cbuf = malloc(PTBPF_OPS_SLOT_BYTES)))) {
-		free(r->buf);
+	if (r && !(r->buf = malloc(READ_CHUNK))) {
 		free(r);
 		return NULL;
 	}
@@ -295,15 +296,26 @@ static void drain_proc(struct ops_rings *r, struct proc_rings *p,
 		if (head < tail || head - tail > cap) { /* cannot be: resynchronize */
 			r->counts.bad++;
 			tail = head;
-		} else if (head > tail) {
-			if (read_span(p, i, tail, head, r->buf))
-				continue;
-			/* Read from this image, not one an exec put there? */
-			if (!same_image(p)) {
-				image_gone(r, p);
-				return;
+		} else {
+			while (tail < head) {
+				uint64_t end = head - tail > READ_CHUNK ? tail + READ_CHUNK : head;
+				uint64_t bad = r->counts.bad, from = tail;
+
+				if (read_span(p, i, tail, end, r->buf))
+					break;
+				/* Read from this image, not one an exec put there? */
+				if (!same_image(p)) {
+					image_gone(r, p);
+					return;
+				}
+				tail = parse(r, p, s->tid, r->buf, tail, end, end < head, emit, ctx);
+				if (r->counts.bad != bad) { /* malformed: on from the head */
+					tail = head;
+					break;
+				}
+				if (tail == from)
+					break; /* the rest of a record comes later */
 			}
-			tail = parse(r, p, s->tid, r->buf, tail, head, false, emit, ctx);
 		}
 		if (tail != p->tail[i]) {
 			p->tail[i] = tail;
@@ -372,7 +384,8 @@ void ops_rings_chunk(struct ops_rings *r, const struct ptbpf_ops_chunk *c,
 		r->cstart = from;
 		r->clen = 0;
 	}
-	if (r->clen + len > PTBPF_OPS_SLOT_BYTES)
+	if (r->clen + len > PTBPF_OPS_SLOT_BYTES ||
+	    (!r->cbuf && !(r->cbuf = malloc(PTBPF_OPS_SLOT_BYTES))))
 		return;
 	memcpy(r->cbuf + r->clen, c->data, len);
 	r->clen += len;
