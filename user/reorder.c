@@ -10,7 +10,8 @@
  * CUPTI thread come in completion order), and a release merges the runs'
  * heads. Each event is copied in once and handed on from where it lies; a
  * run's bytes are compacted (at most once per event on average) when most
- * of them were handed on.
+ * of them were handed on. A named event is held without the unused end of
+ * its name (usually 90 of its 152 bytes) and handed on whole again.
  */
 #include "reorder.h"
 
@@ -22,8 +23,11 @@
 #include "ptbpf_events.h"
 
 struct held {
-	uint64_t ts, n; /* n: arrival order, for equal timestamps */
-	size_t off, size;
+	uint64_t ts, n;  /* n: arrival order, for equal timestamps */
+	uint32_t off;    /* in its run's bytes */
+	uint32_t size;   /* the event's, as pushed */
+	uint32_t stored; /* bytes held: size, or less for a named event */
+	uint32_t name;   /* a named event's name bytes held (NUL included); 0: whole */
 };
 
 struct run {
@@ -33,6 +37,8 @@ struct run {
 	uint8_t *bytes;     /* the events, 8-byte aligned */
 	size_t used, bcap;
 	size_t gone;        /* bytes of events handed on, still in bytes */
+	bool out_of_place;  /* an event went before an earlier one: its bytes
+			     * are out of order */
 };
 
 struct reorder {
@@ -42,6 +48,8 @@ struct reorder {
 	size_t *heap;       /* run indices, for a release's merge */
 	size_t held;
 	uint64_t arrivals;
+	uint8_t *whole;     /* a named event made whole again */
+	size_t whole_cap;
 };
 
 struct reorder *reorder_new(void)
@@ -63,6 +71,7 @@ void reorder_free(struct reorder *r)
 		run_free(&r->runs[i]);
 	free(r->runs);
 	free(r->heap);
+	free(r->whole);
 	free(r);
 }
 
@@ -126,29 +135,71 @@ static bool before(const struct held *a, const struct held *b)
 	return a->ts < b->ts || (a->ts == b->ts && a->n < b->n);
 }
 
+static bool named(uint16_t kind)
+{
+	return kind == EV_NAMED_RF_BEGIN || kind == EV_NAMED_USER_BEGIN ||
+	       kind == EV_NAMED_NODE_TYPE || kind == EV_NAMED_GPU_NAME;
+}
+
 int reorder_push(struct reorder *r, const void *data, size_t size)
 {
+	const struct ptbpf_named_event *ne = data;
 	const struct ptbpf_event *e = data;
-	size_t room = (size + 7) & ~(size_t)7, i;
+	size_t name = 0, stored = size, room, i;
 	struct held h;
 	struct run *u;
 
-	if (size < sizeof(*e) || !(u = find_run(r, stream_key(e))) ||
-	    grow((void **)&u->ents, &u->cap, u->n + 1, sizeof(*u->ents), 256) ||
-	    grow((void **)&u->bytes, &u->bcap, u->used + room, 1, 16384))
+	if (size < sizeof(*e) || size > UINT32_MAX)
 		return -ENOMEM;
-	memcpy(u->bytes + u->used, data, size);
-	h = (struct held){ .ts = e->ts, .n = r->arrivals++, .off = u->used, .size = size };
+	if (named(e->kind) && size >= sizeof(*ne)) {
+		name = strnlen(ne->name, PTBPF_NAME_LEN - 1) + 1;
+		stored = sizeof(*e) + name + (size - sizeof(*ne));
+	}
+	room = (stored + 7) & ~(size_t)7;
+	if (!(u = find_run(r, stream_key(e))) ||
+	    grow((void **)&u->ents, &u->cap, u->n + 1, sizeof(*u->ents), 256) ||
+	    grow((void **)&u->bytes, &u->bcap, u->used + room, 1, 16384) ||
+	    u->used + room > UINT32_MAX)
+		return -ENOMEM;
+	if (name) { /* the header, the name, then what follows the name's room */
+		memcpy(u->bytes + u->used, e, sizeof(*e));
+		memcpy(u->bytes + u->used + sizeof(*e), ne->name, name - 1);
+		u->bytes[u->used + sizeof(*e) + name - 1] = '\0';
+		memcpy(u->bytes + u->used + sizeof(*e) + name, ne + 1, size - sizeof(*ne));
+	} else {
+		memcpy(u->bytes + u->used, data, size);
+	}
+	h = (struct held){ .ts = e->ts, .n = r->arrivals++, .off = (uint32_t)u->used,
+			   .size = (uint32_t)size, .stored = (uint32_t)stored, .name = (uint32_t)name };
 	u->used += room;
 	/* At the end, unless it is older than the run's last: then a few
 	 * places back, never before what the run holds (older events handed
 	 * on already stay before it, as any late event would). */
 	for (i = u->n; i > u->head && before(&h, &u->ents[i - 1]); i--)
 		u->ents[i] = u->ents[i - 1];
+	u->out_of_place |= i < u->n;
 	u->ents[i] = h;
 	u->n++;
 	r->held++;
 	return 0;
+}
+
+/* The event as it was pushed: in place, or made whole in r->whole. */
+static const void *whole_event(struct reorder *r, const struct run *u, const struct held *h)
+{
+	const uint8_t *at = u->bytes + h->off;
+	const size_t head = sizeof(struct ptbpf_event), room = sizeof(struct ptbpf_named_event);
+	uint8_t *w;
+
+	if (!h->name)
+		return at;
+	if (grow((void **)&r->whole, &r->whole_cap, h->size, 1, 1024))
+		return NULL;
+	w = r->whole;
+	memcpy(w, at, head + h->name);
+	memset(w + head + h->name, 0, room - head - h->name);
+	memcpy(w + room, at + head + h->name, h->size - room);
+	return w;
 }
 
 /* ---- the merge: a min-heap of runs by their next event ---- */
@@ -178,33 +229,45 @@ static void sift_down(struct reorder *r, size_t *heap, size_t n, size_t i)
 	}
 }
 
-/* Once most of a run's bytes were handed on, the held ones move into a
- * fresh buffer (an emptied run just starts over). */
+/* Once most of a run's bytes were handed on, the held ones move to the
+ * front (an emptied run just starts over). */
 static void run_settle(struct run *u)
 {
+	size_t used = 0, from;
 	uint8_t *fresh;
-	size_t used = 0;
 
 	if (u->head == u->n) {
 		u->head = u->n = u->used = u->gone = 0;
+		u->out_of_place = false;
 		return;
 	}
-	if (u->gone * 2 < u->used || !(fresh = malloc(u->bcap)))
+	if (u->gone * 2 < u->used)
 		return;
 	memmove(u->ents, u->ents + u->head, (u->n - u->head) * sizeof(*u->ents));
 	u->n -= u->head;
 	u->head = 0;
+	u->gone = 0;
+	if (!u->out_of_place) { /* bytes in the entries' order: one move */
+		from = u->ents[0].off;
+		memmove(u->bytes, u->bytes + from, u->used - from);
+		for (size_t k = 0; k < u->n; k++)
+			u->ents[k].off -= (uint32_t)from;
+		u->used -= from;
+		return;
+	}
+	if (!(fresh = malloc(u->bcap)))
+		return; /* (then gone undercounts: a later settle moves them) */
 	for (size_t k = 0; k < u->n; k++) {
 		struct held *h = &u->ents[k];
 
-		memcpy(fresh + used, u->bytes + h->off, h->size);
-		h->off = used;
-		used += (h->size + 7) & ~(size_t)7;
+		memcpy(fresh + used, u->bytes + h->off, h->stored);
+		h->off = (uint32_t)used;
+		used += (h->stored + 7) & ~(size_t)7;
 	}
 	free(u->bytes);
 	u->bytes = fresh;
 	u->used = used;
-	u->gone = 0;
+	u->out_of_place = false;
 }
 
 void reorder_release(struct reorder *r, uint64_t upto, reorder_fn fn, void *ctx)
@@ -219,9 +282,11 @@ void reorder_release(struct reorder *r, uint64_t upto, reorder_fn fn, void *ctx)
 	while (n) {
 		struct run *u = &r->runs[r->heap[0]];
 		const struct held *h = &u->ents[u->head];
+		const void *e = whole_event(r, u, h);
 
-		fn(ctx, u->bytes + h->off, h->size);
-		u->gone += (h->size + 7) & ~(size_t)7;
+		if (e)
+			fn(ctx, (void *)e, h->size);
+		u->gone += (h->stored + 7) & ~(size_t)7;
 		u->head++;
 		r->held--;
 		if (u->head == u->n || head_of(r, r->heap[0])->ts > upto)
