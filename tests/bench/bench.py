@@ -112,10 +112,10 @@ class Target:
 
 
 class Ptbpf:
-    def __init__(self, args, pid, trace):
+    def __init__(self, args, pid, trace, extra=()):
         self.t0 = time.monotonic()
-        self.p = subprocess.Popen([args.ptbpf, "-p", str(pid), "-o", trace, "--force"],
-                                  stderr=subprocess.PIPE, text=True)
+        self.p = subprocess.Popen([args.ptbpf, "-p", str(pid), "-o", trace, "--force"] +
+                                  list(extra), stderr=subprocess.PIPE, text=True)
         self.err = ""
         while True:
             line = self.p.stderr.readline()
@@ -348,37 +348,52 @@ def per_unit(args, workload, res, base):
     return ["", text]
 
 
-def loader_throughput(args, n, log):
-    """n aten::add (2n events) at the target's full speed, with the agent:
-    what the loader sustains per CPU-second, its RSS, and the losses."""
+def loader_throughput(args, log, n=0, seconds=0):
+    """aten::add at the target's full speed, with the agent: n of them, or
+    for `seconds` (ptbpf -d): what the loader sustains per CPU-second, its
+    peak RSS, the losses, and how soon the trace is complete."""
     ctl = tempfile.mkdtemp(prefix="ptbpf-bench-")
-    go, trace = os.path.join(ctl, "go"), os.path.join(ctl, "burst.pftrace")
+    out_dir = tempfile.mkdtemp(prefix="ptbpf-bench-",
+                               dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    go, trace = os.path.join(ctl, "go"), os.path.join(out_dir, "burst.pftrace")
     target = subprocess.Popen([args.python, os.path.join(ROOT, "tests", "workloads",
                                                          "workload.py"), "burst",
-                               "--steps", str(n), "--go", go],
+                               "--steps", str(n or 10 ** 10), "--go", go],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         while not read_line(target, "burst target").startswith("ready"):
             pass
-        pt = Ptbpf(args, target.pid, trace)
+        args_extra = ["-d", str(seconds)] if seconds else []
+        pt = Ptbpf(args, target.pid, trace, args_extra)
         t0 = time.monotonic()
         open(go, "w").close()
-        target.wait()
-        wall = time.monotonic() - t0
-        r = pt.finish(time.monotonic())
+        if seconds:
+            pt.p.wait()
+            wall = time.monotonic() - t0
+            r = pt.finish(time.monotonic())
+            target.kill()
+        else:
+            target.wait()
+            wall = time.monotonic() - t0
+            r = pt.finish(time.monotonic())
         size = os.path.getsize(trace)
-        stat = tracestat.scan(trace)
+        stat = tracestat.scan(trace) if size < 300e6 else None
     finally:
         target.kill()
         shutil.rmtree(ctl, ignore_errors=True)
+        shutil.rmtree(out_dir, ignore_errors=True)
     log("burst: %s" % r)
-    return ("- %d aten::add in %.2f s (%.2f M events/s): %d events, %d lost; loader CPU %.2f s "
-            "= %.2f M events per CPU-second; peak RSS %.1f MB; trace %.1f MB, %.1f bytes per "
-            "track event; complete %.0f ms after the process exited.\n" % (
-                n, wall, r.get("events", 0) / wall / 1e6, r.get("events", 0), r.get("lost", 0),
-                r.get("cpu_s", 0), r.get("events", 0) / max(r.get("cpu_s", 0), 1e-9) / 1e6,
-                r.get("rss_mb", 0), size / 1e6, size / max(stat["events"], 1),
-                pt.done_s * 1e3))
+    what = "%d aten::add" % n if n else "%d s of aten::add" % seconds
+    per_event = ("%.1f bytes per track event" % (size / max(stat["events"], 1)) if stat else
+                 "%.1f bytes per event received" % (size / max(r.get("events", 1), 1)))
+    return ("- %s in %.2f s (%.2f M events/s): %d events, %d lost; loader CPU %.2f s "
+            "= %.2f M events per CPU-second; peak RSS %.1f MB; trace %.1f MB, %s; "
+            "complete %.0f ms after %s.\n" % (
+                what, wall, r.get("events", 0) / wall / 1e6, r.get("events", 0),
+                r.get("lost", 0), r.get("cpu_s", 0),
+                r.get("events", 0) / max(r.get("cpu_s", 0), 1e-9) / 1e6, r.get("rss_mb", 0),
+                size / 1e6, per_event, pt.done_s * 1e3,
+                "ptbpf's -d ran out" if seconds else "the process exited"))
 
 
 def loadavg():
@@ -413,7 +428,8 @@ def main():
                     "0.5 CPU, 0.2 CUDA)")
     ap.add_argument("--settle-s", type=float, default=0.2,
                     help="pause after ptbpf or the uprobe floor detached")
-    ap.add_argument("--workloads", help="default: step,transformer,smallop (+gpubound on CUDA)")
+    ap.add_argument("--workloads", help="default: step,transformer,smallop (+gpubound on "
+                    "CUDA); none: only the loader sections")
     ap.add_argument("--floors", help="floor phases; default: rf1,rf4,uprobe on the CPU, "
                     "rf1,cupti_cb,cupti_act,floors,uprobe on CUDA (also: cupti_cb_rt, "
                     "cupti_act_api)")
@@ -423,12 +439,16 @@ def main():
                     help="default: same on the CPU, twin on CUDA (see above)")
     ap.add_argument("--loader-ops", type=int, default=0,
                     help="also a burst of this many aten::add: loader throughput")
+    ap.add_argument("--loader-s", type=int, default=0,
+                    help="also aten::add at full speed for this many seconds: the "
+                    "loader's RSS over a long capture")
     ap.add_argument("--out", help="append the Markdown section to this file")
     ap.add_argument("-q", "--quiet", action="store_true", help="no per-cycle lines on stderr")
     args = ap.parse_args()
     cuda = args.device == "cuda"
     args.workloads = (args.workloads.split(",") if args.workloads else
                       ["step", "transformer", "smallop"] + (["gpubound"] if cuda else []))
+    args.workloads = [w for w in args.workloads if w != "none"]
     args.floors = (args.floors.split(",") if args.floors else
                    ["rf1", "cupti_cb", "cupti_act", "floors", "uprobe"] if cuda else
                    ["rf1", "rf4", "uprobe"])
@@ -445,9 +465,11 @@ def main():
     t0 = time.monotonic()
     load0 = loadavg()
     parts = [report(args, w, bench_workload(args, w, log)) for w in args.workloads]
-    if args.loader_ops:
+    if args.loader_ops or args.loader_s:
         parts.append("\n#### loader throughput (agent)\n\n" +
-                     loader_throughput(args, args.loader_ops, log))
+                     (loader_throughput(args, log, n=args.loader_ops) if args.loader_ops else "") +
+                     (loader_throughput(args, log, seconds=args.loader_s) if args.loader_s
+                      else ""))
     head = ("\n### Interleaved benchmark, %s, %s, torch %s (%s)\n\n`bench.py --device %s "
             "--cycles %d`; %s; each overhead is a phase's time per unit over the same "
             "cycle's untraced time; %.0f s in all; load average %s before, %s after.\n" % (
