@@ -47,7 +47,7 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all clean deps test bench demo gpu-check gpu-check-multi pb2 fuzz
+.PHONY: all clean deps test bench demo gpu-check gpu-bench gpu-check-multi pb2 fuzz
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -183,7 +183,7 @@ test: all
 	/usr/bin/python3 -m pytest -v -rfE --ignore=tests/gpu tests/
 
 bench: all
-	/usr/bin/python3 tests/bench/bench.py --out BENCHMARKS.md
+	/usr/bin/python3 tests/bench/bench.py --loader-ops 1000000 --loader-s 60 --out BENCHMARKS.md
 
 demo: all
 	tests/demo.sh
@@ -191,6 +191,12 @@ demo: all
 # On the GPU machine, with a ptbpf built elsewhere (make all pb2) and carried.
 gpu-check:
 	tests/gpu/gpu_check.sh
+
+# On the GPU machine: the interleaved benchmark alone (about 6 minutes), its
+# Markdown section appended to $OUT/bench-gpu.md (OUT defaults to .).
+gpu-bench:
+	py=$${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3}; \
+	$$py tests/bench/bench.py --device cuda --python $$py --out $${OUT:-.}/bench-gpu.md
 
 # On a machine with two GPUs: the NCCL DDP job, traced and merged.
 gpu-check-multi:

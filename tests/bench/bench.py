@@ -370,7 +370,7 @@ def loader_throughput(args, log, n=0, seconds=0):
         if seconds:
             pt.p.wait()
             wall = time.monotonic() - t0
-            r = pt.finish(time.monotonic())
+            r = pt.finish(pt.t0 + pt.attach_s + seconds)  # from when -d ran out
             target.kill()
         else:
             target.wait()
@@ -394,6 +394,18 @@ def loader_throughput(args, log, n=0, seconds=0):
                 r.get("events", 0) / max(r.get("cpu_s", 0), 1e-9) / 1e6, r.get("rss_mb", 0),
                 size / 1e6, per_event, pt.done_s * 1e3,
                 "ptbpf's -d ran out" if seconds else "the process exited"))
+
+
+def ring_bench(args):
+    """The agent's op recorder alone (build/ring_bench), in ns per op."""
+    exe = os.path.join(os.path.dirname(args.floor_lib), "ring_bench")
+    if not os.path.exists(exe):
+        return ""
+    out = subprocess.run([exe], capture_output=True, text=True).stdout
+    m = re.search(r"empty callbacks ([\d.]+) ns/op\nagent callbacks ([\d.]+) ns/op", out)
+    return ("The agent's op recorder alone (build/ring_bench: torch's callbacks for a begin "
+            "and an end, a stand-in RecordFunction): %s ns per op, empty callbacks %s ns.\n" %
+            (m.group(2), m.group(1))) if m else ""
 
 
 def loadavg():
@@ -477,7 +489,7 @@ def main():
                 args.device, args.cycles, "the profiler in a twin process" if
                 args.profiler_in == "twin" else "all phases in one process",
                 time.monotonic() - t0, load0, loadavg()))
-    text = head + "\n".join(parts) + "\n"
+    text = head + "\n" + ring_bench(args) + "\n".join(parts) + "\n"
     print(text)
     if args.out:
         with open(args.out, "a") as f:
