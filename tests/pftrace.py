@@ -38,6 +38,13 @@ def protoc_decode(path):
     return r.returncode, r.stdout.decode(errors="replace") + r.stderr.decode(errors="replace")
 
 
+def _flows(ev, terminating=False):
+    """Flow ids in either form (fixed64, or the writer's short varint ones)."""
+    if terminating:
+        return list(ev.terminating_flow_ids) + list(ev.terminating_flow_ids_old)
+    return list(ev.flow_ids) + list(ev.flow_ids_old)
+
+
 Slice = collections.namedtuple("Slice", "track name category ts dur depth args flows_out flows_in")
 
 TYPE_BEGIN, TYPE_END, TYPE_INSTANT, TYPE_COUNTER = 1, 2, 3, 4
@@ -202,8 +209,8 @@ class Trace:
             elif len(ev.categories):
                 cat = ev.categories[0]
             stacks[track].append(dict(name=self._name(seq, ev), cat=cat, ts=ts,
-                                      args=self._args(seq, ev), flows_out=list(ev.flow_ids),
-                                      flows_in=list(ev.terminating_flow_ids)))
+                                      args=self._args(seq, ev), flows_out=_flows(ev),
+                                      flows_in=_flows(ev, True)))
         elif ev.type == TYPE_END:
             if ev.HasField("name_iid") or ev.HasField("name"):
                 self.errors.append("END event carries a name")
@@ -214,12 +221,12 @@ class Trace:
             b = st.pop()
             b["args"].update(self._args(seq, ev))
             self.slices.append(Slice(track, b["name"], b["cat"], b["ts"], ts - b["ts"], len(st),
-                                     b["args"], b["flows_out"] + list(ev.flow_ids),
-                                     b["flows_in"] + list(ev.terminating_flow_ids)))
+                                     b["args"], b["flows_out"] + _flows(ev),
+                                     b["flows_in"] + _flows(ev, True)))
         elif ev.type == TYPE_INSTANT:
             self.instants.append(Slice(track, self._name(seq, ev), None, ts, 0,
                                        len(stacks[track]), self._args(seq, ev),
-                                       list(ev.flow_ids), list(ev.terminating_flow_ids)))
+                                       _flows(ev), _flows(ev, True)))
         elif ev.type == TYPE_COUNTER:
             if track not in self.tracks or not self.tracks[track].HasField("counter"):
                 self.errors.append("COUNTER on a non-counter track %d" % track)

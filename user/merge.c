@@ -434,10 +434,14 @@ static void rewrite_event(const struct input *in, const uint8_t *d, size_t n, st
 		if (f.num == F_TE_TRACK && f.wt == PB_VARINT) {
 			put_tag(out, f.num, PB_VARINT);
 			put_varint(out, salted(in, f.v));
-		} else if ((f.num == F_TE_FLOWS || f.num == F_TE_TERM_FLOWS) && f.wt == PB_FIXED64) {
-			uint64_t id = salted(in, f.v);
+		} else if (((f.num == F_TE_FLOWS || f.num == F_TE_TERM_FLOWS) && f.wt == PB_FIXED64) ||
+			   ((f.num == F_TE_FLOWS_V || f.num == F_TE_TERM_FLOWS_V) && f.wt == PB_VARINT)) {
+			/* A short id (a small number) made odd first, as the long
+			 * ones are: salting keeps them apart then. */
+			uint64_t id = salted(in, f.wt == PB_VARINT ? f.v << 1 | 1 : f.v);
 
-			put_tag(out, f.num, PB_FIXED64);
+			put_tag(out, f.num == F_TE_FLOWS || f.num == F_TE_FLOWS_V ? F_TE_FLOWS :
+				F_TE_TERM_FLOWS, PB_FIXED64);
 			put(out, &id, 8);
 		} else {
 			put(out, f.raw, f.rawlen);

@@ -36,6 +36,8 @@ enum { /* TrackEvent */
 	F_TE_CAT_IIDS = 3, F_TE_ARGS = 4, F_TE_TYPE = 9, F_TE_NAME_IID = 10,
 	F_TE_TRACK = 11, F_TE_CATEGORIES = 22, F_TE_NAME = 23, F_TE_COUNTER = 30,
 	F_TE_FLOWS = 47, F_TE_TERM_FLOWS = 48,
+	/* The older varint forms: the writer's short flow ids (perfetto.c). */
+	F_TE_FLOWS_V = 36, F_TE_TERM_FLOWS_V = 42,
 };
 enum { /* DebugAnnotation */
 	F_DA_NAME_IID = 1, F_DA_BOOL = 2, F_DA_UINT = 3, F_DA_INT = 4,

@@ -715,11 +715,15 @@ bool tr_event(struct tr_reader *r, const struct tr_packet *p, struct tr_event *e
 				bad |= !decode_arg(r, p->seq, &f, &e->args[e->nargs++]);
 			break;
 		case F_TE_FLOWS:
-			if (f.wt == PB_FIXED64 && e->nflows < TR_MAX_FLOWS)
+		case F_TE_FLOWS_V:
+			if (f.wt == (f.num == F_TE_FLOWS ? PB_FIXED64 : PB_VARINT) &&
+			    e->nflows < TR_MAX_FLOWS)
 				e->flows[e->nflows++] = f.v;
 			break;
 		case F_TE_TERM_FLOWS:
-			if (f.wt == PB_FIXED64 && e->nterm < TR_MAX_FLOWS)
+		case F_TE_TERM_FLOWS_V:
+			if (f.wt == (f.num == F_TE_TERM_FLOWS ? PB_FIXED64 : PB_VARINT) &&
+			    e->nterm < TR_MAX_FLOWS)
 				e->term[e->nterm++] = f.v;
 			break;
 		case F_TE_COUNTER:
