@@ -24,7 +24,11 @@
  * where it first uses them (the iid is the string's, on every sequence).
  * Everything else (descriptors, clock snapshots, attributes) is on the
  * first sequence, stamped in full. A slice begin is then about 15 bytes,
- * an end 11.
+ * an end 11. A flow gets a short id (1, 2, ...: a varint in the older
+ * flow fields, which trace_processor reads alike) from its first event to
+ * the one that ends it, in place of the caller's 64-bit one (a fixed64);
+ * an end met before its start, or a flow past FLOW_SHORT_MAX open ones,
+ * keeps its id.
  */
 #define _GNU_SOURCE /* CLOCK_BOOTTIME, getrandom, strnlen under -std=c11 */
 #include "perfetto.h"
@@ -51,6 +55,10 @@ enum { SEQ_ID = 1, SEQ_MAX = 1 << 16 };
 #define PACKET_MAX ((2 * PF_MAX_ARGS + PF_MAX_CMDLINE + 4) * (PF_STR_MAX + 32) + \
 		    2 * PF_MAX_FLOWS * 10 + 512)
 #define INTERN_BYTES_MAX (8u << 20)
+/* Flows open at once with a short id; ends seen before their start, kept
+ * (the start keeps the caller's id then too). */
+#define FLOW_SHORT_MAX (1u << 17)
+#define FLOW_ORPHANS 4096
 /* String values: interned while short and few, else written inline. */
 #define STRVAL_MAX 32768
 #define STRVAL_BYTES_MAX (2u << 20)
@@ -107,6 +115,13 @@ struct pf_writer {
 	struct seq *seqs;   /* open addressing on track, load at most 1/2 */
 	uint32_t nseqs, seq_slots;
 	struct seq main_seq; /* SEQ_ID */
+	/* Open flows: the caller's id -> its short one (open addressing,
+	 * load at most 1/2, backward-shift deletion; key 0: empty). */
+	uint64_t *flow_key;
+	uint32_t *flow_short;
+	uint32_t flow_slots, nflows, flow_next;
+	uint64_t orphans[FLOW_ORPHANS]; /* ends met before their start */
+	uint32_t norphans;
 	struct pb pb;
 	uint8_t scratch[]; /* pb.buf: PREFIX_ROOM + PACKET_MAX bytes */
 };
@@ -772,6 +787,8 @@ int pf_writer_close(struct pf_writer *w)
 		seq_free(&w->seqs[i]);
 	free(w->seqs);
 	seq_free(&w->main_seq);
+	free(w->flow_key);
+	free(w->flow_short);
 	free(w->out);
 	free(w);
 	return err;
@@ -1033,11 +1050,110 @@ static void write_arg(struct pf_writer *w, const struct pf_arg *a, const struct 
 	pb_end(b, ann);
 }
 
-static void write_flows(struct pf_writer *w, uint32_t field, const uint64_t *ids, int n)
+/* ---- short flow ids ---- */
+
+static uint32_t flow_home(const struct pf_writer *w, uint64_t id)
+{
+	uint32_t h = (uint32_t)mix64(id) & (w->flow_slots - 1);
+
+	while (w->flow_key[h] && w->flow_key[h] != id)
+		h = (h + 1) & (w->flow_slots - 1);
+	return h;
+}
+
+static bool flows_grow(struct pf_writer *w)
+{
+	uint32_t n = w->flow_slots ? 2 * w->flow_slots : 1024;
+	struct pf_writer g = { .flow_slots = n };
+
+	g.flow_key = calloc(n, sizeof(*g.flow_key));
+	g.flow_short = calloc(n, sizeof(*g.flow_short));
+	if (!g.flow_key || !g.flow_short) {
+		free(g.flow_key);
+		free(g.flow_short);
+		return false;
+	}
+	for (uint32_t i = 0; i < w->flow_slots; i++) {
+		if (w->flow_key[i]) {
+			uint32_t h = flow_home(&g, w->flow_key[i]);
+
+			g.flow_key[h] = w->flow_key[i];
+			g.flow_short[h] = w->flow_short[i];
+		}
+	}
+	free(w->flow_key);
+	free(w->flow_short);
+	w->flow_key = g.flow_key;
+	w->flow_short = g.flow_short;
+	w->flow_slots = n;
+	return true;
+}
+
+static bool orphan(const struct pf_writer *w, uint64_t id)
+{
+	for (uint32_t i = 0; i < w->norphans && i < FLOW_ORPHANS; i++)
+		if (w->orphans[i] == id)
+			return true;
+	return false;
+}
+
+/* A flow's short id as it starts or steps (0: it keeps its own). */
+static uint32_t flow_open(struct pf_writer *w, uint64_t id)
+{
+	uint32_t h;
+
+	if (!id)
+		return 0;
+	if (w->flow_slots && w->flow_key[h = flow_home(w, id)])
+		return w->flow_short[h];
+	if (w->nflows >= FLOW_SHORT_MAX || w->flow_next >= INT32_MAX || orphan(w, id) ||
+	    (2 * (w->nflows + 1) > w->flow_slots && !flows_grow(w)))
+		return 0;
+	h = flow_home(w, id);
+	w->flow_key[h] = id;
+	w->nflows++;
+	return w->flow_short[h] = ++w->flow_next;
+}
+
+/* A flow's short id as it ends, forgotten then (0: it keeps its own). */
+static uint32_t flow_close(struct pf_writer *w, uint64_t id)
+{
+	uint32_t h, next, v;
+
+	if (!id || !w->flow_slots || !w->flow_key[h = flow_home(w, id)]) {
+		if (id)
+			w->orphans[w->norphans++ % FLOW_ORPHANS] = id;
+		return 0;
+	}
+	v = w->flow_short[h];
+	w->flow_key[h] = 0;
+	w->nflows--;
+	for (next = (h + 1) & (w->flow_slots - 1); w->flow_key[next];
+	     next = (next + 1) & (w->flow_slots - 1)) {
+		uint32_t home = (uint32_t)mix64(w->flow_key[next]) & (w->flow_slots - 1);
+
+		if ((next > h && (home <= h || home > next)) ||
+		    (next < h && home <= h && home > next)) {
+			w->flow_key[h] = w->flow_key[next];
+			w->flow_short[h] = w->flow_short[next];
+			w->flow_key[next] = 0;
+			h = next;
+		}
+	}
+	return v;
+}
+
+static void write_flows(struct pf_writer *w, bool terminating, const uint64_t *ids, int n)
 {
 	n = clip_count(w, n, ids, PF_MAX_FLOWS);
-	for (int i = 0; i < n; i++)
-		pb_fixed64(&w->pb, field, ids[i]); /* one key each: unpacked */
+	for (int i = 0; i < n; i++) { /* one key each: unpacked */
+		uint32_t id = terminating ? flow_close(w, ids[i]) : flow_open(w, ids[i]);
+
+		if (id)
+			pb_uint(&w->pb, terminating ? F_TE_TERM_FLOWS_V : F_TE_FLOWS_V, id);
+		else
+			pb_fixed64(&w->pb, terminating ? F_TE_TERM_FLOWS : F_TE_FLOWS, ids[i]);
+	}
 }
 
 static void write_track_event(struct pf_writer *w, int type, uint64_t track, uint64_t ts,
@@ -1068,8 +1184,8 @@ static void write_track_event(struct pf_writer *w, int type, uint64_t track, uin
 	for (int i = 0; i < r.nargs; i++)
 		write_arg(w, &args[i], &r.args[i], &r.values[i]);
 	if (e) {
-		write_flows(w, F_TE_FLOWS, e->flows, e->nflows);
-		write_flows(w, F_TE_TERM_FLOWS, e->term_flows, e->nterm);
+		write_flows(w, false, e->flows, e->nflows);
+		write_flows(w, true, e->term_flows, e->nterm);
 	}
 	pb_end(&w->pb, te);
 	packet_end(w);

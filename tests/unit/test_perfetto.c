@@ -237,7 +237,8 @@ enum {
 	P_MEM, P_KERNELS, P_SNAP1, P_SEQ_THREAD, P_ADDMM, P_MM, P_END_MM, P_END_ADDMM,
 	P_SEQ_STREAM, P_KERNEL, P_KERNEL_END, P_SEQ_GPU, P_SYNC, P_ADDMM2, P_END_ADDMM2,
 	P_SEQ_MEM, P_COUNT_MEM, P_SEQ_KERN, P_COUNT_KERN, P_LOSS, P_LONG, P_MANY_ARGS,
-	P_END_MANY, P_OLDER, P_AFTER_OLDER, P_END_MARKER, P_NPACKETS
+	P_END_MANY, P_OLDER, P_AFTER_OLDER, P_ORPHAN_END, P_ORPHAN_START, P_END_MARKER,
+	P_NPACKETS
 };
 
 /* Sequences: 1 the writer's own, then one per track in the order their
@@ -306,6 +307,7 @@ static void write_slices(struct pf_writer *w, const struct tracks *t)
 
 static void write_misc(struct pf_writer *w, const struct tracks *t)
 {
+	static const uint64_t orphan[] = { 777 };
 	struct pf_arg many[PF_MAX_ARGS + 3];
 	struct pf_arg val = { .name = "long", .type = PF_ARG_STR, .s = long_value };
 	struct pf_event loss = { .track = t->thread, .ts = 2500, .name = "after_loss" };
@@ -330,6 +332,11 @@ static void write_misc(struct pf_writer *w, const struct tracks *t)
 	 * the last one's time. */
 	pf_instant(w, &(struct pf_event){ .track = t->thread, .ts = 2750, .name = "many" });
 	pf_instant(w, &(struct pf_event){ .track = t->thread, .ts = 2900, .name = "many" });
+	/* A flow's end before its start: both keep the flow's own id. */
+	pf_instant(w, &(struct pf_event){ .track = t->thread, .ts = 3000, .name = "many",
+		   .term_flows = orphan, .nterm = 1 });
+	pf_instant(w, &(struct pf_event){ .track = t->thread, .ts = 3100, .name = "many",
+		   .flows = orphan, .nflows = 1 });
 }
 
 /* ---- checks of the decoded main trace ---- */
@@ -438,8 +445,8 @@ static void check_addmm(const struct decoded *d)
 		"debug_annotations {", "name_iid: 5", "bool_value: true", "}",
 		"debug_annotations {", "name_iid: 6", "pointer_value: 3735928559", "}",
 		"type: TYPE_SLICE_BEGIN", "name_iid: 1",
-		"flow_ids: 12345", "flow_ids: 18446744073709551615", "}");
-	PKT_LACKS(d, k, "terminating_flow_ids: 12345");
+		"flow_ids_old: 1", "flow_ids_old: 2", "}");
+	PKT_LACKS(d, k, "terminating_flow_ids_old: 1");
 }
 
 static void check_events(const struct decoded *d, const struct tracks *t)
@@ -473,29 +480,32 @@ static void check_events(const struct decoded *d, const struct tracks *t)
 	/* A name is defined once on each sequence it is used on, with the
 	 * same iid everywhere. */
 	PKT_SEQ(d, P_KERNEL, "event_categories {", "iid: 2", "name: \"cuda\"", "}");
+	/* Flows: short ids from their start to their end (2 steps here). */
 	PKT_SEQ(d, P_KERNEL, "category_iids: 2", "type: TYPE_SLICE_BEGIN", "name_iid: 3",
-		"flow_ids: 18446744073709551615", "terminating_flow_ids: 12345", "}");
+		"flow_ids_old: 2", "terminating_flow_ids_old: 1", "}");
 	PKT_HAS(d, P_KERNEL, "timestamp: 0");
 	PKT_HAS(d, P_KERNEL_END, "timestamp: 100");
 	PKT_HAS(d, P_KERNEL_END, fmt("trusted_packet_sequence_id: %d", SEQ_STREAM));
 	PKT_SEQ(d, P_SYNC, "type: TYPE_INSTANT", "name_iid: 4",
-		"terminating_flow_ids: 18446744073709551615", "}");
+		"terminating_flow_ids_old: 2", "}");
 	PKT_LACKS(d, P_SYNC, "event_categories {");
 	/* Re-used names: no interned_data at all. */
 	PKT_LACKS(d, P_ADDMM2, "interned_data {");
 	PKT_SEQ(d, P_ADDMM2, "type: TYPE_SLICE_BEGIN", "name_iid: 1");
-	PKT_LACKS(d, P_ADDMM2, "flow_ids: 12345");
+	PKT_LACKS(d, P_ADDMM2, "flow_ids_old: 1");
 	PKT_HAS(d, P_ADDMM2, "timestamp: 700");
 	CHECK_EQ(all_count(d, "name: \"aten::addmm\""), 1);
 	CHECK_EQ(all_count(d, "name: \"op\""), 1);
 	CHECK_EQ(all_count(d, "name: \"int\""), 1);
-	CHECK_EQ(all_count(d, "flow_ids: 12345"), 1);
-	CHECK_EQ(all_count(d, "flow_ids: 18446744073709551615"), 2);
-	CHECK_EQ(all_count(d, "terminating_flow_ids: 12345"), 1);
-	CHECK_EQ(all_count(d, "terminating_flow_ids: 18446744073709551615"), 1);
+	CHECK_EQ(all_count(d, "flow_ids_old: 1"), 1);
+	CHECK_EQ(all_count(d, "flow_ids_old: 2"), 2);
+	CHECK_EQ(all_count(d, "terminating_flow_ids_old: 1"), 1);
+	CHECK_EQ(all_count(d, "terminating_flow_ids_old: 2"), 1);
+	PKT_HAS(d, P_ORPHAN_END, "terminating_flow_ids: 777");
+	PKT_HAS(d, P_ORPHAN_START, "flow_ids: 777");
 	CHECK_EQ(all_count(d, "type: TYPE_SLICE_BEGIN"), 5);
 	CHECK_EQ(all_count(d, "type: TYPE_SLICE_END"), 5);
-	CHECK_EQ(all_count(d, "type: TYPE_INSTANT"), 5);
+	CHECK_EQ(all_count(d, "type: TYPE_INSTANT"), 7);
 	/* Events carry no track: their sequence's default is theirs. */
 	CHECK_EQ(all_count(d, fmt("track_uuid: %" PRIu64, t->thread)), 1);
 	CHECK_EQ(all_count(d, fmt("track_uuid: %" PRIu64, t->stream)), 1);
@@ -559,7 +569,8 @@ static void check_decoded(const struct decoded *d, const struct tracks *t)
 	check_misc(d, t);
 }
 
-/* Each flow id has its own fixed64 key (wire type 1), never a packed run. */
+/* Each flow id has its own key (short ids varints 36 and 42, others fixed64
+ * 47 and 48: wire type 1), never a packed run. */
 static void check_raw(const struct decoded *d)
 {
 	int flows = 0, term = 0;
@@ -569,16 +580,21 @@ static void check_raw(const struct decoded *d)
 	for (int i = 0; i < d->nlines; i++) {
 		const char *l = d->line[i];
 
-		flows += !strncmp(l, "47: 0x", 6);
-		term += !strncmp(l, "48: 0x", 6);
+		flows += !strncmp(l, "47: 0x", 6) + !strncmp(l, "36: ", 4);
+		term += !strncmp(l, "48: 0x", 6) + !strncmp(l, "42: ", 4);
 		CHECK_MSG(strncmp(l, "47: \"", 5) && strncmp(l, "48: \"", 5) &&
+			  strncmp(l, "36: \"", 5) && strncmp(l, "42: \"", 5) &&
 			  strcmp(l, "47 {") && strcmp(l, "48 {"), "packed flow ids: %s", l);
 	}
-	CHECK_EQ(flows, 3);
-	CHECK_EQ(term, 2);
-	CHECK_EQ(all_count(d, "47: 0x0000000000003039"), 1);
-	CHECK_EQ(all_count(d, "47: 0xffffffffffffffff"), 2);
-	CHECK_EQ(all_count(d, "48: 0x0000000000003039"), 1);
+	/* (42 is also TracePacket.previous_packet_dropped, on P_LOSS.) */
+	CHECK_EQ(pkt_count(d, P_LOSS, "42: 1"), 1);
+	CHECK_EQ(flows, 4);
+	CHECK_EQ(term - 1, 3);
+	CHECK_EQ(all_count(d, "36: 1"), 1);
+	CHECK_EQ(all_count(d, "36: 2"), 2);
+	CHECK_EQ(all_count(d, "42: 1") - 1, 1);
+	CHECK_EQ(all_count(d, "47: 0x0000000000000309"), 1);
+	CHECK_EQ(all_count(d, "48: 0x0000000000000309"), 1);
 	/* category_iids (TrackEvent field 3) is an unpacked varint too. */
 	CHECK_EQ(pkt_count(d, P_ADDMM, "3: 1"), 1);
 	CHECK_EQ(pkt_count(d, P_KERNEL, "3: 2"), 1);
