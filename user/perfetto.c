@@ -44,6 +44,8 @@
 /* The first sequence: descriptors, snapshots, attributes, and the events of
  * tracks past SEQ_MAX (in full). Event sequences are 2, 3, ... */
 enum { SEQ_ID = 1, SEQ_MAX = 1 << 16 };
+/* What stamping an event in full costs more than a delta, about. */
+#define FULL_TS_EXTRA 10
 
 /* Room reserved before a packet for its record header (key + varint len). */
 #define PREFIX_ROOM 11
@@ -94,6 +96,8 @@ struct seq {
 	uint64_t track;   /* 0: an empty slot */
 	uint64_t last_ts; /* the incremental clock's value */
 	uint32_t id;
+	uint32_t behind;  /* events in a row older than last_ts */
+	uint64_t defined_bytes; /* of the strings defined on it */
 	uint64_t *defined[TAB_COUNT]; /* bitsets: iids this sequence has had */
 	uint32_t ndefined[TAB_COUNT]; /* their sizes, in 64-bit words */
 };
@@ -237,14 +241,11 @@ static void set_error(struct pf_writer *w, int err)
 }
 
 /* Length to write for s: at most PF_STR_MAX bytes, not splitting a UTF-8
- * sequence (protoc and the UI expect valid UTF-8 in string fields); *cut
- * (may be NULL) says whether it was cut. */
-static size_t str_clip_cut(struct pf_writer *w, const char *s, bool *cut)
+ * sequence (protoc and the UI expect valid UTF-8 in string fields). */
+static size_t str_clip(struct pf_writer *w, const char *s)
 {
 	size_t len = strnlen(s, PF_STR_MAX + 1);
 
-	if (cut)
-		*cut = len > PF_STR_MAX;
 	if (len <= PF_STR_MAX)
 		return len;
 	w->clipped++;
@@ -252,11 +253,6 @@ static size_t str_clip_cut(struct pf_writer *w, const char *s, bool *cut)
 	while (len > 0 && ((uint8_t)s[len] & 0xC0) == 0x80)
 		len--;
 	return len;
-}
-
-static size_t str_clip(struct pf_writer *w, const char *s)
-{
-	return str_clip_cut(w, s, NULL);
 }
 
 static void pb_str(struct pf_writer *w, uint32_t field, const char *s)
@@ -384,18 +380,17 @@ static bool seq_define(struct seq *q, int tab, uint64_t iid)
 static void ref_resolve(struct pf_writer *w, struct seq *q, int tab, const char *s,
 			struct str_ref *r)
 {
-	bool cut;
-
 	r->s = s;
 	r->len = 0;
 	r->iid = 0;
 	r->is_new = false;
 	if (!s)
 		return;
-	r->len = str_clip_cut(w, s, &cut);
-	if (!cut && r->len <= PF_INTERN_STR_MAX)
-		r->iid = intern(&w->tabs[tab], s, r->len);
+	r->len = str_clip(w, s);
+	r->iid = intern(&w->tabs[tab], s, r->len);
 	r->is_new = r->iid && seq_define(q, tab, r->iid);
+	if (r->is_new)
+		q->defined_bytes += r->len + 4;
 }
 
 /* ---- packets ---- */
@@ -661,6 +656,20 @@ static struct seq *seq_for(struct pf_writer *w, uint64_t track, uint64_t ts)
 	q = &w->seqs[h];
 	q->track = track;
 	q->id = SEQ_ID + 1 + w->nseqs++;
+	seq_start(w, q, ts);
+	return q;
+}
+
+/* A track whose events went back in time for good (a GPU stream's records
+ * from a later flush, older than the last ones): its events go on on a new
+ * sequence, whose clock starts at ts (trace_processor takes no snapshot
+ * that moves an incremental clock back). The old sequence is left. */
+static struct seq *seq_restart(struct pf_writer *w, struct seq *q, uint64_t ts)
+{
+	if (w->nseqs + SEQ_ID + 1 >= SEQ_MAX)
+		return q;
+	seq_free(q);
+	*q = (struct seq){ .track = q->track, .id = SEQ_ID + 1 + w->nseqs++ };
 	seq_start(w, q, ts);
 	return q;
 }
@@ -1162,6 +1171,13 @@ static void write_track_event(struct pf_writer *w, int type, uint64_t track, uin
 	struct seq *q = seq_for(w, track, ts);
 	struct event_refs r;
 	size_t te;
+
+	/* An event out of order is stamped in full; once the events in a row
+	 * that were have cost what starting over would (a new sequence, its
+	 * strings defined again), the track starts over on a new sequence. */
+	q->behind = q != &w->main_seq && ts < q->last_ts ? q->behind + 1 : 0;
+	if (q->behind * FULL_TS_EXTRA > 64 + q->defined_bytes)
+		q = seq_restart(w, q, ts);
 
 	/* Interned first: the packet's InternedData must precede its event. */
 	ref_resolve(w, q, TAB_NAME, e ? e->name : NULL, &r.name);

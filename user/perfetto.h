@@ -23,17 +23,15 @@ struct pf_writer;
  * strings longer than PF_STR_MAX bytes are cut (at a UTF-8 boundary); past
  * PF_MAX_ARGS args, PF_MAX_FLOWS flow ids of each kind or PF_MAX_CMDLINE
  * cmdline entries the rest are left out. Each cut or omission is counted
- * (pf_items_clipped). Up to PF_INTERN_MAX distinct strings of at most
- * PF_INTERN_STR_MAX bytes (a cut one is not) are interned per table (event
- * names, categories, arg names; fewer string values); other strings are
- * written inline.
+ * (pf_items_clipped). Up to PF_INTERN_MAX distinct strings (as cut) are
+ * interned per table (event names, categories, arg names; fewer string
+ * values), within a budget of bytes; past it strings are written inline.
  */
 #define PF_STR_MAX 4096
 #define PF_MAX_ARGS 32
 #define PF_MAX_FLOWS 128
 #define PF_MAX_CMDLINE 64
 #define PF_INTERN_MAX 65536
-#define PF_INTERN_STR_MAX (PF_STR_MAX - 1)
 
 enum pf_arg_type { PF_ARG_INT, PF_ARG_UINT, PF_ARG_DOUBLE, PF_ARG_STR, PF_ARG_BOOL, PF_ARG_PTR };
 

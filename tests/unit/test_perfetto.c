@@ -247,7 +247,7 @@ enum { SEQ_THREAD = 2, SEQ_STREAM, SEQ_GPU, SEQ_MEM, SEQ_KERN };
 
 static const char *const cmdline[] = { "python", "train.py", "--epochs=3" };
 static const char *const labels[] = { "RANK=1", "WORLD_SIZE=8" };
-static char long_name[PF_STR_MAX + 100];  /* cut, and then too long to intern */
+static char long_name[PF_STR_MAX + 100];  /* cut */
 static char long_value[PF_STR_MAX + 2];          /* cut at a UTF-8 boundary */
 
 static void write_tracks(struct pf_writer *w, struct tracks *t)
@@ -523,18 +523,14 @@ static void check_misc(const struct decoded *d, const struct tracks *t)
 	PKT_SEQ(d, P_LOSS, "type: TYPE_INSTANT", "name_iid: 5");
 	PKT_HAS(d, P_LOSS, "timestamp: 400");
 	PKT_LACKS(d, P_LOSS, "category_iids: 1");
-	/* Too long to intern (cut to PF_STR_MAX): inline name (23),
-	 * category (22) and string value. */
-	PKT_LACKS(d, P_LONG, "event_names {");
-	PKT_LACKS(d, P_LONG, "event_categories {");
-	PKT_LACKS(d, P_LONG, "debug_annotation_string_values {");
+	/* Cut to PF_STR_MAX (at a UTF-8 boundary), then interned as cut. */
 	char want[PF_STR_MAX + 32];
 	snprintf(want, sizeof(want), "name: \"%.*s\"", PF_STR_MAX, long_name);
-	PKT_HAS(d, P_LONG, want);
-	snprintf(want, sizeof(want), "categories: \"%.*s\"", PF_STR_MAX, long_name);
-	PKT_HAS(d, P_LONG, want);
-	snprintf(want, sizeof(want), "string_value: \"%.*s\"", PF_STR_MAX - 1, long_value);
-	PKT_HAS(d, P_LONG, want);
+	PKT_SEQ(d, P_LONG, "event_categories {", "iid: 3", want, "}");
+	PKT_SEQ(d, P_LONG, "event_names {", "iid: 6", want, "}");
+	snprintf(want, sizeof(want), "str: \"%.*s\"", PF_STR_MAX - 1, long_value);
+	PKT_SEQ(d, P_LONG, "debug_annotation_string_values {", "iid: 2", want, "}");
+	PKT_SEQ(d, P_LONG, "type: TYPE_INSTANT", "name_iid: 6");
 	/* Past PF_MAX_ARGS args are left out. */
 	CHECK_EQ(pkt_count(d, P_MANY_ARGS, "debug_annotations {"), PF_MAX_ARGS);
 	PKT_HAS(d, P_MANY_ARGS, fmt("int_value: %d", PF_MAX_ARGS - 1));
@@ -703,6 +699,53 @@ static void test_intern_overflow(const char *protodir)
 	unlink(path);
 }
 
+/* ---- a track whose events go back in time for good ---- */
+
+/* A few late events are stamped in full on the track's sequence; once
+ * the events keep coming from before its last one, the track starts over
+ * on a new sequence (a snapshot that moved its incremental clock back
+ * would not be taken), and its names are defined there again. */
+static void test_back_in_time(const char *protodir)
+{
+	char path[512];
+	int fd = temp_file(path, sizeof(path));
+	struct pf_writer *w = pf_writer_open(fd);
+	struct pf_event e = { .name = "k", .category = "kernel" };
+	struct decoded d;
+	int full;
+
+	if (!CHECK(w != NULL))
+		exit(1);
+	e.track = pf_track_thread(w, 1, 1, "stream");
+	e.ts = 100000;
+	pf_instant(w, &e);
+	for (int i = 0; i < 3; i++) { /* late, then in order again */
+		e.ts = 50000 + (uint64_t)i;
+		pf_instant(w, &e);
+	}
+	e.ts = 100001;
+	pf_instant(w, &e);
+	for (int i = 0; i < 40; i++) { /* back for good */
+		e.ts = 1000 + 10 * (uint64_t)i;
+		pf_instant(w, &e);
+	}
+	CHECK_EQ(pf_writer_close(w), 0);
+	close(fd);
+	decode(&d, protodir, path, false);
+	CHECK_EQ(d.status, 0);
+	/* 45 events and two sequence starts. */
+	CHECK_EQ(all_count(&d, "trusted_packet_sequence_id: 2") +
+		 all_count(&d, "trusted_packet_sequence_id: 3"), 45 + 2);
+	CHECK_EQ(all_count(&d, fmt("track_uuid: %" PRIu64, e.track)), 2);
+	CHECK_EQ(all_count(&d, "name: \"k\""), 2);
+	full = all_count(&d, "timestamp_clock_id: 3");
+	/* In full: the snapshot packets (one per sequence), the late ones. */
+	CHECK_MSG(full > 2 + 3 && full < 2 + 40, "events stamped in full: %d", full - 2);
+	CHECK(all_count(&d, "trusted_packet_sequence_id: 3") > 10);
+	decoded_free(&d);
+	unlink(path);
+}
+
 /* ---- write errors ---- */
 
 static void test_full_device(void)
@@ -854,6 +897,7 @@ int main(int argc, char **argv)
 	}
 	test_main_trace(argv[1]);
 	test_intern_overflow(argv[1]);
+	test_back_in_time(argv[1]);
 	test_full_device();
 	test_cut_write(argv[1]);
 	test_timely_flush();
