@@ -53,6 +53,9 @@ LABEL = {
     "profiler": "torch.profiler ({})",
     "profiler_cuda": "torch.profiler (CUDA only)",
     "profiler_cpu": "torch.profiler (CPU only)",
+    "profiler_shapes": "torch.profiler (record_shapes)",
+    "profiler_stack": "torch.profiler (with_stack)",
+    "profiler_memory": "torch.profiler (profile_memory)",
     "rf1": "floor: empty RecordFunction callback",
     "rf4": "floor: empty RecordFunction callbacks, the agent's 4",
     "cupti_cb": "floor: CUPTI callbacks on the agent's CUDA calls, empty",
@@ -198,7 +201,7 @@ def bench_workload(args, workload, log):
                 tgt = twin if ph.startswith("twin_") else main
                 name = ph[5:] if ph.startswith("twin_") else ph
                 if name == "ptbpf":
-                    pt = Ptbpf(args, tgt.pid, os.path.join(tmp, "t.pftrace"))
+                    pt = Ptbpf(args, tgt.pid, os.path.join(tmp, "t.pftrace"), args.ptbpf_args)
                     values[ph], _ = tgt.run("plain")
                     s = pt.stop()
                     s.update(attach_s=pt.attach_s, stop_s=pt.done_s)
@@ -220,7 +223,7 @@ def bench_workload(args, workload, log):
         # Last: the trace's contents, and how soon it is complete once the
         # process exits.
         trace = os.path.join(tmp, "exit.pftrace")
-        pt = Ptbpf(args, main.pid, trace)
+        pt = Ptbpf(args, main.pid, trace, args.ptbpf_args)
         main.run("plain")
         gone = main.quit()
         s = pt.finish(gone)
@@ -273,7 +276,8 @@ def report(args, workload, res):
              "| phase | overhead (median) | quartiles | min .. max |", "|---|---|---|---|"]
     keys = ["ptbpf", prof_key] + ["twin_" + p if args.profiler_in == "twin" else p
                                   for p in args.profilers if p != "profiler"] + args.floors
-    what = {"ptbpf": " (ops + CUDA calls + GPU timeline)" if cuda else " (ops)",
+    what = {"ptbpf": (" (ops + CUDA calls + GPU timeline)" if cuda else " (ops)") +
+            ("".join(" " + a for a in args.ptbpf_args)),
             "profiler": "CPU+CUDA" if cuda else "CPU",
             "floors": "RecordFunction + CUPTI callbacks + activity" if cuda else "RecordFunction"}
     for k in keys:
@@ -446,7 +450,11 @@ def main():
                     "rf1,cupti_cb,cupti_act,floors,uprobe on CUDA (also: cupti_cb_rt, "
                     "cupti_act_api)")
     ap.add_argument("--profilers", default="profiler",
-                    help="profiler phases: profiler, profiler_cuda, profiler_cpu")
+                    help="profiler phases: profiler, profiler_cuda, profiler_cpu, "
+                    "profiler_shapes, profiler_stack, profiler_memory")
+    ap.add_argument("--ptbpf-args", default="",
+                    help="more arguments for ptbpf, e.g. --shapes (compare with "
+                    "--profilers profiler,profiler_shapes)")
     ap.add_argument("--profiler-in", choices=["same", "twin"],
                     help="default: same on the CPU, twin on CUDA (see above)")
     ap.add_argument("--loader-ops", type=int, default=0,
@@ -465,6 +473,7 @@ def main():
                    ["rf1", "cupti_cb", "cupti_act", "floors", "uprobe"] if cuda else
                    ["rf1", "rf4", "uprobe"])
     args.profilers = args.profilers.split(",")
+    args.ptbpf_args = args.ptbpf_args.split()
     args.profiler_in = args.profiler_in or ("twin" if cuda else "same")
     args.phase_s = args.phase_s or (0.4 if cuda else 1.0)
     args.profiler_s = args.profiler_s or (0.2 if cuda else 0.5)

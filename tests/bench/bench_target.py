@@ -12,7 +12,9 @@ line:
 PHASE is what the process itself switches on around the timed units:
   plain            nothing (the driver may have attached ptbpf or a probe)
   profiler         torch.profiler, CPU (+ CUDA on a CUDA device) activities;
-  profiler_cuda    CUDA activity only; profiler_cpu  CPU only. Their
+  profiler_cuda    CUDA activity only; profiler_cpu  CPU only; profiler_shapes,
+                   profiler_stack, profiler_memory: with record_shapes,
+                   with_stack, profile_memory. Their
                    post-processing (leaving the context, key_averages) is
                    timed apart and printed after the per-unit value; a
                    profiler phase times --profiler-units units (its
@@ -205,9 +207,12 @@ def main():
         prof_units = min(prof_units, 20000)
     floors = Floors(args.floor_lib)
     from torch.profiler import profile, ProfilerActivity
-    acts = {"profiler": [ProfilerActivity.CPU] + (
-                [ProfilerActivity.CUDA] if args.device == "cuda" else []),
-            "profiler_cuda": [ProfilerActivity.CUDA], "profiler_cpu": [ProfilerActivity.CPU]}
+    both = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device == "cuda" else [])
+    acts = {"profiler": (both, {}), "profiler_cuda": ([ProfilerActivity.CUDA], {}),
+            "profiler_cpu": ([ProfilerActivity.CPU], {}),
+            "profiler_shapes": (both, dict(record_shapes=True)),
+            "profiler_stack": (both, dict(with_stack=True)),
+            "profiler_memory": (both, dict(profile_memory=True))}
     print("ready", os.getpid(), units, prof_units, flush=True)
     for line in sys.stdin:
         words = line.split()
@@ -216,7 +221,7 @@ def main():
         phase = words[1]
         extra = ""
         if phase in acts:
-            prof = profile(activities=acts[phase])
+            prof = profile(activities=acts[phase][0], **acts[phase][1])
             prof.__enter__()
             t0 = time.perf_counter()
             run(prof_units)
