@@ -439,9 +439,9 @@ def main():
     ap.add_argument("--floor-lib", default=os.path.join(ROOT, "build", "libptbpf-floor.so"))
     ap.add_argument("--cycles", type=int, default=10, help="counted cycles (plus one warm-up)")
     ap.add_argument("--phase-s", type=float,
-                    help="seconds of untraced work a phase times (default 1.0 CPU, 0.4 CUDA)")
+                    help="seconds of untraced work a phase times (default 1.0 CPU, 0.3 CUDA)")
     ap.add_argument("--profiler-s", type=float, help="the same under the profiler (default "
-                    "0.5 CPU, 0.2 CUDA)")
+                    "0.5 CPU, 0.1 CUDA)")
     ap.add_argument("--settle-s", type=float, default=0.2,
                     help="pause after ptbpf or the uprobe floor detached")
     ap.add_argument("--workloads", help="default: step,transformer,smallop (+gpubound on "
@@ -475,8 +475,10 @@ def main():
     args.profilers = args.profilers.split(",")
     args.ptbpf_args = args.ptbpf_args.split()
     args.profiler_in = args.profiler_in or ("twin" if cuda else "same")
-    args.phase_s = args.phase_s or (0.4 if cuda else 1.0)
-    args.profiler_s = args.profiler_s or (0.2 if cuda else 0.5)
+    # On CUDA the profiler's post-processing (seconds for a tenth of a
+    # second of the launch-bound step) is most of a cycle: short phases.
+    args.phase_s = args.phase_s or (0.3 if cuda else 1.0)
+    args.profiler_s = args.profiler_s or (0.1 if cuda else 0.5)
 
     def log(s):
         if not args.quiet:

@@ -182,9 +182,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("workload", choices=sorted(WORKLOADS))
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--phase-s", type=float, default=0.4,
+    ap.add_argument("--phase-s", type=float, default=0.3,
                     help="seconds of untraced work a phase times")
-    ap.add_argument("--profiler-s", type=float, default=0.2,
+    ap.add_argument("--profiler-s", type=float, default=0.1,
                     help="the same for profiler phases")
     ap.add_argument("--floor-lib", default=os.path.join(ROOT, "build", "libptbpf-floor.so"))
     args = ap.parse_args()
@@ -201,10 +201,10 @@ def main():
         n *= 2
     units = max(1, int(n * args.phase_s / dt))
     # The profiler's post-processing grows with what it holds: smallop's
-    # phase is kept to 20,000 ops.
+    # phase is kept to 20,000 ops (5,000 and their launches on CUDA).
     prof_units = max(1, int(n * args.profiler_s / dt))
     if args.workload == "smallop":
-        prof_units = min(prof_units, 20000)
+        prof_units = min(prof_units, 5000 if args.device == "cuda" else 20000)
     floors = Floors(args.floor_lib)
     from torch.profiler import profile, ProfilerActivity
     both = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device == "cuda" else [])
