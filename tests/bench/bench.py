@@ -78,17 +78,25 @@ class Target:
     """A bench_target.py process serving phases."""
 
     def __init__(self, args, workload):
+        # Its stderr (warnings) to a file: a pipe nobody reads could fill.
+        self.stderr = tempfile.TemporaryFile(mode="w+")
         self.p = subprocess.Popen(
             [args.python, os.path.join(HERE, "bench_target.py"), workload, "--device",
              args.device, "--phase-s", str(args.phase_s), "--profiler-s", str(args.profiler_s),
              "--floor-lib", args.floor_lib],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.stderr = tempfile.TemporaryFile(mode="w+")
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
         self.pid = self.p.pid
+
+    def read(self):
+        line = self.p.stdout.readline()
+        if not line:
+            self.stderr.seek(0)
+            raise RuntimeError("bench target exited: %s" % self.stderr.read()[-4000:])
+        return line.strip()
 
     def ready(self):
         while True:
-            words = read_line(self.p, "bench target").split()
+            words = self.read().split()
             if words[0] == "ready":
                 self.units, self.prof_units = int(words[2]), int(words[3])
                 return
@@ -97,7 +105,7 @@ class Target:
         self.p.stdin.write("run %s\n" % phase)
         self.p.stdin.flush()
         while True:
-            words = read_line(self.p, "bench target").split()
+            words = self.read().split()
             if words[0] == "value":
                 return float(words[2]), (float(words[3]) if len(words) > 3 else None)
 
