@@ -27,6 +27,9 @@ TESTPROGS := $(OUTPUT)/simfail $(OUTPUT)/cuda_rt $(OUTPUT)/cuda_drv $(OUTPUT)/hi
 	     $(OUTPUT)/stubs/libcuda.so.1 $(OUTPUT)/inject_target $(OUTPUT)/inject_lib.so \
 	     $(OUTPUT)/stubs/libnccl.so.2 $(OUTPUT)/nccl_calls \
 	     $(OUTPUT)/inject_cli
+# The benchmark's floors (tests/bench): empty callbacks, a counting uprobe;
+# the agent's op recorder alone.
+BENCHPROGS := $(OUTPUT)/libptbpf-floor.so $(OUTPUT)/uprobe_floor $(OUTPUT)/ring_bench
 CUDA ?= /usr/local/cuda-13.0
 AGENT := $(OUTPUT)/libptbpf-agent.so
 # No endbr64, so each ptbpf_agent_* entry starts with an instruction x86
@@ -44,11 +47,11 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all clean deps test bench demo gpu-check gpu-check-multi pb2 fuzz
+.PHONY: all clean deps test bench demo gpu-check gpu-bench gpu-check-multi pb2 fuzz
 .DELETE_ON_ERROR:
 .SECONDARY:
 
-all: $(OUTPUT)/ptbpf $(AGENT) $(UNIT_TESTS) $(TESTPROGS)
+all: $(OUTPUT)/ptbpf $(AGENT) $(UNIT_TESTS) $(TESTPROGS) $(BENCHPROGS)
 
 $(OUTPUT):
 	$(Q)mkdir -p $@
@@ -139,6 +142,23 @@ $(OUTPUT)/inject_cli: tests/progs/inject_cli.c $(INJECT_CLI_OBJS)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
 
+$(OUTPUT)/libptbpf-floor.so: tests/bench/floor.c user/agent/rf_abi.h | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(AGENT_CFLAGS) -Iuser/agent $< -o $@ -ldl
+
+$(OUTPUT)/ring_bench: tests/bench/ring_bench.c $(AGENT_SRCS) $(wildcard user/agent/*.h) include/ptbpf_agent.h | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wno-unused-function -fcf-protection=none -Iinclude \
+		-Iuser/agent $< -o $@ -ldl -pthread
+
+$(OUTPUT)/uprobe_floor.bpf.o: tests/bench/uprobe_floor.bpf.c | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/uprobe_floor: tests/bench/uprobe_floor.c $(OUTPUT)/uprobe_floor.skel.h
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(LDLIBS) $(LDFLAGS) -o $@
+
 # Fuzzers of every reader (report, export, merge, replay): libFuzzer with
 # ASan and UBSan (clang, libclang-rt-dev), the loader's modules rebuilt so.
 # `make fuzz` runs each for FUZZ_SECONDS from its corpus (tests/fuzz/corpus,
@@ -174,7 +194,7 @@ test: all
 	/usr/bin/python3 -m pytest -v -rfE --ignore=tests/gpu tests/
 
 bench: all
-	/usr/bin/python3 tests/bench/bench.py --out BENCHMARKS.md
+	/usr/bin/python3 tests/bench/bench.py --loader-ops 1000000 --loader-s 60 --out BENCHMARKS.md
 
 demo: all
 	tests/demo.sh
@@ -182,6 +202,12 @@ demo: all
 # On the GPU machine, with a ptbpf built elsewhere (make all pb2) and carried.
 gpu-check:
 	tests/gpu/gpu_check.sh
+
+# On the GPU machine: the interleaved benchmark alone (about 6 minutes), its
+# Markdown section appended to $OUT/bench-gpu.md (OUT defaults to .).
+gpu-bench:
+	py=$${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3}; \
+	$$py tests/bench/bench.py --device cuda --python $$py --out $${OUT:-.}/bench-gpu.md
 
 # On a machine with two GPUs: the NCCL DDP job, traced and merged.
 gpu-check-multi:

@@ -38,16 +38,25 @@ def protoc_decode(path):
     return r.returncode, r.stdout.decode(errors="replace") + r.stderr.decode(errors="replace")
 
 
+def _flows(ev, terminating=False):
+    """Flow ids in either form (fixed64, or the writer's short varint ones)."""
+    if terminating:
+        return list(ev.terminating_flow_ids) + list(ev.terminating_flow_ids_old)
+    return list(ev.flow_ids) + list(ev.flow_ids_old)
+
+
 Slice = collections.namedtuple("Slice", "track name category ts dur depth args flows_out flows_in")
 
 TYPE_BEGIN, TYPE_END, TYPE_INSTANT, TYPE_COUNTER = 1, 2, 3, 4
 
 
-def _annotation_value(a):
+def _annotation_value(a, strings=None):
     for field in ("bool_value", "uint_value", "int_value", "double_value", "string_value",
                   "pointer_value"):
         if a.HasField(field):
             return getattr(a, field)
+    if a.HasField("string_value_iid") and strings is not None:
+        return strings.get(a.string_value_iid)
     return None
 
 
@@ -90,11 +99,45 @@ class Trace:
                     self.errors.append("annotation name iid %d not interned" % a.name_iid)
             else:
                 name = a.name
-            out[name] = _annotation_value(a)
+            if a.HasField("string_value_iid") and \
+               self._intern(seq, "debug_annotation_string_values", a.string_value_iid) is None:
+                self.errors.append("string value iid %d not interned" % a.string_value_iid)
+            out[name] = _annotation_value(
+                a, self._interned[(seq, "debug_annotation_string_values")])
         return out
+
+    def _sequence(self, p, seq):
+        """Applies p's sequence defaults (track, clock) and incremental clock
+        (as trace_processor does); p's timestamp in full and its default
+        track."""
+        st = self._seqs.setdefault(seq, {})
+        if p.sequence_flags & 1:
+            st.clear()
+        if p.HasField("trace_packet_defaults"):
+            d = p.trace_packet_defaults
+            if d.HasField("timestamp_clock_id"):
+                st["clock"] = d.timestamp_clock_id
+            if d.HasField("track_event_defaults") and \
+               d.track_event_defaults.HasField("track_uuid"):
+                st["track"] = d.track_event_defaults.track_uuid
+        if p.HasField("clock_snapshot"):
+            incr = [c for c in p.clock_snapshot.clocks if c.is_incremental]
+            mono = [c for c in p.clock_snapshot.clocks if c.clock_id == 3]
+            if incr and mono:
+                st["incr"], st["now"] = incr[0].clock_id, incr[0].timestamp
+                st["mono"] = mono[0].timestamp - incr[0].timestamp
+        ts = p.timestamp
+        clock = p.timestamp_clock_id if p.HasField("timestamp_clock_id") else st.get("clock", 0)
+        if "incr" in st and clock == st["incr"]:
+            st["now"] += ts
+            ts = st["now"] + st["mono"]
+        elif clock not in (0, 3) and p.HasField("track_event"):
+            self.errors.append("track event in clock %d on sequence %d" % (clock, seq))
+        return ts, st.get("track", 0)
 
     def _build(self):
         self._interned = collections.defaultdict(dict)
+        self._seqs = {}
         stacks = collections.defaultdict(list)
         last_ts = {}
         seq_cleared = set()
@@ -109,6 +152,9 @@ class Trace:
                 for table in ("event_names", "event_categories", "debug_annotation_names"):
                     for e in getattr(d, table):
                         self._interned[(seq, table)][e.iid] = e.name
+                for e in d.debug_annotation_string_values:
+                    self._interned[(seq, "debug_annotation_string_values")][e.iid] = \
+                        e.str.decode(errors="replace")
             if p.HasField("track_descriptor"):
                 self.tracks[p.track_descriptor.uuid] = p.track_descriptor
             if p.HasField("clock_snapshot"):
@@ -116,12 +162,13 @@ class Trace:
             if p.HasField("trace_attributes"):
                 for a in p.trace_attributes.attribute:
                     self.attrs[a.key] = a.long_value if a.HasField("long_value") else a.string_value
+            ts, default_track = self._sequence(p, seq)
             if not p.HasField("track_event"):
                 continue
             if seq not in seq_cleared:
                 self.errors.append("track event before its sequence was cleared")
-            ev, ts = p.track_event, p.timestamp
-            track = ev.track_uuid
+            ev = p.track_event
+            track = ev.track_uuid if ev.HasField("track_uuid") else default_track
             # GPU stream tracks get each slice as an adjacent BEGIN/END pair,
             # in the order the device's records arrive, which is not always
             # time order; trace_processor sorts them. What must hold there
@@ -162,8 +209,8 @@ class Trace:
             elif len(ev.categories):
                 cat = ev.categories[0]
             stacks[track].append(dict(name=self._name(seq, ev), cat=cat, ts=ts,
-                                      args=self._args(seq, ev), flows_out=list(ev.flow_ids),
-                                      flows_in=list(ev.terminating_flow_ids)))
+                                      args=self._args(seq, ev), flows_out=_flows(ev),
+                                      flows_in=_flows(ev, True)))
         elif ev.type == TYPE_END:
             if ev.HasField("name_iid") or ev.HasField("name"):
                 self.errors.append("END event carries a name")
@@ -174,12 +221,12 @@ class Trace:
             b = st.pop()
             b["args"].update(self._args(seq, ev))
             self.slices.append(Slice(track, b["name"], b["cat"], b["ts"], ts - b["ts"], len(st),
-                                     b["args"], b["flows_out"] + list(ev.flow_ids),
-                                     b["flows_in"] + list(ev.terminating_flow_ids)))
+                                     b["args"], b["flows_out"] + _flows(ev),
+                                     b["flows_in"] + _flows(ev, True)))
         elif ev.type == TYPE_INSTANT:
             self.instants.append(Slice(track, self._name(seq, ev), None, ts, 0,
                                        len(stacks[track]), self._args(seq, ev),
-                                       list(ev.flow_ids), list(ev.terminating_flow_ids)))
+                                       _flows(ev), _flows(ev, True)))
         elif ev.type == TYPE_COUNTER:
             if track not in self.tracks or not self.tracks[track].HasField("counter"):
                 self.errors.append("COUNTER on a non-counter track %d" % track)

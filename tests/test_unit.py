@@ -31,6 +31,12 @@ def test_step_table_within_any_budget():
     run_unit("test_step_table")
 
 
+def test_reorder_merges_streams_in_time_order():
+    """The loader's reorder stage: every event once, whole, in time order
+    within each release, none held past its time."""
+    run_unit("test_reorder")
+
+
 def test_elf_symbols_exit_sites_op_names():
     libs = glob.glob(LIBTORCH)
     assert libs, "Debian's libtorch (python3-torch) is not installed"

@@ -9,7 +9,10 @@
  * flow ids salted per input, pids moved into a range per input (a pid means
  * one process to the Perfetto UI), and process names prefixed with the
  * input's file name. It prints how far each input's clock mapping drifted
- * over its trace: what the alignment cannot be better than.
+ * over its trace: what the alignment cannot be better than. Each packet
+ * sequence of an input (ptbpf's writer puts each track's events on one of
+ * its own) becomes a sequence of the output, its timestamps in full: its
+ * default clock is MONOTONIC there.
  *
  * Two streaming passes over each input (the trace reader, one input at a
  * time): the first finds its clock mapping, earliest timestamp and NCCL
@@ -104,7 +107,35 @@ struct input {
 	int64_t residual;   /* median |difference| left after it, ns */
 	bool aligned;       /* refined and residual are set */
 	uint64_t dropped;   /* packets whose timestamp the shift took out of range */
+	uint32_t *seq_in, *seq_out; /* its sequences and theirs in the output */
+	int nseq, seq_cap;
 };
+
+/* Output sequence 1 is the clock snapshot's; inputs' ones follow. */
+static uint32_t next_seq = 2;
+
+/* The output sequence of input sequence seq (0 if out of memory). */
+static uint32_t out_seq(struct input *in, uint32_t seq)
+{
+	for (int i = in->nseq - 1; i >= 0; i--)
+		if (in->seq_in[i] == seq)
+			return in->seq_out[i];
+	if (in->nseq == in->seq_cap) {
+		int cap = in->seq_cap ? 2 * in->seq_cap : 16;
+		uint32_t *a = realloc(in->seq_in, cap * sizeof(*a)), *b;
+
+		if (!a)
+			return 0;
+		in->seq_in = a;
+		b = realloc(in->seq_out, cap * sizeof(*b));
+		if (!b)
+			return 0;
+		in->seq_out = b;
+		in->seq_cap = cap;
+	}
+	in->seq_in[in->nseq] = seq;
+	return in->seq_out[in->nseq++] = next_seq++;
+}
 
 static uint64_t mix(uint64_t x)
 {
@@ -138,10 +169,11 @@ static bool shift_ts(uint64_t ts, int64_t off, uint64_t *out)
 }
 
 /* The output drops the inputs' clock snapshots (packets stamped in another
- * clock than the MONOTONIC default) and their end markers. */
+ * clock than MONOTONIC) and their end markers; a sequence's first packet
+ * stays (its defaults), without its snapshot. */
 static bool kept(const struct tr_packet *p)
 {
-	return !p->snapshot.n && !p->end_marker &&
+	return (!p->snapshot.n || p->defaults.n) && !p->end_marker &&
 	       !(p->clock_id && p->clock_id != CLOCK_ID_MONOTONIC);
 }
 
@@ -369,11 +401,45 @@ static void rewrite_event(const struct input *in, const uint8_t *d, size_t n, st
 		if (f.num == F_TE_TRACK && f.wt == PB_VARINT) {
 			put_tag(out, f.num, PB_VARINT);
 			put_varint(out, salted(in, f.v));
-		} else if ((f.num == F_TE_FLOWS || f.num == F_TE_TERM_FLOWS) && f.wt == PB_FIXED64) {
-			uint64_t id = salted(in, f.v);
+		} else if (((f.num == F_TE_FLOWS || f.num == F_TE_TERM_FLOWS) && f.wt == PB_FIXED64) ||
+			   ((f.num == F_TE_FLOWS_V || f.num == F_TE_TERM_FLOWS_V) && f.wt == PB_VARINT)) {
+			/* A short id (a small number) made odd first, as the long
+			 * ones are: salting keeps them apart then. */
+			uint64_t id = salted(in, f.wt == PB_VARINT ? f.v << 1 | 1 : f.v);
 
-			put_tag(out, f.num, PB_FIXED64);
+			put_tag(out, f.num == F_TE_FLOWS || f.num == F_TE_FLOWS_V ? F_TE_FLOWS :
+				F_TE_TERM_FLOWS, PB_FIXED64);
 			put(out, &id, 8);
+		} else {
+			put(out, f.raw, f.rawlen);
+		}
+	}
+}
+
+/* A sequence's defaults: its track salted, its clock MONOTONIC (the
+ * output's timestamps are in full). */
+static void rewrite_defaults(const struct input *in, const uint8_t *d, size_t n,
+			     struct buf *out, struct buf *tmp, bool *bad)
+{
+	const uint8_t *p = d;
+	struct field f, g;
+
+	while (next_field(&p, d + n, &f, bad)) {
+		const uint8_t *t = f.d;
+
+		if (f.num == F_DEF_CLOCK_ID && f.wt == PB_VARINT) {
+			put_tag(out, f.num, PB_VARINT);
+			put_varint(out, CLOCK_ID_MONOTONIC);
+		} else if (f.num == F_DEF_TRACK_EVENT && f.wt == PB_LEN) {
+			while (next_field(&t, f.d + f.len, &g, bad)) {
+				if (g.num == F_TED_TRACK && g.wt == PB_VARINT) {
+					put_tag(tmp, g.num, PB_VARINT);
+					put_varint(tmp, salted(in, g.v));
+				} else {
+					put(tmp, g.raw, g.rawlen);
+				}
+			}
+			put_rewritten(out, f.num, tmp);
 		} else {
 			put(out, f.raw, f.rawlen);
 		}
@@ -394,15 +460,25 @@ static bool rewrite_packet(struct input *in, int idx, const struct tr_packet *tp
 		uint64_t ts;
 
 		if (f.num == F_PKT_TIMESTAMP && f.wt == PB_VARINT) {
-			if (!shift_ts(f.v, in->offset, &ts)) {
+			/* The reader's: in full where it was incremental. */
+			if (!shift_ts(tp->ts_incremental ? tp->ts : f.v, in->offset, &ts)) {
 				in->dropped++;
 				return false;
 			}
 			put_tag(pkt, f.num, PB_VARINT);
 			put_varint(pkt, ts);
 		} else if (f.num == F_PKT_SEQ_ID && f.wt == PB_VARINT) {
+			uint32_t seq = out_seq(in, (uint32_t)f.v);
+
+			if (!seq)
+				pkt->oom = true;
 			put_tag(pkt, f.num, PB_VARINT);
-			put_varint(pkt, (uint64_t)idx + 1);
+			put_varint(pkt, seq);
+		} else if (f.num == F_PKT_CLOCK_SNAPSHOT) {
+			continue; /* a sequence's own clock: not needed in the output */
+		} else if (f.num == F_PKT_DEFAULTS && f.wt == PB_LEN) {
+			rewrite_defaults(in, f.d, f.len, tmp, sub, &bad);
+			put_rewritten(pkt, f.num, tmp);
 		} else if (f.num == F_PKT_TRACK_DESC && f.wt == PB_LEN) {
 			rewrite_descriptor(in, idx, f.d, f.len, tmp, sub, &bad);
 			put_rewritten(pkt, f.num, tmp);
@@ -559,7 +635,7 @@ int merge_traces(char **paths, int n, const char *out_path, bool by_collectives,
 		outfile_cannot_write("merge", out.tmp, errno);
 		goto done;
 	}
-	put_identity_snapshot(&snap, start == UINT64_MAX ? 0 : start, (uint32_t)n + 1);
+	put_identity_snapshot(&snap, start == UINT64_MAX ? 0 : start, 1);
 	pf_write_packet(w, snap.p, snap.n);
 	if (snap.oom || write_inputs(in, n, w)) {
 		fprintf(stderr, "ptbpf: merge: out of memory or a read error; %s not written\n",
@@ -583,6 +659,8 @@ done:
 	for (int i = 0; i < n; i++) {
 		tr_close(in[i].tr);
 		free(in[i].coll_end);
+		free(in[i].seq_in);
+		free(in[i].seq_out);
 	}
 	free(in);
 	free(snap.p);

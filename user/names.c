@@ -31,16 +31,6 @@ static uint64_t hash_str_n(const char *s, size_t len)
 	return h;
 }
 
-/* Capacity: a power of two at least twice the entry limit. */
-static uint32_t table_cap(uint32_t max_entries)
-{
-	uint32_t cap = 16;
-
-	while (cap < 2 * max_entries)
-		cap <<= 1;
-	return cap;
-}
-
 /* Open addressing on (pointer, length) keys; grows up to its limit. */
 struct str_set {
 	char **slot;
@@ -129,6 +119,9 @@ const char *str_set_intern(struct str_set *s, const char *str)
 	return v ? v : "(name table full)";
 }
 
+/* Open addressing on 64-bit keys; the table grows (doubling, from 1024
+ * slots) as entries come, up to twice the limit: memory follows what is
+ * held, not the limit. */
 struct str_map {
 	uint64_t *key;
 	const char **val;
@@ -139,16 +132,8 @@ struct str_map *str_map_new(uint32_t max_entries)
 {
 	struct str_map *m = calloc(1, sizeof(*m));
 
-	if (!m)
-		return NULL;
-	m->max = max_entries;
-	m->cap = table_cap(max_entries);
-	m->key = calloc(m->cap, sizeof(*m->key));
-	m->val = calloc(m->cap, sizeof(*m->val));
-	if (!m->key || !m->val) {
-		str_map_free(m);
-		return NULL;
-	}
+	if (m)
+		m->max = max_entries;
 	return m;
 }
 
@@ -161,33 +146,69 @@ void str_map_free(struct str_map *m)
 	free(m);
 }
 
+static uint32_t map_slot(const struct str_map *m, uint64_t key)
+{
+	uint32_t h = hash_u64(key) & (m->cap - 1);
+
+	while (m->val[h] && m->key[h] != key)
+		h = (h + 1) & (m->cap - 1);
+	return h;
+}
+
 const char *str_map_get(const struct str_map *m, uint64_t key)
 {
-	for (uint32_t h = hash_u64(key) & (m->cap - 1); m->val[h]; h = (h + 1) & (m->cap - 1))
-		if (m->key[h] == key)
-			return m->val[h];
-	return NULL;
+	return m->cap ? m->val[map_slot(m, key)] : NULL;
+}
+
+static bool map_grow(struct str_map *m)
+{
+	struct str_map g = { .cap = m->cap ? 2 * m->cap : 1024 };
+
+	g.key = calloc(g.cap, sizeof(*g.key));
+	g.val = calloc(g.cap, sizeof(*g.val));
+	if (!g.key || !g.val) {
+		free(g.key);
+		free(g.val);
+		return false;
+	}
+	for (uint32_t i = 0; i < m->cap; i++) {
+		if (m->val[i]) {
+			uint32_t h = map_slot(&g, m->key[i]);
+
+			g.key[h] = m->key[i];
+			g.val[h] = m->val[i];
+		}
+	}
+	free(m->key);
+	free(m->val);
+	m->key = g.key;
+	m->val = g.val;
+	m->cap = g.cap;
+	return true;
 }
 
 bool str_map_put(struct str_map *m, uint64_t key, const char *value)
 {
-	uint32_t h = hash_u64(key) & (m->cap - 1);
+	uint32_t h;
 
-	for (; m->val[h]; h = (h + 1) & (m->cap - 1)) {
-		if (m->key[h] == key) {
+	if (m->cap) {
+		h = map_slot(m, key);
+		if (m->val[h]) {
 			m->val[h] = value;
 			return true;
 		}
 	}
-	if (m->n >= m->max)
+	if (m->n >= m->max || ((m->n + 1) * 2 > m->cap && !map_grow(m)))
 		return false;
+	h = map_slot(m, key);
 	m->key[h] = key;
 	m->val[h] = value;
 	m->n++;
 	return true;
 }
 
-/* Linear probing with backward-shift deletion; 0 is stored out of band. */
+/* Linear probing with backward-shift deletion; 0 is stored out of band.
+ * Grows as str_map does. */
 struct u64_set {
 	uint64_t *slot;
 	uint32_t cap, n, max;
@@ -198,15 +219,8 @@ struct u64_set *u64_set_new(uint32_t max_entries)
 {
 	struct u64_set *s = calloc(1, sizeof(*s));
 
-	if (!s)
-		return NULL;
-	s->max = max_entries;
-	s->cap = table_cap(max_entries);
-	s->slot = calloc(s->cap, sizeof(*s->slot));
-	if (!s->slot) {
-		free(s);
-		return NULL;
-	}
+	if (s)
+		s->max = max_entries;
 	return s;
 }
 
@@ -218,32 +232,50 @@ void u64_set_free(struct u64_set *s)
 	free(s);
 }
 
+/* The slot holding key, or the empty one where it would go. */
+static uint32_t set_home(const struct u64_set *s, uint64_t key)
+{
+	uint32_t h = hash_u64(key) & (s->cap - 1);
+
+	while (s->slot[h] && s->slot[h] != key)
+		h = (h + 1) & (s->cap - 1);
+	return h;
+}
+
+static bool u64_grow(struct u64_set *s)
+{
+	uint32_t cap = s->cap ? 2 * s->cap : 1024;
+	struct u64_set g = { .cap = cap, .slot = calloc(cap, sizeof(uint64_t)) };
+
+	if (!g.slot)
+		return false;
+	for (uint32_t i = 0; i < s->cap; i++)
+		if (s->slot[i])
+			g.slot[set_home(&g, s->slot[i])] = s->slot[i];
+	free(s->slot);
+	s->slot = g.slot;
+	s->cap = cap;
+	return true;
+}
+
 bool u64_set_add(struct u64_set *s, uint64_t key)
 {
-	uint32_t h;
-
 	if (!key)
 		return s->has_zero = true;
-	for (h = hash_u64(key) & (s->cap - 1); s->slot[h]; h = (h + 1) & (s->cap - 1))
-		if (s->slot[h] == key)
-			return true;
-	if (s->n >= s->max)
+	if (s->cap && s->slot[set_home(s, key)])
+		return true;
+	if (s->n >= s->max || ((s->n + 1) * 2 > s->cap && !u64_grow(s)))
 		return false;
-	s->slot[h] = key;
+	s->slot[set_home(s, key)] = key;
 	s->n++;
 	return true;
 }
 
 bool u64_set_has(const struct u64_set *s, uint64_t key)
 {
-	uint32_t h;
-
 	if (!key)
 		return s->has_zero;
-	for (h = hash_u64(key) & (s->cap - 1); s->slot[h]; h = (h + 1) & (s->cap - 1))
-		if (s->slot[h] == key)
-			return true;
-	return false;
+	return s->cap && s->slot[set_home(s, key)];
 }
 
 bool u64_set_remove(struct u64_set *s, uint64_t key)
@@ -256,9 +288,8 @@ bool u64_set_remove(struct u64_set *s, uint64_t key)
 		s->has_zero = false;
 		return had;
 	}
-	for (h = hash_u64(key) & (s->cap - 1); s->slot[h] != key; h = (h + 1) & (s->cap - 1))
-		if (!s->slot[h])
-			return false;
+	if (!s->cap || !s->slot[h = set_home(s, key)])
+		return false;
 	s->slot[h] = 0;
 	s->n--;
 	/* Shift back the entries of the probe run that follows. */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Small bounded containers for names: an interning string set, a map from
- * addresses to interned names, and a set of 64-bit keys. Each has a fixed
- * capacity chosen by its owner; when full, inserts fail (and callers count
- * or fall back), so memory stays bounded at any trace length.
+ * addresses to interned names, and a set of 64-bit keys. Each has a limit
+ * chosen by its owner, and a table that grows with what it holds up to
+ * that limit; when full, inserts fail (and callers count or fall back), so
+ * memory stays bounded at any trace length.
  */
 #ifndef PTBPF_NAMES_H
 #define PTBPF_NAMES_H

@@ -16,6 +16,8 @@
 #include "target.h"
 
 #define MAX_PROCS 64
+/* A ring is read this much at a time (a record is at most ~1.2 KB). */
+#define READ_CHUNK (256u << 10)
 
 struct proc_rings {
 	int pid;
@@ -36,9 +38,10 @@ struct proc_rings {
 struct ops_rings {
 	struct proc_rings procs[MAX_PROCS];
 	int n;
-	uint8_t *buf; /* one ring's bytes */
+	uint8_t *buf; /* READ_CHUNK bytes of a ring */
 	/* Exit chunks (EV_OPS_CHUNK) of one ring, reassembled: bytes of
-	 * ring positions [cstart, cstart + clen) of (cpid, cslot). */
+	 * ring positions [cstart, cstart + clen) of (cpid, cslot); allocated
+	 * at the first. */
 	uint8_t *cbuf;
 	int cpid;
 	uint32_t cslot;
@@ -75,9 +78,7 @@ struct ops_rings *ops_rings_new(void)
 {
 	struct ops_rings *r = calloc(1, sizeof(*r));
 
-	if (r && (!(r->buf = malloc(PTBPF_OPS_SLOT_BYTES)) ||
-		  !(r->cbuf = malloc(PTBPF_OPS_SLOT_BYTES)))) {
-		free(r->buf);
+	if (r && !(r->buf = malloc(READ_CHUNK))) {
 		free(r);
 		return NULL;
 	}
@@ -188,24 +189,27 @@ static void emit_record(struct ops_rings *r, const struct proc_rings *p, uint32_
 			const struct ptbpf_ops_rec *rec,
 			int (*emit)(void *, void *, size_t), void *ctx)
 {
+	/* Not zeroed as a whole: the shapes' room alone is a kilobyte. */
 	struct {
 		struct ptbpf_named_event ne;
 		uint8_t shapes[OPS_SHAPES_MAX];
-	} b = { .ne.ev = {
-		.ts = rec->ts, .pid = (uint32_t)p->pid, .tid = tid, .source = SRC_AGENT,
-		.key = rec->rf, .arg = { (uint64_t)rec->seq, rec->scope } } };
+	} b;
 	struct ptbpf_named_event *e = &b.ne;
-	size_t slen = rec->shapes_len;
+	size_t slen = rec->shapes_len, nlen;
 
 	r->counts.records++;
+	e->ev = (struct ptbpf_event){ .ts = rec->ts, .pid = (uint32_t)p->pid, .tid = tid,
+				      .source = SRC_AGENT, .key = rec->rf,
+				      .arg = { (uint64_t)rec->seq, rec->scope } };
 	if (rec->type == OPS_REC_END || rec->type == OPS_REC_GAP) {
 		e->ev.kind = rec->type == OPS_REC_END ? EV_RF_END : EV_OPS_GAP;
 		emit(ctx, &e->ev, sizeof(e->ev));
 		return;
 	}
 	e->ev.kind = EV_NAMED_RF_BEGIN;
-	memcpy(e->name, rec + 1, rec->name_len < PTBPF_NAME_LEN - 1 ? rec->name_len :
-	       PTBPF_NAME_LEN - 1);
+	nlen = rec->name_len < PTBPF_NAME_LEN - 1 ? rec->name_len : PTBPF_NAME_LEN - 1;
+	memcpy(e->name, rec + 1, nlen);
+	memset(e->name + nlen, 0, PTBPF_NAME_LEN - nlen);
 	/* Input shapes ride after the named event (join.c reads them). */
 	if (slen > sizeof(b.shapes) || sizeof(*rec) + rec->name_len + slen > rec->size)
 		slen = 0;
@@ -292,15 +296,26 @@ static void drain_proc(struct ops_rings *r, struct proc_rings *p,
 		if (head < tail || head - tail > cap) { /* cannot be: resynchronize */
 			r->counts.bad++;
 			tail = head;
-		} else if (head > tail) {
-			if (read_span(p, i, tail, head, r->buf))
-				continue;
-			/* Read from this image, not one an exec put there? */
-			if (!same_image(p)) {
-				image_gone(r, p);
-				return;
+		} else {
+			while (tail < head) {
+				uint64_t end = head - tail > READ_CHUNK ? tail + READ_CHUNK : head;
+				uint64_t bad = r->counts.bad, from = tail;
+
+				if (read_span(p, i, tail, end, r->buf))
+					break;
+				/* Read from this image, not one an exec put there? */
+				if (!same_image(p)) {
+					image_gone(r, p);
+					return;
+				}
+				tail = parse(r, p, s->tid, r->buf, tail, end, end < head, emit, ctx);
+				if (r->counts.bad != bad) { /* malformed: on from the head */
+					tail = head;
+					break;
+				}
+				if (tail == from)
+					break; /* the rest of a record comes later */
 			}
-			tail = parse(r, p, s->tid, r->buf, tail, head, false, emit, ctx);
 		}
 		if (tail != p->tail[i]) {
 			p->tail[i] = tail;
@@ -369,7 +384,8 @@ void ops_rings_chunk(struct ops_rings *r, const struct ptbpf_ops_chunk *c,
 		r->cstart = from;
 		r->clen = 0;
 	}
-	if (r->clen + len > PTBPF_OPS_SLOT_BYTES)
+	if (r->clen + len > PTBPF_OPS_SLOT_BYTES ||
+	    (!r->cbuf && !(r->cbuf = malloc(PTBPF_OPS_SLOT_BYTES))))
 		return;
 	memcpy(r->cbuf + r->clen, c->data, len);
 	r->clen += len;

@@ -12,6 +12,23 @@
  * Nested messages are encoded in place: write the body, then move it up by
  * the size of its length varint. Depth is at most three, so the moves are
  * cheap and no second buffer is needed.
+ *
+ * Size: track events go on a packet sequence of their track's own, as the
+ * Perfetto SDK writes a thread's events. Its first packet sets the track
+ * as the sequence's default (TrackEventDefaults) and its timestamps as an
+ * incremental clock in MONOTONIC nanoseconds (a ClockSnapshot with clock
+ * 64 marked incremental), so an event carries neither its track nor more
+ * than its distance from the sequence's previous one (an event older than
+ * that is stamped in full, in MONOTONIC). Names, categories, arg names and
+ * string values are interned once per string, and defined on a sequence
+ * where it first uses them (the iid is the string's, on every sequence).
+ * Everything else (descriptors, clock snapshots, attributes) is on the
+ * first sequence, stamped in full. A slice begin is then about 15 bytes,
+ * an end 11. A flow gets a short id (1, 2, ...: a varint in the older
+ * flow fields, which trace_processor reads alike) from its first event to
+ * the one that ends it, in place of the caller's 64-bit one (a fixed64);
+ * an end met before its start, or a flow past FLOW_SHORT_MAX open ones,
+ * keeps its id.
  */
 #define _GNU_SOURCE /* CLOCK_BOOTTIME, getrandom, strnlen under -std=c11 */
 #include "perfetto.h"
@@ -24,7 +41,11 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { SEQ_ID = 1 };
+/* The first sequence: descriptors, snapshots, attributes, and the events of
+ * tracks past SEQ_MAX (in full). Event sequences are 2, 3, ... */
+enum { SEQ_ID = 1, SEQ_MAX = 1 << 16 };
+/* What stamping an event in full costs more than a delta, about. */
+#define FULL_TS_EXTRA 10
 
 /* Room reserved before a packet for its record header (key + varint len). */
 #define PREFIX_ROOM 11
@@ -36,6 +57,13 @@ enum { SEQ_ID = 1 };
 #define PACKET_MAX ((2 * PF_MAX_ARGS + PF_MAX_CMDLINE + 4) * (PF_STR_MAX + 32) + \
 		    2 * PF_MAX_FLOWS * 10 + 512)
 #define INTERN_BYTES_MAX (8u << 20)
+/* Flows open at once with a short id; ends seen before their start, kept
+ * (the start keeps the caller's id then too). */
+#define FLOW_SHORT_MAX (1u << 17)
+#define FLOW_ORPHANS 4096
+/* String values: interned while short and few, else written inline. */
+#define STRVAL_MAX 32768
+#define STRVAL_BYTES_MAX (2u << 20)
 /* Output buffer: whole records only; flushed when full or FLUSH_NS old. */
 #define OUT_CAP (256u << 10)
 #define FLUSH_NS 100000000ull
@@ -57,11 +85,22 @@ struct intern_slot {
 /* Open addressing with linear probing; load factor kept at or below 1/2. */
 struct intern_table {
 	struct intern_slot *slots;
-	uint32_t nslots, count;
-	size_t bytes; /* of the copies of interned strings */
+	uint32_t nslots, count, max;
+	size_t bytes, max_bytes; /* of the copies of interned strings */
 };
 
-enum { TAB_NAME, TAB_CAT, TAB_ARG, TAB_COUNT };
+enum { TAB_NAME, TAB_CAT, TAB_ARG, TAB_STRVAL, TAB_COUNT };
+
+/* An event sequence: one track's events. */
+struct seq {
+	uint64_t track;   /* 0: an empty slot */
+	uint64_t last_ts; /* the incremental clock's value */
+	uint32_t id;
+	uint32_t behind;  /* events in a row older than last_ts */
+	uint64_t defined_bytes; /* of the strings defined on it */
+	uint64_t *defined[TAB_COUNT]; /* bitsets: iids this sequence has had */
+	uint32_t ndefined[TAB_COUNT]; /* their sizes, in 64-bit words */
+};
 
 struct pf_writer {
 	int fd;
@@ -77,6 +116,16 @@ struct pf_writer {
 	off_t base;         /* the file offset the trace starts at */
 	uint64_t uuid_base, uuid_seq;
 	struct intern_table tabs[TAB_COUNT];
+	struct seq *seqs;   /* open addressing on track, load at most 1/2 */
+	uint32_t nseqs, seq_slots;
+	struct seq main_seq; /* SEQ_ID */
+	/* Open flows: the caller's id -> its short one (open addressing,
+	 * load at most 1/2, backward-shift deletion; key 0: empty). */
+	uint64_t *flow_key;
+	uint32_t *flow_short;
+	uint32_t flow_slots, nflows, flow_next;
+	uint64_t orphans[FLOW_ORPHANS]; /* ends met before their start */
+	uint32_t norphans;
 	struct pb pb;
 	uint8_t scratch[]; /* pb.buf: PREFIX_ROOM + PACKET_MAX bytes */
 };
@@ -91,7 +140,7 @@ struct str_ref {
 
 struct event_refs {
 	struct str_ref name, cat;
-	struct str_ref args[PF_MAX_ARGS];
+	struct str_ref args[PF_MAX_ARGS], values[PF_MAX_ARGS]; /* names; string values */
 	int nargs;
 };
 
@@ -274,18 +323,17 @@ static bool intern_grow(struct intern_table *t)
 
 /* iid of s (len bytes) in t, adding it if there is room; 0 when it cannot be
  * interned (table full, or out of memory): the caller writes it inline. */
-static uint64_t intern(struct intern_table *t, const char *s, size_t len, bool *is_new)
+static uint64_t intern(struct intern_table *t, const char *s, size_t len)
 {
 	uint64_t hash = fnv1a(s, len);
 	struct intern_slot *e;
 
-	*is_new = false;
 	if (t->nslots) {
 		e = intern_probe(t->slots, t->nslots, hash, s, len);
 		if (e->str)
 			return e->iid;
 	}
-	if (t->count >= PF_INTERN_MAX || t->bytes + len + 1 > INTERN_BYTES_MAX)
+	if (t->count >= t->max || t->bytes + len + 1 > t->max_bytes)
 		return 0;
 	if (2 * (t->count + 1) > t->nslots && !intern_grow(t))
 		return 0;
@@ -299,11 +347,38 @@ static uint64_t intern(struct intern_table *t, const char *s, size_t len, bool *
 	e->len = (uint32_t)len;
 	e->iid = ++t->count;
 	t->bytes += len + 1;
-	*is_new = true;
 	return e->iid;
 }
 
-static void ref_resolve(struct pf_writer *w, int tab, const char *s, struct str_ref *r)
+/* Marks iid of table tab as defined on q; true if it was not yet (its
+ * definition goes into the packet). Without memory for the mark, true:
+ * defined again, which is harmless. */
+static bool seq_define(struct seq *q, int tab, uint64_t iid)
+{
+	uint32_t word = (uint32_t)(iid >> 6);
+	uint64_t bit = 1ull << (iid & 63);
+
+	if (word >= q->ndefined[tab]) {
+		uint32_t n = q->ndefined[tab] ? 2 * q->ndefined[tab] : 4;
+		uint64_t *g;
+
+		while (n <= word)
+			n *= 2;
+		g = realloc(q->defined[tab], n * sizeof(*g));
+		if (!g)
+			return true;
+		memset(g + q->ndefined[tab], 0, (n - q->ndefined[tab]) * sizeof(*g));
+		q->defined[tab] = g;
+		q->ndefined[tab] = n;
+	}
+	if (q->defined[tab][word] & bit)
+		return false;
+	q->defined[tab][word] |= bit;
+	return true;
+}
+
+static void ref_resolve(struct pf_writer *w, struct seq *q, int tab, const char *s,
+			struct str_ref *r)
 {
 	r->s = s;
 	r->len = 0;
@@ -312,8 +387,10 @@ static void ref_resolve(struct pf_writer *w, int tab, const char *s, struct str_
 	if (!s)
 		return;
 	r->len = str_clip(w, s);
-	if (r->len <= PF_INTERN_STR_MAX)
-		r->iid = intern(&w->tabs[tab], s, r->len, &r->is_new);
+	r->iid = intern(&w->tabs[tab], s, r->len);
+	r->is_new = r->iid && seq_define(q, tab, r->iid);
+	if (r->is_new)
+		q->defined_bytes += r->len + 4;
 }
 
 /* ---- packets ---- */
@@ -330,16 +407,21 @@ static uint64_t clock_ns(clockid_t id)
 	return clock_gettime(id, &ts) ? 0 : ts_ns(&ts);
 }
 
-static void packet_begin(struct pf_writer *w, uint32_t flags)
+static void packet_begin_on(struct pf_writer *w, uint32_t seq, uint32_t flags)
 {
 	w->pb.len = PREFIX_ROOM;
 	w->pb.overflow = false;
 	if (!w->copy) /* a copy's packets have their own sequences */
-		pb_uint(&w->pb, F_PKT_SEQ_ID, SEQ_ID);
+		pb_uint(&w->pb, F_PKT_SEQ_ID, seq);
 	if (flags)
 		pb_uint(&w->pb, F_PKT_SEQ_FLAGS, flags);
 	if (w->loss_pending)
 		pb_uint(&w->pb, F_PKT_PREV_DROPPED, 1);
+}
+
+static void packet_begin(struct pf_writer *w, uint32_t flags)
+{
+	packet_begin_on(w, SEQ_ID, flags);
 }
 
 /* Bytes of the whole records at the start of buf[0..len) (records this
@@ -484,6 +566,130 @@ static uint64_t next_uuid(struct pf_writer *w)
 	return uuid;
 }
 
+/* ---- event sequences ---- */
+
+static void seq_free(struct seq *q)
+{
+	for (int i = 0; i < TAB_COUNT; i++)
+		free(q->defined[i]);
+}
+
+static uint32_t seq_home(uint64_t track, uint32_t nslots)
+{
+	return (uint32_t)mix64(track) & (nslots - 1);
+}
+
+static bool seqs_grow(struct pf_writer *w)
+{
+	uint32_t nslots = w->seq_slots ? 2 * w->seq_slots : 64;
+	struct seq *g = calloc(nslots, sizeof(*g));
+
+	if (!g)
+		return false;
+	for (uint32_t i = 0; i < w->seq_slots; i++) {
+		uint32_t h;
+
+		if (!w->seqs[i].track)
+			continue;
+		for (h = seq_home(w->seqs[i].track, nslots); g[h].track; h = (h + 1) & (nslots - 1))
+			;
+		g[h] = w->seqs[i];
+	}
+	free(w->seqs);
+	w->seqs = g;
+	w->seq_slots = nslots;
+	return true;
+}
+
+/* The sequence's first packet: its track and its clock. The snapshot ties
+ * the incremental clock to MONOTONIC at ts, where it starts. */
+static void seq_start(struct pf_writer *w, struct seq *q, uint64_t ts)
+{
+	size_t defaults, ted, snap, clock;
+
+	packet_begin_on(w, q->id, SEQ_INCREMENTAL_STATE_CLEARED);
+	pb_uint(&w->pb, F_PKT_FIRST_ON_SEQ, 1);
+	pb_uint(&w->pb, F_PKT_TIMESTAMP, ts);
+	pb_uint(&w->pb, F_PKT_CLOCK_ID, CLOCK_ID_MONOTONIC);
+	defaults = pb_begin(&w->pb, F_PKT_DEFAULTS);
+	pb_uint(&w->pb, F_DEF_CLOCK_ID, CLOCK_ID_SEQ_INCREMENTAL);
+	ted = pb_begin(&w->pb, F_DEF_TRACK_EVENT);
+	pb_uint(&w->pb, F_TED_TRACK, q->track);
+	pb_end(&w->pb, ted);
+	pb_end(&w->pb, defaults);
+	snap = pb_begin(&w->pb, F_PKT_CLOCK_SNAPSHOT);
+	clock = pb_begin(&w->pb, F_CS_CLOCKS);
+	pb_uint(&w->pb, F_CLK_ID, CLOCK_ID_SEQ_INCREMENTAL);
+	pb_uint(&w->pb, F_CLK_TS, ts);
+	pb_uint(&w->pb, F_CLK_INCREMENTAL, 1);
+	pb_end(&w->pb, clock);
+	clock = pb_begin(&w->pb, F_CS_CLOCKS);
+	pb_uint(&w->pb, F_CLK_ID, CLOCK_ID_MONOTONIC);
+	pb_uint(&w->pb, F_CLK_TS, ts);
+	pb_end(&w->pb, clock);
+	pb_end(&w->pb, snap);
+	packet_end(w);
+	q->last_ts = ts;
+}
+
+/* The sequence of track's events, started at ts if new; the first
+ * sequence (events stamped in full, with their track) once SEQ_MAX
+ * sequences exist or memory runs out. */
+static struct seq *seq_for(struct pf_writer *w, uint64_t track, uint64_t ts)
+{
+	struct seq *q;
+	uint32_t h;
+
+	if (!track)
+		return &w->main_seq;
+	if (w->seq_slots) {
+		for (h = seq_home(track, w->seq_slots); w->seqs[h].track;
+		     h = (h + 1) & (w->seq_slots - 1))
+			if (w->seqs[h].track == track)
+				return &w->seqs[h];
+	}
+	if (w->nseqs + SEQ_ID + 1 >= SEQ_MAX ||
+	    (2 * (w->nseqs + 1) > w->seq_slots && !seqs_grow(w)))
+		return &w->main_seq;
+	for (h = seq_home(track, w->seq_slots); w->seqs[h].track; h = (h + 1) & (w->seq_slots - 1))
+		;
+	q = &w->seqs[h];
+	q->track = track;
+	q->id = SEQ_ID + 1 + w->nseqs++;
+	seq_start(w, q, ts);
+	return q;
+}
+
+/* A track whose events went back in time for good (a GPU stream's records
+ * from a later flush, older than the last ones): its events go on on a new
+ * sequence, whose clock starts at ts (trace_processor takes no snapshot
+ * that moves an incremental clock back). The old sequence is left. */
+static struct seq *seq_restart(struct pf_writer *w, struct seq *q, uint64_t ts)
+{
+	if (w->nseqs + SEQ_ID + 1 >= SEQ_MAX)
+		return q;
+	seq_free(q);
+	*q = (struct seq){ .track = q->track, .id = SEQ_ID + 1 + w->nseqs++ };
+	seq_start(w, q, ts);
+	return q;
+}
+
+/* The packet's timestamp: its distance from the sequence's previous one,
+ * or in full (MONOTONIC) on the first sequence and for an event older
+ * than that. */
+static void put_ts(struct pf_writer *w, struct seq *q, uint64_t ts)
+{
+	if (q == &w->main_seq) {
+		pb_uint(&w->pb, F_PKT_TIMESTAMP, ts);
+	} else if (ts >= q->last_ts) {
+		pb_uint(&w->pb, F_PKT_TIMESTAMP, ts - q->last_ts);
+		q->last_ts = ts;
+	} else {
+		pb_uint(&w->pb, F_PKT_TIMESTAMP, ts);
+		pb_uint(&w->pb, F_PKT_CLOCK_ID, CLOCK_ID_MONOTONIC);
+	}
+}
+
 static struct pf_writer *writer_new(int fd, bool copy)
 {
 	struct pf_writer *w;
@@ -510,6 +716,11 @@ static struct pf_writer *writer_new(int fd, bool copy)
 	if (w->base < 0)
 		w->base = 0; /* not seekable (a device): nothing to cut back */
 	w->uuid_base = random_base();
+	for (int i = 0; i < TAB_COUNT; i++) {
+		w->tabs[i].max = i == TAB_STRVAL ? STRVAL_MAX : PF_INTERN_MAX;
+		w->tabs[i].max_bytes = i == TAB_STRVAL ? STRVAL_BYTES_MAX : INTERN_BYTES_MAX;
+	}
+	w->main_seq.id = SEQ_ID;
 	return w;
 }
 
@@ -581,6 +792,12 @@ int pf_writer_close(struct pf_writer *w)
 			free(t->slots[i].str);
 		free(t->slots);
 	}
+	for (uint32_t i = 0; i < w->seq_slots; i++)
+		seq_free(&w->seqs[i]);
+	free(w->seqs);
+	seq_free(&w->main_seq);
+	free(w->flow_key);
+	free(w->flow_short);
 	free(w->out);
 	free(w);
 	return err;
@@ -780,22 +997,24 @@ static void write_entry(struct pb *b, uint32_t field, const struct str_ref *r)
 	pb_end(b, entry);
 }
 
-/* Definitions of the strings this packet interns first; the reader applies
- * interned_data before the packet's payload. */
+/* Definitions of the strings this packet uses first on its sequence; the
+ * reader applies interned_data before the packet's payload. */
 static void write_interned(struct pb *b, const struct event_refs *r)
 {
 	bool any = r->name.is_new || r->cat.is_new;
 	size_t data;
 
 	for (int i = 0; i < r->nargs && !any; i++)
-		any = r->args[i].is_new;
+		any = r->args[i].is_new || r->values[i].is_new;
 	if (!any)
 		return;
 	data = pb_begin(b, F_PKT_INTERNED);
 	write_entry(b, F_ID_CATEGORIES, &r->cat);
 	write_entry(b, F_ID_NAMES, &r->name);
-	for (int i = 0; i < r->nargs; i++)
+	for (int i = 0; i < r->nargs; i++) {
 		write_entry(b, F_ID_ARG_NAMES, &r->args[i]);
+		write_entry(b, F_ID_STRING_VALUES, &r->values[i]);
+	}
 	pb_end(b, data);
 }
 
@@ -808,7 +1027,8 @@ static void write_ref(struct pb *b, const struct str_ref *r, uint32_t iid_field,
 		pb_bytes(b, inline_field, r->s, r->len);
 }
 
-static void write_arg(struct pf_writer *w, const struct pf_arg *a, const struct str_ref *name)
+static void write_arg(struct pf_writer *w, const struct pf_arg *a, const struct str_ref *name,
+		      const struct str_ref *value)
 {
 	struct pb *b = &w->pb;
 	size_t ann = pb_begin(b, F_TE_ARGS);
@@ -827,7 +1047,7 @@ static void write_arg(struct pf_writer *w, const struct pf_arg *a, const struct 
 		pb_fixed64(b, F_DA_DOUBLE, bits); /* IEEE-754, little endian */
 		break;
 	case PF_ARG_STR:
-		pb_str(w, F_DA_STRING, a->s ? a->s : "");
+		write_ref(b, value, F_DA_STRING_IID, F_DA_STRING);
 		break;
 	case PF_ARG_BOOL:
 		pb_uint(b, F_DA_BOOL, a->b);
@@ -839,38 +1059,149 @@ static void write_arg(struct pf_writer *w, const struct pf_arg *a, const struct 
 	pb_end(b, ann);
 }
 
-static void write_flows(struct pf_writer *w, uint32_t field, const uint64_t *ids, int n)
+/* ---- short flow ids ---- */
+
+static uint32_t flow_home(const struct pf_writer *w, uint64_t id)
+{
+	uint32_t h = (uint32_t)mix64(id) & (w->flow_slots - 1);
+
+	while (w->flow_key[h] && w->flow_key[h] != id)
+		h = (h + 1) & (w->flow_slots - 1);
+	return h;
+}
+
+static bool flows_grow(struct pf_writer *w)
+{
+	uint32_t n = w->flow_slots ? 2 * w->flow_slots : 1024;
+	struct pf_writer g = { .flow_slots = n };
+
+	g.flow_key = calloc(n, sizeof(*g.flow_key));
+	g.flow_short = calloc(n, sizeof(*g.flow_short));
+	if (!g.flow_key || !g.flow_short) {
+		free(g.flow_key);
+		free(g.flow_short);
+		return false;
+	}
+	for (uint32_t i = 0; i < w->flow_slots; i++) {
+		if (w->flow_key[i]) {
+			uint32_t h = flow_home(&g, w->flow_key[i]);
+
+			g.flow_key[h] = w->flow_key[i];
+			g.flow_short[h] = w->flow_short[i];
+		}
+	}
+	free(w->flow_key);
+	free(w->flow_short);
+	w->flow_key = g.flow_key;
+	w->flow_short = g.flow_short;
+	w->flow_slots = n;
+	return true;
+}
+
+static bool orphan(const struct pf_writer *w, uint64_t id)
+{
+	for (uint32_t i = 0; i < w->norphans && i < FLOW_ORPHANS; i++)
+		if (w->orphans[i] == id)
+			return true;
+	return false;
+}
+
+/* A flow's short id as it starts or steps (0: it keeps its own). */
+static uint32_t flow_open(struct pf_writer *w, uint64_t id)
+{
+	uint32_t h;
+
+	if (!id)
+		return 0;
+	if (w->flow_slots && w->flow_key[h = flow_home(w, id)])
+		return w->flow_short[h];
+	if (w->nflows >= FLOW_SHORT_MAX || w->flow_next >= INT32_MAX || orphan(w, id) ||
+	    (2 * (w->nflows + 1) > w->flow_slots && !flows_grow(w)))
+		return 0;
+	h = flow_home(w, id);
+	w->flow_key[h] = id;
+	w->nflows++;
+	return w->flow_short[h] = ++w->flow_next;
+}
+
+/* A flow's short id as it ends, forgotten then (0: it keeps its own). */
+static uint32_t flow_close(struct pf_writer *w, uint64_t id)
+{
+	uint32_t h, next, v;
+
+	if (!id || !w->flow_slots || !w->flow_key[h = flow_home(w, id)]) {
+		if (id)
+			w->orphans[w->norphans++ % FLOW_ORPHANS] = id;
+		return 0;
+	}
+	v = w->flow_short[h];
+	w->flow_key[h] = 0;
+	w->nflows--;
+	for (next = (h + 1) & (w->flow_slots - 1); w->flow_key[next];
+	     next = (next + 1) & (w->flow_slots - 1)) {
+		uint32_t home = (uint32_t)mix64(w->flow_key[next]) & (w->flow_slots - 1);
+
+		if ((next > h && (home <= h || home > next)) ||
+		    (next < h && home <= h && home > next)) {
+			w->flow_key[h] = w->flow_key[next];
+			w->flow_short[h] = w->flow_short[next];
+			w->flow_key[next] = 0;
+			h = next;
+		}
+	}
+	return v;
+}
+
+static void write_flows(struct pf_writer *w, bool terminating, const uint64_t *ids, int n)
 {
 	n = clip_count(w, n, ids, PF_MAX_FLOWS);
-	for (int i = 0; i < n; i++)
-		pb_fixed64(&w->pb, field, ids[i]); /* one key each: unpacked */
+	for (int i = 0; i < n; i++) { /* one key each: unpacked */
+		uint32_t id = terminating ? flow_close(w, ids[i]) : flow_open(w, ids[i]);
+
+		if (id)
+			pb_uint(&w->pb, terminating ? F_TE_TERM_FLOWS_V : F_TE_FLOWS_V, id);
+		else
+			pb_fixed64(&w->pb, terminating ? F_TE_TERM_FLOWS : F_TE_FLOWS, ids[i]);
+	}
 }
 
 static void write_track_event(struct pf_writer *w, int type, uint64_t track, uint64_t ts,
 			      const struct pf_event *e, const struct pf_arg *args, int nargs)
 {
+	struct seq *q = seq_for(w, track, ts);
 	struct event_refs r;
 	size_t te;
 
+	/* An event out of order is stamped in full; once the events in a row
+	 * that were have cost what starting over would (a new sequence, its
+	 * strings defined again), the track starts over on a new sequence. */
+	q->behind = q != &w->main_seq && ts < q->last_ts ? q->behind + 1 : 0;
+	if (q->behind * FULL_TS_EXTRA > 64 + q->defined_bytes)
+		q = seq_restart(w, q, ts);
+
 	/* Interned first: the packet's InternedData must precede its event. */
-	ref_resolve(w, TAB_NAME, e ? e->name : NULL, &r.name);
-	ref_resolve(w, TAB_CAT, e ? e->category : NULL, &r.cat);
+	ref_resolve(w, q, TAB_NAME, e ? e->name : NULL, &r.name);
+	ref_resolve(w, q, TAB_CAT, e ? e->category : NULL, &r.cat);
 	r.nargs = clip_count(w, nargs, args, PF_MAX_ARGS);
-	for (int i = 0; i < r.nargs; i++)
-		ref_resolve(w, TAB_ARG, args[i].name, &r.args[i]);
-	packet_begin(w, SEQ_NEEDS_INCREMENTAL_STATE);
-	pb_uint(&w->pb, F_PKT_TIMESTAMP, ts);
+	for (int i = 0; i < r.nargs; i++) {
+		ref_resolve(w, q, TAB_ARG, args[i].name, &r.args[i]);
+		ref_resolve(w, q, TAB_STRVAL, args[i].type == PF_ARG_STR ?
+			    (args[i].s ? args[i].s : "") : NULL, &r.values[i]);
+	}
+	packet_begin_on(w, q->id, q == &w->main_seq ? SEQ_NEEDS_INCREMENTAL_STATE : 0);
+	put_ts(w, q, ts);
 	write_interned(&w->pb, &r);
 	te = pb_begin(&w->pb, F_PKT_TRACK_EVENT);
 	pb_uint(&w->pb, F_TE_TYPE, (uint64_t)type);
-	pb_uint(&w->pb, F_TE_TRACK, track);
+	if (q == &w->main_seq)
+		pb_uint(&w->pb, F_TE_TRACK, track);
 	write_ref(&w->pb, &r.name, F_TE_NAME_IID, F_TE_NAME);
 	write_ref(&w->pb, &r.cat, F_TE_CAT_IIDS, F_TE_CATEGORIES);
 	for (int i = 0; i < r.nargs; i++)
-		write_arg(w, &args[i], &r.args[i]);
+		write_arg(w, &args[i], &r.args[i], &r.values[i]);
 	if (e) {
-		write_flows(w, F_TE_FLOWS, e->flows, e->nflows);
-		write_flows(w, F_TE_TERM_FLOWS, e->term_flows, e->nterm);
+		write_flows(w, false, e->flows, e->nflows);
+		write_flows(w, true, e->term_flows, e->nterm);
 	}
 	pb_end(&w->pb, te);
 	packet_end(w);
@@ -903,15 +1234,18 @@ void pf_instant(struct pf_writer *w, const struct pf_event *e)
 
 void pf_counter(struct pf_writer *w, uint64_t track, uint64_t ts, int64_t value)
 {
+	struct seq *q;
 	size_t te;
 
 	if (!w)
 		return;
-	packet_begin(w, SEQ_NEEDS_INCREMENTAL_STATE);
-	pb_uint(&w->pb, F_PKT_TIMESTAMP, ts);
+	q = seq_for(w, track, ts);
+	packet_begin_on(w, q->id, q == &w->main_seq ? SEQ_NEEDS_INCREMENTAL_STATE : 0);
+	put_ts(w, q, ts);
 	te = pb_begin(&w->pb, F_PKT_TRACK_EVENT);
 	pb_uint(&w->pb, F_TE_TYPE, TE_COUNTER);
-	pb_uint(&w->pb, F_TE_TRACK, track);
+	if (q == &w->main_seq)
+		pb_uint(&w->pb, F_TE_TRACK, track);
 	pb_int(&w->pb, F_TE_COUNTER, value);
 	pb_end(&w->pb, te);
 	packet_end(w);

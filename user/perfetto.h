@@ -3,9 +3,10 @@
  * Streaming Perfetto trace writer: TracePacket records appended to a file,
  * memory bounded at any trace length, whole packets only on disk (a killed
  * writer or a full disk leaves a readable prefix), and an end marker
- * (PF_END_MARKER_KEY in pf_fields.h) as the last packet. One trusted packet sequence; event
- * timestamps are CLOCK_MONOTONIC (bpf_ktime_get_ns), declared through
- * TracePacketDefaults and tied to BOOTTIME and REALTIME by ClockSnapshots.
+ * (PF_END_MARKER_KEY in pf_fields.h) as the last packet. Event timestamps
+ * are CLOCK_MONOTONIC (bpf_ktime_get_ns), tied to BOOTTIME and REALTIME by
+ * ClockSnapshots; each track's events are on a packet sequence of their
+ * own, with the track and an incremental clock as its defaults (perfetto.c).
  * Field numbers: user/perfetto_trace.proto (a subset of Perfetto's protos).
  */
 #ifndef PTBPF_PERFETTO_H
@@ -22,20 +23,19 @@ struct pf_writer;
  * strings longer than PF_STR_MAX bytes are cut (at a UTF-8 boundary); past
  * PF_MAX_ARGS args, PF_MAX_FLOWS flow ids of each kind or PF_MAX_CMDLINE
  * cmdline entries the rest are left out. Each cut or omission is counted
- * (pf_items_clipped). Up to PF_INTERN_MAX distinct strings of at most
- * PF_INTERN_STR_MAX bytes are interned per table (event names, categories,
- * arg names); other strings are written inline.
+ * (pf_items_clipped). Up to PF_INTERN_MAX distinct strings (as cut) are
+ * interned per table (event names, categories, arg names; fewer string
+ * values), within a budget of bytes; past it strings are written inline.
  */
 #define PF_STR_MAX 4096
 #define PF_MAX_ARGS 32
 #define PF_MAX_FLOWS 128
 #define PF_MAX_CMDLINE 64
 #define PF_INTERN_MAX 65536
-#define PF_INTERN_STR_MAX 1024
 
 enum pf_arg_type { PF_ARG_INT, PF_ARG_UINT, PF_ARG_DOUBLE, PF_ARG_STR, PF_ARG_BOOL, PF_ARG_PTR };
 
-/* One debug annotation. Names are interned; string values are written inline. */
+/* One debug annotation. Names are interned, string values too while few. */
 struct pf_arg {
 	const char *name;
 	enum pf_arg_type type;

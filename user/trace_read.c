@@ -23,7 +23,7 @@
 struct intern_entry {
 	uint64_t iid;
 	uint32_t seq;
-	uint8_t table;  /* F_ID_NAMES, F_ID_CATEGORIES, F_ID_ARG_NAMES */
+	uint8_t table;  /* F_ID_NAMES, F_ID_CATEGORIES, F_ID_ARG_NAMES, F_ID_STRING_VALUES */
 	bool used;
 	struct tr_str str; /* its own copy */
 };
@@ -34,6 +34,17 @@ struct interns {
 	uint32_t n, cap;
 	uint64_t bytes;
 	uint32_t next_id;
+};
+
+/* A sequence's defaults and incremental clock (ClockSnapshot clocks 64-127
+ * marked incremental, tied to MONOTONIC in the same snapshot). */
+struct seq_state {
+	uint32_t seq;       /* 0: an empty slot */
+	uint32_t clock;     /* TracePacketDefaults.timestamp_clock_id */
+	uint64_t track;     /* TrackEventDefaults.track_uuid */
+	uint32_t incr;      /* the incremental clock's id, 0 if none */
+	uint64_t incr_now;  /* its value */
+	int64_t incr_mono;  /* MONOTONIC - its value */
 };
 
 enum end_how { END_CLEAN, END_CUT, END_DAMAGED };
@@ -50,6 +61,8 @@ struct tr_reader {
 	int pass;
 	struct tr_status st;
 	struct interns in;
+	struct seq_state *seqs; /* open addressing on seq, load at most 1/2 */
+	uint32_t nseqs, seq_slots;
 };
 
 static const struct tr_str unknown = { "?", 1, TR_INLINE };
@@ -171,8 +184,8 @@ static void lookup(struct tr_reader *r, uint32_t seq, uint8_t table, uint64_t ii
 		r->st.unresolved++;
 }
 
-/* InternedData: event names, categories and arg names (other tables are
- * not used by ptbpf). False if malformed. */
+/* InternedData: event names, categories, arg names and string values
+ * (other tables are not used by ptbpf). False if malformed. */
 static bool apply_interned(struct tr_reader *r, uint32_t seq, struct tr_span d)
 {
 	const uint8_t *p = d.d;
@@ -185,7 +198,7 @@ static bool apply_interned(struct tr_reader *r, uint32_t seq, struct tr_span d)
 		uint64_t iid = 0;
 
 		if (f.wt != PB_LEN || (f.num != F_ID_NAMES && f.num != F_ID_CATEGORIES &&
-				       f.num != F_ID_ARG_NAMES))
+				       f.num != F_ID_ARG_NAMES && f.num != F_ID_STRING_VALUES))
 			continue;
 		while (next_field(&q, f.d + f.len, &g, &bad)) {
 			if (g.num == F_ENTRY_IID && g.wt == PB_VARINT)
@@ -322,6 +335,7 @@ static bool parse_packet(const uint8_t *d, size_t n, uint64_t offset, struct tr_
 			case F_PKT_INTERNED: p->interned = s; break;
 			case F_PKT_CLOCK_SNAPSHOT: p->snapshot = s; break;
 			case F_PKT_TRACE_ATTRS: p->attrs = s; break;
+			case F_PKT_DEFAULTS: p->defaults = s; break;
 			}
 		}
 	}
@@ -343,6 +357,124 @@ static int stop(struct tr_reader *r, enum end_how how)
 	}
 	r->stopped = true;
 	return 0;
+}
+
+/* ---- sequence defaults ---- */
+
+static struct seq_state *seq_state(struct tr_reader *r, uint32_t seq)
+{
+	uint32_t h;
+
+	if (2 * (r->nseqs + 1) > r->seq_slots) {
+		uint32_t n = r->seq_slots ? 2 * r->seq_slots : 64;
+		struct seq_state *g = calloc(n, sizeof(*g));
+
+		if (!g)
+			return NULL;
+		for (uint32_t i = 0; i < r->seq_slots; i++) {
+			if (!r->seqs[i].seq)
+				continue;
+			for (h = (uint32_t)hash_u64(r->seqs[i].seq) & (n - 1); g[h].seq; h = (h + 1) & (n - 1))
+				;
+			g[h] = r->seqs[i];
+		}
+		free(r->seqs);
+		r->seqs = g;
+		r->seq_slots = n;
+	}
+	for (h = (uint32_t)hash_u64(seq) & (r->seq_slots - 1); r->seqs[h].seq;
+	     h = (h + 1) & (r->seq_slots - 1))
+		if (r->seqs[h].seq == seq)
+			return &r->seqs[h];
+	r->seqs[h] = (struct seq_state){ .seq = seq };
+	r->nseqs++;
+	return &r->seqs[h];
+}
+
+static void seqs_free(struct tr_reader *r)
+{
+	free(r->seqs);
+	r->seqs = NULL;
+	r->nseqs = r->seq_slots = 0;
+}
+
+static void apply_defaults(struct seq_state *q, struct tr_span d, bool *bad)
+{
+	const uint8_t *p = d.d;
+	struct field f, g;
+
+	while (next_field(&p, d.d + d.n, &f, bad)) {
+		const uint8_t *t = f.d;
+
+		if (f.num == F_DEF_CLOCK_ID && f.wt == PB_VARINT)
+			q->clock = (uint32_t)f.v;
+		else if (f.num == F_DEF_TRACK_EVENT && f.wt == PB_LEN)
+			while (next_field(&t, f.d + f.len, &g, bad))
+				if (g.num == F_TED_TRACK && g.wt == PB_VARINT)
+					q->track = g.v;
+	}
+}
+
+/* A sequence's own incremental clock and its MONOTONIC time. */
+static void apply_snapshot(struct seq_state *q, struct tr_span d, bool *bad)
+{
+	const uint8_t *p = d.d;
+	uint64_t incr_ts = 0, mono = 0;
+	uint32_t incr = 0;
+	bool has_mono = false;
+	struct field f, g;
+
+	while (next_field(&p, d.d + d.n, &f, bad)) {
+		const uint8_t *c = f.d;
+		uint64_t id = 0, ts = 0, is_incr = 0;
+
+		if (f.num != F_CS_CLOCKS || f.wt != PB_LEN)
+			continue;
+		while (next_field(&c, f.d + f.len, &g, bad)) {
+			if (g.num == F_CLK_ID && g.wt == PB_VARINT)
+				id = g.v;
+			else if (g.num == F_CLK_TS && g.wt == PB_VARINT)
+				ts = g.v;
+			else if (g.num == F_CLK_INCREMENTAL && g.wt == PB_VARINT)
+				is_incr = g.v;
+		}
+		if (is_incr && id >= 64 && id < 128)
+			incr = (uint32_t)id, incr_ts = ts;
+		else if (id == CLOCK_ID_MONOTONIC)
+			mono = ts, has_mono = true;
+	}
+	if (incr && has_mono) {
+		q->incr = incr;
+		q->incr_now = incr_ts;
+		q->incr_mono = (int64_t)(mono - incr_ts);
+	}
+}
+
+/* The packet's sequence state updated by it, and applied to it. */
+static void apply_sequence(struct tr_reader *r, struct tr_packet *p)
+{
+	struct seq_state *q = seq_state(r, p->seq);
+	bool bad = false;
+	uint32_t clock;
+
+	if (!q)
+		return;
+	if (p->flags & SEQ_INCREMENTAL_STATE_CLEARED)
+		*q = (struct seq_state){ .seq = p->seq };
+	if (p->defaults.n)
+		apply_defaults(q, p->defaults, &bad);
+	if (p->snapshot.n)
+		apply_snapshot(q, p->snapshot, &bad);
+	if (bad)
+		r->st.undecodable += !r->pass;
+	p->track = q->track;
+	clock = p->clock_id ? p->clock_id : q->clock;
+	if (p->has_ts && q->incr && clock == q->incr) {
+		q->incr_now += p->ts;
+		p->ts = q->incr_now + (uint64_t)q->incr_mono;
+		p->ts_incremental = true;
+		p->clock_id = 0;
+	}
 }
 
 int tr_next(struct tr_reader *r, struct tr_packet *p)
@@ -381,6 +513,7 @@ int tr_next(struct tr_reader *r, struct tr_packet *p)
 			intern_clear_seq(&r->in, p->seq);
 		if (p->interned.n && !apply_interned(r, p->seq, p->interned))
 			r->st.undecodable += !r->pass;
+		apply_sequence(r, p);
 		return 1;
 	}
 	return 0;
@@ -428,6 +561,7 @@ void tr_close(struct tr_reader *r)
 	if (r->fd >= 0)
 		close(r->fd);
 	intern_free(&r->in);
+	seqs_free(r);
 	free(r->buf);
 	free(r);
 }
@@ -445,6 +579,7 @@ int tr_rewind(struct tr_reader *r)
 	r->offset = 0;
 	r->eof = r->stopped = false;
 	intern_free(&r->in);
+	seqs_free(r);
 	return 0;
 }
 
@@ -454,6 +589,7 @@ void tr_park(struct tr_reader *r)
 	r->buf = NULL;
 	r->cap = r->pos = r->end = 0;
 	intern_free(&r->in);
+	seqs_free(r);
 }
 
 const struct tr_status *tr_status(const struct tr_reader *r)
@@ -522,6 +658,10 @@ static bool decode_arg(struct tr_reader *r, uint32_t seq, const struct field *fa
 			case F_DA_UINT: a->type = TR_ARG_UINT, a->u = f.v; break;
 			case F_DA_BOOL: a->type = TR_ARG_BOOL, a->u = f.v; break;
 			case F_DA_POINTER: a->type = TR_ARG_PTR, a->u = f.v; break;
+			case F_DA_STRING_IID:
+				a->type = TR_ARG_STR;
+				lookup(r, seq, F_ID_STRING_VALUES, f.v, &a->s);
+				break;
 			}
 		} else if (f.wt == PB_LEN && f.num == F_DA_NAME) {
 			inline_str(&a->name, &f);
@@ -545,7 +685,7 @@ bool tr_event(struct tr_reader *r, const struct tr_packet *p, struct tr_event *e
 	if (!p->event.n)
 		return false;
 	e->type = 0;
-	e->track = 0;
+	e->track = p->track;
 	e->ts = p->ts;
 	e->seq = p->seq;
 	e->has_name = e->has_cat = e->has_counter = false;
@@ -575,11 +715,15 @@ bool tr_event(struct tr_reader *r, const struct tr_packet *p, struct tr_event *e
 				bad |= !decode_arg(r, p->seq, &f, &e->args[e->nargs++]);
 			break;
 		case F_TE_FLOWS:
-			if (f.wt == PB_FIXED64 && e->nflows < TR_MAX_FLOWS)
+		case F_TE_FLOWS_V:
+			if (f.wt == (f.num == F_TE_FLOWS ? PB_FIXED64 : PB_VARINT) &&
+			    e->nflows < TR_MAX_FLOWS)
 				e->flows[e->nflows++] = f.v;
 			break;
 		case F_TE_TERM_FLOWS:
-			if (f.wt == PB_FIXED64 && e->nterm < TR_MAX_FLOWS)
+		case F_TE_TERM_FLOWS_V:
+			if (f.wt == (f.num == F_TE_TERM_FLOWS ? PB_FIXED64 : PB_VARINT) &&
+			    e->nterm < TR_MAX_FLOWS)
 				e->term[e->nterm++] = f.v;
 			break;
 		case F_TE_COUNTER:

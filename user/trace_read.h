@@ -42,16 +42,24 @@ struct tr_str {
 	uint32_t id;
 };
 
+/*
+ * Sequence defaults are applied: a timestamp in the sequence's incremental
+ * clock (ptbpf's writer puts each track's events on a sequence of their
+ * own, stamped by their distance from the one before) is given in full, in
+ * MONOTONIC, and an event without a track is on its sequence's track.
+ */
 struct tr_packet {
 	const uint8_t *data; /* the TracePacket's bytes, valid until the next tr_next */
 	size_t len;
 	uint64_t offset;     /* of its record in the file */
 	uint32_t seq;        /* trusted_packet_sequence_id */
 	uint32_t flags;      /* sequence_flags */
-	uint64_t ts;
+	uint64_t ts;         /* in full (see above) */
 	bool has_ts;
-	uint32_t clock_id;   /* 0: none given */
-	struct tr_span event, desc, interned, snapshot, attrs;
+	bool ts_incremental; /* ts was given in the sequence's incremental clock */
+	uint32_t clock_id;   /* 0: none given (an incremental one: MONOTONIC) */
+	uint64_t track;      /* the sequence's default track, 0 if none */
+	struct tr_span event, desc, interned, snapshot, attrs, defaults;
 	bool end_marker;     /* the writer's end marker (pf_fields.h) */
 };
 

@@ -1,20 +1,37 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""`make bench`: ptbpf's overhead next to torch.profiler's, in the same
-process and the same run.
+"""`make bench` (CPU) and `make gpu-check` (CUDA): ptbpf's overhead against
+torch.profiler's and against the floors of what it does, interleaved in
+one process so that a noisy machine moves all of them alike.
 
-For each workload a bench_target.py process times rounds of
-untraced / traced by ptbpf / after ptbpf detached / under torch.profiler.
-The traced rounds cycle through ptbpf's op sources: the agent's
-RecordFunction callbacks (--ops agent: the default in CUDA processes; with
-CUDA also launches and the CUPTI timeline), full uprobe spans (--ops probes:
-entry + single-stepped ret probes) and --entries-only (entry probes only),
-which separates the cost of an emulated probe hit from a single-stepped
-one. Prints a Markdown section; with --out it is appended to that file
-(BENCHMARKS.md)."""
+For each workload a bench_target.py process serves short timed phases.
+A cycle runs every phase once, in an order shuffled anew each cycle:
+
+  untraced         nothing attached
+  ptbpf            `ptbpf -p PID` attached (the agent: ops from RecordFunction
+                   callbacks, on CUDA also the CUDA calls and the GPU timeline
+                   from CUPTI), stopped with SIGINT after the phase
+  profiler         torch.profiler, CPU (+ CUDA) activities
+  rf1              floor: torch's RecordFunction machinery, one empty callback
+  cupti_cb         floor (CUDA): CUPTI callbacks on the agent's CUDA calls, empty
+  cupti_act        floor (CUDA): CUPTI activity, kernels/copies/sets, discarded
+  floors           floor: those at once
+  uprobe           reference: an entry uprobe on every op function whose BPF
+                   program only counts (build/uprobe_floor): the eBPF floor for ops
+
+Each phase's overhead is its time per unit over the same cycle's untraced
+time per unit; the tables give the median over the cycles and the spread
+(quartiles, min-max). On CUDA the profiler phases run in a twin process of
+the same workload (with its own untraced phase in the same cycle): torch's
+profiler keeps CUPTI's one callback subscriber for the life of a process
+once it has run, and ptbpf's agent records no CUDA calls after that.
+A first cycle warms everything up and is not counted.
+
+Prints a Markdown section; --out appends it to a file (BENCHMARKS.md)."""
 import argparse
 import datetime
 import os
 import platform
+import random
 import re
 import shutil
 import signal
@@ -26,247 +43,472 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import tracestat  # noqa: E402
+
+UNIT = {"smallop": ("µs/op", 1e6), "step": ("ms/step", 1e3), "transformer": ("ms/step", 1e3),
+        "gpubound": ("ms/step", 1e3)}
+LABEL = {
+    "ptbpf": "ptbpf (agent){}",
+    "profiler": "torch.profiler ({})",
+    "profiler_cuda": "torch.profiler (CUDA only)",
+    "profiler_cpu": "torch.profiler (CPU only)",
+    "profiler_shapes": "torch.profiler (record_shapes)",
+    "profiler_stack": "torch.profiler (with_stack)",
+    "profiler_memory": "torch.profiler (profile_memory)",
+    "rf1": "floor: empty RecordFunction callback",
+    "rf4": "floor: empty RecordFunction callbacks, the agent's 4",
+    "cupti_cb": "floor: CUPTI callbacks on the agent's CUDA calls, empty",
+    "cupti_cb_rt": "floor: CUPTI callbacks, runtime API only, empty",
+    "cupti_act": "floor: CUPTI activity (kernels, copies, sets)",
+    "cupti_act_api": "floor: CUPTI activity + runtime API records",
+    "floors": "floors at once ({})",
+    "uprobe": "reference: entry uprobe per op (counting BPF program)",
+}
 
 
-def read_line(p):
+def read_line(p, what):
     line = p.stdout.readline()
     if not line:
-        raise RuntimeError("bench target exited: %s" % p.stderr.read())
+        raise RuntimeError("%s exited: %s" % (what, p.stderr.read() if p.stderr else ""))
     return line.strip()
 
 
-def wait_tracing(tracer):
-    err = b""
-    while True:
-        line = tracer.stderr.readline()
+class Target:
+    """A bench_target.py process serving phases."""
+
+    def __init__(self, args, workload):
+        # Its stderr (warnings) to a file: a pipe nobody reads could fill.
+        self.stderr = tempfile.TemporaryFile(mode="w+")
+        self.p = subprocess.Popen(
+            [args.python, os.path.join(HERE, "bench_target.py"), workload, "--device",
+             args.device, "--phase-s", str(args.phase_s), "--profiler-s", str(args.profiler_s),
+             "--floor-lib", args.floor_lib],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+        self.pid = self.p.pid
+
+    def read(self):
+        line = self.p.stdout.readline()
         if not line:
-            raise RuntimeError("ptbpf did not attach: %s" % err.decode())
-        err += line
-        m = re.search(rb"planned in (\d+) ms, attached in (\d+) ms", line)
-        if line.startswith(b"ptbpf: tracing pid"):
-            return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+            self.stderr.seek(0)
+            raise RuntimeError("bench target exited: %s" % self.stderr.read()[-4000:])
+        return line.strip()
+
+    def ready(self):
+        while True:
+            words = self.read().split()
+            if words[0] == "ready":
+                self.units, self.prof_units = int(words[2]), int(words[3])
+                return
+
+    def run(self, phase):
+        self.p.stdin.write("run %s\n" % phase)
+        self.p.stdin.flush()
+        while True:
+            words = self.read().split()
+            if words[0] == "value":
+                return float(words[2]), (float(words[3]) if len(words) > 3 else None)
+
+    def quit(self):
+        """Asks it to exit; the moment it is gone."""
+        self.p.stdin.write("quit\n")
+        self.p.stdin.flush()
+        self.p.wait()
+        return time.monotonic()
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
 
 
-def parse_summary(err):
+class Ptbpf:
+    def __init__(self, args, pid, trace, extra=()):
+        self.t0 = time.monotonic()
+        self.p = subprocess.Popen([args.ptbpf, "-p", str(pid), "-o", trace, "--force"] +
+                                  list(extra), stderr=subprocess.PIPE, text=True)
+        self.err = ""
+        while True:
+            line = self.p.stderr.readline()
+            if not line:
+                raise RuntimeError("ptbpf did not attach: %s" % self.err)
+            self.err += line
+            if line.startswith("ptbpf: tracing pid"):
+                self.attach_s = time.monotonic() - self.t0
+                return
+
+    def stop(self):
+        t0 = time.monotonic()
+        self.p.send_signal(signal.SIGINT)
+        return self.finish(t0)
+
+    def finish(self, since):
+        """Waits for it to exit: the trace is complete then."""
+        self.err += self.p.stderr.read()
+        self.p.wait()
+        self.done_s = time.monotonic() - since
+        if self.p.returncode:
+            raise RuntimeError("ptbpf failed: %s" % self.err)
+        return summary(self.err)
+
+
+class UprobeFloor:
+    def __init__(self, args, pid):
+        self.p = subprocess.Popen([os.path.join(os.path.dirname(args.floor_lib), "uprobe_floor"),
+                                   str(pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
+        if not read_line(self.p, "uprobe_floor").startswith("attached"):
+            raise RuntimeError("uprobe_floor did not attach")
+
+    def stop(self):
+        self.p.send_signal(signal.SIGINT)
+        out, _ = self.p.communicate(timeout=60)
+        m = re.search(r"hits (\d+)", out)
+        return int(m.group(1)) if m else 0
+
+
+def summary(err):
+    """What ptbpf's closing summary says."""
     out = {}
-    m = re.search(r"sent (\d+) = received (\d+) \+ lost (\d+)", err)
-    if m:
-        out["sent"], out["received"], out["lost"] = map(int, m.groups())
-    m = re.search(r"events by kind:.* total (\d+)", err)
-    if m:  # BPF events and agent op records alike
-        out["received"] = int(m.group(1))
-    m = re.search(r"agent op rings: written \d+ = read \d+ .*?; not written: (\d+)", err)
-    if m:
-        out["lost"] = out.get("lost", 0) + int(m.group(1))
-    m = re.search(r"peak RSS ([\d.]+) MB, CPU ([\d.]+) s in all, ([\d.]+) s while tracing", err)
-    if m:
-        out["rss_mb"] = float(m.group(1))
-        out["cpu_s"] = float(m.group(3))
-    m = re.search(r"GPU timeline \(agent\): kernels (\d+)", err)
-    out["kernels"] = int(m.group(1)) if m else 0
-    m = re.search(r"wrote .* \(([\d.]+) MB\)", err)
-    if m:
-        out["mb"] = float(m.group(1))
+    pats = dict(events=r"events by kind:.* total (\d+)",
+                lost_bpf=r"sent \d+ = received \d+ \+ lost (\d+)",
+                lost_ops=r"agent op rings: written \d+ = read \d+ .*?; not written: (\d+)",
+                kernels=r"GPU timeline \(agent\): kernels (\d+)",
+                rss_mb=r"peak RSS ([\d.]+) MB", cpu_s=r"CPU [\d.]+ s in all, ([\d.]+) s while",
+                no_corr=r"(no CUDA call callbacks)")
+    for k, pat in pats.items():
+        m = re.search(pat, err)
+        if m:
+            out[k] = m.group(1) if k == "no_corr" else float(m.group(1))
+    out["lost"] = out.get("lost_bpf", 0) + out.get("lost_ops", 0)
     return out
 
 
-# (name, ptbpf arguments, the torch.profiler variant it is compared with)
-# of the traced rounds; --modes picks which run, in turn.
-ALL_MODES = [("agent", ["--ops", "agent"], "plain"), ("probes", ["--ops", "probes"], "plain"),
-             ("entries", ["--entries-only"], "plain"),
-             ("shapes", ["--ops", "agent", "--shapes"], "shapes"),
-             ("stacks", ["--ops", "agent", "--py-stacks"], "stack"),
-             ("stacks10", ["--ops", "agent", "--py-stacks=10"], "stack"),
-             ("memory", ["--ops", "agent", "--memory"], "memory")]
-MODES = ALL_MODES[:3]
-
-
-def bench_workload(args, workload):
-    ctl = tempfile.mkdtemp(prefix="ptbpf-bench-")
-    target = subprocess.Popen([args.python, os.path.join(HERE, "bench_target.py"), workload,
-                               "--device", args.device, "--ctl", ctl,
-                               "--rounds", str(args.rounds), "--profilers",
-                               ",".join(sorted(set(m[2] for m in MODES)))],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    values, runs = {}, []
-    tracer = None
+def bench_workload(args, workload, log):
+    twin_needed = args.profiler_in == "twin"
+    main = Target(args, workload)
+    twin = Target(args, workload) if twin_needed else None
+    # Traces go to memory where there is a tmpfs: writing them back to disk
+    # would take CPU from the phases after.
+    tmp = tempfile.mkdtemp(prefix="ptbpf-bench-",
+                           dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    rng = random.Random(1)
+    cycles, runs = [], []
     try:
-        while True:
-            line = read_line(target)
-            words = line.split()
-            if words[0] == "value":
-                phase, rnd, v = words[1], int(words[2]), float(words[3])
-                if phase == "untraced" and rnd >= args.rounds:
-                    rnd -= args.rounds
-                if phase == "traced":
-                    phase = "traced_" + MODES[rnd % len(MODES)][0]
-                values.setdefault(phase, []).append(v)
-                # The target times each profiler variant once a round, last.
-                post = sum(len(v) for k, v in values.items() if k.endswith("postprocess"))
-                if post == args.rounds * len(set(m[2] for m in MODES)):
-                    break
-            elif words[0] == "barrier" and words[1].startswith("attached"):
-                rnd = int(words[1][len("attached"):])
-                mode, extra, _ = MODES[rnd % len(MODES)]
-                trace = os.path.join(ctl, "t%d.pftrace" % rnd)
-                t0 = time.time()
-                tracer = subprocess.Popen([args.ptbpf, "-p", str(target.pid), "-o", trace] + extra,
-                                          stderr=subprocess.PIPE)
-                plan_ms, attach_ms = wait_tracing(tracer)
-                runs.append(dict(mode=mode, plan_ms=plan_ms,
-                                 attach_ms=attach_ms, wall_attach_s=time.time() - t0))
-                open(os.path.join(ctl, words[1]), "w").close()
-            elif words[0] == "barrier" and words[1].startswith("detached"):
-                tracer.send_signal(signal.SIGINT)
-                _, err = tracer.communicate(timeout=600)
-                runs[-1].update(parse_summary(err.decode()))
-                tracer = None
-                open(os.path.join(ctl, words[1]), "w").close()
+        main.ready()
+        if twin:
+            twin.ready()
+        phases = (["untraced", "ptbpf"] + args.floors +
+                  ([] if twin else args.profilers))
+        twin_phases = ["twin_untraced"] + ["twin_" + p for p in args.profilers] if twin else []
+        for c in range(args.cycles + 1):
+            values, post = {}, {}
+            order = phases + twin_phases
+            rng.shuffle(order)
+            for ph in order:
+                tgt = twin if ph.startswith("twin_") else main
+                name = ph[5:] if ph.startswith("twin_") else ph
+                if name == "ptbpf":
+                    pt = Ptbpf(args, tgt.pid, os.path.join(tmp, "t.pftrace"), args.ptbpf_args)
+                    values[ph], _ = tgt.run("plain")
+                    s = pt.stop()
+                    s.update(attach_s=pt.attach_s, stop_s=pt.done_s)
+                    runs.append(s)
+                    time.sleep(args.settle_s)
+                elif name == "uprobe":
+                    up = UprobeFloor(args, tgt.pid)
+                    values[ph], _ = tgt.run("plain")
+                    values["uprobe_hits"] = up.stop() / tgt.units
+                    time.sleep(args.settle_s)
+                else:
+                    values[ph], post[ph] = tgt.run("plain" if name == "untraced" else name)
+            log("%s cycle %d: %s" % (workload, c, " ".join(
+                "%s=%.4g" % (k, v * UNIT[workload][1]) for k, v in values.items()
+                if not k.endswith("_hits"))))
+            if c > 0:  # cycle 0 warms up
+                values["post"] = post
+                cycles.append(values)
+        # Last: the trace's contents, and how soon it is complete once the
+        # process exits.
+        trace = os.path.join(tmp, "exit.pftrace")
+        pt = Ptbpf(args, main.pid, trace, args.ptbpf_args)
+        main.run("plain")
+        gone = main.quit()
+        s = pt.finish(gone)
+        stat = tracestat.scan(trace)
+        exit_info = dict(exit_s=pt.done_s, units=main.units, stat=stat, summary=s,
+                         bytes=os.path.getsize(trace))
     finally:
-        if tracer:
-            tracer.kill()
-        target.kill()
-        target.wait()
-        shutil.rmtree(ctl, ignore_errors=True)
-    return values, runs
+        main.kill()
+        if twin:
+            twin.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dict(cycles=cycles, runs=runs, exit=exit_info, units=main.units,
+                prof_units=main.prof_units)
 
 
-def loader_throughput(args, extra, n=1000000):
-    """A burst of n aten::add (2n events) at the target's full speed, with
-    the default ring: what the loader sustains, and whether anything is lost."""
-    ctl = tempfile.mkdtemp(prefix="ptbpf-bench-")
-    go, trace = os.path.join(ctl, "go"), os.path.join(ctl, "burst.pftrace")
-    target = subprocess.Popen([args.python, os.path.join(ROOT, "tests", "workloads",
-                                                         "workload.py"), "burst",
-                               "--steps", str(n), "--go", go],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        while not read_line(target).startswith("ready"):
-            pass
-        tracer = subprocess.Popen([args.ptbpf, "-p", str(target.pid), "-o", trace] + extra,
-                                  stderr=subprocess.PIPE)
-        wait_tracing(tracer)
-        t0 = time.time()
-        open(go, "w").close()
-        target.wait()
-        wall = time.time() - t0
-        _, err = tracer.communicate(timeout=600)
-        r = parse_summary(err.decode())
-    finally:
-        target.kill()
-        shutil.rmtree(ctl, ignore_errors=True)
-    return ("\n#### loader throughput (%s)\n\n%d aten::add in %.2f s of target time: %d events "
-            "received (%.0f k/s), %d lost; loader CPU while tracing %.2f s = %.2f M events "
-            "per CPU-second; trace %.1f MB = %.1f bytes/event; loader peak RSS %.1f MB.\n" % (
-                " ".join(extra), n, wall, r.get("received", 0), r.get("received", 0) / wall / 1e3,
-                r.get("lost", 0), r.get("cpu_s", 0),
-                r.get("received", 0) / max(r.get("cpu_s", 0), 1e-9) / 1e6, r.get("mb", 0),
-                r.get("mb", 0) * 1e6 / max(r.get("received", 1), 1), r.get("rss_mb", 0)))
+def quartiles(v):
+    v = sorted(v)
+    if len(v) < 2:
+        return v[0], v[0], v[0]
+    q = statistics.quantiles(v, n=4, method="inclusive")
+    return q[0], q[1], q[2]
 
 
-def med(v):
-    return statistics.median(v) if v else float("nan")
+def overheads(res, phase):
+    """Per-cycle overhead of phase over its own process's untraced phase."""
+    base = "twin_untraced" if phase.startswith("twin_") else "untraced"
+    return [c[phase] / c[base] - 1 for c in res["cycles"] if phase in c]
 
 
-def report(args, results):
-    unit = {"smallop": ("µs/op", 1e6), "step": ("ms/step", 1e3), "gpubound": ("ms/step", 1e3)}
-    lines = []
-    for workload, (values, runs) in results.items():
-        name, scale = unit[workload]
-        base = med(values["untraced"])
-        lines.append("\n#### %s (%s, median of %d rounds)\n" % (workload, name, args.rounds))
-        label = {"traced_agent": "ptbpf --ops agent (callbacks%s)" % (
-                     " + launches + CUPTI" if args.device == "cuda" else ""),
-                 "traced_probes": "ptbpf --ops probes (uprobe spans%s)" % (
-                     " + launches + CUPTI" if args.device == "cuda" else ""),
-                 "traced_entries": "ptbpf --entries-only",
-                 "traced_shapes": "ptbpf --shapes", "traced_stacks": "ptbpf --py-stacks",
-                 "traced_stacks10": "ptbpf --py-stacks=10", "traced_memory": "ptbpf --memory",
-                 "after_detach": "after ptbpf detached", "profiler": "torch.profiler",
-                 "profiler_shapes": "torch.profiler(record_shapes=True)",
-                 "profiler_stack": "torch.profiler(with_stack=True)",
-                 "profiler_memory": "torch.profiler(profile_memory=True)"}
+def fmt_spread(v, pct=True):
+    if not v:
+        return "| | | |"
+    q1, m, q3 = quartiles(v)
+    f = (lambda x: "%+.1f%%" % (x * 100)) if pct else (lambda x: "%.2f" % x)
+    return "| %s | %s .. %s | %s .. %s |" % (f(m), f(q1), f(q3), f(min(v)), f(max(v)))
 
-        def prof_of(variant):
-            key = "profiler" if variant == "plain" else "profiler_" + variant
-            return med(values.get(key, [])) / base - 1
 
-        lines.append("| phase | %s | vs untraced | overhead / profiler's (same options) |" % name)
-        lines.append("|---|---|---|---|")
-        variants = sorted(set(m[2] for m in MODES), key=lambda v: v != "plain")
-        for phase in (["untraced"] + ["traced_" + m[0] for m in MODES] + ["after_detach"] +
-                      ["profiler" if v == "plain" else "profiler_" + v for v in variants]):
-            v = med(values.get(phase, []))
-            mode = next((m for m in MODES if "traced_" + m[0] == phase), None)
-            prof = prof_of(mode[2]) if mode else 0
-            lines.append("| %s | %.3f | %+.1f%% | %s |" % (
-                label.get(phase, phase), v * scale, (v / base - 1) * 100,
-                "%.2f" % ((v / base - 1) / prof) if mode and prof > 0 else ""))
-        lines.append("| profiler post-processing | %.2f s | |" %
-                     med(values.get("profiler_postprocess", [])))
-        for r in [[r for r in runs if r["mode"] == m][-1] for m, _, _ in MODES
-                  if any(r["mode"] == m for r in runs)]:
-            events = r.get("received", 0)
-            lines.append("")
-            lines.append("ptbpf (" + r["mode"] + ", last round): plan %d ms + attach %d ms; %d events "
-                         "(%d lost), %d GPU kernels from the agent; trace %.1f MB = %.1f "
-                         "bytes/event; loader peak RSS %.1f MB" % (
-                             r["plan_ms"], r["attach_ms"], events, r.get("lost", 0),
-                             r.get("kernels", 0),
-                             r.get("mb", 0), r.get("mb", 0) * 1e6 / max(events, 1),
-                             r.get("rss_mb", 0)))
-        if workload == "smallop" and [m[0] for m in MODES[:3]] == ["agent", "probes",
-                                                                   "entries"]:
-            entry = med(values["traced_entries"]) - base
-            ret = med(values["traced_probes"]) - med(values["traced_entries"])
-            lines.append("")
-            lines.append("Cost per op (one aten::add): agent callbacks %.2f µs; uprobes: entry "
-                         "(emulated `push`) %.2f µs + ret (single-stepped) %.2f µs; "
-                         "torch.profiler %.2f µs." % (
-                             (med(values["traced_agent"]) - base) * 1e6, entry * 1e6, ret * 1e6,
-                             (med(values["profiler"]) - base) * 1e6))
+def ratios(a, b):
+    return [x / y for x, y in zip(a, b) if y > 0]
+
+
+def report(args, workload, res):
+    name, scale = UNIT[workload]
+    cuda = args.device == "cuda"
+    prof_key = ("twin_" if args.profiler_in == "twin" else "") + "profiler"
+    base = statistics.median(c["untraced"] for c in res["cycles"])
+    lines = ["", "#### %s (untraced %.3f %s; %d cycles, %d units a phase, %d under the "
+             "profiler)" % (workload, base * scale, name, len(res["cycles"]), res["units"],
+                           res["prof_units"]), "",
+             "| phase | overhead (median) | quartiles | min .. max |", "|---|---|---|---|"]
+    keys = ["ptbpf", prof_key] + ["twin_" + p if args.profiler_in == "twin" else p
+                                  for p in args.profilers if p != "profiler"] + args.floors
+    what = {"ptbpf": (" (ops + CUDA calls + GPU timeline)" if cuda else " (ops)") +
+            ("".join(" " + a for a in args.ptbpf_args)),
+            "profiler": "CPU+CUDA" if cuda else "CPU",
+            "floors": "RecordFunction + CUPTI callbacks + activity" if cuda else "RecordFunction"}
+    for k in keys:
+        bare = k[5:] if k.startswith("twin_") else k
+        lines.append("| %s %s" % (LABEL[bare].format(what.get(bare, "")),
+                                   fmt_spread(overheads(res, k))))
+    p = overheads(res, "ptbpf")
+    r = overheads(res, prof_key)
+    floor_parts = ["rf1"] + (["cupti_cb", "cupti_act"] if cuda else [])
+    fsum = None
+    if all(f in args.floors for f in floor_parts):
+        fsum = [sum(c[f] / c["untraced"] - 1 for f in floor_parts) for c in res["cycles"]]
+    lines.append("| ptbpf's overhead / the profiler's (per cycle) %s" %
+                 fmt_spread(ratios(p, r), pct=False))
+    if fsum:
+        lines.append("| ptbpf's overhead / the sum of its floors (%s) %s" % (
+            " + ".join(floor_parts), fmt_spread(ratios(p, fsum), pct=False)))
+    runs = res["runs"]
+    med = lambda k: statistics.median(x.get(k, 0) for x in runs)  # noqa: E731
+    post = [c["post"].get(prof_key) for c in res["cycles"] if c["post"].get(prof_key)]
+    lines.append("")
+    ex = res["exit"]
+    st = ex["stat"]
+    lines.append(
+        "ptbpf, median of %d attaches: attach %.0f ms (to `tracing pid`), stop to complete "
+        "trace %.0f ms, %d events (%d lost), loader peak RSS %.1f MB. Process exit to complete "
+        "trace %.0f ms. Last trace: %d track events, %.1f bytes per track event%s. "
+        "Profiler post-processing %.2f s a phase." % (
+            len(runs), med("attach_s") * 1e3, med("stop_s") * 1e3, med("events"), med("lost"),
+            med("rss_mb"), ex["exit_s"] * 1e3, st["events"], ex["bytes"] / max(st["events"], 1),
+            "; CUDA calls NOT recorded in %d of the attaches (%s)" % (
+                sum(1 for x in runs if x.get("no_corr")), runs[-1].get("no_corr"))
+            if any(x.get("no_corr") for x in runs) else "",
+            statistics.median(post) if post else 0))
+    lines += per_unit(args, workload, res, base)
     return "\n".join(lines)
 
 
-def machine():
+def per_unit(args, workload, res, base):
+    """The phases' costs per op and per launch (counts from the last trace)."""
+    st = res["exit"]["stat"]
+    units = res["exit"]["units"]
+    ops = st["begins"].get("cpu_op", 0) / units
+    launches = st["launches"] / units
+    kernels = st["begins"].get("kernel", 0) / units
+    if not ops:
+        return []
+    hits = statistics.median(c.get("uprobe_hits", 0) for c in res["cycles"])
+
+    def cost(phase, per):
+        v = [c[phase] - c["twin_untraced" if phase.startswith("twin_") else "untraced"]
+             for c in res["cycles"] if phase in c]
+        return statistics.median(v) / per * 1e9 if v and per else float("nan")
+    prof_key = ("twin_" if args.profiler_in == "twin" else "") + "profiler"
+    parts = ["%.1f ops (RecordFunction begins of ops), %.1f CUDA launches, %.1f kernels and "
+             "%.0f uprobe hits a unit. Median cost per op: ptbpf %.0f ns, torch.profiler "
+             "%.0f ns" % (ops, launches, kernels, hits, cost("ptbpf", ops), cost(prof_key, ops))]
+    if "rf1" in args.floors:
+        parts.append("empty RecordFunction callback %.0f ns" % cost("rf1", ops))
+    if "rf4" in args.floors:
+        parts.append("the agent's 4 empty callbacks %.0f ns" % cost("rf4", ops))
+    if "uprobe" in args.floors:
+        parts.append("counting uprobe %.0f ns a hit" % cost("uprobe", hits))
+    text = "; ".join(parts) + "."
+    if launches:
+        extra = []
+        for f in ("cupti_cb", "cupti_cb_rt", "cupti_act", "cupti_act_api"):
+            if f in args.floors:
+                extra.append("%s %.0f ns" % (LABEL[f].split(": ", 1)[1], cost(f, launches)))
+        if extra:
+            text += " Per launch: " + "; ".join(extra) + "."
+    return ["", text]
+
+
+def loader_throughput(args, log, n=0, seconds=0):
+    """aten::add at the target's full speed, with the agent: n of them, or
+    for `seconds` (ptbpf -d): what the loader sustains per CPU-second, its
+    peak RSS, the losses, and how soon the trace is complete."""
+    ctl = tempfile.mkdtemp(prefix="ptbpf-bench-")
+    out_dir = tempfile.mkdtemp(prefix="ptbpf-bench-",
+                               dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    go, trace = os.path.join(ctl, "go"), os.path.join(out_dir, "burst.pftrace")
+    target = subprocess.Popen([args.python, os.path.join(ROOT, "tests", "workloads",
+                                                         "workload.py"), "burst",
+                               "--steps", str(n or 10 ** 10), "--go", go],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while not read_line(target, "burst target").startswith("ready"):
+            pass
+        args_extra = ["-d", str(seconds)] if seconds else []
+        pt = Ptbpf(args, target.pid, trace, args_extra)
+        t0 = time.monotonic()
+        open(go, "w").close()
+        if seconds:
+            pt.p.wait()
+            wall = time.monotonic() - t0
+            r = pt.finish(pt.t0 + pt.attach_s + seconds)  # from when -d ran out
+            target.kill()
+        else:
+            target.wait()
+            wall = time.monotonic() - t0
+            r = pt.finish(time.monotonic())
+        size = os.path.getsize(trace)
+        stat = tracestat.scan(trace) if size < 300e6 else None
+    finally:
+        target.kill()
+        shutil.rmtree(ctl, ignore_errors=True)
+        shutil.rmtree(out_dir, ignore_errors=True)
+    log("burst: %s" % r)
+    what = "%d aten::add" % n if n else "%d s of aten::add" % seconds
+    per_event = ("%.1f bytes per track event" % (size / max(stat["events"], 1)) if stat else
+                 "%.1f bytes per event received" % (size / max(r.get("events", 1), 1)))
+    return ("- %s in %.2f s (%.2f M events/s): %d events, %d lost; loader CPU %.2f s "
+            "= %.2f M events per CPU-second; peak RSS %.1f MB; trace %.1f MB, %s; "
+            "complete %.0f ms after %s.\n" % (
+                what, wall, r.get("events", 0) / wall / 1e6, r.get("events", 0),
+                r.get("lost", 0), r.get("cpu_s", 0),
+                r.get("events", 0) / max(r.get("cpu_s", 0), 1e-9) / 1e6, r.get("rss_mb", 0),
+                size / 1e6, per_event, pt.done_s * 1e3,
+                "ptbpf's -d ran out" if seconds else "the process exited"))
+
+
+def ring_bench(args):
+    """The agent's op recorder alone (build/ring_bench), in ns per op."""
+    exe = os.path.join(os.path.dirname(args.floor_lib), "ring_bench")
+    if not os.path.exists(exe):
+        return ""
+    out = subprocess.run([exe], capture_output=True, text=True).stdout
+    m = re.search(r"empty callbacks ([\d.]+) ns/op\nagent callbacks ([\d.]+) ns/op", out)
+    return ("The agent's op recorder alone (build/ring_bench: torch's callbacks for a begin "
+            "and an end, a stand-in RecordFunction): %s ns per op, empty callbacks %s ns.\n" %
+            (m.group(2), m.group(1))) if m else ""
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
+
+
+def machine(args):
     cpu = ""
     with open("/proc/cpuinfo") as f:
         for line in f:
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
-    return "%s, %d CPUs, kernel %s" % (cpu, os.cpu_count(), platform.release())
+    gpu = ""
+    if args.device == "cuda":
+        gpu = subprocess.run([args.python, "-c", "import torch; print(torch.cuda.get_device_name())"],
+                             capture_output=True, text=True).stdout.strip() + ", "
+    return "%s%s, %d CPUs, kernel %s" % (gpu, cpu, os.cpu_count(), platform.release())
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--python", default="/usr/bin/python3")
     ap.add_argument("--ptbpf", default=os.path.join(ROOT, "build", "ptbpf"))
-    ap.add_argument("--rounds", type=int, default=6, help="a multiple of the number of --modes")
-    ap.add_argument("--workloads", default=None)
-    ap.add_argument("--out")
-    ap.add_argument("--raw", action="store_true", help="print every round's value")
-    ap.add_argument("--modes", default="agent,probes,entries",
-                    help="traced modes, in turn: " + ",".join(m[0] for m in ALL_MODES))
+    ap.add_argument("--floor-lib", default=os.path.join(ROOT, "build", "libptbpf-floor.so"))
+    ap.add_argument("--cycles", type=int, default=10, help="counted cycles (plus one warm-up)")
+    ap.add_argument("--phase-s", type=float,
+                    help="seconds of untraced work a phase times (default 1.0 CPU, 0.3 CUDA)")
+    ap.add_argument("--profiler-s", type=float, help="the same under the profiler (default "
+                    "0.5 CPU, 0.1 CUDA)")
+    ap.add_argument("--settle-s", type=float, default=0.2,
+                    help="pause after ptbpf or the uprobe floor detached")
+    ap.add_argument("--workloads", help="default: step,transformer,smallop (+gpubound on "
+                    "CUDA); none: only the loader sections")
+    ap.add_argument("--floors", help="floor phases; default: rf1,rf4,uprobe on the CPU, "
+                    "rf1,cupti_cb,cupti_act,floors,uprobe on CUDA (also: cupti_cb_rt, "
+                    "cupti_act_api)")
+    ap.add_argument("--profilers", default="profiler",
+                    help="profiler phases: profiler, profiler_cuda, profiler_cpu, "
+                    "profiler_shapes, profiler_stack, profiler_memory")
+    ap.add_argument("--ptbpf-args", default="",
+                    help="more arguments for ptbpf, e.g. --shapes (compare with "
+                    "--profilers profiler,profiler_shapes)")
+    ap.add_argument("--profiler-in", choices=["same", "twin"],
+                    help="default: same on the CPU, twin on CUDA (see above)")
+    ap.add_argument("--loader-ops", type=int, default=0,
+                    help="also a burst of this many aten::add: loader throughput")
+    ap.add_argument("--loader-s", type=int, default=0,
+                    help="also aten::add at full speed for this many seconds: the "
+                    "loader's RSS over a long capture")
+    ap.add_argument("--out", help="append the Markdown section to this file")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no per-cycle lines on stderr")
     args = ap.parse_args()
-    global MODES
-    MODES = [next(m for m in ALL_MODES if m[0] == name) for name in args.modes.split(",")]
-    if args.rounds % len(MODES):
-        ap.error("--rounds must be a multiple of the number of --modes")
-    workloads = (args.workloads.split(",") if args.workloads else
-                 ["smallop", "step"] + (["gpubound"] if args.device == "cuda" else []))
+    cuda = args.device == "cuda"
+    args.workloads = (args.workloads.split(",") if args.workloads else
+                      ["step", "transformer", "smallop"] + (["gpubound"] if cuda else []))
+    args.workloads = [w for w in args.workloads if w != "none"]
+    args.floors = (args.floors.split(",") if args.floors else
+                   ["rf1", "cupti_cb", "cupti_act", "floors", "uprobe"] if cuda else
+                   ["rf1", "rf4", "uprobe"])
+    args.profilers = args.profilers.split(",")
+    args.ptbpf_args = args.ptbpf_args.split()
+    args.profiler_in = args.profiler_in or ("twin" if cuda else "same")
+    # On CUDA the profiler's post-processing (seconds for a tenth of a
+    # second of the launch-bound step) is most of a cycle: short phases.
+    args.phase_s = args.phase_s or (0.3 if cuda else 1.0)
+    args.profiler_s = args.profiler_s or (0.1 if cuda else 0.5)
+
+    def log(s):
+        if not args.quiet:
+            print(s, file=sys.stderr, flush=True)
     torch_version = subprocess.run([args.python, "-c", "import torch; print(torch.__version__)"],
                                    capture_output=True, text=True).stdout.strip()
-    results = {w: bench_workload(args, w) for w in workloads}
-    if args.raw:
-        for w, (values, _) in results.items():
-            for phase, v in values.items():
-                print(w, phase, " ".join("%.4g" % x for x in v), file=sys.stderr)
-    head = "\n### %s, %s, torch %s (%s)\n" % (
-        datetime.date.today().isoformat(), args.device, torch_version, machine())
-    text = head + report(args, results) + "\n" + "".join(
-        loader_throughput(args, extra) for extra in (["--ops", "probes"], ["--ops", "agent"]))
+    t0 = time.monotonic()
+    load0 = loadavg()
+    parts = [report(args, w, bench_workload(args, w, log)) for w in args.workloads]
+    if args.loader_ops or args.loader_s:
+        parts.append("\n#### loader throughput (agent)\n\n" +
+                     (loader_throughput(args, log, n=args.loader_ops) if args.loader_ops else "") +
+                     (loader_throughput(args, log, seconds=args.loader_s) if args.loader_s
+                      else ""))
+    head = ("\n### Interleaved benchmark, %s, %s, torch %s (%s)\n\n`bench.py --device %s "
+            "--cycles %d`; %s; each overhead is a phase's time per unit over the same "
+            "cycle's untraced time; %.0f s in all; load average %s before, %s after.\n" % (
+                datetime.date.today().isoformat(), args.device, torch_version, machine(args),
+                args.device, args.cycles, "the profiler in a twin process" if
+                args.profiler_in == "twin" else "all phases in one process",
+                time.monotonic() - t0, load0, loadavg()))
+    text = head + "\n" + ring_bench(args) + "\n".join(parts) + "\n"
     print(text)
     if args.out:
         with open(args.out, "a") as f:

@@ -1,46 +1,66 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The process that `make bench` measures. It times one workload in rounds
-of phases, and stops at barriers so the driver can attach or detach ptbpf:
+"""The process that `make bench` measures (tests/bench/bench.py drives it).
 
-  untraced -> [attach] traced [detach] -> after_detach  (repeated --rounds)
-  then untraced -> profiler                              (repeated --rounds)
+It builds one workload, warms it up, sizes a phase to about --phase-s
+seconds, prints "ready PID UNITS", then serves commands from stdin, one a
+line:
 
-The profiler rounds come last: once Kineto has run, it keeps CUPTI's one
-subscriber slot, and ptbpf's agent steps aside (no GPU timeline).
+  run PHASE     times UNITS units of the workload under PHASE and prints
+                "value PHASE SECONDS_PER_UNIT [POSTPROCESS_S]"
+  quit
 
-usage: bench_target.py WORKLOAD --device cpu|cuda --ctl DIR [--rounds N]
-Prints "value PHASE ROUND SECONDS_PER_UNIT" lines, and "barrier NAME" when
-it waits for DIR/NAME to exist."""
+PHASE is what the process itself switches on around the timed units:
+  plain            nothing (the driver may have attached ptbpf or a probe)
+  profiler         torch.profiler, CPU (+ CUDA on a CUDA device) activities;
+  profiler_cuda    CUDA activity only; profiler_cpu  CPU only; profiler_shapes,
+                   profiler_stack, profiler_memory: with record_shapes,
+                   with_stack, profile_memory. Their
+                   post-processing (leaving the context, key_averages) is
+                   timed apart and printed after the per-unit value; a
+                   profiler phase times --profiler-units units (its
+                   post-processing grows with the events it holds)
+  rf1, rf4         empty global RecordFunction callbacks (one on all scopes;
+                   the agent's four by scope): torch's own machinery
+  cupti_cb         CUPTI callbacks on the CUDA calls the agent subscribes
+                   to, empty; cupti_cb_rt: on the runtime ones only
+  cupti_act        CUPTI activity: kernels, copies, sets; cupti_act_api:
+                   also the runtime API's records (torch.profiler's way)
+  floors           rf1 + cupti_cb + cupti_act at once (CUDA; rf1 on the CPU)
+The floors come from build/libptbpf-floor.so (tests/bench/floor.c).
+"""
 import argparse
+import ctypes
 import os
 import sys
 import time
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def barrier(ctl, name):
-    print("barrier", name, flush=True)
-    path = os.path.join(ctl, name)
-    while not os.path.exists(path):
-        time.sleep(0.005)
+def sync(device):
+    if device == "cuda":
+        torch.cuda.synchronize()
 
 
 def smallop(device):
+    """One aten::add on one-element tensors a unit (and one launch on CUDA)."""
     a = torch.ones(1, device=device)
     add = torch.add
 
     def run(n):
         for _ in range(n):
             add(a, a)
-        if device == "cuda":
-            torch.cuda.synchronize()
-    return run, 20000
+        sync(device)
+    return run
 
 
 def step(device):
-    """Launch-bound: 8x[Linear256+LayerNorm+GELU], AdamW, batch 64."""
+    """Launch-bound training step: 8x[Linear256+LayerNorm+GELU], AdamW,
+    batch 64 (about 560 ops and 170 launches a step)."""
     torch.manual_seed(0)
     layers = []
     for _ in range(8):
@@ -54,69 +74,170 @@ def step(device):
             opt.zero_grad()
             model(x).square().mean().backward()
             opt.step()
-        if device == "cuda":
-            torch.cuda.synchronize()
-    return run, 50 if device == "cuda" else 20
+        sync(device)
+    return run
+
+
+class Tokens(torch.utils.data.Dataset):
+    """Random token sequences (inputs and next-token targets)."""
+
+    def __init__(self, vocab, seq):
+        self.vocab, self.seq = vocab, seq
+
+    def __len__(self):
+        return 1 << 30
+
+    def __getitem__(self, i):
+        g = torch.Generator().manual_seed(i)
+        t = torch.randint(self.vocab, (self.seq + 1,), generator=g)
+        return t[:-1], t[1:]
+
+
+class LM(nn.Module):
+    def __init__(self, vocab, d, heads, layers):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        layer = nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=0.1, batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, layers)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, x):
+        return self.head(self.enc(self.emb(x)))
+
+
+def transformer(device):
+    """A transformer training step: bf16 autocast, AdamW, gradient clipping,
+    batches from DataLoader worker processes."""
+    torch.manual_seed(0)
+    if device == "cuda":
+        vocab, d, heads, layers, seq, batch = 8192, 512, 8, 6, 128, 16
+    else:
+        vocab, d, heads, layers, seq, batch = 1000, 128, 4, 2, 64, 8
+    model = LM(vocab, d, heads, layers).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    loader = torch.utils.data.DataLoader(Tokens(vocab, seq), batch_size=batch, num_workers=2,
+                                         persistent_workers=True, prefetch_factor=4,
+                                         pin_memory=device == "cuda")
+    it = iter(loader)
+
+    def run(n):
+        for _ in range(n):
+            x, y = next(it)
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            with torch.autocast(device_type=device, dtype=torch.bfloat16):
+                loss = F.cross_entropy(model(x).reshape(-1, vocab), y.reshape(-1))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+        sync(device)
+    return run
 
 
 def gpubound(device):
-    """GPU-bound: 8x 8192^2 bf16 matmul + gelu per step."""
+    """GPU-bound: 8x 8192^2 bf16 matmul + gelu a step."""
     a = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
 
     def run(n):
         for _ in range(n):
             x = a
             for _ in range(8):
-                x = torch.nn.functional.gelu(x @ a) * 1e-4
-        torch.cuda.synchronize()
-    return run, 20
+                x = F.gelu(x @ a) * 1e-4
+        sync(device)
+    return run
 
 
-def timed(run, n):
-    t0 = time.perf_counter()
-    run(n)
-    return (time.perf_counter() - t0) / n
+WORKLOADS = dict(smallop=smallop, step=step, transformer=transformer, gpubound=gpubound)
+
+
+class Floors:
+    def __init__(self, path):
+        self.lib = ctypes.CDLL(path)
+        self.lib.floor_why.restype = ctypes.c_char_p
+        self.lib.floor_cupti_records.restype = ctypes.c_ulong
+
+    def check(self, rc, what):
+        if rc:
+            raise RuntimeError("%s: %s" % (what, self.lib.floor_why().decode()))
+
+    def on(self, phase, device):
+        parts = {"rf1": ["rf1"], "rf4": ["rf4"], "cupti_cb": ["cb0"], "cupti_cb_rt": ["cb1"],
+                 "cupti_act": ["act0"], "cupti_act_api": ["act1"],
+                 "floors": ["rf1"] + (["cb0", "act0"] if device == "cuda" else [])}[phase]
+        for p in parts:
+            if p.startswith("rf"):
+                self.check(self.lib.floor_rf_on(int(p[2:])), p)
+            elif p.startswith("cb"):
+                self.check(self.lib.floor_cupti_cb_on(int(p[2:])), p)
+            else:
+                self.check(self.lib.floor_cupti_act_on(int(p[3:])), p)
+
+    def off(self):
+        self.lib.floor_rf_off()
+        self.lib.floor_cupti_cb_off()
+        self.lib.floor_cupti_act_off()
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("workload", choices=["smallop", "step", "gpubound"])
+    ap.add_argument("workload", choices=sorted(WORKLOADS))
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--ctl", required=True)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--profilers", default="plain",
-                    help="torch.profiler variants to time: plain, shapes (record_shapes), "
-                    "stack (with_stack), memory (profile_memory)")
+    ap.add_argument("--phase-s", type=float, default=0.3,
+                    help="seconds of untraced work a phase times")
+    ap.add_argument("--profiler-s", type=float, default=0.1,
+                    help="the same for profiler phases")
+    ap.add_argument("--floor-lib", default=os.path.join(ROOT, "build", "libptbpf-floor.so"))
     args = ap.parse_args()
-    variants = dict(plain={}, shapes=dict(record_shapes=True), stack=dict(with_stack=True),
-                    memory=dict(profile_memory=True))
     torch.set_num_threads(1)
-    run, n = globals()[args.workload](args.device)
-    for _ in range(3):
-        run(n)  # warm-up: lazy init, allocator, cuBLAS handles
+    run = WORKLOADS[args.workload](args.device)
+    run(2)  # lazy init: allocator, cuBLAS handles, DataLoader workers
+    n = 1
+    while True:  # size the phase
+        t0 = time.perf_counter()
+        run(n)
+        dt = time.perf_counter() - t0
+        if dt > args.phase_s / 4:
+            break
+        n *= 2
+    units = max(1, int(n * args.phase_s / dt))
+    # The profiler's post-processing grows with what it holds: smallop's
+    # phase is kept to 20,000 ops (5,000 and their launches on CUDA).
+    prof_units = max(1, int(n * args.profiler_s / dt))
+    if args.workload == "smallop":
+        prof_units = min(prof_units, 5000 if args.device == "cuda" else 20000)
+    floors = Floors(args.floor_lib)
     from torch.profiler import profile, ProfilerActivity
-    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device == "cuda" else [])
-    print("ready", os.getpid(), flush=True)
-    for r in range(args.rounds):
-        print("value untraced", r, timed(run, n), flush=True)
-        barrier(args.ctl, "attached%d" % r)
-        print("value traced", r, timed(run, n), flush=True)
-        barrier(args.ctl, "detached%d" % r)
-        print("value after_detach", r, timed(run, n), flush=True)
-    names = args.profilers.split(",")
-    for r in range(args.rounds):
-        print("value untraced", args.rounds + r, timed(run, n), flush=True)
-        for name in names:
-            prof = profile(activities=acts, **variants[name])
+    both = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device == "cuda" else [])
+    acts = {"profiler": (both, {}), "profiler_cuda": ([ProfilerActivity.CUDA], {}),
+            "profiler_cpu": ([ProfilerActivity.CPU], {}),
+            "profiler_shapes": (both, dict(record_shapes=True)),
+            "profiler_stack": (both, dict(with_stack=True)),
+            "profiler_memory": (both, dict(profile_memory=True))}
+    print("ready", os.getpid(), units, prof_units, flush=True)
+    for line in sys.stdin:
+        words = line.split()
+        if not words or words[0] == "quit":
+            break
+        phase = words[1]
+        extra = ""
+        if phase in acts:
+            prof = profile(activities=acts[phase][0], **acts[phase][1])
             prof.__enter__()
-            v = timed(run, n)
+            t0 = time.perf_counter()
+            run(prof_units)
+            v = (time.perf_counter() - t0) / prof_units
             t0 = time.perf_counter()
             prof.__exit__(None, None, None)
             prof.key_averages()
-            suffix = "" if name == "plain" else "_" + name
-            print("value profiler%s" % suffix, r, v, flush=True)
-            print("value profiler%s_postprocess" % suffix, r, time.perf_counter() - t0,
-                  flush=True)
+            extra = " %.4f" % (time.perf_counter() - t0)
+        else:
+            if phase != "plain":
+                floors.on(phase, args.device)
+            t0 = time.perf_counter()
+            run(units)
+            v = (time.perf_counter() - t0) / units
+            floors.off()
+        print("value", phase, "%.9g" % v + extra, flush=True)
     sys.stdout.flush()
     os._exit(0)
 

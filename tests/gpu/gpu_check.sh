@@ -13,7 +13,7 @@ export PTBPF_SAVE_DIR=$out/recorded
 "$PTBPF_TEST_PYTHON" -m pytest -v -rfE -p no:cacheprovider --ignore=tests/gpu/multi tests/gpu tests/test_fidelity.py \
 	tests/test_shapes.py tests/test_memory.py tests/test_pystacks.py "tests/test_exceptions.py::test_python_try_except_loop" 2>&1 | tee "$out/gpu-tests.log" || rc=1
 if [ "${PTBPF_BENCH:-1}" = 1 ]; then
-	for dev in ${PTBPF_BENCH_DEVICES:-cuda cpu}; do
+	for dev in ${PTBPF_BENCH_DEVICES:-cuda}; do
 		"$PTBPF_TEST_PYTHON" tests/bench/bench.py --python "$PTBPF_TEST_PYTHON" \
 			--device $dev --out "$out/bench-gpu-machine.md" 2>&1 | tee -a "$out/bench.log" || rc=1
 	done

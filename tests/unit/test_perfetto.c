@@ -2,7 +2,9 @@
 /*
  * Unit test of the Perfetto writer (user/perfetto.c). Writes traces that use
  * every function and field, decodes them with protoc against
- * user/perfetto_trace.proto and checks the text field by field; checks with
+ * user/perfetto_trace.proto and checks the text field by field (each track's
+ * events on a sequence of its own, stamped by their distance from the one
+ * before, with names interned per sequence); checks with
  * --decode_raw that repeated fixed64 fields are unpacked; checks the end
  * marker, that a full device makes the writer report -ENOSPC, that a write
  * cut short (a full disk) leaves whole packets only, that buffered packets
@@ -232,14 +234,20 @@ struct tracks {
 
 enum {
 	P_FIRST, P_SNAP0, P_ATTR_STR, P_ATTR_INT, P_PROC, P_THREAD, P_GPU, P_STREAM,
-	P_MEM, P_KERNELS, P_SNAP1, P_ADDMM, P_MM, P_END_MM, P_END_ADDMM, P_KERNEL,
-	P_KERNEL_END, P_SYNC, P_ADDMM2, P_END_ADDMM2, P_COUNT_MEM, P_COUNT_KERN,
-	P_LOSS, P_LONG, P_MANY_ARGS, P_END_MANY, P_END_MARKER, P_NPACKETS
+	P_MEM, P_KERNELS, P_SNAP1, P_SEQ_THREAD, P_ADDMM, P_MM, P_END_MM, P_END_ADDMM,
+	P_SEQ_STREAM, P_KERNEL, P_KERNEL_END, P_SEQ_GPU, P_SYNC, P_ADDMM2, P_END_ADDMM2,
+	P_SEQ_MEM, P_COUNT_MEM, P_SEQ_KERN, P_COUNT_KERN, P_LOSS, P_LONG, P_MANY_ARGS,
+	P_END_MANY, P_OLDER, P_AFTER_OLDER, P_ORPHAN_END, P_ORPHAN_START, P_END_MARKER,
+	P_NPACKETS
 };
+
+/* Sequences: 1 the writer's own, then one per track in the order their
+ * first events came. */
+enum { SEQ_THREAD = 2, SEQ_STREAM, SEQ_GPU, SEQ_MEM, SEQ_KERN };
 
 static const char *const cmdline[] = { "python", "train.py", "--epochs=3" };
 static const char *const labels[] = { "RANK=1", "WORLD_SIZE=8" };
-static char long_name[PF_INTERN_STR_MAX + 100];  /* too long to intern */
+static char long_name[PF_STR_MAX + 100];  /* cut */
 static char long_value[PF_STR_MAX + 2];          /* cut at a UTF-8 boundary */
 
 static void write_tracks(struct pf_writer *w, struct tracks *t)
@@ -299,6 +307,7 @@ static void write_slices(struct pf_writer *w, const struct tracks *t)
 
 static void write_misc(struct pf_writer *w, const struct tracks *t)
 {
+	static const uint64_t orphan[] = { 777 };
 	struct pf_arg many[PF_MAX_ARGS + 3];
 	struct pf_arg val = { .name = "long", .type = PF_ARG_STR, .s = long_value };
 	struct pf_event loss = { .track = t->thread, .ts = 2500, .name = "after_loss" };
@@ -319,6 +328,15 @@ static void write_misc(struct pf_writer *w, const struct tracks *t)
 		many[i] = (struct pf_arg){ .name = "i", .type = PF_ARG_INT, .i = i };
 	pf_slice_begin(w, &m);
 	pf_slice_end(w, &(struct pf_event){ .track = t->thread, .ts = 2800, .args = many, .nargs = -1 });
+	/* Older than the sequence's last: in full; the next one goes on from
+	 * the last one's time. */
+	pf_instant(w, &(struct pf_event){ .track = t->thread, .ts = 2750, .name = "many" });
+	pf_instant(w, &(struct pf_event){ .track = t->thread, .ts = 2900, .name = "many" });
+	/* A flow's end before its start: both keep the flow's own id. */
+	pf_instant(w, &(struct pf_event){ .track = t->thread, .ts = 3000, .name = "many",
+		   .term_flows = orphan, .nterm = 1 });
+	pf_instant(w, &(struct pf_event){ .track = t->thread, .ts = 3100, .name = "many",
+		   .flows = orphan, .nflows = 1 });
 }
 
 /* ---- checks of the decoded main trace ---- */
@@ -330,8 +348,8 @@ static void check_header(const struct decoded *d)
 	PKT_HAS(d, P_FIRST, "first_packet_on_sequence: true");
 	PKT_SEQ(d, P_FIRST, "trace_packet_defaults {", "timestamp_clock_id: 3", "}");
 	PKT_LACKS(d, P_FIRST, "previous_packet_dropped: 1");
-	CHECK_EQ(all_count(d, "first_packet_on_sequence: true"), 1);
-	CHECK_EQ(all_count(d, "sequence_flags: 1"), 1);
+	CHECK_EQ(all_count(d, "first_packet_on_sequence: true"), 6);
+	CHECK_EQ(all_count(d, "sequence_flags: 1"), 6);
 	for (int k = P_SNAP0; k <= P_SNAP1; k += P_SNAP1 - P_SNAP0) {
 		PKT_HAS(d, k, "clock_snapshot {");
 		PKT_HAS(d, k, "clock_id: 6");
@@ -352,6 +370,18 @@ static void check_header(const struct decoded *d)
 		"attribute {", "key: \"dev.ptbpf.version\"", "string_value: \"0.1.0\"", "}");
 	PKT_SEQ(d, P_ATTR_INT, "trace_attributes {", "attribute {",
 		"key: \"dev.ptbpf.lost\"", "long_value: -42", "}");
+}
+
+/* A sequence's first packet: its track by default, its incremental clock
+ * starting at ts (MONOTONIC). */
+static void check_seq_start(const struct decoded *d, int k, int seq, uint64_t track, int ts)
+{
+	PKT_SEQ(d, k, "clock_snapshot {", "clocks {", "clock_id: 64", fmt("timestamp: %d", ts),
+		"is_incremental: true", "}", "clocks {", "clock_id: 3", fmt("timestamp: %d", ts),
+		"}", "}", fmt("timestamp: %d", ts), fmt("trusted_packet_sequence_id: %d", seq),
+		"sequence_flags: 1", "timestamp_clock_id: 3", "trace_packet_defaults {",
+		"track_event_defaults {", fmt("track_uuid: %" PRIu64, track), "}",
+		"timestamp_clock_id: 64", "}", "first_packet_on_sequence: true");
 }
 
 static void check_tracks(const struct decoded *d, const struct tracks *t)
@@ -386,111 +416,132 @@ static void check_tracks(const struct decoded *d, const struct tracks *t)
 		for (int j = 0; j < i; j++)
 			CHECK(u[i] != u[j]);
 	}
+	check_seq_start(d, P_SEQ_THREAD, SEQ_THREAD, t->thread, 1000);
+	check_seq_start(d, P_SEQ_STREAM, SEQ_STREAM, t->stream, 1400);
+	check_seq_start(d, P_SEQ_GPU, SEQ_GPU, t->gpu, 1600);
+	check_seq_start(d, P_SEQ_MEM, SEQ_MEM, t->mem, 2200);
+	check_seq_start(d, P_SEQ_KERN, SEQ_KERN, t->kernels, 2300);
 }
 
-static void check_addmm(const struct decoded *d, const struct tracks *t)
+static void check_addmm(const struct decoded *d)
 {
 	int k = P_ADDMM;
 
-	PKT_HAS(d, k, "timestamp: 1000");
-	PKT_HAS(d, k, "sequence_flags: 2");
-	PKT_HAS(d, k, "trusted_packet_sequence_id: 1");
+	PKT_HAS(d, k, "timestamp: 0");
+	PKT_HAS(d, k, fmt("trusted_packet_sequence_id: %d", SEQ_THREAD));
 	PKT_SEQ(d, k, "event_categories {", "iid: 1", "name: \"op\"", "}");
 	PKT_SEQ(d, k, "event_names {", "iid: 1", "name: \"aten::addmm\"", "}");
 	const char *args[] = { "int", "uint", "real", "shape", "flag", "ptr" };
 	for (int i = 0; i < 6; i++)
 		PKT_SEQ(d, k, "debug_annotation_names {", fmt("iid: %d", i + 1),
 			fmt("name: \"%s\"", args[i]), "}");
+	PKT_SEQ(d, k, "debug_annotation_string_values {", "iid: 1", "str: \"float32[64,128]\"",
+		"}");
 	PKT_SEQ(d, k, "track_event {", "category_iids: 1",
 		"debug_annotations {", "name_iid: 1", "int_value: -5", "}",
 		"debug_annotations {", "name_iid: 2", "uint_value: 18446744073709551615", "}",
 		"debug_annotations {", "name_iid: 3", "double_value: 2.5", "}",
-		"debug_annotations {", "name_iid: 4", "string_value: \"float32[64,128]\"", "}",
+		"debug_annotations {", "name_iid: 4", "string_value_iid: 1", "}",
 		"debug_annotations {", "name_iid: 5", "bool_value: true", "}",
 		"debug_annotations {", "name_iid: 6", "pointer_value: 3735928559", "}",
-		"type: TYPE_SLICE_BEGIN", "name_iid: 1", fmt("track_uuid: %" PRIu64, t->thread),
-		"flow_ids: 12345", "flow_ids: 18446744073709551615", "}");
-	PKT_LACKS(d, k, "terminating_flow_ids: 12345");
+		"type: TYPE_SLICE_BEGIN", "name_iid: 1",
+		"flow_ids_old: 1", "flow_ids_old: 2", "}");
+	PKT_LACKS(d, k, "terminating_flow_ids_old: 1");
 }
 
 static void check_events(const struct decoded *d, const struct tracks *t)
 {
-	check_addmm(d, t);
+	check_addmm(d);
 	PKT_SEQ(d, P_MM, "event_names {", "iid: 2", "name: \"aten::mm\"", "}");
 	PKT_SEQ(d, P_MM, "debug_annotation_names {", "iid: 7", "name: \"seq\"", "}");
 	PKT_LACKS(d, P_MM, "event_categories {");
+	PKT_HAS(d, P_MM, "timestamp: 100");
 	PKT_SEQ(d, P_MM, "category_iids: 1", "debug_annotations {", "name_iid: 7",
 		"uint_value: 7", "}", "type: TYPE_SLICE_BEGIN", "name_iid: 2");
 	/* END: no name, no category; its args reuse and add interned names. */
 	PKT_SEQ(d, P_END_MM, "debug_annotation_names {", "iid: 8", "name: \"out\"", "}");
 	PKT_SEQ(d, P_END_MM, "track_event {", "debug_annotations {", "name_iid: 8",
 		"pointer_value: 4096", "}", "debug_annotations {", "name_iid: 1", "int_value: 3",
-		"}", "type: TYPE_SLICE_END", fmt("track_uuid: %" PRIu64, t->thread), "}");
-	PKT_HAS(d, P_END_MM, "timestamp: 1200");
-	PKT_SEQ(d, P_END_ADDMM, "timestamp: 1300", "trusted_packet_sequence_id: 1", "track_event {",
-		"type: TYPE_SLICE_END", fmt("track_uuid: %" PRIu64, t->thread), "}",
-		"sequence_flags: 2");
+		"}", "type: TYPE_SLICE_END", "}");
+	PKT_HAS(d, P_END_MM, "timestamp: 100");
+	PKT_SEQ(d, P_END_ADDMM, "timestamp: 100", fmt("trusted_packet_sequence_id: %d", SEQ_THREAD),
+		"track_event {", "type: TYPE_SLICE_END", "}");
 	/* No name (10 or 23) or category (3 or 22) on any END. */
 	const int ends[] = { P_END_MM, P_END_ADDMM, P_KERNEL_END, P_END_ADDMM2, P_END_MANY };
 	for (int i = 0; i < 5; i++) {
 		int k = ends[i];
 
-		PKT_SEQ(d, k, "type: TYPE_SLICE_END", fmt("track_uuid: %" PRIu64,
-							  k == P_KERNEL_END ? t->stream : t->thread));
+		PKT_HAS(d, k, "type: TYPE_SLICE_END");
 		for (int j = d->pkt[k]; j < d->pkt_end[k]; j++)
 			CHECK_MSG(strncmp(d->line[j], "categor", 7) &&
 				  (k == P_END_MM || strncmp(d->line[j], "name", 4)),
 				  "END packet %d: %s", k, d->line[j]);
 	}
+	/* A name is defined once on each sequence it is used on, with the
+	 * same iid everywhere. */
 	PKT_SEQ(d, P_KERNEL, "event_categories {", "iid: 2", "name: \"cuda\"", "}");
+	/* Flows: short ids from their start to their end (2 steps here). */
 	PKT_SEQ(d, P_KERNEL, "category_iids: 2", "type: TYPE_SLICE_BEGIN", "name_iid: 3",
-		fmt("track_uuid: %" PRIu64, t->stream), "flow_ids: 18446744073709551615",
-		"terminating_flow_ids: 12345", "}");
-	PKT_HAS(d, P_KERNEL_END, fmt("track_uuid: %" PRIu64, t->stream));
-	PKT_SEQ(d, P_SYNC, "type: TYPE_INSTANT", "name_iid: 4", fmt("track_uuid: %" PRIu64, t->gpu),
-		"terminating_flow_ids: 18446744073709551615", "}");
+		"flow_ids_old: 2", "terminating_flow_ids_old: 1", "}");
+	PKT_HAS(d, P_KERNEL, "timestamp: 0");
+	PKT_HAS(d, P_KERNEL_END, "timestamp: 100");
+	PKT_HAS(d, P_KERNEL_END, fmt("trusted_packet_sequence_id: %d", SEQ_STREAM));
+	PKT_SEQ(d, P_SYNC, "type: TYPE_INSTANT", "name_iid: 4",
+		"terminating_flow_ids_old: 2", "}");
 	PKT_LACKS(d, P_SYNC, "event_categories {");
 	/* Re-used names: no interned_data at all. */
 	PKT_LACKS(d, P_ADDMM2, "interned_data {");
 	PKT_SEQ(d, P_ADDMM2, "type: TYPE_SLICE_BEGIN", "name_iid: 1");
-	PKT_LACKS(d, P_ADDMM2, "flow_ids: 12345");
+	PKT_LACKS(d, P_ADDMM2, "flow_ids_old: 1");
+	PKT_HAS(d, P_ADDMM2, "timestamp: 700");
 	CHECK_EQ(all_count(d, "name: \"aten::addmm\""), 1);
 	CHECK_EQ(all_count(d, "name: \"op\""), 1);
 	CHECK_EQ(all_count(d, "name: \"int\""), 1);
-	CHECK_EQ(all_count(d, "flow_ids: 12345"), 1);
-	CHECK_EQ(all_count(d, "flow_ids: 18446744073709551615"), 2);
-	CHECK_EQ(all_count(d, "terminating_flow_ids: 12345"), 1);
-	CHECK_EQ(all_count(d, "terminating_flow_ids: 18446744073709551615"), 1);
+	CHECK_EQ(all_count(d, "flow_ids_old: 1"), 1);
+	CHECK_EQ(all_count(d, "flow_ids_old: 2"), 2);
+	CHECK_EQ(all_count(d, "terminating_flow_ids_old: 1"), 1);
+	CHECK_EQ(all_count(d, "terminating_flow_ids_old: 2"), 1);
+	PKT_HAS(d, P_ORPHAN_END, "terminating_flow_ids: 777");
+	PKT_HAS(d, P_ORPHAN_START, "flow_ids: 777");
 	CHECK_EQ(all_count(d, "type: TYPE_SLICE_BEGIN"), 5);
 	CHECK_EQ(all_count(d, "type: TYPE_SLICE_END"), 5);
-	CHECK_EQ(all_count(d, "type: TYPE_INSTANT"), 3);
+	CHECK_EQ(all_count(d, "type: TYPE_INSTANT"), 7);
+	/* Events carry no track: their sequence's default is theirs. */
+	CHECK_EQ(all_count(d, fmt("track_uuid: %" PRIu64, t->thread)), 1);
+	CHECK_EQ(all_count(d, fmt("track_uuid: %" PRIu64, t->stream)), 1);
 }
 
 static void check_misc(const struct decoded *d, const struct tracks *t)
 {
-	PKT_SEQ(d, P_COUNT_MEM, "timestamp: 2200", "trusted_packet_sequence_id: 1", "track_event {",
-		"type: TYPE_COUNTER", fmt("track_uuid: %" PRIu64, t->mem), "counter_value: 1048576",
-		"}", "sequence_flags: 2");
-	PKT_SEQ(d, P_COUNT_KERN, "type: TYPE_COUNTER", fmt("track_uuid: %" PRIu64, t->kernels),
-		"counter_value: -3");
+	PKT_SEQ(d, P_COUNT_MEM, "timestamp: 0", fmt("trusted_packet_sequence_id: %d", SEQ_MEM),
+		"track_event {", "type: TYPE_COUNTER", "counter_value: 1048576", "}");
+	PKT_SEQ(d, P_COUNT_KERN, "type: TYPE_COUNTER", "counter_value: -3");
+	PKT_HAS(d, P_COUNT_KERN, fmt("trusted_packet_sequence_id: %d", SEQ_KERN));
 	PKT_HAS(d, P_LOSS, "previous_packet_dropped: 1");
 	CHECK_EQ(all_count(d, "previous_packet_dropped: 1"), 1);
 	PKT_SEQ(d, P_LOSS, "event_names {", "iid: 5", "name: \"after_loss\"", "}");
 	PKT_SEQ(d, P_LOSS, "type: TYPE_INSTANT", "name_iid: 5");
+	PKT_HAS(d, P_LOSS, "timestamp: 400");
 	PKT_LACKS(d, P_LOSS, "category_iids: 1");
-	/* Too long to intern: inline name (23) and category (22). */
-	PKT_LACKS(d, P_LONG, "event_names {");
-	PKT_LACKS(d, P_LONG, "event_categories {");
-	PKT_HAS(d, P_LONG, fmt("name: \"%s\"", long_name));
-	PKT_HAS(d, P_LONG, fmt("categories: \"%s\"", long_name));
+	/* Cut to PF_STR_MAX (at a UTF-8 boundary), then interned as cut. */
 	char want[PF_STR_MAX + 32];
-	snprintf(want, sizeof(want), "string_value: \"%.*s\"", PF_STR_MAX - 1, long_value);
-	PKT_HAS(d, P_LONG, want);
+	snprintf(want, sizeof(want), "name: \"%.*s\"", PF_STR_MAX, long_name);
+	PKT_SEQ(d, P_LONG, "event_categories {", "iid: 3", want, "}");
+	PKT_SEQ(d, P_LONG, "event_names {", "iid: 6", want, "}");
+	snprintf(want, sizeof(want), "str: \"%.*s\"", PF_STR_MAX - 1, long_value);
+	PKT_SEQ(d, P_LONG, "debug_annotation_string_values {", "iid: 2", want, "}");
+	PKT_SEQ(d, P_LONG, "type: TYPE_INSTANT", "name_iid: 6");
 	/* Past PF_MAX_ARGS args are left out. */
 	CHECK_EQ(pkt_count(d, P_MANY_ARGS, "debug_annotations {"), PF_MAX_ARGS);
 	PKT_HAS(d, P_MANY_ARGS, fmt("int_value: %d", PF_MAX_ARGS - 1));
 	PKT_LACKS(d, P_MANY_ARGS, fmt("int_value: %d", PF_MAX_ARGS));
 	PKT_LACKS(d, P_END_MANY, "debug_annotations {");
+	/* Older than its sequence's last event: stamped in full, in MONOTONIC;
+	 * the next goes on from the last (2800). */
+	PKT_SEQ(d, P_OLDER, "timestamp: 2750", fmt("trusted_packet_sequence_id: %d", SEQ_THREAD));
+	PKT_HAS(d, P_OLDER, "timestamp_clock_id: 3");
+	PKT_HAS(d, P_AFTER_OLDER, "timestamp: 100");
+	PKT_LACKS(d, P_AFTER_OLDER, "timestamp_clock_id: 3");
 }
 
 static void check_decoded(const struct decoded *d, const struct tracks *t)
@@ -502,19 +553,20 @@ static void check_decoded(const struct decoded *d, const struct tracks *t)
 			fprintf(stderr, "  %s\n", d->line[i]);
 		return;
 	}
-	CHECK_EQ(all_count(d, "trusted_packet_sequence_id: 1"), P_NPACKETS);
 	for (int i = 0; i < d->nlines; i++)
 		CHECK_MSG(d->line[i][0] < '0' || d->line[i][0] > '9',
 			  "no unknown field: %s", d->line[i]);
+	/* Events need no flag: every sequence starts cleared. */
 	for (int k = P_ADDMM; k < P_END_MARKER; k++)
-		PKT_HAS(d, k, "sequence_flags: 2");
+		PKT_LACKS(d, k, "sequence_flags: 2");
 	check_header(d);
 	check_tracks(d, t);
 	check_events(d, t);
 	check_misc(d, t);
 }
 
-/* Each flow id has its own fixed64 key (wire type 1), never a packed run. */
+/* Each flow id has its own key (short ids varints 36 and 42, others fixed64
+ * 47 and 48: wire type 1), never a packed run. */
 static void check_raw(const struct decoded *d)
 {
 	int flows = 0, term = 0;
@@ -524,19 +576,26 @@ static void check_raw(const struct decoded *d)
 	for (int i = 0; i < d->nlines; i++) {
 		const char *l = d->line[i];
 
-		flows += !strncmp(l, "47: 0x", 6);
-		term += !strncmp(l, "48: 0x", 6);
+		flows += !strncmp(l, "47: 0x", 6) + !strncmp(l, "36: ", 4);
+		term += !strncmp(l, "48: 0x", 6) + !strncmp(l, "42: ", 4);
 		CHECK_MSG(strncmp(l, "47: \"", 5) && strncmp(l, "48: \"", 5) &&
+			  strncmp(l, "36: \"", 5) && strncmp(l, "42: \"", 5) &&
 			  strcmp(l, "47 {") && strcmp(l, "48 {"), "packed flow ids: %s", l);
 	}
-	CHECK_EQ(flows, 3);
-	CHECK_EQ(term, 2);
-	CHECK_EQ(all_count(d, "47: 0x0000000000003039"), 1);
-	CHECK_EQ(all_count(d, "47: 0xffffffffffffffff"), 2);
-	CHECK_EQ(all_count(d, "48: 0x0000000000003039"), 1);
+	/* (42 is also TracePacket.previous_packet_dropped, on P_LOSS.) */
+	CHECK_EQ(pkt_count(d, P_LOSS, "42: 1"), 1);
+	CHECK_EQ(flows, 4);
+	CHECK_EQ(term - 1, 3);
+	CHECK_EQ(all_count(d, "36: 1"), 1);
+	CHECK_EQ(all_count(d, "36: 2"), 2);
+	CHECK_EQ(all_count(d, "42: 1") - 1, 1);
+	CHECK_EQ(all_count(d, "47: 0x0000000000000309"), 1);
+	CHECK_EQ(all_count(d, "48: 0x0000000000000309"), 1);
 	/* category_iids (TrackEvent field 3) is an unpacked varint too. */
 	CHECK_EQ(pkt_count(d, P_ADDMM, "3: 1"), 1);
 	CHECK_EQ(pkt_count(d, P_KERNEL, "3: 2"), 1);
+	/* The incremental clock is clock 64 of the sequence's snapshot. */
+	CHECK_EQ(pkt_count(d, P_SEQ_THREAD, "1: 64"), 1);
 }
 
 static void test_main_trace(const char *protodir)
@@ -553,8 +612,8 @@ static void test_main_trace(const char *protodir)
 	write_slices(w, &t);
 	write_misc(w, &t);
 	CHECK_EQ(pf_writer_error(w), 0);
-	/* 1 string cut, 3 args over the limit. */
-	CHECK_EQ(pf_items_clipped(w), 4);
+	/* 3 strings cut, 3 args over the limit. */
+	CHECK_EQ(pf_items_clipped(w), 6);
 	uint64_t bytes = pf_bytes_written(w);
 	CHECK_EQ(pf_writer_close(w), 0);
 	/* The end marker: the last packet, its value its own offset. */
@@ -611,7 +670,7 @@ static void test_intern_overflow(const char *protodir)
 	close(fd);
 	decode(&d, protodir, path, false);
 	CHECK_EQ(d.status, 0);
-	first = 3; /* first, snapshot, thread descriptor */
+	first = 4; /* first, snapshot, thread descriptor, the thread's sequence */
 	last = d.npkts - 2; /* then the end marker */
 	CHECK_EQ(d.npkts, first + PF_INTERN_MAX + 4);
 	if (d.npkts == first + PF_INTERN_MAX + 4) {
@@ -636,6 +695,53 @@ static void test_intern_overflow(const char *protodir)
 	CHECK_EQ(all_count(&d, "event_names {"), PF_INTERN_MAX);
 	CHECK_EQ(all_count(&d, "event_categories {"), PF_INTERN_MAX);
 	CHECK_EQ(all_count(&d, "debug_annotation_names {"), PF_INTERN_MAX);
+	decoded_free(&d);
+	unlink(path);
+}
+
+/* ---- a track whose events go back in time for good ---- */
+
+/* A few late events are stamped in full on the track's sequence; once
+ * the events keep coming from before its last one, the track starts over
+ * on a new sequence (a snapshot that moved its incremental clock back
+ * would not be taken), and its names are defined there again. */
+static void test_back_in_time(const char *protodir)
+{
+	char path[512];
+	int fd = temp_file(path, sizeof(path));
+	struct pf_writer *w = pf_writer_open(fd);
+	struct pf_event e = { .name = "k", .category = "kernel" };
+	struct decoded d;
+	int full;
+
+	if (!CHECK(w != NULL))
+		exit(1);
+	e.track = pf_track_thread(w, 1, 1, "stream");
+	e.ts = 100000;
+	pf_instant(w, &e);
+	for (int i = 0; i < 3; i++) { /* late, then in order again */
+		e.ts = 50000 + (uint64_t)i;
+		pf_instant(w, &e);
+	}
+	e.ts = 100001;
+	pf_instant(w, &e);
+	for (int i = 0; i < 40; i++) { /* back for good */
+		e.ts = 1000 + 10 * (uint64_t)i;
+		pf_instant(w, &e);
+	}
+	CHECK_EQ(pf_writer_close(w), 0);
+	close(fd);
+	decode(&d, protodir, path, false);
+	CHECK_EQ(d.status, 0);
+	/* 45 events and two sequence starts. */
+	CHECK_EQ(all_count(&d, "trusted_packet_sequence_id: 2") +
+		 all_count(&d, "trusted_packet_sequence_id: 3"), 45 + 2);
+	CHECK_EQ(all_count(&d, fmt("track_uuid: %" PRIu64, e.track)), 2);
+	CHECK_EQ(all_count(&d, "name: \"k\""), 2);
+	full = all_count(&d, "timestamp_clock_id: 3");
+	/* In full: the snapshot packets (one per sequence), the late ones. */
+	CHECK_MSG(full > 2 + 3 && full < 2 + 40, "events stamped in full: %d", full - 2);
+	CHECK(all_count(&d, "trusted_packet_sequence_id: 3") > 10);
 	decoded_free(&d);
 	unlink(path);
 }
@@ -743,9 +849,10 @@ static void test_timely_flush(void)
 	if (!CHECK(w != NULL))
 		exit(1);
 	track = pf_track_thread(w, 1, 1, "main");
+	pf_counter(w, track, 1, 1); /* (the track's sequence starts) */
 	CHECK_EQ(file_size(fd), 0);
 	nanosleep(&(struct timespec){ 0, 150000000 }, NULL);
-	pf_counter(w, track, 1, 1);
+	pf_counter(w, track, 2, 1);
 	CHECK_EQ(file_size(fd), (off_t)pf_bytes_written(w));
 	CHECK_EQ(pf_writer_close(w), 0);
 	close(fd);
@@ -790,6 +897,7 @@ int main(int argc, char **argv)
 	}
 	test_main_trace(argv[1]);
 	test_intern_overflow(argv[1]);
+	test_back_in_time(argv[1]);
 	test_full_device();
 	test_cut_write(argv[1]);
 	test_timely_flush();

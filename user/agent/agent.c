@@ -41,53 +41,56 @@
  * distinct function (noipa also stops identical-code folding, which would
  * turn one into a jump to another and give two symbols one address). The
  * memory clobber makes the caller materialize the record before the call.
- * Each body starts with a one-byte `nop` (the build uses
- * -fcf-protection=none, so there is no endbr64 before it): x86 uprobes
- * emulate nop in the kernel instead of single-stepping it out of line, so
- * a probe hit costs one trap, not two. tests/test_agent_build.py checks
- * the first instruction.
+ * Each body starts with a five-byte `nopl 0x0(%rax,%rax,1)` (the build
+ * uses -fcf-protection=none, so there is no endbr64 before it): kernel
+ * 6.18 turns a uprobe on it into a call to a trampoline, no trap at all,
+ * and older kernels emulate it. A hit cost 215 ns on the CI VM (one-byte
+ * `nop`, emulated after a trap: 450 ns; H200 machine: 300 against 543).
+ * Spelled out in bytes: an assembler may shorten the `nopl` to 4 bytes,
+ * which is single-stepped (4.4 us). tests/test_agent_build.py checks it.
  */
 #if defined(__has_attribute) && __has_attribute(noipa)
 #define PROBE_ENTRY EXPORT __attribute__((noinline, noipa, used))
 #else
 #define PROBE_ENTRY EXPORT __attribute__((noinline, used))
 #endif
+#define PROBE_NOP() asm volatile(".byte 0x0f, 0x1f, 0x44, 0x00, 0x00" ::: "memory")
 
 PROBE_ENTRY void ptbpf_agent_correlate(uint32_t correlation_id, uint32_t cbid, uint32_t domain)
 {
-	asm volatile("nop" ::: "memory");
+	PROBE_NOP();
 }
 
 /* --py-stacks: the op or CUDA call recorded at ts on this thread wants its
  * Python stack, which ptbpf's BPF program reads from here. */
 PROBE_ENTRY void ptbpf_agent_pystack(uint64_t ts)
 {
-	asm volatile("nop" ::: "memory");
+	PROBE_NOP();
 }
 
 PROBE_ENTRY void ptbpf_agent_kernel(const struct ptbpf_agent_kernel *r)
 {
-	asm volatile("nop" ::: "memory");
+	PROBE_NOP();
 }
 
 PROBE_ENTRY void ptbpf_agent_memcpy(const struct ptbpf_agent_memcpy *r)
 {
-	asm volatile("nop" ::: "memory");
+	PROBE_NOP();
 }
 
 PROBE_ENTRY void ptbpf_agent_memset(const struct ptbpf_agent_memset *r)
 {
-	asm volatile("nop" ::: "memory");
+	PROBE_NOP();
 }
 
 PROBE_ENTRY void ptbpf_agent_dropped(uint64_t since_last, uint64_t total)
 {
-	asm volatile("nop" ::: "memory");
+	PROBE_NOP();
 }
 
 PROBE_ENTRY void ptbpf_agent_status(int code, const char *msg, uint64_t value)
 {
-	asm volatile("nop" ::: "memory");
+	PROBE_NOP();
 }
 
 /* ptbpf copies a fixed AGENT_RAW_LEN bytes from each record pointer. */

@@ -11,8 +11,8 @@
  * entry, no lock.
  *
  * libtorch is not linked: its C++ API is reached by exported symbol, and
- * the one structure passed in (RecordFunctionCallback) is written out here
- * with the layout torch 1.13 and 2.x share. torch is given stubs
+ * the one structure passed in (RecordFunctionCallback) is written out in
+ * rf_abi.h with the layout torch 1.13 and 2.x share. torch is given stubs
  * (stubs.c), not these functions: RecordFunctions begun while recording
  * keep their callbacks after they are removed, and may end after the
  * agent is unloaded.
@@ -32,20 +32,7 @@
 #include <unistd.h>
 
 #include "ptbpf_agent.h"
-
-/* at::RecordFunctionCallback: trivially copyable, 40 bytes, so passed by
- * value in memory on the stack, as C passes this struct. StartCallback
- * returns std::unique_ptr<ObserverContext>, which is returned through a
- * hidden pointer (first argument) and handed back in RAX. */
-#define NUM_SCOPES 10
-struct rf_callback {
-	void **(*start)(void **ret, const void *rf);
-	void (*end)(const void *rf, void *ctx);
-	double sampling_prob;
-	bool scopes[NUM_SCOPES];
-	bool needs_inputs, needs_outputs, needs_ids;
-};
-_Static_assert(sizeof(struct rf_callback) == 40, "RecordFunctionCallback layout");
+#include "rf_abi.h"
 
 /* RecordFunction members behind inline accessors: step_callbacks_.scope_
  * and sequence_nr_, at the same offsets in 1.13 and 2.x (vptr, then a
@@ -95,10 +82,10 @@ static TLS unsigned stacks_seen, open_depth;
 
 enum { SC_FUNCTION = 0, SC_BACKWARD = 1, SC_USER = 7, SC_OTHER = 0xff };
 
-static const char *const sym_add = "_ZN2at17addGlobalCallbackENS_22RecordFunctionCallbackE";
-static const char *const sym_remove = "_ZN2at14removeCallbackEm";
-static const char *const sym_name = "_ZNK2at14RecordFunction4nameEv";
-static const char *const sym_peek = "_ZN2at15sequence_number4peekEv";
+static const char *const sym_add = RF_SYM_ADD;
+static const char *const sym_remove = RF_SYM_REMOVE;
+static const char *const sym_name = RF_SYM_NAME;
+static const char *const sym_peek = RF_SYM_PEEK;
 
 static uint64_t (*p_add)(struct rf_callback cb);
 static void (*p_remove)(uint64_t handle);
@@ -115,6 +102,10 @@ static int nhandles;
 
 #define NO_SLOT ((struct ptbpf_ops_slot *)1)
 static TLS struct ptbpf_ops_slot *my_slot;
+/* Where my_slot's head is in its ring (head % ring_cap), kept as records
+ * are written: no division per record. */
+static TLS uint64_t my_pos;
+static uint64_t ring_cap; /* bytes of records a ring holds */
 
 static uint64_t now_ns(void)
 {
@@ -149,6 +140,7 @@ static struct ptbpf_ops_slot *thread_slot(void)
 						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
 			__atomic_store_n(&s->tid, (uint32_t)gettid(), __ATOMIC_RELEASE);
 			s->gap_lost = 0; /* a gap of the last owner is not this thread's */
+			my_pos = s->head % ring_cap;
 			my_slot = s;
 			pthread_setspecific(slot_key, s);
 			return s;
@@ -160,29 +152,33 @@ static struct ptbpf_ops_slot *thread_slot(void)
 
 /* Room for a record of size bytes in ring s (after a pad if it would
  * not fit before the ring's end), or NULL if the ring is full. *end is
- * where the head goes once the record is written (commit). */
+ * where the head goes once the record is written, *pos where that is in
+ * the ring (commit). */
 static struct ptbpf_ops_rec *reserve_rec(struct ptbpf_ops_slot *s, uint32_t size,
-					 uint64_t *end)
+					 uint64_t *end, uint64_t *pos)
 {
-	const uint64_t cap = desc.slot_bytes - sizeof(*s);
 	uint8_t *data = (uint8_t *)(s + 1);
 	uint64_t head = s->head, tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
-	uint64_t pos = head % cap, skip = cap - pos < size ? cap - pos : 0;
+	uint64_t at = my_pos, skip = ring_cap - at < size ? ring_cap - at : 0;
 	struct ptbpf_ops_rec *r;
 
-	if (head + skip + size - tail > cap)
+	if (head + skip + size - tail > ring_cap)
 		return NULL;
 	if (skip >= sizeof(*r)) {
-		r = (struct ptbpf_ops_rec *)(data + pos);
+		r = (struct ptbpf_ops_rec *)(data + at);
 		*r = (struct ptbpf_ops_rec){ .size = (uint16_t)skip, .type = OPS_REC_PAD };
 	}
+	if (skip)
+		at = 0;
 	*end = head + skip + size;
-	return (struct ptbpf_ops_rec *)(data + (head + skip) % cap);
+	*pos = at + size == ring_cap ? 0 : at + size;
+	return (struct ptbpf_ops_rec *)(data + at);
 }
 
-static void commit(struct ptbpf_ops_slot *s, uint64_t end)
+static void commit(struct ptbpf_ops_slot *s, uint64_t end, uint64_t pos)
 {
 	__atomic_store_n(&s->head, end, __ATOMIC_RELEASE);
+	my_pos = pos;
 }
 
 /* Writes a record into this thread's ring; its timestamp, or 0 if it was
@@ -193,7 +189,7 @@ static uint64_t put(uint8_t type, uint8_t scope, const void *rf, int64_t seq,
 	struct ptbpf_ops_slot *s = thread_slot();
 	uint32_t size = (uint32_t)((sizeof(struct ptbpf_ops_rec) + nlen + slen + 7) & ~(size_t)7);
 	struct ptbpf_ops_rec *r;
-	uint64_t end, ts;
+	uint64_t end, pos, ts;
 
 	if (s == NO_SLOT) {
 		__atomic_fetch_add(&desc.no_slot, 1, __ATOMIC_RELAXED);
@@ -202,14 +198,14 @@ static uint64_t put(uint8_t type, uint8_t scope, const void *rf, int64_t seq,
 	/* Records lost to a full ring since the last one written: the next
 	 * record that fits is preceded by an OPS_REC_GAP saying so, so that
 	 * ptbpf knows where in the stream they went missing. */
-	if (s->gap_lost && (r = reserve_rec(s, sizeof(*r), &end))) {
+	if (s->gap_lost && (r = reserve_rec(s, sizeof(*r), &end, &pos))) {
 		*r = (struct ptbpf_ops_rec){ .ts = s->gap_from, .seq = (int64_t)s->gap_lost,
 					     .size = sizeof(*r), .type = OPS_REC_GAP };
 		s->written++;
-		commit(s, end);
+		commit(s, end, pos);
 		s->gap_lost = 0;
 	}
-	r = s->gap_lost ? NULL : reserve_rec(s, size, &end);
+	r = s->gap_lost ? NULL : reserve_rec(s, size, &end, &pos);
 	if (!r) {
 		if (!s->gap_lost++)
 			s->gap_from = now_ns();
@@ -224,7 +220,7 @@ static uint64_t put(uint8_t type, uint8_t scope, const void *rf, int64_t seq,
 	if (slen)
 		memcpy((uint8_t *)(r + 1) + nlen, shapes, slen);
 	s->written++;
-	commit(s, end);
+	commit(s, end, pos);
 	return ts;
 }
 
@@ -372,6 +368,18 @@ START_CALLBACK(start_backward, SC_BACKWARD)
 START_CALLBACK(start_user, SC_USER)
 START_CALLBACK(start_other, SC_OTHER)
 
+/* What an END record carries: the thread's next sequence number, which
+ * ptbpf needs only for a RecordFunction that has a sequence number of its
+ * own (an op that may have made an autograd node); -1 for the others,
+ * without the call into torch. */
+static int64_t end_seq(const void *rf)
+{
+	if (__atomic_load_n(&desc.layout_ok, __ATOMIC_RELAXED) &&
+	    *(const int64_t *)((const uint8_t *)rf + RF_SEQ_OFF) < 0)
+		return -1;
+	return p_peek();
+}
+
 /* Ends of RecordFunctions begun while recording still come here after the
  * callbacks are removed (they travel with the RecordFunction): `recording`
  * drops them. */
@@ -387,7 +395,7 @@ static void end_any(const void *rf, void *ctx)
 		open_depth--;
 	if (atomic_load_explicit(&recording, memory_order_relaxed))
 		put(OPS_REC_END, p_uncaught && p_uncaught() > 0 ? OPS_END_UNWINDING : 0, rf,
-		    p_peek(), NULL, 0, NULL, 0);
+		    end_seq(rf), NULL, 0, NULL, 0);
 	busy_leave(busy);
 }
 
@@ -481,6 +489,7 @@ static int alloc_slots(char *why, size_t len)
 		snprintf(why, len, "cannot reserve %zu MiB for the op rings", bytes >> 20);
 		return -1;
 	}
+	ring_cap = PTBPF_OPS_SLOT_BYTES - sizeof(struct ptbpf_ops_slot);
 	desc = (struct ptbpf_ops_desc){
 		.magic = PTBPF_OPS_MAGIC, .version = PTBPF_OPS_VERSION,
 		.nslots = PTBPF_OPS_SLOTS, .slot_bytes = PTBPF_OPS_SLOT_BYTES,

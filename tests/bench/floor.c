@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * libptbpf-floor.so: the floors of the benchmark (tests/bench/bench.py),
+ * switched on and off from inside the measured process (ctypes):
+ *
+ *   floor_rf_on(n)       torch's RecordFunction machinery with empty global
+ *                        callbacks: n = 1 (one callback on every scope: the
+ *                        floor) or 4 (the agent's four, by scope)
+ *   floor_cupti_cb_on(v) CUPTI's callback API on the CUDA calls the agent
+ *                        subscribes to, with an empty callback: v = 0 the
+ *                        agent's set (launch, copy, set in both the runtime
+ *                        and driver domains, plus the runtime's syncs,
+ *                        copies and allocations), 1 runtime domain only
+ *   floor_cupti_act_on(v) CUPTI's activity API: kernels, copies and sets
+ *                        (v = 1: also the runtime API's own records, the
+ *                        way torch.profiler gets CUDA calls), records only
+ *                        walked and counted, no periodic flush
+ *
+ * and the matching *_off. Each returns 0 or a negative code and writes why
+ * into floor_why(). libtorch and libcupti are found in the process by
+ * dlopen/dlsym, as the agent finds them: nothing here is in a GOT that the
+ * agent hooks, and no floor is ever on while ptbpf is attached.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cupti.h>
+
+#include "rf_abi.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static char why[256];
+
+EXPORT const char *floor_why(void)
+{
+	return why;
+}
+
+/* --- RecordFunction --- */
+
+static uint64_t (*p_add)(struct rf_callback cb);
+static void (*p_remove)(uint64_t handle);
+static uint64_t handles[4];
+static int nhandles;
+
+static void **empty_start(void **ret, const void *rf)
+{
+	*ret = NULL;
+	return ret;
+}
+
+static void empty_end(const void *rf, void *ctx)
+{
+}
+
+static int find_torch(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	const char *base = strrchr(info->dlpi_name, '/');
+
+	base = base ? base + 1 : info->dlpi_name;
+	if (strncmp(base, "libtorch_cpu.so", 15))
+		return 0;
+	*(void **)ctx = dlopen(info->dlpi_name, RTLD_NOW | RTLD_NOLOAD);
+	return *(void **)ctx != NULL;
+}
+
+static void add(const int *scopes, int n)
+{
+	struct rf_callback cb;
+
+	memset(&cb, 0, sizeof(cb));
+	cb.start = empty_start;
+	cb.end = empty_end;
+	cb.sampling_prob = 1.0;
+	for (int i = 0; i < n; i++)
+		cb.scopes[scopes[i]] = true;
+	handles[nhandles++] = p_add(cb);
+}
+
+EXPORT int floor_rf_on(int n)
+{
+	static const int all[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 }, function[] = { 0 },
+			 backward[] = { 1 }, user[] = { 7 }, other[] = { 2, 3, 4, 5, 6, 8, 9 };
+	void *torch = NULL;
+
+	if (nhandles)
+		return 0;
+	if (!p_add) {
+		dl_iterate_phdr(find_torch, &torch);
+		if (!torch) {
+			snprintf(why, sizeof(why), "libtorch_cpu.so is not loaded");
+			return -1;
+		}
+		p_add = (uint64_t (*)(struct rf_callback))dlsym(torch, RF_SYM_ADD);
+		p_remove = (void (*)(uint64_t))dlsym(torch, RF_SYM_REMOVE);
+		if (!p_add || !p_remove) {
+			p_add = NULL;
+			snprintf(why, sizeof(why), "libtorch_cpu.so has no RecordFunction API");
+			return -1;
+		}
+	}
+	if (n == 4) {
+		add(function, 1);
+		add(backward, 1);
+		add(user, 1);
+		add(other, 7);
+	} else {
+		add(all, 10);
+	}
+	return 0;
+}
+
+EXPORT void floor_rf_off(void)
+{
+	for (int i = 0; i < nhandles; i++)
+		p_remove(handles[i]);
+	nhandles = 0;
+}
+
+/* --- CUPTI --- */
+
+static __typeof__(&cuptiSubscribe) p_subscribe;
+static __typeof__(&cuptiUnsubscribe) p_unsubscribe;
+static __typeof__(&cuptiEnableCallback) p_enable_callback;
+static __typeof__(&cuptiActivityRegisterCallbacks) p_register;
+static __typeof__(&cuptiActivityEnable) p_enable;
+static __typeof__(&cuptiActivityDisable) p_disable;
+static __typeof__(&cuptiActivityFlushAll) p_flush_all;
+static __typeof__(&cuptiActivityGetNextRecord) p_next_record;
+static __typeof__(&cuptiGetResultString) p_result_string;
+
+static int cupti_load(void)
+{
+	static const struct { const char *name; void **slot; } syms[] = {
+		{ "cuptiSubscribe", (void **)&p_subscribe },
+		{ "cuptiUnsubscribe", (void **)&p_unsubscribe },
+		{ "cuptiEnableCallback", (void **)&p_enable_callback },
+		{ "cuptiActivityRegisterCallbacks", (void **)&p_register },
+		{ "cuptiActivityEnable", (void **)&p_enable },
+		{ "cuptiActivityDisable", (void **)&p_disable },
+		{ "cuptiActivityFlushAll", (void **)&p_flush_all },
+		{ "cuptiActivityGetNextRecord", (void **)&p_next_record },
+		{ "cuptiGetResultString", (void **)&p_result_string },
+	};
+	void *h;
+
+	if (p_subscribe)
+		return 0;
+	h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(why, sizeof(why), "libcupti.so.13: %s", dlerror());
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
+		*syms[i].slot = dlsym(h, syms[i].name);
+		if (!*syms[i].slot) {
+			snprintf(why, sizeof(why), "libcupti.so.13: no %s", syms[i].name);
+			p_subscribe = NULL;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int cupti_failed(const char *what, CUptiResult res)
+{
+	const char *s = NULL;
+
+	if (p_result_string(res, &s) != CUPTI_SUCCESS || !s)
+		s = "unknown CUPTI error";
+	snprintf(why, sizeof(why), "%s: %s", what, s);
+	return -(int)res;
+}
+
+/* The CUDA calls user/agent/cupti.c subscribes to (launch_cbids, then
+ * sync_copy_alloc_cbids, which it adds while recording ops): keep in step. */
+static const struct {
+	CUpti_CallbackDomain domain;
+	CUpti_CallbackId cbid;
+} agent_cbids[] = {
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000 },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2 },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2 },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020 },
+};
+
+static CUpti_SubscriberHandle subscriber;
+
+static void CUPTIAPI empty_api_callback(void *userdata, CUpti_CallbackDomain domain,
+					CUpti_CallbackId cbid, const void *data)
+{
+}
+
+EXPORT int floor_cupti_cb_on(int variant)
+{
+	CUptiResult res;
+
+	if (subscriber)
+		return 0;
+	if (cupti_load())
+		return -1;
+	res = p_subscribe(&subscriber, empty_api_callback, NULL);
+	if (res != CUPTI_SUCCESS) {
+		subscriber = NULL;
+		return cupti_failed("cuptiSubscribe", res);
+	}
+	for (size_t i = 0; i < sizeof(agent_cbids) / sizeof(agent_cbids[0]); i++) {
+		if (variant == 1 && agent_cbids[i].domain != CUPTI_CB_DOMAIN_RUNTIME_API)
+			continue;
+		res = p_enable_callback(1, subscriber, agent_cbids[i].domain, agent_cbids[i].cbid);
+		if (res != CUPTI_SUCCESS)
+			return cupti_failed("cuptiEnableCallback", res);
+	}
+	return 0;
+}
+
+EXPORT void floor_cupti_cb_off(void)
+{
+	if (subscriber)
+		p_unsubscribe(subscriber);
+	subscriber = NULL;
+}
+
+#define BUF_SIZE (1u << 20)
+static atomic_ulong records;
+static int act_variant = -1;
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+	*buffer = aligned_alloc(8, BUF_SIZE);
+	*size = *buffer ? BUF_SIZE : 0;
+	*max_records = 0;
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
+				      size_t size, size_t valid)
+{
+	CUpti_Activity *rec = NULL;
+	unsigned long n = 0;
+
+	while (valid && p_next_record(buffer, valid, &rec) == CUPTI_SUCCESS)
+		n++;
+	atomic_fetch_add(&records, n);
+	free(buffer);
+}
+
+static const CUpti_ActivityKind act_kinds[] = {
+	CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+	CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME,
+};
+
+static int act_count(int variant)
+{
+	return variant == 1 ? 4 : 3;
+}
+
+EXPORT int floor_cupti_act_on(int variant)
+{
+	CUptiResult res;
+
+	if (act_variant >= 0)
+		return 0;
+	if (cupti_load())
+		return -1;
+	res = p_register(buffer_requested, buffer_completed);
+	if (res != CUPTI_SUCCESS)
+		return cupti_failed("cuptiActivityRegisterCallbacks", res);
+	for (int i = 0; i < act_count(variant); i++) {
+		res = p_enable(act_kinds[i]);
+		if (res != CUPTI_SUCCESS) {
+			for (int k = 0; k < i; k++)
+				p_disable(act_kinds[k]);
+			return cupti_failed("cuptiActivityEnable", res);
+		}
+	}
+	act_variant = variant;
+	return 0;
+}
+
+/* Records delivered so far (a check that the floor did record). */
+EXPORT unsigned long floor_cupti_records(void)
+{
+	return atomic_load(&records);
+}
+
+EXPORT void floor_cupti_act_off(void)
+{
+	if (act_variant < 0)
+		return;
+	p_flush_all(1);
+	for (int i = 0; i < act_count(act_variant); i++)
+		p_disable(act_kinds[i]);
+	p_flush_all(1);
+	act_variant = -1;
+}
