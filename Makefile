@@ -7,21 +7,27 @@ CLANG ?= clang
 CC ?= gcc
 BPFTOOL ?= bpftool
 ARCH := x86
-VERSION := 0.1.0
+# The version: `git describe` of this tree (tags v*), else 0.1.0 and the commit.
+VERSION := $(shell v=$$(git describe --tags --match 'v*' --dirty 2>/dev/null) && echo $${v\#v} || \
+	     { c=$$(git describe --always --dirty 2>/dev/null) && echo 0.1.0-g$$c; } || echo 0.1.0)
 
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := $(CFLAGS) -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Iinclude -Iuser -I$(OUTPUT) \
-	  -DPTBPF_VERSION='"$(VERSION)"'
+	  -MMD -MP
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -Ivmlinux/$(ARCH) -Wall
 LDLIBS := -lbpf -lelf -lz -lzstd -lcapstone -levent_extra -levent_pthreads -levent_core -lstdc++ -lm -pthread
 LDFLAGS ?= -static
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
-# user/agent/ is the in-process agent library, not part of ptbpf.
+# user/agent/ is the in-process agent library; the rest is ptbpf (the
+# loader): user/main.c and cli.c, then one folder per part (README,
+# "Architecture").
 AGENT_SRCS := $(wildcard user/agent/*.c)
-USER_SRCS := $(wildcard user/*.c)
-USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
+USER_DIRS := attach record trace offline fleet lib
+USER_SRCS := $(wildcard user/*.c) $(foreach d,$(USER_DIRS),$(wildcard user/$(d)/*.c))
+OBJ := $(OUTPUT)/obj
+USER_OBJS := $(patsubst user/%.c,$(OBJ)/%.o,$(USER_SRCS))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/%,$(wildcard tests/unit/test_*.c))
 TESTPROGS := $(OUTPUT)/simfail $(OUTPUT)/cuda_rt $(OUTPUT)/cuda_drv $(OUTPUT)/hip_calls \
 	     $(OUTPUT)/stubs/libcuda.so.1 $(OUTPUT)/inject_target $(OUTPUT)/inject_lib.so \
@@ -33,7 +39,7 @@ BENCHPROGS := $(OUTPUT)/libptbpf-floor.so $(OUTPUT)/uprobe_floor $(OUTPUT)/ring_
 CUDA ?= /usr/local/cuda-13.0
 AGENT := $(OUTPUT)/libptbpf-agent.so
 # No endbr64, so each ptbpf_agent_* entry starts with an instruction x86
-# uprobes emulate (user/agent.c); frame pointers for BPF stack walks.
+# uprobes emulate (user/agent/agent.c); frame pointers for BPF stack walks.
 AGENT_CFLAGS := -O2 -g -std=gnu11 -Wall -Wextra -Wno-unused-parameter -fPIC -shared \
 		-fvisibility=hidden -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
 		-fcf-protection=none -Iinclude \
@@ -47,11 +53,15 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all clean deps test bench demo gpu-check gpu-bench gpu-check-multi pb2 fuzz
+.PHONY: all test-progs FORCE clean deps test bench demo gpu-check gpu-bench gpu-check-multi pb2 fuzz
 .DELETE_ON_ERROR:
 .SECONDARY:
 
-all: $(OUTPUT)/ptbpf $(AGENT) $(UNIT_TESTS) $(TESTPROGS) $(BENCHPROGS)
+# `make` builds ptbpf and the agent; the programs tests and benchmarks run
+# (some need nvcc, HIP or libtorch) are built by `make test-progs`.
+all: $(OUTPUT)/ptbpf $(AGENT)
+
+test-progs: $(UNIT_TESTS) $(TESTPROGS) $(BENCHPROGS)
 
 $(OUTPUT):
 	$(Q)mkdir -p $@
@@ -64,18 +74,28 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
-$(OUTPUT)/%.o: user/%.c $(wildcard user/*.h) include/ptbpf_events.h $(SKELS) | $(OUTPUT)
+# Header dependencies come from the compiler (-MMD -MP); the generated
+# headers must exist before the first compile.
+$(OBJ)/%.o: user/%.c | $(SKELS) $(OUTPUT)/version.h $(OUTPUT)/report_assets.h
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-# The report page's HTML, CSS and script, built into ptbpf (report --html).
-PAGE_FILES := user/html/report.html user/html/report.css user/html/report.js
-$(OUTPUT)/report_assets.h: user/html/embed.sh $(PAGE_FILES) | $(OUTPUT)
-	$(call msg,GEN,$@)
-	$(Q)sh user/html/embed.sh report_page_html=user/html/report.html \
-		report_page_css=user/html/report.css report_page_js=user/html/report.js > $@
+-include $(USER_OBJS:.o=.d)
 
-$(OUTPUT)/report_html.o: $(OUTPUT)/report_assets.h
+# Rewritten only when the version changes, so that only cli.c rebuilds.
+$(OUTPUT)/version.h: FORCE | $(OUTPUT)
+	$(Q)echo '#define PTBPF_VERSION "$(VERSION)"' > $@.tmp
+	$(Q)cmp -s $@.tmp $@ && rm $@.tmp || mv $@.tmp $@
+FORCE:
+
+# The report page's HTML, CSS and script, built into ptbpf (report --html).
+HTML := user/offline/html
+PAGE_FILES := $(HTML)/report.html $(HTML)/report.css $(HTML)/report.js
+$(OUTPUT)/report_assets.h: $(HTML)/embed.sh $(PAGE_FILES) | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q)sh $(HTML)/embed.sh report_page_html=$(HTML)/report.html \
+		report_page_css=$(HTML)/report.css report_page_js=$(HTML)/report.js > $@
 
 $(OUTPUT)/ptbpf: $(USER_OBJS)
 	$(call msg,LINK,$@)
@@ -88,7 +108,7 @@ $(AGENT): $(AGENT_SRCS) $(wildcard user/agent/*.h) include/ptbpf_agent.h include
 	$(Q)$(CC) $(AGENT_CFLAGS) $(AGENT_SRCS) -o $@ -Wl,-z,defs -ldl -pthread
 
 # C unit tests link the loader's modules except main.o.
-$(OUTPUT)/test_%: tests/unit/test_%.c $(filter-out $(OUTPUT)/main.o,$(USER_OBJS))
+$(OUTPUT)/test_%: tests/unit/test_%.c $(filter-out $(OBJ)/main.o,$(USER_OBJS))
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
 
@@ -137,7 +157,8 @@ $(OUTPUT)/inject_lib.so: tests/progs/inject_lib.c | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -g -Wall -Wextra -shared -fPIC $< -o $@
 
-INJECT_CLI_OBJS := $(addprefix $(OUTPUT)/,inject.o inject_tramp.o elfsym.o exitsites.o opnames.o names.o target.o)
+INJECT_CLI_OBJS := $(addprefix $(OBJ)/,attach/inject.o attach/inject_tramp.o lib/elfsym.o \
+		   attach/exitsites.o attach/opnames.o lib/names.o attach/target.o)
 $(OUTPUT)/inject_cli: tests/progs/inject_cli.c $(INJECT_CLI_OBJS)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
@@ -166,17 +187,16 @@ $(OUTPUT)/uprobe_floor: tests/bench/uprobe_floor.c $(OUTPUT)/uprobe_floor.skel.h
 FUZZ_SECONDS ?= 20
 FUZZ_DIR := $(OUTPUT)/fuzz
 FUZZ_CFLAGS := -O1 -g -std=gnu11 -fno-omit-frame-pointer -fsanitize=address,undefined \
-	       -fno-sanitize-recover=undefined -Iinclude -Iuser -I$(OUTPUT) \
-	       -DPTBPF_VERSION='"$(VERSION)"'
+	       -fno-sanitize-recover=undefined -Iinclude -Iuser -I$(OUTPUT) -MMD -MP
 FUZZ_OBJS := $(patsubst user/%.c,$(FUZZ_DIR)/%.o,$(filter-out user/main.c,$(USER_SRCS)))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(FUZZ_DIR)/%,$(wildcard tests/fuzz/fuzz_*.c))
 
-$(FUZZ_DIR)/%.o: user/%.c $(wildcard user/*.h) include/ptbpf_events.h $(SKELS)
+$(FUZZ_DIR)/%.o: user/%.c | $(SKELS) $(OUTPUT)/version.h $(OUTPUT)/report_assets.h
 	$(call msg,FUZZ-CC,$@)
-	$(Q)mkdir -p $(FUZZ_DIR)
+	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
-$(FUZZ_DIR)/report_html.o: $(OUTPUT)/report_assets.h
+-include $(FUZZ_OBJS:.o=.d)
 
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJS)
 	$(call msg,FUZZ-LD,$@)
@@ -190,10 +210,10 @@ fuzz: $(FUZZERS)
 deps:
 	tests/install-deps.sh
 
-test: all
+test: all test-progs
 	/usr/bin/python3 -m pytest -v -rfE --ignore=tests/gpu tests/
 
-bench: all
+bench: all test-progs
 	/usr/bin/python3 tests/bench/bench.py --loader-ops 1000000 --loader-s 60 --out BENCHMARKS.md
 
 demo: all
@@ -219,9 +239,9 @@ gpu-check-multi:
 # The trace schema as a Python module, for machines without protoc.
 pb2: $(OUTPUT)/pb2/perfetto_trace_pb2.py
 
-$(OUTPUT)/pb2/perfetto_trace_pb2.py: user/perfetto_trace.proto
+$(OUTPUT)/pb2/perfetto_trace_pb2.py: user/trace/perfetto_trace.proto
 	$(Q)mkdir -p $(dir $@)
-	$(Q)protoc -I user --python_out $(dir $@) perfetto_trace.proto
+	$(Q)protoc -I user/trace --python_out $(dir $@) perfetto_trace.proto
 
 clean:
 	rm -rf $(OUTPUT)

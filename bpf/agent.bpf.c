@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * ptbpf's device-timeline side: uprobes on the ptbpf_agent_* functions of
- * the in-process agent (libptbpf-agent.so, user/agent.c). The agent calls
+ * the in-process agent (libptbpf-agent.so, user/agent/agent.c). The agent calls
  * them with CUPTI's records (kernels, copies, sets, with CLOCK_MONOTONIC
  * device timestamps) and, on each launching thread, with the launch's
  * CUPTI correlation id: that call is what joins a kernel to its launch.
@@ -117,7 +117,7 @@ int agent_status(struct pt_regs *ctx)
 }
 
 /*
- * The agent's op rings (user/agent_ops.c) live in the target's memory, and
+ * The agent's op rings (user/agent/ops.c) live in the target's memory, and
  * ptbpf reads them every 20 ms; what they hold when the process exits
  * would go with its memory. A uprobe on libc's _exit (reached by exit()
  * and os._exit alike) copies every ring's unread bytes into the ring

@@ -2,7 +2,7 @@
 /*
  * ptbpf's GPU side: entry uprobes and uretprobes on the C APIs of libcuda,
  * libcudart and libamdhip64 (uretprobes are safe on C code; never on C++).
- * An entry records the raw arguments; user/gpu.c knows per API what they
+ * An entry records the raw arguments; user/record/gpu_calls.c knows per API what they
  * mean. The return records the result and, for calls that hand back a
  * handle or pointer through an out-argument, the value written there.
  */

@@ -2,7 +2,7 @@
 /*
  * ptbpf's op side: uprobes on libtorch and libstdc++, sched tracepoints.
  * Each program turns one hit into one fixed-size record in the ring buffer.
- * Nothing is matched here; the loader pairs begins with ends (user/join.c).
+ * Nothing is matched here; the loader pairs begins with ends (user/record/join.c).
  * Every record a program tries to emit is counted in `stats`, and every one
  * that does not fit is counted by cause, so loss is never silent.
  */

@@ -5,7 +5,7 @@
  * thread_id (pthread_t, which on x86-64 glibc is the thread's fs base) is
  * this thread's -> its innermost frame -> the frame chain. Each frame
  * sends its code object and instruction position; the loader names them
- * (user/pystack.c), while the code objects are alive. The layout comes
+ * (user/record/pystack.c), while the code objects are alive. The layout comes
  * per process from py_procs, filled by the loader.
  */
 #ifndef PTBPF_PYSTACK_BPF_H

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The ABI between the in-process agent (libptbpf-agent.so, user/agent.c)
+ * The ABI between the in-process agent (libptbpf-agent.so, user/agent/agent.c)
  * and ptbpf's uprobes (bpf/agent.bpf.c). The agent has no channel of its
  * own: it calls the out-of-line ptbpf_agent_* functions below, and the
  * uprobes on them copy the arguments (and the record a pointer argument

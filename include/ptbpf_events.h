@@ -65,7 +65,7 @@ enum ptbpf_kind {
 				   * older captures): arg0 = status code, arg1 =
 				   * value; the agent's message */
 	EV_LONG_NAME_KERNEL,      /* struct ptbpf_long_name: key = CUPTI's name pointer */
-	/* Made by the loader from the agent's op rings (user/ops_ring.c),
+	/* Made by the loader from the agent's op rings (user/record/ops_ring.c),
 	 * never by BPF: */
 	EV_NAMED_RF_BEGIN,        /* named: key = RecordFunction*; arg0 = sequence
 				   * number or -1, arg1 = at::RecordScope */
@@ -112,8 +112,8 @@ struct ptbpf_named_event {
 
 /*
  * One call into libcuda, libcudart or libamdhip64, as the registers show it
- * at entry; user/gpu.c decodes it per API. The cookie (ev.id) is the API's
- * index in user/gpu.c's table plus GPU_COOKIE_* flags saying what else the
+ * at entry; user/record/gpu_calls.c decodes it per API. The cookie (ev.id) is the API's
+ * index in user/record/gpu_calls.c's table plus GPU_COOKIE_* flags saying what else the
  * probe reads.
  */
 #define GPU_COOKIE_API_MASK 0xffffu
@@ -132,7 +132,7 @@ struct ptbpf_gpu_call {
 };
 
 /*
- * A record of the in-process agent (user/agent.c, include/ptbpf_agent.h),
+ * A record of the in-process agent (user/agent/agent.c, include/ptbpf_agent.h),
  * copied raw from the pointer it passes to one of its ptbpf_agent_*
  * functions. The cookie says which record it is and where its kernel-name
  * pointer sits, so the BPF side needs no copy of the agent's layouts.
@@ -175,7 +175,7 @@ struct ptbpf_ops_loc {
 
 /*
  * Python stacks (--py-stacks): where one traced process's CPython keeps
- * its threads and frames (map py_procs, by tgid), as user/pystack.c finds
+ * its threads and frames (map py_procs, by tgid), as user/record/pystack.c finds
  * them for its version. A thread is found by its pthread_t (the fs base
  * of the thread the probe fires in) in the interpreter's thread list; its
  * frames are walked innermost first. PY_NO_FIELD: absent in this version.

@@ -11,7 +11,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PROTO_DIR = os.path.join(ROOT, "user")
+PROTO_DIR = os.path.join(ROOT, "user", "trace")
 PROTO = "perfetto_trace.proto"
 _module = None
 

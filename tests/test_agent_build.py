@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""libptbpf-agent.so (user/agent.c), checked where there is no GPU: its
+"""libptbpf-agent.so (user/agent/agent.c), checked where there is no GPU: its
 uprobe entry points are exported, distinct and start with an instruction
 x86 uprobes emulate; loaded into a real python3 it stays dormant, and when
 asked to activate it fails cleanly (no driver), reports why through

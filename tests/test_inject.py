@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""ptrace injection (user/inject.c) through build/inject_cli, into real
+"""ptrace injection (user/attach/inject.c) through build/inject_cli, into real
 processes: a multithreaded C target (with each of its blocked threads, and
 a thread live in AVX registers, as the borrowed one), python3 running
 torch, and targets it must refuse (a SIGSTOPped one among them). Killing

@@ -21,7 +21,7 @@ def run_unit(name, *args):
 
 
 def test_perfetto_writer():
-    run_unit("test_perfetto", os.path.join(ROOT, "user"))
+    run_unit("test_perfetto", os.path.join(ROOT, "user", "trace"))
 
 
 def test_step_table_within_any_budget():

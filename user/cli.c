@@ -15,8 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "files.h"
-#include "target.h"
+#include "lib/files.h"
+#include "attach/target.h"
+#include "version.h"
 
 const char *argp_program_version = "ptbpf " PTBPF_VERSION;
 const char *argp_program_bug_address = "the ptbpf issue tracker";

@@ -2,7 +2,7 @@
 /*
  * ptbpf: attach to running PyTorch processes and record what they do into a
  * Perfetto trace. The data path: bpf/ptbpf.bpf.c (probes -> ring buffer) ->
- * here (poll) -> user/join.c (pair begins and ends) -> user/perfetto.c.
+ * here (poll) -> user/record/join.c (pair begins and ends) -> user/trace/perfetto.c.
  */
 #define _GNU_SOURCE
 #include <argp.h>
@@ -24,26 +24,27 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 
-#include "agent_ctl.h"
+#include "attach/agent_ctl.h"
 #include "cli.h"
-#include "device.h"
-#include "gpu.h"
-#include "inject.h"
+#include "version.h"
+#include "attach/device.h"
+#include "record/gpu.h"
+#include "attach/inject.h"
 #include "ptbpf_agent.h"
-#include "daemon.h"
-#include "join.h"
-#include "memtrack.h"
-#include "pystack.h"
-#include "merge.h"
-#include "metrics.h"
-#include "ops_ring.h"
-#include "files.h"
-#include "perfetto.h"
-#include "probes.h"
-#include "raw.h"
-#include "reorder.h"
-#include "report.h"
-#include "target.h"
+#include "fleet/daemon.h"
+#include "record/join.h"
+#include "record/memtrack.h"
+#include "record/pystack.h"
+#include "offline/merge.h"
+#include "fleet/metrics.h"
+#include "record/ops_ring.h"
+#include "lib/files.h"
+#include "trace/perfetto.h"
+#include "attach/probes.h"
+#include "record/raw.h"
+#include "record/reorder.h"
+#include "offline/report.h"
+#include "attach/target.h"
 #include "ptbpf.skel.h"
 #include "fleet.skel.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* `ptbpf export --kineto` on any bytes. */
 #include "fuzz.h"
-#include "report.h"
+#include "offline/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -2,7 +2,7 @@
 /* `ptbpf merge --align-collectives` of two traces made from any bytes: the
  * first two bytes say where the second begins. */
 #include "fuzz.h"
-#include "merge.h"
+#include "offline/merge.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

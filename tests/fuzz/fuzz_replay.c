@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* `ptbpf replay` of any bytes as a raw capture. */
 #include "fuzz.h"
-#include "raw.h"
+#include "record/raw.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Test driver for user/inject.c:
+ * Test driver for user/attach/inject.c:
  *   inject_cli PID LIB                    dlopen; prints "handle 0xH"
  *   inject_cli --call PID LIBPREFIX SYM X calls SYM(X, 0); prints "ret R"
  *   inject_cli --dlclose PID HANDLE       dlclose; prints "ret R"
@@ -8,7 +8,7 @@
  *                                         dlclose once the library is idle
  * Errors go to stderr as one line; the exit code is 1.
  */
-#include "inject.h"
+#include "attach/inject.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Unit test of user/elfsym.c, exitsites.c and opnames.c.
+ * Unit test of user/lib/elfsym.c, exitsites.c and opnames.c.
  *
  *   test_elfsym LIBTORCH_CPU_SO
  *
@@ -25,7 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "elfsym.h"
+#include "lib/elfsym.h"
 
 static int n_pass, n_fail;
 

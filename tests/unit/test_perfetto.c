@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Unit test of the Perfetto writer (user/perfetto.c). Writes traces that use
+ * Unit test of the Perfetto writer (user/trace/perfetto.c). Writes traces that use
  * every function and field, decodes them with protoc against
- * user/perfetto_trace.proto and checks the text field by field (each track's
+ * user/trace/perfetto_trace.proto and checks the text field by field (each track's
  * events on a sequence of its own, stamped by their distance from the one
  * before, with names interned per sequence); checks with
  * --decode_raw that repeated fixed64 fields are unpacked; checks the end
@@ -13,7 +13,7 @@
  * Usage: test_perfetto <dir holding perfetto_trace.proto>
  */
 #define _GNU_SOURCE
-#include "perfetto.h"
+#include "trace/perfetto.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pf_fields.h"
+#include "trace/pf_fields.h"
 
 static int passed, failed;
 

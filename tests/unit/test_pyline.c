@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Unit test of user/pystack.c's line-table decoders and user/shapes.c.
+ * Unit test of user/record/pystack.c's line-table decoders and user/record/shapes.c.
  *
  *   test_pyline CASES
  *
@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "ptbpf_agent.h"
-#include "pystack.h"
-#include "shapes.h"
+#include "record/pystack.h"
+#include "record/shapes.h"
 
 static int n_pass, n_fail;
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Unit test of the loader's reorder stage (user/reorder.c): threads whose
+ * Unit test of the loader's reorder stage (user/record/reorder.c): threads whose
  * events come in their own time order, a stream that comes out of order
  * (GPU records), pushed in bursts of one stream at a time as the loader's
  * reads bring them, with events of several sizes, released up to moving
@@ -9,7 +9,7 @@
  * back that was due; named events (held shorter) come out as pushed, the
  * unused end of the name zeroed. Prints the time per event (not checked).
  */
-#include "reorder.h"
+#include "record/reorder.h"
 
 #include <stdbool.h>
 #include <stdio.h>

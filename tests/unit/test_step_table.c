@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Unit test of the report's step table (user/step_table.c): random steps
+ * Unit test of the report's step table (user/offline/step_table.c): random steps
  * (several processes' steps overlap) and intervals of every kind, fed in
  * about the order a trace has them (each when it ends, some late, a step
  * after the intervals in it; the same again on every pass the table asks
@@ -9,7 +9,7 @@
  * one (windows only), the rows must equal a brute-force count over every
  * nanosecond.
  */
-#include "step_table.h"
+#include "offline/step_table.h"
 
 #include <stdio.h>
 #include <stdlib.h>

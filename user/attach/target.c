@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* The traced process as /proc shows it. See target.h. */
+#define _GNU_SOURCE
+#include "attach/target.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* The inode of the initial pid namespace (PROC_PID_INIT_INO). */
+#define INIT_PIDNS_INO 0xEFFFFFFCu
+
+void escape_str(char *dst, size_t n, const char *src, size_t srclen)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < srclen && src[i] && o + 5 < n; i++) {
+		unsigned char c = src[i];
+
+		if (c < 0x20 || c == 0x7f)
+			o += snprintf(dst + o, n - o, "\\x%02x", c);
+		else
+			dst[o++] = c;
+	}
+	if (n)
+		dst[o < n ? o : n - 1] = 0;
+}
+
+static ssize_t read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n, total = 0;
+
+	if (fd < 0)
+		return -errno;
+	while ((size_t)total < len - 1 && (n = read(fd, buf + total, len - 1 - total)) > 0)
+		total += n;
+	close(fd);
+	buf[total] = 0;
+	return total;
+}
+
+int in_initial_pidns(void)
+{
+	struct stat st;
+
+	if (stat("/proc/self/ns/pid", &st))
+		return 0;
+	return st.st_ino == INIT_PIDNS_INO;
+}
+
+int target_alive(int pid)
+{
+	char path[64], buf[512], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+static int read_ns_pid(int pid)
+{
+	char path[64], buf[4096], *line, *last = NULL, *tok, *save;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		return pid;
+	line = strstr(buf, "\nNSpid:");
+	if (!line)
+		return pid;
+	line = strtok_r(line + 7, "\n", &save);
+	for (tok = strtok_r(line, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save))
+		last = tok;
+	return last ? atoi(last) : pid;
+}
+
+/* The distributed-training variables of its environment, as labels. */
+static void read_dist_env(struct target *t)
+{
+	static const char *const keys[TARGET_MAX_LABELS] = {
+		"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+		"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "GROUP_RANK",
+	};
+	static char env[1 << 17];
+	char path[64];
+	ssize_t n;
+
+	t->nlabels = 0;
+	snprintf(path, sizeof(path), "/proc/%d/environ", t->pid);
+	n = read_file(path, env, sizeof(env) - 1);
+	if (n <= 0)
+		return;
+	env[n] = 0;
+	for (size_t k = 0; k < TARGET_MAX_LABELS; k++) {
+		size_t len = strlen(keys[k]);
+
+		for (ssize_t i = 0; i < n; i += strlen(env + i) + 1) {
+			if (strncmp(env + i, keys[k], len) || env[i + len] != '=')
+				continue;
+			escape_str(t->labels[t->nlabels++], sizeof(t->labels[0]), env + i,
+				   strlen(env + i));
+			break;
+		}
+	}
+}
+
+const char *target_label(const struct target *t, const char *key)
+{
+	size_t len = strlen(key);
+
+	for (int i = 0; i < t->nlabels; i++)
+		if (!strncmp(t->labels[i], key, len) && t->labels[i][len] == '=')
+			return t->labels[i] + len + 1;
+	return NULL;
+}
+
+static void read_identity(struct target *t)
+{
+	char path[64], buf[4096];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", t->pid);
+	n = read_file(path, buf, sizeof(buf));
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = 0;
+	escape_str(t->comm, sizeof(t->comm), buf, n > 0 ? n : 0);
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", t->pid);
+	n = read_file(path, buf, sizeof(buf));
+	for (ssize_t i = 0; i + 1 < n; i++)
+		if (buf[i] == 0)
+			buf[i] = ' ';
+	escape_str(t->cmdline, sizeof(t->cmdline), buf, n > 0 ? n : 0);
+	t->ns_pid = read_ns_pid(t->pid);
+	read_dist_env(t);
+}
+
+/* Opens /proc/PID/map_files/START-END and checks it is the mapped inode. */
+static int open_mapping(int pid, unsigned long start, unsigned long end,
+			uint64_t dev, uint64_t ino, struct target_lib *lib)
+{
+	char path[128];
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%lx-%lx", pid, start, end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != ino ||
+	    st.st_dev != dev) {
+		close(fd);
+		return -ESTALE;
+	}
+	lib->fd = fd;
+	lib->dev = dev;
+	lib->ino = ino;
+	snprintf(lib->attach_path, sizeof(lib->attach_path), "/proc/self/fd/%d", fd);
+	return 0;
+}
+
+static const char *basename_of(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+int target_find_lib(int pid, const char *prefix, struct target_lib *lib)
+{
+	char path[64], line[PATH_MAX + 256];
+	int err = -ENOENT;
+	FILE *f;
+
+	lib->fd = -1;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long start, end, off, ino;
+		unsigned int major, minor;
+		char perms[8];
+		int pos = 0;
+
+		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu %n", &start, &end, perms,
+			   &off, &major, &minor, &ino, &pos) < 7 || !pos || ino == 0)
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		if (strncmp(basename_of(line + pos), prefix, strlen(prefix)))
+			continue;
+		snprintf(lib->path, sizeof(lib->path), "%s", line + pos);
+		err = open_mapping(pid, start, end, makedev(major, minor), ino, lib);
+		lib->map_start = start;
+		lib->map_off = off;
+		break;
+	}
+	fclose(f);
+	return err;
+}
+
+bool target_maps(int pid, const char *prefix)
+{
+	struct target_lib lib;
+
+	if (target_find_lib(pid, prefix, &lib))
+		return false;
+	close(lib.fd);
+	return true;
+}
+
+static bool maps_gpu_library(int pid)
+{
+	return target_maps(pid, "libcuda.so") || target_maps(pid, "libcudart.so") ||
+	       target_maps(pid, "libamdhip64.so") || target_maps(pid, "libnccl.so");
+}
+
+/* Why libtorch_cpu.so could not be opened, and what to do: reading
+ * /proc/PID/maps takes CAP_SYS_PTRACE over the process (and root for some,
+ * such as pid 1); /proc/PID/map_files (mode 0500, owned by the process's
+ * user) takes CAP_DAC_READ_SEARCH besides CAP_SYS_ADMIN when that user is
+ * not ptbpf's. */
+static void describe_open_failure(int pid, int ret, char *err, size_t errlen)
+{
+	char path[64];
+	struct stat st;
+	FILE *maps;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	maps = fopen(path, "re");
+	if (!maps) {
+		snprintf(err, errlen, "pid %d: cannot read %s: %s: the kernel does not let ptbpf's "
+			 "user read this process (CAP_SYS_PTRACE is not enough for some, e.g. pid "
+			 "1); run ptbpf as root", pid, path, strerror(errno));
+		return;
+	}
+	fclose(maps);
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	if ((ret == -EACCES || ret == -EPERM) && !stat(path, &st) && st.st_uid != geteuid())
+		snprintf(err, errlen, "pid %d: cannot open its libtorch_cpu.so through "
+			 "/proc/%d/map_files: %s: that directory belongs to the process's user "
+			 "(uid %u); ptbpf needs CAP_DAC_READ_SEARCH for it (or run it as root)", pid,
+			 pid, strerror(-ret), (unsigned)st.st_uid);
+	else
+		snprintf(err, errlen, "pid %d: cannot open its libtorch_cpu.so through "
+			 "/proc/%d/map_files: %s", pid, pid, strerror(-ret));
+}
+
+int target_open(int pid, struct target *t, char *err, size_t errlen)
+{
+	char path[64];
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	t->pidfd = t->memfd = t->claimfd = t->torch.fd = t->stdcxx.fd = -1;
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	if (access(path, F_OK) || !target_alive(pid)) {
+		snprintf(err, errlen, "no process with pid %d", pid);
+		return -ESRCH;
+	}
+	t->pidfd = syscall(SYS_pidfd_open, pid, 0);
+	if (t->pidfd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "pid %d: pidfd_open: %s", pid, strerror(errno));
+		return ret;
+	}
+	/* Needed only to talk to an agent: without it (another user's process
+	 * and no CAP_DAC_OVERRIDE) ops come from uprobes. */
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	t->memfd = open(path, O_RDWR | O_CLOEXEC);
+	t->mem_errno = t->memfd < 0 ? errno : 0;
+	read_identity(t);
+	ret = target_find_lib(pid, "libtorch_cpu.so", &t->torch);
+	if (ret == -ENOENT && !maps_gpu_library(pid)) {
+		snprintf(err, errlen, "pid %d (%s) maps neither libtorch_cpu.so nor a CUDA, HIP or NCCL "
+			 "library: is it a PyTorch process that has imported torch?", pid, t->comm);
+		return ret;
+	}
+	if (ret == -ENOENT) /* a CUDA/HIP program without torch: GPU calls only */
+		ret = 0;
+	if (ret) {
+		describe_open_failure(pid, ret, err, errlen);
+		return ret;
+	}
+	ret = target_find_lib(pid, "libstdc++.so", &t->stdcxx);
+	if (ret && ret != -ENOENT) {
+		snprintf(err, errlen, "pid %d: cannot open its libstdc++: %s", pid,
+			 strerror(-ret));
+		return ret;
+	}
+	return 0;
+}
+
+void target_close(struct target *t)
+{
+	if (t->torch.fd >= 0)
+		close(t->torch.fd);
+	if (t->stdcxx.fd >= 0)
+		close(t->stdcxx.fd);
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	if (t->memfd >= 0)
+		close(t->memfd);
+	if (t->claimfd >= 0)
+		close(t->claimfd);
+	t->torch.fd = t->stdcxx.fd = t->pidfd = t->memfd = t->claimfd = -1;
+}
+
+/* The process's start time (clock ticks since boot): with the pid, a name
+ * no later process shares. */
+static unsigned long long start_time(int pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long st = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (read_file(path, buf, sizeof(buf)) > 0 && (p = strrchr(buf, ')')))
+		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+		       "%*d %*d %*d %llu", &st);
+	return st;
+}
+
+int target_claim(struct target *t, char *err, size_t errlen)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int fd, n, other;
+
+	if (t->claimfd >= 0)
+		return 0;
+	/* Abstract: no file, gone with the last fd (however ptbpf ends). */
+	n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "ptbpf/pid/%d/%llu", t->pid,
+		     start_time(t->pid));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0; /* no sockets: nothing to claim with */
+	if (!bind(fd, (struct sockaddr *)&a, offsetof(struct sockaddr_un, sun_path) + 1 + n) &&
+	    !listen(fd, 1)) {
+		t->claimfd = fd;
+		return 0;
+	}
+	close(fd);
+	/* Taken: who holds it? */
+	other = -1;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && !connect(fd, (struct sockaddr *)&a, offsetof(struct sockaddr_un, sun_path) +
+			1 + n) && !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
+		other = cred.pid;
+	if (fd >= 0)
+		close(fd);
+	if (other > 0)
+		snprintf(err, errlen, "pid %d is already traced by another ptbpf (pid %d): stop that "
+			 "one first (two would both switch its agent and lose each other's "
+			 "records)", t->pid, other);
+	else
+		snprintf(err, errlen, "pid %d is already traced by another ptbpf: stop that one first",
+			 t->pid);
+	return -EBUSY;
+}
+
+/* /proc/PID/mem reads 0 bytes once its image has no users left. */
+static int mem_result(ssize_t n, size_t len)
+{
+	if (n == (ssize_t)len)
+		return 0;
+	if (n == 0 || (n < 0 && errno == ESRCH))
+		return -ESRCH;
+	return -EFAULT;
+}
+
+int target_mem_read(const struct target *t, uint64_t addr, void *buf, size_t len)
+{
+	if (t->memfd < 0)
+		return -ESRCH;
+	return mem_result(pread(t->memfd, buf, len, (off_t)addr), len);
+}
+
+int target_mem_write(const struct target *t, uint64_t addr, const void *buf, size_t len)
+{
+	if (t->memfd < 0)
+		return -ESRCH;
+	return mem_result(pwrite(t->memfd, buf, len, (off_t)addr), len);
+}
+
+int target_file_addr(int pid, const struct target_lib *lib, uint64_t file_off, uint64_t *addr)
+{
+	char path[64], line[PATH_MAX + 256];
+	int ret = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long start, end, off, ino;
+		unsigned int major, minor;
+
+		if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu", &start, &end, &off, &major, &minor,
+			   &ino) != 6 || ino != lib->ino || makedev(major, minor) != lib->dev ||
+		    file_off < off || file_off >= off + (end - start))
+			continue;
+		*addr = start + (file_off - off);
+		ret = 0;
+		break;
+	}
+	fclose(f);
+	return ret;
+}
+
+int target_read(int pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)addr, len };
+	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+int target_read_str(int pid, uint64_t addr, char *buf, size_t len)
+{
+	/* Read in small chunks so a string near the end of a mapping is found. */
+	for (size_t off = 0; off + 1 < len; off += 32) {
+		size_t n = len - 1 - off < 32 ? len - 1 - off : 32;
+
+		if (target_read(pid, addr + off, buf + off, n))
+			return -EFAULT;
+		if (memchr(buf + off, 0, n))
+			return 0;
+	}
+	buf[len - 1] = 0;
+	return 0;
+}
+
+void target_thread_name(int pid, int tid, char *buf, size_t len)
+{
+	char path[64], raw[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
+	n = read_file(path, raw, sizeof(raw));
+	if (n <= 0) {
+		snprintf(buf, len, "tid %d", tid);
+		return;
+	}
+	if (raw[n - 1] == '\n')
+		raw[--n] = 0;
+	escape_str(buf, len, raw, n);
+}

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * `ptbpf daemon`: fleet mode. Every --every it opens a window of --window
+ * seconds in which every process that maps libtorch is traced (--all), into
+ * its own file in --out-dir; between windows nothing is attached. It also
+ * captures on demand: SIGUSR1, or a file named "capture-now" in --out-dir.
+ * Windows can start at epoch multiples of --every (--align), so every host
+ * of a job captures the same steps. The directory is kept under
+ * --max-bytes (and --keep files), oldest first, and a window is skipped
+ * rather than fill the disk. Nothing is kept in memory across windows but
+ * the metrics, so a restarted daemon simply goes on.
+ */
+#define _GNU_SOURCE
+#include "fleet/daemon.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fleet/metrics.h"
+
+#define TRIGGER_FILE "capture-now"
+
+static volatile sig_atomic_t triggered;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	triggered = 1;
+}
+
+struct file {
+	char name[256];
+	time_t mtime;
+	off_t size;
+};
+
+static int by_age(const void *a, const void *b)
+{
+	const struct file *x = a, *y = b;
+
+	if (x->mtime != y->mtime)
+		return x->mtime < y->mtime ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* ptbpf-*.pftrace files of dir, oldest first; their count, or -1. */
+static int list_traces(const char *dir, struct file **out, uint64_t *total)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	struct file *f = NULL;
+	int n = 0, cap = 0;
+
+	*total = 0;
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		char path[4096];
+		struct stat st;
+
+		if (strncmp(de->d_name, "ptbpf-", 6) || len < 9 || len >= sizeof(f->name) ||
+		    strcmp(de->d_name + len - 8, ".pftrace"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (lstat(path, &st) || !S_ISREG(st.st_mode))
+			continue;
+		if (n == cap) {
+			struct file *g = realloc(f, (cap = cap ? cap * 2 : 64) * sizeof(*f));
+
+			if (!g)
+				break;
+			f = g;
+		}
+		snprintf(f[n].name, sizeof(f[n].name), "%s", de->d_name);
+		f[n].mtime = st.st_mtime;
+		f[n].size = st.st_size;
+		*total += st.st_size;
+		n++;
+	}
+	closedir(d);
+	qsort(f, n, sizeof(*f), by_age);
+	*out = f;
+	return n;
+}
+
+/* Deletes the oldest traces until the rest fit max_bytes and keep. */
+static void retention(const struct options *opt)
+{
+	struct file *f = NULL;
+	uint64_t total;
+	int n = list_traces(opt->out_dir, &f, &total);
+
+	for (int i = 0; i < n && (total > opt->max_bytes || (opt->keep && n - i > (int)opt->keep));
+	     i++) {
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/%s", opt->out_dir, f[i].name);
+		if (!unlink(path)) {
+			total -= f[i].size;
+			fprintf(stderr, "ptbpf: daemon: deleted %s (retention)\n", path);
+		}
+	}
+	free(f);
+}
+
+/* Room for one more window: at most half of max_bytes, and the file
+ * system keeps 5% free besides. */
+static bool disk_ok(const struct options *opt)
+{
+	struct statvfs v;
+	uint64_t free_bytes, reserve;
+
+	if (statvfs(opt->out_dir, &v))
+		return false;
+	free_bytes = (uint64_t)v.f_bavail * v.f_frsize;
+	reserve = (uint64_t)v.f_blocks * v.f_frsize / 20;
+	return free_bytes > reserve + opt->max_bytes / 2;
+}
+
+static uint64_t realtime_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec;
+}
+
+/* Waits until `when` (REALTIME seconds) or a trigger: 1 if triggered,
+ * 0 at `when`, -1 once stopping. */
+static int wait_until(const struct options *opt, uint64_t when, volatile sig_atomic_t *stop)
+{
+	char trigger[4096];
+
+	snprintf(trigger, sizeof(trigger), "%s/" TRIGGER_FILE, opt->out_dir);
+	while (!*stop) {
+		if (triggered) {
+			triggered = 0;
+			return 1;
+		}
+		if (!unlink(trigger))
+			return 1;
+		if (realtime_s() >= when)
+			return 0;
+		nanosleep(&(struct timespec){ 0, 200000000 }, NULL);
+	}
+	return -1;
+}
+
+int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_atomic_t *stop)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	struct metrics *m = NULL;
+	uint64_t next;
+	char err[512], host[64] = "host";
+	int why;
+
+	if (mkdir(opt->out_dir, 0750) && errno != EEXIST) {
+		fprintf(stderr, "ptbpf: daemon: cannot create %s: %s\n", opt->out_dir,
+			strerror(errno));
+		return 1;
+	}
+	if (access(opt->out_dir, W_OK)) {
+		fprintf(stderr, "ptbpf: daemon: cannot write into %s: %s\n", opt->out_dir,
+			strerror(errno));
+		return 1;
+	}
+	if (opt->metrics_listen[0] && !(m = metrics_start(opt->metrics_listen, err, sizeof(err)))) {
+		fprintf(stderr, "ptbpf: daemon: %s\n", err);
+		return 1;
+	}
+	sigaction(SIGUSR1, &sa, NULL);
+	gethostname(host, sizeof(host) - 1);
+	retention(opt);
+	next = realtime_s();
+	if (opt->align)
+		next = (next / opt->every_s + 1) * opt->every_s;
+	fprintf(stderr, "ptbpf: daemon: a %lus window every %lus into %s%s%s%s\n",
+		(unsigned long)opt->window_s, (unsigned long)opt->every_s, opt->out_dir,
+		opt->align ? ", epoch-aligned" : "", m ? "; metrics at http://" : "",
+		m ? opt->metrics_listen : "");
+	while ((why = wait_until(opt, next, stop)) >= 0) {
+		char path[4096], stamp[32];
+		time_t now = time(NULL);
+
+		if (!why) /* scheduled: the next one is one period on (skipping missed ones) */
+			while (next <= realtime_s())
+				next += opt->every_s;
+		if (!disk_ok(opt)) {
+			fprintf(stderr, "ptbpf: daemon: window skipped: %s has less than 5%% + %lu MB "
+				"free\n", opt->out_dir, (unsigned long)(opt->max_bytes / 2 >> 20));
+			continue;
+		}
+		strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", gmtime(&now));
+		snprintf(path, sizeof(path), "%s/ptbpf-%s-%s%s.pftrace", opt->out_dir, host, stamp,
+			 why ? "-triggered" : "");
+		for (int k = 2; !access(path, F_OK) && k < 100; k++) /* same second */
+			snprintf(path, sizeof(path), "%s/ptbpf-%s-%s%s-%d.pftrace", opt->out_dir,
+				 host, stamp, why ? "-triggered" : "", k);
+		fprintf(stderr, "ptbpf: daemon: window %s\n", path);
+		window(opt, path, m);
+		retention(opt);
+	}
+	metrics_stop(m);
+	return 0;
+}

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* `ptbpf daemon`: capture windows on a schedule or on demand, retention,
+ * and the metrics endpoint (user/fleet/daemon.c). */
+#ifndef PTBPF_DAEMON_H
+#define PTBPF_DAEMON_H
+
+#include <signal.h>
+#include "cli.h"
+
+struct metrics;
+
+/* Traces every torch process into path for opt->window_s seconds; the
+ * caller (main.c) owns the tracing. */
+typedef int (*daemon_window_fn)(const struct options *opt, const char *path, struct metrics *m);
+
+/* Runs until *stop is set; 0, or 1 with one error line printed. */
+int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_atomic_t *stop);
+
+#endif /* PTBPF_DAEMON_H */

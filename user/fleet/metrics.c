@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The Prometheus endpoint of `ptbpf daemon --metrics-listen ADDR:PORT`:
+ * libevent's HTTP server (evhttp, Debian's libevent) on its own thread,
+ * serving the text exposition format at /metrics. The tracing loop hands
+ * in each window's running totals; counters carry over from window to
+ * window (a counter only grows while a window is open), so Prometheus'
+ * rate() gives op, launch and step rates, and GPU time by kernel.
+ *
+ * libmicrohttpd was the first choice, but Debian builds it with GnuTLS,
+ * whose p11-kit dependency cannot be linked statically, and ptbpf is one
+ * static binary.
+ */
+#define _GNU_SOURCE
+#include "fleet/metrics.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/thread.h>
+
+#include "attach/device.h"
+#include "record/join.h"
+#include "attach/target.h"
+
+#define MAX_PROCS   512
+#define MAX_KERNELS 4096
+
+struct mproc {
+	int pid;
+	char comm[64], rank[32], job[96];
+	uint64_t base[3], cur[3]; /* ops, launches, steps */
+	double last_step_s;
+};
+
+struct mkernel {
+	int pid;
+	char name[160];
+	uint64_t base_count, base_ns, cur_count, cur_ns;
+};
+
+struct metrics {
+	pthread_mutex_t lock;
+	struct event_base *base;
+	struct evhttp *http;
+	pthread_t thread;
+	bool running;
+	struct mproc procs[MAX_PROCS];
+	int nprocs;
+	struct mkernel kernels[MAX_KERNELS];
+	int nkernels;
+	uint64_t windows, lost_base, lost_cur, dropped_series;
+	bool window_open;
+};
+
+static void esc(struct evbuffer *b, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			evbuffer_add_printf(b, "\\%c", *s);
+		else if (*s == '\n')
+			evbuffer_add(b, "\\n", 2);
+		else
+			evbuffer_add(b, s, 1);
+	}
+}
+
+static void labels(struct evbuffer *b, const struct mproc *p)
+{
+	evbuffer_add_printf(b, "pid=\"%d\",comm=\"", p->pid);
+	esc(b, p->comm);
+	evbuffer_add(b, "\",rank=\"", 8);
+	esc(b, p->rank);
+	evbuffer_add(b, "\",run_id=\"", 10);
+	esc(b, p->job);
+	evbuffer_add(b, "\"", 1);
+}
+
+static const struct mproc *proc_of(const struct metrics *m, int pid)
+{
+	for (int i = 0; i < m->nprocs; i++)
+		if (m->procs[i].pid == pid)
+			return &m->procs[i];
+	return NULL;
+}
+
+/* One per-kernel counter: GPU seconds, or kernels run. */
+static void render_kernels(const struct metrics *m, struct evbuffer *b, const char *metric,
+			   const char *help, bool seconds)
+{
+	evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s counter\n", metric, help, metric);
+	for (int i = 0; i < m->nkernels; i++) {
+		const struct mkernel *k = &m->kernels[i];
+		const struct mproc *p = proc_of(m, k->pid);
+
+		if (!p)
+			continue;
+		evbuffer_add_printf(b, "%s{", metric);
+		labels(b, p);
+		evbuffer_add(b, ",kernel=\"", 9);
+		esc(b, k->name);
+		if (seconds)
+			evbuffer_add_printf(b, "\"} %.9f\n", (k->base_ns + k->cur_ns) / 1e9);
+		else
+			evbuffer_add_printf(b, "\"} %lu\n",
+					    (unsigned long)(k->base_count + k->cur_count));
+	}
+}
+
+static void render(struct metrics *m, struct evbuffer *b)
+{
+	static const char *const counters[3][2] = {
+		{ "ptbpf_ops_total", "Ops (ATen ops, with the agent every RecordFunction) recorded" },
+		{ "ptbpf_launches_total", "CUDA/HIP kernel and graph launches recorded" },
+		{ "ptbpf_steps_total", "Training steps (ProfilerStep#N, between Optimizer.step ends)" },
+	};
+	struct rusage ru;
+	long rss_pages = 0;
+	FILE *f;
+
+	for (int c = 0; c < 3; c++) {
+		evbuffer_add_printf(b, "# HELP %s %s, per process, in capture windows.\n"
+				    "# TYPE %s counter\n", counters[c][0], counters[c][1],
+				    counters[c][0]);
+		for (int i = 0; i < m->nprocs; i++) {
+			evbuffer_add_printf(b, "%s{", counters[c][0]);
+			labels(b, &m->procs[i]);
+			evbuffer_add_printf(b, "} %lu\n", (unsigned long)(m->procs[i].base[c] +
+									  m->procs[i].cur[c]));
+		}
+	}
+	evbuffer_add_printf(b, "# HELP ptbpf_step_seconds The last step's length.\n"
+			    "# TYPE ptbpf_step_seconds gauge\n");
+	for (int i = 0; i < m->nprocs; i++) {
+		if (!m->procs[i].last_step_s)
+			continue;
+		evbuffer_add(b, "ptbpf_step_seconds{", 19);
+		labels(b, &m->procs[i]);
+		evbuffer_add_printf(b, "} %.9f\n", m->procs[i].last_step_s);
+	}
+	render_kernels(m, b, "ptbpf_gpu_kernel_seconds_total",
+		       "GPU time by kernel (from the agent's CUPTI records).", true);
+	render_kernels(m, b, "ptbpf_gpu_kernels_total", "GPU kernels by name.", false);
+	getrusage(RUSAGE_SELF, &ru);
+	f = fopen("/proc/self/statm", "re");
+	if (f) {
+		if (fscanf(f, "%*s %ld", &rss_pages) != 1)
+			rss_pages = 0;
+		fclose(f);
+	}
+	evbuffer_add_printf(b,
+		"# HELP ptbpf_lost_events_total Events lost (ring buffers full), all windows.\n"
+		"# TYPE ptbpf_lost_events_total counter\nptbpf_lost_events_total %lu\n"
+		"# HELP ptbpf_windows_total Capture windows started.\n"
+		"# TYPE ptbpf_windows_total counter\nptbpf_windows_total %lu\n"
+		"# HELP ptbpf_window_open 1 while a capture window is open (probes attached).\n"
+		"# TYPE ptbpf_window_open gauge\nptbpf_window_open %d\n"
+		"# HELP ptbpf_series_dropped_total Processes or kernels past the metric tables.\n"
+		"# TYPE ptbpf_series_dropped_total counter\nptbpf_series_dropped_total %lu\n"
+		"# HELP ptbpf_cpu_seconds_total ptbpf's own CPU time.\n"
+		"# TYPE ptbpf_cpu_seconds_total counter\nptbpf_cpu_seconds_total %.3f\n"
+		"# HELP ptbpf_resident_memory_bytes ptbpf's own resident memory.\n"
+		"# TYPE ptbpf_resident_memory_bytes gauge\nptbpf_resident_memory_bytes %ld\n",
+		(unsigned long)(m->lost_base + m->lost_cur), (unsigned long)m->windows,
+		m->window_open ? 1 : 0, (unsigned long)m->dropped_series,
+		ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6,
+		rss_pages * sysconf(_SC_PAGESIZE));
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+	struct metrics *m = arg;
+	struct evbuffer *b;
+
+	if (strcmp(evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req)) ?: "", "/metrics")) {
+		evhttp_send_error(req, HTTP_NOTFOUND, "ptbpf serves /metrics");
+		return;
+	}
+	b = evbuffer_new();
+	if (!b) {
+		evhttp_send_error(req, HTTP_INTERNAL, "out of memory");
+		return;
+	}
+	pthread_mutex_lock(&m->lock);
+	render(m, b);
+	pthread_mutex_unlock(&m->lock);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+			  "text/plain; version=0.0.4; charset=utf-8");
+	evhttp_send_reply(req, HTTP_OK, "OK", b);
+	evbuffer_free(b);
+}
+
+static void *serve(void *arg)
+{
+	struct metrics *m = arg;
+
+	event_base_dispatch(m->base);
+	return NULL;
+}
+
+struct metrics *metrics_start(const char *listen, char *err, size_t errlen)
+{
+	struct metrics *m = calloc(1, sizeof(*m));
+	char host[256];
+	const char *colon = strrchr(listen, ':');
+	char *end;
+	long port = colon ? strtol(colon + 1, &end, 10) : -1;
+
+	if (!m)
+		return NULL;
+	if (!colon || colon == listen || *end || port <= 0 || port > 65535 ||
+	    (size_t)(colon - listen) >= sizeof(host)) {
+		snprintf(err, errlen, "--metrics-listen '%s': give ADDR:PORT, e.g. 127.0.0.1:9464",
+			 listen);
+		free(m);
+		return NULL;
+	}
+	memcpy(host, listen, colon - listen);
+	host[colon - listen] = 0;
+	pthread_mutex_init(&m->lock, NULL);
+	evthread_use_pthreads(); /* so that metrics_stop can break the loop */
+	m->base = event_base_new();
+	m->http = m->base ? evhttp_new(m->base) : NULL;
+	if (!m->http || evhttp_bind_socket(m->http, host, (uint16_t)port)) {
+		snprintf(err, errlen, "--metrics-listen %s: cannot listen there: %s", listen,
+			 strerror(errno ? errno : EADDRINUSE));
+		metrics_stop(m);
+		return NULL;
+	}
+	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+	evhttp_set_gencb(m->http, on_request, m);
+	if (pthread_create(&m->thread, NULL, serve, m)) {
+		snprintf(err, errlen, "metrics: cannot start its thread");
+		metrics_stop(m);
+		return NULL;
+	}
+	m->running = true;
+	return m;
+}
+
+void metrics_stop(struct metrics *m)
+{
+	if (!m)
+		return;
+	if (m->running) {
+		event_base_loopbreak(m->base);
+		pthread_join(m->thread, NULL);
+	}
+	if (m->http)
+		evhttp_free(m->http);
+	if (m->base)
+		event_base_free(m->base);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+void metrics_window(struct metrics *m, bool open)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	if (open) {
+		m->windows++;
+	} else { /* fold this window's totals into the carried ones */
+		for (int i = 0; i < m->nprocs; i++)
+			for (int c = 0; c < 3; c++) {
+				m->procs[i].base[c] += m->procs[i].cur[c];
+				m->procs[i].cur[c] = 0;
+			}
+		for (int i = 0; i < m->nkernels; i++) {
+			m->kernels[i].base_count += m->kernels[i].cur_count;
+			m->kernels[i].base_ns += m->kernels[i].cur_ns;
+			m->kernels[i].cur_count = m->kernels[i].cur_ns = 0;
+		}
+		m->lost_base += m->lost_cur;
+		m->lost_cur = 0;
+	}
+	m->window_open = open;
+	pthread_mutex_unlock(&m->lock);
+}
+
+static struct mproc *mproc_for(struct metrics *m, const struct target *t)
+{
+	const char *rank = target_label(t, "RANK"), *job = target_label(t, "TORCHELASTIC_RUN_ID");
+
+	if (!job)
+		job = target_label(t, "SLURM_JOB_ID");
+	for (int i = 0; i < m->nprocs; i++)
+		if (m->procs[i].pid == t->pid && !strcmp(m->procs[i].comm, t->comm))
+			return &m->procs[i];
+	if (m->nprocs == MAX_PROCS) {
+		m->dropped_series++;
+		return NULL;
+	}
+	struct mproc *p = &m->procs[m->nprocs++];
+
+	memset(p, 0, sizeof(*p));
+	p->pid = t->pid;
+	snprintf(p->comm, sizeof(p->comm), "%s", t->comm);
+	snprintf(p->rank, sizeof(p->rank), "%s", rank ? rank : "");
+	snprintf(p->job, sizeof(p->job), "%s", job ? job : "");
+	return p;
+}
+
+void metrics_update(struct metrics *m, const struct join *j, const struct target *targets,
+		    int ntargets, uint64_t lost)
+{
+	struct join_proc_stats st[256];
+	const struct device_kernel_stat *ks;
+	int n, nk;
+
+	if (!m)
+		return;
+	n = join_process_stats(j, st, 256);
+	nk = device_kernel_stats(join_device(j), &ks);
+	pthread_mutex_lock(&m->lock);
+	for (int i = 0; i < n; i++) {
+		const struct target *t = NULL;
+		struct mproc *p;
+
+		for (int k = 0; k < ntargets && !t; k++)
+			if (targets[k].pid == st[i].pid)
+				t = &targets[k];
+		if (!t || !(p = mproc_for(m, t)))
+			continue;
+		p->cur[0] = st[i].ops;
+		p->cur[1] = st[i].launches;
+		p->cur[2] = st[i].steps;
+		if (st[i].last_step_ns)
+			p->last_step_s = st[i].last_step_ns / 1e9;
+	}
+	for (int i = 0; i < nk; i++) {
+		int k;
+
+		for (k = 0; k < m->nkernels; k++)
+			if (m->kernels[k].pid == ks[i].pid &&
+			    !strncmp(m->kernels[k].name, ks[i].name, sizeof(m->kernels[k].name) - 1))
+				break;
+		if (k == m->nkernels) {
+			if (m->nkernels == MAX_KERNELS) {
+				m->dropped_series++;
+				continue;
+			}
+			memset(&m->kernels[k], 0, sizeof(m->kernels[k]));
+			m->kernels[k].pid = ks[i].pid;
+			snprintf(m->kernels[k].name, sizeof(m->kernels[k].name), "%s", ks[i].name);
+			m->nkernels++;
+		}
+		m->kernels[k].cur_count = ks[i].count;
+		m->kernels[k].cur_ns = ks[i].ns;
+	}
+	m->lost_cur = lost;
+	pthread_mutex_unlock(&m->lock);
+}

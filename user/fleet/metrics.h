@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * metrics: ptbpf daemon's Prometheus endpoint (user/fleet/metrics.c). Per
+ * process (pid, comm, rank, run_id: TORCHELASTIC_RUN_ID or SLURM_JOB_ID): ops, launches and steps (counters), the
+ * last step's length, GPU time and kernels by kernel name; and ptbpf's
+ * lost events, windows, CPU time and memory.
+ */
+#ifndef PTBPF_METRICS_H
+#define PTBPF_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct metrics;
+struct join;
+struct target;
+
+/* Listens on ADDR:PORT (its own thread); NULL with one line in err. */
+struct metrics *metrics_start(const char *listen, char *err, size_t errlen);
+void metrics_stop(struct metrics *m);
+/* A capture window opens (probes attached) or closes. */
+void metrics_window(struct metrics *m, bool open);
+/* The open window's running totals (join's per-process and per-kernel
+ * counts, the loss count). */
+void metrics_update(struct metrics *m, const struct join *j, const struct target *targets,
+		    int ntargets, uint64_t lost);
+
+#endif /* PTBPF_METRICS_H */

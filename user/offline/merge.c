@@ -1,0 +1,700 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * `ptbpf merge A.pftrace B.pftrace ... -o JOB.pftrace`: one trace from the
+ * traces of several ranks and hosts. Each input's events are stamped in its
+ * host's CLOCK_MONOTONIC; its ClockSnapshots say what REALTIME was at the
+ * same instants. The merge moves every timestamp onto REALTIME (the one
+ * clock hosts share, through NTP or PTP) and keeps the inputs apart: its
+ * own packet sequence each (interned names stay per input), track uuids and
+ * flow ids salted per input, pids moved into a range per input (a pid means
+ * one process to the Perfetto UI), and process names prefixed with the
+ * input's file name. It prints how far each input's clock mapping drifted
+ * over its trace: what the alignment cannot be better than. Each packet
+ * sequence of an input (ptbpf's writer puts each track's events on one of
+ * its own) becomes a sequence of the output, its timestamps in full: its
+ * default clock is MONOTONIC there.
+ *
+ * Two streaming passes over each input (the trace reader, one input at a
+ * time): the first finds its clock mapping, earliest timestamp and NCCL
+ * kernels, the second rewrites its packets into the output. Only the fields
+ * ptbpf's writer (user/trace/perfetto.c) uses are rewritten; everything else is
+ * copied byte for byte. Timestamps are checked: one that the shift would
+ * take out of range drops its packet (counted), it never wraps.
+ */
+#define _GNU_SOURCE
+#include "offline/merge.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/files.h"
+#include "trace/pbread.h"
+#include "trace/perfetto.h"
+#include "trace/trace_read.h"
+
+#define PID_STRIDE (1 << 22) /* above Linux's largest pid_max */
+#define MAX_INPUTS 256
+#define MAX_OPEN_SLICES 64
+
+struct buf {
+	uint8_t *p;
+	size_t n, cap;
+	bool oom;
+};
+
+static void put(struct buf *b, const void *d, size_t n)
+{
+	if (b->n + n > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 4096;
+		uint8_t *p;
+
+		while (cap < b->n + n)
+			cap *= 2;
+		p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	if (n)
+		memcpy(b->p + b->n, d, n);
+	b->n += n;
+}
+
+static void put_varint(struct buf *b, uint64_t v)
+{
+	uint8_t t[10];
+	int n = 0;
+
+	do {
+		t[n++] = (uint8_t)(v & 0x7f) | (v > 0x7f ? 0x80 : 0);
+		v >>= 7;
+	} while (v);
+	put(b, t, n);
+}
+
+static void put_tag(struct buf *b, uint32_t field, int wt)
+{
+	put_varint(b, (uint64_t)field << 3 | wt);
+}
+
+static void put_len(struct buf *b, uint32_t field, const void *d, size_t n)
+{
+	put_tag(b, field, PB_LEN);
+	put_varint(b, n);
+	put(b, d, n);
+}
+
+struct input {
+	const char *path;
+	char label[64];     /* file name without .pftrace */
+	struct tr_reader *tr;
+	uint64_t salt;
+	int64_t offset;     /* REALTIME - MONOTONIC at its first snapshot */
+	int64_t drift;      /* change of that offset up to its last snapshot */
+	int nsnapshots;
+	uint64_t min_ts;    /* the earliest timestamp of a packet it keeps */
+	uint64_t *coll_end; /* NCCL kernels' end times (its MONOTONIC), in order */
+	int ncoll, coll_cap;
+	int64_t refined;    /* the collectives' correction, added to offset */
+	int64_t residual;   /* median |difference| left after it, ns */
+	bool aligned;       /* refined and residual are set */
+	uint64_t dropped;   /* packets whose timestamp the shift took out of range */
+	uint32_t *seq_in, *seq_out; /* its sequences and theirs in the output */
+	int nseq, seq_cap;
+};
+
+/* Output sequence 1 is the clock snapshot's; inputs' ones follow. */
+static uint32_t next_seq = 2;
+
+/* The output sequence of input sequence seq (0 if out of memory). */
+static uint32_t out_seq(struct input *in, uint32_t seq)
+{
+	for (int i = in->nseq - 1; i >= 0; i--)
+		if (in->seq_in[i] == seq)
+			return in->seq_out[i];
+	if (in->nseq == in->seq_cap) {
+		int cap = in->seq_cap ? 2 * in->seq_cap : 16;
+		uint32_t *a = realloc(in->seq_in, cap * sizeof(*a)), *b;
+
+		if (!a)
+			return 0;
+		in->seq_in = a;
+		b = realloc(in->seq_out, cap * sizeof(*b));
+		if (!b)
+			return 0;
+		in->seq_out = b;
+		in->seq_cap = cap;
+	}
+	in->seq_in[in->nseq] = seq;
+	return in->seq_out[in->nseq++] = next_seq++;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	return x ^ (x >> 33);
+}
+
+static uint64_t salted(const struct input *in, uint64_t id)
+{
+	return id ? (id ^ in->salt) | 1 : 0;
+}
+
+/* |x| without overflow at INT64_MIN. */
+static uint64_t magnitude(int64_t x)
+{
+	return x < 0 ? -(uint64_t)x : (uint64_t)x;
+}
+
+/* ts moved by off, if that stays a timestamp (0 .. INT64_MAX). */
+static bool shift_ts(uint64_t ts, int64_t off, uint64_t *out)
+{
+	uint64_t m = magnitude(off);
+
+	if (off >= 0 ? ts > (uint64_t)INT64_MAX - m : ts < m)
+		return false;
+	*out = off >= 0 ? ts + m : ts - m;
+	return *out <= (uint64_t)INT64_MAX;
+}
+
+/* The output drops the inputs' clock snapshots (packets stamped in another
+ * clock than MONOTONIC) and their end markers; a sequence's first packet
+ * stays (its defaults), without its snapshot. */
+static bool kept(const struct tr_packet *p)
+{
+	return (!p->snapshot.n || p->defaults.n) && !p->end_marker &&
+	       !(p->clock_id && p->clock_id != CLOCK_ID_MONOTONIC);
+}
+
+struct open_slice {
+	uint64_t track;
+	bool coll;
+};
+
+static bool is_collective_kernel(const struct tr_str *name)
+{
+	char buf[64];
+	size_t len = name->len;
+
+	if (len < 4 || memcmp(name->s, "nccl", 4))
+		return false;
+	len = len < sizeof(buf) - 1 ? len : sizeof(buf) - 1;
+	memcpy(buf, name->s, len);
+	buf[len] = 0;
+	return strstr(buf, "Kernel") != NULL;
+}
+
+/* NCCL kernels on the GPU timeline: a slice begins and ends on its stream
+ * track; the end times of the collective ones, in order. */
+static void note_collective(struct input *in, const struct tr_event *e,
+			    struct open_slice *open, int *nopen)
+{
+	if (e->type == TE_SLICE_BEGIN && *nopen < MAX_OPEN_SLICES) {
+		open[*nopen].track = e->track;
+		open[(*nopen)++].coll = e->has_name && is_collective_kernel(&e->name);
+		return;
+	}
+	if (e->type != TE_SLICE_END)
+		return;
+	for (int i = *nopen - 1; i >= 0; i--) {
+		if (open[i].track != e->track)
+			continue;
+		if (open[i].coll && in->ncoll == in->coll_cap) {
+			int cap = in->coll_cap ? in->coll_cap * 2 : 256;
+			uint64_t *c = realloc(in->coll_end, (size_t)cap * sizeof(*c));
+
+			if (c)
+				in->coll_end = c, in->coll_cap = cap;
+		}
+		if (open[i].coll && in->ncoll < in->coll_cap)
+			in->coll_end[in->ncoll++] = e->ts;
+		open[i] = open[--*nopen];
+		return;
+	}
+}
+
+/* First pass over an input: its clock mapping, earliest timestamp and
+ * (by_collectives) NCCL kernels. 0, or -1 with one line printed. */
+static int scan_input(struct input *in, bool by_collectives)
+{
+	struct open_slice open[MAX_OPEN_SLICES];
+	struct tr_event *e = malloc(sizeof(*e));
+	struct tr_packet p;
+	int nopen = 0, got;
+
+	if (!e)
+		return -1;
+	in->min_ts = UINT64_MAX;
+	while ((got = tr_next(in->tr, &p)) > 0) {
+		int64_t off;
+
+		if (p.snapshot.n && tr_clock_offset(&p, &off)) {
+			if (!in->nsnapshots++)
+				in->offset = off;
+			/* Both offsets lie in [-INT64_MAX, INT64_MAX]: wrap-free in unsigned. */
+			in->drift = (int64_t)((uint64_t)off - (uint64_t)in->offset);
+		}
+		if (kept(&p) && p.has_ts && p.ts < in->min_ts)
+			in->min_ts = p.ts;
+		if (by_collectives && p.event.n && tr_event(in->tr, &p, e))
+			note_collective(in, e, open, &nopen);
+	}
+	free(e);
+	if (got < 0)
+		return -1;
+	tr_warn_if_cut(in->tr, "merge");
+	if (!in->nsnapshots) {
+		fprintf(stderr, "ptbpf: merge: %s has no ClockSnapshot with MONOTONIC and "
+			"REALTIME: it cannot be aligned (was it written by ptbpf?)\n", in->path);
+		return -1;
+	}
+	return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* x, or the nearest int64 (differences of timestamps that no real trace
+ * comes near). */
+static int64_t clamp64(__int128 x)
+{
+	return x > INT64_MAX ? INT64_MAX : x < INT64_MIN ? INT64_MIN : (int64_t)x;
+}
+
+/* Shifts input `in` so that its k-th collective ends when the reference's
+ * does (the median difference), trying small index offsets in case one
+ * trace began a collective or two earlier; keeps the best (smallest median
+ * residual). False if there are too few collectives to say. */
+static bool refine(const struct input *ref, struct input *in)
+{
+	int64_t best_res = INT64_MAX, best_corr = 0;
+	int64_t *d = malloc(sizeof(*d) * (size_t)(in->ncoll + ref->ncoll + 1));
+
+	if (!d)
+		return false;
+	for (int shift = -3; shift <= 3; shift++) {
+		int64_t corr;
+		int n = 0;
+
+		for (int k = 0; k < ref->ncoll; k++) {
+			int j = k + shift;
+
+			if (j < 0 || j >= in->ncoll)
+				continue;
+			d[n++] = clamp64(((__int128)ref->coll_end[k] + ref->offset) -
+					 ((__int128)in->coll_end[j] + in->offset));
+		}
+		if (n < 3)
+			continue;
+		qsort(d, n, sizeof(*d), cmp_i64);
+		corr = d[n / 2];
+		for (int i = 0; i < n; i++)
+			d[i] = clamp64((__int128)d[i] - corr < 0 ? -((__int128)d[i] - corr) :
+				       (__int128)d[i] - corr);
+		qsort(d, n, sizeof(*d), cmp_i64);
+		if (d[n / 2] < best_res) {
+			best_res = d[n / 2];
+			best_corr = corr;
+		}
+	}
+	free(d);
+	if (best_res == INT64_MAX || __builtin_add_overflow(in->offset, best_corr, &in->offset))
+		return false;
+	in->refined = best_corr;
+	in->residual = best_res;
+	in->aligned = true;
+	return true;
+}
+
+static void rewrite_process(const struct input *in, int idx, const uint8_t *d, size_t n,
+			    struct buf *out, bool *bad)
+{
+	const uint8_t *p = d;
+	struct field f;
+
+	while (next_field(&p, d + n, &f, bad)) {
+		if (f.num == F_PD_PID && f.wt == PB_VARINT) {
+			put_tag(out, F_PD_PID, PB_VARINT);
+			put_varint(out, (uint64_t)((int64_t)(int32_t)f.v +
+						   (int64_t)(idx + 1) * PID_STRIDE));
+		} else if (f.num == F_PD_NAME && f.wt == PB_LEN) {
+			char name[512];
+			int len = snprintf(name, sizeof(name), "%s: %.*s", in->label,
+					   (int)(f.len < 400 ? f.len : 400), (const char *)f.d);
+
+			put_len(out, F_PD_NAME, name, len < (int)sizeof(name) ? (size_t)len : sizeof(name) - 1);
+		} else {
+			put(out, f.raw, f.rawlen);
+		}
+	}
+}
+
+static void rewrite_thread(int idx, const uint8_t *d, size_t n, struct buf *out, bool *bad)
+{
+	const uint8_t *p = d;
+	struct field f;
+
+	while (next_field(&p, d + n, &f, bad)) {
+		if ((f.num == F_THD_PID || f.num == F_THD_TID) && f.wt == PB_VARINT) {
+			/* Unsigned: a sign-extended pid moves as the process's does. */
+			put_tag(out, f.num, PB_VARINT);
+			put_varint(out, f.v + (uint64_t)(idx + 1) * PID_STRIDE);
+		} else {
+			put(out, f.raw, f.rawlen);
+		}
+	}
+}
+
+/* A nested message rewritten by fn, written back as field num. */
+static void put_rewritten(struct buf *out, uint32_t num, struct buf *tmp)
+{
+	put_len(out, num, tmp->p, tmp->n);
+	if (tmp->oom)
+		out->oom = true;
+	tmp->n = 0;
+}
+
+static void rewrite_descriptor(const struct input *in, int idx, const uint8_t *d, size_t n,
+			       struct buf *out, struct buf *tmp, bool *bad)
+{
+	const uint8_t *p = d;
+	struct field f;
+
+	while (next_field(&p, d + n, &f, bad)) {
+		if ((f.num == F_TD_UUID || f.num == F_TD_PARENT) && f.wt == PB_VARINT) {
+			put_tag(out, f.num, PB_VARINT);
+			put_varint(out, salted(in, f.v));
+		} else if (f.num == F_TD_PROCESS && f.wt == PB_LEN) {
+			rewrite_process(in, idx, f.d, f.len, tmp, bad);
+			put_rewritten(out, f.num, tmp);
+		} else if (f.num == F_TD_THREAD && f.wt == PB_LEN) {
+			rewrite_thread(idx, f.d, f.len, tmp, bad);
+			put_rewritten(out, f.num, tmp);
+		} else {
+			put(out, f.raw, f.rawlen);
+		}
+	}
+}
+
+static void rewrite_event(const struct input *in, const uint8_t *d, size_t n, struct buf *out,
+			  bool *bad)
+{
+	const uint8_t *p = d;
+	struct field f;
+
+	while (next_field(&p, d + n, &f, bad)) {
+		if (f.num == F_TE_TRACK && f.wt == PB_VARINT) {
+			put_tag(out, f.num, PB_VARINT);
+			put_varint(out, salted(in, f.v));
+		} else if (((f.num == F_TE_FLOWS || f.num == F_TE_TERM_FLOWS) && f.wt == PB_FIXED64) ||
+			   ((f.num == F_TE_FLOWS_V || f.num == F_TE_TERM_FLOWS_V) && f.wt == PB_VARINT)) {
+			/* A short id (a small number) made odd first, as the long
+			 * ones are: salting keeps them apart then. */
+			uint64_t id = salted(in, f.wt == PB_VARINT ? f.v << 1 | 1 : f.v);
+
+			put_tag(out, f.num == F_TE_FLOWS || f.num == F_TE_FLOWS_V ? F_TE_FLOWS :
+				F_TE_TERM_FLOWS, PB_FIXED64);
+			put(out, &id, 8);
+		} else {
+			put(out, f.raw, f.rawlen);
+		}
+	}
+}
+
+/* A sequence's defaults: its track salted, its clock MONOTONIC (the
+ * output's timestamps are in full). */
+static void rewrite_defaults(const struct input *in, const uint8_t *d, size_t n,
+			     struct buf *out, struct buf *tmp, bool *bad)
+{
+	const uint8_t *p = d;
+	struct field f, g;
+
+	while (next_field(&p, d + n, &f, bad)) {
+		const uint8_t *t = f.d;
+
+		if (f.num == F_DEF_CLOCK_ID && f.wt == PB_VARINT) {
+			put_tag(out, f.num, PB_VARINT);
+			put_varint(out, CLOCK_ID_MONOTONIC);
+		} else if (f.num == F_DEF_TRACK_EVENT && f.wt == PB_LEN) {
+			while (next_field(&t, f.d + f.len, &g, bad)) {
+				if (g.num == F_TED_TRACK && g.wt == PB_VARINT) {
+					put_tag(tmp, g.num, PB_VARINT);
+					put_varint(tmp, salted(in, g.v));
+				} else {
+					put(tmp, g.raw, g.rawlen);
+				}
+			}
+			put_rewritten(out, f.num, tmp);
+		} else {
+			put(out, f.raw, f.rawlen);
+		}
+	}
+}
+
+/* One kept packet of input idx, rewritten into pkt (emptied first); false
+ * if it is to be dropped (malformed, or its timestamp out of range). */
+static bool rewrite_packet(struct input *in, int idx, const struct tr_packet *tp,
+			   struct buf *pkt, struct buf *tmp, struct buf *sub)
+{
+	const uint8_t *p = tp->data, *end = tp->data + tp->len;
+	struct field f;
+	bool bad = false;
+
+	pkt->n = 0;
+	while (next_field(&p, end, &f, &bad)) {
+		uint64_t ts;
+
+		if (f.num == F_PKT_TIMESTAMP && f.wt == PB_VARINT) {
+			/* The reader's: in full where it was incremental. */
+			if (!shift_ts(tp->ts_incremental ? tp->ts : f.v, in->offset, &ts)) {
+				in->dropped++;
+				return false;
+			}
+			put_tag(pkt, f.num, PB_VARINT);
+			put_varint(pkt, ts);
+		} else if (f.num == F_PKT_SEQ_ID && f.wt == PB_VARINT) {
+			uint32_t seq = out_seq(in, (uint32_t)f.v);
+
+			if (!seq)
+				pkt->oom = true;
+			put_tag(pkt, f.num, PB_VARINT);
+			put_varint(pkt, seq);
+		} else if (f.num == F_PKT_CLOCK_SNAPSHOT) {
+			continue; /* a sequence's own clock: not needed in the output */
+		} else if (f.num == F_PKT_DEFAULTS && f.wt == PB_LEN) {
+			rewrite_defaults(in, f.d, f.len, tmp, sub, &bad);
+			put_rewritten(pkt, f.num, tmp);
+		} else if (f.num == F_PKT_TRACK_DESC && f.wt == PB_LEN) {
+			rewrite_descriptor(in, idx, f.d, f.len, tmp, sub, &bad);
+			put_rewritten(pkt, f.num, tmp);
+		} else if (f.num == F_PKT_TRACK_EVENT && f.wt == PB_LEN) {
+			rewrite_event(in, f.d, f.len, tmp, &bad);
+			put_rewritten(pkt, f.num, tmp);
+		} else {
+			put(pkt, f.raw, f.rawlen);
+		}
+	}
+	return !bad;
+}
+
+/* The output's one clock mapping: its timestamps are REALTIME, stamped
+ * MONOTONIC (the inputs' sequence default), so all clocks read alike. */
+static void put_identity_snapshot(struct buf *out, uint64_t ts, uint32_t seq)
+{
+	struct buf snap = { 0 }, clk = { 0 };
+	const int ids[] = { CLOCK_ID_BOOTTIME, CLOCK_ID_MONOTONIC, CLOCK_ID_REALTIME };
+
+	put_tag(out, F_PKT_TIMESTAMP, PB_VARINT);
+	put_varint(out, ts);
+	put_tag(out, F_PKT_CLOCK_ID, PB_VARINT);
+	put_varint(out, CLOCK_ID_BOOTTIME);
+	put_tag(out, F_PKT_SEQ_ID, PB_VARINT);
+	put_varint(out, seq);
+	for (int i = 0; i < 3; i++) {
+		put_tag(&clk, F_CLK_ID, PB_VARINT);
+		put_varint(&clk, ids[i]);
+		put_tag(&clk, F_CLK_TS, PB_VARINT);
+		put_varint(&clk, ts);
+		put_rewritten(&snap, F_CS_CLOCKS, &clk);
+	}
+	put_tag(&snap, F_CS_PRIMARY, PB_VARINT);
+	put_varint(&snap, CLOCK_ID_BOOTTIME);
+	put_len(out, F_PKT_CLOCK_SNAPSHOT, snap.p, snap.n);
+	if (snap.oom || clk.oom)
+		out->oom = true;
+	free(snap.p);
+	free(clk.p);
+}
+
+static void set_label(struct input *in)
+{
+	char tmp[4096], *base;
+
+	snprintf(tmp, sizeof(tmp), "%s", in->path);
+	base = basename(tmp);
+	if (strlen(base) > 8 && !strcmp(base + strlen(base) - 8, ".pftrace"))
+		base[strlen(base) - 8] = 0;
+	snprintf(in->label, sizeof(in->label), "%s", base);
+}
+
+/* Second pass: every input's kept packets, rewritten, into w. 0 or -1. */
+static int write_inputs(struct input *in, int n, struct pf_writer *w)
+{
+	struct buf pkt = { 0 }, tmp = { 0 }, sub = { 0 };
+	int rc = 0;
+
+	for (int i = 0; i < n && !rc; i++) {
+		struct tr_packet p;
+		int got;
+
+		if (tr_rewind(in[i].tr)) {
+			rc = -1;
+			break;
+		}
+		while ((got = tr_next(in[i].tr, &p)) > 0)
+			if (kept(&p) && rewrite_packet(&in[i], i, &p, &pkt, &tmp, &sub))
+				pf_write_packet(w, pkt.p, pkt.n);
+		if (got < 0 || pkt.oom || tmp.oom || sub.oom)
+			rc = -1;
+		tr_close(in[i].tr);
+		in[i].tr = NULL;
+	}
+	free(pkt.p);
+	free(tmp.p);
+	free(sub.p);
+	return rc;
+}
+
+static void print_alignment(const struct input *in, int n, const char *out_path)
+{
+	uint64_t worst = 0;
+	int64_t worst_res = -1;
+
+	for (int i = 0; i < n; i++) {
+		fprintf(stderr, "ptbpf: merge: %s: pids +%d, REALTIME - MONOTONIC = %.6f s, "
+			"drifted %+.1f us over its %d clock snapshots\n", in[i].label,
+			(i + 1) * PID_STRIDE, in[i].offset / 1e9, in[i].drift / 1e3,
+			in[i].nsnapshots);
+		if (in[i].dropped)
+			fprintf(stderr, "ptbpf: merge: %s: %lu packets dropped: their timestamps "
+				"moved out of range\n", in[i].label, (unsigned long)in[i].dropped);
+		if (magnitude(in[i].drift) > worst)
+			worst = magnitude(in[i].drift);
+		if (in[i].aligned) {
+			fprintf(stderr, "ptbpf: merge: %s: moved %+.1f us to line up its NCCL "
+				"kernels with %s's (%d and %d); they then end %.1f us apart "
+				"(median)\n", in[i].label, in[i].refined / 1e3, in[0].label,
+				in[i].ncoll, in[0].ncoll, in[i].residual / 1e3);
+			if (in[i].residual > worst_res)
+				worst_res = in[i].residual;
+		}
+	}
+	if (worst_res >= 0)
+		fprintf(stderr, "ptbpf: merge: wrote %s (%d traces, aligned by their "
+			"collectives); alignment uncertainty ±%.1f us\n", out_path, n,
+			worst_res / 1e3 + worst / 1e3);
+	else
+		fprintf(stderr, "ptbpf: merge: wrote %s (%d traces on REALTIME); alignment "
+			"uncertainty within a host ±%.1f us, across hosts plus their REALTIME "
+			"clocks' disagreement (NTP/PTP)\n", out_path, n, worst / 1e3 + 1.0);
+}
+
+int merge_traces(char **paths, int n, const char *out_path, bool by_collectives, bool force)
+{
+	struct input *in = calloc(n > 0 ? n : 1, sizeof(*in));
+	struct outfile out = { .fd = -1 };
+	struct pf_writer *w = NULL;
+	struct buf snap = { 0 };
+	uint64_t start = UINT64_MAX;
+	int rc = 1, err;
+
+	if (!in)
+		return 1;
+	if (n < 1 || n > MAX_INPUTS) {
+		fprintf(stderr, "ptbpf: merge: give 1 to %d traces\n", MAX_INPUTS);
+		goto done;
+	}
+	for (int i = 0; i < n; i++) {
+		in[i].path = paths[i];
+		in[i].salt = mix(0x6d65726765ULL + (uint64_t)i);
+		set_label(&in[i]);
+		if (!(in[i].tr = tr_open(paths[i], "merge")) || scan_input(&in[i], by_collectives))
+			goto done;
+		tr_park(in[i].tr);
+	}
+	for (int i = 1; by_collectives && i < n; i++)
+		if (!refine(&in[0], &in[i]))
+			fprintf(stderr, "ptbpf: merge: %s and %s share too few NCCL kernels (%d, %d) "
+				"to refine the alignment; REALTIME only\n", in[0].label, in[i].label,
+				in[0].ncoll, in[i].ncoll);
+	for (int i = 0; i < n; i++) {
+		uint64_t ts;
+
+		if (in[i].min_ts != UINT64_MAX && shift_ts(in[i].min_ts, in[i].offset, &ts) &&
+		    ts < start)
+			start = ts;
+	}
+	if (outfile_open(&out, out_path, force, (const char *const *)paths, n, "merge"))
+		goto done;
+	if (!(w = pf_writer_open_copy(out.fd))) {
+		outfile_cannot_write("merge", out.tmp, errno);
+		goto done;
+	}
+	put_identity_snapshot(&snap, start == UINT64_MAX ? 0 : start, 1);
+	pf_write_packet(w, snap.p, snap.n);
+	if (snap.oom || write_inputs(in, n, w)) {
+		fprintf(stderr, "ptbpf: merge: out of memory or a read error; %s not written\n",
+			out_path);
+		goto done;
+	}
+	err = pf_writer_close(w);
+	w = NULL;
+	if (err) {
+		fprintf(stderr, "ptbpf: merge: writing %s failed: %s\n", out.tmp, strerror(-err));
+		goto done;
+	}
+	if (outfile_commit(&out, "merge"))
+		goto done;
+	print_alignment(in, n, out_path);
+	rc = 0;
+done:
+	if (w)
+		pf_writer_close(w);
+	outfile_discard(&out);
+	for (int i = 0; i < n; i++) {
+		tr_close(in[i].tr);
+		free(in[i].coll_end);
+		free(in[i].seq_in);
+		free(in[i].seq_out);
+	}
+	free(in);
+	free(snap.p);
+	return rc;
+}
+
+int merge_main(int argc, char **argv)
+{
+	char **inputs = calloc((size_t)argc, sizeof(*inputs));
+	const char *out = NULL;
+	bool coll = false, force = false, bad = false;
+	int n = 0, rc;
+
+	if (!inputs)
+		return 1;
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "-o") && i + 1 < argc && !out)
+			out = argv[++i];
+		else if (!strcmp(argv[i], "--align-collectives"))
+			coll = true;
+		else if (!strcmp(argv[i], "--force"))
+			force = true;
+		else if (argv[i][0] != '-')
+			inputs[n++] = argv[i];
+		else
+			bad = true;
+	}
+	if (bad || !out || n < 1) {
+		fprintf(stderr, "ptbpf: usage: ptbpf merge [--align-collectives] [--force] A.pftrace "
+			"B.pftrace ... -o OUT.pftrace\n");
+		free(inputs);
+		return 2;
+	}
+	rc = merge_traces(inputs, n, out, coll, force);
+	free(inputs);
+	return rc;
+}

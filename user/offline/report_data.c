@@ -1,0 +1,737 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* The report's one streaming pass over a trace. See report_data.h. */
+#define _GNU_SOURCE
+#include "offline/report_data.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "record/memtrack.h"
+#include "lib/names.h"
+
+#define MAX_DEPTH 512
+
+/* The argument names of enum rd_arg, as ptbpf writes them. */
+static const char *const rd_arg_names[A_COUNT] = {
+	[A_CORRELATION] = "correlation", [A_ALLOC] = "alloc_bytes", [A_DIMS] = "Input Dims",
+	[A_TYPES] = "Input type", [A_STACK] = "py_stack", [A_GRID] = "grid", [A_BLOCK] = "block",
+	[A_REGISTERS] = "registers", [A_SHARED_MEM] = "shared_mem", [A_BYTES] = "bytes",
+	[A_CONTEXT] = "context", [A_SRC_KIND] = "src_kind", [A_DST_KIND] = "dst_kind",
+	[A_COPY_KIND] = "copy_kind", [A_MEMORY_KIND] = "memory_kind", [A_CBID] = "cbid",
+	[A_SEQ] = "seq", [A_SEQUENCE_NR] = "sequence_nr", [A_FWD_TID] = "fwd_thread_id",
+	[A_RF_ID] = "rf_id", [A_QUEUED] = "queued", [A_DEVICE] = "device",
+};
+
+/* ---- tables ---- */
+
+static struct rd_track *track_of(struct report *r, uint64_t uuid)
+{
+	bool added;
+	struct rd_track *t = rd_keyed(&r->tracks, uuid, (void **)&r->track_v, &r->ntracks,
+				   &r->track_cap, sizeof(*r->track_v), &added);
+
+	if (t && added)
+		t->name = RD_NONE;
+	return t;
+}
+
+/* An op's row: by name, or by name and input shapes. */
+static uint64_t op_key(const struct rd_frame *f, bool by_shape)
+{
+	int64_t shapes = f->a.v[A_DIMS];
+	uint64_t s = by_shape && shapes != RD_UNSET ? (uint64_t)shapes + 1 : 0;
+
+	return s << 32 | f->name;
+}
+
+static struct rd_op *op_of(struct rd_optable *t, uint64_t key)
+{
+	bool added;
+	struct rd_op *o = rd_keyed(&t->index, key, (void **)&t->v, &t->n, &t->cap, sizeof(*t->v),
+				&added);
+
+	if (o && added) {
+		o->name = (uint32_t)key;
+		o->shapes = key >> 32 ? (uint32_t)(key >> 32) - 1 : RD_NONE;
+	}
+	return o;
+}
+
+static void site_done(struct report *r, uint32_t site, uint64_t dur)
+{
+	bool added;
+	struct rd_site *st = rd_keyed(&r->sites, site + 1ull, (void **)&r->site_v, &r->nsites,
+				   &r->site_cap, sizeof(*r->site_v), &added);
+
+	if (!st)
+		return;
+	st->site = site;
+	st->calls++;
+	st->total += dur;
+}
+
+static void kernel_done(struct report *r, uint32_t name, uint64_t dur)
+{
+	bool added;
+	struct rd_kernel *k = rd_keyed(&r->kernels, name, (void **)&r->k_v, &r->nk, &r->k_cap,
+				    sizeof(*r->k_v), &added);
+
+	if (!k)
+		return;
+	if (added)
+		*k = (struct rd_kernel){ .name = name, .min = UINT64_MAX, .display = RD_NONE };
+	k->calls++;
+	k->total += dur;
+	k->min = dur < k->min ? dur : k->min;
+	k->max = dur > k->max ? dur : k->max;
+}
+
+static bool is_op_cat(const struct report *r, uint32_t cat)
+{
+	return cat == r->cat_cpu || cat == r->cat_bwd || cat == r->cat_bwdfn;
+}
+
+static bool is_region_cat(const struct report *r, uint32_t cat)
+{
+	return cat == r->cat_user || cat == r->cat_loader;
+}
+
+/* At a launch's correlation: the thread's open frames, until the launch's
+ * GPU activity comes (memory grows with the launches in flight only). */
+static void note_launch(struct report *r, const struct rd_track *t, uint64_t flow,
+			const struct tr_event *e, int64_t corr)
+{
+	struct rd_launch l = { .corr = corr, .pid = t->pid, .tid = t->tid, .ts = e->ts };
+	uint64_t *slot;
+	size_t idx;
+
+	for (int i = t->depth - 1; i >= 0; i--) {
+		const struct rd_frame *f = &t->stack[i];
+
+		if (f->cat == r->cat_cpu && l.nops < RD_MAX_ANCESTORS) {
+			l.ops[0][l.nops] = op_key(f, false);
+			l.ops[1][l.nops++] = op_key(f, true);
+		}
+		if (is_op_cat(r, f->cat) && !l.op_id)
+			l.op_id = f->id;
+		if (is_region_cat(r, f->cat) && !l.ann_id)
+			l.ann_id = f->id, l.ann_name = f->name;
+	}
+	if (!(slot = rd_map_slot(&r->launches, flow, true)))
+		return;
+	if (*slot) { /* the same flow again: the later launch */
+		r->launch_v[*slot - 1] = l;
+		return;
+	}
+	if (r->nfree) {
+		idx = r->launch_free[--r->nfree];
+	} else if (rd_room((void **)&r->launch_v, &r->launch_cap, r->nlaunch,
+			   sizeof(*r->launch_v))) {
+		idx = r->nlaunch++;
+	} else {
+		rd_map_del(&r->launches, flow);
+		return;
+	}
+	r->launch_v[idx] = l;
+	*slot = idx + 1;
+}
+
+/* A GPU activity's device time goes to the op that launched it (self) and
+ * to every op around that one (total), each op row once. */
+static void attribute(struct rd_optable *t, const uint64_t *ops, int nops, uint64_t dur)
+{
+	for (int i = 0; i < nops; i++) {
+		struct rd_op *o;
+		bool seen = false;
+
+		for (int k = 0; k < i; k++)
+			seen |= ops[k] == ops[i];
+		if (seen || !(o = op_of(t, ops[i])))
+			continue;
+		o->dev_total += dur;
+		if (i == 0)
+			o->dev_self += dur;
+	}
+}
+
+static void launch_done(struct report *r, uint64_t flow)
+{
+	uint64_t *slot = rd_map_slot(&r->launches, flow, false);
+
+	if (!slot || !*slot)
+		return;
+	if (rd_room((void **)&r->launch_free, &r->free_cap, r->nfree, sizeof(*r->launch_free)))
+		r->launch_free[r->nfree++] = *slot - 1;
+	rd_map_del(&r->launches, flow);
+}
+
+/* ---- memory counters ---- */
+
+static void memory_track(struct report *r, struct rd_track *t, const char *name)
+{
+	const char *sp = strchr(name, ' ');
+	size_t plen = sp ? (size_t)(sp - name) : strlen(name);
+	uint32_t device;
+
+	if (!mem_device_parse(name, &device)) {
+		t->dev_type = device & 0xff;
+		t->dev_id = (device >> 8) & 0xff;
+	}
+	for (size_t i = 0; i < r->ntracks; i++) {
+		struct rd_track *o = &r->track_v[i];
+		const char *on;
+
+		if (o == t || !o->mem || o->mem == t->mem || o->pid != t->pid)
+			continue;
+		on = rd_str(r, o->name);
+		if (!strncmp(on, name, plen) && on[plen] == ' ') {
+			o->sibling = (size_t)(t - r->track_v) + 1;
+			t->sibling = i + 1;
+		}
+	}
+}
+
+static void counter_value(struct report *r, struct rd_track *t, uint64_t ts, int64_t v)
+{
+	int64_t before = t->value;
+	bool first = !t->has_value;
+
+	if (v > t->peak || !t->peak_ts)
+		t->peak = v, t->peak_ts = ts;
+	t->value = v;
+	t->has_value = true;
+	if (t->mem)
+		rd_curve_add(&t->curve, ts, v);
+	if (t->mem && r->hooks && r->hooks->counter)
+		r->hooks->counter(r, t, ts, before, first);
+}
+
+/* ---- descriptors ---- */
+
+static int64_t label_int(const struct tr_track *d, const char *key)
+{
+	size_t kl = strlen(key);
+
+	for (int i = 0; i < d->nlabels; i++) {
+		const struct tr_str *l = &d->labels[i];
+		char buf[32];
+
+		if (l->len <= kl || l->len - kl - 1 >= sizeof(buf) || strncmp(l->s, key, kl) ||
+		    l->s[kl] != '=')
+			continue;
+		memcpy(buf, l->s + kl + 1, l->len - kl - 1);
+		buf[l->len - kl - 1] = 0;
+		return strtoll(buf, NULL, 10);
+	}
+	return -1;
+}
+
+static void process_seen(struct report *r, const struct tr_track *d)
+{
+	struct rd_proc *p = NULL;
+
+	for (int i = 0; i < r->nprocs && !p; i++)
+		if (r->procs[i].pid == d->pid)
+			p = &r->procs[i];
+	if (!p && r->nprocs == RD_MAX_PROCS)
+		return;
+	if (!p)
+		p = &r->procs[r->nprocs++];
+	p->pid = d->pid;
+	p->name = d->proc_name.len ? rd_rid(r, &d->proc_name) : RD_NONE;
+	p->rank = label_int(d, "RANK");
+	p->local_rank = label_int(d, "LOCAL_RANK");
+	p->world_size = label_int(d, "WORLD_SIZE");
+}
+
+static void descriptor(struct report *r, const struct tr_track *d)
+{
+	int64_t pid = d->pid, tid = d->tid;
+	struct rd_track *t;
+
+	if (d->parent && pid < 0) { /* a child track of a process: its pid */
+		uint64_t *slot = rd_map_slot(&r->tracks, d->parent, false);
+
+		if (slot && *slot)
+			pid = r->track_v[*slot - 1].pid, tid = 0;
+	}
+	if (!d->uuid || !(t = track_of(r, d->uuid)))
+		return;
+	t->thread = d->kind == TR_TRACK_THREAD;
+	t->process = d->kind == TR_TRACK_PROCESS;
+	t->pid = pid;
+	t->tid = tid;
+	if (t->process)
+		process_seen(r, d);
+	if (d->name.len && d->name.len < 64) {
+		char buf[64];
+		size_t len = d->name.len;
+		unsigned dev, stream;
+
+		memcpy(buf, d->name.s, len);
+		buf[len] = 0;
+		t->name = rd_str_id(r, buf, len);
+		if (len > 17 && !strcmp(buf + len - 17, " memory allocated"))
+			t->mem = 1;
+		else if (len > 16 && !strcmp(buf + len - 16, " memory reserved"))
+			t->mem = 2;
+		if (t->mem)
+			memory_track(r, t, buf);
+		if (sscanf(buf, "GPU %u / stream %u", &dev, &stream) == 2) {
+			t->gpu = true;
+			t->pid = dev;
+			t->tid = stream;
+		}
+	}
+	if (r->hooks && r->hooks->descriptor)
+		r->hooks->descriptor(r, t, d);
+}
+
+/* ---- arguments ---- */
+
+/* The frame of a py_stack (innermost first, one per line) that the user
+ * wrote: the innermost outside torch's own package, else the innermost. */
+static uint32_t call_site(struct report *r, const char *s, size_t len)
+{
+	const char *p = s, *end = s + len;
+	size_t first = 0;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (p == s)
+			first = n;
+		if (!memmem(p, n, "/torch/", 7) && !memmem(p, n, "<frozen ", 8))
+			return rd_str_id(r, p, n);
+		p += n + 1;
+	}
+	return rd_str_id(r, s, first);
+}
+
+/* "x,y,z" (ptbpf's grid and block) */
+static void dims3(const struct tr_str *s, uint32_t out[3])
+{
+	char buf[64];
+	size_t len = s->len < sizeof(buf) - 1 ? s->len : sizeof(buf) - 1;
+	unsigned x = 0, y = 0, z = 0;
+
+	memcpy(buf, s->s, len);
+	buf[len] = 0;
+	if (sscanf(buf, "%u,%u,%u", &x, &y, &z) == 3)
+		out[0] = x, out[1] = y, out[2] = z;
+}
+
+static void read_args(struct report *r, const struct tr_event *e, struct rd_args *a)
+{
+	for (int i = 0; i < e->nargs; i++) {
+		const struct tr_arg *g = &e->args[i];
+		uint32_t k = rd_rid(r, &g->name) - r->arg_base;
+
+		if (k >= A_COUNT)
+			continue;
+		if (g->type == TR_ARG_INT)
+			a->v[k] = g->i;
+		else if (g->type == TR_ARG_UINT || g->type == TR_ARG_BOOL)
+			a->v[k] = (int64_t)g->u;
+		else if (g->type != TR_ARG_STR)
+			continue;
+		else if (k == A_DIMS || k == A_TYPES)
+			a->v[k] = rd_str_id(r, g->s.s, g->s.len);
+		else if (k == A_STACK)
+			a->v[k] = call_site(r, g->s.s, g->s.len);
+		else if (k == A_GRID || k == A_BLOCK)
+			dims3(&g->s, k == A_GRID ? a->grid : a->block), a->v[k] = 1;
+	}
+}
+
+static void args_clear(struct rd_args *a)
+{
+	for (int k = 0; k < A_COUNT; k++)
+		a->v[k] = RD_UNSET;
+	memset(a->grid, 0, sizeof(a->grid));
+	memset(a->block, 0, sizeof(a->block));
+}
+
+/* An end's arguments join the begin's (alloc_bytes, py_stack, seq, ...). */
+static void args_merge(struct rd_args *to, const struct rd_args *from)
+{
+	for (int k = 0; k < A_COUNT; k++)
+		if (from->v[k] != RD_UNSET)
+			to->v[k] = from->v[k];
+}
+
+/* ---- events ---- */
+
+/* Which of the step table's kinds a slice is (SL_COUNT: none). */
+static enum step_list slice_kind(const struct report *r, const struct rd_track *t, uint32_t cat)
+{
+	if (is_op_cat(r, cat))
+		return t->thread ? SL_HOSTOP : SL_COUNT; /* autograd's ops run inside bwd */
+	if (cat == r->cat_kernel)
+		return SL_KERNEL;
+	if (cat == r->cat_memcpy)
+		return SL_MEMCPY;
+	if (cat == r->cat_memset)
+		return SL_MEMSET;
+	if (cat == r->cat_rt || cat == r->cat_drv)
+		return SL_RUNTIME;
+	if (cat == r->cat_loader)
+		return SL_DATALOADER;
+	return SL_COUNT;
+}
+
+static void op_done(struct report *r, struct rd_track *t, const struct rd_frame *f, uint64_t dur)
+{
+	struct rd_optable *tabs[2] = { &r->ops, r->want_shapes ? &r->ops_shape : NULL };
+	bool top = true;
+
+	for (int k = 0; k < 2; k++) {
+		struct rd_op *o = tabs[k] ? op_of(tabs[k], op_key(f, k)) : NULL;
+
+		if (!o)
+			continue;
+		o->calls++;
+		o->total += dur;
+		o->self += dur > f->child ? dur - f->child : 0;
+		o->alloc += f->a.v[A_ALLOC] != RD_UNSET ? (uint64_t)f->a.v[A_ALLOC] : 0;
+	}
+	for (int i = 0; i < t->depth && top; i++)
+		top = t->stack[i].cat != r->cat_cpu;
+	if (top && f->a.v[A_STACK] != RD_UNSET) /* each op's time once: outermost ops only */
+		site_done(r, (uint32_t)f->a.v[A_STACK], dur);
+}
+
+static void end_slice(struct report *r, struct rd_track *t, const struct tr_event *e)
+{
+	struct rd_frame f = t->stack[--t->depth];
+	uint64_t ts = e->ts, dur = ts > f.ts ? ts - f.ts : 0;
+	const struct rd_launch *l = NULL;
+	uint64_t *slot;
+	struct rd_args end;
+
+	if (r->steps)
+		steps_interval(r->steps, slice_kind(r, t, f.cat), f.ts, ts);
+	if (r->pass)
+		return; /* the step table's further passes */
+	args_clear(&end);
+	read_args(r, e, &end);
+	args_merge(&f.a, &end);
+	if (!f.flow_out && e->nflows)
+		f.flow_out = e->flows[0];
+	if (t->depth > 0)
+		t->stack[t->depth - 1].child += dur;
+	if (f.flow_in && (slot = rd_map_slot(&r->launches, f.flow_in, false)) && *slot)
+		l = &r->launch_v[*slot - 1];
+	if (f.cat == r->cat_cpu) {
+		op_done(r, t, &f, dur);
+	} else if (f.cat == r->cat_kernel) {
+		kernel_done(r, f.name, dur);
+	} else if (f.cat == r->cat_step && r->steps) {
+		steps_add(r->steps, f.ts, ts, f.name);
+	}
+	if (l && (f.cat == r->cat_kernel || f.cat == r->cat_memcpy || f.cat == r->cat_memset)) {
+		if (f.cat == r->cat_kernel) {
+			attribute(&r->ops, l->ops[0], l->nops, dur);
+			if (r->want_shapes)
+				attribute(&r->ops_shape, l->ops[1], l->nops, dur);
+		}
+	}
+	if (r->hooks && r->hooks->slice)
+		r->hooks->slice(r, t, &f, ts, l);
+	if (l)
+		launch_done(r, f.flow_in);
+}
+
+static void begin_slice(struct report *r, struct rd_track *t, const struct tr_event *e,
+			uint32_t name, uint32_t cat)
+{
+	struct rd_frame *f;
+
+	if (!t->stack && !(t->stack = calloc(MAX_DEPTH, sizeof(*t->stack))))
+		return;
+	if (t->depth == MAX_DEPTH) {
+		t->overflow++;
+		return;
+	}
+	f = &t->stack[t->depth++];
+	*f = (struct rd_frame){ .name = name, .cat = cat, .ts = e->ts,
+				.flow_in = e->nterm ? e->term[0] : 0,
+				.flow_out = e->nflows ? e->flows[0] : 0 };
+	args_clear(&f->a);
+	if (r->pass)
+		return;
+	if (t->thread)
+		f->id = ++r->next_id;
+	read_args(r, e, &f->a);
+}
+
+/* A backward node's sequence number, forward thread and the flow from its
+ * forward op ride on an instant in its slice (join.c): they go to the
+ * slices it is in, up to the evaluate_function one. */
+static void backward_node(struct report *r, struct rd_track *t, const struct rd_args *a,
+			  const struct tr_event *e)
+{
+	for (int i = t->depth - 1; i >= 0; i--) {
+		struct rd_frame *f = &t->stack[i];
+
+		if (a->v[A_SEQ] != RD_UNSET && f->a.v[A_SEQ] == RD_UNSET)
+			f->a.v[A_SEQ] = a->v[A_SEQ];
+		if (i == t->depth - 1) {
+			if (a->v[A_FWD_TID] != RD_UNSET)
+				f->a.v[A_FWD_TID] = a->v[A_FWD_TID];
+			if (e->nterm)
+				f->bwd_in = e->term[0];
+		}
+		if (f->cat == r->cat_bwd)
+			break;
+	}
+}
+
+/* A "device properties" instant: the device's properties, kept as given. */
+static void device_props(struct report *r, const struct rd_track *t, const struct tr_event *e,
+			 const struct rd_args *a)
+{
+	struct rd_device *d = NULL;
+
+	for (int i = 0; i < r->ndevices && !d; i++)
+		if (r->devices[i].pid == t->pid && r->devices[i].id == a->v[A_DEVICE])
+			d = &r->devices[i];
+	if (!d && r->ndevices == RD_MAX_DEVICES)
+		return;
+	if (!d)
+		d = &r->devices[r->ndevices++];
+	*d = (struct rd_device){ .pid = t->pid, .id = a->v[A_DEVICE] != RD_UNSET ?
+							a->v[A_DEVICE] : 0 };
+	for (int i = 0; i < e->nargs && d->nprops < RD_MAX_DEVICE_PROPS; i++) {
+		struct tr_arg g = e->args[i];
+
+		if (rd_rid(r, &g.name) - r->arg_base == A_DEVICE)
+			continue;
+		g.name.id = rd_rid(r, &g.name);
+		g.name.s = NULL;
+		if (g.type == TR_ARG_STR) {
+			g.s.id = rd_rid(r, &g.s);
+			g.s.s = NULL;
+		}
+		d->props[d->nprops++] = g;
+	}
+}
+
+static void instant(struct report *r, struct rd_track *t, const struct tr_event *e,
+		    uint32_t name)
+{
+	struct rd_args a;
+
+	args_clear(&a);
+	read_args(r, e, &a);
+	if (name == r->name_corr) {
+		for (int i = 0; i < e->nflows; i++)
+			note_launch(r, t, e->flows[i], e,
+				    a.v[A_CORRELATION] != RD_UNSET ? a.v[A_CORRELATION] : -1);
+	} else if (name == r->name_bwd_node) {
+		backward_node(r, t, &a, e);
+	} else if (name == r->name_device_props) {
+		device_props(r, t, e, &a);
+	}
+	if (r->hooks && r->hooks->instant)
+		r->hooks->instant(r, t, e, &a, name);
+}
+
+static void track_event(struct report *r, const struct tr_event *e)
+{
+	uint32_t name = e->has_name ? rd_rid(r, &e->name) : RD_NONE;
+	uint32_t cat = e->has_cat ? rd_rid(r, &e->cat) : RD_NONE;
+	struct rd_track *t;
+
+	if (!(t = track_of(r, e->track)))
+		return;
+	if (!r->pass) {
+		r->events++;
+		if (!r->first_ts || e->ts < r->first_ts)
+			r->first_ts = e->ts;
+		r->last_ts = e->ts > r->last_ts ? e->ts : r->last_ts;
+		if (!t->first_ts)
+			t->first_ts = e->ts;
+	}
+	if (e->type == TE_SLICE_BEGIN) {
+		begin_slice(r, t, e, name, cat);
+	} else if (e->type == TE_SLICE_END && t->overflow) {
+		t->overflow--;
+	} else if (e->type == TE_SLICE_END && t->depth > 0) {
+		end_slice(r, t, e);
+	} else if (r->pass) {
+		return; /* counters and instants: the first pass's */
+	} else if (e->type == TE_COUNTER && e->has_counter) {
+		counter_value(r, t, e->ts, e->counter);
+	} else if (e->type == TE_INSTANT) {
+		instant(r, t, e, name);
+	}
+}
+
+static void trace_attrs(struct report *r, struct tr_reader *tr, const struct tr_packet *p)
+{
+	struct tr_attr at[RD_MAX_ATTRS];
+	int n = tr_attrs(tr, p, at, RD_MAX_ATTRS);
+
+	for (int i = 0; i < n; i++) {
+		uint32_t key = rd_rid(r, &at[i].key);
+		int k;
+
+		for (k = 0; k < r->nattrs && r->attrs[k].key != key; k++)
+			;
+		if (k == RD_MAX_ATTRS)
+			continue;
+		r->nattrs += k == r->nattrs;
+		r->attrs[k] = (struct rd_attr){ .key = key, .is_str = at[i].is_str, .i = at[i].i,
+						.s = at[i].is_str ? rd_rid(r, &at[i].s) : RD_NONE };
+	}
+}
+
+/* One pass over the trace: 0, or -1 on a read error (printed). */
+static int read_pass(struct report *r, struct tr_reader *tr)
+{
+	struct tr_packet p;
+	struct tr_track d;
+	struct tr_event *e = malloc(sizeof(*e));
+	int64_t off;
+	int got;
+
+	if (!e)
+		return -1;
+	while ((got = tr_next(tr, &p)) > 0) {
+		if (!r->pass && p.desc.n && tr_track(tr, &p, &d))
+			descriptor(r, &d);
+		if (!r->pass && p.snapshot.n && !r->has_clock && tr_clock_offset(&p, &off))
+			r->has_clock = true, r->clock_offset = off;
+		if (!r->pass && p.attrs.n && !p.end_marker)
+			trace_attrs(r, tr, &p);
+		if (p.event.n && tr_event(tr, &p, e))
+			track_event(r, e);
+	}
+	free(e);
+	return got;
+}
+
+static int op_by_total(const void *a, const void *b)
+{
+	const struct rd_op *x = a, *y = b;
+
+	return x->total < y->total ? 1 : x->total > y->total ? -1 : 0;
+}
+
+static int site_by_total(const void *a, const void *b)
+{
+	const struct rd_site *x = a, *y = b;
+
+	return x->total < y->total ? 1 : x->total > y->total ? -1 : 0;
+}
+
+static int k_by_total(const void *a, const void *b)
+{
+	const struct rd_kernel *x = a, *y = b;
+
+	return x->total < y->total ? 1 : x->total > y->total ? -1 : 0;
+}
+
+static int op_by_alloc(const void *a, const void *b)
+{
+	const struct rd_op *x = *(const struct rd_op *const *)a,
+			   *y = *(const struct rd_op *const *)b;
+
+	return x->alloc < y->alloc ? 1 : x->alloc > y->alloc ? -1 : 0;
+}
+
+const struct rd_op **rd_allocating_ops(const struct report *r, size_t *n)
+{
+	const struct rd_op **v = calloc(r->ops.n + 1, sizeof(*v));
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < r->ops.n; i++)
+		if (r->ops.v[i].alloc)
+			v[(*n)++] = &r->ops.v[i];
+	qsort(v, *n, sizeof(*v), op_by_alloc);
+	return v;
+}
+
+int rd_read(struct report *r, struct tr_reader *tr)
+{
+	if (read_pass(r, tr) < 0)
+		return -1;
+	while (r->steps && steps_next_pass(r->steps)) {
+		if (tr_rewind(tr))
+			return -1;
+		r->pass++;
+		for (size_t i = 0; i < r->ntracks; i++)
+			r->track_v[i].depth = r->track_v[i].overflow = 0;
+		if (read_pass(r, tr) < 0)
+			return -1;
+	}
+	for (size_t i = 0; i < r->ntracks; i++)
+		if (r->track_v[i].mem && r->track_v[i].has_value)
+			rd_curve_finish(&r->track_v[i].curve);
+	if (r->ops.n)
+		qsort(r->ops.v, r->ops.n, sizeof(*r->ops.v), op_by_total);
+	if (r->ops_shape.n)
+		qsort(r->ops_shape.v, r->ops_shape.n, sizeof(*r->ops_shape.v), op_by_total);
+	if (r->nk)
+		qsort(r->k_v, r->nk, sizeof(*r->k_v), k_by_total);
+	if (r->nsites)
+		qsort(r->site_v, r->nsites, sizeof(*r->site_v), site_by_total);
+	return 0;
+}
+
+bool rd_init(struct report *r)
+{
+	r->set = str_set_new(1 << 20);
+	if (!r->set)
+		return false;
+	r->arg_base = (uint32_t)r->ns;
+	for (int k = 0; k < A_COUNT; k++)
+		rd_str_id(r, rd_arg_names[k], strlen(rd_arg_names[k]));
+	r->ops_shape.by_shape = true;
+	r->cat_cpu = rd_str_id(r, "cpu_op", 6);
+	r->cat_kernel = rd_str_id(r, "kernel", 6);
+	r->cat_memcpy = rd_str_id(r, "gpu_memcpy", 10);
+	r->cat_memset = rd_str_id(r, "gpu_memset", 10);
+	r->cat_rt = rd_str_id(r, "cuda_runtime", 12);
+	r->cat_drv = rd_str_id(r, "cuda_driver", 11);
+	r->cat_loader = rd_str_id(r, "dataloader", 10);
+	r->cat_step = rd_str_id(r, "step", 4);
+	r->cat_bwd = rd_str_id(r, "backward", 8);
+	r->cat_bwdfn = rd_str_id(r, "backward_function", 17);
+	r->cat_user = rd_str_id(r, "user_annotation", 15);
+	r->name_corr = rd_str_id(r, "cupti correlation", 17);
+	r->name_bwd_node = rd_str_id(r, "backward node", 13);
+	r->name_device_props = rd_str_id(r, "device properties", 17);
+	return r->ns == r->arg_base + A_COUNT + 14;
+}
+
+void rd_free(struct report *r)
+{
+	for (size_t i = 0; i < r->ntracks; i++) {
+		free(r->track_v[i].stack);
+		free(r->track_v[i].curve.ts);
+		free(r->track_v[i].curve.v);
+	}
+	free(r->track_v);
+	free(r->ops.v);
+	free(r->ops_shape.v);
+	free(r->k_v);
+	free(r->launch_v);
+	free(r->launch_free);
+	free(r->rids);
+	free(r->s);
+	str_set_free(r->set);
+	rd_map_free(&r->s_index);
+	rd_map_free(&r->tracks);
+	rd_map_free(&r->ops.index);
+	rd_map_free(&r->ops_shape.index);
+	rd_map_free(&r->kernels);
+	rd_map_free(&r->sites);
+	free(r->site_v);
+	rd_map_free(&r->launches);
+	steps_free(r->steps);
+}

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* Raw captures and replaying them. See raw.h. */
+#define _GNU_SOURCE
+#include "record/raw.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/files.h"
+#include "record/join.h"
+#include "trace/perfetto.h"
+#include "attach/target.h"
+
+#define MAGIC "PTBPFRAW1\n"
+#define MAX_ITEM (1u << 20)
+
+struct raw_writer {
+	struct outfile out;
+	FILE *f;          /* on a dup of out.fd: fclose leaves out.fd to outfile */
+	uint32_t ops_written;
+	int err;
+};
+
+struct raw_writer *raw_open(const char *path, bool force)
+{
+	struct raw_writer *r = calloc(1, sizeof(*r));
+	int fd;
+
+	if (!r || outfile_open(&r->out, path, force, NULL, 0, "")) {
+		free(r);
+		return NULL;
+	}
+	fd = dup(r->out.fd);
+	if (fd < 0 || !(r->f = fdopen(fd, "w"))) {
+		outfile_cannot_write("", r->out.tmp, errno);
+		if (fd >= 0)
+			close(fd);
+		outfile_discard(&r->out);
+		free(r);
+		return NULL;
+	}
+	fputs(MAGIC, r->f);
+	return r;
+}
+
+static void item(struct raw_writer *r, uint8_t tag, const void *a, uint32_t alen,
+		 const void *b, uint32_t blen)
+{
+	uint32_t len = alen + blen;
+
+	if (fwrite(&tag, 1, 1, r->f) != 1 || fwrite(&len, 4, 1, r->f) != 1 ||
+	    fwrite(a, 1, alen, r->f) != alen || (blen && fwrite(b, 1, blen, r->f) != blen))
+		r->err = r->err ? r->err : -errno;
+}
+
+void raw_ops(struct raw_writer *r, const struct op_table *ops)
+{
+	char buf[1024];
+
+	for (; r->ops_written < ops->n; r->ops_written++) {
+		int n = snprintf(buf, sizeof(buf), "%s%c%s", ops->name[r->ops_written], 0,
+				 ops->overload[r->ops_written]);
+
+		item(r, 'O', &r->ops_written, 4, buf, (uint32_t)n + 1);
+	}
+}
+
+void raw_process(struct raw_writer *r, const struct target *t)
+{
+	struct raw_process p = { .pid = t->pid, .ns_pid = t->ns_pid };
+
+	snprintf(p.comm, sizeof(p.comm), "%s", t->comm);
+	snprintf(p.cmdline, sizeof(p.cmdline), "%s", t->cmdline);
+	item(r, 'P', &p, sizeof(p), NULL, 0);
+}
+
+void raw_record(struct raw_writer *r, const void *data, uint64_t size)
+{
+	if (size <= MAX_ITEM)
+		item(r, 'R', data, (uint32_t)size, NULL, 0);
+}
+
+int raw_close(struct raw_writer *r, bool keep)
+{
+	int rc = 0;
+
+	if (!r)
+		return 0;
+	if (fclose(r->f) && !r->err)
+		r->err = -errno;
+	if (!keep) {
+		outfile_discard(&r->out);
+	} else if (r->err) {
+		outfile_keep_partial(&r->out);
+		fprintf(stderr, "ptbpf: writing %s failed: %s (what was written stays there; "
+			"`ptbpf replay` reads it)\n", r->out.tmp, strerror(-r->err));
+		rc = -1;
+	} else if (outfile_commit(&r->out, "")) {
+		rc = -1;
+	}
+	free(r);
+	return rc;
+}
+
+/* Replay: the op table grows as 'O' items come, in index order. */
+static int add_op(struct op_table *ops, uint32_t idx, const char *payload, uint32_t len)
+{
+	const char *ov = memchr(payload, 0, len);
+
+	if (!ov || idx != ops->n || !memchr(ov + 1, 0, len - (ov + 1 - payload)))
+		return -EINVAL;
+	return op_table_add(ops, payload, ov + 1);
+}
+
+/* How a capture ended. */
+struct replay_end {
+	uint64_t items, offset; /* items read whole, and the bytes they took */
+	bool cut;               /* a last item cut short (the capture stopped there) */
+	bool damaged;           /* an item that is no item (its tag or length) */
+};
+
+static int replay_items(FILE *in, struct join *j, struct op_table *ops, struct replay_end *e)
+{
+	uint8_t *buf = malloc(MAX_ITEM);
+	uint32_t len;
+	uint8_t tag;
+
+	if (!buf)
+		return -ENOMEM;
+	e->offset = sizeof(MAGIC) - 1;
+	while (fread(&tag, 1, 1, in) == 1) {
+		if (fread(&len, 4, 1, in) != 1) {
+			e->cut = true;
+			break;
+		}
+		if (len > MAX_ITEM || (tag != 'O' && tag != 'P' && tag != 'R')) {
+			e->damaged = true;
+			break;
+		}
+		if (fread(buf, 1, len, in) != len) {
+			e->cut = true;
+			break;
+		}
+		if (tag == 'O') {
+			uint32_t idx;
+
+			memcpy(&idx, buf, 4);
+			if (len <= 4 || add_op(ops, idx, (char *)buf + 4, len - 4)) {
+				e->damaged = true;
+				break;
+			}
+		} else if (tag == 'P') {
+			struct raw_process p;
+			struct target t = { 0 };
+
+			if (len != sizeof(p)) {
+				e->damaged = true;
+				break;
+			}
+			memcpy(&p, buf, sizeof(p));
+			t.pid = p.pid;
+			t.ns_pid = p.ns_pid;
+			memcpy(t.comm, p.comm, sizeof(t.comm));
+			memcpy(t.cmdline, p.cmdline, sizeof(t.cmdline));
+			t.comm[sizeof(t.comm) - 1] = t.cmdline[sizeof(t.cmdline) - 1] = 0;
+			join_add_process(j, &t);
+		} else {
+			join_event(j, buf, len);
+		}
+		e->items++;
+		e->offset += 5 + (uint64_t)len;
+	}
+	free(buf);
+	return 0;
+}
+
+/* The capture's header: 0, or -1 with the reason printed. */
+static int check_magic(FILE *in, const char *path)
+{
+	char magic[sizeof(MAGIC) - 1];
+	size_t n = fread(magic, 1, sizeof(magic), in);
+
+	if (n == 0 && !ferror(in)) {
+		fprintf(stderr, "ptbpf: replay: %s is empty: not a ptbpf raw capture\n", path);
+		return -1;
+	}
+	if (n != sizeof(magic) || memcmp(magic, MAGIC, sizeof(magic))) {
+		fprintf(stderr, "ptbpf: replay: %s is not a ptbpf raw capture (those start with "
+			"PTBPFRAW1; write one with --raw)\n", path);
+		return -1;
+	}
+	return 0;
+}
+
+int raw_replay(const char *raw_path, const char *out_path, bool force)
+{
+	struct op_table ops = { 0 };
+	struct replay_end end = { 0 };
+	struct outfile out = { .fd = -1 };
+	struct pf_writer *w = NULL;
+	struct join *j = NULL;
+	int fd, err = 0, rc = 1;
+	FILE *in = NULL;
+
+	fd = infile_open(raw_path, "replay");
+	if (fd < 0)
+		return 1;
+	in = fdopen(fd, "r");
+	if (!in) {
+		fprintf(stderr, "ptbpf: replay: cannot read %s: %s\n", raw_path, strerror(errno));
+		close(fd);
+		return 1;
+	}
+	if (check_magic(in, raw_path) ||
+	    outfile_open(&out, out_path, force, (const char *const[]){ raw_path }, 1, "replay"))
+		goto done;
+	w = pf_writer_open(out.fd);
+	j = w ? join_new(w, &ops, false) : NULL;
+	if (!w || !j) {
+		outfile_cannot_write("replay", out.tmp, errno);
+		goto done;
+	}
+	err = replay_items(in, j, &ops, &end);
+	if (err) {
+		fprintf(stderr, "ptbpf: replay: %s: %s\n", raw_path, strerror(-err));
+		goto done;
+	}
+	if (end.cut || end.damaged)
+		fprintf(stderr, "ptbpf: replay: warning: %s %s at byte %lu; replayed the %lu "
+			"records before it\n", raw_path, end.cut ? "ends in a cut record (the "
+			"capture was stopped there)" : "is damaged (not a record)",
+			(unsigned long)end.offset, (unsigned long)end.items);
+	join_finish(j, join_last_ts(j));
+	pf_clock_snapshot(w);
+	join_free(j);
+	j = NULL;
+	err = pf_writer_close(w);
+	w = NULL;
+	if (err) {
+		outfile_keep_partial(&out);
+		fprintf(stderr, "ptbpf: replay: writing %s failed: %s (what was written stays "
+			"there)\n", out.tmp, strerror(-err));
+	} else if (!outfile_commit(&out, "replay")) {
+		rc = 0;
+	}
+done:
+	join_free(j);
+	if (w)
+		pf_writer_close(w);
+	outfile_discard(&out);
+	fclose(in);
+	op_table_free(&ops);
+	return rc;
+}
+
+int replay_main(int argc, char **argv)
+{
+	const char *raw = NULL, *out = NULL;
+	bool force = false;
+
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "-o") && i + 1 < argc && !out) {
+			out = argv[++i];
+		} else if (!strcmp(argv[i], "--force")) {
+			force = true;
+		} else if (!raw && argv[i][0] != '-') {
+			raw = argv[i];
+		} else {
+			raw = NULL;
+			break;
+		}
+	}
+	if (!raw || !out) {
+		fprintf(stderr, "ptbpf: usage: ptbpf replay RAW -o OUT.pftrace [--force]\n");
+		return 2;
+	}
+	return raw_replay(raw, out, force);
+}

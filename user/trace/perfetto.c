@@ -1,0 +1,1252 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Streaming Perfetto writer. Each packet is encoded into one fixed scratch
+ * buffer, then appended whole, as a `Trace.packet` record (0x0A, length,
+ * bytes), to an output buffer that goes to the file by write() at packet
+ * boundaries: when it fills, 100 ms after its oldest byte, and at the end.
+ * So the file holds whole packets at every moment; a write that fails
+ * half way (a full disk) is truncated back to the last whole packet. A
+ * killed writer leaves a valid prefix (at most the record a write() was
+ * cut in is partial, which readers drop), with no end marker.
+ *
+ * Nested messages are encoded in place: write the body, then move it up by
+ * the size of its length varint. Depth is at most three, so the moves are
+ * cheap and no second buffer is needed.
+ *
+ * Size: track events go on a packet sequence of their track's own, as the
+ * Perfetto SDK writes a thread's events. Its first packet sets the track
+ * as the sequence's default (TrackEventDefaults) and its timestamps as an
+ * incremental clock in MONOTONIC nanoseconds (a ClockSnapshot with clock
+ * 64 marked incremental), so an event carries neither its track nor more
+ * than its distance from the sequence's previous one (an event older than
+ * that is stamped in full, in MONOTONIC). Names, categories, arg names and
+ * string values are interned once per string, and defined on a sequence
+ * where it first uses them (the iid is the string's, on every sequence).
+ * Everything else (descriptors, clock snapshots, attributes) is on the
+ * first sequence, stamped in full. A slice begin is then about 15 bytes,
+ * an end 11. A flow gets a short id (1, 2, ...: a varint in the older
+ * flow fields, which trace_processor reads alike) from its first event to
+ * the one that ends it, in place of the caller's 64-bit one (a fixed64);
+ * an end met before its start, or a flow past FLOW_SHORT_MAX open ones,
+ * keeps its id.
+ */
+#define _GNU_SOURCE /* CLOCK_BOOTTIME, getrandom, strnlen under -std=c11 */
+#include "trace/perfetto.h"
+#include "trace/pf_fields.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The first sequence: descriptors, snapshots, attributes, and the events of
+ * tracks past SEQ_MAX (in full). Event sequences are 2, 3, ... */
+enum { SEQ_ID = 1, SEQ_MAX = 1 << 16 };
+/* What stamping an event in full costs more than a delta, about. */
+#define FULL_TS_EXTRA 10
+
+/* Room reserved before a packet for its record header (key + varint len). */
+#define PREFIX_ROOM 11
+/*
+ * Worst case of one packet under the limits of perfetto.h: at most
+ * 2 * PF_MAX_ARGS + PF_MAX_CMDLINE + 4 strings (each with keys, lengths and
+ * nesting well under 32 bytes) plus both flow lists.
+ */
+#define PACKET_MAX ((2 * PF_MAX_ARGS + PF_MAX_CMDLINE + 4) * (PF_STR_MAX + 32) + \
+		    2 * PF_MAX_FLOWS * 10 + 512)
+#define INTERN_BYTES_MAX (8u << 20)
+/* Flows open at once with a short id; ends seen before their start, kept
+ * (the start keeps the caller's id then too). */
+#define FLOW_SHORT_MAX (1u << 17)
+#define FLOW_ORPHANS 4096
+/* String values: interned while short and few, else written inline. */
+#define STRVAL_MAX 32768
+#define STRVAL_BYTES_MAX (2u << 20)
+/* Output buffer: whole records only; flushed when full or FLUSH_NS old. */
+#define OUT_CAP (256u << 10)
+#define FLUSH_NS 100000000ull
+#define INTERN_SLOTS_MIN 64u
+
+struct pb {
+	uint8_t *buf;
+	size_t len, cap;
+	bool overflow;
+};
+
+struct intern_slot {
+	uint64_t hash;
+	char *str; /* NULL: empty slot */
+	uint32_t len;
+	uint32_t iid;
+};
+
+/* Open addressing with linear probing; load factor kept at or below 1/2. */
+struct intern_table {
+	struct intern_slot *slots;
+	uint32_t nslots, count, max;
+	size_t bytes, max_bytes; /* of the copies of interned strings */
+};
+
+enum { TAB_NAME, TAB_CAT, TAB_ARG, TAB_STRVAL, TAB_COUNT };
+
+/* An event sequence: one track's events. */
+struct seq {
+	uint64_t track;   /* 0: an empty slot */
+	uint64_t last_ts; /* the incremental clock's value */
+	uint32_t id;
+	uint32_t behind;  /* events in a row older than last_ts */
+	uint64_t defined_bytes; /* of the strings defined on it */
+	uint64_t *defined[TAB_COUNT]; /* bitsets: iids this sequence has had */
+	uint32_t ndefined[TAB_COUNT]; /* their sizes, in 64-bit words */
+};
+
+struct pf_writer {
+	int fd;
+	int err;
+	bool loss_pending;
+	bool copy;          /* pf_writer_open_copy: packets come encoded */
+	uint64_t bytes;     /* of whole records accepted (buffered or on disk) */
+	uint64_t on_disk;   /* of them, written to the file */
+	uint64_t clipped;
+	uint64_t first_buffered_ns; /* when out[] got its oldest byte, 0: empty */
+	uint8_t *out;       /* whole records not yet written */
+	size_t out_len, out_cap;
+	off_t base;         /* the file offset the trace starts at */
+	uint64_t uuid_base, uuid_seq;
+	struct intern_table tabs[TAB_COUNT];
+	struct seq *seqs;   /* open addressing on track, load at most 1/2 */
+	uint32_t nseqs, seq_slots;
+	struct seq main_seq; /* SEQ_ID */
+	/* Open flows: the caller's id -> its short one (open addressing,
+	 * load at most 1/2, backward-shift deletion; key 0: empty). */
+	uint64_t *flow_key;
+	uint32_t *flow_short;
+	uint32_t flow_slots, nflows, flow_next;
+	uint64_t orphans[FLOW_ORPHANS]; /* ends met before their start */
+	uint32_t norphans;
+	struct pb pb;
+	uint8_t scratch[]; /* pb.buf: PREFIX_ROOM + PACKET_MAX bytes */
+};
+
+/* A string as it will be written: an iid, or inline when iid is 0. */
+struct str_ref {
+	const char *s; /* NULL: field omitted */
+	size_t len;
+	uint64_t iid;
+	bool is_new; /* definition goes into this packet's InternedData */
+};
+
+struct event_refs {
+	struct str_ref name, cat;
+	struct str_ref args[PF_MAX_ARGS], values[PF_MAX_ARGS]; /* names; string values */
+	int nargs;
+};
+
+/* ---- protobuf encoding ---- */
+
+static size_t varint_put(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+static bool pb_room(struct pb *b, size_t n)
+{
+	if (b->overflow || b->cap - b->len < n) {
+		b->overflow = true;
+		return false;
+	}
+	return true;
+}
+
+static void pb_varint(struct pb *b, uint64_t v)
+{
+	if (pb_room(b, 10))
+		b->len += varint_put(b->buf + b->len, v);
+}
+
+static void pb_key(struct pb *b, uint32_t field, int wire_type)
+{
+	pb_varint(b, ((uint64_t)field << 3) | (uint64_t)wire_type);
+}
+
+static void pb_uint(struct pb *b, uint32_t field, uint64_t v)
+{
+	pb_key(b, field, PB_VARINT);
+	pb_varint(b, v);
+}
+
+/* int32/int64 are sign-extended varints (10 bytes when negative). */
+static void pb_int(struct pb *b, uint32_t field, int64_t v)
+{
+	pb_uint(b, field, (uint64_t)v);
+}
+
+static void pb_fixed64(struct pb *b, uint32_t field, uint64_t v)
+{
+	pb_key(b, field, PB_FIXED64);
+	if (!pb_room(b, 8))
+		return;
+	for (int i = 0; i < 8; i++)
+		b->buf[b->len++] = (uint8_t)(v >> (8 * i));
+}
+
+static void pb_bytes(struct pb *b, uint32_t field, const char *s, size_t len)
+{
+	pb_key(b, field, PB_LEN);
+	pb_varint(b, len);
+	if (pb_room(b, len)) {
+		memcpy(b->buf + b->len, s, len);
+		b->len += len;
+	}
+}
+
+/* Starts a nested message; returns where its body begins, for pb_end. */
+static size_t pb_begin(struct pb *b, uint32_t field)
+{
+	pb_key(b, field, PB_LEN);
+	return b->len;
+}
+
+static void pb_end(struct pb *b, size_t start)
+{
+	uint8_t len[10];
+	size_t body, n;
+
+	if (b->overflow)
+		return;
+	body = b->len - start;
+	n = varint_put(len, body);
+	if (!pb_room(b, n))
+		return;
+	memmove(b->buf + start + n, b->buf + start, body);
+	memcpy(b->buf + start, len, n);
+	b->len += n;
+}
+
+/* ---- errors and strings ---- */
+
+static void set_error(struct pf_writer *w, int err)
+{
+	if (!w->err)
+		w->err = err;
+}
+
+/* Length to write for s: at most PF_STR_MAX bytes, not splitting a UTF-8
+ * sequence (protoc and the UI expect valid UTF-8 in string fields). */
+static size_t str_clip(struct pf_writer *w, const char *s)
+{
+	size_t len = strnlen(s, PF_STR_MAX + 1);
+
+	if (len <= PF_STR_MAX)
+		return len;
+	w->clipped++;
+	len = PF_STR_MAX;
+	while (len > 0 && ((uint8_t)s[len] & 0xC0) == 0x80)
+		len--;
+	return len;
+}
+
+static void pb_str(struct pf_writer *w, uint32_t field, const char *s)
+{
+	if (s)
+		pb_bytes(&w->pb, field, s, str_clip(w, s));
+}
+
+static int clip_count(struct pf_writer *w, int n, const void *items, int max)
+{
+	if (n <= 0 || !items)
+		return 0;
+	if (n > max) {
+		w->clipped += (uint64_t)(n - max);
+		return max;
+	}
+	return n;
+}
+
+/* ---- intern tables ---- */
+
+static uint64_t fnv1a(const char *s, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= (uint8_t)s[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static struct intern_slot *intern_probe(struct intern_slot *slots, uint32_t nslots,
+					uint64_t hash, const char *s, size_t len)
+{
+	uint32_t mask = nslots - 1;
+	uint32_t i = (uint32_t)hash & mask;
+
+	for (;;) {
+		struct intern_slot *e = &slots[i];
+
+		if (!e->str)
+			return e;
+		if (e->hash == hash && e->len == len && memcmp(e->str, s, len) == 0)
+			return e;
+		i = (i + 1) & mask;
+	}
+}
+
+static bool intern_grow(struct intern_table *t)
+{
+	uint32_t nslots = t->nslots ? t->nslots * 2 : INTERN_SLOTS_MIN;
+	struct intern_slot *slots = calloc(nslots, sizeof(*slots));
+
+	if (!slots)
+		return false;
+	for (uint32_t i = 0; i < t->nslots; i++) {
+		struct intern_slot *e = &t->slots[i];
+
+		if (e->str)
+			*intern_probe(slots, nslots, e->hash, e->str, e->len) = *e;
+	}
+	free(t->slots);
+	t->slots = slots;
+	t->nslots = nslots;
+	return true;
+}
+
+/* iid of s (len bytes) in t, adding it if there is room; 0 when it cannot be
+ * interned (table full, or out of memory): the caller writes it inline. */
+static uint64_t intern(struct intern_table *t, const char *s, size_t len)
+{
+	uint64_t hash = fnv1a(s, len);
+	struct intern_slot *e;
+
+	if (t->nslots) {
+		e = intern_probe(t->slots, t->nslots, hash, s, len);
+		if (e->str)
+			return e->iid;
+	}
+	if (t->count >= t->max || t->bytes + len + 1 > t->max_bytes)
+		return 0;
+	if (2 * (t->count + 1) > t->nslots && !intern_grow(t))
+		return 0;
+	e = intern_probe(t->slots, t->nslots, hash, s, len);
+	e->str = malloc(len + 1);
+	if (!e->str)
+		return 0;
+	memcpy(e->str, s, len);
+	e->str[len] = '\0';
+	e->hash = hash;
+	e->len = (uint32_t)len;
+	e->iid = ++t->count;
+	t->bytes += len + 1;
+	return e->iid;
+}
+
+/* Marks iid of table tab as defined on q; true if it was not yet (its
+ * definition goes into the packet). Without memory for the mark, true:
+ * defined again, which is harmless. */
+static bool seq_define(struct seq *q, int tab, uint64_t iid)
+{
+	uint32_t word = (uint32_t)(iid >> 6);
+	uint64_t bit = 1ull << (iid & 63);
+
+	if (word >= q->ndefined[tab]) {
+		uint32_t n = q->ndefined[tab] ? 2 * q->ndefined[tab] : 4;
+		uint64_t *g;
+
+		while (n <= word)
+			n *= 2;
+		g = realloc(q->defined[tab], n * sizeof(*g));
+		if (!g)
+			return true;
+		memset(g + q->ndefined[tab], 0, (n - q->ndefined[tab]) * sizeof(*g));
+		q->defined[tab] = g;
+		q->ndefined[tab] = n;
+	}
+	if (q->defined[tab][word] & bit)
+		return false;
+	q->defined[tab][word] |= bit;
+	return true;
+}
+
+static void ref_resolve(struct pf_writer *w, struct seq *q, int tab, const char *s,
+			struct str_ref *r)
+{
+	r->s = s;
+	r->len = 0;
+	r->iid = 0;
+	r->is_new = false;
+	if (!s)
+		return;
+	r->len = str_clip(w, s);
+	r->iid = intern(&w->tabs[tab], s, r->len);
+	r->is_new = r->iid && seq_define(q, tab, r->iid);
+	if (r->is_new)
+		q->defined_bytes += r->len + 4;
+}
+
+/* ---- packets ---- */
+
+static uint64_t ts_ns(const struct timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	return clock_gettime(id, &ts) ? 0 : ts_ns(&ts);
+}
+
+static void packet_begin_on(struct pf_writer *w, uint32_t seq, uint32_t flags)
+{
+	w->pb.len = PREFIX_ROOM;
+	w->pb.overflow = false;
+	if (!w->copy) /* a copy's packets have their own sequences */
+		pb_uint(&w->pb, F_PKT_SEQ_ID, seq);
+	if (flags)
+		pb_uint(&w->pb, F_PKT_SEQ_FLAGS, flags);
+	if (w->loss_pending)
+		pb_uint(&w->pb, F_PKT_PREV_DROPPED, 1);
+}
+
+static void packet_begin(struct pf_writer *w, uint32_t flags)
+{
+	packet_begin_on(w, SEQ_ID, flags);
+}
+
+/* Bytes of the whole records at the start of buf[0..len) (records this
+ * writer made): where a write that stopped at len leaves the last one. */
+static size_t whole_records(const uint8_t *buf, size_t len)
+{
+	size_t pos = 0;
+
+	for (;;) {
+		size_t p = pos + 1, plen = 0;
+		int shift = 0;
+
+		while (p < len && (buf[p] & 0x80)) {
+			plen |= (size_t)(buf[p++] & 0x7f) << shift;
+			shift += 7;
+		}
+		if (p >= len)
+			return pos;
+		plen |= (size_t)buf[p++] << shift;
+		if (plen > len - p)
+			return pos;
+		pos = p + plen;
+	}
+}
+
+/* Writes out[] to the file. If a write fails part way (a full disk), the
+ * file is cut back to its last whole record and the writer stops: later
+ * records could not be trusted to follow whole ones. */
+static void flush_out(struct pf_writer *w)
+{
+	size_t done = 0;
+
+	while (done < w->out_len && !w->err) {
+		ssize_t n = write(w->fd, w->out + done, w->out_len - done);
+
+		if (n > 0)
+			done += (size_t)n;
+		else if (n < 0 && errno != EINTR)
+			set_error(w, -errno);
+		else if (n == 0)
+			set_error(w, -EIO);
+	}
+	if (w->err && done) {
+		size_t whole = whole_records(w->out, done);
+
+		/* Should even the cut fail, readers drop a cut last record. */
+		if (whole < done && ftruncate(w->fd, w->base + (off_t)(w->on_disk + whole)) == 0)
+			done = whole;
+	}
+	w->on_disk += done;
+	w->out_len = 0;
+	w->first_buffered_ns = 0;
+	if (w->err)
+		w->bytes = w->on_disk;
+}
+
+/* Appends one record (head, then body) to out[], which is written when it
+ * fills or FLUSH_NS after its oldest byte (checked here, on the coarse
+ * clock: a few ns). */
+static void append_record(struct pf_writer *w, const uint8_t *head, size_t hlen,
+			  const uint8_t *body, size_t blen)
+{
+	size_t rec = hlen + blen;
+	uint64_t now;
+
+	if (w->out_len + rec > w->out_cap)
+		flush_out(w);
+	if (w->err)
+		return;
+	if (rec > w->out_cap) { /* a packet larger than the buffer */
+		uint8_t *g = realloc(w->out, rec);
+
+		if (!g) {
+			set_error(w, -ENOMEM);
+			return;
+		}
+		w->out = g;
+		w->out_cap = rec;
+	}
+	memcpy(w->out + w->out_len, head, hlen);
+	if (blen)
+		memcpy(w->out + w->out_len + hlen, body, blen);
+	w->out_len += rec;
+	w->bytes += rec;
+	w->loss_pending = false;
+	now = clock_ns(CLOCK_MONOTONIC_COARSE);
+	if (!w->first_buffered_ns)
+		w->first_buffered_ns = now ? now : 1;
+	else if (now - w->first_buffered_ns >= FLUSH_NS)
+		flush_out(w);
+}
+
+/* Ends the packet encoded in pb as one Trace.packet record. */
+static void packet_end(struct pf_writer *w)
+{
+	struct pb *b = &w->pb;
+	uint8_t hdr[PREFIX_ROOM];
+	size_t plen, n;
+	uint8_t *start;
+
+	if (b->overflow)
+		set_error(w, -EMSGSIZE);
+	if (w->err)
+		return;
+	plen = b->len - PREFIX_ROOM;
+	hdr[0] = PF_PACKET_TAG;
+	n = 1 + varint_put(hdr + 1, plen);
+	start = b->buf + PREFIX_ROOM - n;
+	memcpy(start, hdr, n);
+	append_record(w, start, n + plen, NULL, 0);
+}
+
+/* splitmix64's finalizer: a bijection, so distinct inputs give distinct
+ * uuids, while the random base keeps uuids of separate traces apart. */
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+static uint64_t random_base(void)
+{
+	uint64_t v;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
+		return v;
+	return clock_ns(CLOCK_MONOTONIC) ^ clock_ns(CLOCK_REALTIME) ^
+	       ((uint64_t)getpid() << 32);
+}
+
+static uint64_t next_uuid(struct pf_writer *w)
+{
+	uint64_t uuid;
+
+	do
+		uuid = mix64(w->uuid_base + ++w->uuid_seq);
+	while (uuid == 0); /* 0 is the implicit global track */
+	return uuid;
+}
+
+/* ---- event sequences ---- */
+
+static void seq_free(struct seq *q)
+{
+	for (int i = 0; i < TAB_COUNT; i++)
+		free(q->defined[i]);
+}
+
+static uint32_t seq_home(uint64_t track, uint32_t nslots)
+{
+	return (uint32_t)mix64(track) & (nslots - 1);
+}
+
+static bool seqs_grow(struct pf_writer *w)
+{
+	uint32_t nslots = w->seq_slots ? 2 * w->seq_slots : 64;
+	struct seq *g = calloc(nslots, sizeof(*g));
+
+	if (!g)
+		return false;
+	for (uint32_t i = 0; i < w->seq_slots; i++) {
+		uint32_t h;
+
+		if (!w->seqs[i].track)
+			continue;
+		for (h = seq_home(w->seqs[i].track, nslots); g[h].track; h = (h + 1) & (nslots - 1))
+			;
+		g[h] = w->seqs[i];
+	}
+	free(w->seqs);
+	w->seqs = g;
+	w->seq_slots = nslots;
+	return true;
+}
+
+/* The sequence's first packet: its track and its clock. The snapshot ties
+ * the incremental clock to MONOTONIC at ts, where it starts. */
+static void seq_start(struct pf_writer *w, struct seq *q, uint64_t ts)
+{
+	size_t defaults, ted, snap, clock;
+
+	packet_begin_on(w, q->id, SEQ_INCREMENTAL_STATE_CLEARED);
+	pb_uint(&w->pb, F_PKT_FIRST_ON_SEQ, 1);
+	pb_uint(&w->pb, F_PKT_TIMESTAMP, ts);
+	pb_uint(&w->pb, F_PKT_CLOCK_ID, CLOCK_ID_MONOTONIC);
+	defaults = pb_begin(&w->pb, F_PKT_DEFAULTS);
+	pb_uint(&w->pb, F_DEF_CLOCK_ID, CLOCK_ID_SEQ_INCREMENTAL);
+	ted = pb_begin(&w->pb, F_DEF_TRACK_EVENT);
+	pb_uint(&w->pb, F_TED_TRACK, q->track);
+	pb_end(&w->pb, ted);
+	pb_end(&w->pb, defaults);
+	snap = pb_begin(&w->pb, F_PKT_CLOCK_SNAPSHOT);
+	clock = pb_begin(&w->pb, F_CS_CLOCKS);
+	pb_uint(&w->pb, F_CLK_ID, CLOCK_ID_SEQ_INCREMENTAL);
+	pb_uint(&w->pb, F_CLK_TS, ts);
+	pb_uint(&w->pb, F_CLK_INCREMENTAL, 1);
+	pb_end(&w->pb, clock);
+	clock = pb_begin(&w->pb, F_CS_CLOCKS);
+	pb_uint(&w->pb, F_CLK_ID, CLOCK_ID_MONOTONIC);
+	pb_uint(&w->pb, F_CLK_TS, ts);
+	pb_end(&w->pb, clock);
+	pb_end(&w->pb, snap);
+	packet_end(w);
+	q->last_ts = ts;
+}
+
+/* The sequence of track's events, started at ts if new; the first
+ * sequence (events stamped in full, with their track) once SEQ_MAX
+ * sequences exist or memory runs out. */
+static struct seq *seq_for(struct pf_writer *w, uint64_t track, uint64_t ts)
+{
+	struct seq *q;
+	uint32_t h;
+
+	if (!track)
+		return &w->main_seq;
+	if (w->seq_slots) {
+		for (h = seq_home(track, w->seq_slots); w->seqs[h].track;
+		     h = (h + 1) & (w->seq_slots - 1))
+			if (w->seqs[h].track == track)
+				return &w->seqs[h];
+	}
+	if (w->nseqs + SEQ_ID + 1 >= SEQ_MAX ||
+	    (2 * (w->nseqs + 1) > w->seq_slots && !seqs_grow(w)))
+		return &w->main_seq;
+	for (h = seq_home(track, w->seq_slots); w->seqs[h].track; h = (h + 1) & (w->seq_slots - 1))
+		;
+	q = &w->seqs[h];
+	q->track = track;
+	q->id = SEQ_ID + 1 + w->nseqs++;
+	seq_start(w, q, ts);
+	return q;
+}
+
+/* A track whose events went back in time for good (a GPU stream's records
+ * from a later flush, older than the last ones): its events go on on a new
+ * sequence, whose clock starts at ts (trace_processor takes no snapshot
+ * that moves an incremental clock back). The old sequence is left. */
+static struct seq *seq_restart(struct pf_writer *w, struct seq *q, uint64_t ts)
+{
+	if (w->nseqs + SEQ_ID + 1 >= SEQ_MAX)
+		return q;
+	seq_free(q);
+	*q = (struct seq){ .track = q->track, .id = SEQ_ID + 1 + w->nseqs++ };
+	seq_start(w, q, ts);
+	return q;
+}
+
+/* The packet's timestamp: its distance from the sequence's previous one,
+ * or in full (MONOTONIC) on the first sequence and for an event older
+ * than that. */
+static void put_ts(struct pf_writer *w, struct seq *q, uint64_t ts)
+{
+	if (q == &w->main_seq) {
+		pb_uint(&w->pb, F_PKT_TIMESTAMP, ts);
+	} else if (ts >= q->last_ts) {
+		pb_uint(&w->pb, F_PKT_TIMESTAMP, ts - q->last_ts);
+		q->last_ts = ts;
+	} else {
+		pb_uint(&w->pb, F_PKT_TIMESTAMP, ts);
+		pb_uint(&w->pb, F_PKT_CLOCK_ID, CLOCK_ID_MONOTONIC);
+	}
+}
+
+static struct pf_writer *writer_new(int fd, bool copy)
+{
+	struct pf_writer *w;
+
+	if (fd < 0) {
+		errno = EBADF;
+		return NULL;
+	}
+	w = calloc(1, sizeof(*w) + PREFIX_ROOM + PACKET_MAX);
+	if (!w)
+		return NULL;
+	w->out = malloc(OUT_CAP);
+	if (!w->out) {
+		free(w);
+		errno = ENOMEM;
+		return NULL;
+	}
+	w->out_cap = OUT_CAP;
+	w->pb.buf = w->scratch;
+	w->pb.cap = PREFIX_ROOM + PACKET_MAX;
+	w->fd = fd;
+	w->copy = copy;
+	w->base = lseek(fd, 0, SEEK_CUR);
+	if (w->base < 0)
+		w->base = 0; /* not seekable (a device): nothing to cut back */
+	w->uuid_base = random_base();
+	for (int i = 0; i < TAB_COUNT; i++) {
+		w->tabs[i].max = i == TAB_STRVAL ? STRVAL_MAX : PF_INTERN_MAX;
+		w->tabs[i].max_bytes = i == TAB_STRVAL ? STRVAL_BYTES_MAX : INTERN_BYTES_MAX;
+	}
+	w->main_seq.id = SEQ_ID;
+	return w;
+}
+
+/* Open failed: w freed (no end marker after an error), its error in errno. */
+static struct pf_writer *open_failed(struct pf_writer *w)
+{
+	int err = w->err;
+
+	pf_writer_close(w);
+	errno = -err;
+	return NULL;
+}
+
+struct pf_writer *pf_writer_open(int fd)
+{
+	struct pf_writer *w = writer_new(fd, false);
+	size_t defaults;
+
+	if (!w)
+		return NULL;
+	/* Starts the sequence; event timestamps default to MONOTONIC from here. */
+	packet_begin(w, SEQ_INCREMENTAL_STATE_CLEARED);
+	pb_uint(&w->pb, F_PKT_FIRST_ON_SEQ, 1);
+	defaults = pb_begin(&w->pb, F_PKT_DEFAULTS);
+	pb_uint(&w->pb, F_DEF_CLOCK_ID, CLOCK_ID_MONOTONIC);
+	pb_end(&w->pb, defaults);
+	packet_end(w);
+	pf_clock_snapshot(w);
+	return w->err ? open_failed(w) : w;
+}
+
+struct pf_writer *pf_writer_open_copy(int fd)
+{
+	return writer_new(fd, true);
+}
+
+void pf_write_packet(struct pf_writer *w, const uint8_t *packet, size_t len)
+{
+	uint8_t hdr[PREFIX_ROOM];
+
+	if (!w || w->err)
+		return;
+	hdr[0] = PF_PACKET_TAG;
+	append_record(w, hdr, 1 + varint_put(hdr + 1, len), packet, len);
+}
+
+int pf_writer_flush(struct pf_writer *w)
+{
+	if (!w)
+		return -EINVAL;
+	flush_out(w);
+	return w->err;
+}
+
+static void trace_attr(struct pf_writer *w, const char *key, const char *sval, int64_t ival);
+
+int pf_writer_close(struct pf_writer *w)
+{
+	int err;
+
+	if (!w)
+		return -EINVAL;
+	if (!w->err) /* the end marker: its own offset */
+		trace_attr(w, PF_END_MARKER_KEY, NULL, (int64_t)w->bytes);
+	flush_out(w);
+	err = w->err;
+	for (struct intern_table *t = w->tabs; t < w->tabs + TAB_COUNT; t++) {
+		for (uint32_t i = 0; i < t->nslots; i++)
+			free(t->slots[i].str);
+		free(t->slots);
+	}
+	for (uint32_t i = 0; i < w->seq_slots; i++)
+		seq_free(&w->seqs[i]);
+	free(w->seqs);
+	seq_free(&w->main_seq);
+	free(w->flow_key);
+	free(w->flow_short);
+	free(w->out);
+	free(w);
+	return err;
+}
+
+int pf_writer_error(const struct pf_writer *w)
+{
+	return w ? w->err : -EINVAL;
+}
+
+uint64_t pf_bytes_written(const struct pf_writer *w)
+{
+	return w ? w->bytes : 0;
+}
+
+uint64_t pf_items_clipped(const struct pf_writer *w)
+{
+	return w ? w->clipped : 0;
+}
+
+void pf_mark_loss(struct pf_writer *w)
+{
+	if (w)
+		w->loss_pending = true;
+}
+
+static void write_clock(struct pb *b, uint32_t id, uint64_t ts)
+{
+	size_t clock = pb_begin(b, F_CS_CLOCKS);
+
+	pb_uint(b, F_CLK_ID, id);
+	pb_uint(b, F_CLK_TS, ts);
+	pb_end(b, clock);
+}
+
+/* The packet is stamped in BOOTTIME explicitly: the sequence default
+ * (MONOTONIC) must not be needed to place the snapshot that defines it. */
+int pf_clock_snapshot(struct pf_writer *w)
+{
+	struct timespec boot, mono, real;
+	size_t snap;
+
+	if (!w)
+		return -EINVAL;
+	/* Back to back, so the three readings describe one instant. */
+	if (clock_gettime(CLOCK_BOOTTIME, &boot) || clock_gettime(CLOCK_MONOTONIC, &mono) ||
+	    clock_gettime(CLOCK_REALTIME, &real))
+		return -errno;
+	packet_begin(w, 0);
+	pb_uint(&w->pb, F_PKT_TIMESTAMP, ts_ns(&boot));
+	pb_uint(&w->pb, F_PKT_CLOCK_ID, CLOCK_ID_BOOTTIME);
+	snap = pb_begin(&w->pb, F_PKT_CLOCK_SNAPSHOT);
+	write_clock(&w->pb, CLOCK_ID_BOOTTIME, ts_ns(&boot));
+	write_clock(&w->pb, CLOCK_ID_MONOTONIC, ts_ns(&mono));
+	write_clock(&w->pb, CLOCK_ID_REALTIME, ts_ns(&real));
+	pb_uint(&w->pb, F_CS_PRIMARY, CLOCK_ID_BOOTTIME);
+	pb_end(&w->pb, snap);
+	packet_end(w);
+	return w->err;
+}
+
+/* One TraceAttributes.Attribute: the string value if sval, else ival. */
+static void trace_attr(struct pf_writer *w, const char *key, const char *sval, int64_t ival)
+{
+	size_t attrs, attr;
+
+	if (!w)
+		return;
+	packet_begin(w, 0);
+	attrs = pb_begin(&w->pb, F_PKT_TRACE_ATTRS);
+	attr = pb_begin(&w->pb, F_TA_ATTR);
+	pb_str(w, F_ATTR_KEY, key ? key : "");
+	if (sval)
+		pb_str(w, F_ATTR_STR, sval);
+	else
+		pb_int(&w->pb, F_ATTR_LONG, ival);
+	pb_end(&w->pb, attr);
+	pb_end(&w->pb, attrs);
+	packet_end(w);
+}
+
+void pf_trace_attr_str(struct pf_writer *w, const char *key, const char *value)
+{
+	trace_attr(w, key, value ? value : "", 0);
+}
+
+void pf_trace_attr_int(struct pf_writer *w, const char *key, int64_t value)
+{
+	trace_attr(w, key, NULL, value);
+}
+
+/* ---- track descriptors ---- */
+
+/* Descriptor packets are stamped "now" in the sequence's default clock
+ * (MONOTONIC); trace_processor uses the time to tell pid/tid reuse apart. */
+static uint64_t desc_begin(struct pf_writer *w, uint64_t parent, const char *name, size_t *desc)
+{
+	uint64_t uuid;
+
+	if (!w)
+		return 0;
+	uuid = next_uuid(w);
+	packet_begin(w, SEQ_NEEDS_INCREMENTAL_STATE);
+	pb_uint(&w->pb, F_PKT_TIMESTAMP, clock_ns(CLOCK_MONOTONIC));
+	*desc = pb_begin(&w->pb, F_PKT_TRACK_DESC);
+	pb_uint(&w->pb, F_TD_UUID, uuid);
+	if (parent)
+		pb_uint(&w->pb, F_TD_PARENT, parent);
+	pb_str(w, F_TD_NAME, name);
+	return uuid;
+}
+
+static void desc_end(struct pf_writer *w, size_t desc)
+{
+	pb_end(&w->pb, desc);
+	packet_end(w);
+}
+
+uint64_t pf_track_process(struct pf_writer *w, int32_t pid, const char *name,
+			  const char *const *cmdline, int ncmdline,
+			  const char *const *labels, int nlabels)
+{
+	size_t desc, proc;
+	uint64_t uuid = desc_begin(w, 0, NULL, &desc);
+	int n;
+
+	if (!uuid)
+		return 0;
+	n = clip_count(w, ncmdline, cmdline, PF_MAX_CMDLINE);
+	proc = pb_begin(&w->pb, F_TD_PROCESS);
+	pb_int(&w->pb, F_PD_PID, pid);
+	for (int i = 0; i < n; i++)
+		pb_str(w, F_PD_CMDLINE, cmdline[i] ? cmdline[i] : "");
+	pb_str(w, F_PD_NAME, name);
+	n = clip_count(w, nlabels, labels, PF_MAX_CMDLINE);
+	for (int i = 0; i < n; i++)
+		pb_str(w, F_PD_LABELS, labels[i] ? labels[i] : "");
+	pb_end(&w->pb, proc);
+	desc_end(w, desc);
+	return uuid;
+}
+
+uint64_t pf_track_thread(struct pf_writer *w, int32_t pid, int64_t tid, const char *name)
+{
+	size_t desc, thread;
+	uint64_t uuid = desc_begin(w, 0, NULL, &desc);
+
+	if (!uuid)
+		return 0;
+	thread = pb_begin(&w->pb, F_TD_THREAD);
+	pb_int(&w->pb, F_THD_PID, pid);
+	pb_int(&w->pb, F_THD_TID, tid);
+	pb_str(w, F_THD_NAME, name);
+	pb_end(&w->pb, thread);
+	desc_end(w, desc);
+	return uuid;
+}
+
+uint64_t pf_track_child(struct pf_writer *w, uint64_t parent, const char *name)
+{
+	size_t desc;
+	uint64_t uuid = desc_begin(w, parent, name, &desc);
+
+	if (!uuid)
+		return 0;
+	pb_uint(&w->pb, F_TD_MERGE, MERGE_NONE);
+	desc_end(w, desc);
+	return uuid;
+}
+
+uint64_t pf_track_counter(struct pf_writer *w, uint64_t parent, const char *name,
+			  enum pf_counter_unit unit)
+{
+	size_t desc, counter;
+	uint64_t uuid = desc_begin(w, parent, name, &desc);
+
+	if (!uuid)
+		return 0;
+	counter = pb_begin(&w->pb, F_TD_COUNTER);
+	pb_uint(&w->pb, F_CD_UNIT, (uint64_t)unit);
+	pb_end(&w->pb, counter);
+	desc_end(w, desc);
+	return uuid;
+}
+
+/* ---- track events ---- */
+
+static void write_entry(struct pb *b, uint32_t field, const struct str_ref *r)
+{
+	size_t entry;
+
+	if (!r->is_new)
+		return;
+	entry = pb_begin(b, field);
+	pb_uint(b, F_ENTRY_IID, r->iid);
+	pb_bytes(b, F_ENTRY_NAME, r->s, r->len);
+	pb_end(b, entry);
+}
+
+/* Definitions of the strings this packet uses first on its sequence; the
+ * reader applies interned_data before the packet's payload. */
+static void write_interned(struct pb *b, const struct event_refs *r)
+{
+	bool any = r->name.is_new || r->cat.is_new;
+	size_t data;
+
+	for (int i = 0; i < r->nargs && !any; i++)
+		any = r->args[i].is_new || r->values[i].is_new;
+	if (!any)
+		return;
+	data = pb_begin(b, F_PKT_INTERNED);
+	write_entry(b, F_ID_CATEGORIES, &r->cat);
+	write_entry(b, F_ID_NAMES, &r->name);
+	for (int i = 0; i < r->nargs; i++) {
+		write_entry(b, F_ID_ARG_NAMES, &r->args[i]);
+		write_entry(b, F_ID_STRING_VALUES, &r->values[i]);
+	}
+	pb_end(b, data);
+}
+
+static void write_ref(struct pb *b, const struct str_ref *r, uint32_t iid_field,
+		      uint32_t inline_field)
+{
+	if (r->iid)
+		pb_uint(b, iid_field, r->iid);
+	else if (r->s)
+		pb_bytes(b, inline_field, r->s, r->len);
+}
+
+static void write_arg(struct pf_writer *w, const struct pf_arg *a, const struct str_ref *name,
+		      const struct str_ref *value)
+{
+	struct pb *b = &w->pb;
+	size_t ann = pb_begin(b, F_TE_ARGS);
+	uint64_t bits;
+
+	write_ref(b, name, F_DA_NAME_IID, F_DA_NAME);
+	switch (a->type) {
+	case PF_ARG_INT:
+		pb_int(b, F_DA_INT, a->i);
+		break;
+	case PF_ARG_UINT:
+		pb_uint(b, F_DA_UINT, a->u);
+		break;
+	case PF_ARG_DOUBLE:
+		memcpy(&bits, &a->d, sizeof(bits));
+		pb_fixed64(b, F_DA_DOUBLE, bits); /* IEEE-754, little endian */
+		break;
+	case PF_ARG_STR:
+		write_ref(b, value, F_DA_STRING_IID, F_DA_STRING);
+		break;
+	case PF_ARG_BOOL:
+		pb_uint(b, F_DA_BOOL, a->b);
+		break;
+	case PF_ARG_PTR:
+		pb_uint(b, F_DA_POINTER, a->ptr);
+		break;
+	}
+	pb_end(b, ann);
+}
+
+/* ---- short flow ids ---- */
+
+static uint32_t flow_home(const struct pf_writer *w, uint64_t id)
+{
+	uint32_t h = (uint32_t)mix64(id) & (w->flow_slots - 1);
+
+	while (w->flow_key[h] && w->flow_key[h] != id)
+		h = (h + 1) & (w->flow_slots - 1);
+	return h;
+}
+
+static bool flows_grow(struct pf_writer *w)
+{
+	uint32_t n = w->flow_slots ? 2 * w->flow_slots : 1024;
+	struct pf_writer g = { .flow_slots = n };
+
+	g.flow_key = calloc(n, sizeof(*g.flow_key));
+	g.flow_short = calloc(n, sizeof(*g.flow_short));
+	if (!g.flow_key || !g.flow_short) {
+		free(g.flow_key);
+		free(g.flow_short);
+		return false;
+	}
+	for (uint32_t i = 0; i < w->flow_slots; i++) {
+		if (w->flow_key[i]) {
+			uint32_t h = flow_home(&g, w->flow_key[i]);
+
+			g.flow_key[h] = w->flow_key[i];
+			g.flow_short[h] = w->flow_short[i];
+		}
+	}
+	free(w->flow_key);
+	free(w->flow_short);
+	w->flow_key = g.flow_key;
+	w->flow_short = g.flow_short;
+	w->flow_slots = n;
+	return true;
+}
+
+static bool orphan(const struct pf_writer *w, uint64_t id)
+{
+	for (uint32_t i = 0; i < w->norphans && i < FLOW_ORPHANS; i++)
+		if (w->orphans[i] == id)
+			return true;
+	return false;
+}
+
+/* A flow's short id as it starts or steps (0: it keeps its own). */
+static uint32_t flow_open(struct pf_writer *w, uint64_t id)
+{
+	uint32_t h;
+
+	if (!id)
+		return 0;
+	if (w->flow_slots && w->flow_key[h = flow_home(w, id)])
+		return w->flow_short[h];
+	if (w->nflows >= FLOW_SHORT_MAX || w->flow_next >= INT32_MAX || orphan(w, id) ||
+	    (2 * (w->nflows + 1) > w->flow_slots && !flows_grow(w)))
+		return 0;
+	h = flow_home(w, id);
+	w->flow_key[h] = id;
+	w->nflows++;
+	return w->flow_short[h] = ++w->flow_next;
+}
+
+/* A flow's short id as it ends, forgotten then (0: it keeps its own). */
+static uint32_t flow_close(struct pf_writer *w, uint64_t id)
+{
+	uint32_t h, next, v;
+
+	if (!id || !w->flow_slots || !w->flow_key[h = flow_home(w, id)]) {
+		if (id)
+			w->orphans[w->norphans++ % FLOW_ORPHANS] = id;
+		return 0;
+	}
+	v = w->flow_short[h];
+	w->flow_key[h] = 0;
+	w->nflows--;
+	for (next = (h + 1) & (w->flow_slots - 1); w->flow_key[next];
+	     next = (next + 1) & (w->flow_slots - 1)) {
+		uint32_t home = (uint32_t)mix64(w->flow_key[next]) & (w->flow_slots - 1);
+
+		if ((next > h && (home <= h || home > next)) ||
+		    (next < h && home <= h && home > next)) {
+			w->flow_key[h] = w->flow_key[next];
+			w->flow_short[h] = w->flow_short[next];
+			w->flow_key[next] = 0;
+			h = next;
+		}
+	}
+	return v;
+}
+
+static void write_flows(struct pf_writer *w, bool terminating, const uint64_t *ids, int n)
+{
+	n = clip_count(w, n, ids, PF_MAX_FLOWS);
+	for (int i = 0; i < n; i++) { /* one key each: unpacked */
+		uint32_t id = terminating ? flow_close(w, ids[i]) : flow_open(w, ids[i]);
+
+		if (id)
+			pb_uint(&w->pb, terminating ? F_TE_TERM_FLOWS_V : F_TE_FLOWS_V, id);
+		else
+			pb_fixed64(&w->pb, terminating ? F_TE_TERM_FLOWS : F_TE_FLOWS, ids[i]);
+	}
+}
+
+static void write_track_event(struct pf_writer *w, int type, uint64_t track, uint64_t ts,
+			      const struct pf_event *e, const struct pf_arg *args, int nargs)
+{
+	struct seq *q = seq_for(w, track, ts);
+	struct event_refs r;
+	size_t te;
+
+	/* An event out of order is stamped in full; once the events in a row
+	 * that were have cost what starting over would (a new sequence, its
+	 * strings defined again), the track starts over on a new sequence. */
+	q->behind = q != &w->main_seq && ts < q->last_ts ? q->behind + 1 : 0;
+	if (q->behind * FULL_TS_EXTRA > 64 + q->defined_bytes)
+		q = seq_restart(w, q, ts);
+
+	/* Interned first: the packet's InternedData must precede its event. */
+	ref_resolve(w, q, TAB_NAME, e ? e->name : NULL, &r.name);
+	ref_resolve(w, q, TAB_CAT, e ? e->category : NULL, &r.cat);
+	r.nargs = clip_count(w, nargs, args, PF_MAX_ARGS);
+	for (int i = 0; i < r.nargs; i++) {
+		ref_resolve(w, q, TAB_ARG, args[i].name, &r.args[i]);
+		ref_resolve(w, q, TAB_STRVAL, args[i].type == PF_ARG_STR ?
+			    (args[i].s ? args[i].s : "") : NULL, &r.values[i]);
+	}
+	packet_begin_on(w, q->id, q == &w->main_seq ? SEQ_NEEDS_INCREMENTAL_STATE : 0);
+	put_ts(w, q, ts);
+	write_interned(&w->pb, &r);
+	te = pb_begin(&w->pb, F_PKT_TRACK_EVENT);
+	pb_uint(&w->pb, F_TE_TYPE, (uint64_t)type);
+	if (q == &w->main_seq)
+		pb_uint(&w->pb, F_TE_TRACK, track);
+	write_ref(&w->pb, &r.name, F_TE_NAME_IID, F_TE_NAME);
+	write_ref(&w->pb, &r.cat, F_TE_CAT_IIDS, F_TE_CATEGORIES);
+	for (int i = 0; i < r.nargs; i++)
+		write_arg(w, &args[i], &r.args[i], &r.values[i]);
+	if (e) {
+		write_flows(w, false, e->flows, e->nflows);
+		write_flows(w, true, e->term_flows, e->nterm);
+	}
+	pb_end(&w->pb, te);
+	packet_end(w);
+}
+
+void pf_slice_begin(struct pf_writer *w, const struct pf_event *e)
+{
+	if (w && e)
+		write_track_event(w, TE_SLICE_BEGIN, e->track, e->ts, e, e->args, e->nargs);
+}
+
+/* No name: an END that names its slice makes trace_processor search the
+ * stack by name instead of closing the innermost slice. */
+void pf_slice_end(struct pf_writer *w, const struct pf_event *e)
+{
+	struct pf_event end;
+
+	if (!w || !e)
+		return;
+	end = *e;
+	end.name = end.category = NULL;
+	write_track_event(w, TE_SLICE_END, end.track, end.ts, &end, end.args, end.nargs);
+}
+
+void pf_instant(struct pf_writer *w, const struct pf_event *e)
+{
+	if (w && e)
+		write_track_event(w, TE_INSTANT, e->track, e->ts, e, e->args, e->nargs);
+}
+
+void pf_counter(struct pf_writer *w, uint64_t track, uint64_t ts, int64_t value)
+{
+	struct seq *q;
+	size_t te;
+
+	if (!w)
+		return;
+	q = seq_for(w, track, ts);
+	packet_begin_on(w, q->id, q == &w->main_seq ? SEQ_NEEDS_INCREMENTAL_STATE : 0);
+	put_ts(w, q, ts);
+	te = pb_begin(&w->pb, F_PKT_TRACK_EVENT);
+	pb_uint(&w->pb, F_TE_TYPE, TE_COUNTER);
+	if (q == &w->main_seq)
+		pb_uint(&w->pb, F_TE_TRACK, track);
+	pb_int(&w->pb, F_TE_COUNTER, value);
+	pb_end(&w->pb, te);
+	packet_end(w);
+}

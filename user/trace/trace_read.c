@@ -1,0 +1,858 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* The streaming trace reader of report, export and merge. See trace_read.h. */
+#define _GNU_SOURCE
+#include "trace/trace_read.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/files.h"
+#include "lib/names.h"
+#include "trace/pbread.h"
+
+#define BUF_MIN (256u << 10)
+#define RECORD_HEAD_MAX 11 /* tag + a 10-byte length varint */
+/* Interned strings kept at most (a real trace has thousands). */
+#define INTERN_MAX (1u << 20)
+#define INTERN_BYTES_MAX (32u << 20)
+
+struct intern_entry {
+	uint64_t iid;
+	uint32_t seq;
+	uint8_t table;  /* F_ID_NAMES, F_ID_CATEGORIES, F_ID_ARG_NAMES, F_ID_STRING_VALUES */
+	bool used;
+	struct tr_str str; /* its own copy */
+};
+
+/* (sequence, table, iid) -> string; open addressing, load at most 1/2. */
+struct interns {
+	struct intern_entry *e;
+	uint32_t n, cap;
+	uint64_t bytes;
+	uint32_t next_id;
+};
+
+/* A sequence's defaults and incremental clock (ClockSnapshot clocks 64-127
+ * marked incremental, tied to MONOTONIC in the same snapshot). */
+struct seq_state {
+	uint32_t seq;       /* 0: an empty slot */
+	uint32_t clock;     /* TracePacketDefaults.timestamp_clock_id */
+	uint64_t track;     /* TrackEventDefaults.track_uuid */
+	uint32_t incr;      /* the incremental clock's id, 0 if none */
+	uint64_t incr_now;  /* its value */
+	int64_t incr_mono;  /* MONOTONIC - its value */
+};
+
+enum end_how { END_CLEAN, END_CUT, END_DAMAGED };
+
+struct tr_reader {
+	int fd;
+	char path[4096];
+	char who[32];
+	uint8_t *buf;
+	size_t cap, pos, end;  /* buf[pos..end) is not read yet */
+	uint64_t offset;       /* file offset of buf[pos] */
+	uint64_t limit;        /* later passes stop here (0: no limit) */
+	bool eof, stopped, last_was_marker;
+	int pass;
+	struct tr_status st;
+	struct interns in;
+	struct seq_state *seqs; /* open addressing on seq, load at most 1/2 */
+	uint32_t nseqs, seq_slots;
+};
+
+static const struct tr_str unknown = { "?", 1, TR_INLINE };
+
+/* ---- interned strings ---- */
+
+static uint64_t intern_hash(uint32_t seq, uint8_t table, uint64_t iid)
+{
+	return hash_pair(hash_u64(iid), (uint64_t)seq << 8 | table);
+}
+
+static struct intern_entry *intern_find(struct interns *t, uint32_t seq, uint8_t table,
+					uint64_t iid)
+{
+	uint32_t mask = t->cap - 1;
+
+	if (!t->cap)
+		return NULL;
+	for (uint32_t i = (uint32_t)intern_hash(seq, table, iid) & mask;; i = (i + 1) & mask) {
+		struct intern_entry *e = &t->e[i];
+
+		if (!e->used || (e->iid == iid && e->seq == seq && e->table == table))
+			return e;
+	}
+}
+
+static bool intern_grow(struct interns *t)
+{
+	struct interns g = { .cap = t->cap ? t->cap * 2 : 1024, .bytes = t->bytes,
+			     .next_id = t->next_id };
+
+	g.e = calloc(g.cap, sizeof(*g.e));
+	if (!g.e)
+		return false;
+	for (uint32_t i = 0; i < t->cap; i++) {
+		if (t->e[i].used) {
+			*intern_find(&g, t->e[i].seq, t->e[i].table, t->e[i].iid) = t->e[i];
+			g.n++;
+		}
+	}
+	free(t->e);
+	*t = g;
+	return true;
+}
+
+static void intern_add(struct tr_reader *r, uint32_t seq, uint8_t table, uint64_t iid,
+		       const uint8_t *s, size_t len)
+{
+	struct interns *t = &r->in;
+	struct intern_entry *e;
+	char *copy;
+
+	if (t->n >= INTERN_MAX || t->bytes + len > INTERN_BYTES_MAX || t->next_id == TR_INLINE ||
+	    ((t->n + 1) * 2 > t->cap && !intern_grow(t)) || !(copy = malloc(len ? len : 1)))
+		return; /* not kept: uses of it count as unresolved */
+	memcpy(copy, s, len);
+	e = intern_find(t, seq, table, iid);
+	if (e->used) {
+		t->bytes -= e->str.len;
+		free((char *)e->str.s);
+	} else {
+		t->n++;
+	}
+	*e = (struct intern_entry){ .iid = iid, .seq = seq, .table = table, .used = true,
+				    .str = { copy, (uint32_t)len, t->next_id++ } };
+	t->bytes += len;
+}
+
+/* SEQ_INCREMENTAL_STATE_CLEARED: the sequence's strings are forgotten. */
+static void intern_clear_seq(struct interns *t, uint32_t seq)
+{
+	struct interns g = { .cap = t->cap, .next_id = t->next_id };
+
+	if (!t->n)
+		return;
+	g.e = calloc(g.cap, sizeof(*g.e));
+	if (!g.e)
+		return;
+	for (uint32_t i = 0; i < t->cap; i++) {
+		struct intern_entry *e = &t->e[i];
+
+		if (!e->used)
+			continue;
+		if (e->seq == seq) {
+			free((char *)e->str.s);
+			continue;
+		}
+		*intern_find(&g, e->seq, e->table, e->iid) = *e;
+		g.n++;
+		g.bytes += e->str.len;
+	}
+	free(t->e);
+	*t = g;
+}
+
+/* Ids go on growing: one never names two strings. */
+static void intern_free(struct interns *t)
+{
+	uint32_t next_id = t->next_id;
+
+	for (uint32_t i = 0; i < t->cap; i++)
+		if (t->e[i].used)
+			free((char *)t->e[i].str.s);
+	free(t->e);
+	*t = (struct interns){ .next_id = next_id };
+}
+
+static void lookup(struct tr_reader *r, uint32_t seq, uint8_t table, uint64_t iid,
+		   struct tr_str *out)
+{
+	struct intern_entry *e = intern_find(&r->in, seq, table, iid);
+
+	if (e && e->used) {
+		*out = e->str;
+		return;
+	}
+	*out = unknown;
+	if (!r->pass)
+		r->st.unresolved++;
+}
+
+/* InternedData: event names, categories, arg names and string values
+ * (other tables are not used by ptbpf). False if malformed. */
+static bool apply_interned(struct tr_reader *r, uint32_t seq, struct tr_span d)
+{
+	const uint8_t *p = d.d;
+	struct field f, g;
+	bool bad = false;
+
+	while (next_field(&p, d.d + d.n, &f, &bad)) {
+		const uint8_t *q = f.d, *name = NULL;
+		size_t len = 0;
+		uint64_t iid = 0;
+
+		if (f.wt != PB_LEN || (f.num != F_ID_NAMES && f.num != F_ID_CATEGORIES &&
+				       f.num != F_ID_ARG_NAMES && f.num != F_ID_STRING_VALUES))
+			continue;
+		while (next_field(&q, f.d + f.len, &g, &bad)) {
+			if (g.num == F_ENTRY_IID && g.wt == PB_VARINT)
+				iid = g.v;
+			else if (g.num == F_ENTRY_NAME && g.wt == PB_LEN)
+				name = g.d, len = g.len;
+		}
+		if (name && !bad)
+			intern_add(r, seq, (uint8_t)f.num, iid, name, len);
+	}
+	return !bad;
+}
+
+/* ---- records ---- */
+
+/* At least `need` bytes at buf[pos], unless the file (or the pass's limit)
+ * ends first. -1 on a read error (printed). */
+static int fill(struct tr_reader *r, size_t need)
+{
+	if (r->end - r->pos >= need || r->eof)
+		return 0;
+	if (r->end > r->pos)
+		memmove(r->buf, r->buf + r->pos, r->end - r->pos);
+	r->end -= r->pos;
+	r->pos = 0;
+	if (need > r->cap) {
+		size_t cap = r->cap ? r->cap : BUF_MIN;
+		uint8_t *g;
+
+		while (cap < need)
+			cap *= 2;
+		g = realloc(r->buf, cap);
+		if (!g) {
+			fprintf(stderr, "ptbpf: %s: out of memory reading %s\n", r->who, r->path);
+			return -1;
+		}
+		r->buf = g;
+		r->cap = cap;
+	}
+	while (r->end < need) {
+		uint64_t at = r->offset + r->end; /* file offset of buf[end] */
+		size_t want = r->cap - r->end;
+		ssize_t n;
+
+		if (r->limit && at + want > r->limit)
+			want = r->limit - at;
+		n = want ? read(r->fd, r->buf + r->end, want) : 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "ptbpf: %s: reading %s failed: %s\n", r->who, r->path,
+				strerror(errno));
+			return -1;
+		}
+		if (n == 0) {
+			r->eof = true;
+			break;
+		}
+		r->end += (size_t)n;
+	}
+	return 0;
+}
+
+/* A record's head at h (avail bytes): its length in *len and the head's
+ * size; 0 if cut short, -1 if it is no packet record. */
+static int record_head(const uint8_t *h, size_t avail, uint64_t *len)
+{
+	size_t i = 1;
+	int shift = 0;
+
+	if (h[0] != PF_PACKET_TAG)
+		return -1;
+	*len = 0;
+	for (; i < avail && i < RECORD_HEAD_MAX; i++, shift += 7) {
+		*len |= (uint64_t)(h[i] & 0x7f) << shift;
+		if (!(h[i] & 0x80))
+			return *len <= TR_PACKET_MAX ? (int)i + 1 : -1;
+	}
+	return i == RECORD_HEAD_MAX ? -1 : 0;
+}
+
+/* TraceAttributes holding the end marker whose value is the packet's own
+ * offset. */
+static bool is_end_marker(struct tr_span attrs, uint64_t offset)
+{
+	const uint8_t *p = attrs.d;
+	struct field f, g;
+	bool bad = false;
+
+	while (next_field(&p, attrs.d + attrs.n, &f, &bad)) {
+		const uint8_t *q = f.d;
+		bool key = false, value = false;
+
+		if (f.num != F_TA_ATTR || f.wt != PB_LEN)
+			continue;
+		while (next_field(&q, f.d + f.len, &g, &bad)) {
+			if (g.num == F_ATTR_KEY && g.wt == PB_LEN)
+				key = g.len == strlen(PF_END_MARKER_KEY) &&
+				      !memcmp(g.d, PF_END_MARKER_KEY, g.len);
+			else if (g.num == F_ATTR_LONG && g.wt == PB_VARINT)
+				value = g.v == offset;
+		}
+		if (key && value && !bad)
+			return true;
+	}
+	return false;
+}
+
+/* The packet's own fields; false if malformed. */
+static bool parse_packet(const uint8_t *d, size_t n, uint64_t offset, struct tr_packet *p)
+{
+	const uint8_t *q = d;
+	struct field f;
+	bool bad = false;
+
+	memset(p, 0, sizeof(*p));
+	p->data = d;
+	p->len = n;
+	p->offset = offset;
+	while (next_field(&q, d + n, &f, &bad)) {
+		struct tr_span s = { f.d, f.len };
+
+		if (f.wt == PB_VARINT) {
+			switch (f.num) {
+			case F_PKT_SEQ_ID: p->seq = (uint32_t)f.v; break;
+			case F_PKT_SEQ_FLAGS: p->flags = (uint32_t)f.v; break;
+			case F_PKT_TIMESTAMP: p->ts = f.v, p->has_ts = true; break;
+			case F_PKT_CLOCK_ID: p->clock_id = (uint32_t)f.v; break;
+			}
+		} else if (f.wt == PB_LEN) {
+			switch (f.num) {
+			case F_PKT_TRACK_EVENT: p->event = s; break;
+			case F_PKT_TRACK_DESC: p->desc = s; break;
+			case F_PKT_INTERNED: p->interned = s; break;
+			case F_PKT_CLOCK_SNAPSHOT: p->snapshot = s; break;
+			case F_PKT_TRACE_ATTRS: p->attrs = s; break;
+			case F_PKT_DEFAULTS: p->defaults = s; break;
+			}
+		}
+	}
+	if (!bad && p->attrs.n)
+		p->end_marker = is_end_marker(p->attrs, offset);
+	return !bad;
+}
+
+static int stop(struct tr_reader *r, enum end_how how)
+{
+	if (!r->pass && !r->stopped) {
+		struct stat st;
+		uint64_t now = fstat(r->fd, &st) ? r->st.size : (uint64_t)st.st_size;
+
+		r->st.complete = how == END_CLEAN && r->last_was_marker;
+		r->st.cut = how == END_CUT;
+		r->st.damaged = how == END_DAMAGED;
+		r->st.dropped = now > r->offset ? now - r->offset : 0;
+	}
+	r->stopped = true;
+	return 0;
+}
+
+/* ---- sequence defaults ---- */
+
+static struct seq_state *seq_state(struct tr_reader *r, uint32_t seq)
+{
+	uint32_t h;
+
+	if (2 * (r->nseqs + 1) > r->seq_slots) {
+		uint32_t n = r->seq_slots ? 2 * r->seq_slots : 64;
+		struct seq_state *g = calloc(n, sizeof(*g));
+
+		if (!g)
+			return NULL;
+		for (uint32_t i = 0; i < r->seq_slots; i++) {
+			if (!r->seqs[i].seq)
+				continue;
+			for (h = (uint32_t)hash_u64(r->seqs[i].seq) & (n - 1); g[h].seq; h = (h + 1) & (n - 1))
+				;
+			g[h] = r->seqs[i];
+		}
+		free(r->seqs);
+		r->seqs = g;
+		r->seq_slots = n;
+	}
+	for (h = (uint32_t)hash_u64(seq) & (r->seq_slots - 1); r->seqs[h].seq;
+	     h = (h + 1) & (r->seq_slots - 1))
+		if (r->seqs[h].seq == seq)
+			return &r->seqs[h];
+	r->seqs[h] = (struct seq_state){ .seq = seq };
+	r->nseqs++;
+	return &r->seqs[h];
+}
+
+static void seqs_free(struct tr_reader *r)
+{
+	free(r->seqs);
+	r->seqs = NULL;
+	r->nseqs = r->seq_slots = 0;
+}
+
+static void apply_defaults(struct seq_state *q, struct tr_span d, bool *bad)
+{
+	const uint8_t *p = d.d;
+	struct field f, g;
+
+	while (next_field(&p, d.d + d.n, &f, bad)) {
+		const uint8_t *t = f.d;
+
+		if (f.num == F_DEF_CLOCK_ID && f.wt == PB_VARINT)
+			q->clock = (uint32_t)f.v;
+		else if (f.num == F_DEF_TRACK_EVENT && f.wt == PB_LEN)
+			while (next_field(&t, f.d + f.len, &g, bad))
+				if (g.num == F_TED_TRACK && g.wt == PB_VARINT)
+					q->track = g.v;
+	}
+}
+
+/* A sequence's own incremental clock and its MONOTONIC time. */
+static void apply_snapshot(struct seq_state *q, struct tr_span d, bool *bad)
+{
+	const uint8_t *p = d.d;
+	uint64_t incr_ts = 0, mono = 0;
+	uint32_t incr = 0;
+	bool has_mono = false;
+	struct field f, g;
+
+	while (next_field(&p, d.d + d.n, &f, bad)) {
+		const uint8_t *c = f.d;
+		uint64_t id = 0, ts = 0, is_incr = 0;
+
+		if (f.num != F_CS_CLOCKS || f.wt != PB_LEN)
+			continue;
+		while (next_field(&c, f.d + f.len, &g, bad)) {
+			if (g.num == F_CLK_ID && g.wt == PB_VARINT)
+				id = g.v;
+			else if (g.num == F_CLK_TS && g.wt == PB_VARINT)
+				ts = g.v;
+			else if (g.num == F_CLK_INCREMENTAL && g.wt == PB_VARINT)
+				is_incr = g.v;
+		}
+		if (is_incr && id >= 64 && id < 128)
+			incr = (uint32_t)id, incr_ts = ts;
+		else if (id == CLOCK_ID_MONOTONIC)
+			mono = ts, has_mono = true;
+	}
+	if (incr && has_mono) {
+		q->incr = incr;
+		q->incr_now = incr_ts;
+		q->incr_mono = (int64_t)(mono - incr_ts);
+	}
+}
+
+/* The packet's sequence state updated by it, and applied to it. */
+static void apply_sequence(struct tr_reader *r, struct tr_packet *p)
+{
+	struct seq_state *q = seq_state(r, p->seq);
+	bool bad = false;
+	uint32_t clock;
+
+	if (!q)
+		return;
+	if (p->flags & SEQ_INCREMENTAL_STATE_CLEARED)
+		*q = (struct seq_state){ .seq = p->seq };
+	if (p->defaults.n)
+		apply_defaults(q, p->defaults, &bad);
+	if (p->snapshot.n)
+		apply_snapshot(q, p->snapshot, &bad);
+	if (bad)
+		r->st.undecodable += !r->pass;
+	p->track = q->track;
+	clock = p->clock_id ? p->clock_id : q->clock;
+	if (p->has_ts && q->incr && clock == q->incr) {
+		q->incr_now += p->ts;
+		p->ts = q->incr_now + (uint64_t)q->incr_mono;
+		p->ts_incremental = true;
+		p->clock_id = 0;
+	}
+}
+
+int tr_next(struct tr_reader *r, struct tr_packet *p)
+{
+	while (!r->stopped) {
+		uint64_t len;
+		int head;
+
+		if (fill(r, RECORD_HEAD_MAX))
+			return -1;
+		if (r->end == r->pos)
+			return stop(r, END_CLEAN);
+		head = record_head(r->buf + r->pos, r->end - r->pos, &len);
+		if (head < 0)
+			return stop(r, END_DAMAGED);
+		if (!head)
+			return stop(r, END_CUT);
+		if (fill(r, (size_t)head + len))
+			return -1;
+		if (r->end - r->pos < (size_t)head + len)
+			return stop(r, END_CUT);
+		if (!parse_packet(r->buf + r->pos + head, len, r->offset, p)) {
+			r->st.undecodable += !r->pass;
+			r->pos += (size_t)head + len;
+			r->offset += (size_t)head + len;
+			continue;
+		}
+		r->pos += (size_t)head + len;
+		r->offset += (size_t)head + len;
+		if (!r->pass) {
+			r->st.packets++;
+			r->st.bytes = r->offset;
+		}
+		r->last_was_marker = p->end_marker;
+		if (p->flags & SEQ_INCREMENTAL_STATE_CLEARED)
+			intern_clear_seq(&r->in, p->seq);
+		if (p->interned.n && !apply_interned(r, p->seq, p->interned))
+			r->st.undecodable += !r->pass;
+		apply_sequence(r, p);
+		return 1;
+	}
+	return 0;
+}
+
+struct tr_reader *tr_open(const char *path, const char *who)
+{
+	struct tr_reader *r = calloc(1, sizeof(*r));
+	struct tr_packet p;
+	struct stat st;
+	uint64_t len;
+	int head;
+
+	if (!r)
+		return NULL;
+	snprintf(r->path, sizeof(r->path), "%s", path);
+	snprintf(r->who, sizeof(r->who), "%s", who);
+	r->fd = infile_open(path, who);
+	if (r->fd < 0 || fstat(r->fd, &st) || fill(r, RECORD_HEAD_MAX))
+		goto fail;
+	r->st.size = (uint64_t)st.st_size;
+	if (r->end == 0) {
+		fprintf(stderr, "ptbpf: %s: %s is empty: not a trace\n", who, path);
+		goto fail;
+	}
+	head = record_head(r->buf, r->end, &len);
+	if (head > 0 && fill(r, (size_t)head + len))
+		goto fail;
+	if (head <= 0 || r->end < (size_t)head + len ||
+	    !parse_packet(r->buf + head, len, 0, &p)) {
+		fprintf(stderr, "ptbpf: %s: %s is not a Perfetto trace (it does not start with a "
+			"whole trace packet)\n", who, path);
+		goto fail;
+	}
+	return r;
+fail:
+	tr_close(r);
+	return NULL;
+}
+
+void tr_close(struct tr_reader *r)
+{
+	if (!r)
+		return;
+	if (r->fd >= 0)
+		close(r->fd);
+	intern_free(&r->in);
+	seqs_free(r);
+	free(r->buf);
+	free(r);
+}
+
+int tr_rewind(struct tr_reader *r)
+{
+	if (lseek(r->fd, 0, SEEK_SET)) {
+		fprintf(stderr, "ptbpf: %s: cannot read %s again: %s\n", r->who, r->path,
+			strerror(errno));
+		return -1;
+	}
+	r->limit = r->st.bytes;
+	r->pass++;
+	r->pos = r->end = 0;
+	r->offset = 0;
+	r->eof = r->stopped = false;
+	intern_free(&r->in);
+	seqs_free(r);
+	return 0;
+}
+
+void tr_park(struct tr_reader *r)
+{
+	free(r->buf);
+	r->buf = NULL;
+	r->cap = r->pos = r->end = 0;
+	intern_free(&r->in);
+	seqs_free(r);
+}
+
+const struct tr_status *tr_status(const struct tr_reader *r)
+{
+	return &r->st;
+}
+
+void tr_describe(const struct tr_reader *r, char *buf, size_t len)
+{
+	const struct tr_status *s = &r->st;
+	int n;
+
+	if (s->complete)
+		n = snprintf(buf, len, "complete, %lu packets (%.1f MB)", (unsigned long)s->packets,
+			     s->bytes / 1e6);
+	else if (s->damaged)
+		n = snprintf(buf, len, "damaged at byte %lu (not a packet there): read the %lu "
+			     "packets (%.1f MB) before it, not the %lu bytes from it on",
+			     (unsigned long)s->bytes, (unsigned long)s->packets, s->bytes / 1e6,
+			     (unsigned long)s->dropped);
+	else if (s->cut)
+		n = snprintf(buf, len, "cut: read %lu whole packets (%.1f MB) and dropped a last "
+			     "one cut short (%lu bytes): its writer was stopped while writing (killed, "
+			     "or its disk filled)", (unsigned long)s->packets, s->bytes / 1e6,
+			     (unsigned long)s->dropped);
+	else
+		n = snprintf(buf, len, "cut: read %lu whole packets (%.1f MB), but no end marker: "
+			     "its writer did not finish (killed, or its disk filled), or is not ptbpf",
+			     (unsigned long)s->packets, s->bytes / 1e6);
+	if (s->undecodable && n >= 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, "; %lu malformed packets skipped",
+			 (unsigned long)s->undecodable);
+}
+
+void tr_warn_if_cut(const struct tr_reader *r, const char *who)
+{
+	char what[512];
+
+	if (r->st.complete && !r->st.undecodable)
+		return;
+	tr_describe(r, what, sizeof(what));
+	fprintf(stderr, "ptbpf: %s: warning: %s is %s\n", who, r->path, what);
+}
+
+/* ---- decoding ---- */
+
+static void inline_str(struct tr_str *s, const struct field *f)
+{
+	*s = (struct tr_str){ (const char *)f->d, (uint32_t)f->len, TR_INLINE };
+}
+
+static bool decode_arg(struct tr_reader *r, uint32_t seq, const struct field *fa,
+		       struct tr_arg *a)
+{
+	const uint8_t *q = fa->d;
+	struct field f;
+	bool bad = false;
+
+	a->name = (struct tr_str){ "", 0, TR_INLINE };
+	a->type = TR_ARG_OTHER;
+	while (next_field(&q, fa->d + fa->len, &f, &bad)) {
+		if (f.wt == PB_VARINT) {
+			switch (f.num) {
+			case F_DA_NAME_IID: lookup(r, seq, F_ID_ARG_NAMES, f.v, &a->name); break;
+			case F_DA_INT: a->type = TR_ARG_INT, a->i = (int64_t)f.v; break;
+			case F_DA_UINT: a->type = TR_ARG_UINT, a->u = f.v; break;
+			case F_DA_BOOL: a->type = TR_ARG_BOOL, a->u = f.v; break;
+			case F_DA_POINTER: a->type = TR_ARG_PTR, a->u = f.v; break;
+			case F_DA_STRING_IID:
+				a->type = TR_ARG_STR;
+				lookup(r, seq, F_ID_STRING_VALUES, f.v, &a->s);
+				break;
+			}
+		} else if (f.wt == PB_LEN && f.num == F_DA_NAME) {
+			inline_str(&a->name, &f);
+		} else if (f.wt == PB_LEN && f.num == F_DA_STRING) {
+			a->type = TR_ARG_STR;
+			inline_str(&a->s, &f);
+		} else if (f.wt == PB_FIXED64 && f.num == F_DA_DOUBLE) {
+			a->type = TR_ARG_DOUBLE;
+			memcpy(&a->d, &f.v, sizeof(a->d));
+		}
+	}
+	return !bad;
+}
+
+bool tr_event(struct tr_reader *r, const struct tr_packet *p, struct tr_event *e)
+{
+	const uint8_t *q = p->event.d;
+	struct field f;
+	bool bad = false;
+
+	if (!p->event.n)
+		return false;
+	e->type = 0;
+	e->track = p->track;
+	e->ts = p->ts;
+	e->seq = p->seq;
+	e->has_name = e->has_cat = e->has_counter = false;
+	e->nargs = e->nflows = e->nterm = 0;
+	while (next_field(&q, p->event.d + p->event.n, &f, &bad)) {
+		switch (f.num) {
+		case F_TE_TYPE: e->type = (int)f.v; break;
+		case F_TE_TRACK: e->track = f.v; break;
+		case F_TE_NAME_IID:
+			if (f.wt == PB_VARINT)
+				lookup(r, p->seq, F_ID_NAMES, f.v, &e->name), e->has_name = true;
+			break;
+		case F_TE_NAME:
+			if (f.wt == PB_LEN)
+				inline_str(&e->name, &f), e->has_name = true;
+			break;
+		case F_TE_CAT_IIDS:
+			if (f.wt == PB_VARINT && !e->has_cat)
+				lookup(r, p->seq, F_ID_CATEGORIES, f.v, &e->cat), e->has_cat = true;
+			break;
+		case F_TE_CATEGORIES:
+			if (f.wt == PB_LEN && !e->has_cat)
+				inline_str(&e->cat, &f), e->has_cat = true;
+			break;
+		case F_TE_ARGS:
+			if (f.wt == PB_LEN && e->nargs < TR_MAX_ARGS)
+				bad |= !decode_arg(r, p->seq, &f, &e->args[e->nargs++]);
+			break;
+		case F_TE_FLOWS:
+		case F_TE_FLOWS_V:
+			if (f.wt == (f.num == F_TE_FLOWS ? PB_FIXED64 : PB_VARINT) &&
+			    e->nflows < TR_MAX_FLOWS)
+				e->flows[e->nflows++] = f.v;
+			break;
+		case F_TE_TERM_FLOWS:
+		case F_TE_TERM_FLOWS_V:
+			if (f.wt == (f.num == F_TE_TERM_FLOWS ? PB_FIXED64 : PB_VARINT) &&
+			    e->nterm < TR_MAX_FLOWS)
+				e->term[e->nterm++] = f.v;
+			break;
+		case F_TE_COUNTER:
+			if (f.wt == PB_VARINT)
+				e->counter = (int64_t)f.v, e->has_counter = true;
+			break;
+		}
+	}
+	if (bad)
+		r->st.undecodable += !r->pass;
+	return !bad;
+}
+
+/* A ProcessDescriptor or ThreadDescriptor's pid, tid and name. */
+static bool decode_owner(const struct field *fo, struct tr_track *t, bool *bad)
+{
+	const uint8_t *q = fo->d;
+	struct field f;
+	bool thread = t->kind == TR_TRACK_THREAD;
+
+	while (next_field(&q, fo->d + fo->len, &f, bad)) {
+		if (f.num == F_PD_PID && f.wt == PB_VARINT) /* = F_THD_PID */
+			t->pid = (int32_t)f.v;
+		else if (thread && f.num == F_THD_TID && f.wt == PB_VARINT)
+			t->tid = (int64_t)f.v;
+		else if ((f.num == (thread ? F_THD_NAME : F_PD_NAME)) && f.wt == PB_LEN)
+			inline_str(&t->proc_name, &f);
+		else if (!thread && f.num == F_PD_LABELS && f.wt == PB_LEN &&
+			 t->nlabels < TR_MAX_LABELS)
+			inline_str(&t->labels[t->nlabels++], &f);
+	}
+	return !*bad;
+}
+
+bool tr_track(struct tr_reader *r, const struct tr_packet *p, struct tr_track *t)
+{
+	const uint8_t *q = p->desc.d;
+	struct field f;
+	bool bad = false;
+
+	if (!p->desc.n)
+		return false;
+	memset(t, 0, sizeof(*t));
+	t->pid = t->tid = -1;
+	t->name.id = t->proc_name.id = TR_INLINE;
+	t->name.s = t->proc_name.s = "";
+	while (next_field(&q, p->desc.d + p->desc.n, &f, &bad)) {
+		if (f.num == F_TD_UUID && f.wt == PB_VARINT) {
+			t->uuid = f.v;
+		} else if (f.num == F_TD_PARENT && f.wt == PB_VARINT) {
+			t->parent = f.v;
+		} else if (f.num == F_TD_NAME && f.wt == PB_LEN) {
+			inline_str(&t->name, &f);
+		} else if ((f.num == F_TD_PROCESS || f.num == F_TD_THREAD) && f.wt == PB_LEN) {
+			t->kind = f.num == F_TD_THREAD ? TR_TRACK_THREAD : TR_TRACK_PROCESS;
+			decode_owner(&f, t, &bad);
+		} else if (f.num == F_TD_COUNTER && f.wt == PB_LEN) {
+			t->kind = TR_TRACK_COUNTER;
+		}
+	}
+	if (bad)
+		r->st.undecodable += !r->pass;
+	return !bad;
+}
+
+int tr_attrs(struct tr_reader *r, const struct tr_packet *p, struct tr_attr *out, int max)
+{
+	const uint8_t *q = p->attrs.d;
+	struct field f, g;
+	bool bad = false;
+	int n = 0;
+
+	while (next_field(&q, p->attrs.d + p->attrs.n, &f, &bad)) {
+		const uint8_t *a = f.d;
+		struct tr_attr at = { .key = { "", 0, TR_INLINE } };
+		bool has_value = false;
+
+		if (f.num != F_TA_ATTR || f.wt != PB_LEN)
+			continue;
+		while (next_field(&a, f.d + f.len, &g, &bad)) {
+			if (g.num == F_ATTR_KEY && g.wt == PB_LEN) {
+				inline_str(&at.key, &g);
+			} else if (g.num == F_ATTR_LONG && g.wt == PB_VARINT) {
+				at.i = (int64_t)g.v;
+				at.is_str = false;
+				has_value = true;
+			} else if (g.num == F_ATTR_STR && g.wt == PB_LEN) {
+				inline_str(&at.s, &g);
+				at.is_str = true;
+				has_value = true;
+			}
+		}
+		if (has_value && at.key.len && n < max)
+			out[n++] = at;
+	}
+	if (bad) {
+		r->st.undecodable += !r->pass;
+		return 0;
+	}
+	return n;
+}
+
+bool tr_clock_offset(const struct tr_packet *p, int64_t *off)
+{
+	const uint8_t *q = p->snapshot.d;
+	uint64_t mono = 0, real = 0;
+	bool has_mono = false, has_real = false, bad = false;
+	struct field f, g;
+
+	while (next_field(&q, p->snapshot.d + p->snapshot.n, &f, &bad)) {
+		const uint8_t *c;
+		uint64_t id = 0, ts = 0;
+
+		if (f.num != F_CS_CLOCKS || f.wt != PB_LEN)
+			continue;
+		c = f.d;
+		while (next_field(&c, f.d + f.len, &g, &bad)) {
+			if (g.num == F_CLK_ID && g.wt == PB_VARINT)
+				id = g.v;
+			else if (g.num == F_CLK_TS && g.wt == PB_VARINT)
+				ts = g.v;
+		}
+		if (id == CLOCK_ID_MONOTONIC)
+			mono = ts, has_mono = true;
+		else if (id == CLOCK_ID_REALTIME)
+			real = ts, has_real = true;
+	}
+	if (bad || !has_mono || !has_real || mono > INT64_MAX || real > INT64_MAX)
+		return false;
+	*off = (int64_t)real - (int64_t)mono; /* both in 0..INT64_MAX: no overflow */
+	return true;
+}
