@@ -27,8 +27,9 @@
 #include "attach/agent_ctl.h"
 #include "cli.h"
 #include "version.h"
-#include "attach/device.h"
-#include "record/gpu.h"
+#include "attach/agent_probes.h"
+#include "record/gpu_timeline.h"
+#include "record/gpu_calls.h"
 #include "attach/inject.h"
 #include "ptbpf_agent.h"
 #include "fleet/daemon.h"
@@ -65,7 +66,7 @@ struct session {
 	struct ring_buffer *rb;
 	struct probes *probes;
 	struct gpu_probes *gpu;
-	struct device_probes *dev;
+	struct agent_probes *dev;
 	struct op_table ops;
 	struct pf_writer *w;
 	struct outfile out;      /* the trace, under its .partial name until complete */
@@ -195,7 +196,7 @@ static bool target_exec(struct session *s, int pid)
 			pid, comm);
 		if (s->opsr)
 			ops_rings_exec(s->opsr, pid);
-		device_probes_gone(s->dev, pid);
+		agent_probes_gone(s->dev, pid);
 		gpu_probes_forget_pid(s->gpu, pid);
 		probes_forget_pid(s->probes, pid);
 		target_close(t);
@@ -305,7 +306,7 @@ static void print_attach(const struct target *t, const struct attach_report *r, 
 }
 
 /* A CUDA process started without the agent gets it by ptrace dlopen (it
- * stays dormant until device_probes_scan switches it on, and is unloaded
+ * stays dormant until agent_probes_scan switches it on, and is unloaded
  * at the end). Failure is not fatal: ptbpf traces host-side only, and says
  * why. */
 static void load_agent(struct session *s, const struct target *t, bool for_ops)
@@ -327,7 +328,7 @@ static void load_agent(struct session *s, const struct target *t, bool for_ops)
 			err, for_ops ? "ops come from uprobes, and there is no GPU timeline" :
 			"tracing host-side only");
 	else
-		device_probes_injected(s->dev, t->pid);
+		agent_probes_injected(s->dev, t->pid);
 }
 
 /* The agent polls its control block every 20 ms, switches on what was
@@ -340,14 +341,14 @@ static bool wait_for_agent(struct session *s, int pid)
 	uint64_t until = now_ns() + 3000000000ull;
 	int r;
 
-	while ((r = device_probes_acked(s->dev, pid)) == -EAGAIN && now_ns() < until)
+	while ((r = agent_probes_acked(s->dev, pid)) == -EAGAIN && now_ns() < until)
 		pump(s, 5);
 	pump(s, 0);
 	if (!r)
 		return true;
 	fprintf(stderr, "ptbpf: warning: pid %d: its agent did not answer within 3 s%s; it is "
 		"switched off again\n", pid, r == -EAGAIN ? " (is the process stopped?)" : "");
-	device_probes_off(s->dev, pid);
+	agent_probes_off(s->dev, pid);
 	return false;
 }
 
@@ -385,7 +386,7 @@ static bool start_agent_ops(struct session *s, const struct target *t)
 	if (probes_trace_pid(s->probes, t->pid)) /* the agent's probes filter on it */
 		return false;
 	load_agent(s, t, true);
-	if (device_probes_scan(s->dev, t, true) != 1 || !wait_for_agent(s, t->pid))
+	if (agent_probes_scan(s->dev, t, true) != 1 || !wait_for_agent(s, t->pid))
 		return false;
 	desc = join_ops_desc(s->join, t->pid);
 	if (!desc) {
@@ -401,7 +402,7 @@ static bool start_agent_ops(struct session *s, const struct target *t)
 		fprintf(stderr, "ptbpf: warning: %s; ops come from uprobes\n", err);
 		return false;
 	}
-	if (ops_rings_loc(s->opsr, t->pid, &loc) || device_probes_ops_exit(s->dev, t, &loc))
+	if (ops_rings_loc(s->opsr, t->pid, &loc) || agent_probes_ops_exit(s->dev, t, &loc))
 		fprintf(stderr, "ptbpf: warning: pid %d: no probe on its libc's _exit: ops of "
 			"its last 20 ms before it exits will be missing\n", t->pid);
 	return true;
@@ -418,7 +419,7 @@ static void agent_words(struct session *s, bool stacks)
 	if (stacks)
 		snprintf(words + strlen(words), sizeof(words) - strlen(words), "%s%u",
 			 OPS_WORD_STACKS, s->opt.py_stacks);
-	device_probes_ops_words(s->dev, words);
+	agent_probes_ops_words(s->dev, words);
 }
 
 /* --py-stacks: where t's interpreter keeps its frames, for the BPF side;
@@ -492,7 +493,7 @@ static int add_target(struct session *s, int pid, bool quiet_if_gone)
 	scan_gpu_calls(s, t);
 	if (s->dev && !agent_ops) {
 		load_agent(s, t, false);
-		if (device_probes_scan(s->dev, t, false) == 1)
+		if (agent_probes_scan(s->dev, t, false) == 1)
 			wait_for_agent(s, pid);
 	}
 	print_attach(t, &rep, agent_ops); /* last: tests wait for this line */
@@ -773,7 +774,7 @@ static void trace_loop(struct session *s)
 				if (s->targets[i].pidfd < 0)
 					continue;
 				scan_gpu_calls(s, &s->targets[i]);
-				if (s->dev && device_probes_scan(s->dev, &s->targets[i], false) == 1)
+				if (s->dev && agent_probes_scan(s->dev, &s->targets[i], false) == 1)
 					wait_for_agent(s, s->targets[i].pid);
 			}
 			last_scan = now_ns();
@@ -796,7 +797,7 @@ static void print_own_cost(const struct session *s)
 
 static void print_device(const struct session *s)
 {
-	const struct device_counts *d = join_device_counts(s->join);
+	const struct gpu_timeline_counts *d = join_device_counts(s->join);
 
 	if (!d->kernels && !d->memcpys && !d->memsets && !d->launch_flows)
 		return;
@@ -1000,7 +1001,7 @@ static int setup_bpf(struct session *s)
 	}
 	s->probes = probes_new(s->skel, &s->ops, s->opt.entries_only);
 	s->gpu = gpu_probes_new(s->skel);
-	s->dev = device_probes_new(s->skel);
+	s->dev = agent_probes_new(s->skel);
 	if (!s->dev)
 		fprintf(stderr, "ptbpf: warning: loading the agent BPF programs failed (%s): no GPU "
 			"timeline\n", strerror(errno));
@@ -1044,15 +1045,15 @@ static int finish(struct session *s, int rc)
 	off_t size;
 	int err;
 
-	if (device_probes_any(s->dev)) {
+	if (agent_probes_any(s->dev)) {
 		/* Switched off, each agent flushes what CUPTI still holds, then
 		 * acknowledges (within 20 ms, plus the flush). */
 		uint64_t until = now_ns() + 3000000000ull;
 
-		device_probes_switch_off(s->dev);
+		agent_probes_switch_off(s->dev);
 		/* The agents record until they see the switch-off: their rings
 		 * are read on, or they would fill and drop. */
-		while (now_ns() < until && s->rb && !device_probes_all_acked(s->dev))
+		while (now_ns() < until && s->rb && !agent_probes_all_acked(s->dev))
 			pump(s, 5);
 	}
 	/* What the agents wrote, all of it, before they may be unloaded. */
@@ -1061,7 +1062,7 @@ static int finish(struct session *s, int rc)
 	if (s->opsr)
 		ops_rings_finish(s->opsr, handle_op_record, s);
 	/* Probes off, then the agents ptbpf loaded leave the processes. */
-	device_probes_free(s->dev);
+	agent_probes_free(s->dev);
 	s->dev = NULL;
 	if (s->probes)
 		probes_detach(s->probes); /* nothing new after this */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* The GPU API table and attaching to the libraries. See gpu.h. */
 #define _GNU_SOURCE
-#include "record/gpu.h"
+#include "attach/gpu_probes.h"
 
 #include <errno.h>
 #include <stdio.h>

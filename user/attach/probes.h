@@ -11,7 +11,8 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include "record/join.h"
+#include "lib/op_table.h"
+#include "ptbpf_events.h"
 
 struct ptbpf_bpf;
 struct target;

@@ -27,7 +27,7 @@
 #include <event2/http.h>
 #include <event2/thread.h>
 
-#include "attach/device.h"
+#include "record/gpu_timeline.h"
 #include "record/join.h"
 #include "attach/target.h"
 
@@ -314,13 +314,13 @@ void metrics_update(struct metrics *m, const struct join *j, const struct target
 		    int ntargets, uint64_t lost)
 {
 	struct join_proc_stats st[256];
-	const struct device_kernel_stat *ks;
+	const struct gpu_kernel_stat *ks;
 	int n, nk;
 
 	if (!m)
 		return;
 	n = join_process_stats(j, st, 256);
-	nk = device_kernel_stats(join_device(j), &ks);
+	nk = gpu_timeline_kernel_stats(join_device(j), &ks);
 	pthread_mutex_lock(&m->lock);
 	for (int i = 0; i < n; i++) {
 		const struct target *t = NULL;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "record/memtrack.h"
+#include "lib/c10_device.h"
 #include "lib/names.h"
 
 #define MAX_DEPTH 512
@@ -173,7 +173,7 @@ static void memory_track(struct report *r, struct rd_track *t, const char *name)
 	size_t plen = sp ? (size_t)(sp - name) : strlen(name);
 	uint32_t device;
 
-	if (!mem_device_parse(name, &device)) {
+	if (!c10_device_parse(name, &device)) {
 		t->dev_type = device & 0xff;
 		t->dev_id = (device >> 8) & 0xff;
 	}

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* GPU call records -> slice names and arguments. See gpu.h. */
 #define _GNU_SOURCE
-#include "record/gpu.h"
+#include "record/gpu_calls.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attach/device.h"
-#include "record/gpu.h"
+#include "record/gpu_timeline.h"
+#include "record/gpu_calls.h"
 #include "record/memtrack.h"
 #include "lib/names.h"
 #include "record/pystack.h"
@@ -69,7 +69,7 @@ struct join {
 	struct u64_set *fwd_seqs; /* pid<<48 ^ seq with a forward op seen */
 	struct str_set *strings;
 	struct gpu_state *gpu;
-	struct device_state *dev;
+	struct gpu_timeline *dev;
 	struct mem_state *mem;
 	struct pystack *py;
 	uint64_t *op_calls, *op_total, *op_self;
@@ -82,35 +82,6 @@ struct join {
 static uint64_t bwd_flow_id(int pid, uint64_t seq)
 {
 	return hash_u64(((uint64_t)pid << 40) ^ seq ^ 0x5054425046ULL) | 1;
-}
-
-int op_table_add(struct op_table *ops, const char *name, const char *overload)
-{
-	char **n = realloc(ops->name, (ops->n + 1) * sizeof(*n));
-	char **o = n ? realloc(ops->overload, (ops->n + 1) * sizeof(*o)) : NULL;
-
-	if (n)
-		ops->name = n;
-	if (!o)
-		return -ENOMEM;
-	ops->overload = o;
-	ops->name[ops->n] = strdup(name);
-	ops->overload[ops->n] = strdup(overload);
-	if (!ops->name[ops->n] || !ops->overload[ops->n])
-		return -ENOMEM;
-	ops->n++;
-	return 0;
-}
-
-void op_table_free(struct op_table *ops)
-{
-	for (uint32_t i = 0; i < ops->n; i++) {
-		free(ops->name[i]);
-		free(ops->overload[i]);
-	}
-	free(ops->name);
-	free(ops->overload);
-	memset(ops, 0, sizeof(*ops));
 }
 
 static uint64_t process_track_cb(void *ctx, int pid);
@@ -131,7 +102,7 @@ struct join *join_new(struct pf_writer *w, struct op_table *ops, bool entries_on
 	j->strings = str_set_new(1 << 16);
 	j->fwd_seqs = u64_set_new(1 << 20);
 	j->gpu = gpu_state_new(w, process_track_cb, j);
-	j->dev = device_state_new(w, process_track_cb, j);
+	j->dev = gpu_timeline_new(w, process_track_cb, j);
 	j->mem = mem_state_new(w, process_track_cb, j);
 	j->py = pystack_new();
 	if (!j->threads || !j->strings || !j->fwd_seqs || !j->gpu || !j->dev || !j->mem ||
@@ -160,7 +131,7 @@ void join_free(struct join *j)
 	str_set_free(j->strings);
 	u64_set_free(j->fwd_seqs);
 	gpu_state_free(j->gpu);
-	device_state_free(j->dev);
+	gpu_timeline_free(j->dev);
 	mem_state_free(j->mem);
 	pystack_free(j->py);
 	free(j);
@@ -756,7 +727,7 @@ static void rf_api_begin(struct join *j, struct thread *t, const struct ptbpf_na
 	push_frame(j, t, &f, &(struct pf_event){ .args = args, .nargs = nargs,
 		   .term_flows = &flow, .nterm = flow ? 1 : 0 });
 	if (t->depth < MAX_DRAWN && (launch || strstr(name, "Memcpy") || strstr(name, "Memset")))
-		device_correlate(j->dev, t->track, &(struct ptbpf_event){
+		gpu_timeline_correlate(j->dev, t->track, &(struct ptbpf_event){
 			.ts = e->ts, .pid = e->pid, .tid = e->tid, .arg = { (uint32_t)e->arg[0] } });
 }
 
@@ -986,19 +957,19 @@ int join_event(struct join *j, const void *data, uint64_t size)
 		return 0;
 	/* The agent's records come from its own thread: no thread track. */
 	if (e->kind == EV_AGENT_RECORD && size >= sizeof(struct ptbpf_agent_event)) {
-		device_record(j->dev, data);
+		gpu_timeline_record(j->dev, data);
 		return 0;
 	}
 	if (e->kind == EV_LONG_NAME_KERNEL && size >= sizeof(struct ptbpf_long_name)) {
-		device_kernel_name(j->dev, data);
+		gpu_timeline_kernel_name(j->dev, data);
 		return 0;
 	}
 	if (e->kind == EV_NAMED_AGENT_STATUS && size >= sizeof(struct ptbpf_named_event)) {
-		device_status(j->dev, data, size);
+		gpu_timeline_status(j->dev, data, size);
 		return 0;
 	}
 	if (e->kind == EV_AGENT_DROPPED) {
-		device_dropped(j->dev, e);
+		gpu_timeline_dropped(j->dev, e);
 		return 0;
 	}
 	if (e->kind == EV_NAMED_GPU_NAME) {
@@ -1044,7 +1015,7 @@ int join_event(struct join *j, const void *data, uint64_t size)
 		break;
 	case EV_AGENT_CORR:
 		if (t->depth < MAX_DRAWN)
-			device_correlate(j->dev, t->track, e);
+			gpu_timeline_correlate(j->dev, t->track, e);
 		break;
 	case EV_UNWIND:
 		unwind(j, t, e);
@@ -1167,24 +1138,24 @@ const struct gpu_state *join_gpu(const struct join *j)
 	return j->gpu;
 }
 
-const struct device_counts *join_device_counts(const struct join *j)
+const struct gpu_timeline_counts *join_device_counts(const struct join *j)
 {
-	return device_counts(j->dev);
+	return gpu_timeline_counts(j->dev);
 }
 
 bool join_agent_calls(const struct join *j, int pid)
 {
-	return device_agent_calls(j->dev, pid);
+	return gpu_timeline_agent_calls(j->dev, pid);
 }
 
 uint64_t join_ops_desc(const struct join *j, int pid)
 {
-	return device_ops_desc(j->dev, pid);
+	return gpu_timeline_ops_desc(j->dev, pid);
 }
 
 bool join_agent_status(const struct join *j, int pid, int *code)
 {
-	return device_agent_status(j->dev, pid, code);
+	return gpu_timeline_agent_status(j->dev, pid, code);
 }
 
 static const struct join *sort_ctx;
@@ -1207,7 +1178,7 @@ const struct mem_state *join_mem(const struct join *j)
 	return j->mem;
 }
 
-const struct device_state *join_device(const struct join *j)
+const struct gpu_timeline *join_device(const struct join *j)
 {
 	return j->dev;
 }

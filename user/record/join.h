@@ -12,17 +12,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "ptbpf_events.h"
+#include "lib/op_table.h"
 #include "trace/perfetto.h"
 
 struct join;
 struct target;
-
-/* Names of the ops the cookies index. Owned by the caller, outlive join. */
-struct op_table {
-	char **name;     /* "aten::addmm" */
-	char **overload; /* "" or "out" */
-	uint32_t n;
-};
 
 /* Frame outcomes that are not a plain begin/end pair. */
 struct join_counts {
@@ -52,10 +46,6 @@ struct op_stat {
 };
 
 /* entries_only: op and backward begins become instants (no ends come). */
-/* Appends an op (copies the strings); 0 or -ENOMEM. */
-int op_table_add(struct op_table *ops, const char *name, const char *overload);
-void op_table_free(struct op_table *ops);
-
 /* ops grows with the names of agent-recorded ops. */
 struct join *join_new(struct pf_writer *w, struct op_table *ops, bool entries_only);
 void join_free(struct join *j);
@@ -72,8 +62,8 @@ const struct join_counts *join_counts(const struct join *j);
 struct gpu_state;
 const struct gpu_state *join_gpu(const struct join *j);
 /* What the in-process agent delivered (the GPU's own timeline). */
-struct device_counts;
-const struct device_counts *join_device_counts(const struct join *j);
+struct gpu_timeline_counts;
+const struct gpu_timeline_counts *join_device_counts(const struct join *j);
 bool join_agent_status(const struct join *j, int pid, int *code);
 /* Whether pid's agent records its CUDA calls (then no libcuda uprobes). */
 bool join_agent_calls(const struct join *j, int pid);
@@ -87,8 +77,8 @@ struct join_proc_stats {
 	uint64_t ops, launches, steps, last_step_ns;
 };
 int join_process_stats(const struct join *j, struct join_proc_stats *out, int max);
-struct device_state;
-const struct device_state *join_device(const struct join *j);
+struct gpu_timeline;
+const struct gpu_timeline *join_device(const struct join *j);
 struct mem_state;
 const struct mem_state *join_mem(const struct join *j);
 struct pystack;

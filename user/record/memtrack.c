@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/c10_device.h"
+
 #define MAX_MEM_TRACKS 256
 
 struct mem_track {
@@ -42,43 +44,6 @@ void mem_state_free(struct mem_state *m)
 	free(m);
 }
 
-/* c10::DeviceType's numbers, as the counter tracks name them. */
-static const char *const types[] = { [0] = "cpu", [1] = "cuda", [6] = "hip",
-				     [9] = "xla", [13] = "mps", [20] = "privateuse1" };
-#define NTYPES (sizeof(types) / sizeof(types[0]))
-
-int mem_device_parse(const char *name, uint32_t *device)
-{
-	for (unsigned type = 0; type < NTYPES; type++) {
-		size_t n = types[type] ? strlen(types[type]) : 0;
-
-		if (!n || strncmp(name, types[type], n))
-			continue;
-		if (type == 0 && (name[n] == ' ' || !name[n])) {
-			*device = 0;
-			return 0;
-		}
-		if (type != 0 && name[n] == ':') {
-			*device = type | (uint32_t)(atoi(name + n + 1) & 0xff) << 8;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-void mem_device_name(uint32_t device, char *buf, size_t len)
-{
-	unsigned type = device & 0xff, index = (device >> 8) & 0xff;
-	const char *name = type < NTYPES ? types[type] : NULL;
-
-	if (!name)
-		snprintf(buf, len, "device type %u:%u", type, index);
-	else if (type == 0)
-		snprintf(buf, len, "cpu");
-	else
-		snprintf(buf, len, "%s:%u", name, index);
-}
-
 static struct mem_track *track_for(struct mem_state *m, int pid, uint32_t device)
 {
 	uint64_t parent;
@@ -92,7 +57,7 @@ static struct mem_track *track_for(struct mem_state *m, int pid, uint32_t device
 		return NULL;
 	t = &m->tracks[m->n++];
 	*t = (struct mem_track){ .pid = pid, .device = device };
-	mem_device_name(device, dev, sizeof(dev));
+	c10_device_name(device, dev, sizeof(dev));
 	snprintf(name, sizeof(name), "%s memory allocated", dev);
 	t->allocated = pf_track_counter(m->w, parent, name, PF_UNIT_BYTES);
 	if ((device & 0xff) != 0) {

@@ -21,11 +21,6 @@ struct mem_state *mem_state_new(struct pf_writer *w, uint64_t (*process_track)(v
 				void *ctx);
 void mem_state_free(struct mem_state *m);
 void mem_event(struct mem_state *m, const struct ptbpf_event *e);
-/* "cuda:0" for a c10::Device (EV_MEM's id). */
-void mem_device_name(uint32_t device, char *buf, size_t len);
-/* The other way: the c10::Device a track name starts with ("cuda:0 memory
- * allocated"); 0, or -1 if it names none. */
-int mem_device_parse(const char *name, uint32_t *device);
 /* Peak allocated and reserved bytes over all devices and processes, and
  * how many records were seen. */
 void mem_peaks(const struct mem_state *m, uint64_t *allocated, uint64_t *reserved,

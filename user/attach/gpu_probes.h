@@ -1,20 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * GPU API calls: which functions of libcuda (driver), libcudart (runtime)
- * and libamdhip64 (HIP) ptbpf probes, how their arguments are laid out, and
- * what each call becomes in the trace.
- *   gpu_probes.c  the API table; finding the libraries in a process
- *                 (also ones loaded after attach) and attaching to them
- *   gpu_calls.c   records -> slice names and arguments; kernel names,
- *                 per-stream work counters, stream-capture state
+ * GPU API calls, attached: which functions of libcuda (driver), libcudart
+ * (runtime), libamdhip64 (HIP) and libnccl ptbpf probes and how their
+ * arguments are laid out (the API table); finding the libraries in a
+ * process (also ones loaded after attach) and attaching to them. What each
+ * call becomes in the trace is record/gpu_calls.h.
  */
-#ifndef PTBPF_GPU_H
-#define PTBPF_GPU_H
+#ifndef PTBPF_GPU_PROBES_H
+#define PTBPF_GPU_PROBES_H
 
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include "trace/perfetto.h"
 #include "ptbpf_events.h"
 
 enum gpu_lib { GPU_LIB_CUDA, GPU_LIB_CUDART, GPU_LIB_HIP, GPU_LIB_NCCL, GPU_LIB_COUNT };
@@ -67,7 +64,6 @@ struct gpu_api {
 extern const struct gpu_api gpu_apis[];
 extern const unsigned gpu_napis;
 
-/* --- gpu_probes.c: attaching --- */
 struct ptbpf_bpf;
 struct gpu_probes;
 
@@ -83,36 +79,4 @@ int gpu_probes_scan(struct gpu_probes *g, int pid, bool nccl_only);
 void gpu_probes_forget_pid(struct gpu_probes *g, int pid);
 void gpu_probes_free(struct gpu_probes *g);
 
-/* --- gpu_calls.c: decoding, for join --- */
-struct gpu_state;
-
-/* pf_track_counter needs a process track: join supplies it. */
-typedef uint64_t (*gpu_process_track_fn)(void *ctx, int pid);
-
-struct gpu_state *gpu_state_new(struct pf_writer *w, gpu_process_track_fn fn, void *ctx);
-void gpu_state_free(struct gpu_state *g);
-
-#define GPU_MAX_ARGS 12
-
-/* What a call's begin writes: name, category, and its arguments. String
- * arguments point into `buf` or into long-lived tables. */
-struct gpu_slice {
-	const char *name, *category;
-	struct pf_arg args[GPU_MAX_ARGS];
-	int nargs;
-	bool launch;  /* a kernel or graph launch */
-	char buf[6][64];
-};
-
-/* A name that a cuModuleGetFunction-like call is looking up (before it returns). */
-void gpu_note_name(struct gpu_state *g, const struct ptbpf_named_event *e);
-/* Decodes a call's entry. `in_op` says whether an ATen op is open on its
- * thread (launches outside any op are labelled). */
-void gpu_call_begin(struct gpu_state *g, const struct ptbpf_gpu_call *c, bool in_op,
-		    struct gpu_slice *out);
-/* Decodes a call's return into end arguments (return code, results). */
-void gpu_call_end(struct gpu_state *g, const struct ptbpf_event *ret, struct gpu_slice *out);
-/* Calls by API, for the summary. */
-uint64_t gpu_calls_of(const struct gpu_state *g, unsigned api);
-
-#endif /* PTBPF_GPU_H */
+#endif /* PTBPF_GPU_PROBES_H */

@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* The agent's probe points, attached, and commands to it. See agent_probes.h. */
+#define _GNU_SOURCE
+#include "attach/agent_probes.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+
+#include "attach/agent_ctl.h"
+#include "lib/elfsym.h"
+#include "attach/links.h"
+#include "attach/probes.h"
+#include "ptbpf_agent.h"
+#include "attach/target.h"
+#include "ptbpf.skel.h"
+#include "agent.skel.h"
+
+_Static_assert(sizeof(struct ptbpf_agent_kernel) <= AGENT_RAW_LEN, "kernel record too big");
+_Static_assert(sizeof(struct ptbpf_agent_memcpy) <= AGENT_RAW_LEN, "memcpy record too big");
+_Static_assert(sizeof(struct ptbpf_agent_memset) <= AGENT_RAW_LEN, "memset record too big");
+
+#define MAX_AGENTS 256
+#define MAX_STREAM_TRACKS 4096
+
+struct agent_probes {
+	struct agent_bpf *skel;
+	struct link_set links;
+	struct {
+		int pid;
+		struct agent_link a;
+		bool sent;     /* a command went out (ON at attach, then OFF/EXIT) */
+		bool injected; /* this ptbpf loaded it */
+	} ag[MAX_AGENTS];
+	int n;
+	int injected[MAX_AGENTS]; /* pids whose agent this ptbpf loaded */
+	int ninjected;
+	char ops_words[64]; /* what the op recorder adds (OPS_WORD_*) */
+};
+
+struct agent_probes *agent_probes_new(struct ptbpf_bpf *ops)
+{
+	struct agent_probes *d = calloc(1, sizeof(*d));
+	int err;
+
+	if (!d)
+		return NULL;
+	d->skel = agent_bpf__open();
+	if (!d->skel)
+		goto fail;
+	d->skel->rodata->wakeup_bytes = ops->rodata->wakeup_bytes;
+	if ((err = probes_share_maps(ops, d->skel->obj)) || (err = agent_bpf__load(d->skel))) {
+		errno = -err;
+		goto fail;
+	}
+	return d;
+fail:
+	agent_probes_free(d);
+	return NULL;
+}
+
+static int agent_index(const struct agent_probes *d, int pid)
+{
+	for (int i = 0; i < d->n; i++)
+		if (d->ag[i].pid == pid)
+			return i;
+	return -1;
+}
+
+static int attach_one(struct agent_probes *d, struct bpf_program *prog, int pid,
+		      const char *path, struct elf_file *ef, const char *sym, uint64_t cookie)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie);
+	struct elf_func f;
+
+	if (elf_file_find_func(ef, sym, &f))
+		return -ENOENT;
+	return link_set_keep(&d->links, pid, bpf_program__attach_uprobe_opts(prog, pid, path,
+									f.file_off, &o));
+}
+
+static int attach_records(struct agent_probes *d, int pid, const char *path,
+			  struct elf_file *ef)
+{
+	static const struct { const char *sym; uint64_t cookie; } recs[] = {
+		{ "ptbpf_agent_kernel",
+		  AGENT_REC_KERNEL | (offsetof(struct ptbpf_agent_kernel, name) << 8) },
+		{ "ptbpf_agent_memcpy", AGENT_REC_MEMCPY },
+		{ "ptbpf_agent_memset", AGENT_REC_MEMSET },
+	};
+	unsigned long offs[3];
+	__u64 cookies[3];
+	struct elf_func f;
+
+	for (int i = 0; i < 3; i++) {
+		if (elf_file_find_func(ef, recs[i].sym, &f))
+			return -ENOENT;
+		offs[i] = f.file_off;
+		cookies[i] = recs[i].cookie;
+	}
+	LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = offs, .cookies = cookies, .cnt = 3);
+	return link_set_keep(&d->links, pid, bpf_program__attach_uprobe_multi(
+		d->skel->progs.agent_record, pid, path, NULL, &o));
+}
+
+void agent_probes_ops_words(struct agent_probes *d, const char *words)
+{
+	snprintf(d->ops_words, sizeof(d->ops_words), "%s", words);
+}
+
+void agent_probes_injected(struct agent_probes *d, int pid)
+{
+	if (d->ninjected < MAX_AGENTS)
+		d->injected[d->ninjected++] = pid;
+}
+
+/* The agent's probes: its records, correlations, drops, statuses (the one
+ * on ptbpf_agent_status also tells the agent that ptbpf lives), stacks. */
+static int attach_agent(struct agent_probes *d, const struct target *t)
+{
+	struct target_lib lib;
+	struct elf_file *ef;
+	char why[256];
+	int err;
+
+	err = target_find_lib(t->pid, "libptbpf-agent.so", &lib);
+	if (err)
+		return err;
+	ef = elf_file_open_exported(lib.fd, why, sizeof(why));
+	if (!ef) {
+		fprintf(stderr, "ptbpf: pid %d: cannot read %s: %s\n", t->pid, lib.path, why);
+		close(lib.fd);
+		return -EINVAL;
+	}
+	err = attach_records(d, t->pid, lib.attach_path, ef);
+	if (!err)
+		err = attach_one(d, d->skel->progs.agent_correlate, t->pid, lib.attach_path, ef,
+				 "ptbpf_agent_correlate", 0);
+	if (!err)
+		err = attach_one(d, d->skel->progs.agent_dropped, t->pid, lib.attach_path, ef,
+				 "ptbpf_agent_dropped", 0);
+	if (!err)
+		err = attach_one(d, d->skel->progs.agent_status, t->pid, lib.attach_path, ef,
+				 "ptbpf_agent_status", 0);
+	/* Only where Python stacks are wanted; an agent of an older ptbpf
+	 * lacks the point and gets none. */
+	if (!err && strstr(d->ops_words, OPS_WORD_STACKS) &&
+	    attach_one(d, d->skel->progs.agent_pystack, t->pid, lib.attach_path, ef,
+		       "ptbpf_agent_pystack", 0))
+		fprintf(stderr, "ptbpf: warning: pid %d: no Python stacks from its agent %s\n",
+			t->pid, lib.path);
+	elf_file_close(ef);
+	close(lib.fd);
+	return err;
+}
+
+/* Kineto's CUPTI buffer callbacks in t's libtorch_cpu (static functions:
+ * found in .symtab): the agent puts them back should it ever take CUPTI
+ * from a profiler session it could not see. 0s if not found. */
+static void kineto_callbacks(const struct target *t, uint64_t *req, uint64_t *done)
+{
+	static const char *const needles[2] = { "CuptiActivityApi26bufferRequestedTrampoline",
+						"CuptiActivityApi26bufferCompletedTrampoline" };
+	uint64_t off[2];
+	struct elf_file *ef;
+	char why[256];
+
+	*req = *done = 0;
+	if (t->torch.fd < 0 || !target_maps(t->pid, "libcupti.so"))
+		return;
+	ef = elf_file_open_exported(t->torch.fd, why, sizeof(why));
+	if (ef && !elf_file_find_in_symtab(ef, needles, 2, off) && off[0] && off[1] &&
+	    (target_file_addr(t->pid, &t->torch, off[0], req) ||
+	     target_file_addr(t->pid, &t->torch, off[1], done)))
+		*req = *done = 0;
+	elf_file_close(ef);
+}
+
+int agent_probes_scan(struct agent_probes *d, const struct target *t, bool ops)
+{
+	uint64_t req, done;
+	char words[96], err[512];
+	bool injected = false;
+	int i, ret;
+
+	if (agent_index(d, t->pid) >= 0 || d->n == MAX_AGENTS)
+		return 0;
+	i = d->n;
+	ret = agent_link_open(t, &d->ag[i].a, err, sizeof(err));
+	if (ret == -ENOENT)
+		return 0;
+	d->ag[i].pid = t->pid;
+	d->n++; /* failures are not retried */
+	if (ret) {
+		fprintf(stderr, "ptbpf: warning: %s\n", err);
+		return ret;
+	}
+	if (!agent_running(&d->ag[i].a)) {
+		fprintf(stderr, "ptbpf: pid %d maps an agent without its thread (a child forked by "
+			"a traced process): not used\n", t->pid);
+		return 0;
+	}
+	for (int k = 0; k < d->ninjected; k++)
+		injected |= d->injected[k] == t->pid;
+	d->ag[i].injected = injected;
+	ret = attach_agent(d, t);
+	if (!ret) {
+		kineto_callbacks(t, &req, &done);
+		snprintf(words, sizeof(words), "%s%s", ops ? OPS_WORD_OPS : "", ops ? d->ops_words : "");
+		ret = agent_send(&d->ag[i].a, PTBPF_CMD_ON, words, req, done, injected);
+		d->ag[i].sent = !ret;
+	}
+	if (ret) {
+		fprintf(stderr, "ptbpf: pid %d: cannot use its agent: %s\n", t->pid,
+			ret == -EPROTO ? "it is of another version: restart the process to trace "
+			"it with this ptbpf" : strerror(-ret));
+		return ret;
+	}
+	fprintf(stderr, "ptbpf: pid %d: agent switched on (%s)\n", t->pid,
+		ops ? "ops, and the GPU timeline if CUDA is used" : "GPU timeline");
+	return 1;
+}
+
+void agent_probes_off(struct agent_probes *d, int pid)
+{
+	int i = agent_index(d, pid);
+
+	if (i >= 0 && d->ag[i].sent)
+		d->ag[i].sent = !agent_send(&d->ag[i].a, PTBPF_CMD_OFF, "", 0, 0, false);
+}
+
+int agent_probes_acked(const struct agent_probes *d, int pid)
+{
+	int i = agent_index(d, pid);
+
+	return i < 0 || !d->ag[i].sent ? -ENOENT : agent_acked(&d->ag[i].a);
+}
+
+int agent_probes_ops_exit(struct agent_probes *d, const struct target *t,
+			  const struct ptbpf_ops_loc *loc)
+{
+	/* _exit: the process ends, its memory goes: the last copy, then a
+	 * marker (cookie 1). execve*: the image goes, the process may go on:
+	 * a copy only. */
+	static const struct { const char *sym; uint64_t cookie; } sites[] = {
+		{ "_exit", 1 }, { "execve", 0 }, { "execveat", 0 }, { "fexecve", 0 },
+	};
+	struct target_lib lib;
+	struct elf_file *ef;
+	char why[256];
+	int err;
+
+	err = target_find_lib(t->pid, "libc.so.6", &lib);
+	if (err)
+		return err;
+	ef = elf_file_open_exported(lib.fd, why, sizeof(why));
+	err = ef ? 0 : -EINVAL;
+	for (size_t i = 0; !err && i < sizeof(sites) / sizeof(sites[0]); i++) {
+		int e = attach_one(d, d->skel->progs.ops_exit, t->pid, lib.attach_path, ef,
+				   sites[i].sym, sites[i].cookie);
+
+		if (i == 0 || e != -ENOENT) /* _exit is required */
+			err = e;
+	}
+	elf_file_close(ef);
+	close(lib.fd);
+	if (!err)
+		err = bpf_map__update_elem(d->skel->maps.ops_rings, &t->pid, sizeof(t->pid), loc,
+					   sizeof(*loc), BPF_ANY);
+	return err;
+}
+
+void agent_probes_switch_off(struct agent_probes *d)
+{
+	for (int i = 0; d && i < d->n; i++) {
+		struct agent_link *a = &d->ag[i].a;
+
+		if (!d->ag[i].sent || a->t->pidfd < 0)
+			continue;
+		/* An agent ptbpf loaded ends its thread, to be unloaded. */
+		d->ag[i].sent = !agent_send(a, agent_injected(a) ? PTBPF_CMD_EXIT : PTBPF_CMD_OFF,
+					    "", 0, 0, false);
+	}
+}
+
+bool agent_probes_all_acked(const struct agent_probes *d)
+{
+	for (int i = 0; d && i < d->n; i++)
+		if (d->ag[i].sent && d->ag[i].a.t->pidfd >= 0 && agent_acked(&d->ag[i].a) == -EAGAIN)
+			return false;
+	return true;
+}
+
+bool agent_probes_any(const struct agent_probes *d)
+{
+	return d && d->n > 0;
+}
+
+void agent_probes_gone(struct agent_probes *d, int pid)
+{
+	int i = d ? agent_index(d, pid) : -1;
+
+	if (i < 0)
+		return;
+	link_set_destroy_pid(&d->links, pid);
+	bpf_map__delete_elem(d->skel->maps.ops_rings, &pid, sizeof(pid), 0);
+	d->ag[i] = d->ag[--d->n];
+}
+
+void agent_probes_free(struct agent_probes *d)
+{
+	char err[512];
+
+	if (!d)
+		return;
+	link_set_destroy(&d->links);
+	agent_bpf__destroy(d->skel);
+	/* Agents that ended their thread (EXIT) leave the process. */
+	for (int i = 0; i < d->n; i++) {
+		if (!d->ag[i].sent || d->ag[i].a.cmd != PTBPF_CMD_EXIT ||
+		    d->ag[i].a.t->pidfd < 0 || agent_acked(&d->ag[i].a))
+			continue;
+		if (agent_unload(&d->ag[i].a, err, sizeof(err)))
+			fprintf(stderr, "ptbpf: warning: its agent stays loaded, inert (no thread, "
+				"no callbacks): %s\n", err);
+	}
+	free(d);
+}

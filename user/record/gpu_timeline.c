@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* The GPU's own timeline in the trace, from the agent's records. See gpu_timeline.h. */
+#define _GNU_SOURCE
+#include "record/gpu_timeline.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attach/target.h"
+#include "lib/names.h"
+#include "ptbpf_agent.h"
+
+#define MAX_STREAM_TRACKS 4096
+
+
+struct stream_track {
+	int pid;
+	uint32_t device, stream;
+	uint64_t track;
+};
+
+struct gpu_timeline {
+	struct pf_writer *w;
+	gpu_process_track_fn process_track;
+	void *ctx;
+	struct str_set *strings;
+	struct str_map *names; /* (pid, CUPTI name pointer) -> demangled name */
+	struct stream_track *tracks;
+	int ntracks;
+	struct gpu_timeline_counts counts;
+	struct {
+		int pid, code;
+		uint64_t ops_desc;
+		bool calls;   /* its op rings get the CUDA calls */
+		bool no_corr; /* no CUDA call callbacks since it was switched on */
+	} status[64]; /* each agent's latest */
+	struct gpu_kernel_stat kstats[GPU_MAX_KERNEL_STATS]; /* (pid, name): time */
+	int nkstats;
+	int nstatus;
+};
+
+/* Launch -> kernel flows: the id both ends compute from the correlation. */
+static uint64_t corr_flow(int pid, uint32_t corr)
+{
+	return hash_pair((uint64_t)pid, corr ^ 0x4b45524eULL) | 1;
+}
+
+struct gpu_timeline *gpu_timeline_new(struct pf_writer *w, gpu_process_track_fn fn, void *ctx)
+{
+	struct gpu_timeline *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->w = w;
+	d->process_track = fn;
+	d->ctx = ctx;
+	d->strings = str_set_new(1 << 16);
+	d->names = str_map_new(1 << 16);
+	d->tracks = calloc(MAX_STREAM_TRACKS, sizeof(*d->tracks));
+	if (!d->strings || !d->names || !d->tracks) {
+		gpu_timeline_free(d);
+		return NULL;
+	}
+	return d;
+}
+
+void gpu_timeline_free(struct gpu_timeline *d)
+{
+	if (!d)
+		return;
+	str_set_free(d->strings);
+	str_map_free(d->names);
+	free(d->tracks);
+	free(d);
+}
+
+const struct gpu_timeline_counts *gpu_timeline_counts(const struct gpu_timeline *d)
+{
+	return &d->counts;
+}
+
+void gpu_timeline_correlate(struct gpu_timeline *d, uint64_t thread_track, const struct ptbpf_event *e)
+{
+	uint64_t flow = corr_flow(e->pid, (uint32_t)e->arg[0]);
+
+	d->counts.launch_flows++;
+	pf_instant(d->w, &(struct pf_event){ .track = thread_track, .ts = e->ts,
+		   .name = "cupti correlation", .category = "launch_flow",
+		   .args = &(struct pf_arg){ .name = "correlation", .type = PF_ARG_UINT,
+					     .u = e->arg[0] }, .nargs = 1,
+		   .flows = &flow, .nflows = 1 });
+}
+
+void gpu_timeline_kernel_name(struct gpu_timeline *d, const struct ptbpf_long_name *n)
+{
+	char raw[PTBPF_LONG_NAME_LEN + 1];
+
+	memcpy(raw, n->name, PTBPF_LONG_NAME_LEN);
+	raw[PTBPF_LONG_NAME_LEN] = 0;
+	if (raw[0])
+		str_map_put(d->names, hash_pair(n->ev.pid, n->ev.key),
+			    demangle_intern(d->strings, raw));
+}
+
+/* "GPU 0 / stream 7" under a "GPU 0" track under the process. */
+static struct stream_track *stream_track(struct gpu_timeline *d, int pid, uint32_t dev,
+					 uint32_t stream)
+{
+	uint64_t gpu_track = 0;
+	char name[64];
+	int i;
+
+	for (i = 0; i < d->ntracks; i++) {
+		struct stream_track *t = &d->tracks[i];
+
+		if (t->pid == pid && t->device == dev && t->stream == stream)
+			return t;
+	}
+	if (d->ntracks == MAX_STREAM_TRACKS)
+		return NULL;
+	/* One "GPU n" parent per (pid, device): stream 0xffffffff stands for it. */
+	if (stream != UINT32_MAX) {
+		struct stream_track *g = stream_track(d, pid, dev, UINT32_MAX);
+
+		if (!g)
+			return NULL;
+		gpu_track = g->track;
+		snprintf(name, sizeof(name), "GPU %u / stream %u", dev, stream);
+	} else {
+		gpu_track = d->process_track(d->ctx, pid);
+		snprintf(name, sizeof(name), "GPU %u", dev);
+	}
+	i = d->ntracks++;
+	d->tracks[i] = (struct stream_track){ pid, dev, stream,
+					      pf_track_child(d->w, gpu_track, name) };
+	return &d->tracks[i];
+}
+
+static void device_slice(struct gpu_timeline *d, int pid, uint32_t dev, uint32_t stream,
+			 uint64_t start, uint64_t end, const char *name, const char *cat,
+			 uint32_t corr, const struct pf_arg *args, int nargs)
+{
+	struct stream_track *t = stream_track(d, pid, dev, stream);
+	uint64_t flow = corr ? corr_flow(pid, corr) : 0;
+
+	if (!t)
+		return;
+	pf_slice_begin(d->w, &(struct pf_event){ .track = t->track, .ts = start, .name = name,
+		       .category = cat, .args = args, .nargs = nargs, .term_flows = &flow,
+		       .nterm = flow ? 1 : 0 });
+	pf_slice_end(d->w, &(struct pf_event){ .track = t->track, .ts = end > start ? end : start });
+}
+
+/* GPU time by (process, kernel name), for metrics; kernels past the
+ * table's size are summed under "(other)". Names are interned. */
+static void kernel_stat(struct gpu_timeline *d, int pid, const char *name, uint64_t ns)
+{
+	struct gpu_kernel_stat *k;
+	int i;
+
+	for (i = 0; i < d->nkstats; i++)
+		if (d->kstats[i].pid == pid && d->kstats[i].name == name)
+			break;
+	if (i == d->nkstats) {
+		if (d->nkstats == GPU_MAX_KERNEL_STATS - 1) {
+			name = "(other)";
+			for (i = 0; i < d->nkstats; i++)
+				if (d->kstats[i].pid == pid && !strcmp(d->kstats[i].name, name))
+					break;
+		}
+		if (i == d->nkstats) {
+			if (d->nkstats == GPU_MAX_KERNEL_STATS)
+				return;
+			d->kstats[d->nkstats++] = (struct gpu_kernel_stat){ .pid = pid,
+									       .name = name };
+		}
+	}
+	k = &d->kstats[i];
+	k->count++;
+	k->ns += ns;
+}
+
+int gpu_timeline_kernel_stats(const struct gpu_timeline *d, const struct gpu_kernel_stat **out)
+{
+	*out = d->kstats;
+	return d->nkstats;
+}
+
+static void kernel_record(struct gpu_timeline *d, int pid, const struct ptbpf_agent_kernel *k)
+{
+	const char *name = str_map_get(d->names, hash_pair(pid, (uint64_t)(uintptr_t)k->name));
+	char grid[40], block[40];
+	struct pf_arg args[10] = {
+		{ .name = "grid", .type = PF_ARG_STR, .s = grid },
+		{ .name = "block", .type = PF_ARG_STR, .s = block },
+		{ .name = "registers", .type = PF_ARG_UINT, .u = k->registers_per_thread },
+		{ .name = "shared_mem", .type = PF_ARG_UINT,
+		  .u = (uint64_t)k->static_shared_memory + (uint64_t)k->dynamic_shared_memory },
+		{ .name = "correlation", .type = PF_ARG_UINT, .u = k->correlation_id },
+		{ .name = "context", .type = PF_ARG_UINT, .u = k->context_id },
+		{ .name = "static_shared_mem", .type = PF_ARG_UINT, .u = (uint64_t)k->static_shared_memory },
+		{ .name = "dynamic_shared_mem", .type = PF_ARG_UINT,
+		  .u = (uint64_t)k->dynamic_shared_memory },
+		{ .name = "graph_id", .type = PF_ARG_UINT, .u = k->graph_id },
+		{ .name = "graph_node", .type = PF_ARG_UINT, .u = k->graph_node_id },
+	};
+
+	snprintf(grid, sizeof(grid), "%d,%d,%d", k->grid_x, k->grid_y, k->grid_z);
+	snprintf(block, sizeof(block), "%d,%d,%d", k->block_x, k->block_y, k->block_z);
+	d->counts.kernels++;
+	kernel_stat(d, pid, name ? name : "kernel", k->end > k->start ? k->end - k->start : 0);
+	device_slice(d, pid, k->device_id, k->stream_id, k->start, k->end, name ? name : "kernel",
+		     "kernel", k->correlation_id, args, k->graph_id ? 10 : 8);
+}
+
+/* Kineto's names for copies and sets (CUpti_ActivityMemcpyKind,
+ * CUpti_ActivityMemoryKind), so that the trace reads as torch.profiler's. */
+static const char *copy_kind(uint8_t k)
+{
+	static const char *const s[] = { "Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+					 "AtoD", "DtoA", "DtoD", "HtoH", "PtoP" };
+
+	return k < sizeof(s) / sizeof(s[0]) ? s[k] : "Unknown";
+}
+
+static const char *memory_kind(uint8_t k)
+{
+	static const char *const s[] = { "Unknown", "Pageable", "Pinned", "Device", "Array",
+					 "Managed", "Device Static", "Managed Static" };
+
+	return k < sizeof(s) / sizeof(s[0]) ? s[k] : "Unknown";
+}
+
+void gpu_timeline_record(struct gpu_timeline *d, const struct ptbpf_agent_event *e)
+{
+	int pid = e->ev.pid;
+	char name[64];
+
+	if (e->ev.id == AGENT_REC_KERNEL) {
+		struct ptbpf_agent_kernel k;
+
+		memcpy(&k, e->raw, sizeof(k));
+		kernel_record(d, pid, &k);
+	} else if (e->ev.id == AGENT_REC_MEMCPY) {
+		struct ptbpf_agent_memcpy m;
+		struct pf_arg args[6];
+
+		memcpy(&m, e->raw, sizeof(m));
+		snprintf(name, sizeof(name), "Memcpy %s (%s -> %s)", copy_kind(m.copy_kind),
+			 memory_kind(m.src_kind), memory_kind(m.dst_kind));
+		args[0] = (struct pf_arg){ .name = "bytes", .type = PF_ARG_UINT, .u = m.bytes };
+		args[1] = (struct pf_arg){ .name = "correlation", .type = PF_ARG_UINT,
+					   .u = m.correlation_id };
+		args[2] = (struct pf_arg){ .name = "context", .type = PF_ARG_UINT, .u = m.context_id };
+		args[3] = (struct pf_arg){ .name = "copy_kind", .type = PF_ARG_UINT, .u = m.copy_kind };
+		args[4] = (struct pf_arg){ .name = "src_kind", .type = PF_ARG_UINT, .u = m.src_kind };
+		args[5] = (struct pf_arg){ .name = "dst_kind", .type = PF_ARG_UINT, .u = m.dst_kind };
+		d->counts.memcpys++;
+		device_slice(d, pid, m.device_id, m.stream_id, m.start, m.end,
+			     str_set_intern(d->strings, name), "gpu_memcpy", m.correlation_id,
+			     args, 6);
+	} else if (e->ev.id == AGENT_REC_MEMSET) {
+		struct ptbpf_agent_memset m;
+		struct pf_arg args[5];
+
+		memcpy(&m, e->raw, sizeof(m));
+		snprintf(name, sizeof(name), "Memset (%s)", memory_kind((uint8_t)m.memory_kind));
+		args[0] = (struct pf_arg){ .name = "bytes", .type = PF_ARG_UINT, .u = m.bytes };
+		args[1] = (struct pf_arg){ .name = "value", .type = PF_ARG_UINT, .u = m.value };
+		args[2] = (struct pf_arg){ .name = "correlation", .type = PF_ARG_UINT,
+					   .u = m.correlation_id };
+		args[3] = (struct pf_arg){ .name = "context", .type = PF_ARG_UINT, .u = m.context_id };
+		args[4] = (struct pf_arg){ .name = "memory_kind", .type = PF_ARG_UINT,
+					   .u = m.memory_kind };
+		d->counts.memsets++;
+		device_slice(d, pid, m.device_id, m.stream_id, m.start, m.end,
+			     str_set_intern(d->strings, name), "gpu_memset", m.correlation_id,
+			     args, 5);
+	}
+}
+
+bool gpu_timeline_agent_status(const struct gpu_timeline *d, int pid, int *code)
+{
+	for (int i = 0; i < d->nstatus; i++) {
+		if (d->status[i].pid == pid) {
+			*code = d->status[i].code;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool gpu_timeline_agent_calls(const struct gpu_timeline *d, int pid)
+{
+	for (int i = 0; i < d->nstatus; i++)
+		if (d->status[i].pid == pid)
+			return d->status[i].calls;
+	return false;
+}
+
+uint64_t gpu_timeline_ops_desc(const struct gpu_timeline *d, int pid)
+{
+	for (int i = 0; i < d->nstatus; i++)
+		if (d->status[i].pid == pid)
+			return d->status[i].ops_desc;
+	return 0;
+}
+
+/* "WHAT: key=value ... [name=REST]" (PTBPF_AGENT_DEVICE, _VERSIONS) as an
+ * instant named WHAT on the process track, numbers as numbers: what the
+ * Kineto export writes as deviceProperties and CUDA versions. */
+static void facts_instant(struct gpu_timeline *d, int pid, uint64_t ts, char *msg)
+{
+	struct pf_arg args[24];
+	char *colon = strstr(msg, ": "), *p, *eq, *end;
+	int nargs = 0;
+
+	if (!colon)
+		return;
+	*colon = 0;
+	for (p = colon + 2; *p && nargs < (int)(sizeof(args) / sizeof(args[0])); p = end) {
+		eq = strchr(p, '=');
+		if (!eq)
+			break;
+		*eq = 0;
+		if (!strcmp(p, "name")) { /* the rest of the line */
+			args[nargs++] = (struct pf_arg){ .name = p, .type = PF_ARG_STR, .s = eq + 1 };
+			break;
+		}
+		end = strchr(eq + 1, ' ');
+		if (end)
+			*end++ = 0;
+		else
+			end = eq + 1 + strlen(eq + 1);
+		args[nargs++] = (struct pf_arg){ .name = p, .type = PF_ARG_INT,
+						 .i = strtoll(eq + 1, NULL, 10) };
+	}
+	pf_instant(d->w, &(struct pf_event){ .track = d->process_track(d->ctx, pid), .ts = ts,
+		   .name = str_set_intern(d->strings, msg), .category = "ptbpf",
+		   .args = args, .nargs = nargs });
+}
+
+void gpu_timeline_status(struct gpu_timeline *d, const struct ptbpf_named_event *e, size_t size)
+{
+	size_t len = size >= sizeof(struct ptbpf_long_name) ? PTBPF_LONG_NAME_LEN : PTBPF_NAME_LEN;
+	char msg[PTBPF_LONG_NAME_LEN * 4];
+	int code = (int)e->ev.arg[0], i;
+
+	escape_str(msg, sizeof(msg), e->name, len);
+	if (code == PTBPF_AGENT_DEVICE || code == PTBPF_AGENT_VERSIONS) {
+		facts_instant(d, e->ev.pid, e->ev.ts, msg);
+		return;
+	}
+	fprintf(stderr, "ptbpf: pid %u: agent: %s (%d)\n", e->ev.pid, msg, code);
+	for (i = 0; i < d->nstatus && d->status[i].pid != (int)e->ev.pid; i++)
+		;
+	if (i == (int)(sizeof(d->status) / sizeof(d->status[0])))
+		return;
+	d->nstatus += i == d->nstatus;
+	d->status[i].pid = e->ev.pid;
+	d->status[i].code = code;
+	if (code == PTBPF_AGENT_DORMANT)
+		d->status[i].calls = d->status[i].no_corr = false;
+	if (code == PTBPF_AGENT_NO_CORRELATION)
+		d->status[i].calls = false, d->status[i].no_corr = true;
+	if (code == PTBPF_AGENT_OPS_ON) {
+		d->status[i].ops_desc = e->ev.arg[1];
+		d->status[i].calls = !d->status[i].no_corr;
+	} else if (code == PTBPF_AGENT_DORMANT || code == PTBPF_AGENT_ERR_OPS) {
+		d->status[i].ops_desc = 0;
+	}
+	/* What changes the trace's content is marked in it. */
+	if (code == PTBPF_AGENT_GPU_PAUSED || code == PTBPF_AGENT_GPU_RESUMED ||
+	    code == PTBPF_AGENT_NO_CORRELATION)
+		pf_instant(d->w, &(struct pf_event){ .track = d->process_track(d->ctx, e->ev.pid),
+			   .ts = e->ev.ts, .name = msg, .category = "ptbpf" });
+}
+
+void gpu_timeline_dropped(struct gpu_timeline *d, const struct ptbpf_event *e)
+{
+	d->counts.cupti_dropped += e->arg[0];
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The GPU's own timeline in the trace, from the in-process agent's records
+ * (CUPTI activity): one track per GPU and stream, kernel/memcpy/memset
+ * slices with device times, and a flow from each launch (at its CUPTI
+ * correlation) to its kernel; and each agent's statuses. Called by join.
+ */
+#ifndef PTBPF_GPU_TIMELINE_H
+#define PTBPF_GPU_TIMELINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "record/gpu_calls.h"
+#include "trace/perfetto.h"
+#include "ptbpf_events.h"
+
+struct gpu_timeline;
+
+struct gpu_timeline_counts {
+	uint64_t kernels, memcpys, memsets;
+	uint64_t launch_flows;   /* correlations seen on launching threads */
+	uint64_t cupti_dropped;  /* records CUPTI itself dropped */
+};
+
+struct gpu_timeline *gpu_timeline_new(struct pf_writer *w, gpu_process_track_fn fn, void *ctx);
+void gpu_timeline_free(struct gpu_timeline *d);
+/* On a launching thread (track), inside its launch slice. */
+void gpu_timeline_correlate(struct gpu_timeline *d, uint64_t thread_track, const struct ptbpf_event *e);
+void gpu_timeline_record(struct gpu_timeline *d, const struct ptbpf_agent_event *e);
+void gpu_timeline_kernel_name(struct gpu_timeline *d, const struct ptbpf_long_name *n);
+/* An agent's status: a struct ptbpf_long_name, or a named event (older
+ * raw captures); size tells. */
+void gpu_timeline_status(struct gpu_timeline *d, const struct ptbpf_named_event *e, size_t size);
+/* The latest status code an agent of pid reported (enum ptbpf_agent_code). */
+bool gpu_timeline_agent_status(const struct gpu_timeline *d, int pid, int *code);
+/* Whether pid's agent records its CUDA calls (CUPTI callbacks into the op
+ * rings): then the libcuda uprobes are not needed. */
+bool gpu_timeline_agent_calls(const struct gpu_timeline *d, int pid);
+/* Where pid's agent keeps its op rings' descriptor; 0 if not recording ops. */
+uint64_t gpu_timeline_ops_desc(const struct gpu_timeline *d, int pid);
+void gpu_timeline_dropped(struct gpu_timeline *d, const struct ptbpf_event *e);
+const struct gpu_timeline_counts *gpu_timeline_counts(const struct gpu_timeline *d);
+/* GPU time by process and kernel name (for metrics). */
+#define GPU_MAX_KERNEL_STATS 1024
+struct gpu_kernel_stat {
+	int pid;
+	const char *name;
+	uint64_t count, ns;
+};
+int gpu_timeline_kernel_stats(const struct gpu_timeline *d, const struct gpu_kernel_stat **out);
+
+#endif /* PTBPF_DEVICE_H */
