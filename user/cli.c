@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/log.h"
 #include "lib/files.h"
 #include "attach/target.h"
 #include "version.h"
@@ -126,7 +127,7 @@ static int parse_u64(const char *s, const char *what, uint64_t min, uint64_t max
 	uint64_t v;
 
 	if (!whole_number(s, &v) || v < min || v > max) {
-		fprintf(stderr, "ptbpf: invalid %s '%s': expected a whole number from %llu to %llu\n",
+		log_msg("invalid %s '%s': expected a whole number from %llu to %llu\n",
 			what, s, (unsigned long long)min, (unsigned long long)max);
 		return -1;
 	}
@@ -164,7 +165,7 @@ static int parse_duration(const char *s, const char *what, uint64_t *out)
 
 	if (!split_unit(s, "smh", buf, sizeof(buf), &unit) || !whole_number(buf, &v) ||
 	    v < 1 || v > 7ull * 86400 / mult[unit] || v * mult[unit] > 7ull * 86400) {
-		fprintf(stderr, "ptbpf: invalid %s '%s': expected 1s to 7 days, e.g. 30s, 10m, "
+		log_msg("invalid %s '%s': expected 1s to 7 days, e.g. 30s, 10m, "
 			"1h\n", what, s);
 		return -1;
 	}
@@ -184,7 +185,7 @@ static int parse_bytes(const char *s, const char *what, uint64_t min, uint64_t m
 
 	if (!split_unit(s, "KkMmGg", buf, sizeof(buf), &unit) || !whole_number(buf, &v) ||
 	    v > max / mult[unit] || v * mult[unit] < min) {
-		fprintf(stderr, "ptbpf: invalid %s '%s': expected %lluK to %lluG (K, M or G "
+		log_msg("invalid %s '%s': expected %lluK to %lluG (K, M or G "
 			"suffix)\n", what, s, (unsigned long long)(min >> 10),
 			(unsigned long long)(max >> 30));
 		return -1;
@@ -219,13 +220,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			return EINVAL;
 		for (int i = 0; i < o->npids; i++) {
 			if (o->pids[i] == (int)v) {
-				fprintf(stderr, "ptbpf: note: pid %d is given twice; it is traced once\n",
+				log_msg("note: pid %d is given twice; it is traced once\n",
 					(int)v);
 				return 0;
 			}
 		}
 		if (o->npids >= CLI_MAX_PIDS) {
-			fprintf(stderr, "ptbpf: at most %d -p options\n", CLI_MAX_PIDS);
+			log_msg("at most %d -p options\n", CLI_MAX_PIDS);
 			return EINVAL;
 		}
 		o->pids[o->npids++] = (int)v;
@@ -236,7 +237,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case 'o':
 		if (!*arg || strlen(arg) >= sizeof(o->output)) {
-			fprintf(stderr, "ptbpf: invalid output path\n");
+			log_msg("invalid output path\n");
 			return EINVAL;
 		}
 		strcpy(o->output, arg);
@@ -273,7 +274,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case 'D':
 		if (!*arg || strlen(arg) >= sizeof(o->out_dir)) {
-			fprintf(stderr, "ptbpf: invalid --out-dir\n");
+			log_msg("invalid --out-dir\n");
 			return EINVAL;
 		}
 		strcpy(o->out_dir, arg);
@@ -302,7 +303,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 
 		o->budget_pct = strtod(arg, &end);
 		if (end == arg || *end || o->budget_pct < 0 || o->budget_pct > 100) {
-			fprintf(stderr, "ptbpf: invalid --budget '%s': a percentage, 0 to 100\n",
+			log_msg("invalid --budget '%s': a percentage, 0 to 100\n",
 				arg);
 			return EINVAL;
 		}
@@ -310,7 +311,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	}
 	case 'L':
 		if (!*arg || strlen(arg) >= sizeof(o->metrics_listen)) {
-			fprintf(stderr, "ptbpf: invalid --metrics-listen\n");
+			log_msg("invalid --metrics-listen\n");
 			return EINVAL;
 		}
 		strcpy(o->metrics_listen, arg);
@@ -323,29 +324,29 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		} else if (!strcmp(arg, "probes")) {
 			o->ops = OPS_PROBES;
 		} else {
-			fprintf(stderr, "ptbpf: invalid --ops '%s': use agent, probes or auto\n", arg);
+			log_msg("invalid --ops '%s': use agent, probes or auto\n", arg);
 			return EINVAL;
 		}
 		break;
 	case 'w':
 		if (!*arg || strlen(arg) >= sizeof(o->raw_output)) {
-			fprintf(stderr, "ptbpf: invalid raw capture path\n");
+			log_msg("invalid raw capture path\n");
 			return EINVAL;
 		}
 		strcpy(o->raw_output, arg);
 		break;
 	case 'v':
-		o->verbose = true;
+		log_set_verbose(true);
 		break;
 	case 'F':
 		o->force = true;
 		break;
 	case ARGP_KEY_ARG:
-		fprintf(stderr, "ptbpf: unexpected argument '%s' (pids go after -p)\n", arg);
+		log_msg("unexpected argument '%s' (pids go after -p)\n", arg);
 		return EINVAL;
 	case ARGP_KEY_END:
 		if (!o->npids && !o->run_argv && !o->all && !o->daemon) {
-			fprintf(stderr, "ptbpf: no process given: use -p PID (see --help)\n");
+			log_msg("no process given: use -p PID (see --help)\n");
 			return EINVAL;
 		}
 		break;
@@ -377,7 +378,7 @@ int cli_parse(int argc, char **argv, struct options *opt)
 		for (dd = 2; dd < argc && strcmp(argv[dd], "--"); dd++)
 			;
 		if (dd + 1 >= argc) {
-			fprintf(stderr, "ptbpf: run: no command given: ptbpf run [OPTIONS] -- CMD ...\n");
+			log_msg("run: no command given: ptbpf run [OPTIONS] -- CMD ...\n");
 			return -1;
 		}
 		opt->run_argv = &argv[dd + 1];
@@ -388,12 +389,12 @@ int cli_parse(int argc, char **argv, struct options *opt)
 	if (argp_parse(&argp, argc, argv, 0, NULL, opt))
 		return -1;
 	if (opt->ops == OPS_AGENT && (opt->no_agent || opt->entries_only)) {
-		fprintf(stderr, "ptbpf: --ops=agent cannot be combined with %s\n",
+		log_msg("--ops=agent cannot be combined with %s\n",
 			opt->no_agent ? "--no-agent" : "--entries-only");
 		return -1;
 	}
 	if (opt->shapes && (opt->ops == OPS_PROBES || opt->no_agent || opt->entries_only)) {
-		fprintf(stderr, "ptbpf: --shapes reads inputs where the agent records ops: it "
+		log_msg("--shapes reads inputs where the agent records ops: it "
 			"cannot be combined with --ops=probes, --no-agent or --entries-only\n");
 		return -1;
 	}
@@ -404,28 +405,28 @@ int cli_parse(int argc, char **argv, struct options *opt)
 	if (opt->daemon) {
 		if (!opt->out_dir[0] || opt->npids || opt->all || opt->output[0] ||
 		    opt->duration_s) {
-			fprintf(stderr, "ptbpf: daemon: give --out-dir DIR (and no -p, --all, -o "
+			log_msg("daemon: give --out-dir DIR (and no -p, --all, -o "
 				"or -d: it traces every torch process, in windows)\n");
 			return -1;
 		}
 		if (opt->window_s > opt->every_s) {
-			fprintf(stderr, "ptbpf: daemon: --window is longer than --every\n");
+			log_msg("daemon: --window is longer than --every\n");
 			return -1;
 		}
 		return 0;
 	}
 	if (opt->daemon_opt) {
-		fprintf(stderr, "ptbpf: --out-dir, --every, --window, --align, --max-bytes, --keep, "
+		log_msg("--out-dir, --every, --window, --align, --max-bytes, --keep, "
 			"--budget and --metrics-listen belong to `ptbpf daemon`\n");
 		return -1;
 	}
 	if (opt->all && (opt->npids || opt->run_argv)) {
-		fprintf(stderr, "ptbpf: --all cannot be combined with %s\n",
+		log_msg("--all cannot be combined with %s\n",
 			opt->npids ? "-p" : "a command");
 		return -1;
 	}
 	if (opt->run_argv && opt->npids) {
-		fprintf(stderr, "ptbpf: run: -p cannot be combined with a command\n");
+		log_msg("run: -p cannot be combined with a command\n");
 		return -1;
 	}
 	if (!opt->output[0] && !opt->run_argv) {
@@ -440,7 +441,7 @@ int cli_parse(int argc, char **argv, struct options *opt)
 				 opt->pids[0], stamp);
 	}
 	if (opt->raw_output[0] && opt->output[0] && outfile_same(opt->output, opt->raw_output)) {
-		fprintf(stderr, "ptbpf: the trace (-o) and the raw capture (--raw) are the same "
+		log_msg("the trace (-o) and the raw capture (--raw) are the same "
 			"file, %s: give them different names\n", opt->raw_output);
 		return -1;
 	}

@@ -25,7 +25,6 @@ struct options {
 	uint64_t duration_s;   /* 0: until stopped */
 	char output[4096];
 	uint32_t ring_bytes;   /* power of two, >= page size */
-	bool verbose;
 	bool force;            /* --force: replace existing output files */
 	bool follow_children;
 	bool entries_only;     /* no exit probes: ops become instants */

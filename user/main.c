@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 
+#include "lib/log.h"
 #include "attach/agent_ctl.h"
 #include "cli.h"
 #include "version.h"
@@ -191,7 +192,7 @@ static bool target_exec(struct session *s, int pid)
 		if (t->pid != pid || t->pidfd < 0)
 			continue;
 		target_thread_name(pid, pid, comm, sizeof(comm));
-		fprintf(stderr, "ptbpf: pid %d exec'd (now %s): the trace of its old image ends "
+		log_msg("pid %d exec'd (now %s): the trace of its old image ends "
 			"here; the new one is traced as a new process once it maps libtorch\n",
 			pid, comm);
 		if (s->opsr)
@@ -283,17 +284,16 @@ static int64_t pump(struct session *s, int wait_ms)
 static void print_attach(const struct target *t, const struct attach_report *r, bool agent_ops)
 {
 	if (agent_ops) {
-		fprintf(stderr, "ptbpf: tracing pid %d (%s): ops from the agent's RecordFunction "
+		log_msg("tracing pid %d (%s): ops from the agent's RecordFunction "
 			"callbacks (no op uprobes)\n", t->pid, t->comm);
 		return;
 	}
 	if (t->torch.fd < 0) {
-		fprintf(stderr, "ptbpf: tracing pid %d (%s): no libtorch mapped, GPU API calls only\n",
+		log_msg("tracing pid %d (%s): no libtorch mapped, GPU API calls only\n",
 			t->pid, t->comm);
 		return;
 	}
-	fprintf(stderr,
-		"ptbpf: tracing pid %d (%s): %u ops (%u skipped), %u ret + %u tail-jump exit "
+	log_msg("tracing pid %d (%s): %u ops (%u skipped), %u ret + %u tail-jump exit "
 		"sites, %u/%u entries on emulated instructions; unwind %s, backward %s, "
 		"seq %s, record_function %s; planned in %.0f ms, attached in %.0f ms\n",
 		t->pid, t->comm, r->ops, r->ops_skipped, r->ret_sites, r->tail_sites,
@@ -301,7 +301,7 @@ static void print_attach(const struct target *t, const struct attach_report *r, 
 		r->bwd_probe ? "on" : "off", r->seq_probe ? "on" : "off",
 		r->user_probes ? "on" : "off", r->plan_ms, r->attach_ms);
 	if (!r->catch_probe)
-		fprintf(stderr, "ptbpf: warning: pid %d maps no libstdc++ __cxa_begin_catch: "
+		log_warn("pid %d maps no libstdc++ __cxa_begin_catch: "
 			"frames unwound by exceptions close only at their parent's end\n", t->pid);
 }
 
@@ -320,11 +320,11 @@ static void load_agent(struct session *s, const struct target *t, bool for_ops)
 	    target_maps(t->pid, "libptbpf-agent.so"))
 		return;
 	if (agent_library_path(agent, sizeof(agent))) {
-		fprintf(stderr, "ptbpf: warning: %s not found: no GPU timeline\n", agent);
+		log_warn("%s not found: no GPU timeline\n", agent);
 		return;
 	}
 	if (inject_dlopen(t->pid, agent, &handle, err, sizeof(err)))
-		fprintf(stderr, "ptbpf: warning: pid %d: cannot load the agent: %s; %s\n", t->pid,
+		log_warn("pid %d: cannot load the agent: %s; %s\n", t->pid,
 			err, for_ops ? "ops come from uprobes, and there is no GPU timeline" :
 			"tracing host-side only");
 	else
@@ -346,7 +346,7 @@ static bool wait_for_agent(struct session *s, int pid)
 	pump(s, 0);
 	if (!r)
 		return true;
-	fprintf(stderr, "ptbpf: warning: pid %d: its agent did not answer within 3 s%s; it is "
+	log_warn("pid %d: its agent did not answer within 3 s%s; it is "
 		"switched off again\n", pid, r == -EAGAIN ? " (is the process stopped?)" : "");
 	agent_probes_off(s->dev, pid);
 	return false;
@@ -368,7 +368,7 @@ static bool wants_agent_ops(const struct session *s, const struct target *t)
 	if (s->opt.ops == OPS_PROBES || t->torch.fd < 0 || !s->dev)
 		return false;
 	if (t->memfd < 0)
-		fprintf(stderr, "ptbpf: warning: pid %d: no agent: cannot open /proc/%d/mem: %s%s; "
+		log_warn("pid %d: no agent: cannot open /proc/%d/mem: %s%s; "
 			"ops come from uprobes\n", t->pid, t->pid, strerror(t->mem_errno),
 			t->mem_errno == EACCES ? " (another user's process: ptbpf needs "
 			"CAP_DAC_OVERRIDE, or root)" : "");
@@ -390,7 +390,7 @@ static bool start_agent_ops(struct session *s, const struct target *t)
 		return false;
 	desc = join_ops_desc(s->join, t->pid);
 	if (!desc) {
-		fprintf(stderr, "ptbpf: warning: pid %d: its agent records no ops; ops come from "
+		log_warn("pid %d: its agent records no ops; ops come from "
 			"uprobes\n", t->pid);
 		return false;
 	}
@@ -399,11 +399,11 @@ static bool start_agent_ops(struct session *s, const struct target *t)
 	if (!s->reorder && !(s->reorder = reorder_new()))
 		return false;
 	if (ops_rings_add(s->opsr, t, desc, err, sizeof(err))) {
-		fprintf(stderr, "ptbpf: warning: %s; ops come from uprobes\n", err);
+		log_warn("%s; ops come from uprobes\n", err);
 		return false;
 	}
 	if (ops_rings_loc(s->opsr, t->pid, &loc) || agent_probes_ops_exit(s->dev, t, &loc))
-		fprintf(stderr, "ptbpf: warning: pid %d: no probe on its libc's _exit: ops of "
+		log_warn("pid %d: no probe on its libc's _exit: ops of "
 			"its last 20 ms before it exits will be missing\n", t->pid);
 	return true;
 }
@@ -438,7 +438,7 @@ static void watch_python(struct session *s, const struct target *t)
 			snprintf(err, sizeof(err), "pid %d: %s", t->pid, strerror(-ret));
 	}
 	if (ret)
-		fprintf(stderr, "ptbpf: warning: no Python stacks: %s\n", err);
+		log_warn("no Python stacks: %s\n", err);
 	agent_words(s, !ret);
 }
 
@@ -452,7 +452,7 @@ static int add_target(struct session *s, int pid, bool quiet_if_gone)
 	int ret, rpc;
 
 	if (s->ntargets >= MAX_TARGETS) {
-		fprintf(stderr, "ptbpf: at most %d processes can be traced\n", MAX_TARGETS);
+		log_msg("at most %d processes can be traced\n", MAX_TARGETS);
 		return -E2BIG;
 	}
 	ret = target_open(pid, t, err, sizeof(err));
@@ -470,21 +470,21 @@ static int add_target(struct session *s, int pid, bool quiet_if_gone)
 		/* Children it forks have the agent without its thread: they get
 		 * uprobes, which must not take a plan's time then. */
 		else if (s->opt.follow_children && probes_prepare(s->probes, t, err, sizeof(err)))
-			fprintf(stderr, "ptbpf: warning: %s\n", err);
+			log_warn("%s\n", err);
 	}
 	if (ret) {
 		target_close(t);
 		if (ret != -EINTR && !(quiet_if_gone && ret == -ESRCH))
-			fprintf(stderr, "ptbpf: %s\n", err);
+			log_msg("%s\n", err);
 		return ret;
 	}
 	t->ops_from_agent = agent_ops;
 	rpc = probes_attach_rpc(s->probes, t);
 	if (rpc < 0)
-		fprintf(stderr, "ptbpf: warning: pid %d: no torch.distributed.rpc probes: %s\n",
+		log_warn("pid %d: no torch.distributed.rpc probes: %s\n",
 			pid, strerror(-rpc));
 	if (s->opt.memory && t->torch.fd >= 0 && probes_attach_mem(s->probes, t, err, sizeof(err)))
-		fprintf(stderr, "ptbpf: warning: no memory timeline: %s\n", err);
+		log_warn("no memory timeline: %s\n", err);
 	s->ntargets++;
 	if (s->raw) {
 		raw_ops(s->raw, &s->ops);
@@ -560,7 +560,7 @@ static void attach_mapped(struct session *s)
 		} else if (alive && !traced_now(s, pid) && now - s->mapped[i].at < 60000000000ull) {
 			continue;
 		} else if (s->mapped[i].exec && !traced_now(s, pid)) {
-			fprintf(stderr, "ptbpf: pid %d exec'd into a program that %s\n", pid,
+			log_msg("pid %d exec'd into a program that %s\n", pid,
 				alive ? "did not map libtorch within 60 s: not traced" : "has exited");
 		}
 		s->mapped[i--] = s->mapped[--s->nmapped];
@@ -600,11 +600,12 @@ static void status_line(struct session *s, uint64_t *last_events, uint64_t *last
 	stats_read(s, st);
 	if (s->lost_track)
 		pf_counter(s->w, s->lost_track, t, (int64_t)lost_total(st));
-	if (s->opt.verbose || isatty(2))
-		fprintf(stderr, "%sptbpf: %.0f events/s, %lu lost, %.1f MB written%s",
-			isatty(2) ? "\r" : "", (st[STAT_SENT] - *last_events) / secs,
-			(unsigned long)lost_total(st), pf_bytes_written(s->w) / 1e6,
-			isatty(2) ? "   " : "\n");
+	if (log_verbose() || isatty(2)) {
+		log_more("%s", isatty(2) ? "\r" : "");
+		log_msg("%.0f events/s, %lu lost, %.1f MB written%s",
+			(st[STAT_SENT] - *last_events) / secs, (unsigned long)lost_total(st),
+			pf_bytes_written(s->w) / 1e6, isatty(2) ? "   " : "\n");
+	}
 	*last_events = st[STAT_SENT];
 	*last_ns = t;
 }
@@ -734,7 +735,7 @@ static void trace_loop(struct session *s)
 		int64_t got = pump(s, s->reorder ? wait_ms : 100);
 
 		if (got < 0) {
-			fprintf(stderr, "ptbpf: reading the ring buffer failed: %s\n", strerror(-got));
+			log_msg("reading the ring buffer failed: %s\n", strerror(-got));
 			break;
 		}
 		wait_ms = got > 10000 ? 1 : 20;
@@ -742,14 +743,14 @@ static void trace_loop(struct session *s)
 			add_target(s, s->pending_forks[i], true);
 		s->npending = 0;
 		if (!reap_targets(s) && !s->opt.all && !s->nmapped) {
-			fprintf(stderr, "%sptbpf: every traced process has exited\n",
-				isatty(2) ? "\n" : "");
+			log_more("%s", isatty(2) ? "\n" : "");
+			log_msg("every traced process has exited\n");
 			break;
 		}
 		if (deadline && now_ns() >= deadline)
 			break;
 		if (pf_writer_error(s->w)) {
-			fprintf(stderr, "ptbpf: writing %s failed: %s; stopping\n", s->opt.output,
+			log_msg("writing %s failed: %s; stopping\n", s->opt.output,
 				strerror(-pf_writer_error(s->w)));
 			break;
 		}
@@ -791,7 +792,7 @@ static void print_own_cost(const struct session *s)
 
 	if (getrusage(RUSAGE_SELF, &ru))
 		return;
-	fprintf(stderr, "ptbpf: loader peak RSS %.1f MB, CPU %.2f s in all, %.2f s while tracing\n",
+	log_msg("loader peak RSS %.1f MB, CPU %.2f s in all, %.2f s while tracing\n",
 		ru.ru_maxrss / 1024.0, cpu_seconds(), cpu_seconds() - s->cpu_at_trace_start);
 }
 
@@ -801,7 +802,7 @@ static void print_device(const struct session *s)
 
 	if (!d->kernels && !d->memcpys && !d->memsets && !d->launch_flows)
 		return;
-	fprintf(stderr, "ptbpf: GPU timeline (agent): kernels %lu, memcpys %lu, memsets %lu, "
+	log_msg("GPU timeline (agent): kernels %lu, memcpys %lu, memsets %lu, "
 		"launch->kernel correlations %lu, dropped by CUPTI %lu\n",
 		(unsigned long)d->kernels, (unsigned long)d->memcpys, (unsigned long)d->memsets,
 		(unsigned long)d->launch_flows, (unsigned long)d->cupti_dropped);
@@ -816,12 +817,14 @@ static void print_gpu_calls(const struct session *s)
 	for (unsigned i = 0; i < gpu_napis; i++) {
 		if (!gpu_calls_of(g, i))
 			continue;
-		fprintf(stderr, "%s %s %lu", any ? "," : "ptbpf: GPU API calls:", gpu_apis[i].name,
-			(unsigned long)gpu_calls_of(g, i));
+		if (!any)
+			log_msg("GPU API calls:");
+		log_more("%s %s %lu", any ? "," : "", gpu_apis[i].name,
+			 (unsigned long)gpu_calls_of(g, i));
 		any = true;
 	}
 	if (any)
-		fprintf(stderr, "; op->launch flows %lu\n", (unsigned long)c->launch_flows);
+		log_more("; op->launch flows %lu\n", (unsigned long)c->launch_flows);
 	print_device(s);
 }
 
@@ -848,16 +851,16 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 	int ntop = join_top_ops(s->join, top, 10);
 	uint64_t total = 0;
 
-	fprintf(stderr, "ptbpf: events by kind:");
+	log_msg("events by kind:");
 	for (int k = 0; k < EV_KIND_MAX; k++) {
 		if (!c->by_kind[k])
 			continue;
-		fprintf(stderr, " %s %lu,", kind[k], (unsigned long)c->by_kind[k]);
+		log_more(" %s %lu,", kind[k], (unsigned long)c->by_kind[k]);
 		total += c->by_kind[k];
 	}
-	fprintf(stderr, " total %lu\n", (unsigned long)total);
+	log_more(" total %lu\n", (unsigned long)total);
 	/* Every record a BPF program emitted is received or counted lost. */
-	fprintf(stderr, "ptbpf: BPF ring: sent %lu = received %lu + lost %lu (ring full %lu, named "
+	log_msg("BPF ring: sent %lu = received %lu + lost %lu (ring full %lu, named "
 		"ring full %lu, GPU ring full %lu, agent ring full %lu, op rings at exit %lu, python "
 		"stacks %lu, python code objects %lu)%s; unreadable names %lu\n",
 		(unsigned long)st[STAT_SENT], (unsigned long)s->received,
@@ -872,7 +875,7 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 
 		/* written = read (the last reads come after the agents stop);
 		 * what they could not write is counted apart. */
-		fprintf(stderr, "ptbpf: agent op rings: written %lu = read %lu (%lu exit chunks)%s; "
+		log_msg("agent op rings: written %lu = read %lu (%lu exit chunks)%s; "
 			"not written: %lu (ring full %lu, no free ring %lu); malformed %lu; processes "
 			"gone without a last copy %lu; sequence numbers %s\n",
 			(unsigned long)o->written, (unsigned long)o->records,
@@ -885,17 +888,17 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 	}
 	print_gpu_calls(s);
 	if (s->opt.py_stacks)
-		fprintf(stderr, "ptbpf: python stacks: %lu on slices, %lu without Python frames\n",
+		log_msg("python stacks: %lu on slices, %lu without Python frames\n",
 			(unsigned long)c->py_stacks, (unsigned long)c->py_stacks_empty);
 	if (s->opt.memory) {
 		uint64_t peak_a, peak_r, n;
 
 		mem_peaks(join_mem(s->join), &peak_a, &peak_r, &n);
-		fprintf(stderr, "ptbpf: memory: %lu allocator records; peak allocated %.1f MiB, "
+		log_msg("memory: %lu allocator records; peak allocated %.1f MiB, "
 			"peak reserved %.1f MiB\n", (unsigned long)n, peak_a / 1048576.0,
 			peak_r / 1048576.0);
 	}
-	fprintf(stderr, "ptbpf: slices %lu; unwound by exceptions %lu, cut by exit %lu, cut by "
+	log_msg("slices %lu; unwound by exceptions %lu, cut by exit %lu, cut by "
 		"exec %lu, open at stop %lu, cut where records were lost %lu, end not seen %lu, end "
 		"before attach %lu, too deep %lu; steps %lu, forward->backward flows %lu, rpc flows "
 		"%lu\n",
@@ -906,10 +909,10 @@ static void print_summary(struct session *s, const uint64_t st[STAT_MAX])
 		(unsigned long)c->end_unmatched, (unsigned long)c->too_deep,
 		(unsigned long)c->steps, (unsigned long)c->bwd_flows, (unsigned long)c->rpc_flows);
 	if (ntop)
-		fprintf(stderr, "ptbpf: top ops by host time (inclusive):\n"
+		log_msg("top ops by host time (inclusive):\n"
 			"  %-40s %10s %12s %12s\n", "op", "calls", "total ms", "self ms");
 	for (int i = 0; i < ntop; i++)
-		fprintf(stderr, "  %-40s %10lu %12.3f %12.3f\n", s->ops.name[top[i].op],
+		log_more("  %-40s %10lu %12.3f %12.3f\n", s->ops.name[top[i].op],
 			(unsigned long)top[i].calls, top[i].total_ns / 1e6, top[i].self_ns / 1e6);
 	print_own_cost(s);
 }
@@ -960,11 +963,11 @@ static int setup_bpf(struct session *s)
 {
 	int err;
 
-	if (!s->opt.verbose)
+	if (!log_verbose())
 		libbpf_set_print(quiet_libbpf);
 	s->skel = ptbpf_bpf__open();
 	if (!s->skel) {
-		fprintf(stderr, "ptbpf: opening the BPF object failed: %s\n", strerror(errno));
+		log_msg("opening the BPF object failed: %s\n", strerror(errno));
 		return -1;
 	}
 	bpf_map__set_max_entries(s->skel->maps.events, s->opt.ring_bytes);
@@ -974,13 +977,13 @@ static int setup_bpf(struct session *s)
 	if (!err)
 		err = ptbpf_bpf__attach(s->skel); /* the sched tracepoints */
 	if (err) {
-		fprintf(stderr, "ptbpf: loading the BPF programs failed: %s (run with -v for "
+		log_msg("loading the BPF programs failed: %s (run with -v for "
 			"the verifier log)\n", strerror(-err));
 		return -1;
 	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), handle_event, s, NULL);
 	if (!s->rb) {
-		fprintf(stderr, "ptbpf: ring buffer: %s\n", strerror(errno));
+		log_msg("ring buffer: %s\n", strerror(errno));
 		return -1;
 	}
 	{
@@ -991,7 +994,7 @@ static int setup_bpf(struct session *s)
 			s->fleet->rodata->all_procs = s->opt.all || s->opt.daemon;
 		if (!s->fleet || (e = probes_share_maps(s->skel, s->fleet->obj)) ||
 		    (e = fleet_bpf__load(s->fleet)) || (e = fleet_bpf__attach(s->fleet))) {
-			fprintf(stderr, "ptbpf: warning: no exec tracepoint (%s): %s\n",
+			log_warn("no exec tracepoint (%s): %s\n",
 				strerror(e ? -e : errno), s->opt.all || s->opt.daemon ?
 				"new torch processes are found by scanning /proc every second" :
 				"a traced process that exec's is noticed at its next read");
@@ -1003,10 +1006,10 @@ static int setup_bpf(struct session *s)
 	s->gpu = gpu_probes_new(s->skel);
 	s->dev = agent_probes_new(s->skel);
 	if (!s->dev)
-		fprintf(stderr, "ptbpf: warning: loading the agent BPF programs failed (%s): no GPU "
+		log_warn("loading the agent BPF programs failed (%s): no GPU "
 			"timeline\n", strerror(errno));
 	if (!s->gpu)
-		fprintf(stderr, "ptbpf: loading the GPU BPF programs failed: %s\n", strerror(errno));
+		log_msg("loading the GPU BPF programs failed: %s\n", strerror(errno));
 	return s->probes && s->gpu ? 0 : -1;
 }
 
@@ -1025,7 +1028,7 @@ static int setup_trace(struct session *s)
 		outfile_cannot_write("", s->out.tmp, -pf_writer_error(s->w));
 		return -1;
 	}
-	fprintf(stderr, "ptbpf: writing %s (renamed to %s when tracing ends)\n", s->out.tmp,
+	log_msg("writing %s (renamed to %s when tracing ends)\n", s->out.tmp,
 		s->opt.output);
 	s->join = join_new(s->w, &s->ops, s->opt.entries_only);
 	if (!s->join)
@@ -1091,14 +1094,14 @@ static int finish(struct session *s, int rc)
 	} else if (err) {
 		outfile_keep_partial(&s->out);
 		if (!failed_before) /* else the trace loop has said why */
-			fprintf(stderr, "ptbpf: writing %s failed: %s\n", s->out.tmp, strerror(-err));
-		fprintf(stderr, "ptbpf: the trace up to the failure (%.1f MB, whole packets) is in "
+			log_msg("writing %s failed: %s\n", s->out.tmp, strerror(-err));
+		log_msg("the trace up to the failure (%.1f MB, whole packets) is in "
 			"%s; `ptbpf report` and the Perfetto UI open it\n", size / 1e6, s->out.tmp);
 		rc = 1;
 	} else if (outfile_commit(&s->out, "")) {
 		rc = 1;
 	} else if (s->w) {
-		fprintf(stderr, "ptbpf: wrote %s (%.1f MB): open it at https://ui.perfetto.dev\n",
+		log_msg("wrote %s (%.1f MB): open it at https://ui.perfetto.dev\n",
 			s->opt.output, size / 1e6);
 	}
 	fleet_bpf__destroy(s->fleet);
@@ -1121,7 +1124,7 @@ static int start_command(struct options *opt, pid_t *child)
 	int status = 0, ret;
 
 	if (agent_library_path(agent, sizeof(agent))) {
-		fprintf(stderr, "ptbpf: run: %s not found next to ptbpf\n", agent);
+		log_msg("run: %s not found next to ptbpf\n", agent);
 		return -1;
 	}
 	*child = agent_run_command(opt->run_argv, agent);
@@ -1129,12 +1132,12 @@ static int start_command(struct options *opt, pid_t *child)
 		return -1;
 	ret = agent_wait_for_libraries(*child, 600000, &status);
 	if (ret == -ESRCH) {
-		fprintf(stderr, "ptbpf: run: %s exited before it loaded torch or CUDA (status %d)\n",
+		log_msg("run: %s exited before it loaded torch or CUDA (status %d)\n",
 			opt->run_argv[0], WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 		return -1;
 	}
 	if (ret) {
-		fprintf(stderr, "ptbpf: run: %s loaded neither torch nor CUDA within 10 minutes\n",
+		log_msg("run: %s loaded neither torch nor CUDA within 10 minutes\n",
 			opt->run_argv[0]);
 		return -1;
 	}
@@ -1185,13 +1188,13 @@ static int run_window(const struct options *opt, const char *path, struct metric
 	if (exiting && !s.stopped_why[0])
 		snprintf(s.stopped_why, sizeof(s.stopped_why), "stopped by a signal");
 	if (!s.ntargets) { /* no torch process: no file */
-		fprintf(stderr, "ptbpf: daemon: no PyTorch process in this window; nothing written\n");
+		log_msg("daemon: no PyTorch process in this window; nothing written\n");
 		s.discard_output = true;
 	}
 	pump(&s, 0);
 	publish_metrics(&s);
 	if (s.stopped_why[0])
-		fprintf(stderr, "ptbpf: daemon: window ended early: %s\n", s.stopped_why);
+		log_msg("daemon: window ended early: %s\n", s.stopped_why);
 	rc = finish(&s, 0);
 	metrics_window(m, false);
 	return rc;
@@ -1218,7 +1221,7 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if (cli_check_privileges(err, sizeof(err))) {
-		fprintf(stderr, "ptbpf: %s\n", err);
+		log_msg("%s\n", err);
 		return 1;
 	}
 	if (s.opt.daemon)
@@ -1231,7 +1234,7 @@ int main(int argc, char **argv)
 
 		if (target_open(s.opt.pids[i], &t, err, sizeof(err)) ||
 		    target_claim(&t, err, sizeof(err))) {
-			fprintf(stderr, "ptbpf: %s\n", err);
+			log_msg("%s\n", err);
 			target_close(&t);
 			return 1;
 		}
@@ -1246,12 +1249,12 @@ int main(int argc, char **argv)
 			return finish(&s, 1);
 	if (s.opt.all) {
 		scan_all(&s);
-		fprintf(stderr, "ptbpf: --all: tracing %d processes; looking for more %s\n",
+		log_msg("--all: tracing %d processes; looking for more %s\n",
 			s.ntargets, s.fleet ? "as they start (exec tracepoint; /proc every 5 s)" :
 			"every second (/proc)");
 	}
 	if (exiting) {
-		fprintf(stderr, "ptbpf: interrupted during attach; detaching\n");
+		log_msg("interrupted during attach; detaching\n");
 		return finish(&s, 128 + exiting);
 	}
 	trace_loop(&s);

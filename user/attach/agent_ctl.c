@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/log.h"
 #include "lib/elfsym.h"
 #include "attach/inject.h"
 #include "ptbpf_agent.h"
@@ -38,13 +39,13 @@ pid_t agent_run_command(char **argv, const char *agent)
 	pid_t pid = fork();
 
 	if (pid < 0) {
-		fprintf(stderr, "ptbpf: run: fork: %s\n", strerror(errno));
+		log_msg("run: fork: %s\n", strerror(errno));
 		return -1;
 	}
 	if (pid == 0) {
 		setenv("CUDA_INJECTION64_PATH", agent, 1);
 		execvp(argv[0], argv);
-		fprintf(stderr, "ptbpf: run: cannot execute %s: %s\n", argv[0], strerror(errno));
+		log_msg("run: cannot execute %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
 	return pid;

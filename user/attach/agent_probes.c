@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 
+#include "lib/log.h"
 #include "attach/agent_ctl.h"
 #include "lib/elfsym.h"
 #include "attach/links.h"
@@ -132,7 +133,7 @@ static int attach_agent(struct agent_probes *d, const struct target *t)
 		return err;
 	ef = elf_file_open_exported(lib.fd, why, sizeof(why));
 	if (!ef) {
-		fprintf(stderr, "ptbpf: pid %d: cannot read %s: %s\n", t->pid, lib.path, why);
+		log_msg("pid %d: cannot read %s: %s\n", t->pid, lib.path, why);
 		close(lib.fd);
 		return -EINVAL;
 	}
@@ -151,7 +152,7 @@ static int attach_agent(struct agent_probes *d, const struct target *t)
 	if (!err && strstr(d->ops_words, OPS_WORD_STACKS) &&
 	    attach_one(d, d->skel->progs.agent_pystack, t->pid, lib.attach_path, ef,
 		       "ptbpf_agent_pystack", 0))
-		fprintf(stderr, "ptbpf: warning: pid %d: no Python stacks from its agent %s\n",
+		log_warn("pid %d: no Python stacks from its agent %s\n",
 			t->pid, lib.path);
 	elf_file_close(ef);
 	close(lib.fd);
@@ -196,11 +197,11 @@ int agent_probes_scan(struct agent_probes *d, const struct target *t, bool ops)
 	d->ag[i].pid = t->pid;
 	d->n++; /* failures are not retried */
 	if (ret) {
-		fprintf(stderr, "ptbpf: warning: %s\n", err);
+		log_warn("%s\n", err);
 		return ret;
 	}
 	if (!agent_running(&d->ag[i].a)) {
-		fprintf(stderr, "ptbpf: pid %d maps an agent without its thread (a child forked by "
+		log_msg("pid %d maps an agent without its thread (a child forked by "
 			"a traced process): not used\n", t->pid);
 		return 0;
 	}
@@ -215,12 +216,12 @@ int agent_probes_scan(struct agent_probes *d, const struct target *t, bool ops)
 		d->ag[i].sent = !ret;
 	}
 	if (ret) {
-		fprintf(stderr, "ptbpf: pid %d: cannot use its agent: %s\n", t->pid,
+		log_msg("pid %d: cannot use its agent: %s\n", t->pid,
 			ret == -EPROTO ? "it is of another version: restart the process to trace "
 			"it with this ptbpf" : strerror(-ret));
 		return ret;
 	}
-	fprintf(stderr, "ptbpf: pid %d: agent switched on (%s)\n", t->pid,
+	log_msg("pid %d: agent switched on (%s)\n", t->pid,
 		ops ? "ops, and the GPU timeline if CUDA is used" : "GPU timeline");
 	return 1;
 }
@@ -325,7 +326,7 @@ void agent_probes_free(struct agent_probes *d)
 		    d->ag[i].a.t->pidfd < 0 || agent_acked(&d->ag[i].a))
 			continue;
 		if (agent_unload(&d->ag[i].a, err, sizeof(err)))
-			fprintf(stderr, "ptbpf: warning: its agent stays loaded, inert (no thread, "
+			log_warn("its agent stays loaded, inert (no thread, "
 				"no callbacks): %s\n", err);
 	}
 	free(d);

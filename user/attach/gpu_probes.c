@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 
+#include "lib/log.h"
 #include "lib/elfsym.h"
 #include "attach/links.h"
 #include "attach/probes.h"
@@ -208,7 +209,7 @@ static int attach_lib(struct gpu_probes *g, int pid, enum gpu_lib lib,
 
 	ef = elf_file_open_exported(tl->fd, why, sizeof(why));
 	if (!ef) {
-		fprintf(stderr, "ptbpf: pid %d: cannot read %s: %s\n", pid, tl->path, why);
+		log_msg("pid %d: cannot read %s: %s\n", pid, tl->path, why);
 		return -EINVAL;
 	}
 	for (unsigned i = 0; i < gpu_napis; i++) {
@@ -235,11 +236,11 @@ static int attach_lib(struct gpu_probes *g, int pid, enum gpu_lib lib,
 				sk->progs.gpu_entry, pid, tl->attach_path, NULL, &o));
 	}
 	if (err) {
-		fprintf(stderr, "ptbpf: pid %d: attaching to %s failed: %s\n", pid, tl->path,
+		log_msg("pid %d: attaching to %s failed: %s\n", pid, tl->path,
 			strerror(-err));
 		return err;
 	}
-	fprintf(stderr, "ptbpf: pid %d: %zu GPU API probes on %s\n", pid, n, tl->path);
+	log_msg("pid %d: %zu GPU API probes on %s\n", pid, n, tl->path);
 	return 1;
 }
 

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/log.h"
 #include "fleet/metrics.h"
 
 #define TRIGGER_FILE "capture-now"
@@ -106,7 +107,7 @@ static void retention(const struct options *opt)
 		snprintf(path, sizeof(path), "%s/%s", opt->out_dir, f[i].name);
 		if (!unlink(path)) {
 			total -= f[i].size;
-			fprintf(stderr, "ptbpf: daemon: deleted %s (retention)\n", path);
+			log_msg("daemon: deleted %s (retention)\n", path);
 		}
 	}
 	free(f);
@@ -164,17 +165,17 @@ int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_
 	int why;
 
 	if (mkdir(opt->out_dir, 0750) && errno != EEXIST) {
-		fprintf(stderr, "ptbpf: daemon: cannot create %s: %s\n", opt->out_dir,
+		log_msg("daemon: cannot create %s: %s\n", opt->out_dir,
 			strerror(errno));
 		return 1;
 	}
 	if (access(opt->out_dir, W_OK)) {
-		fprintf(stderr, "ptbpf: daemon: cannot write into %s: %s\n", opt->out_dir,
+		log_msg("daemon: cannot write into %s: %s\n", opt->out_dir,
 			strerror(errno));
 		return 1;
 	}
 	if (opt->metrics_listen[0] && !(m = metrics_start(opt->metrics_listen, err, sizeof(err)))) {
-		fprintf(stderr, "ptbpf: daemon: %s\n", err);
+		log_msg("daemon: %s\n", err);
 		return 1;
 	}
 	sigaction(SIGUSR1, &sa, NULL);
@@ -183,7 +184,7 @@ int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_
 	next = realtime_s();
 	if (opt->align)
 		next = (next / opt->every_s + 1) * opt->every_s;
-	fprintf(stderr, "ptbpf: daemon: a %lus window every %lus into %s%s%s%s\n",
+	log_msg("daemon: a %lus window every %lus into %s%s%s%s\n",
 		(unsigned long)opt->window_s, (unsigned long)opt->every_s, opt->out_dir,
 		opt->align ? ", epoch-aligned" : "", m ? "; metrics at http://" : "",
 		m ? opt->metrics_listen : "");
@@ -195,7 +196,7 @@ int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_
 			while (next <= realtime_s())
 				next += opt->every_s;
 		if (!disk_ok(opt)) {
-			fprintf(stderr, "ptbpf: daemon: window skipped: %s has less than 5%% + %lu MB "
+			log_msg("daemon: window skipped: %s has less than 5%% + %lu MB "
 				"free\n", opt->out_dir, (unsigned long)(opt->max_bytes / 2 >> 20));
 			continue;
 		}
@@ -205,7 +206,7 @@ int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_
 		for (int k = 2; !access(path, F_OK) && k < 100; k++) /* same second */
 			snprintf(path, sizeof(path), "%s/ptbpf-%s-%s%s-%d.pftrace", opt->out_dir,
 				 host, stamp, why ? "-triggered" : "", k);
-		fprintf(stderr, "ptbpf: daemon: window %s\n", path);
+		log_msg("daemon: window %s\n", path);
 		window(opt, path, m);
 		retention(opt);
 	}

@@ -14,16 +14,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/log.h"
+
 /* One line: "ptbpf: WHO: ..." (or "ptbpf: ..." without who). */
 static void say(const char *who, const char *fmt, ...)
 {
+	char msg[512];
 	va_list ap;
 
-	fprintf(stderr, who && *who ? "ptbpf: %s: " : "ptbpf: %s", who && *who ? who : "");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	log_msg("%s%s%s\n", who ? who : "", who && *who ? ": " : "", msg);
 }
 
 int infile_open(const char *path, const char *who)

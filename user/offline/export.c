@@ -35,6 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/log.h"
 #include "offline/cuda_info.h"
 #include "lib/files.h"
 #include "lib/names.h"
@@ -715,7 +716,7 @@ int export_main(int argc, char **argv)
 			path = out_path = NULL, i = argc;
 	}
 	if (!path || !out_path) {
-		fprintf(stderr, "ptbpf: usage: ptbpf export --kineto OUT.json FILE.pftrace [--force]\n");
+		log_msg("usage: ptbpf export --kineto OUT.json FILE.pftrace [--force]\n");
 		return 2;
 	}
 	r.hooks = &hooks;
@@ -733,7 +734,7 @@ int export_main(int argc, char **argv)
 	rc = rd_output_commit(&out, x.o, "export");
 	x.o = NULL;
 	if (!rc)
-		fprintf(stderr, "ptbpf: export: wrote %s (%lu track events)\n", out_path,
+		log_msg("export: wrote %s (%lu track events)\n", out_path,
 			(unsigned long)r.events);
 out:
 	if (x.o) /* failed half way */

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/log.h"
 #include "lib/files.h"
 #include "trace/pbread.h"
 #include "trace/perfetto.h"
@@ -255,7 +256,7 @@ static int scan_input(struct input *in, bool by_collectives)
 		return -1;
 	tr_warn_if_cut(in->tr, "merge");
 	if (!in->nsnapshots) {
-		fprintf(stderr, "ptbpf: merge: %s has no ClockSnapshot with MONOTONIC and "
+		log_msg("merge: %s has no ClockSnapshot with MONOTONIC and "
 			"REALTIME: it cannot be aligned (was it written by ptbpf?)\n", in->path);
 		return -1;
 	}
@@ -566,17 +567,17 @@ static void print_alignment(const struct input *in, int n, const char *out_path)
 	int64_t worst_res = -1;
 
 	for (int i = 0; i < n; i++) {
-		fprintf(stderr, "ptbpf: merge: %s: pids +%d, REALTIME - MONOTONIC = %.6f s, "
+		log_msg("merge: %s: pids +%d, REALTIME - MONOTONIC = %.6f s, "
 			"drifted %+.1f us over its %d clock snapshots\n", in[i].label,
 			(i + 1) * PID_STRIDE, in[i].offset / 1e9, in[i].drift / 1e3,
 			in[i].nsnapshots);
 		if (in[i].dropped)
-			fprintf(stderr, "ptbpf: merge: %s: %lu packets dropped: their timestamps "
+			log_msg("merge: %s: %lu packets dropped: their timestamps "
 				"moved out of range\n", in[i].label, (unsigned long)in[i].dropped);
 		if (magnitude(in[i].drift) > worst)
 			worst = magnitude(in[i].drift);
 		if (in[i].aligned) {
-			fprintf(stderr, "ptbpf: merge: %s: moved %+.1f us to line up its NCCL "
+			log_msg("merge: %s: moved %+.1f us to line up its NCCL "
 				"kernels with %s's (%d and %d); they then end %.1f us apart "
 				"(median)\n", in[i].label, in[i].refined / 1e3, in[0].label,
 				in[i].ncoll, in[0].ncoll, in[i].residual / 1e3);
@@ -585,11 +586,11 @@ static void print_alignment(const struct input *in, int n, const char *out_path)
 		}
 	}
 	if (worst_res >= 0)
-		fprintf(stderr, "ptbpf: merge: wrote %s (%d traces, aligned by their "
+		log_msg("merge: wrote %s (%d traces, aligned by their "
 			"collectives); alignment uncertainty ±%.1f us\n", out_path, n,
 			worst_res / 1e3 + worst / 1e3);
 	else
-		fprintf(stderr, "ptbpf: merge: wrote %s (%d traces on REALTIME); alignment "
+		log_msg("merge: wrote %s (%d traces on REALTIME); alignment "
 			"uncertainty within a host ±%.1f us, across hosts plus their REALTIME "
 			"clocks' disagreement (NTP/PTP)\n", out_path, n, worst / 1e3 + 1.0);
 }
@@ -606,7 +607,7 @@ int merge_traces(char **paths, int n, const char *out_path, bool by_collectives,
 	if (!in)
 		return 1;
 	if (n < 1 || n > MAX_INPUTS) {
-		fprintf(stderr, "ptbpf: merge: give 1 to %d traces\n", MAX_INPUTS);
+		log_msg("merge: give 1 to %d traces\n", MAX_INPUTS);
 		goto done;
 	}
 	for (int i = 0; i < n; i++) {
@@ -619,7 +620,7 @@ int merge_traces(char **paths, int n, const char *out_path, bool by_collectives,
 	}
 	for (int i = 1; by_collectives && i < n; i++)
 		if (!refine(&in[0], &in[i]))
-			fprintf(stderr, "ptbpf: merge: %s and %s share too few NCCL kernels (%d, %d) "
+			log_msg("merge: %s and %s share too few NCCL kernels (%d, %d) "
 				"to refine the alignment; REALTIME only\n", in[0].label, in[i].label,
 				in[0].ncoll, in[i].ncoll);
 	for (int i = 0; i < n; i++) {
@@ -638,14 +639,14 @@ int merge_traces(char **paths, int n, const char *out_path, bool by_collectives,
 	put_identity_snapshot(&snap, start == UINT64_MAX ? 0 : start, 1);
 	pf_write_packet(w, snap.p, snap.n);
 	if (snap.oom || write_inputs(in, n, w)) {
-		fprintf(stderr, "ptbpf: merge: out of memory or a read error; %s not written\n",
+		log_msg("merge: out of memory or a read error; %s not written\n",
 			out_path);
 		goto done;
 	}
 	err = pf_writer_close(w);
 	w = NULL;
 	if (err) {
-		fprintf(stderr, "ptbpf: merge: writing %s failed: %s\n", out.tmp, strerror(-err));
+		log_msg("merge: writing %s failed: %s\n", out.tmp, strerror(-err));
 		goto done;
 	}
 	if (outfile_commit(&out, "merge"))
@@ -689,7 +690,7 @@ int merge_main(int argc, char **argv)
 			bad = true;
 	}
 	if (bad || !out || n < 1) {
-		fprintf(stderr, "ptbpf: usage: ptbpf merge [--align-collectives] [--force] A.pftrace "
+		log_msg("usage: ptbpf merge [--align-collectives] [--force] A.pftrace "
 			"B.pftrace ... -o OUT.pftrace\n");
 		free(inputs);
 		return 2;

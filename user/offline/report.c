@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/log.h"
 #include "offline/export.h"
 #include "offline/kname.h"
 #include "offline/report_data.h"
@@ -415,7 +416,7 @@ static int parse_args(int argc, char **argv, struct report_opts *a)
 			errno = 0;
 			a->top = (int)strtol(argv[++i], &end, 10);
 			if (errno || end == argv[i] || *end || a->top < 1) {
-				fprintf(stderr, "ptbpf: report: --top takes a positive number, not '%s'\n",
+				log_msg("report: --top takes a positive number, not '%s'\n",
 					argv[i]);
 				return 2;
 			}
@@ -427,7 +428,7 @@ static int parse_args(int argc, char **argv, struct report_opts *a)
 		}
 	}
 	if (!a->path || (a->force && !a->html)) {
-		fprintf(stderr, "ptbpf: usage: ptbpf report FILE.pftrace [--json] [--top N] "
+		log_msg("usage: ptbpf report FILE.pftrace [--json] [--top N] "
 			"[--group-by-shape] [--html OUT.html [--force]] | ptbpf report --diff "
 			"A.pftrace B.pftrace [--json] [--top N] [--html OUT.html [--force]]\n");
 		return 2;

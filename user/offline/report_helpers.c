@@ -2,6 +2,7 @@
 /* The report's helpers: a u64 map, growable arrays, interned strings,
  * memory curves, JSON strings, output files. See report_data.h. */
 #define _GNU_SOURCE
+#include "lib/log.h"
 #include "offline/report_data.h"
 
 #include <errno.h>
@@ -196,7 +197,7 @@ int rd_output_commit(struct outfile *out, FILE *o, const char *who)
 	if (fclose(o) && !err)
 		err = errno;
 	if (err) {
-		fprintf(stderr, "ptbpf: %s: writing %s failed: %s\n", who, out->tmp, strerror(err));
+		log_msg("%s: writing %s failed: %s\n", who, out->tmp, strerror(err));
 		return -1;
 	}
 	return outfile_commit(out, who) ? -1 : 0;

@@ -10,6 +10,7 @@
  * network (the page's Content-Security-Policy allows none).
  */
 #define _GNU_SOURCE
+#include "lib/log.h"
 #include "offline/report.h"
 
 #include <string.h>
@@ -77,7 +78,7 @@ int report_html_write(const struct report_opts *opt, const char *input,
 	rc = rd_output_commit(&out, o, "report");
 	outfile_discard(&out);
 	if (!rc)
-		fprintf(stderr, "ptbpf: report: wrote %s\n", opt->html);
+		log_msg("report: wrote %s\n", opt->html);
 	return rc;
 }
 

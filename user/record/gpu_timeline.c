@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/log.h"
 #include "attach/target.h"
 #include "lib/names.h"
 #include "ptbpf_agent.h"
@@ -354,7 +355,7 @@ void gpu_timeline_status(struct gpu_timeline *d, const struct ptbpf_named_event 
 		facts_instant(d, e->ev.pid, e->ev.ts, msg);
 		return;
 	}
-	fprintf(stderr, "ptbpf: pid %u: agent: %s (%d)\n", e->ev.pid, msg, code);
+	log_msg("pid %u: agent: %s (%d)\n", e->ev.pid, msg, code);
 	for (i = 0; i < d->nstatus && d->status[i].pid != (int)e->ev.pid; i++)
 		;
 	if (i == (int)(sizeof(d->status) / sizeof(d->status[0])))

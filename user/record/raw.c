@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/log.h"
 #include "lib/files.h"
 #include "record/join.h"
 #include "trace/perfetto.h"
@@ -95,7 +96,7 @@ int raw_close(struct raw_writer *r, bool keep)
 		outfile_discard(&r->out);
 	} else if (r->err) {
 		outfile_keep_partial(&r->out);
-		fprintf(stderr, "ptbpf: writing %s failed: %s (what was written stays there; "
+		log_msg("writing %s failed: %s (what was written stays there; "
 			"`ptbpf replay` reads it)\n", r->out.tmp, strerror(-r->err));
 		rc = -1;
 	} else if (outfile_commit(&r->out, "")) {
@@ -184,11 +185,11 @@ static int check_magic(FILE *in, const char *path)
 	size_t n = fread(magic, 1, sizeof(magic), in);
 
 	if (n == 0 && !ferror(in)) {
-		fprintf(stderr, "ptbpf: replay: %s is empty: not a ptbpf raw capture\n", path);
+		log_msg("replay: %s is empty: not a ptbpf raw capture\n", path);
 		return -1;
 	}
 	if (n != sizeof(magic) || memcmp(magic, MAGIC, sizeof(magic))) {
-		fprintf(stderr, "ptbpf: replay: %s is not a ptbpf raw capture (those start with "
+		log_msg("replay: %s is not a ptbpf raw capture (those start with "
 			"PTBPFRAW1; write one with --raw)\n", path);
 		return -1;
 	}
@@ -210,7 +211,7 @@ int raw_replay(const char *raw_path, const char *out_path, bool force)
 		return 1;
 	in = fdopen(fd, "r");
 	if (!in) {
-		fprintf(stderr, "ptbpf: replay: cannot read %s: %s\n", raw_path, strerror(errno));
+		log_msg("replay: cannot read %s: %s\n", raw_path, strerror(errno));
 		close(fd);
 		return 1;
 	}
@@ -225,11 +226,11 @@ int raw_replay(const char *raw_path, const char *out_path, bool force)
 	}
 	err = replay_items(in, j, &ops, &end);
 	if (err) {
-		fprintf(stderr, "ptbpf: replay: %s: %s\n", raw_path, strerror(-err));
+		log_msg("replay: %s: %s\n", raw_path, strerror(-err));
 		goto done;
 	}
 	if (end.cut || end.damaged)
-		fprintf(stderr, "ptbpf: replay: warning: %s %s at byte %lu; replayed the %lu "
+		log_msg("replay: warning: %s %s at byte %lu; replayed the %lu "
 			"records before it\n", raw_path, end.cut ? "ends in a cut record (the "
 			"capture was stopped there)" : "is damaged (not a record)",
 			(unsigned long)end.offset, (unsigned long)end.items);
@@ -241,7 +242,7 @@ int raw_replay(const char *raw_path, const char *out_path, bool force)
 	w = NULL;
 	if (err) {
 		outfile_keep_partial(&out);
-		fprintf(stderr, "ptbpf: replay: writing %s failed: %s (what was written stays "
+		log_msg("replay: writing %s failed: %s (what was written stays "
 			"there)\n", out.tmp, strerror(-err));
 	} else if (!outfile_commit(&out, "replay")) {
 		rc = 0;
@@ -274,7 +275,7 @@ int replay_main(int argc, char **argv)
 		}
 	}
 	if (!raw || !out) {
-		fprintf(stderr, "ptbpf: usage: ptbpf replay RAW -o OUT.pftrace [--force]\n");
+		log_msg("usage: ptbpf replay RAW -o OUT.pftrace [--force]\n");
 		return 2;
 	}
 	return raw_replay(raw, out, force);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/log.h"
 #include "lib/files.h"
 #include "lib/names.h"
 #include "trace/pbread.h"
@@ -232,7 +233,7 @@ static int fill(struct tr_reader *r, size_t need)
 			cap *= 2;
 		g = realloc(r->buf, cap);
 		if (!g) {
-			fprintf(stderr, "ptbpf: %s: out of memory reading %s\n", r->who, r->path);
+			log_msg("%s: out of memory reading %s\n", r->who, r->path);
 			return -1;
 		}
 		r->buf = g;
@@ -249,7 +250,7 @@ static int fill(struct tr_reader *r, size_t need)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			fprintf(stderr, "ptbpf: %s: reading %s failed: %s\n", r->who, r->path,
+			log_msg("%s: reading %s failed: %s\n", r->who, r->path,
 				strerror(errno));
 			return -1;
 		}
@@ -536,7 +537,7 @@ struct tr_reader *tr_open(const char *path, const char *who)
 		goto fail;
 	r->st.size = (uint64_t)st.st_size;
 	if (r->end == 0) {
-		fprintf(stderr, "ptbpf: %s: %s is empty: not a trace\n", who, path);
+		log_msg("%s: %s is empty: not a trace\n", who, path);
 		goto fail;
 	}
 	head = record_head(r->buf, r->end, &len);
@@ -544,7 +545,7 @@ struct tr_reader *tr_open(const char *path, const char *who)
 		goto fail;
 	if (head <= 0 || r->end < (size_t)head + len ||
 	    !parse_packet(r->buf + head, len, 0, &p)) {
-		fprintf(stderr, "ptbpf: %s: %s is not a Perfetto trace (it does not start with a "
+		log_msg("%s: %s is not a Perfetto trace (it does not start with a "
 			"whole trace packet)\n", who, path);
 		goto fail;
 	}
@@ -569,7 +570,7 @@ void tr_close(struct tr_reader *r)
 int tr_rewind(struct tr_reader *r)
 {
 	if (lseek(r->fd, 0, SEEK_SET)) {
-		fprintf(stderr, "ptbpf: %s: cannot read %s again: %s\n", r->who, r->path,
+		log_msg("%s: cannot read %s again: %s\n", r->who, r->path,
 			strerror(errno));
 		return -1;
 	}
@@ -631,7 +632,7 @@ void tr_warn_if_cut(const struct tr_reader *r, const char *who)
 	if (r->st.complete && !r->st.undecodable)
 		return;
 	tr_describe(r, what, sizeof(what));
-	fprintf(stderr, "ptbpf: %s: warning: %s is %s\n", who, r->path, what);
+	log_msg("%s: warning: %s is %s\n", who, r->path, what);
 }
 
 /* ---- decoding ---- */
