@@ -24,7 +24,7 @@ SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 # loader): user/main.c and cli.c, then one folder per part (README,
 # "Architecture").
 AGENT_SRCS := $(wildcard user/agent/*.c)
-USER_DIRS := attach record trace offline fleet lib
+USER_DIRS := live attach record trace offline fleet lib
 USER_SRCS := $(wildcard user/*.c) $(foreach d,$(USER_DIRS),$(wildcard user/$(d)/*.c))
 OBJ := $(OUTPUT)/obj
 USER_OBJS := $(patsubst user/%.c,$(OBJ)/%.o,$(USER_SRCS))

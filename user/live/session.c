@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * A live capture's life: BPF objects loaded, the trace opened, the loop
+ * (read, attach what appears, stop when asked, when the targets are gone
+ * or when time is up), then the agents switched off, everything read,
+ * probes removed and the trace completed. See session.h.
+ */
+#define _GNU_SOURCE
+#include "live/session.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <bpf/libbpf.h>
+
+#include "lib/log.h"
+#include "version.h"
+#include "attach/agent_probes.h"
+#include "attach/gpu_probes.h"
+#include "attach/probes.h"
+#include "record/join.h"
+#include "record/ops_ring.h"
+#include "record/raw.h"
+#include "record/reorder.h"
+#include "trace/perfetto.h"
+#include "ptbpf.skel.h"
+#include "fleet.skel.h"
+
+/* Without -v, libbpf's own messages are not shown; ptbpf explains errors. */
+static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return 0;
+}
+
+
+
+void session_stats(struct session *s, uint64_t out[STAT_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t vals[ncpu > 0 ? ncpu : 1];
+
+	for (uint32_t k = 0; k < STAT_MAX; k++) {
+		out[k] = 0;
+		if (bpf_map__lookup_elem(s->skel->maps.stats, &k, sizeof(k), vals,
+					 sizeof(uint64_t) * ncpu, 0))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			out[k] += vals[c];
+	}
+}
+
+uint64_t session_lost(const uint64_t st[STAT_MAX])
+{
+	return st[STAT_DROP_RINGBUF_FULL] + st[STAT_DROP_NAME_FULL] + st[STAT_DROP_GPU_FULL] +
+	       st[STAT_DROP_AGENT_FULL] + st[STAT_DROP_OPS_EXIT] + st[STAT_DROP_PY_STACK] +
+	       st[STAT_DROP_PY_CODE];
+}
+
+void session_loop(struct session *s)
+{
+	uint64_t start = now_ns(), last_status = start, last_events = 0, last_scan = start;
+	uint64_t deadline = s->opt.duration_s ? start + s->opt.duration_s * 1000000000ull : 0;
+	int wait_ms = 20;
+
+	s->cpu_at_trace_start = cpu_seconds();
+
+	while (!exiting) {
+		/* Op rings hold 4 MiB a thread: read them every 20 ms, and at
+		 * once again while a read brings much (a thread writing 2 M
+		 * records/s fills its ring in about 50 ms). Without op rings
+		 * every 100 ms is enough. */
+		int64_t got = read_pump(s, s->reorder ? wait_ms : 100);
+
+		if (got < 0) {
+			log_msg("reading the ring buffer failed: %s\n", strerror(-got));
+			break;
+		}
+		wait_ms = got > 10000 ? 1 : 20;
+		for (int i = 0; i < s->npending; i++)
+			targets_add(s, s->pending_forks[i], true);
+		s->npending = 0;
+		if (!targets_reap(s) && !s->opt.all && !s->find.nmapped) {
+			log_more("%s", isatty(2) ? "\n" : "");
+			log_msg("every traced process has exited\n");
+			break;
+		}
+		if (deadline && now_ns() >= deadline)
+			break;
+		if (pf_writer_error(s->w)) {
+			log_msg("writing %s failed: %s; stopping\n", s->opt.output,
+				strerror(-pf_writer_error(s->w)));
+			break;
+		}
+		if (s->find.nmapped)
+			targets_attach_mapped(s);
+		if (now_ns() - last_status >= 1000000000ull) {
+			/* With the BPF hook a full /proc scan is only a safety net. */
+			if (s->opt.all && now_ns() - s->find.last_full_scan >=
+					  (s->find.fleet ? 5000000000ull : 1000000000ull)) {
+				targets_scan_all(s);
+				s->find.last_full_scan = now_ns();
+			}
+			budget_publish_metrics(s);
+			if (budget_window_must_end(s))
+				break;
+			summary_status_line(s, &last_events, &last_status);
+		}
+		/* libcuda is loaded at the first CUDA call, and later than that
+		 * by programs that start on the CPU: look for it again. */
+		if (now_ns() - last_scan >= 500000000ull) {
+			for (int i = 0; i < s->ntargets; i++) {
+				if (s->targets[i].pidfd < 0)
+					continue;
+				targets_scan_gpu(s, &s->targets[i]);
+				if (s->agents && agent_probes_scan(s->agents, &s->targets[i], false) == 1)
+					targets_wait_for_agent(s, s->targets[i].pid);
+			}
+			last_scan = now_ns();
+		}
+	}
+	if (isatty(2))
+		fputc('\n', stderr);
+}
+
+int session_setup_bpf(struct session *s)
+{
+	int err;
+
+	if (!log_verbose())
+		libbpf_set_print(quiet_libbpf);
+	s->skel = ptbpf_bpf__open();
+	if (!s->skel) {
+		log_msg("opening the BPF object failed: %s\n", strerror(errno));
+		return -1;
+	}
+	bpf_map__set_max_entries(s->skel->maps.events, s->opt.ring_bytes);
+	s->skel->rodata->wakeup_bytes = s->opt.ring_bytes / 16;
+	s->skel->rodata->py_stacks = s->opt.py_stacks > 0;
+	err = ptbpf_bpf__load(s->skel);
+	if (!err)
+		err = ptbpf_bpf__attach(s->skel); /* the sched tracepoints */
+	if (err) {
+		log_msg("loading the BPF programs failed: %s (run with -v for "
+			"the verifier log)\n", strerror(-err));
+		return -1;
+	}
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), read_bpf_record, s, NULL);
+	if (!s->rb) {
+		log_msg("ring buffer: %s\n", strerror(errno));
+		return -1;
+	}
+	{
+		int e = 0;
+
+		s->find.fleet = fleet_bpf__open();
+		if (s->find.fleet)
+			s->find.fleet->rodata->all_procs = s->opt.all || s->opt.daemon;
+		if (!s->find.fleet || (e = probes_share_maps(s->skel, s->find.fleet->obj)) ||
+		    (e = fleet_bpf__load(s->find.fleet)) || (e = fleet_bpf__attach(s->find.fleet))) {
+			log_warn("no exec tracepoint (%s): %s\n",
+				strerror(e ? -e : errno), s->opt.all || s->opt.daemon ?
+				"new torch processes are found by scanning /proc every second" :
+				"a traced process that exec's is noticed at its next read");
+			fleet_bpf__destroy(s->find.fleet);
+			s->find.fleet = NULL;
+		}
+	}
+	s->probes = probes_new(s->skel, &s->ops, s->opt.entries_only);
+	s->gpu = gpu_probes_new(s->skel);
+	s->agents = agent_probes_new(s->skel);
+	if (!s->agents)
+		log_warn("loading the agent BPF programs failed (%s): no GPU "
+			"timeline\n", strerror(errno));
+	if (!s->gpu)
+		log_msg("loading the GPU BPF programs failed: %s\n", strerror(errno));
+	return s->probes && s->gpu ? 0 : -1;
+}
+
+int session_setup_trace(struct session *s)
+{
+	if (outfile_open(&s->out, s->opt.output, s->opt.force, NULL, 0, ""))
+		return -1;
+	s->w = pf_writer_open(s->out.fd);
+	if (!s->w) {
+		outfile_cannot_write("", s->out.tmp, errno);
+		return -1;
+	}
+	pf_trace_attr_str(s->w, "dev.ptbpf.version", PTBPF_VERSION);
+	/* Find out now, before attaching, whether the file takes data at all. */
+	if (pf_writer_flush(s->w)) {
+		outfile_cannot_write("", s->out.tmp, -pf_writer_error(s->w));
+		return -1;
+	}
+	log_msg("writing %s (renamed to %s when tracing ends)\n", s->out.tmp,
+		s->opt.output);
+	s->join = join_new(s->w, &s->ops, s->opt.entries_only);
+	if (!s->join)
+		return -1;
+	if (s->opt.raw_output[0] && !(s->raw = raw_open(s->opt.raw_output, s->opt.force)))
+		return -1;
+	s->lost_track = pf_track_counter(s->w, 0, "ptbpf lost events", PF_UNIT_COUNT);
+	pf_counter(s->w, s->lost_track, now_ns(), 0);
+	return 0;
+}
+
+int session_finish(struct session *s, int rc)
+{
+	uint64_t st[STAT_MAX] = { 0 }, stopped_at = now_ns();
+	bool failed_before = s->w && pf_writer_error(s->w); /* said already */
+	struct stat fst;
+	off_t size;
+	int err;
+
+	if (agent_probes_any(s->agents)) {
+		/* Switched off, each agent flushes what CUPTI still holds, then
+		 * acknowledges (within 20 ms, plus the flush). */
+		uint64_t until = now_ns() + 3000000000ull;
+
+		agent_probes_switch_off(s->agents);
+		/* The agents record until they see the switch-off: their rings
+		 * are read on, or they would fill and drop. */
+		while (now_ns() < until && s->rb && !agent_probes_all_acked(s->agents))
+			read_pump(s, 5);
+	}
+	/* What the agents wrote, all of it, before they may be unloaded. */
+	if (s->rb)
+		read_pump(s, 0);
+	if (s->opsr)
+		ops_rings_finish(s->opsr, read_op_record, s);
+	/* Probes off, then the agents ptbpf loaded leave the processes. */
+	agent_probes_free(s->agents);
+	s->agents = NULL;
+	if (s->probes)
+		probes_detach(s->probes); /* nothing new after this */
+	gpu_probes_free(s->gpu);
+	s->gpu = NULL;
+	if (s->rb)
+		ring_buffer__consume(s->rb);
+	read_op_rings(s, UINT64_MAX);
+	if (s->skel)
+		session_stats(s, st);
+	if (s->join && s->ntargets) {
+		/* Frames still open are cut where tracing stopped (or at the
+		 * last record, if later), not after the agents' wind-down. */
+		join_finish(s->join, stopped_at);
+		summary_write_counters(s, st);
+		summary_print(s, st);
+	}
+	if (s->raw && raw_close(s->raw, !s->discard_output))
+		rc = 1;
+	err = s->w ? pf_writer_close(s->w) : 0;
+	size = s->out.fd >= 0 && !fstat(s->out.fd, &fst) ? fst.st_size : 0;
+	if (!s->out.tmp[0] || s->out.fd < 0) {
+		/* setup failed before the file was made: nothing to do */
+	} else if (s->discard_output) {
+		outfile_discard(&s->out);
+	} else if (err) {
+		outfile_keep_partial(&s->out);
+		if (!failed_before) /* else the trace loop has said why */
+			log_msg("writing %s failed: %s\n", s->out.tmp, strerror(-err));
+		log_msg("the trace up to the failure (%.1f MB, whole packets) is in "
+			"%s; `ptbpf report` and the Perfetto UI open it\n", size / 1e6, s->out.tmp);
+		rc = 1;
+	} else if (outfile_commit(&s->out, "")) {
+		rc = 1;
+	} else if (s->w) {
+		log_msg("wrote %s (%.1f MB): open it at https://ui.perfetto.dev\n",
+			s->opt.output, size / 1e6);
+	}
+	fleet_bpf__destroy(s->find.fleet);
+	join_free(s->join);
+	ops_rings_free(s->opsr);
+	reorder_free(s->reorder);
+	probes_free(s->probes);
+	ring_buffer__free(s->rb);
+	ptbpf_bpf__destroy(s->skel);
+	for (int i = 0; i < s->ntargets; i++)
+		target_close(&s->targets[i]);
+	return rc;
+}

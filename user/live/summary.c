@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * What a capture recorded and lost: the status line while it runs, the
+ * summary on stderr at the end, and the same counts in the trace (every
+ * lost event counted, per cause). See session.h.
+ */
+#define _GNU_SOURCE
+#include "live/session.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/resource.h>
+
+#include "lib/log.h"
+#include "attach/gpu_probes.h"
+#include "record/gpu_calls.h"
+#include "record/gpu_timeline.h"
+#include "record/join.h"
+#include "record/memtrack.h"
+#include "record/ops_ring.h"
+#include "trace/perfetto.h"
+#include "ptbpf.skel.h"
+
+void summary_status_line(struct session *s, uint64_t *last_events, uint64_t *last_ns)
+{
+	uint64_t st[STAT_MAX], t = now_ns();
+	double secs = (t - *last_ns) / 1e9;
+
+	session_stats(s, st);
+	if (s->lost_track)
+		pf_counter(s->w, s->lost_track, t, (int64_t)session_lost(st));
+	if (log_verbose() || isatty(2)) {
+		log_more("%s", isatty(2) ? "\r" : "");
+		log_msg("%.0f events/s, %lu lost, %.1f MB written%s",
+			(st[STAT_SENT] - *last_events) / secs, (unsigned long)session_lost(st),
+			pf_bytes_written(s->w) / 1e6, isatty(2) ? "   " : "\n");
+	}
+	*last_events = st[STAT_SENT];
+	*last_ns = t;
+}
+
+/* ptbpf's own footprint, for the benchmarks and for the curious. */
+static void print_own_cost(const struct session *s)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return;
+	log_msg("loader peak RSS %.1f MB, CPU %.2f s in all, %.2f s while tracing\n",
+		ru.ru_maxrss / 1024.0, cpu_seconds(), cpu_seconds() - s->cpu_at_trace_start);
+}
+
+static void print_device(const struct session *s)
+{
+	const struct gpu_timeline_counts *d = join_device_counts(s->join);
+
+	if (!d->kernels && !d->memcpys && !d->memsets && !d->launch_flows)
+		return;
+	log_msg("GPU timeline (agent): kernels %lu, memcpys %lu, memsets %lu, "
+		"launch->kernel correlations %lu, dropped by CUPTI %lu\n",
+		(unsigned long)d->kernels, (unsigned long)d->memcpys, (unsigned long)d->memsets,
+		(unsigned long)d->launch_flows, (unsigned long)d->cupti_dropped);
+}
+
+static void print_gpu_calls(const struct session *s)
+{
+	const struct gpu_state *g = join_gpu(s->join);
+	const struct join_counts *c = join_counts(s->join);
+	bool any = false;
+
+	for (unsigned i = 0; i < gpu_napis; i++) {
+		if (!gpu_calls_of(g, i))
+			continue;
+		if (!any)
+			log_msg("GPU API calls:");
+		log_more("%s %s %lu", any ? "," : "", gpu_apis[i].name,
+			 (unsigned long)gpu_calls_of(g, i));
+		any = true;
+	}
+	if (any)
+		log_more("; op->launch flows %lu\n", (unsigned long)c->launch_flows);
+	print_device(s);
+}
+
+void summary_print(struct session *s, const uint64_t st[STAT_MAX])
+{
+	const struct join_counts *c = join_counts(s->join);
+	static const char *const kind[EV_KIND_MAX] = {
+		[EV_OP_BEGIN] = "op begin", [EV_OP_END] = "op end", [EV_UNWIND] = "catch",
+		[EV_BWD_BEGIN] = "backward begin", [EV_BWD_END] = "backward end",
+		[EV_SEQ] = "autograd seq", [EV_USER_END] = "region end",
+		[EV_THREAD_EXIT] = "thread exit", [EV_PROC_EXIT] = "process exit",
+		[EV_FORK] = "fork", [EV_NAMED_USER_BEGIN] = "region begin",
+		[EV_NAMED_NODE_TYPE] = "node class", [EV_GPU_CALL] = "GPU call",
+		[EV_GPU_RET] = "GPU return", [EV_NAMED_GPU_NAME] = "GPU name lookup",
+		[EV_AGENT_CORR] = "launch correlation", [EV_AGENT_RECORD] = "GPU record",
+		[EV_AGENT_DROPPED] = "CUPTI drop report", [EV_NAMED_AGENT_STATUS] = "agent status",
+		[EV_LONG_NAME_KERNEL] = "kernel name", [EV_NAMED_RF_BEGIN] = "op begin (agent)",
+		[EV_RF_END] = "op end (agent)", [EV_RPC] = "rpc message", [EV_MEM] = "memory record",
+		[EV_PY_STACK] = "python stack", [EV_PY_CODE] = "python code object",
+		[EV_OPS_GAP] = "agent ring gap",
+		[EV_EXEC] = "exec",
+	};
+	struct op_stat top[10];
+	int ntop = join_top_ops(s->join, top, 10);
+	uint64_t total = 0;
+
+	log_msg("events by kind:");
+	for (int k = 0; k < EV_KIND_MAX; k++) {
+		if (!c->by_kind[k])
+			continue;
+		log_more(" %s %lu,", kind[k], (unsigned long)c->by_kind[k]);
+		total += c->by_kind[k];
+	}
+	log_more(" total %lu\n", (unsigned long)total);
+	/* Every record a BPF program emitted is received or counted lost. */
+	log_msg("BPF ring: sent %lu = received %lu + lost %lu (ring full %lu, named "
+		"ring full %lu, GPU ring full %lu, agent ring full %lu, op rings at exit %lu, python "
+		"stacks %lu, python code objects %lu)%s; unreadable names %lu\n",
+		(unsigned long)st[STAT_SENT], (unsigned long)s->received,
+		(unsigned long)session_lost(st), (unsigned long)st[STAT_DROP_RINGBUF_FULL],
+		(unsigned long)st[STAT_DROP_NAME_FULL], (unsigned long)st[STAT_DROP_GPU_FULL],
+		(unsigned long)st[STAT_DROP_AGENT_FULL], (unsigned long)st[STAT_DROP_OPS_EXIT],
+		(unsigned long)st[STAT_DROP_PY_STACK], (unsigned long)st[STAT_DROP_PY_CODE],
+		st[STAT_SENT] == s->received + session_lost(st) ? "" : " MISMATCH",
+		(unsigned long)st[STAT_NAME_FAULT]);
+	if (s->opsr) {
+		const struct ops_ring_counts *o = ops_rings_counts(s->opsr);
+
+		/* written = read (the last reads come after the agents stop);
+		 * what they could not write is counted apart. */
+		log_msg("agent op rings: written %lu = read %lu (%lu exit chunks)%s; "
+			"not written: %lu (ring full %lu, no free ring %lu); malformed %lu; processes "
+			"gone without a last copy %lu; sequence numbers %s\n",
+			(unsigned long)o->written, (unsigned long)o->records,
+			(unsigned long)s->exit_chunks, o->written == o->records ? "" :
+			o->lost_at_exit ? " (the rest went with processes gone)" : " MISMATCH",
+			(unsigned long)(o->dropped + o->no_slot), (unsigned long)o->dropped,
+			(unsigned long)o->no_slot, (unsigned long)o->bad,
+			(unsigned long)o->lost_at_exit, o->layout_ok ? "read" : "NOT read "
+			"(unexpected RecordFunction layout: no forward->backward flows)");
+	}
+	print_gpu_calls(s);
+	if (s->opt.py_stacks)
+		log_msg("python stacks: %lu on slices, %lu without Python frames\n",
+			(unsigned long)c->py_stacks, (unsigned long)c->py_stacks_empty);
+	if (s->opt.memory) {
+		uint64_t peak_a, peak_r, n;
+
+		mem_peaks(join_mem(s->join), &peak_a, &peak_r, &n);
+		log_msg("memory: %lu allocator records; peak allocated %.1f MiB, "
+			"peak reserved %.1f MiB\n", (unsigned long)n, peak_a / 1048576.0,
+			peak_r / 1048576.0);
+	}
+	log_msg("slices %lu; unwound by exceptions %lu, cut by exit %lu, cut by "
+		"exec %lu, open at stop %lu, cut where records were lost %lu, end not seen %lu, end "
+		"before attach %lu, too deep %lu; steps %lu, forward->backward flows %lu, rpc flows "
+		"%lu\n",
+		(unsigned long)c->frames, (unsigned long)c->unwound, (unsigned long)c->cut_by_exit,
+		(unsigned long)c->cut_by_exec, (unsigned long)c->cut_at_stop,
+		(unsigned long)c->cut_by_loss,
+		(unsigned long)c->end_missed,
+		(unsigned long)c->end_unmatched, (unsigned long)c->too_deep,
+		(unsigned long)c->steps, (unsigned long)c->bwd_flows, (unsigned long)c->rpc_flows);
+	if (ntop)
+		log_msg("top ops by host time (inclusive):\n"
+			"  %-40s %10s %12s %12s\n", "op", "calls", "total ms", "self ms");
+	for (int i = 0; i < ntop; i++)
+		log_more("  %-40s %10lu %12.3f %12.3f\n", s->ops.name[top[i].op],
+			(unsigned long)top[i].calls, top[i].total_ns / 1e6, top[i].self_ns / 1e6);
+	print_own_cost(s);
+}
+
+void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX])
+{
+	const struct join_counts *c = join_counts(s->join);
+
+	/* now, not the last event's time: the status line wrote this counter
+	 * at wall-clock times already. */
+	pf_counter(s->w, s->lost_track, now_ns(), (int64_t)session_lost(st));
+	pf_trace_attr_int(s->w, "dev.ptbpf.events_sent", (int64_t)st[STAT_SENT]);
+	pf_trace_attr_int(s->w, "dev.ptbpf.events_received", (int64_t)s->received);
+	pf_trace_attr_int(s->w, "dev.ptbpf.events_lost", (int64_t)session_lost(st));
+	pf_trace_attr_int(s->w, "dev.ptbpf.lost_ringbuf_full", (int64_t)st[STAT_DROP_RINGBUF_FULL]);
+	pf_trace_attr_int(s->w, "dev.ptbpf.lost_named_ringbuf_full",
+			  (int64_t)st[STAT_DROP_NAME_FULL]);
+	pf_trace_attr_int(s->w, "dev.ptbpf.lost_gpu_ringbuf_full", (int64_t)st[STAT_DROP_GPU_FULL]);
+	pf_trace_attr_int(s->w, "dev.ptbpf.lost_agent_ringbuf_full",
+			  (int64_t)st[STAT_DROP_AGENT_FULL]);
+	pf_trace_attr_int(s->w, "dev.ptbpf.lost_py_stacks", (int64_t)st[STAT_DROP_PY_STACK]);
+	pf_trace_attr_int(s->w, "dev.ptbpf.lost_py_code_objects", (int64_t)st[STAT_DROP_PY_CODE]);
+	pf_trace_attr_int(s->w, "dev.ptbpf.cupti_dropped",
+			  (int64_t)join_device_counts(s->join)->cupti_dropped);
+	if (s->opsr) {
+		const struct ops_ring_counts *o = ops_rings_counts(s->opsr);
+
+		pf_trace_attr_int(s->w, "dev.ptbpf.ops_written", (int64_t)o->written);
+		pf_trace_attr_int(s->w, "dev.ptbpf.ops_records", (int64_t)o->records);
+		pf_trace_attr_int(s->w, "dev.ptbpf.ops_lost_ring_full", (int64_t)o->dropped);
+		pf_trace_attr_int(s->w, "dev.ptbpf.ops_lost_no_free_ring", (int64_t)o->no_slot);
+		pf_trace_attr_int(s->w, "dev.ptbpf.ops_lost_exit_probe_ring_full",
+				  (int64_t)st[STAT_DROP_OPS_EXIT]);
+	}
+	if (s->opt.daemon) {
+		pf_trace_attr_str(s->w, "dev.ptbpf.window_end", s->win.stopped_why[0] ? s->win.stopped_why :
+				  "full window");
+		pf_trace_attr_int(s->w, "dev.ptbpf.window_s", (int64_t)s->opt.window_s);
+		pf_trace_attr_int(s->w, "dev.ptbpf.estimated_cost_us",
+				  (int64_t)(budget_cost_s(s) * 1e6));
+	}
+	pf_trace_attr_int(s->w, "dev.ptbpf.frames_unwound", (int64_t)c->unwound);
+	pf_trace_attr_int(s->w, "dev.ptbpf.frames_end_not_seen", (int64_t)c->end_missed);
+	pf_clock_snapshot(s->w);
+}

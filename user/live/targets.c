@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The traced processes: attaching one (the agent with its op recorder, or
+ * uprobes; GPU-library probes; the agent's CUPTI timeline), finding new
+ * ones (--all, exec, fork), and noticing when they exec or exit. See
+ * session.h.
+ */
+#define _GNU_SOURCE
+#include "live/session.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <limits.h>
+#include <poll.h>
+#include <bpf/libbpf.h>
+
+#include "lib/log.h"
+#include "attach/agent_ctl.h"
+#include "attach/agent_probes.h"
+#include "attach/gpu_probes.h"
+#include "attach/inject.h"
+#include "attach/probes.h"
+#include "record/join.h"
+#include "record/ops_ring.h"
+#include "record/pystack.h"
+#include "record/raw.h"
+#include "record/reorder.h"
+#include "ptbpf_agent.h"
+#include "ptbpf.skel.h"
+
+static void print_attach(const struct target *t, const struct attach_report *r, bool agent_ops)
+{
+	if (agent_ops) {
+		log_msg("tracing pid %d (%s): ops from the agent's RecordFunction "
+			"callbacks (no op uprobes)\n", t->pid, t->comm);
+		return;
+	}
+	if (t->torch.fd < 0) {
+		log_msg("tracing pid %d (%s): no libtorch mapped, GPU API calls only\n",
+			t->pid, t->comm);
+		return;
+	}
+	log_msg("tracing pid %d (%s): %u ops (%u skipped), %u ret + %u tail-jump exit "
+		"sites, %u/%u entries on emulated instructions; unwind %s, backward %s, "
+		"seq %s, record_function %s; planned in %.0f ms, attached in %.0f ms\n",
+		t->pid, t->comm, r->ops, r->ops_skipped, r->ret_sites, r->tail_sites,
+		r->emulated_entries, r->ops, r->catch_probe ? "on" : "OFF",
+		r->bwd_probe ? "on" : "off", r->seq_probe ? "on" : "off",
+		r->user_probes ? "on" : "off", r->plan_ms, r->attach_ms);
+	if (!r->catch_probe)
+		log_warn("pid %d maps no libstdc++ __cxa_begin_catch: "
+			"frames unwound by exceptions close only at their parent's end\n", t->pid);
+}
+
+/* A CUDA process started without the agent gets it by ptrace dlopen (it
+ * stays dormant until agent_probes_scan switches it on, and is unloaded
+ * at the end). Failure is not fatal: ptbpf traces host-side only, and says
+ * why. */
+static void load_agent(struct session *s, const struct target *t, bool for_ops)
+{
+	char agent[PATH_MAX], err[512];
+	uint64_t handle;
+
+	if (s->opt.no_agent || t->memfd < 0)
+		return;
+	if ((!for_ops && !target_maps(t->pid, "libcuda.so")) ||
+	    target_maps(t->pid, "libptbpf-agent.so"))
+		return;
+	if (agent_library_path(agent, sizeof(agent))) {
+		log_warn("%s not found: no GPU timeline\n", agent);
+		return;
+	}
+	if (inject_dlopen(t->pid, agent, &handle, err, sizeof(err)))
+		log_warn("pid %d: cannot load the agent: %s; %s\n", t->pid,
+			err, for_ops ? "ops come from uprobes, and there is no GPU timeline" :
+			"tracing host-side only");
+	else
+		agent_probes_injected(s->agents, t->pid);
+}
+
+/* The agent polls its control block every 20 ms, switches on what was
+ * asked and acknowledges: wait (3 s at most) for that, so that "tracing"
+ * means tracing; its statuses are in the ring then. If it does not answer
+ * (a stopped process), it is switched off again: it must not start later
+ * behind ptbpf's back. */
+bool targets_wait_for_agent(struct session *s, int pid)
+{
+	uint64_t until = now_ns() + 3000000000ull;
+	int r;
+
+	while ((r = agent_probes_acked(s->agents, pid)) == -EAGAIN && now_ns() < until)
+		read_pump(s, 5);
+	read_pump(s, 0);
+	if (!r)
+		return true;
+	log_warn("pid %d: its agent did not answer within 3 s%s; it is "
+		"switched off again\n", pid, r == -EAGAIN ? " (is the process stopped?)" : "");
+	agent_probes_off(s->agents, pid);
+	return false;
+}
+
+/* Uprobes on the CUDA/HIP/NCCL libraries; only NCCL's when the agent
+ * records the CUDA calls (ops from the agent, CUPTI on): the others would
+ * only add cost then. */
+void targets_scan_gpu(struct session *s, const struct target *t)
+{
+	gpu_probes_scan(s->gpu, t->pid, t->ops_from_agent && join_agent_calls(s->join, t->pid));
+}
+
+/* Whether pid's ops should come from its agent: wherever it loads (auto or
+ * --ops=agent): exact and cheap, with steps, regions and backward nodes on
+ * every torch; uprobes with --ops=probes, and where the agent is refused. */
+static bool wants_agent_ops(const struct session *s, const struct target *t)
+{
+	if (s->opt.ops == OPS_PROBES || t->torch.fd < 0 || !s->agents)
+		return false;
+	if (t->memfd < 0)
+		log_warn("pid %d: no agent: cannot open /proc/%d/mem: %s%s; "
+			"ops come from uprobes\n", t->pid, t->pid, strerror(t->mem_errno),
+			t->mem_errno == EACCES ? " (another user's process: ptbpf needs "
+			"CAP_DAC_OVERRIDE, or root)" : "");
+	return t->memfd >= 0;
+}
+
+/* Loads and switches on t's agent with its op recorder, and starts reading
+ * its rings. False (with a warning) if that did not work: then uprobes. */
+static bool start_agent_ops(struct session *s, const struct target *t)
+{
+	struct ptbpf_ops_loc loc;
+	uint64_t desc;
+	char err[512];
+
+	if (probes_trace_pid(s->probes, t->pid)) /* the agent's probes filter on it */
+		return false;
+	load_agent(s, t, true);
+	if (agent_probes_scan(s->agents, t, true) != 1 || !targets_wait_for_agent(s, t->pid))
+		return false;
+	desc = join_ops_desc(s->join, t->pid);
+	if (!desc) {
+		log_warn("pid %d: its agent records no ops; ops come from "
+			"uprobes\n", t->pid);
+		return false;
+	}
+	if (!s->opsr && !(s->opsr = ops_rings_new()))
+		return false;
+	if (!s->reorder && !(s->reorder = reorder_new()))
+		return false;
+	if (ops_rings_add(s->opsr, t, desc, err, sizeof(err))) {
+		log_warn("%s; ops come from uprobes\n", err);
+		return false;
+	}
+	if (ops_rings_loc(s->opsr, t->pid, &loc) || agent_probes_ops_exit(s->agents, t, &loc))
+		log_warn("pid %d: no probe on its libc's _exit: ops of "
+			"its last 20 ms before it exits will be missing\n", t->pid);
+	return true;
+}
+
+/* What the agent switched on for the next target records besides ops. */
+static void agent_words(struct session *s, bool stacks)
+{
+	char words[64];
+
+	if (!s->agents)
+		return;
+	snprintf(words, sizeof(words), "%s", s->opt.shapes ? OPS_WORD_SHAPES : "");
+	if (stacks)
+		snprintf(words + strlen(words), sizeof(words) - strlen(words), "%s%u",
+			 OPS_WORD_STACKS, s->opt.py_stacks);
+	agent_probes_ops_words(s->agents, words);
+}
+
+/* --py-stacks: where t's interpreter keeps its frames, for the BPF side;
+ * then what t's agent is to record besides ops. */
+static void watch_python(struct session *s, const struct target *t)
+{
+	struct ptbpf_py_proc pp;
+	char err[512];
+	int ret = pystack_find(join_pystack(s->join), t->pid, &pp, err, sizeof(err));
+
+	if (!ret) {
+		pp.every = s->opt.py_stacks;
+		ret = bpf_map__update_elem(s->skel->maps.py_procs, &t->pid, sizeof(t->pid), &pp,
+					   sizeof(pp), BPF_ANY);
+		if (ret)
+			snprintf(err, sizeof(err), "pid %d: %s", t->pid, strerror(-ret));
+	}
+	if (ret)
+		log_warn("no Python stacks: %s\n", err);
+	agent_words(s, !ret);
+}
+
+/* Opens and attaches one more process; 0, or -errno with a message printed. */
+int targets_add(struct session *s, int pid, bool quiet_if_gone)
+{
+	struct target *t = &s->targets[s->ntargets];
+	struct attach_report rep = { 0 };
+	bool agent_ops = false;
+	char err[512];
+	int ret, rpc;
+
+	if (s->ntargets >= MAX_TARGETS) {
+		log_msg("at most %d processes can be traced\n", MAX_TARGETS);
+		return -E2BIG;
+	}
+	ret = target_open(pid, t, err, sizeof(err));
+	if (!ret)
+		ret = target_claim(t, err, sizeof(err));
+	if (!ret) {
+		join_add_process(s->join, t);
+		if (s->opt.py_stacks) /* before any op can ask for a stack */
+			watch_python(s, t);
+		else
+			agent_words(s, false);
+		agent_ops = wants_agent_ops(s, t) && start_agent_ops(s, t);
+		if (!agent_ops)
+			ret = probes_attach(s->probes, t, &rep, &exiting, err, sizeof(err));
+		/* Children it forks have the agent without its thread: they get
+		 * uprobes, which must not take a plan's time then. */
+		else if (s->opt.follow_children && probes_prepare(s->probes, t, err, sizeof(err)))
+			log_warn("%s\n", err);
+	}
+	if (ret) {
+		target_close(t);
+		if (ret != -EINTR && !(quiet_if_gone && ret == -ESRCH))
+			log_msg("%s\n", err);
+		return ret;
+	}
+	t->ops_from_agent = agent_ops;
+	rpc = probes_attach_rpc(s->probes, t);
+	if (rpc < 0)
+		log_warn("pid %d: no torch.distributed.rpc probes: %s\n",
+			pid, strerror(-rpc));
+	if (s->opt.memory && t->torch.fd >= 0 && probes_attach_mem(s->probes, t, err, sizeof(err)))
+		log_warn("no memory timeline: %s\n", err);
+	s->ntargets++;
+	if (s->raw) {
+		raw_ops(s->raw, &s->ops);
+		raw_process(s->raw, t);
+	}
+	targets_scan_gpu(s, t);
+	if (s->agents && !agent_ops) {
+		load_agent(s, t, false);
+		if (agent_probes_scan(s->agents, t, false) == 1)
+			targets_wait_for_agent(s, pid);
+	}
+	print_attach(t, &rep, agent_ops); /* last: tests wait for this line */
+	return 0;
+}
+
+/* Whether /proc/PID/maps names libtorch_cpu.so. */
+static bool maps_torch(int pid)
+{
+	char path[64], line[4096];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/libtorch_cpu.so") != NULL;
+	fclose(f);
+	return found;
+}
+
+static bool refused(const struct session *s, int pid)
+{
+	for (int i = 0; i < s->find.nrefused; i++)
+		if (s->find.refused[i] == pid)
+			return true;
+	return false;
+}
+
+static bool traced_now(const struct session *s, int pid)
+{
+	for (int i = 0; i < s->ntargets; i++)
+		if (s->targets[i].pid == pid && s->targets[i].pidfd >= 0)
+			return true;
+	return false;
+}
+
+/* --all: attaches a process found mapping libtorch; one that cannot be
+ * attached is not tried again. */
+static void attach_found(struct session *s, int pid)
+{
+	if (targets_add(s, pid, true) &&
+	    s->find.nrefused < (int)(sizeof(s->find.refused) / sizeof(s->find.refused[0])))
+		s->find.refused[s->find.nrefused++] = pid;
+}
+
+/* Processes seen exec'ing (--all: any; else traced ones) are checked every
+ * 200 ms for 60 s: the moment one maps libtorch, it is attached. */
+void targets_attach_mapped(struct session *s)
+{
+	uint64_t now = now_ns();
+
+	for (int i = 0; i < s->find.nmapped; i++) {
+		int pid = s->find.mapped[i].pid;
+		bool alive = target_alive(pid) == 1;
+
+		if (alive && now - s->find.mapped[i].checked < 200000000ull)
+			continue;
+		s->find.mapped[i].checked = now;
+		if (alive && !traced_now(s, pid) && !refused(s, pid) && maps_torch(pid)) {
+			attach_found(s, pid);
+		} else if (alive && !traced_now(s, pid) && now - s->find.mapped[i].at < 60000000000ull) {
+			continue;
+		} else if (s->find.mapped[i].exec && !traced_now(s, pid)) {
+			log_msg("pid %d exec'd into a program that %s\n", pid,
+				alive ? "did not map libtorch within 60 s: not traced" : "has exited");
+		}
+		s->find.mapped[i--] = s->find.mapped[--s->find.nmapped];
+	}
+}
+
+/* --all: attaches to every process that maps libtorch_cpu.so and is not
+ * traced yet. Run at start, then every 5 s (every second without the exec
+ * tracepoint): a process imports torch, and so maps it, whenever it gets
+ * to it. */
+void targets_scan_all(struct session *s)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)) && !exiting) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (*end || pid <= 0 || pid == getpid() || traced_now(s, (int)pid) ||
+		    refused(s, (int)pid) || !maps_torch((int)pid))
+			continue;
+		if (s->ntargets >= MAX_TARGETS)
+			break;
+		attach_found(s, (int)pid);
+	}
+	closedir(d);
+}
+
+/* --all (every exec) and exec'd targets: watched every 200 ms for 60 s,
+ * and attached the moment they map libtorch. */
+void targets_watch_new(struct session *s, int pid, uint64_t ts, bool was_traced)
+{
+	int i;
+
+	if (!s->opt.all && !was_traced)
+		return;
+	for (i = 0; i < s->find.nmapped && s->find.mapped[i].pid != pid; i++)
+		;
+	if (i == s->find.nmapped && s->find.nmapped < (int)(sizeof(s->find.mapped) / sizeof(s->find.mapped[0])))
+		s->find.nmapped++;
+	else if (i == s->find.nmapped) /* full: the oldest watch makes room */
+		i = 0;
+	s->find.mapped[i] = (typeof(s->find.mapped[0])){ pid, ts, 0, was_traced };
+}
+
+/* A traced process exec'd: its old image is gone, and nothing of ptbpf's
+ * reads or writes memory there again (its rings and agent were reached
+ * through the old image's /proc/PID/mem). Its probes go too; the new
+ * image is a new process, traced once it maps libtorch. */
+bool targets_exec(struct session *s, int pid)
+{
+	char comm[64];
+
+	for (int i = 0; i < s->ntargets; i++) {
+		struct target *t = &s->targets[i];
+
+		if (t->pid != pid || t->pidfd < 0)
+			continue;
+		target_thread_name(pid, pid, comm, sizeof(comm));
+		log_msg("pid %d exec'd (now %s): the trace of its old image ends "
+			"here; the new one is traced as a new process once it maps libtorch\n",
+			pid, comm);
+		if (s->opsr)
+			ops_rings_exec(s->opsr, pid);
+		agent_probes_gone(s->agents, pid);
+		gpu_probes_forget_pid(s->gpu, pid);
+		probes_forget_pid(s->probes, pid);
+		target_close(t);
+		s->execs++;
+		return true;
+	}
+	return false;
+}
+
+/* Marks exited targets; returns how many are still alive. */
+int targets_reap(struct session *s)
+{
+	int alive = 0;
+
+	for (int i = 0; i < s->ntargets; i++) {
+		struct target *t = &s->targets[i];
+		struct pollfd p = { .fd = t->pidfd, .events = POLLIN };
+
+		if (t->pidfd < 0)
+			continue;
+		if (poll(&p, 1, 0) > 0) {
+			/* Its frames close at its EV_PROC_EXIT, the last record it
+			 * sends (or at the end, should that be lost): records of
+			 * its threads may still be on their way into the ring. */
+			ring_buffer__consume(s->rb);
+			close(t->pidfd);
+			t->pidfd = -1;
+			continue;
+		}
+		alive++;
+	}
+	return alive;
+}
