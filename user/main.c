@@ -31,17 +31,12 @@
 #include "offline/report.h"
 #include "record/raw.h"
 
-volatile sig_atomic_t exiting;
-
 static void on_signal(int sig)
 {
 	if (exiting) /* a second Ctrl-C: leave now; the kernel drops our probes */
 		_exit(128 + sig);
 	exiting = sig;
 }
-
-
-
 
 /* `ptbpf run -- CMD`: start CMD with the agent, and trace it as -p once it
  * has loaded torch or a CUDA/HIP library. */

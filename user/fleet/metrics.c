@@ -310,7 +310,8 @@ static struct mproc *mproc_for(struct metrics *m, const struct target *t)
 	return p;
 }
 
-void metrics_update(struct metrics *m, const struct join *j, const struct target *targets,
+void metrics_update(struct metrics *m, const struct join *j, const struct gpu_timeline *gt,
+		    const struct target *targets,
 		    int ntargets, uint64_t lost)
 {
 	struct join_proc_stats st[256];
@@ -320,7 +321,7 @@ void metrics_update(struct metrics *m, const struct join *j, const struct target
 	if (!m)
 		return;
 	n = join_process_stats(j, st, 256);
-	nk = gpu_timeline_kernel_stats(join_device(j), &ks);
+	nk = gpu_timeline_kernel_stats(gt, &ks);
 	pthread_mutex_lock(&m->lock);
 	for (int i = 0; i < n; i++) {
 		const struct target *t = NULL;

@@ -14,6 +14,7 @@
 
 struct metrics;
 struct join;
+struct gpu_timeline;
 struct target;
 
 /* Listens on ADDR:PORT (its own thread); NULL with one line in err. */
@@ -23,7 +24,8 @@ void metrics_stop(struct metrics *m);
 void metrics_window(struct metrics *m, bool open);
 /* The open window's running totals (join's per-process and per-kernel
  * counts, the loss count). */
-void metrics_update(struct metrics *m, const struct join *j, const struct target *targets,
+void metrics_update(struct metrics *m, const struct join *j, const struct gpu_timeline *gt,
+		    const struct target *targets,
 		    int ntargets, uint64_t lost);
 
 #endif /* PTBPF_METRICS_H */

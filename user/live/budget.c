@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "fleet/metrics.h"
-#include "record/join.h"
+#include "record/route.h"
 #include "trace/perfetto.h"
 
 /* Daemon: the window's running totals to the metrics endpoint. */
@@ -25,7 +25,7 @@ void budget_publish_metrics(struct session *s)
 	if (!s->win.metrics)
 		return;
 	session_stats(s, st);
-	metrics_update(s->win.metrics, s->join, s->targets, s->ntargets, session_lost(st));
+	metrics_update(s->win.metrics, s->join, s->dec->timeline, s->targets, s->ntargets, session_lost(st));
 }
 
 /* The traced processes' CPU seconds (user + system), living ones only. */
@@ -62,7 +62,7 @@ double budget_targets_cpu(const struct session *s)
  */
 double budget_cost_s(const struct session *s)
 {
-	const struct join_counts *c = join_counts(s->join);
+	const struct route_counts *c = route_counts(s->route);
 	static const double cost[EV_KIND_MAX] = {
 		[EV_OP_BEGIN] = 2e-6, [EV_OP_END] = 10e-6, [EV_UNWIND] = 2e-6,
 		[EV_BWD_BEGIN] = 2e-6, [EV_BWD_END] = 10e-6, [EV_SEQ] = 10e-6,

@@ -19,7 +19,7 @@
 #include "record/ops_ring.h"
 #include "record/raw.h"
 #include "record/reorder.h"
-#include "record/join.h"
+#include "record/route.h"
 
 /* Every event, in order, on its way into the trace. */
 static int deliver(void *ctx, void *data, size_t size)
@@ -32,7 +32,7 @@ static int deliver(void *ctx, void *data, size_t size)
 	if (size >= sizeof(*e) && e->kind == EV_FORK && s->opt.follow_children &&
 	    s->npending < (int)(sizeof(s->pending_forks) / sizeof(int)))
 		s->pending_forks[s->npending++] = (int)e->arg[0];
-	return join_event(s->join, data, size);
+	return route_event(s->route, data, size);
 }
 
 

@@ -22,7 +22,7 @@
 #include "attach/agent_probes.h"
 #include "attach/gpu_probes.h"
 #include "attach/probes.h"
-#include "record/join.h"
+#include "record/route.h"
 #include "record/ops_ring.h"
 #include "record/raw.h"
 #include "record/reorder.h"
@@ -31,6 +31,8 @@
 #include "fleet.skel.h"
 
 /* Without -v, libbpf's own messages are not shown; ptbpf explains errors. */
+volatile sig_atomic_t exiting;
+
 static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	return 0;
@@ -197,7 +199,11 @@ int session_setup_trace(struct session *s)
 	}
 	log_msg("writing %s (renamed to %s when tracing ends)\n", s->out.tmp,
 		s->opt.output);
-	s->join = join_new(s->w, &s->ops, s->opt.entries_only);
+	s->route = route_new(s->w, &s->ops, s->opt.entries_only);
+	if (!s->route)
+		return -1;
+	s->join = route_join(s->route);
+	s->dec = route_decoders(s->route);
 	if (!s->join)
 		return -1;
 	if (s->opt.raw_output[0] && !(s->raw = raw_open(s->opt.raw_output, s->opt.force)))
@@ -246,7 +252,7 @@ int session_finish(struct session *s, int rc)
 	if (s->join && s->ntargets) {
 		/* Frames still open are cut where tracing stopped (or at the
 		 * last record, if later), not after the agents' wind-down. */
-		join_finish(s->join, stopped_at);
+		route_finish(s->route, stopped_at);
 		summary_write_counters(s, st);
 		summary_print(s, st);
 	}
@@ -272,7 +278,7 @@ int session_finish(struct session *s, int rc)
 			s->opt.output, size / 1e6);
 	}
 	fleet_bpf__destroy(s->find.fleet);
-	join_free(s->join);
+	route_free(s->route);
 	ops_rings_free(s->opsr);
 	reorder_free(s->reorder);
 	probes_free(s->probes);

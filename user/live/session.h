@@ -66,7 +66,9 @@ struct session {
 	/* Output: the trace (record/join.c writes into it), a raw capture. */
 	struct pf_writer *w;
 	struct outfile out;      /* the trace, under its .partial name until complete */
-	struct join *join;
+	struct route *route;     /* records to join and the decoders (record/route.c) */
+	struct join *join;       /* route's joiner */
+	const struct decoders *dec; /* route's decoders */
 	struct raw_writer *raw;
 	uint64_t lost_track;
 	bool discard_output;

@@ -18,7 +18,7 @@
 #include "attach/gpu_probes.h"
 #include "record/gpu_calls.h"
 #include "record/gpu_timeline.h"
-#include "record/join.h"
+#include "record/route.h"
 #include "record/memtrack.h"
 #include "record/ops_ring.h"
 #include "trace/perfetto.h"
@@ -55,7 +55,7 @@ static void print_own_cost(const struct session *s)
 
 static void print_device(const struct session *s)
 {
-	const struct gpu_timeline_counts *d = join_device_counts(s->join);
+	const struct gpu_timeline_counts *d = gpu_timeline_counts(s->dec->timeline);
 
 	if (!d->kernels && !d->memcpys && !d->memsets && !d->launch_flows)
 		return;
@@ -67,7 +67,7 @@ static void print_device(const struct session *s)
 
 static void print_gpu_calls(const struct session *s)
 {
-	const struct gpu_state *g = join_gpu(s->join);
+	const struct gpu_state *g = s->dec->calls;
 	const struct join_counts *c = join_counts(s->join);
 	bool any = false;
 
@@ -88,6 +88,7 @@ static void print_gpu_calls(const struct session *s)
 void summary_print(struct session *s, const uint64_t st[STAT_MAX])
 {
 	const struct join_counts *c = join_counts(s->join);
+	const struct route_counts *rc = route_counts(s->route);
 	static const char *const kind[EV_KIND_MAX] = {
 		[EV_OP_BEGIN] = "op begin", [EV_OP_END] = "op end", [EV_UNWIND] = "catch",
 		[EV_BWD_BEGIN] = "backward begin", [EV_BWD_END] = "backward end",
@@ -110,10 +111,10 @@ void summary_print(struct session *s, const uint64_t st[STAT_MAX])
 
 	log_msg("events by kind:");
 	for (int k = 0; k < EV_KIND_MAX; k++) {
-		if (!c->by_kind[k])
+		if (!rc->by_kind[k])
 			continue;
-		log_more(" %s %lu,", kind[k], (unsigned long)c->by_kind[k]);
-		total += c->by_kind[k];
+		log_more(" %s %lu,", kind[k], (unsigned long)rc->by_kind[k]);
+		total += rc->by_kind[k];
 	}
 	log_more(" total %lu\n", (unsigned long)total);
 	/* Every record a BPF program emitted is received or counted lost. */
@@ -150,7 +151,7 @@ void summary_print(struct session *s, const uint64_t st[STAT_MAX])
 	if (s->opt.memory) {
 		uint64_t peak_a, peak_r, n;
 
-		mem_peaks(join_mem(s->join), &peak_a, &peak_r, &n);
+		mem_peaks(s->dec->mem, &peak_a, &peak_r, &n);
 		log_msg("memory: %lu allocator records; peak allocated %.1f MiB, "
 			"peak reserved %.1f MiB\n", (unsigned long)n, peak_a / 1048576.0,
 			peak_r / 1048576.0);
@@ -193,7 +194,7 @@ void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX])
 	pf_trace_attr_int(s->w, "dev.ptbpf.lost_py_stacks", (int64_t)st[STAT_DROP_PY_STACK]);
 	pf_trace_attr_int(s->w, "dev.ptbpf.lost_py_code_objects", (int64_t)st[STAT_DROP_PY_CODE]);
 	pf_trace_attr_int(s->w, "dev.ptbpf.cupti_dropped",
-			  (int64_t)join_device_counts(s->join)->cupti_dropped);
+			  (int64_t)gpu_timeline_counts(s->dec->timeline)->cupti_dropped);
 	if (s->opsr) {
 		const struct ops_ring_counts *o = ops_rings_counts(s->opsr);
 

@@ -24,7 +24,8 @@
 #include "attach/gpu_probes.h"
 #include "attach/inject.h"
 #include "attach/probes.h"
-#include "record/join.h"
+#include "record/route.h"
+#include "record/gpu_timeline.h"
 #include "record/ops_ring.h"
 #include "record/pystack.h"
 #include "record/raw.h"
@@ -108,7 +109,7 @@ bool targets_wait_for_agent(struct session *s, int pid)
  * only add cost then. */
 void targets_scan_gpu(struct session *s, const struct target *t)
 {
-	gpu_probes_scan(s->gpu, t->pid, t->ops_from_agent && join_agent_calls(s->join, t->pid));
+	gpu_probes_scan(s->gpu, t->pid, t->ops_from_agent && gpu_timeline_agent_calls(s->dec->timeline, t->pid));
 }
 
 /* Whether pid's ops should come from its agent: wherever it loads (auto or
@@ -139,7 +140,7 @@ static bool start_agent_ops(struct session *s, const struct target *t)
 	load_agent(s, t, true);
 	if (agent_probes_scan(s->agents, t, true) != 1 || !targets_wait_for_agent(s, t->pid))
 		return false;
-	desc = join_ops_desc(s->join, t->pid);
+	desc = gpu_timeline_ops_desc(s->dec->timeline, t->pid);
 	if (!desc) {
 		log_warn("pid %d: its agent records no ops; ops come from "
 			"uprobes\n", t->pid);
@@ -179,7 +180,7 @@ static void watch_python(struct session *s, const struct target *t)
 {
 	struct ptbpf_py_proc pp;
 	char err[512];
-	int ret = pystack_find(join_pystack(s->join), t->pid, &pp, err, sizeof(err));
+	int ret = pystack_find(s->dec->py, t->pid, &pp, err, sizeof(err));
 
 	if (!ret) {
 		pp.every = s->opt.py_stacks;

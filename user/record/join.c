@@ -68,14 +68,10 @@ struct join {
 	int nprocs;
 	struct u64_set *fwd_seqs; /* pid<<48 ^ seq with a forward op seen */
 	struct str_set *strings;
-	struct gpu_state *gpu;
-	struct gpu_timeline *dev;
-	struct mem_state *mem;
-	struct pystack *py;
+	const struct decoders *dec; /* for parts of records on threads */
 	uint64_t *op_calls, *op_total, *op_self;
 	uint32_t op_cap; /* ops grow as processes are attached */
 	struct join_counts counts;
-	uint64_t last_ts;
 	bool entries_only;
 };
 
@@ -84,11 +80,8 @@ static uint64_t bwd_flow_id(int pid, uint64_t seq)
 	return hash_u64(((uint64_t)pid << 40) ^ seq ^ 0x5054425046ULL) | 1;
 }
 
-static uint64_t process_track_cb(void *ctx, int pid);
-static void process_gone(struct join *j, int pid, uint64_t ts);
-static void process_exec(struct join *j, int pid, uint64_t ts);
-
-struct join *join_new(struct pf_writer *w, struct op_table *ops, bool entries_only)
+struct join *join_new(struct pf_writer *w, struct op_table *ops, bool entries_only,
+		      const struct decoders *dec)
 {
 	struct join *j = calloc(1, sizeof(*j));
 
@@ -101,12 +94,8 @@ struct join *join_new(struct pf_writer *w, struct op_table *ops, bool entries_on
 	j->threads = calloc(j->cap, sizeof(*j->threads));
 	j->strings = str_set_new(1 << 16);
 	j->fwd_seqs = u64_set_new(1 << 20);
-	j->gpu = gpu_state_new(w, process_track_cb, j);
-	j->dev = gpu_timeline_new(w, process_track_cb, j);
-	j->mem = mem_state_new(w, process_track_cb, j);
-	j->py = pystack_new();
-	if (!j->threads || !j->strings || !j->fwd_seqs || !j->gpu || !j->dev || !j->mem ||
-	    !j->py) {
+	j->dec = dec;
+	if (!j->threads || !j->strings || !j->fwd_seqs) {
 		join_free(j);
 		return NULL;
 	}
@@ -130,10 +119,6 @@ void join_free(struct join *j)
 	free(j->rpc);
 	str_set_free(j->strings);
 	u64_set_free(j->fwd_seqs);
-	gpu_state_free(j->gpu);
-	gpu_timeline_free(j->dev);
-	mem_state_free(j->mem);
-	pystack_free(j->py);
 	free(j);
 }
 
@@ -199,7 +184,7 @@ static struct process *get_process(struct join *j, int pid)
 	return add_process(j, pid, comm, NULL, NULL, 0);
 }
 
-static uint64_t process_track_cb(void *ctx, int pid)
+uint64_t join_process_track(void *ctx, int pid)
 {
 	struct process *p = get_process(ctx, pid);
 
@@ -469,7 +454,7 @@ static void end_frame(struct join *j, struct thread *t, const struct ptbpf_event
 		return;
 	}
 	if (e->kind == EV_GPU_RET) {
-		gpu_call_end(j->gpu, e, &gs);
+		gpu_call_end(j->dec->calls, e, &gs);
 		close_top_with(j, t, e->ts, CLOSE_END, gs.args, gs.nargs);
 		return;
 	}
@@ -523,7 +508,7 @@ static const char *node_name(struct join *j, int pid, uint64_t vptr)
 	return s;
 }
 
-static void node_type(struct join *j, const struct ptbpf_named_event *ne)
+void join_node_type(struct join *j, const struct ptbpf_named_event *ne)
 {
 	struct process *p = get_process(j, ne->ev.pid);
 	char mangled[PTBPF_NAME_LEN + 1];
@@ -605,7 +590,7 @@ static void gpu_begin(struct join *j, struct thread *t, const struct ptbpf_gpu_c
 	struct gpu_slice s;
 	uint64_t flow = 0;
 
-	gpu_call_begin(j->gpu, c, op, &s);
+	gpu_call_begin(j->dec->calls, c, op, &s);
 	if (s.launch)
 		count_launch(j, c->ev.pid);
 	f.name = s.name;
@@ -727,7 +712,7 @@ static void rf_api_begin(struct join *j, struct thread *t, const struct ptbpf_na
 	push_frame(j, t, &f, &(struct pf_event){ .args = args, .nargs = nargs,
 		   .term_flows = &flow, .nterm = flow ? 1 : 0 });
 	if (t->depth < MAX_DRAWN && (launch || strstr(name, "Memcpy") || strstr(name, "Memset")))
-		gpu_timeline_correlate(j->dev, t->track, &(struct ptbpf_event){
+		gpu_timeline_correlate(j->dec->timeline, t->track, &(struct ptbpf_event){
 			.ts = e->ts, .pid = e->pid, .tid = e->tid, .arg = { (uint32_t)e->arg[0] } });
 }
 
@@ -921,7 +906,7 @@ static void py_stack(struct join *j, struct thread *t, const void *data, uint64_
 	const char *s;
 
 	if (size < sizeof(*e) || e->arg[1] != PY_STACK_OK ||
-	    !pystack_format(j->py, data, size, buf, sizeof(buf))) {
+	    !pystack_format(j->dec->py, data, size, buf, sizeof(buf))) {
 		j->counts.py_stacks_empty++;
 		return;
 	}
@@ -935,57 +920,11 @@ static void py_stack(struct join *j, struct thread *t, const void *data, uint64_
 	}
 }
 
-int join_event(struct join *j, const void *data, uint64_t size)
+int join_thread_event(struct join *j, const void *data, uint64_t size)
 {
 	const struct ptbpf_event *e = data;
 	struct thread *t;
 
-	if (size < sizeof(*e) || e->kind >= EV_KIND_MAX)
-		return 0;
-	j->counts.by_kind[e->kind]++;
-	if (e->ts > j->last_ts)
-		j->last_ts = e->ts;
-	if (e->kind == EV_PROC_EXIT) {
-		process_gone(j, e->pid, e->ts);
-		return 0;
-	}
-	if (e->kind == EV_EXEC) {
-		process_exec(j, e->pid, e->ts);
-		return 0;
-	}
-	if (e->kind == EV_FORK)
-		return 0;
-	/* The agent's records come from its own thread: no thread track. */
-	if (e->kind == EV_AGENT_RECORD && size >= sizeof(struct ptbpf_agent_event)) {
-		gpu_timeline_record(j->dev, data);
-		return 0;
-	}
-	if (e->kind == EV_LONG_NAME_KERNEL && size >= sizeof(struct ptbpf_long_name)) {
-		gpu_timeline_kernel_name(j->dev, data);
-		return 0;
-	}
-	if (e->kind == EV_NAMED_AGENT_STATUS && size >= sizeof(struct ptbpf_named_event)) {
-		gpu_timeline_status(j->dev, data, size);
-		return 0;
-	}
-	if (e->kind == EV_AGENT_DROPPED) {
-		gpu_timeline_dropped(j->dev, e);
-		return 0;
-	}
-	if (e->kind == EV_NAMED_GPU_NAME) {
-		if (size >= sizeof(struct ptbpf_named_event))
-			gpu_note_name(j->gpu, data);
-		return 0;
-	}
-	if (e->kind == EV_PY_CODE) { /* names for later stacks: no thread track */
-		pystack_code(j->py, data, size);
-		return 0;
-	}
-	if (e->kind == EV_NAMED_NODE_TYPE) {
-		if (size >= sizeof(struct ptbpf_named_event))
-			node_type(j, data);
-		return 0;
-	}
 	t = get_thread(j, e->pid, e->tid);
 	if (!t)
 		return 0;
@@ -1015,7 +954,7 @@ int join_event(struct join *j, const void *data, uint64_t size)
 		break;
 	case EV_AGENT_CORR:
 		if (t->depth < MAX_DRAWN)
-			gpu_timeline_correlate(j->dev, t->track, e);
+			gpu_timeline_correlate(j->dec->timeline, t->track, e);
 		break;
 	case EV_UNWIND:
 		unwind(j, t, e);
@@ -1064,7 +1003,6 @@ int join_event(struct join *j, const void *data, uint64_t size)
 		py_stack(j, t, data, size);
 		break;
 	case EV_MEM:
-		mem_event(j->mem, e);
 		/* An allocation belongs to the op that made it: the innermost
 		 * frame open on the thread (torch.profiler's "self" memory). */
 		if ((int64_t)e->arg[0] > 0 && t->depth > 0)
@@ -1085,17 +1023,14 @@ int join_event(struct join *j, const void *data, uint64_t size)
 	return 0;
 }
 
-/* Closes what a process still has open (it exited) at ts. */
-static void process_gone(struct join *j, int pid, uint64_t ts)
+void join_process_gone(struct join *j, int pid, uint64_t ts)
 {
 	for (uint32_t i = 0; i < j->cap; i++)
 		if (j->threads[i].id && (int)(j->threads[i].id >> 32) == pid)
 			close_thread(j, &j->threads[i], ts, CLOSE_EXIT);
 }
 
-/* pid exec'd: its image's frames are cut and its tracks end; what comes
- * next is a new process (new tracks, named when it is attached). */
-static void process_exec(struct join *j, int pid, uint64_t ts)
+void join_process_exec(struct join *j, int pid, uint64_t ts)
 {
 	struct process *p = find_process(j, pid);
 
@@ -1116,47 +1051,21 @@ static void process_exec(struct join *j, int pid, uint64_t ts)
 
 void join_finish(struct join *j, uint64_t ts)
 {
-	if (ts < j->last_ts)
-		ts = j->last_ts;
 	for (uint32_t i = 0; i < j->cap; i++)
 		if (j->threads[i].id)
 			close_thread(j, &j->threads[i], ts, CLOSE_STOP);
 }
 
-uint64_t join_last_ts(const struct join *j)
-{
-	return j->last_ts;
-}
 
 const struct join_counts *join_counts(const struct join *j)
 {
 	return &j->counts;
 }
 
-const struct gpu_state *join_gpu(const struct join *j)
-{
-	return j->gpu;
-}
 
-const struct gpu_timeline_counts *join_device_counts(const struct join *j)
-{
-	return gpu_timeline_counts(j->dev);
-}
 
-bool join_agent_calls(const struct join *j, int pid)
-{
-	return gpu_timeline_agent_calls(j->dev, pid);
-}
 
-uint64_t join_ops_desc(const struct join *j, int pid)
-{
-	return gpu_timeline_ops_desc(j->dev, pid);
-}
 
-bool join_agent_status(const struct join *j, int pid, int *code)
-{
-	return gpu_timeline_agent_status(j->dev, pid, code);
-}
 
 static const struct join *sort_ctx;
 
@@ -1168,20 +1077,8 @@ static int by_total_desc(const void *a, const void *b)
 	return ta < tb ? 1 : ta > tb ? -1 : 0;
 }
 
-struct pystack *join_pystack(const struct join *j)
-{
-	return j->py;
-}
 
-const struct mem_state *join_mem(const struct join *j)
-{
-	return j->mem;
-}
 
-const struct gpu_timeline *join_device(const struct join *j)
-{
-	return j->dev;
-}
 
 int join_process_stats(const struct join *j, struct join_proc_stats *out, int max)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * join: turns ring-buffer records into trace slices. Per thread it keeps the
+ * join: turns each thread's records into trace slices. Per thread it keeps the
  * stack of open frames (ops, backward nodes, record_function regions) and
  * pairs each end with its begin by key; frames an exception unwound, or that
  * a thread or process exit cut short, are closed and marked. It also builds
@@ -20,7 +20,6 @@ struct target;
 
 /* Frame outcomes that are not a plain begin/end pair. */
 struct join_counts {
-	uint64_t by_kind[EV_KIND_MAX];
 	uint64_t frames;        /* slices written */
 	uint64_t unwound;       /* closed by an exception (__cxa_begin_catch) */
 	uint64_t cut_by_exit;   /* open when their thread/process exited */
@@ -45,30 +44,37 @@ struct op_stat {
 	uint64_t calls, total_ns, self_ns;
 };
 
-/* entries_only: op and backward begins become instants (no ends come). */
-/* ops grows with the names of agent-recorded ops. */
-struct join *join_new(struct pf_writer *w, struct op_table *ops, bool entries_only);
+/* The decoders that parts of records on a thread go to (record/route.c
+ * makes them and hands the other records to them directly). */
+struct decoders {
+	struct gpu_state *calls;       /* GPU API calls (record/gpu_calls.c) */
+	struct gpu_timeline *timeline; /* the agent's CUPTI records (record/gpu_timeline.c) */
+	struct mem_state *mem;         /* allocator records (record/memtrack.c) */
+	struct pystack *py;            /* Python stacks and code objects (record/pystack.c) */
+};
+
+/* entries_only: op and backward begins become instants (no ends come).
+ * ops grows with the names of agent-recorded ops. */
+struct join *join_new(struct pf_writer *w, struct op_table *ops, bool entries_only,
+		      const struct decoders *dec);
 void join_free(struct join *j);
 /* Declares a traced process (its process track). */
 void join_add_process(struct join *j, const struct target *t);
-/* Handles one ring record; returns 0 (records are never refused). */
-int join_event(struct join *j, const void *data, uint64_t size);
+/* pid's process track (the decoders' callback: ctx is the join). */
+uint64_t join_process_track(void *ctx, int pid);
+/* A record of one thread (an op, call, region, node, stack, allocation,
+ * thread exit...): its frame stack; 0 (records are never refused). */
+int join_thread_event(struct join *j, const void *data, uint64_t size);
+/* pid exited at ts: what its threads still have open closes there. */
+void join_process_gone(struct join *j, int pid, uint64_t ts);
+/* pid exec'd: its image's frames are cut and its tracks end; what comes
+ * next is a new process (new tracks, named when it is attached). */
+void join_process_exec(struct join *j, int pid, uint64_t ts);
+/* A backward node's class name (names the nodes of that vtable). */
+void join_node_type(struct join *j, const struct ptbpf_named_event *ne);
 /* Closes everything still open at ts (tracing stopped). */
 void join_finish(struct join *j, uint64_t ts);
-/* Latest event timestamp seen. */
-uint64_t join_last_ts(const struct join *j);
 const struct join_counts *join_counts(const struct join *j);
-/* GPU call state (per-API counts for the summary). */
-struct gpu_state;
-const struct gpu_state *join_gpu(const struct join *j);
-/* What the in-process agent delivered (the GPU's own timeline). */
-struct gpu_timeline_counts;
-const struct gpu_timeline_counts *join_device_counts(const struct join *j);
-bool join_agent_status(const struct join *j, int pid, int *code);
-/* Whether pid's agent records its CUDA calls (then no libcuda uprobes). */
-bool join_agent_calls(const struct join *j, int pid);
-/* Address of pid's agent's op-ring descriptor; 0 if it records no ops. */
-uint64_t join_ops_desc(const struct join *j, int pid);
 /* Per process, for metrics: ops begun, kernel and graph launches,
  * ProfilerStep#N steps, the last step's
  * length. */
@@ -77,12 +83,6 @@ struct join_proc_stats {
 	uint64_t ops, launches, steps, last_step_ns;
 };
 int join_process_stats(const struct join *j, struct join_proc_stats *out, int max);
-struct gpu_timeline;
-const struct gpu_timeline *join_device(const struct join *j);
-struct mem_state;
-const struct mem_state *join_mem(const struct join *j);
-struct pystack;
-struct pystack *join_pystack(const struct join *j);
 /* Ops sorted by total host time, descending; returns how many (<= max). */
 int join_top_ops(const struct join *j, struct op_stat *out, int max);
 

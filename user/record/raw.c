@@ -11,7 +11,7 @@
 
 #include "lib/log.h"
 #include "lib/files.h"
-#include "record/join.h"
+#include "record/route.h"
 #include "trace/perfetto.h"
 #include "attach/target.h"
 
@@ -123,7 +123,7 @@ struct replay_end {
 	bool damaged;           /* an item that is no item (its tag or length) */
 };
 
-static int replay_items(FILE *in, struct join *j, struct op_table *ops, struct replay_end *e)
+static int replay_items(FILE *in, struct route *r, struct op_table *ops, struct replay_end *e)
 {
 	uint8_t *buf = malloc(MAX_ITEM);
 	uint32_t len;
@@ -167,9 +167,9 @@ static int replay_items(FILE *in, struct join *j, struct op_table *ops, struct r
 			memcpy(t.comm, p.comm, sizeof(t.comm));
 			memcpy(t.cmdline, p.cmdline, sizeof(t.cmdline));
 			t.comm[sizeof(t.comm) - 1] = t.cmdline[sizeof(t.cmdline) - 1] = 0;
-			join_add_process(j, &t);
+			join_add_process(route_join(r), &t);
 		} else {
-			join_event(j, buf, len);
+			route_event(r, buf, len);
 		}
 		e->items++;
 		e->offset += 5 + (uint64_t)len;
@@ -202,7 +202,7 @@ int raw_replay(const char *raw_path, const char *out_path, bool force)
 	struct replay_end end = { 0 };
 	struct outfile out = { .fd = -1 };
 	struct pf_writer *w = NULL;
-	struct join *j = NULL;
+	struct route *r = NULL;
 	int fd, err = 0, rc = 1;
 	FILE *in = NULL;
 
@@ -219,12 +219,12 @@ int raw_replay(const char *raw_path, const char *out_path, bool force)
 	    outfile_open(&out, out_path, force, (const char *const[]){ raw_path }, 1, "replay"))
 		goto done;
 	w = pf_writer_open(out.fd);
-	j = w ? join_new(w, &ops, false) : NULL;
-	if (!w || !j) {
+	r = w ? route_new(w, &ops, false) : NULL;
+	if (!w || !r) {
 		outfile_cannot_write("replay", out.tmp, errno);
 		goto done;
 	}
-	err = replay_items(in, j, &ops, &end);
+	err = replay_items(in, r, &ops, &end);
 	if (err) {
 		log_msg("replay: %s: %s\n", raw_path, strerror(-err));
 		goto done;
@@ -234,10 +234,10 @@ int raw_replay(const char *raw_path, const char *out_path, bool force)
 			"records before it\n", raw_path, end.cut ? "ends in a cut record (the "
 			"capture was stopped there)" : "is damaged (not a record)",
 			(unsigned long)end.offset, (unsigned long)end.items);
-	join_finish(j, join_last_ts(j));
+	route_finish(r, 0);
 	pf_clock_snapshot(w);
-	join_free(j);
-	j = NULL;
+	route_free(r);
+	r = NULL;
 	err = pf_writer_close(w);
 	w = NULL;
 	if (err) {
@@ -248,7 +248,7 @@ int raw_replay(const char *raw_path, const char *out_path, bool force)
 		rc = 0;
 	}
 done:
-	join_free(j);
+	route_free(r);
 	if (w)
 		pf_writer_close(w);
 	outfile_discard(&out);
