@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* Ring records -> slices. See join.h. */
 #define _GNU_SOURCE
-#include "record/join.h"
+#include "record/join_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -19,63 +19,8 @@
 #include "ptbpf_agent.h"
 #include "attach/target.h"
 
-/* trace_processor drops slices nested deeper than 512 on one track; keep a
- * margin. Frames past MAX_STACK are not even kept (counted as too deep). */
-#define MAX_DRAWN 500
-#define MAX_STACK 2048
-#define NO_SEQ UINT64_MAX
 
-enum frame_kind { FR_OP, FR_BWD, FR_USER, FR_GPU };
-
-struct frame {
-	uint64_t key, ts, child_ns, seq;
-	uint64_t alloc_bytes; /* --memory: bytes allocated while it was innermost */
-	const char *py_stack; /* --py-stacks: interned, or NULL */
-	const char *name;     /* FR_BWD/FR_USER: interned; FR_GPU: the API's */
-	const char *category; /* FR_GPU; others: NULL for the kind's own */
-	uint32_t op;
-	uint8_t kind;
-	bool drawn;
-};
-
-struct thread {
-	uint64_t id; /* pid << 32 | tid */
-	uint64_t track;
-	uint64_t stack_ts;    /* a Python stack that came before its frame: */
-	const char *py_stack; /* the frame opening at stack_ts gets it */
-	int depth;
-	struct frame *stack; /* MAX_STACK, allocated on first push */
-};
-
-struct process {
-	int pid;
-	uint64_t track, steps_track;
-	uint64_t step, last_step_end;
-	uint64_t ops, launches, steps, last_step_ns; /* for metrics */
-	struct str_map *node_names; /* vptr -> "AddmmBackward0" */
-};
-
-struct join {
-	struct pf_writer *w;
-	struct op_table *ops;
-	uint32_t *rf_ops; /* op name -> ops index + 1, for agent-recorded ops */
-	struct rpc_pending { int pid; int64_t id; uint64_t flow; } *rpc; /* unmatched sends */
-	int nrpc;
-	uint32_t rf_cap;
-	struct thread *threads; /* open addressing on id */
-	uint32_t nthreads, cap;
-	struct process *procs;
-	int nprocs;
-	struct u64_set *fwd_seqs; /* pid<<48 ^ seq with a forward op seen */
-	struct str_set *strings;
-	const struct decoders *dec; /* for parts of records on threads */
-	uint64_t *op_calls, *op_total, *op_self;
-	uint32_t op_cap; /* ops grow as processes are attached */
-	struct join_counts counts;
-	bool entries_only;
-};
-
-static uint64_t bwd_flow_id(int pid, uint64_t seq)
+uint64_t bwd_flow_id(int pid, uint64_t seq)
 {
 	return hash_u64(((uint64_t)pid << 40) ^ seq ^ 0x5054425046ULL) | 1;
 }
@@ -122,7 +67,7 @@ void join_free(struct join *j)
 	free(j);
 }
 
-static struct process *find_process(struct join *j, int pid)
+struct process *find_process(struct join *j, int pid)
 {
 	for (int i = 0; i < j->nprocs; i++)
 		if (j->procs[i].pid == pid)
@@ -268,7 +213,7 @@ static const char *frame_category(const struct frame *f)
 }
 
 /* Opens a frame; `extra` (may be NULL) adds arguments and flows. */
-static void push_frame(struct join *j, struct thread *t, const struct frame *in,
+void push_frame(struct join *j, struct thread *t, const struct frame *in,
 		       const struct pf_event *extra)
 {
 	struct pf_event e = extra ? *extra : (struct pf_event){ 0 };
@@ -315,7 +260,6 @@ static void push_frame(struct join *j, struct thread *t, const struct frame *in,
 	pf_slice_begin(j->w, &e);
 }
 
-enum close_why { CLOSE_END, CLOSE_UNWOUND, CLOSE_MISSED, CLOSE_EXIT, CLOSE_STOP, CLOSE_LOST, CLOSE_EXEC };
 
 static bool grow_op_stats(struct join *j)
 {
@@ -415,7 +359,7 @@ static bool key_class_matches(uint8_t kind, uint16_t ev_kind)
 }
 
 /* Closes the frame whose key matches, and any frame left open above it. */
-static void end_frame(struct join *j, struct thread *t, const struct ptbpf_event *e,
+void end_frame(struct join *j, struct thread *t, const struct ptbpf_event *e,
 		      enum close_why why)
 {
 	struct gpu_slice gs;
@@ -544,63 +488,6 @@ static void bwd_begin(struct join *j, struct thread *t, const struct ptbpf_event
 		   .term_flows = &flow, .nterm = flow ? 1 : 0 });
 }
 
-static void count_launch(struct join *j, int pid)
-{
-	struct process *p = find_process(j, pid);
-
-	if (p)
-		p->launches++;
-}
-
-/* In an op: an aten op, or (from the agent) another FUNCTION-scope
- * record such as "Torch-Compiled Region", which the profiler draws as an
- * op too. */
-static bool in_op(const struct thread *t)
-{
-	for (int i = t->depth - 1; i >= 0; i--)
-		if (t->stack[i].kind == FR_OP ||
-		    (t->stack[i].category && !strcmp(t->stack[i].category, "cpu_op")))
-			return true;
-	return false;
-}
-
-/* A launch inside an op gets a flow from the op: an instant in the op
- * just before the launch starts it (the op's begin is already written).
- * Its id, for the launch slice to end it; 0 past the drawn depth. */
-static uint64_t launch_flow(struct join *j, struct thread *t, const struct ptbpf_event *e)
-{
-	uint64_t ts, flow;
-
-	if (t->depth >= MAX_DRAWN)
-		return 0;
-	ts = e->ts - 1 > t->stack[t->depth - 1].ts ? e->ts - 1 : t->stack[t->depth - 1].ts;
-	flow = hash_u64(((uint64_t)e->tid << 32) ^ e->ts ^ 0x4c41554e4348ULL) | 1;
-	pf_instant(j->w, &(struct pf_event){ .track = t->track, .ts = ts, .name = "launch",
-		   .category = "launch_flow", .flows = &flow, .nflows = 1 });
-	j->counts.launch_flows++;
-	return flow;
-}
-
-/* A GPU API call opens a slice in whatever op issued it; a launch inside
- * an op also gets the op's flow (launch_flow). */
-static void gpu_begin(struct join *j, struct thread *t, const struct ptbpf_gpu_call *c)
-{
-	struct frame f = { .key = c->ev.key, .ts = c->ev.ts, .seq = NO_SEQ, .kind = FR_GPU };
-	bool op = in_op(t);
-	struct gpu_slice s;
-	uint64_t flow = 0;
-
-	gpu_call_begin(j->dec->calls, c, op, &s);
-	if (s.launch)
-		count_launch(j, c->ev.pid);
-	f.name = s.name;
-	f.category = s.category;
-	if (s.launch && op)
-		flow = launch_flow(j, t, &c->ev);
-	push_frame(j, t, &f, &(struct pf_event){ .args = s.args, .nargs = s.nargs,
-		   .term_flows = &flow, .nterm = flow ? 1 : 0 });
-}
-
 static void attribute_seq(struct thread *t, uint64_t seq)
 {
 	for (int i = t->depth - 1; i >= 0; i--) {
@@ -627,269 +514,6 @@ static void entry_instant(struct join *j, struct thread *t, const struct ptbpf_e
 		   .name = frame_name(j, &f), .category = frame_category(&f) });
 }
 
-/* --- ops recorded by the agent (RecordFunction callbacks) --- */
-
-static uint64_t name_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-
-	while (*s)
-		h = (h ^ (uint8_t)*s++) * 1099511628211ull;
-	return h;
-}
-
-/* The ops-table index of an agent-recorded op name, added when new, so
- * the summary's per-op totals cover these ops too; -1 once the bounded
- * table is full. */
-static int64_t rf_op_index(struct join *j, const char *name)
-{
-	uint32_t mask, h;
-
-	if (!j->rf_ops) {
-		j->rf_cap = 1 << 14;
-		j->rf_ops = calloc(j->rf_cap, sizeof(*j->rf_ops));
-		if (!j->rf_ops)
-			return -1;
-	}
-	mask = j->rf_cap - 1;
-	for (h = name_hash(name) & mask; j->rf_ops[h]; h = (h + 1) & mask)
-		if (!strcmp(j->ops->name[j->rf_ops[h] - 1], name))
-			return j->rf_ops[h] - 1;
-	if (j->ops->n >= j->rf_cap / 2 || op_table_add(j->ops, name, ""))
-		return -1;
-	j->rf_ops[h] = j->ops->n;
-	return j->ops->n - 1;
-}
-
-static const char bwd_prefix[] = "autograd::engine::evaluate_function: ";
-
-/* Kernel and graph launches among the agent-recorded CUDA calls. */
-static bool is_launch(const char *name)
-{
-	static const char *const launches[] = {
-		"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel",
-		"cudaGraphLaunch", "cuLaunchKernel", "cuLaunchKernelEx",
-		"cuLaunchCooperativeKernel", "cuGraphLaunch",
-	};
-	size_t n = strcspn(name, "_"); /* "_ptsz", "_v7000" */
-
-	for (size_t i = 0; i < sizeof(launches) / sizeof(launches[0]); i++)
-		if (strlen(launches[i]) == n && !strncmp(name, launches[i], n))
-			return true;
-	return false;
-}
-
-/*
- * A CUDA API call the agent recorded (CUPTI callback): a slice on the
- * thread, named and categorized as the profiler names its runtime/driver
- * records. A launch gets a flow from the op it was made in (or the
- * outside_op mark) and, at its CUPTI correlation, the flow to its kernel;
- * copies and sets get that second flow too.
- */
-static void rf_api_begin(struct join *j, struct thread *t, const struct ptbpf_named_event *ne,
-			 const char *name)
-{
-	const struct ptbpf_event *e = &ne->ev;
-	bool driver = (e->arg[1] & 0x7f) == 1, launch = is_launch(name), op = in_op(t);
-	struct frame f = { .key = e->key, .ts = e->ts, .seq = NO_SEQ, .kind = FR_USER,
-			   .category = driver ? "cuda_driver" : "cuda_runtime",
-			   .name = str_set_intern(j->strings, name) };
-	struct pf_arg args[3] = { { .name = "correlation", .type = PF_ARG_UINT,
-				    .u = (uint32_t)e->arg[0] } };
-	uint64_t flow = 0;
-	int nargs = 1;
-
-	if (e->arg[0] >> 32) /* the agent's records carry CUPTI's callback id */
-		args[nargs++] = (struct pf_arg){ .name = "cbid", .type = PF_ARG_UINT,
-						 .u = e->arg[0] >> 32 };
-
-	if (launch)
-		count_launch(j, e->pid);
-	if (launch && !op)
-		args[nargs++] = (struct pf_arg){ .name = "outside_op", .type = PF_ARG_BOOL, .b = true };
-	if (launch && op)
-		flow = launch_flow(j, t, e);
-	push_frame(j, t, &f, &(struct pf_event){ .args = args, .nargs = nargs,
-		   .term_flows = &flow, .nterm = flow ? 1 : 0 });
-	if (t->depth < MAX_DRAWN && (launch || strstr(name, "Memcpy") || strstr(name, "Memset")))
-		gpu_timeline_correlate(j->dec->timeline, t->track, &(struct ptbpf_event){
-			.ts = e->ts, .pid = e->pid, .tid = e->tid, .arg = { (uint32_t)e->arg[0] } });
-}
-
-/*
- * A RecordFunction begin, named as torch.profiler names it. aten:: ops are
- * ops (their sequence number starts the forward->backward flow if the op
- * made an autograd node, see rf_end); evaluate_function records are the
- * backward slices; USER_SCOPE records are regions (steps come from
- * Optimizer.step as with the probes); a BACKWARD_FUNCTION record (the
- * node itself, e.g. "AddmmBackward0") ends the flow; anything else is
- * drawn under its name.
- */
-static void rf_begin(struct join *j, struct thread *t, const struct ptbpf_named_event *ne,
-		     const uint8_t *shapes, size_t slen)
-{
-	char dims[1024], types[1024];
-	struct pf_arg args[3];
-	struct pf_event extra = { .args = args };
-	const struct ptbpf_event *e = &ne->ev;
-	int64_t seq = (int64_t)e->arg[0], op;
-	struct frame f = { .key = e->key, .ts = e->ts, .seq = NO_SEQ, .kind = FR_USER };
-	char name[PTBPF_NAME_LEN * 4];
-	uint64_t flow = 0;
-
-	escape_str(name, sizeof(name), ne->name, PTBPF_NAME_LEN);
-	if (e->arg[1] & OPS_SCOPE_CUDA_API) {
-		rf_api_begin(j, t, ne, name);
-		return;
-	}
-	switch (e->arg[1]) {
-	case 0: /* FUNCTION */
-		if (!strncmp(name, bwd_prefix, sizeof(bwd_prefix) - 1)) {
-			f.kind = FR_BWD;
-		} else if (!strncmp(name, "aten::", 6) && (op = rf_op_index(j, name)) >= 0) {
-			f.kind = FR_OP;
-			f.op = (uint32_t)op;
-			f.seq = seq >= 0 ? (uint64_t)seq : NO_SEQ;
-		} else {
-			f.category = "cpu_op";
-		}
-		break;
-	case 1: /* BACKWARD_FUNCTION */
-		f.category = "backward_function";
-		if (seq >= 0 && u64_set_remove(j->fwd_seqs, ((uint64_t)e->pid << 48) ^ (uint64_t)seq))
-			flow = bwd_flow_id(e->pid, (uint64_t)seq);
-		break;
-	case 7: /* USER_SCOPE */
-		break;
-	default:
-		f.category = "cpu_op";
-		break;
-	}
-	if (f.kind != FR_OP)
-		f.name = str_set_intern(j->strings, name);
-	if (slen && !shapes_format(shapes, slen, dims, sizeof(dims), types, sizeof(types))) {
-		args[0] = (struct pf_arg){ .name = "Input Dims", .type = PF_ARG_STR, .s = dims };
-		args[1] = (struct pf_arg){ .name = "Input type", .type = PF_ARG_STR, .s = types };
-		extra.nargs = 2;
-	} else if (slen) {
-		j->counts.bad_shapes++;
-	}
-	/* RecordFunction's own sequence number, as torch.profiler writes it
-	 * ("Sequence number"): every op dispatched with autograd keys. */
-	if (seq >= 0 && e->arg[1] == 0)
-		args[extra.nargs++] = (struct pf_arg){ .name = "sequence_nr", .type = PF_ARG_UINT,
-						       .u = (uint64_t)seq };
-	push_frame(j, t, &f, extra.nargs ? &extra : NULL);
-	if (flow && t->depth > 0 && t->stack[t->depth - 1].drawn) {
-		struct pf_arg arg = { .name = "seq", .type = PF_ARG_UINT, .u = (uint64_t)seq };
-
-		j->counts.bwd_flows++;
-		pf_instant(j->w, &(struct pf_event){ .track = t->track, .ts = e->ts,
-			   .name = "backward node", .category = "backward", .args = &arg,
-			   .nargs = 1, .term_flows = &flow, .nterm = 1 });
-	}
-}
-
-/* The thread holding the open frame that RecordFunction key belongs to:
- * t itself, or (an async end) another thread of the process. */
-static struct thread *rf_owner(struct join *j, struct thread *t, const struct ptbpf_event *e)
-{
-	for (int i = t->depth - 1; i >= 0; i--)
-		if (t->stack[i].key == e->key && t->stack[i].kind != FR_GPU)
-			return t;
-	for (uint32_t k = 0; k < j->cap; k++) {
-		struct thread *o = &j->threads[k];
-
-		if (!o->id || o == t || (int)(o->id >> 32) != (int)e->pid)
-			continue;
-		for (int i = o->depth - 1; i >= 0; i--)
-			if (o->stack[i].key == e->key && o->stack[i].kind != FR_GPU)
-				return o;
-	}
-	return t;
-}
-
-/* An op keeps its sequence number only if a node was made while it ran:
- * the thread's next number (arg0) moved past it. */
-static void rf_end(struct join *j, struct thread *t, const struct ptbpf_event *e)
-{
-	t = rf_owner(j, t, e);
-	for (int i = t->depth - 1; i >= 0; i--) {
-		struct frame *f = &t->stack[i];
-
-		if (f->key == e->key && f->kind != FR_GPU) {
-			if (f->seq != NO_SEQ && (int64_t)e->arg[0] <= (int64_t)f->seq)
-				f->seq = NO_SEQ;
-			break;
-		}
-	}
-	/* Ended by ~RecordFunction while an exception was in flight. */
-	end_frame(j, t, e, e->arg[1] & 1 ? CLOSE_UNWOUND : CLOSE_END);
-}
-
-/* --- torch.distributed.rpc --- */
-
-static const char *rpc_type_name(uint32_t type)
-{
-	static const char *const names[] = {
-		"SCRIPT_CALL", "SCRIPT_RET", "PYTHON_CALL", "PYTHON_RET", "SCRIPT_REMOTE_CALL",
-		"PYTHON_REMOTE_CALL", "REMOTE_RET", "SCRIPT_RREF_FETCH_CALL",
-		"PYTHON_RREF_FETCH_CALL", "SCRIPT_RREF_FETCH_RET", "PYTHON_RREF_FETCH_RET",
-		"RREF_USER_DELETE", "RREF_FORK_REQUEST", "RREF_CHILD_ACCEPT", "RREF_ACK",
-		"FORWARD_AUTOGRAD_REQ", "FORWARD_AUTOGRAD_RESP", "BACKWARD_AUTOGRAD_REQ",
-		"BACKWARD_AUTOGRAD_RESP", "CLEANUP_AUTOGRAD_CONTEXT_REQ",
-		"CLEANUP_AUTOGRAD_CONTEXT_RESP", "RUN_WITH_PROFILING_REQ",
-		"RUN_WITH_PROFILING_RESP", "RREF_BACKWARD_REQ", "RREF_BACKWARD_RESP",
-	};
-	uint32_t low = type & 0xff;
-
-	if (low < sizeof(names) / sizeof(names[0]))
-		return names[low];
-	return low == 0x37 ? "EXCEPTION" : "?";
-}
-
-#define RPC_REQUEST_FLAG 0x100
-#define MAX_RPC_PENDING  4096
-
-/*
- * A message sent or a request taken up: an instant on the thread, with the
- * message's type and id. A request's send and its handling in the other
- * process are joined by a flow: message ids count per sender, so a
- * handling (pid B, id X) takes the oldest unanswered send of id X made by
- * another process.
- */
-static void rpc_event(struct join *j, struct thread *t, const struct ptbpf_event *e)
-{
-	bool send = e->id == RPC_SEND, request = e->arg[0] & RPC_REQUEST_FLAG;
-	int64_t id = (int64_t)e->arg[1];
-	struct pf_arg args[2] = {
-		{ .name = "type", .type = PF_ARG_STR, .s = rpc_type_name((uint32_t)e->arg[0]) },
-		{ .name = "message_id", .type = PF_ARG_INT, .i = id },
-	};
-	uint64_t flow = 0;
-
-	if ((e->arg[0] & ~0x3ffu) || !(e->arg[0] & 0x300)) /* not a MessageType: skip */
-		return;
-	if (request && send && j->nrpc < MAX_RPC_PENDING) {
-		flow = hash_pair(((uint64_t)e->pid << 32) ^ (uint64_t)id, e->ts) | 1;
-		j->rpc[j->nrpc++] = (struct rpc_pending){ .pid = (int)e->pid, .id = id, .flow = flow };
-	} else if (request) {
-		for (int i = 0; i < j->nrpc; i++) {
-			if (j->rpc[i].id != id || j->rpc[i].pid == (int)e->pid)
-				continue;
-			flow = j->rpc[i].flow;
-			j->rpc[i] = j->rpc[--j->nrpc];
-			j->counts.rpc_flows++;
-			break;
-		}
-	}
-	pf_instant(j->w, &(struct pf_event){ .track = t->track, .ts = e->ts,
-		   .name = send ? (request ? "rpc send request" : "rpc send response") :
-				  "rpc handle request",
-		   .category = "rpc", .args = args, .nargs = 2,
-		   .flows = send && flow ? &flow : NULL, .nflows = send && flow ? 1 : 0,
-		   .term_flows = !send && flow ? &flow : NULL, .nterm = !send && flow ? 1 : 0 });
-}
 
 static void close_thread(struct join *j, struct thread *t, uint64_t ts, enum close_why why)
 {
@@ -918,6 +542,32 @@ static void py_stack(struct join *j, struct thread *t, const void *data, uint64_
 		t->py_stack = s;
 		t->stack_ts = e->ts;
 	}
+}
+
+/* Ends may be among the lost records: rather than leave a frame open to
+ * the end of the trace, what is open stops here; and no step is drawn
+ * across the gap (its bounds are not known). */
+static void ops_gap(struct join *j, struct thread *t, const struct ptbpf_event *e)
+{
+	struct process *p = find_process(j, (int)e->pid);
+
+	close_thread(j, t, e->ts, CLOSE_LOST);
+	if (p)
+		p->last_step_end = 0;
+	pf_instant(j->w, &(struct pf_event){ .track = t->track, .ts = e->ts,
+		   .name = "op records lost here (ptbpf fell behind)", .category = "ptbpf",
+		   .args = &(struct pf_arg){ .name = "lost_records", .type = PF_ARG_UINT,
+					     .u = e->arg[0] }, .nargs = 1 });
+}
+
+/* A record_function region (uprobes: its name read at its begin). */
+static void user_begin(struct join *j, struct thread *t, const struct ptbpf_named_event *ne)
+{
+	char name[PTBPF_NAME_LEN * 4];
+
+	escape_str(name, sizeof(name), ne->name, PTBPF_NAME_LEN);
+	push_frame(j, t, &(struct frame){ .key = ne->ev.key, .ts = ne->ev.ts, .seq = NO_SEQ,
+		   .kind = FR_USER, .name = str_set_intern(j->strings, name) }, NULL);
 }
 
 int join_thread_event(struct join *j, const void *data, uint64_t size)
@@ -973,8 +623,7 @@ int join_thread_event(struct join *j, const void *data, uint64_t size)
 		t->stack = NULL;
 		break;
 	case EV_RPC:
-		if (j->rpc || (j->rpc = calloc(MAX_RPC_PENDING, sizeof(*j->rpc))))
-			rpc_event(j, t, e);
+		rpc_event(j, t, e);
 		break;
 	case EV_NAMED_RF_BEGIN:
 		if (size >= sizeof(struct ptbpf_named_event))
@@ -984,21 +633,9 @@ int join_thread_event(struct join *j, const void *data, uint64_t size)
 	case EV_RF_END:
 		rf_end(j, t, e);
 		break;
-	case EV_OPS_GAP: {
-		/* Ends may be among the lost records: rather than leave a frame
-		 * open to the end of the trace, what is open stops here; and no
-		 * step is drawn across the gap (its bounds are not known). */
-		struct process *p = find_process(j, (int)e->pid);
-
-		close_thread(j, t, e->ts, CLOSE_LOST);
-		if (p)
-			p->last_step_end = 0;
-		pf_instant(j->w, &(struct pf_event){ .track = t->track, .ts = e->ts,
-			   .name = "op records lost here (ptbpf fell behind)", .category = "ptbpf",
-			   .args = &(struct pf_arg){ .name = "lost_records", .type = PF_ARG_UINT,
-						     .u = e->arg[0] }, .nargs = 1 });
+	case EV_OPS_GAP:
+		ops_gap(j, t, e);
 		break;
-	}
 	case EV_PY_STACK:
 		py_stack(j, t, data, size);
 		break;
@@ -1009,15 +646,8 @@ int join_thread_event(struct join *j, const void *data, uint64_t size)
 			t->stack[t->depth - 1].alloc_bytes += e->arg[0];
 		break;
 	case EV_NAMED_USER_BEGIN:
-		if (size >= sizeof(struct ptbpf_named_event)) {
-			const struct ptbpf_named_event *ne = data;
-			char name[PTBPF_NAME_LEN * 4];
-
-			escape_str(name, sizeof(name), ne->name, PTBPF_NAME_LEN);
-			push_frame(j, t, &(struct frame){ .key = e->key, .ts = e->ts,
-				   .seq = NO_SEQ, .kind = FR_USER,
-				   .name = str_set_intern(j->strings, name) }, NULL);
-		}
+		if (size >= sizeof(struct ptbpf_named_event))
+			user_begin(j, t, data);
 		break;
 	}
 	return 0;
@@ -1056,16 +686,10 @@ void join_finish(struct join *j, uint64_t ts)
 			close_thread(j, &j->threads[i], ts, CLOSE_STOP);
 }
 
-
 const struct join_counts *join_counts(const struct join *j)
 {
 	return &j->counts;
 }
-
-
-
-
-
 
 static const struct join *sort_ctx;
 
@@ -1076,9 +700,6 @@ static int by_total_desc(const void *a, const void *b)
 
 	return ta < tb ? 1 : ta > tb ? -1 : 0;
 }
-
-
-
 
 int join_process_stats(const struct join *j, struct join_proc_stats *out, int max)
 {
