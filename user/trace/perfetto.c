@@ -32,6 +32,7 @@
  */
 #define _GNU_SOURCE /* CLOCK_BOOTTIME, getrandom, strnlen under -std=c11 */
 #include "trace/perfetto.h"
+#include "trace/pbread.h"
 #include "trace/pbwrite.h"
 #include "trace/pf_fields.h"
 
@@ -338,19 +339,12 @@ static size_t whole_records(const uint8_t *buf, size_t len)
 	size_t pos = 0;
 
 	for (;;) {
-		size_t p = pos + 1, plen = 0;
-		int shift = 0;
+		uint64_t plen;
+		int n = pos + 1 < len ? pb_varint_get(buf + pos + 1, len - pos - 1, &plen) : 0;
 
-		while (p < len && (buf[p] & 0x80)) {
-			plen |= (size_t)(buf[p++] & 0x7f) << shift;
-			shift += 7;
-		}
-		if (p >= len)
+		if (n <= 0 || plen > len - pos - 1 - (size_t)n)
 			return pos;
-		plen |= (size_t)buf[p++] << shift;
-		if (plen > len - p)
-			return pos;
-		pos = p + plen;
+		pos += 1 + (size_t)n + plen;
 	}
 }
 

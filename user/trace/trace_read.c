@@ -267,18 +267,14 @@ static int fill(struct tr_reader *r, size_t need)
  * size; 0 if cut short, -1 if it is no packet record. */
 static int record_head(const uint8_t *h, size_t avail, uint64_t *len)
 {
-	size_t i = 1;
-	int shift = 0;
+	int n;
 
 	if (h[0] != PF_PACKET_TAG)
 		return -1;
-	*len = 0;
-	for (; i < avail && i < RECORD_HEAD_MAX; i++, shift += 7) {
-		*len |= (uint64_t)(h[i] & 0x7f) << shift;
-		if (!(h[i] & 0x80))
-			return *len <= TR_PACKET_MAX ? (int)i + 1 : -1;
-	}
-	return i == RECORD_HEAD_MAX ? -1 : 0;
+	n = pb_varint_get(h + 1, avail - 1, len);
+	if (n <= 0)
+		return n;
+	return *len <= TR_PACKET_MAX ? n + 1 : -1;
 }
 
 /* TraceAttributes holding the end marker whose value is the packet's own
