@@ -70,8 +70,12 @@ static inline void pb_raw(struct pb *b, const void *d, size_t n)
 
 static inline void pb_varint(struct pb *b, uint64_t v)
 {
-	if (pb_room(b, PB_VARINT_MAX))
+	uint8_t t[PB_VARINT_MAX];
+
+	if (!b->failed && b->cap - b->len >= PB_VARINT_MAX)
 		b->len += pb_varint_put(b->buf + b->len, v);
+	else /* near the end: only the bytes it takes */
+		pb_raw(b, t, pb_varint_put(t, v));
 }
 
 static inline void pb_key(struct pb *b, uint32_t field, int wire_type)
