@@ -8,7 +8,8 @@
  * --decode_raw that repeated fixed64 fields are unpacked; checks the end
  * marker, that a full device makes the writer report -ENOSPC, that a write
  * cut short (a full disk) leaves whole packets only, that buffered packets
- * reach the file within 100 ms, and the copy writer (ptbpf merge).
+ * reach the file within 100 ms, and the copy writer (ptbpf merge); and
+ * the protobuf encoder and varint decoder under it (pbwrite.h, pbread.h).
  *
  * Usage: test_perfetto <dir holding perfetto_trace.proto>
  */
@@ -28,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "trace/pbread.h"
+#include "trace/pbwrite.h"
 #include "trace/pf_fields.h"
 
 static int passed, failed;
@@ -889,12 +892,52 @@ static void test_copy_writer(const char *protodir)
 	unlink(path);
 }
 
+/* The wire format under both (pbwrite.h, pbread.h): a growing buffer and
+ * a fixed one encode alike, a fixed one that fills fails whole, and varints
+ * read back, cut short (0) or endless (-1). */
+static void test_pb_wire(void)
+{
+	/* TrackDescriptor { uuid: 300, process { pid: -1 } }, then fixed64 7 */
+	static const uint8_t want[] = { 0x08, 0xac, 0x02, 0x1a, 0x0b, 0x08, 0xff, 0xff, 0xff,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x39, 7, 0, 0, 0, 0, 0, 0, 0 };
+	static const uint8_t endless[11] = { 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+					     0x80, 0x80, 0x01 };
+	uint8_t fixed[sizeof(want)];
+	struct pb grow = { 0 }, fix = { .buf = fixed, .cap = sizeof(fixed), .fixed = true };
+	struct pb *bufs[] = { &grow, &fix };
+	uint64_t v;
+
+	for (int i = 0; i < 2; i++) {
+		struct pb *b = bufs[i];
+		size_t at;
+
+		pb_uint(b, F_TD_UUID, 300);
+		at = pb_begin(b, F_TD_PROCESS);
+		pb_int(b, F_PD_PID, -1);
+		pb_end(b, at);
+		pb_fixed64(b, 7, 7);
+		CHECK(!b->failed && b->len == sizeof(want) && !memcmp(b->buf, want, sizeof(want)));
+	}
+	pb_uint(&fix, 1, 1); /* no room left */
+	CHECK(fix.failed && fix.len == sizeof(want));
+	for (int i = 0; i < 1000; i++) /* grows past its first allocation */
+		pb_bytes(&grow, 2, want, sizeof(want));
+	CHECK(!grow.failed && grow.len == sizeof(want) * 1001 + 2 * 1000);
+	pb_free(&grow);
+	CHECK_EQ(pb_varint_get(want + 1, 2, &v), 2);
+	CHECK_EQ(v, 300);
+	CHECK_EQ(pb_varint_get(want + 1, 1, &v), 0);
+	CHECK_EQ(pb_varint_get(endless, 10, &v), -1);
+	CHECK_EQ(pb_varint_get(endless, 9, &v), 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
 		fprintf(stderr, "usage: %s <dir holding perfetto_trace.proto>\n", argv[0]);
 		return 2;
 	}
+	test_pb_wire();
 	test_main_trace(argv[1]);
 	test_intern_overflow(argv[1]);
 	test_back_in_time(argv[1]);

@@ -35,63 +35,13 @@
 #include "lib/log.h"
 #include "lib/files.h"
 #include "trace/pbread.h"
+#include "trace/pbwrite.h"
 #include "trace/perfetto.h"
 #include "trace/trace_read.h"
 
 #define PID_STRIDE (1 << 22) /* above Linux's largest pid_max */
 #define MAX_INPUTS 256
 #define MAX_OPEN_SLICES 64
-
-struct buf {
-	uint8_t *p;
-	size_t n, cap;
-	bool oom;
-};
-
-static void put(struct buf *b, const void *d, size_t n)
-{
-	if (b->n + n > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 4096;
-		uint8_t *p;
-
-		while (cap < b->n + n)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p) {
-			b->oom = true;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	if (n)
-		memcpy(b->p + b->n, d, n);
-	b->n += n;
-}
-
-static void put_varint(struct buf *b, uint64_t v)
-{
-	uint8_t t[10];
-	int n = 0;
-
-	do {
-		t[n++] = (uint8_t)(v & 0x7f) | (v > 0x7f ? 0x80 : 0);
-		v >>= 7;
-	} while (v);
-	put(b, t, n);
-}
-
-static void put_tag(struct buf *b, uint32_t field, int wt)
-{
-	put_varint(b, (uint64_t)field << 3 | wt);
-}
-
-static void put_len(struct buf *b, uint32_t field, const void *d, size_t n)
-{
-	put_tag(b, field, PB_LEN);
-	put_varint(b, n);
-	put(b, d, n);
-}
 
 struct input {
 	const char *path;
@@ -323,29 +273,27 @@ static bool refine(const struct input *ref, struct input *in)
 }
 
 static void rewrite_process(const struct input *in, int idx, const uint8_t *d, size_t n,
-			    struct buf *out, bool *bad)
+			    struct pb *out, bool *bad)
 {
 	const uint8_t *p = d;
 	struct field f;
 
 	while (next_field(&p, d + n, &f, bad)) {
 		if (f.num == F_PD_PID && f.wt == PB_VARINT) {
-			put_tag(out, F_PD_PID, PB_VARINT);
-			put_varint(out, (uint64_t)((int64_t)(int32_t)f.v +
-						   (int64_t)(idx + 1) * PID_STRIDE));
+			pb_int(out, F_PD_PID, (int64_t)(int32_t)f.v + (int64_t)(idx + 1) * PID_STRIDE);
 		} else if (f.num == F_PD_NAME && f.wt == PB_LEN) {
 			char name[512];
 			int len = snprintf(name, sizeof(name), "%s: %.*s", in->label,
 					   (int)(f.len < 400 ? f.len : 400), (const char *)f.d);
 
-			put_len(out, F_PD_NAME, name, len < (int)sizeof(name) ? (size_t)len : sizeof(name) - 1);
+			pb_bytes(out, F_PD_NAME, name, len < (int)sizeof(name) ? (size_t)len : sizeof(name) - 1);
 		} else {
-			put(out, f.raw, f.rawlen);
+			pb_raw(out, f.raw, f.rawlen);
 		}
 	}
 }
 
-static void rewrite_thread(int idx, const uint8_t *d, size_t n, struct buf *out, bool *bad)
+static void rewrite_thread(int idx, const uint8_t *d, size_t n, struct pb *out, bool *bad)
 {
 	const uint8_t *p = d;
 	struct field f;
@@ -353,46 +301,39 @@ static void rewrite_thread(int idx, const uint8_t *d, size_t n, struct buf *out,
 	while (next_field(&p, d + n, &f, bad)) {
 		if ((f.num == F_THD_PID || f.num == F_THD_TID) && f.wt == PB_VARINT) {
 			/* Unsigned: a sign-extended pid moves as the process's does. */
-			put_tag(out, f.num, PB_VARINT);
-			put_varint(out, f.v + (uint64_t)(idx + 1) * PID_STRIDE);
+			pb_uint(out, f.num, f.v + (uint64_t)(idx + 1) * PID_STRIDE);
 		} else {
-			put(out, f.raw, f.rawlen);
+			pb_raw(out, f.raw, f.rawlen);
 		}
 	}
 }
 
-/* A nested message rewritten by fn, written back as field num. */
-static void put_rewritten(struct buf *out, uint32_t num, struct buf *tmp)
-{
-	put_len(out, num, tmp->p, tmp->n);
-	if (tmp->oom)
-		out->oom = true;
-	tmp->n = 0;
-}
-
 static void rewrite_descriptor(const struct input *in, int idx, const uint8_t *d, size_t n,
-			       struct buf *out, struct buf *tmp, bool *bad)
+			       struct pb *out, bool *bad)
 {
 	const uint8_t *p = d;
 	struct field f;
 
 	while (next_field(&p, d + n, &f, bad)) {
 		if ((f.num == F_TD_UUID || f.num == F_TD_PARENT) && f.wt == PB_VARINT) {
-			put_tag(out, f.num, PB_VARINT);
-			put_varint(out, salted(in, f.v));
+			pb_uint(out, f.num, salted(in, f.v));
 		} else if (f.num == F_TD_PROCESS && f.wt == PB_LEN) {
-			rewrite_process(in, idx, f.d, f.len, tmp, bad);
-			put_rewritten(out, f.num, tmp);
+			size_t at = pb_begin(out, f.num);
+
+			rewrite_process(in, idx, f.d, f.len, out, bad);
+			pb_end(out, at);
 		} else if (f.num == F_TD_THREAD && f.wt == PB_LEN) {
-			rewrite_thread(idx, f.d, f.len, tmp, bad);
-			put_rewritten(out, f.num, tmp);
+			size_t at = pb_begin(out, f.num);
+
+			rewrite_thread(idx, f.d, f.len, out, bad);
+			pb_end(out, at);
 		} else {
-			put(out, f.raw, f.rawlen);
+			pb_raw(out, f.raw, f.rawlen);
 		}
 	}
 }
 
-static void rewrite_event(const struct input *in, const uint8_t *d, size_t n, struct buf *out,
+static void rewrite_event(const struct input *in, const uint8_t *d, size_t n, struct pb *out,
 			  bool *bad)
 {
 	const uint8_t *p = d;
@@ -400,19 +341,17 @@ static void rewrite_event(const struct input *in, const uint8_t *d, size_t n, st
 
 	while (next_field(&p, d + n, &f, bad)) {
 		if (f.num == F_TE_TRACK && f.wt == PB_VARINT) {
-			put_tag(out, f.num, PB_VARINT);
-			put_varint(out, salted(in, f.v));
+			pb_uint(out, f.num, salted(in, f.v));
 		} else if (((f.num == F_TE_FLOWS || f.num == F_TE_TERM_FLOWS) && f.wt == PB_FIXED64) ||
 			   ((f.num == F_TE_FLOWS_V || f.num == F_TE_TERM_FLOWS_V) && f.wt == PB_VARINT)) {
 			/* A short id (a small number) made odd first, as the long
 			 * ones are: salting keeps them apart then. */
 			uint64_t id = salted(in, f.wt == PB_VARINT ? f.v << 1 | 1 : f.v);
 
-			put_tag(out, f.num == F_TE_FLOWS || f.num == F_TE_FLOWS_V ? F_TE_FLOWS :
-				F_TE_TERM_FLOWS, PB_FIXED64);
-			put(out, &id, 8);
+			pb_fixed64(out, f.num == F_TE_FLOWS || f.num == F_TE_FLOWS_V ? F_TE_FLOWS :
+				   F_TE_TERM_FLOWS, id);
 		} else {
-			put(out, f.raw, f.rawlen);
+			pb_raw(out, f.raw, f.rawlen);
 		}
 	}
 }
@@ -420,7 +359,7 @@ static void rewrite_event(const struct input *in, const uint8_t *d, size_t n, st
 /* A sequence's defaults: its track salted, its clock MONOTONIC (the
  * output's timestamps are in full). */
 static void rewrite_defaults(const struct input *in, const uint8_t *d, size_t n,
-			     struct buf *out, struct buf *tmp, bool *bad)
+			     struct pb *out, bool *bad)
 {
 	const uint8_t *p = d;
 	struct field f, g;
@@ -429,34 +368,34 @@ static void rewrite_defaults(const struct input *in, const uint8_t *d, size_t n,
 		const uint8_t *t = f.d;
 
 		if (f.num == F_DEF_CLOCK_ID && f.wt == PB_VARINT) {
-			put_tag(out, f.num, PB_VARINT);
-			put_varint(out, CLOCK_ID_MONOTONIC);
+			pb_uint(out, f.num, CLOCK_ID_MONOTONIC);
 		} else if (f.num == F_DEF_TRACK_EVENT && f.wt == PB_LEN) {
+			size_t at = pb_begin(out, f.num);
+
 			while (next_field(&t, f.d + f.len, &g, bad)) {
-				if (g.num == F_TED_TRACK && g.wt == PB_VARINT) {
-					put_tag(tmp, g.num, PB_VARINT);
-					put_varint(tmp, salted(in, g.v));
-				} else {
-					put(tmp, g.raw, g.rawlen);
-				}
+				if (g.num == F_TED_TRACK && g.wt == PB_VARINT)
+					pb_uint(out, g.num, salted(in, g.v));
+				else
+					pb_raw(out, g.raw, g.rawlen);
 			}
-			put_rewritten(out, f.num, tmp);
+			pb_end(out, at);
 		} else {
-			put(out, f.raw, f.rawlen);
+			pb_raw(out, f.raw, f.rawlen);
 		}
 	}
 }
 
 /* One kept packet of input idx, rewritten into pkt (emptied first); false
- * if it is to be dropped (malformed, or its timestamp out of range). */
+ * if it is to be dropped (malformed, or its timestamp out of range) or
+ * memory ran out (then pkt->failed). */
 static bool rewrite_packet(struct input *in, int idx, const struct tr_packet *tp,
-			   struct buf *pkt, struct buf *tmp, struct buf *sub)
+			   struct pb *pkt)
 {
 	const uint8_t *p = tp->data, *end = tp->data + tp->len;
 	struct field f;
 	bool bad = false;
 
-	pkt->n = 0;
+	pkt->len = 0;
 	while (next_field(&p, end, &f, &bad)) {
 		uint64_t ts;
 
@@ -466,60 +405,57 @@ static bool rewrite_packet(struct input *in, int idx, const struct tr_packet *tp
 				in->dropped++;
 				return false;
 			}
-			put_tag(pkt, f.num, PB_VARINT);
-			put_varint(pkt, ts);
+			pb_uint(pkt, f.num, ts);
 		} else if (f.num == F_PKT_SEQ_ID && f.wt == PB_VARINT) {
 			uint32_t seq = out_seq(in, (uint32_t)f.v);
 
 			if (!seq)
-				pkt->oom = true;
-			put_tag(pkt, f.num, PB_VARINT);
-			put_varint(pkt, seq);
+				pkt->failed = true;
+			pb_uint(pkt, f.num, seq);
 		} else if (f.num == F_PKT_CLOCK_SNAPSHOT) {
 			continue; /* a sequence's own clock: not needed in the output */
 		} else if (f.num == F_PKT_DEFAULTS && f.wt == PB_LEN) {
-			rewrite_defaults(in, f.d, f.len, tmp, sub, &bad);
-			put_rewritten(pkt, f.num, tmp);
+			size_t at = pb_begin(pkt, f.num);
+
+			rewrite_defaults(in, f.d, f.len, pkt, &bad);
+			pb_end(pkt, at);
 		} else if (f.num == F_PKT_TRACK_DESC && f.wt == PB_LEN) {
-			rewrite_descriptor(in, idx, f.d, f.len, tmp, sub, &bad);
-			put_rewritten(pkt, f.num, tmp);
+			size_t at = pb_begin(pkt, f.num);
+
+			rewrite_descriptor(in, idx, f.d, f.len, pkt, &bad);
+			pb_end(pkt, at);
 		} else if (f.num == F_PKT_TRACK_EVENT && f.wt == PB_LEN) {
-			rewrite_event(in, f.d, f.len, tmp, &bad);
-			put_rewritten(pkt, f.num, tmp);
+			size_t at = pb_begin(pkt, f.num);
+
+			rewrite_event(in, f.d, f.len, pkt, &bad);
+			pb_end(pkt, at);
 		} else {
-			put(pkt, f.raw, f.rawlen);
+			pb_raw(pkt, f.raw, f.rawlen);
 		}
 	}
-	return !bad;
+	return !bad && !pkt->failed;
 }
 
 /* The output's one clock mapping: its timestamps are REALTIME, stamped
  * MONOTONIC (the inputs' sequence default), so all clocks read alike. */
-static void put_identity_snapshot(struct buf *out, uint64_t ts, uint32_t seq)
+static void put_identity_snapshot(struct pb *out, uint64_t ts, uint32_t seq)
 {
-	struct buf snap = { 0 }, clk = { 0 };
 	const int ids[] = { CLOCK_ID_BOOTTIME, CLOCK_ID_MONOTONIC, CLOCK_ID_REALTIME };
+	size_t snap;
 
-	put_tag(out, F_PKT_TIMESTAMP, PB_VARINT);
-	put_varint(out, ts);
-	put_tag(out, F_PKT_CLOCK_ID, PB_VARINT);
-	put_varint(out, CLOCK_ID_BOOTTIME);
-	put_tag(out, F_PKT_SEQ_ID, PB_VARINT);
-	put_varint(out, seq);
+	pb_uint(out, F_PKT_TIMESTAMP, ts);
+	pb_uint(out, F_PKT_CLOCK_ID, CLOCK_ID_BOOTTIME);
+	pb_uint(out, F_PKT_SEQ_ID, seq);
+	snap = pb_begin(out, F_PKT_CLOCK_SNAPSHOT);
 	for (int i = 0; i < 3; i++) {
-		put_tag(&clk, F_CLK_ID, PB_VARINT);
-		put_varint(&clk, ids[i]);
-		put_tag(&clk, F_CLK_TS, PB_VARINT);
-		put_varint(&clk, ts);
-		put_rewritten(&snap, F_CS_CLOCKS, &clk);
+		size_t clock = pb_begin(out, F_CS_CLOCKS);
+
+		pb_uint(out, F_CLK_ID, ids[i]);
+		pb_uint(out, F_CLK_TS, ts);
+		pb_end(out, clock);
 	}
-	put_tag(&snap, F_CS_PRIMARY, PB_VARINT);
-	put_varint(&snap, CLOCK_ID_BOOTTIME);
-	put_len(out, F_PKT_CLOCK_SNAPSHOT, snap.p, snap.n);
-	if (snap.oom || clk.oom)
-		out->oom = true;
-	free(snap.p);
-	free(clk.p);
+	pb_uint(out, F_CS_PRIMARY, CLOCK_ID_BOOTTIME);
+	pb_end(out, snap);
 }
 
 static void set_label(struct input *in)
@@ -536,7 +472,7 @@ static void set_label(struct input *in)
 /* Second pass: every input's kept packets, rewritten, into w. 0 or -1. */
 static int write_inputs(struct input *in, int n, struct pf_writer *w)
 {
-	struct buf pkt = { 0 }, tmp = { 0 }, sub = { 0 };
+	struct pb pkt = { 0 };
 	int rc = 0;
 
 	for (int i = 0; i < n && !rc; i++) {
@@ -548,16 +484,14 @@ static int write_inputs(struct input *in, int n, struct pf_writer *w)
 			break;
 		}
 		while ((got = tr_next(in[i].tr, &p)) > 0)
-			if (kept(&p) && rewrite_packet(&in[i], i, &p, &pkt, &tmp, &sub))
-				pf_write_packet(w, pkt.p, pkt.n);
-		if (got < 0 || pkt.oom || tmp.oom || sub.oom)
+			if (kept(&p) && rewrite_packet(&in[i], i, &p, &pkt))
+				pf_write_packet(w, pkt.buf, pkt.len);
+		if (got < 0 || pkt.failed)
 			rc = -1;
 		tr_close(in[i].tr);
 		in[i].tr = NULL;
 	}
-	free(pkt.p);
-	free(tmp.p);
-	free(sub.p);
+	pb_free(&pkt);
 	return rc;
 }
 
@@ -600,7 +534,7 @@ int merge_traces(char **paths, int n, const char *out_path, bool by_collectives,
 	struct input *in = calloc(n > 0 ? n : 1, sizeof(*in));
 	struct outfile out = { .fd = -1 };
 	struct pf_writer *w = NULL;
-	struct buf snap = { 0 };
+	struct pb snap = { 0 };
 	uint64_t start = UINT64_MAX;
 	int rc = 1, err;
 
@@ -637,8 +571,8 @@ int merge_traces(char **paths, int n, const char *out_path, bool by_collectives,
 		goto done;
 	}
 	put_identity_snapshot(&snap, start == UINT64_MAX ? 0 : start, 1);
-	pf_write_packet(w, snap.p, snap.n);
-	if (snap.oom || write_inputs(in, n, w)) {
+	pf_write_packet(w, snap.buf, snap.len);
+	if (snap.failed || write_inputs(in, n, w)) {
 		log_msg("merge: out of memory or a read error; %s not written\n",
 			out_path);
 		goto done;
@@ -664,7 +598,7 @@ done:
 		free(in[i].seq_out);
 	}
 	free(in);
-	free(snap.p);
+	pb_free(&snap);
 	return rc;
 }
 

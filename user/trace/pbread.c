@@ -6,15 +6,12 @@
 
 static bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
-	*v = 0;
-	for (int s = 0; s < 64 && *p < end; s += 7) {
-		uint8_t c = *(*p)++;
+	int n = pb_varint_get(*p, (size_t)(end - *p), v);
 
-		*v |= (uint64_t)(c & 0x7f) << s;
-		if (!(c & 0x80))
-			return true;
-	}
-	return false;
+	if (n <= 0)
+		return false;
+	*p += n;
+	return true;
 }
 
 bool next_field(const uint8_t **p, const uint8_t *end, struct field *f, bool *bad)

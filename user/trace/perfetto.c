@@ -9,9 +9,9 @@
  * killed writer leaves a valid prefix (at most the record a write() was
  * cut in is partial, which readers drop), with no end marker.
  *
- * Nested messages are encoded in place: write the body, then move it up by
- * the size of its length varint. Depth is at most three, so the moves are
- * cheap and no second buffer is needed.
+ * Nested messages are encoded in place (pbwrite.h: the body, then moved
+ * up by the size of its length varint) in that one fixed buffer. Depth is
+ * at most three, so the moves are cheap and no second buffer is needed.
  *
  * Size: track events go on a packet sequence of their track's own, as the
  * Perfetto SDK writes a thread's events. Its first packet sets the track
@@ -32,6 +32,8 @@
  */
 #define _GNU_SOURCE /* CLOCK_BOOTTIME, getrandom, strnlen under -std=c11 */
 #include "trace/perfetto.h"
+#include "trace/pbread.h"
+#include "trace/pbwrite.h"
 #include "trace/pf_fields.h"
 
 #include <errno.h>
@@ -68,12 +70,6 @@ enum { SEQ_ID = 1, SEQ_MAX = 1 << 16 };
 #define OUT_CAP (256u << 10)
 #define FLUSH_NS 100000000ull
 #define INTERN_SLOTS_MIN 64u
-
-struct pb {
-	uint8_t *buf;
-	size_t len, cap;
-	bool overflow;
-};
 
 struct intern_slot {
 	uint64_t hash;
@@ -143,94 +139,6 @@ struct event_refs {
 	struct str_ref args[PF_MAX_ARGS], values[PF_MAX_ARGS]; /* names; string values */
 	int nargs;
 };
-
-/* ---- protobuf encoding ---- */
-
-static size_t varint_put(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
-
-static bool pb_room(struct pb *b, size_t n)
-{
-	if (b->overflow || b->cap - b->len < n) {
-		b->overflow = true;
-		return false;
-	}
-	return true;
-}
-
-static void pb_varint(struct pb *b, uint64_t v)
-{
-	if (pb_room(b, 10))
-		b->len += varint_put(b->buf + b->len, v);
-}
-
-static void pb_key(struct pb *b, uint32_t field, int wire_type)
-{
-	pb_varint(b, ((uint64_t)field << 3) | (uint64_t)wire_type);
-}
-
-static void pb_uint(struct pb *b, uint32_t field, uint64_t v)
-{
-	pb_key(b, field, PB_VARINT);
-	pb_varint(b, v);
-}
-
-/* int32/int64 are sign-extended varints (10 bytes when negative). */
-static void pb_int(struct pb *b, uint32_t field, int64_t v)
-{
-	pb_uint(b, field, (uint64_t)v);
-}
-
-static void pb_fixed64(struct pb *b, uint32_t field, uint64_t v)
-{
-	pb_key(b, field, PB_FIXED64);
-	if (!pb_room(b, 8))
-		return;
-	for (int i = 0; i < 8; i++)
-		b->buf[b->len++] = (uint8_t)(v >> (8 * i));
-}
-
-static void pb_bytes(struct pb *b, uint32_t field, const char *s, size_t len)
-{
-	pb_key(b, field, PB_LEN);
-	pb_varint(b, len);
-	if (pb_room(b, len)) {
-		memcpy(b->buf + b->len, s, len);
-		b->len += len;
-	}
-}
-
-/* Starts a nested message; returns where its body begins, for pb_end. */
-static size_t pb_begin(struct pb *b, uint32_t field)
-{
-	pb_key(b, field, PB_LEN);
-	return b->len;
-}
-
-static void pb_end(struct pb *b, size_t start)
-{
-	uint8_t len[10];
-	size_t body, n;
-
-	if (b->overflow)
-		return;
-	body = b->len - start;
-	n = varint_put(len, body);
-	if (!pb_room(b, n))
-		return;
-	memmove(b->buf + start + n, b->buf + start, body);
-	memcpy(b->buf + start, len, n);
-	b->len += n;
-}
 
 /* ---- errors and strings ---- */
 
@@ -410,7 +318,7 @@ static uint64_t clock_ns(clockid_t id)
 static void packet_begin_on(struct pf_writer *w, uint32_t seq, uint32_t flags)
 {
 	w->pb.len = PREFIX_ROOM;
-	w->pb.overflow = false;
+	w->pb.failed = false;
 	if (!w->copy) /* a copy's packets have their own sequences */
 		pb_uint(&w->pb, F_PKT_SEQ_ID, seq);
 	if (flags)
@@ -431,19 +339,12 @@ static size_t whole_records(const uint8_t *buf, size_t len)
 	size_t pos = 0;
 
 	for (;;) {
-		size_t p = pos + 1, plen = 0;
-		int shift = 0;
+		uint64_t plen;
+		int n = pos + 1 < len ? pb_varint_get(buf + pos + 1, len - pos - 1, &plen) : 0;
 
-		while (p < len && (buf[p] & 0x80)) {
-			plen |= (size_t)(buf[p++] & 0x7f) << shift;
-			shift += 7;
-		}
-		if (p >= len)
+		if (n <= 0 || plen > len - pos - 1 - (size_t)n)
 			return pos;
-		plen |= (size_t)buf[p++] << shift;
-		if (plen > len - p)
-			return pos;
-		pos = p + plen;
+		pos += 1 + (size_t)n + plen;
 	}
 }
 
@@ -522,13 +423,13 @@ static void packet_end(struct pf_writer *w)
 	size_t plen, n;
 	uint8_t *start;
 
-	if (b->overflow)
+	if (b->failed)
 		set_error(w, -EMSGSIZE);
 	if (w->err)
 		return;
 	plen = b->len - PREFIX_ROOM;
 	hdr[0] = PF_PACKET_TAG;
-	n = 1 + varint_put(hdr + 1, plen);
+	n = 1 + pb_varint_put(hdr + 1, plen);
 	start = b->buf + PREFIX_ROOM - n;
 	memcpy(start, hdr, n);
 	append_record(w, start, n + plen, NULL, 0);
@@ -710,6 +611,7 @@ static struct pf_writer *writer_new(int fd, bool copy)
 	w->out_cap = OUT_CAP;
 	w->pb.buf = w->scratch;
 	w->pb.cap = PREFIX_ROOM + PACKET_MAX;
+	w->pb.fixed = true;
 	w->fd = fd;
 	w->copy = copy;
 	w->base = lseek(fd, 0, SEEK_CUR);
@@ -764,7 +666,7 @@ void pf_write_packet(struct pf_writer *w, const uint8_t *packet, size_t len)
 	if (!w || w->err)
 		return;
 	hdr[0] = PF_PACKET_TAG;
-	append_record(w, hdr, 1 + varint_put(hdr + 1, len), packet, len);
+	append_record(w, hdr, 1 + pb_varint_put(hdr + 1, len), packet, len);
 }
 
 int pf_writer_flush(struct pf_writer *w)

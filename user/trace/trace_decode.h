@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* What the trace reader's decoders (trace_decode.c) use of the reader
+ * itself (trace_read.c): its interned strings and its count of packets
+ * whose contents are malformed. */
+#ifndef PTBPF_TRACE_DECODE_H
+#define PTBPF_TRACE_DECODE_H
+
+#include <stdint.h>
+
+#include "trace/trace_read.h"
+
+/* The string interned as iid in table (F_ID_NAMES, ...) of sequence seq,
+ * or "?" (counted as unresolved on the first pass). */
+void tr_lookup(struct tr_reader *r, uint32_t seq, uint8_t table, uint64_t iid,
+	       struct tr_str *out);
+/* One more packet whose contents are malformed (counted on the first pass). */
+void tr_count_undecodable(struct tr_reader *r);
+
+#endif /* PTBPF_TRACE_DECODE_H */
