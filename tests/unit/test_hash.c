@@ -130,9 +130,11 @@ static void insert(struct hash_table *t, struct model *m, bool hashed, uint32_t 
 
 static void remove_one(struct hash_table *t, struct model *m, uint64_t id)
 {
-	bool had = hash_remove(t, exact_key(id));
+	struct val v = { 0 };
+	bool had = hash_remove(t, exact_key(id), rnd() & 1 ? &v : NULL);
 
 	CHECK(had == m->held[id], "remove says whether it held the key", id);
+	CHECK(!v.id || (had && v.id == id && v.pay == m->pay[id]), "the removed value", id);
 	if (m->held[id]) {
 		m->held[id] = false;
 		m->n--;

@@ -107,23 +107,26 @@ static void shift_back(struct hash_table *t, uint32_t i)
 	t->keys[i] = 0;
 }
 
-bool hash_remove(struct hash_table *t, uint64_t key)
+bool hash_remove(struct hash_table *t, uint64_t key, void *val)
 {
 	uint32_t mask = t->cap - 1, i;
 
 	if (!key) {
 		if (!t->has_zero)
 			return false;
+		i = t->cap;
 		t->has_zero = false;
-		t->n--;
-		return true;
-	}
-	if (!t->cap)
-		return false;
-	for (i = (uint32_t)key & mask; t->keys[i] != key; i = (i + 1) & mask)
-		if (!t->keys[i])
+	} else {
+		if (!t->cap)
 			return false;
-	shift_back(t, i);
+		for (i = (uint32_t)key & mask; t->keys[i] != key; i = (i + 1) & mask)
+			if (!t->keys[i])
+				return false;
+	}
+	if (val)
+		memcpy(val, hash_val(t, i), t->val_size);
+	if (key)
+		shift_back(t, i);
 	t->n--;
 	return true;
 }

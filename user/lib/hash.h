@@ -73,8 +73,9 @@ void hash_clear(struct hash_table *t);
  * memory. The caller knows key is not held (exact), or no equal entry is
  * (hashed). */
 void *hash_add(struct hash_table *t, uint64_t key);
-/* True if key (exact) was held, and is now removed. */
-bool hash_remove(struct hash_table *t, uint64_t key);
+/* True if key (exact) was held, and is now removed; its value copied to
+ * val unless that is NULL. */
+bool hash_remove(struct hash_table *t, uint64_t key, void *val);
 /* The next value from slot *pos on (start at 0), *pos moved past it; NULL
  * after the last. Entries come in slot order, not in the order added. */
 void *hash_next(const struct hash_table *t, uint32_t *pos);

@@ -172,7 +172,7 @@ bool u64_set_has(const struct u64_set *s, uint64_t key)
 
 bool u64_set_remove(struct u64_set *s, uint64_t key)
 {
-	return hash_remove(&s->t, hash_u64(key));
+	return hash_remove(&s->t, hash_u64(key), NULL);
 }
 
 const char *demangle_intern(struct str_set *s, const char *raw)
