@@ -4,7 +4,7 @@
  * model (an array searched in full): random inserts, removals and lookups
  * up to and past each table's limit, with keys that crowd a few slots
  * (long probe runs that wrap around the end), key 0, and hashed keys whose
- * hashes collide (equality decides). After every step the table must hold
+ * hashes collide (equality decides), and removals of many at once. After every step the table must hold
  * what the model holds: the same count, every key found with its value or
  * not, iteration visiting each entry once. Also the str_set, str_map and
  * u64_set built on it.
@@ -141,7 +141,28 @@ static void remove_one(struct hash_table *t, struct model *m, uint64_t id)
 	}
 }
 
-/* Random steps on one table; removals only with exact keys. */
+static bool drop_mod(void *val, void *arg)
+{
+	const uint64_t *mod = arg;
+
+	return ((struct val *)val)->id % mod[0] == mod[1];
+}
+
+/* hash_drop_if: every id of one residue, at once. */
+static void drop_some(struct hash_table *t, struct model *m, uint64_t r)
+{
+	uint64_t mod[2] = { 2 + r % 5, r % (2 + r % 5) };
+
+	hash_drop_if(t, drop_mod, mod);
+	for (uint64_t id = 0; id < UNIVERSE; id++) {
+		if (m->held[id] && id % mod[0] == mod[1]) {
+			m->held[id] = false;
+			m->n--;
+		}
+	}
+}
+
+/* Random steps on one table; removals of one key only with exact keys. */
 static void run(bool hashed, uint32_t max, int steps)
 {
 	struct hash_table t;
@@ -156,6 +177,8 @@ static void run(bool hashed, uint32_t max, int steps)
 		/* Phases: fill (past the limit), then churn, then drain. */
 		if (s < steps / 3 ? r < 8 : s < 2 * steps / 3 ? r < 5 : r < 2)
 			insert(&t, &m, hashed, max, id);
+		else if (rnd() % 50 == 0)
+			drop_some(&t, &m, rnd());
 		else if (!hashed)
 			remove_one(&t, &m, id);
 		else

@@ -131,6 +131,22 @@ bool hash_remove(struct hash_table *t, uint64_t key, void *val)
 	return true;
 }
 
+/* An entry moved into slot i by the shift is looked at there; one moved
+ * around the end, into a slot already passed, was kept already. */
+void hash_drop_if(struct hash_table *t, bool (*drop)(void *val, void *arg), void *arg)
+{
+	for (uint32_t i = 0; i < t->cap; i++) {
+		while (t->keys[i] && drop(hash_val(t, i), arg)) {
+			shift_back(t, i);
+			t->n--;
+		}
+	}
+	if (t->has_zero && drop(hash_val(t, t->cap), arg)) {
+		t->has_zero = false;
+		t->n--;
+	}
+}
+
 void *hash_next(const struct hash_table *t, uint32_t *pos)
 {
 	for (; *pos < t->cap; ++*pos)

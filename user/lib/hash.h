@@ -76,6 +76,9 @@ void *hash_add(struct hash_table *t, uint64_t key);
 /* True if key (exact) was held, and is now removed; its value copied to
  * val unless that is NULL. */
 bool hash_remove(struct hash_table *t, uint64_t key, void *val);
+/* Removes every entry for which drop(value, arg) holds (drop may free
+ * what the value owns; it may see an entry it kept once more). */
+void hash_drop_if(struct hash_table *t, bool (*drop)(void *val, void *arg), void *arg);
 /* The next value from slot *pos on (start at 0), *pos moved past it; NULL
  * after the last. Entries come in slot order, not in the order added. */
 void *hash_next(const struct hash_table *t, uint32_t *pos);
