@@ -158,7 +158,7 @@ $(OUTPUT)/inject_lib.so: tests/progs/inject_lib.c | $(OUTPUT)
 	$(Q)$(CC) -O1 -g -Wall -Wextra -shared -fPIC $< -o $@
 
 INJECT_CLI_OBJS := $(addprefix $(OBJ)/,attach/inject.o attach/inject_tramp.o lib/elfsym.o \
-		   attach/exitsites.o attach/opnames.o lib/names.o attach/target.o)
+		   attach/exitsites.o attach/opnames.o lib/names.o lib/hash.o attach/target.o)
 $(OUTPUT)/inject_cli: tests/progs/inject_cli.c $(INJECT_CLI_OBJS)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@

@@ -79,6 +79,28 @@ def test_report_of_a_recorded_gpu_trace(tmp_path):
     assert rep["recommendations"] and all(isinstance(x, str) for x in rep["recommendations"])
 
 
+def test_report_gives_each_kernel_to_the_op_that_launched_it(tmp_path):
+    """Both DDP ranks merged (thousands of launches in flight, ended as their
+    kernels come): an elementwise op's device self time is exactly that of
+    the kernels only it launches. (The launch map once reused a removed
+    entry's index for a new launch, moving kernels to other ops.)"""
+    require(PTBPF)
+    data = os.path.join(os.path.dirname(DATA), "ddp")
+    merged = str(tmp_path / "ddp.pftrace")
+    r = subprocess.run([PTBPF, "merge", os.path.join(data, "ddp_rank0.pftrace"),
+                        os.path.join(data, "ddp_rank1.pftrace"), "-o", merged],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(report(merged, "--json"))
+    ops = {o["name"]: o for o in rep["operators"]}
+    for op, kernel in (("aten::pow", "pow_tensor_scalar_kernel_impl"),
+                       ("aten::clamp_min", "launch_clamp_scalar"),
+                       ("aten::fill_", "FillFunctor"),
+                       ("aten::threshold_backward", "threshold_kernel_impl")):
+        kernel_ns = sum(k["total_ns"] for k in rep["kernels"] if kernel in k["name"])
+        assert kernel_ns > 0 and ops[op]["device_self_ns"] == kernel_ns, (op, ops[op])
+
+
 def test_report_refuses_bad_input(tmp_path):
     require(PTBPF)
     bad = tmp_path / "x.pftrace"

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The C unit tests (tests/unit/), built by make, run against real inputs:
-the Perfetto writer is decoded by protoc; the report's step table is
-checked against a brute-force count; the ELF reader, exit-site finder and
-op namer run on Debian's libtorch_cpu.so."""
+the hash table is checked against a brute-force model; the Perfetto writer
+is decoded by protoc; the report's step table is checked against a
+brute-force count; the ELF reader, exit-site finder and op namer run on
+Debian's libtorch_cpu.so."""
 import glob
 import os
 import subprocess
@@ -22,6 +23,13 @@ def run_unit(name, *args):
 
 def test_perfetto_writer():
     run_unit("test_perfetto", os.path.join(ROOT, "user", "trace"))
+
+
+def test_hash_table_against_a_model():
+    """The one hash table (user/lib/hash.c) and the name containers on it:
+    random inserts, removals and lookups up to and past each limit, checked
+    against a brute-force model."""
+    run_unit("test_hash")
 
 
 def test_step_table_within_any_budget():

@@ -2,9 +2,9 @@
 /*
  * Small bounded containers for names: an interning string set, a map from
  * addresses to interned names, and a set of 64-bit keys. Each has a limit
- * chosen by its owner, and a table that grows with what it holds up to
- * that limit; when full, inserts fail (and callers count or fall back), so
- * memory stays bounded at any trace length.
+ * chosen by its owner, and a table (lib/hash.h) that grows with what it
+ * holds up to that limit; when full, inserts fail (and callers count or
+ * fall back), so memory stays bounded at any trace length.
  */
 #ifndef PTBPF_NAMES_H
 #define PTBPF_NAMES_H
@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "lib/hash.h"
 
 struct str_set;
 struct str_map;
@@ -40,10 +42,6 @@ bool u64_set_has(const struct u64_set *s, uint64_t key);
 /* True if key was present (and is now removed). */
 bool u64_set_remove(struct u64_set *s, uint64_t key);
 
-/* 64-bit mixing (murmur3's finalizer), for hash keys and flow ids. */
-uint64_t hash_u64(uint64_t x);
-/* A key for a pair (pid and handle, tid and stack pointer, ...). */
-uint64_t hash_pair(uint64_t a, uint64_t b);
 /* raw demangled if it is a mangled C++ name ("_Z..."), interned in s. */
 const char *demangle_intern(struct str_set *s, const char *raw);
 

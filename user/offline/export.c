@@ -310,7 +310,7 @@ static void fwd_op(struct export *x, const struct rd_track *t, const struct rd_f
 {
 	uint64_t *slot;
 
-	if (x->fwd.n >= MAX_FWD_OPS) { /* nodes never run backward: start over */
+	if (hash_count(&x->fwd.h) >= MAX_FWD_OPS) { /* nodes never run backward: start over */
 		rd_map_free(&x->fwd);
 		x->nfwd = 0;
 	}

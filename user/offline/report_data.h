@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "lib/hash.h"
 #include "offline/step_table.h"
 #include "trace/trace_read.h"
 
@@ -33,10 +34,10 @@
 #define RD_MAX_DEVICE_PROPS 24
 #define RD_MAX_DEVICES 16
 
-/* u64 -> u64, open addressing; keys are any value (0 included). */
+/* u64 -> u64 on lib/hash; keys are any value (0 included); zeroed, a map
+ * is empty, and a new entry's value is 0. */
 struct rd_map {
-	uint64_t *k, *v;
-	size_t n, cap;
+	struct hash_table h; /* hash_u64(key) -> value */
 };
 
 uint64_t *rd_map_slot(struct rd_map *m, uint64_t key, bool add);

@@ -17,76 +17,22 @@
 
 uint64_t *rd_map_slot(struct rd_map *m, uint64_t key, bool add)
 {
-	size_t i;
+	uint64_t h = hash_u64(key), *v;
 
-	if (add && (m->n + 1) * 2 > m->cap) {
-		struct rd_map g = { 0 };
-
-		g.cap = m->cap ? m->cap * 2 : 1024;
-		g.k = calloc(g.cap, sizeof(*g.k));
-		g.v = calloc(g.cap, sizeof(*g.v));
-		if (!g.k || !g.v) {
-			free(g.k);
-			free(g.v);
-			return NULL;
-		}
-		for (size_t j = 0; j < m->cap; j++) {
-			if (!m->k[j])
-				continue;
-			for (i = hash_u64(m->k[j]) & (g.cap - 1); g.k[i]; i = (i + 1) & (g.cap - 1))
-				;
-			g.k[i] = m->k[j];
-			g.v[i] = m->v[j];
-			g.n++;
-		}
-		free(m->k);
-		free(m->v);
-		*m = g;
-	}
-	if (!m->cap)
-		return NULL;
-	key |= 1ull << 63; /* never 0 (the empty slot); bit 63 of a key is not kept */
-	for (i = hash_u64(key) & (m->cap - 1); m->k[i]; i = (i + 1) & (m->cap - 1))
-		if (m->k[i] == key)
-			return &m->v[i];
-	if (!add)
-		return NULL;
-	m->k[i] = key;
-	m->n++;
-	return &m->v[i];
+	if (!m->h.val_size) /* zeroed: no limit but the table's own */
+		hash_init(&m->h, HASH_MAX_ENTRIES, sizeof(uint64_t));
+	v = hash_get(&m->h, h);
+	return v || !add ? v : hash_add(&m->h, h);
 }
 
-/* Backward-shift deletion keeps every probe run unbroken. */
 void rd_map_del(struct rd_map *m, uint64_t key)
 {
-	size_t mask = m->cap - 1, i, j;
-
-	if (!m->cap)
-		return;
-	key |= 1ull << 63;
-	for (i = hash_u64(key) & mask; m->k[i] != key; i = (i + 1) & mask)
-		if (!m->k[i])
-			return;
-	for (j = (i + 1) & mask; m->k[j]; j = (j + 1) & mask) {
-		size_t home = hash_u64(m->k[j]) & mask;
-
-		/* j's entry may move to i if i lies on its probe run home..j. */
-		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
-			m->k[i] = m->k[j];
-			m->v[i] = m->v[j];
-			i = j;
-		}
-	}
-	m->k[i] = 0;
-	m->n--;
+	hash_remove(&m->h, hash_u64(key), NULL);
 }
 
 void rd_map_free(struct rd_map *m)
 {
-	free(m->k);
-	free(m->v);
-	m->k = m->v = NULL;
-	m->n = m->cap = 0;
+	hash_free(&m->h);
 }
 
 bool rd_room(void **p, size_t *cap, size_t n, size_t unit)

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "lib/elfsym.h"
+#include "lib/hash.h"
 #include "lib/names.h"
 #include "attach/target.h"
 
@@ -70,8 +71,7 @@ static const int do_used[] = {
 };
 
 #define MAX_PROCS 256
-#define CODE_CACHE_MIN (1u << 14)
-#define CODE_CACHE_MAX (1u << 20) /* slots; past half of it, start over */
+#define CODE_CACHE_MAX (1u << 19) /* code objects; past it, start over */
 #define CODE_READ 256 /* bytes of a code object read: all fields above */
 
 struct proc {
@@ -80,7 +80,6 @@ struct proc {
 };
 
 struct code_ent {
-	uint64_t key; /* pid << 48 ^ code address; 0: empty */
 	const char *file, *name; /* interned; NULL: not a code object */
 	int firstlineno;
 	uint8_t *linetable;
@@ -91,8 +90,7 @@ struct code_ent {
 struct pystack {
 	struct proc procs[MAX_PROCS];
 	int nprocs;
-	struct code_ent *cache;
-	uint32_t ncache, cap;
+	struct hash_table cache; /* hash_u64(pid << 48 ^ code address) -> struct code_ent */
 	struct str_set *strings;
 };
 
@@ -102,10 +100,9 @@ struct pystack *pystack_new(void)
 
 	if (!ps)
 		return NULL;
-	ps->cap = CODE_CACHE_MIN;
-	ps->cache = calloc(ps->cap, sizeof(*ps->cache));
+	hash_init(&ps->cache, CODE_CACHE_MAX, sizeof(struct code_ent));
 	ps->strings = str_set_new(1 << 14);
-	if (!ps->cache || !ps->strings) {
+	if (!ps->strings) {
 		pystack_free(ps);
 		return NULL;
 	}
@@ -114,42 +111,19 @@ struct pystack *pystack_new(void)
 
 static void cache_clear(struct pystack *ps)
 {
-	for (uint32_t i = 0; i < ps->cap; i++)
-		free(ps->cache[i].linetable);
-	memset(ps->cache, 0, ps->cap * sizeof(*ps->cache));
-	ps->ncache = 0;
-}
+	struct code_ent *e;
 
-static int cache_grow(struct pystack *ps)
-{
-	uint32_t cap = ps->cap * 2;
-	struct code_ent *n = calloc(cap, sizeof(*n));
-
-	if (!n)
-		return -1;
-	for (uint32_t i = 0; i < ps->cap; i++) {
-		uint32_t h;
-
-		if (!ps->cache[i].key)
-			continue;
-		for (h = (uint32_t)hash_u64(ps->cache[i].key) & (cap - 1); n[h].key;
-		     h = (h + 1) & (cap - 1))
-			;
-		n[h] = ps->cache[i];
-	}
-	free(ps->cache);
-	ps->cache = n;
-	ps->cap = cap;
-	return 0;
+	for (uint32_t i = 0; (e = hash_next(&ps->cache, &i));)
+		free(e->linetable);
+	hash_clear(&ps->cache);
 }
 
 void pystack_free(struct pystack *ps)
 {
 	if (!ps)
 		return;
-	if (ps->cache)
-		cache_clear(ps);
-	free(ps->cache);
+	cache_clear(ps);
+	hash_free(&ps->cache);
 	str_set_free(ps->strings);
 	free(ps);
 }
@@ -452,27 +426,23 @@ static const char *read_str(struct pystack *ps, const struct proc *p, uint64_t o
 /* The cache entry of (pid, code): found, or new and empty (*added). */
 static struct code_ent *cache_slot(struct pystack *ps, int pid, uint64_t code, bool *added)
 {
-	uint64_t key = ((uint64_t)pid << 48) ^ code;
-	uint32_t h;
+	uint64_t key = ((uint64_t)pid << 48) ^ code, h = hash_u64(key);
+	struct code_ent *e;
 
 	*added = false;
 	if (!key)
 		return NULL;
-	for (h = (uint32_t)hash_u64(key) & (ps->cap - 1); ps->cache[h].key;
-	     h = (h + 1) & (ps->cap - 1))
-		if (ps->cache[h].key == key)
-			return &ps->cache[h];
-	if (ps->ncache * 2 >= ps->cap) {
-		/* Names BPF sent once are kept: the table grows (and only past
-		 * a million slots starts over, naming from the process). */
-		if (ps->cap >= CODE_CACHE_MAX || cache_grow(ps))
-			cache_clear(ps);
-		return cache_slot(ps, pid, code, added);
+	if ((e = hash_get(&ps->cache, h)))
+		return e;
+	/* Names BPF sent once are kept: the table grows (and only past
+	 * CODE_CACHE_MAX starts over, naming from the process). */
+	if (!(e = hash_add(&ps->cache, h))) {
+		cache_clear(ps);
+		if (!(e = hash_add(&ps->cache, h)))
+			return NULL;
 	}
-	ps->cache[h] = (struct code_ent){ .key = key };
-	ps->ncache++;
 	*added = true;
-	return &ps->cache[h];
+	return e;
 }
 
 void pystack_code(struct pystack *ps, const struct ptbpf_py_code *c, size_t size)

@@ -43,6 +43,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/hash.h"
+
 /* The first sequence: descriptors, snapshots, attributes, and the events of
  * tracks past SEQ_MAX (in full). Event sequences are 2, 3, ... */
 enum { SEQ_ID = 1, SEQ_MAX = 1 << 16 };
@@ -69,19 +71,15 @@ enum { SEQ_ID = 1, SEQ_MAX = 1 << 16 };
 /* Output buffer: whole records only; flushed when full or FLUSH_NS old. */
 #define OUT_CAP (256u << 10)
 #define FLUSH_NS 100000000ull
-#define INTERN_SLOTS_MIN 64u
 
-struct intern_slot {
-	uint64_t hash;
-	char *str; /* NULL: empty slot */
+struct intern_str {
+	char *str; /* its own copy */
 	uint32_t len;
 	uint32_t iid;
 };
 
-/* Open addressing with linear probing; load factor kept at or below 1/2. */
 struct intern_table {
-	struct intern_slot *slots;
-	uint32_t nslots, count, max;
+	struct hash_table h; /* fnv1a of the string -> struct intern_str */
 	size_t bytes, max_bytes; /* of the copies of interned strings */
 };
 
@@ -89,7 +87,7 @@ enum { TAB_NAME, TAB_CAT, TAB_ARG, TAB_STRVAL, TAB_COUNT };
 
 /* An event sequence: one track's events. */
 struct seq {
-	uint64_t track;   /* 0: an empty slot */
+	uint64_t track;
 	uint64_t last_ts; /* the incremental clock's value */
 	uint32_t id;
 	uint32_t behind;  /* events in a row older than last_ts */
@@ -112,14 +110,11 @@ struct pf_writer {
 	off_t base;         /* the file offset the trace starts at */
 	uint64_t uuid_base, uuid_seq;
 	struct intern_table tabs[TAB_COUNT];
-	struct seq *seqs;   /* open addressing on track, load at most 1/2 */
-	uint32_t nseqs, seq_slots;
+	struct hash_table seqs; /* mix64(track) -> struct seq */
+	uint32_t nseqs;         /* sequence ids given out */
 	struct seq main_seq; /* SEQ_ID */
-	/* Open flows: the caller's id -> its short one (open addressing,
-	 * load at most 1/2, backward-shift deletion; key 0: empty). */
-	uint64_t *flow_key;
-	uint32_t *flow_short;
-	uint32_t flow_slots, nflows, flow_next;
+	struct hash_table flows; /* open flows: mix64(caller's id) -> its short one */
+	uint32_t flow_next;
 	uint64_t orphans[FLOW_ORPHANS]; /* ends met before their start */
 	uint32_t norphans;
 	struct pb pb;
@@ -193,67 +188,39 @@ static uint64_t fnv1a(const char *s, size_t len)
 	return h;
 }
 
-static struct intern_slot *intern_probe(struct intern_slot *slots, uint32_t nslots,
-					uint64_t hash, const char *s, size_t len)
+struct intern_key {
+	const char *s;
+	size_t len;
+};
+
+static bool intern_eq(const void *val, const void *key)
 {
-	uint32_t mask = nslots - 1;
-	uint32_t i = (uint32_t)hash & mask;
+	const struct intern_str *e = val;
+	const struct intern_key *k = key;
 
-	for (;;) {
-		struct intern_slot *e = &slots[i];
-
-		if (!e->str)
-			return e;
-		if (e->hash == hash && e->len == len && memcmp(e->str, s, len) == 0)
-			return e;
-		i = (i + 1) & mask;
-	}
-}
-
-static bool intern_grow(struct intern_table *t)
-{
-	uint32_t nslots = t->nslots ? t->nslots * 2 : INTERN_SLOTS_MIN;
-	struct intern_slot *slots = calloc(nslots, sizeof(*slots));
-
-	if (!slots)
-		return false;
-	for (uint32_t i = 0; i < t->nslots; i++) {
-		struct intern_slot *e = &t->slots[i];
-
-		if (e->str)
-			*intern_probe(slots, nslots, e->hash, e->str, e->len) = *e;
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->nslots = nslots;
-	return true;
+	return e->len == k->len && memcmp(e->str, k->s, k->len) == 0;
 }
 
 /* iid of s (len bytes) in t, adding it if there is room; 0 when it cannot be
  * interned (table full, or out of memory): the caller writes it inline. */
 static uint64_t intern(struct intern_table *t, const char *s, size_t len)
 {
+	struct intern_key k = { s, len };
 	uint64_t hash = fnv1a(s, len);
-	struct intern_slot *e;
+	struct intern_str *e = hash_get_eq(&t->h, hash, intern_eq, &k);
+	char *copy;
 
-	if (t->nslots) {
-		e = intern_probe(t->slots, t->nslots, hash, s, len);
-		if (e->str)
-			return e->iid;
+	if (e)
+		return e->iid;
+	if (hash_full(&t->h) || t->bytes + len + 1 > t->max_bytes || !(copy = malloc(len + 1)))
+		return 0;
+	if (!(e = hash_add(&t->h, hash))) {
+		free(copy);
+		return 0;
 	}
-	if (t->count >= t->max || t->bytes + len + 1 > t->max_bytes)
-		return 0;
-	if (2 * (t->count + 1) > t->nslots && !intern_grow(t))
-		return 0;
-	e = intern_probe(t->slots, t->nslots, hash, s, len);
-	e->str = malloc(len + 1);
-	if (!e->str)
-		return 0;
-	memcpy(e->str, s, len);
-	e->str[len] = '\0';
-	e->hash = hash;
-	e->len = (uint32_t)len;
-	e->iid = ++t->count;
+	memcpy(copy, s, len);
+	copy[len] = '\0';
+	*e = (struct intern_str){ .str = copy, .len = (uint32_t)len, .iid = hash_count(&t->h) };
 	t->bytes += len + 1;
 	return e->iid;
 }
@@ -475,33 +442,6 @@ static void seq_free(struct seq *q)
 		free(q->defined[i]);
 }
 
-static uint32_t seq_home(uint64_t track, uint32_t nslots)
-{
-	return (uint32_t)mix64(track) & (nslots - 1);
-}
-
-static bool seqs_grow(struct pf_writer *w)
-{
-	uint32_t nslots = w->seq_slots ? 2 * w->seq_slots : 64;
-	struct seq *g = calloc(nslots, sizeof(*g));
-
-	if (!g)
-		return false;
-	for (uint32_t i = 0; i < w->seq_slots; i++) {
-		uint32_t h;
-
-		if (!w->seqs[i].track)
-			continue;
-		for (h = seq_home(w->seqs[i].track, nslots); g[h].track; h = (h + 1) & (nslots - 1))
-			;
-		g[h] = w->seqs[i];
-	}
-	free(w->seqs);
-	w->seqs = g;
-	w->seq_slots = nslots;
-	return true;
-}
-
 /* The sequence's first packet: its track and its clock. The snapshot ties
  * the incremental clock to MONOTONIC at ts, where it starts. */
 static void seq_start(struct pf_writer *w, struct seq *q, uint64_t ts)
@@ -539,22 +479,13 @@ static void seq_start(struct pf_writer *w, struct seq *q, uint64_t ts)
 static struct seq *seq_for(struct pf_writer *w, uint64_t track, uint64_t ts)
 {
 	struct seq *q;
-	uint32_t h;
 
 	if (!track)
 		return &w->main_seq;
-	if (w->seq_slots) {
-		for (h = seq_home(track, w->seq_slots); w->seqs[h].track;
-		     h = (h + 1) & (w->seq_slots - 1))
-			if (w->seqs[h].track == track)
-				return &w->seqs[h];
-	}
-	if (w->nseqs + SEQ_ID + 1 >= SEQ_MAX ||
-	    (2 * (w->nseqs + 1) > w->seq_slots && !seqs_grow(w)))
+	if ((q = hash_get(&w->seqs, mix64(track))))
+		return q;
+	if (w->nseqs + SEQ_ID + 1 >= SEQ_MAX || !(q = hash_add(&w->seqs, mix64(track))))
 		return &w->main_seq;
-	for (h = seq_home(track, w->seq_slots); w->seqs[h].track; h = (h + 1) & (w->seq_slots - 1))
-		;
-	q = &w->seqs[h];
 	q->track = track;
 	q->id = SEQ_ID + 1 + w->nseqs++;
 	seq_start(w, q, ts);
@@ -619,9 +550,12 @@ static struct pf_writer *writer_new(int fd, bool copy)
 		w->base = 0; /* not seekable (a device): nothing to cut back */
 	w->uuid_base = random_base();
 	for (int i = 0; i < TAB_COUNT; i++) {
-		w->tabs[i].max = i == TAB_STRVAL ? STRVAL_MAX : PF_INTERN_MAX;
+		hash_init(&w->tabs[i].h, i == TAB_STRVAL ? STRVAL_MAX : PF_INTERN_MAX,
+			  sizeof(struct intern_str));
 		w->tabs[i].max_bytes = i == TAB_STRVAL ? STRVAL_BYTES_MAX : INTERN_BYTES_MAX;
 	}
+	hash_init(&w->seqs, SEQ_MAX, sizeof(struct seq));
+	hash_init(&w->flows, FLOW_SHORT_MAX, sizeof(uint32_t));
 	w->main_seq.id = SEQ_ID;
 	return w;
 }
@@ -681,6 +615,8 @@ static void trace_attr(struct pf_writer *w, const char *key, const char *sval, i
 
 int pf_writer_close(struct pf_writer *w)
 {
+	struct intern_str *e;
+	struct seq *q;
 	int err;
 
 	if (!w)
@@ -690,16 +626,15 @@ int pf_writer_close(struct pf_writer *w)
 	flush_out(w);
 	err = w->err;
 	for (struct intern_table *t = w->tabs; t < w->tabs + TAB_COUNT; t++) {
-		for (uint32_t i = 0; i < t->nslots; i++)
-			free(t->slots[i].str);
-		free(t->slots);
+		for (uint32_t i = 0; (e = hash_next(&t->h, &i));)
+			free(e->str);
+		hash_free(&t->h);
 	}
-	for (uint32_t i = 0; i < w->seq_slots; i++)
-		seq_free(&w->seqs[i]);
-	free(w->seqs);
+	for (uint32_t i = 0; (q = hash_next(&w->seqs, &i));)
+		seq_free(q);
+	hash_free(&w->seqs);
 	seq_free(&w->main_seq);
-	free(w->flow_key);
-	free(w->flow_short);
+	hash_free(&w->flows);
 	free(w->out);
 	free(w);
 	return err;
@@ -963,43 +898,6 @@ static void write_arg(struct pf_writer *w, const struct pf_arg *a, const struct 
 
 /* ---- short flow ids ---- */
 
-static uint32_t flow_home(const struct pf_writer *w, uint64_t id)
-{
-	uint32_t h = (uint32_t)mix64(id) & (w->flow_slots - 1);
-
-	while (w->flow_key[h] && w->flow_key[h] != id)
-		h = (h + 1) & (w->flow_slots - 1);
-	return h;
-}
-
-static bool flows_grow(struct pf_writer *w)
-{
-	uint32_t n = w->flow_slots ? 2 * w->flow_slots : 1024;
-	struct pf_writer g = { .flow_slots = n };
-
-	g.flow_key = calloc(n, sizeof(*g.flow_key));
-	g.flow_short = calloc(n, sizeof(*g.flow_short));
-	if (!g.flow_key || !g.flow_short) {
-		free(g.flow_key);
-		free(g.flow_short);
-		return false;
-	}
-	for (uint32_t i = 0; i < w->flow_slots; i++) {
-		if (w->flow_key[i]) {
-			uint32_t h = flow_home(&g, w->flow_key[i]);
-
-			g.flow_key[h] = w->flow_key[i];
-			g.flow_short[h] = w->flow_short[i];
-		}
-	}
-	free(w->flow_key);
-	free(w->flow_short);
-	w->flow_key = g.flow_key;
-	w->flow_short = g.flow_short;
-	w->flow_slots = n;
-	return true;
-}
-
 static bool orphan(const struct pf_writer *w, uint64_t id)
 {
 	for (uint32_t i = 0; i < w->norphans && i < FLOW_ORPHANS; i++)
@@ -1011,45 +909,26 @@ static bool orphan(const struct pf_writer *w, uint64_t id)
 /* A flow's short id as it starts or steps (0: it keeps its own). */
 static uint32_t flow_open(struct pf_writer *w, uint64_t id)
 {
-	uint32_t h;
+	uint32_t *v;
 
 	if (!id)
 		return 0;
-	if (w->flow_slots && w->flow_key[h = flow_home(w, id)])
-		return w->flow_short[h];
-	if (w->nflows >= FLOW_SHORT_MAX || w->flow_next >= INT32_MAX || orphan(w, id) ||
-	    (2 * (w->nflows + 1) > w->flow_slots && !flows_grow(w)))
+	if ((v = hash_get(&w->flows, mix64(id))))
+		return *v;
+	if (w->flow_next >= INT32_MAX || orphan(w, id) || !(v = hash_add(&w->flows, mix64(id))))
 		return 0;
-	h = flow_home(w, id);
-	w->flow_key[h] = id;
-	w->nflows++;
-	return w->flow_short[h] = ++w->flow_next;
+	return *v = ++w->flow_next;
 }
 
 /* A flow's short id as it ends, forgotten then (0: it keeps its own). */
 static uint32_t flow_close(struct pf_writer *w, uint64_t id)
 {
-	uint32_t h, next, v;
+	uint32_t v;
 
-	if (!id || !w->flow_slots || !w->flow_key[h = flow_home(w, id)]) {
+	if (!id || !hash_remove(&w->flows, mix64(id), &v)) {
 		if (id)
 			w->orphans[w->norphans++ % FLOW_ORPHANS] = id;
 		return 0;
-	}
-	v = w->flow_short[h];
-	w->flow_key[h] = 0;
-	w->nflows--;
-	for (next = (h + 1) & (w->flow_slots - 1); w->flow_key[next];
-	     next = (next + 1) & (w->flow_slots - 1)) {
-		uint32_t home = (uint32_t)mix64(w->flow_key[next]) & (w->flow_slots - 1);
-
-		if ((next > h && (home <= h || home > next)) ||
-		    (next < h && home <= h && home > next)) {
-			w->flow_key[h] = w->flow_key[next];
-			w->flow_short[h] = w->flow_short[next];
-			w->flow_key[next] = 0;
-			h = next;
-		}
 	}
 	return v;
 }

@@ -14,7 +14,7 @@
 
 #include "lib/log.h"
 #include "lib/files.h"
-#include "lib/names.h"
+#include "lib/hash.h"
 #include "trace/pbread.h"
 #include "trace/trace_decode.h"
 
@@ -23,19 +23,18 @@
 /* Interned strings kept at most (a real trace has thousands). */
 #define INTERN_MAX (1u << 20)
 #define INTERN_BYTES_MAX (32u << 20)
+/* Sequences whose state is kept at most (ptbpf's writer makes 65536). */
+#define SEQS_MAX (1u << 20)
 
 struct intern_entry {
 	uint64_t iid;
 	uint32_t seq;
 	uint8_t table;  /* F_ID_NAMES, F_ID_CATEGORIES, F_ID_ARG_NAMES, F_ID_STRING_VALUES */
-	bool used;
 	struct tr_str str; /* its own copy */
 };
 
-/* (sequence, table, iid) -> string; open addressing, load at most 1/2. */
 struct interns {
-	struct intern_entry *e;
-	uint32_t n, cap;
+	struct hash_table h; /* intern_hash(sequence, table, iid) -> struct intern_entry */
 	uint64_t bytes;
 	uint32_t next_id;
 };
@@ -43,7 +42,7 @@ struct interns {
 /* A sequence's defaults and incremental clock (ClockSnapshot clocks 64-127
  * marked incremental, tied to MONOTONIC in the same snapshot). */
 struct seq_state {
-	uint32_t seq;       /* 0: an empty slot */
+	uint32_t seq;
 	uint32_t clock;     /* TracePacketDefaults.timestamp_clock_id */
 	uint64_t track;     /* TrackEventDefaults.track_uuid */
 	uint32_t incr;      /* the incremental clock's id, 0 if none */
@@ -65,8 +64,7 @@ struct tr_reader {
 	int pass;
 	struct tr_status st;
 	struct interns in;
-	struct seq_state *seqs; /* open addressing on seq, load at most 1/2 */
-	uint32_t nseqs, seq_slots;
+	struct hash_table seqs; /* hash_u64(seq) -> struct seq_state */
 };
 
 static const struct tr_str unknown = { "?", 1, TR_INLINE };
@@ -78,38 +76,19 @@ static uint64_t intern_hash(uint32_t seq, uint8_t table, uint64_t iid)
 	return hash_pair(hash_u64(iid), (uint64_t)seq << 8 | table);
 }
 
+static bool intern_eq(const void *val, const void *key)
+{
+	const struct intern_entry *e = val, *k = key;
+
+	return e->iid == k->iid && e->seq == k->seq && e->table == k->table;
+}
+
 static struct intern_entry *intern_find(struct interns *t, uint32_t seq, uint8_t table,
 					uint64_t iid)
 {
-	uint32_t mask = t->cap - 1;
+	struct intern_entry k = { .iid = iid, .seq = seq, .table = table };
 
-	if (!t->cap)
-		return NULL;
-	for (uint32_t i = (uint32_t)intern_hash(seq, table, iid) & mask;; i = (i + 1) & mask) {
-		struct intern_entry *e = &t->e[i];
-
-		if (!e->used || (e->iid == iid && e->seq == seq && e->table == table))
-			return e;
-	}
-}
-
-static bool intern_grow(struct interns *t)
-{
-	struct interns g = { .cap = t->cap ? t->cap * 2 : 1024, .bytes = t->bytes,
-			     .next_id = t->next_id };
-
-	g.e = calloc(g.cap, sizeof(*g.e));
-	if (!g.e)
-		return false;
-	for (uint32_t i = 0; i < t->cap; i++) {
-		if (t->e[i].used) {
-			*intern_find(&g, t->e[i].seq, t->e[i].table, t->e[i].iid) = t->e[i];
-			g.n++;
-		}
-	}
-	free(t->e);
-	*t = g;
-	return true;
+	return hash_get_eq(&t->h, intern_hash(seq, table, iid), intern_eq, &k);
 }
 
 static void intern_add(struct tr_reader *r, uint32_t seq, uint8_t table, uint64_t iid,
@@ -119,59 +98,57 @@ static void intern_add(struct tr_reader *r, uint32_t seq, uint8_t table, uint64_
 	struct intern_entry *e;
 	char *copy;
 
-	if (t->n >= INTERN_MAX || t->bytes + len > INTERN_BYTES_MAX || t->next_id == TR_INLINE ||
-	    ((t->n + 1) * 2 > t->cap && !intern_grow(t)) || !(copy = malloc(len ? len : 1)))
+	if (hash_full(&t->h) || t->bytes + len > INTERN_BYTES_MAX || t->next_id == TR_INLINE ||
+	    !(copy = malloc(len ? len : 1)))
 		return; /* not kept: uses of it count as unresolved */
 	memcpy(copy, s, len);
 	e = intern_find(t, seq, table, iid);
-	if (e->used) {
+	if (e) {
 		t->bytes -= e->str.len;
 		free((char *)e->str.s);
-	} else {
-		t->n++;
+	} else if (!(e = hash_add(&t->h, intern_hash(seq, table, iid)))) {
+		free(copy);
+		return;
 	}
-	*e = (struct intern_entry){ .iid = iid, .seq = seq, .table = table, .used = true,
+	*e = (struct intern_entry){ .iid = iid, .seq = seq, .table = table,
 				    .str = { copy, (uint32_t)len, t->next_id++ } };
 	t->bytes += len;
+}
+
+struct seq_of {
+	struct interns *t;
+	uint32_t seq;
+};
+
+static bool intern_of_seq(void *val, void *arg)
+{
+	struct intern_entry *e = val;
+	struct seq_of *of = arg;
+
+	if (e->seq != of->seq)
+		return false;
+	of->t->bytes -= e->str.len;
+	free((char *)e->str.s);
+	return true;
 }
 
 /* SEQ_INCREMENTAL_STATE_CLEARED: the sequence's strings are forgotten. */
 static void intern_clear_seq(struct interns *t, uint32_t seq)
 {
-	struct interns g = { .cap = t->cap, .next_id = t->next_id };
+	struct seq_of of = { t, seq };
 
-	if (!t->n)
-		return;
-	g.e = calloc(g.cap, sizeof(*g.e));
-	if (!g.e)
-		return;
-	for (uint32_t i = 0; i < t->cap; i++) {
-		struct intern_entry *e = &t->e[i];
-
-		if (!e->used)
-			continue;
-		if (e->seq == seq) {
-			free((char *)e->str.s);
-			continue;
-		}
-		*intern_find(&g, e->seq, e->table, e->iid) = *e;
-		g.n++;
-		g.bytes += e->str.len;
-	}
-	free(t->e);
-	*t = g;
+	hash_drop_if(&t->h, intern_of_seq, &of);
 }
 
 /* Ids go on growing: one never names two strings. */
 static void intern_free(struct interns *t)
 {
-	uint32_t next_id = t->next_id;
+	struct intern_entry *e;
 
-	for (uint32_t i = 0; i < t->cap; i++)
-		if (t->e[i].used)
-			free((char *)t->e[i].str.s);
-	free(t->e);
-	*t = (struct interns){ .next_id = next_id };
+	for (uint32_t i = 0; (e = hash_next(&t->h, &i));)
+		free((char *)e->str.s);
+	hash_free(&t->h);
+	t->bytes = 0;
 }
 
 void tr_lookup(struct tr_reader *r, uint32_t seq, uint8_t table, uint64_t iid,
@@ -179,7 +156,7 @@ void tr_lookup(struct tr_reader *r, uint32_t seq, uint8_t table, uint64_t iid,
 {
 	struct intern_entry *e = intern_find(&r->in, seq, table, iid);
 
-	if (e && e->used) {
+	if (e) {
 		*out = e->str;
 		return;
 	}
@@ -361,41 +338,19 @@ static int stop(struct tr_reader *r, enum end_how how)
 
 /* ---- sequence defaults ---- */
 
+/* The sequence's state, new if it has none; NULL past SEQS_MAX. */
 static struct seq_state *seq_state(struct tr_reader *r, uint32_t seq)
 {
-	uint32_t h;
+	struct seq_state *q = hash_get(&r->seqs, hash_u64(seq));
 
-	if (2 * (r->nseqs + 1) > r->seq_slots) {
-		uint32_t n = r->seq_slots ? 2 * r->seq_slots : 64;
-		struct seq_state *g = calloc(n, sizeof(*g));
-
-		if (!g)
-			return NULL;
-		for (uint32_t i = 0; i < r->seq_slots; i++) {
-			if (!r->seqs[i].seq)
-				continue;
-			for (h = (uint32_t)hash_u64(r->seqs[i].seq) & (n - 1); g[h].seq; h = (h + 1) & (n - 1))
-				;
-			g[h] = r->seqs[i];
-		}
-		free(r->seqs);
-		r->seqs = g;
-		r->seq_slots = n;
-	}
-	for (h = (uint32_t)hash_u64(seq) & (r->seq_slots - 1); r->seqs[h].seq;
-	     h = (h + 1) & (r->seq_slots - 1))
-		if (r->seqs[h].seq == seq)
-			return &r->seqs[h];
-	r->seqs[h] = (struct seq_state){ .seq = seq };
-	r->nseqs++;
-	return &r->seqs[h];
+	if (!q && (q = hash_add(&r->seqs, hash_u64(seq))))
+		q->seq = seq;
+	return q;
 }
 
 static void seqs_free(struct tr_reader *r)
 {
-	free(r->seqs);
-	r->seqs = NULL;
-	r->nseqs = r->seq_slots = 0;
+	hash_free(&r->seqs);
 }
 
 static void apply_defaults(struct seq_state *q, struct tr_span d, bool *bad)
@@ -529,6 +484,8 @@ struct tr_reader *tr_open(const char *path, const char *who)
 
 	if (!r)
 		return NULL;
+	hash_init(&r->in.h, INTERN_MAX, sizeof(struct intern_entry));
+	hash_init(&r->seqs, SEQS_MAX, sizeof(struct seq_state));
 	snprintf(r->path, sizeof(r->path), "%s", path);
 	snprintf(r->who, sizeof(r->who), "%s", who);
 	r->fd = infile_open(path, who);
