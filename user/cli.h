@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "offline/report.h"
+
 #define CLI_MAX_PIDS 64
 
 /* Where op begins and ends come from (--ops). */
@@ -57,4 +59,31 @@ int cli_parse(int argc, char **argv, struct options *opt);
 /* Checks CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_PTRACE and the pid
  * namespace; 0, or -1 with the reason in err. */
 int cli_check_privileges(char *err, size_t errlen);
+
+/* The offline commands (cli_offline.c): each parser fills its arguments,
+ * or prints one line and returns 2 (a usage error; argp's own messages
+ * for an unknown option also exit 2). */
+
+struct report_args {
+	struct report_opts opts;
+	bool diff;
+};
+int cli_parse_report(int argc, char **argv, struct report_args *a);
+
+struct export_args {
+	const char *path, *out;
+	bool force;
+};
+int cli_parse_export(int argc, char **argv, struct export_args *a);
+
+/* merge and replay: inputs (the caller frees merge's), -o OUT. */
+struct inputs_args {
+	const char *command, *usage;
+	const char **inputs;
+	int n, max;
+	const char *out;
+	bool align_collectives, force;
+};
+int cli_parse_merge(int argc, char **argv, struct inputs_args *a);
+int cli_parse_replay(int argc, char **argv, struct inputs_args *a);
 #endif /* PTBPF_CLI_H */

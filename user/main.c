@@ -122,7 +122,8 @@ static int run_window(const struct options *opt, const char *path, struct metric
 	return rc;
 }
 
-int main(int argc, char **argv)
+/* `ptbpf [run|daemon] OPTIONS`: a live capture. */
+static int cmd_trace(int argc, char **argv)
 {
 	static struct session s;
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -130,12 +131,6 @@ int main(int argc, char **argv)
 	char err[512];
 	int rc = 1;
 
-	if (argc >= 2 && !strcmp(argv[1], "replay"))
-		return replay_main(argc, argv);
-	if (argc >= 2 && (!strcmp(argv[1], "report") || !strcmp(argv[1], "export")))
-		return report_main(argc, argv);
-	if (argc >= 2 && !strcmp(argv[1], "merge"))
-		return merge_main(argc, argv);
 	rc = cli_parse(argc, argv, &s.opt);
 	if (rc)
 		return rc > 0 ? rc : 2;
@@ -182,4 +177,62 @@ int main(int argc, char **argv)
 	session_loop(&s);
 	rc = 0;
 	return command_status(child, session_finish(&s, rc));
+}
+
+static int cmd_report(int argc, char **argv)
+{
+	struct report_args a;
+	int rc = cli_parse_report(argc, argv, &a);
+
+	return rc ? rc : report_run(&a.opts);
+}
+
+static int cmd_export(int argc, char **argv)
+{
+	struct export_args a;
+	int rc = cli_parse_export(argc, argv, &a);
+
+	return rc ? rc : export_kineto(a.path, a.out, a.force);
+}
+
+static int cmd_merge(int argc, char **argv)
+{
+	struct inputs_args a;
+	int rc = cli_parse_merge(argc, argv, &a);
+
+	if (!rc)
+		rc = merge_traces(a.inputs, a.n, a.out, a.align_collectives, a.force);
+	free(a.inputs);
+	return rc;
+}
+
+static int cmd_replay(int argc, char **argv)
+{
+	struct inputs_args a;
+	int rc = cli_parse_replay(argc, argv, &a);
+
+	return rc ? rc : raw_replay(a.inputs[0], a.out, a.force);
+}
+
+/* argv[1] names the command; any other first word is the live capture's
+ * (`ptbpf -p PID ...`). Each command parses its own options with argp
+ * (cli.c, cli_offline.c). */
+static const struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+} commands[] = {
+	{ "run", cmd_trace },    /* start a command with the agent and trace it */
+	{ "daemon", cmd_trace }, /* fleet mode: --all in windows, with metrics */
+	{ "report", cmd_report },
+	{ "export", cmd_export },
+	{ "merge", cmd_merge },
+	{ "replay", cmd_replay },
+};
+
+int main(int argc, char **argv)
+{
+	for (size_t i = 0; argc >= 2 && i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc, argv);
+	return cmd_trace(argc, argv);
 }

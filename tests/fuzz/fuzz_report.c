@@ -9,17 +9,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char path[64];
 	int fd = fuzz_file(data, size, path, sizeof(path));
-	char *json[] = { "ptbpf", "report", path, "--json", NULL };
-	char *text[] = { "ptbpf", "report", path, "--top", "3", "--group-by-shape", NULL };
-	char *html[] = { "ptbpf", "report", path, "--html", (char *)fuzz_output("r.html"), NULL };
-	char *diff[] = { "ptbpf", "report", "--diff", path, path, "--json", NULL };
+	struct report_opts json = { .path = path, .json = true, .top = 25 };
+	struct report_opts text = { .path = path, .top = 3, .by_shape = true };
+	struct report_opts html = { .path = path, .html = fuzz_output("r.html"), .top = 25 };
+	struct report_opts diff = { .path = path, .path_b = path, .json = true, .top = 25 };
 
 	unsetenv("PTBPF_REPORT_INTERVALS");
-	report_main(4, json);
-	report_main(5, html);
-	report_main(6, diff);
+	report_run(&json);
+	report_run(&html);
+	report_run(&diff);
 	setenv("PTBPF_REPORT_INTERVALS", "16", 1);
-	report_main(6, text);
+	report_run(&text);
 	close(fd);
 	return 0;
 }

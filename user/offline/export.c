@@ -694,31 +694,15 @@ static void export_free(struct export *x)
 		free(x->procs[i].pend);
 }
 
-int export_main(int argc, char **argv)
+int export_kineto(const char *path, const char *out_path, bool force)
 {
-	const char *path = NULL, *out_path = NULL;
 	struct report r = { 0 };
 	struct export x = { .first = true };
 	struct rd_hooks hooks = { on_descriptor, on_slice, on_instant, on_counter, &x };
 	struct outfile out = { .fd = -1 };
 	struct tr_reader *tr = NULL;
-	bool force = false;
 	int rc = 1;
 
-	for (int i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "--kineto") && i + 1 < argc && !out_path)
-			out_path = argv[++i];
-		else if (!strcmp(argv[i], "--force"))
-			force = true;
-		else if (!path && argv[i][0] != '-')
-			path = argv[i];
-		else
-			path = out_path = NULL, i = argc;
-	}
-	if (!path || !out_path) {
-		log_msg("usage: ptbpf export --kineto OUT.json FILE.pftrace [--force]\n");
-		return 2;
-	}
 	r.hooks = &hooks;
 	tr = tr_open(path, "export");
 	if (!tr || !rd_init(&r))

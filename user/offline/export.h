@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* argv[1] is "export". Returns the exit code (0, 1 error, 2 usage). */
-int export_main(int argc, char **argv);
+/* `ptbpf export --kineto OUT PATH`: 0, or 1 with one line printed. */
+int export_kineto(const char *path, const char *out_path, bool force);
 
 /* export_meta.c */
 struct report;

@@ -529,7 +529,8 @@ static void print_alignment(const struct input *in, int n, const char *out_path)
 			"clocks' disagreement (NTP/PTP)\n", out_path, n, worst / 1e3 + 1.0);
 }
 
-int merge_traces(char **paths, int n, const char *out_path, bool by_collectives, bool force)
+int merge_traces(const char *const *paths, int n, const char *out_path, bool by_collectives,
+		 bool force)
 {
 	struct input *in = calloc(n > 0 ? n : 1, sizeof(*in));
 	struct outfile out = { .fd = -1 };
@@ -564,7 +565,7 @@ int merge_traces(char **paths, int n, const char *out_path, bool by_collectives,
 		    ts < start)
 			start = ts;
 	}
-	if (outfile_open(&out, out_path, force, (const char *const *)paths, n, "merge"))
+	if (outfile_open(&out, out_path, force, paths, n, "merge"))
 		goto done;
 	if (!(w = pf_writer_open_copy(out.fd))) {
 		outfile_cannot_write("merge", out.tmp, errno);
@@ -599,37 +600,5 @@ done:
 	}
 	free(in);
 	pb_free(&snap);
-	return rc;
-}
-
-int merge_main(int argc, char **argv)
-{
-	char **inputs = calloc((size_t)argc, sizeof(*inputs));
-	const char *out = NULL;
-	bool coll = false, force = false, bad = false;
-	int n = 0, rc;
-
-	if (!inputs)
-		return 1;
-	for (int i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "-o") && i + 1 < argc && !out)
-			out = argv[++i];
-		else if (!strcmp(argv[i], "--align-collectives"))
-			coll = true;
-		else if (!strcmp(argv[i], "--force"))
-			force = true;
-		else if (argv[i][0] != '-')
-			inputs[n++] = argv[i];
-		else
-			bad = true;
-	}
-	if (bad || !out || n < 1) {
-		log_msg("usage: ptbpf merge [--align-collectives] [--force] A.pftrace "
-			"B.pftrace ... -o OUT.pftrace\n");
-		free(inputs);
-		return 2;
-	}
-	rc = merge_traces(inputs, n, out, coll, force);
-	free(inputs);
 	return rc;
 }

@@ -10,9 +10,7 @@
  * 0, or 1 with one error line printed. by_collectives: then also shifts
  * each trace so its NCCL kernels end with the first trace's (the k-th with
  * the k-th). */
-int merge_traces(char **paths, int n, const char *out_path, bool by_collectives, bool force);
-/* `ptbpf merge [--align-collectives] [--force] A B ... -o OUT`: the exit
- * code (2: usage). */
-int merge_main(int argc, char **argv);
+int merge_traces(const char *const *paths, int n, const char *out_path, bool by_collectives,
+		 bool force);
 
 #endif /* PTBPF_MERGE_H */

@@ -394,48 +394,6 @@ void report_json(FILE *o, struct report *r, const char *path, const struct tr_st
 	fputs("}\n", o);
 }
 
-/* 0, or 2 with the usage printed. */
-static int parse_args(int argc, char **argv, struct report_opts *a)
-{
-	*a = (struct report_opts){ .top = 25 };
-	for (int i = 2; i < argc; i++) {
-		char *end;
-
-		if (!strcmp(argv[i], "--json")) {
-			a->json = true;
-		} else if (!strcmp(argv[i], "--group-by-shape")) {
-			a->by_shape = true;
-		} else if (!strcmp(argv[i], "--html") && i + 1 < argc && !a->html) {
-			a->html = argv[++i];
-		} else if (!strcmp(argv[i], "--force")) {
-			a->force = true;
-		} else if (!strcmp(argv[i], "--diff") && i + 2 < argc && !a->path) {
-			a->path = argv[++i];
-			a->path_b = argv[++i];
-		} else if (!strcmp(argv[i], "--top") && i + 1 < argc) {
-			errno = 0;
-			a->top = (int)strtol(argv[++i], &end, 10);
-			if (errno || end == argv[i] || *end || a->top < 1) {
-				log_msg("report: --top takes a positive number, not '%s'\n",
-					argv[i]);
-				return 2;
-			}
-		} else if (!a->path && argv[i][0] != '-') {
-			a->path = argv[i];
-		} else {
-			a->path = NULL;
-			break;
-		}
-	}
-	if (!a->path || (a->force && !a->html)) {
-		log_msg("usage: ptbpf report FILE.pftrace [--json] [--top N] "
-			"[--group-by-shape] [--html OUT.html [--force]] | ptbpf report --diff "
-			"A.pftrace B.pftrace [--json] [--top N] [--html OUT.html [--force]]\n");
-		return 2;
-	}
-	return 0;
-}
-
 int report_read(struct report *r, const char *path, const struct report_opts *opt,
 		struct tr_reader **tr)
 {
@@ -451,21 +409,16 @@ int report_read(struct report *r, const char *path, const struct report_opts *op
 	return 0;
 }
 
-int report_main(int argc, char **argv)
+int report_run(const struct report_opts *opt)
 {
 	struct report r = { 0 };
-	struct report_opts a;
+	struct report_opts a = *opt;
 	struct tr_reader *tr = NULL;
 	const struct step_row *rows = NULL;
 	size_t nrows = 0;
 	struct timespec t0, t1;
 	int rc;
 
-	if (!strcmp(argv[1], "export"))
-		return export_main(argc, argv);
-	rc = parse_args(argc, argv, &a);
-	if (rc)
-		return rc;
 	if (a.path_b)
 		return report_diff(&a);
 	rc = 1;

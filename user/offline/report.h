@@ -9,9 +9,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* argv[1] is "report" (or "export": export_main). Returns the exit code
- * (0, 1 error, 2 usage). */
-int report_main(int argc, char **argv);
+struct report_opts;
+/* `ptbpf report`: the exit code (0, 1 error, 2 usage: --diff's). */
+int report_run(const struct report_opts *opt);
 
 struct report;
 struct step_row;

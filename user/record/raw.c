@@ -256,27 +256,3 @@ done:
 	op_table_free(&ops);
 	return rc;
 }
-
-int replay_main(int argc, char **argv)
-{
-	const char *raw = NULL, *out = NULL;
-	bool force = false;
-
-	for (int i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "-o") && i + 1 < argc && !out) {
-			out = argv[++i];
-		} else if (!strcmp(argv[i], "--force")) {
-			force = true;
-		} else if (!raw && argv[i][0] != '-') {
-			raw = argv[i];
-		} else {
-			raw = NULL;
-			break;
-		}
-	}
-	if (!raw || !out) {
-		log_msg("usage: ptbpf replay RAW -o OUT.pftrace [--force]\n");
-		return 2;
-	}
-	return raw_replay(raw, out, force);
-}

@@ -41,7 +41,5 @@ int raw_close(struct raw_writer *r, bool keep);
  * capture cut short (its ptbpf was killed) is replayed up to the cut, with
  * a warning. */
 int raw_replay(const char *raw_path, const char *out_path, bool force);
-/* `ptbpf replay RAW -o OUT [--force]`: the exit code (2: usage). */
-int replay_main(int argc, char **argv);
 
 #endif /* PTBPF_RAW_H */
