@@ -207,71 +207,45 @@ static int parse_size(const char *s, uint32_t *out)
 	return 0;
 }
 
-static error_t parse_opt(int key, char *arg, struct argp_state *state)
+static int add_pid(struct options *o, const char *arg)
 {
-	struct options *o = state->input;
 	uint64_t v;
 
-	if (key > 0 && key < 128 && strchr(DAEMON_KEYS, key))
-		o->daemon_opt = true;
-	switch (key) {
-	case 'p':
-		if (parse_u64(arg, "pid", 1, 4194304, &v))
-			return EINVAL;
-		for (int i = 0; i < o->npids; i++) {
-			if (o->pids[i] == (int)v) {
-				log_msg("note: pid %d is given twice; it is traced once\n",
-					(int)v);
-				return 0;
-			}
+	if (parse_u64(arg, "pid", 1, 4194304, &v))
+		return -1;
+	for (int i = 0; i < o->npids; i++) {
+		if (o->pids[i] == (int)v) {
+			log_msg("note: pid %d is given twice; it is traced once\n", (int)v);
+			return 0;
 		}
-		if (o->npids >= CLI_MAX_PIDS) {
-			log_msg("at most %d -p options\n", CLI_MAX_PIDS);
-			return EINVAL;
-		}
-		o->pids[o->npids++] = (int)v;
-		break;
-	case 'd':
-		if (parse_u64(arg, "duration", 1, 365ull * 86400, &o->duration_s))
-			return EINVAL;
-		break;
-	case 'o':
-		if (!*arg || strlen(arg) >= sizeof(o->output)) {
-			log_msg("invalid output path\n");
-			return EINVAL;
-		}
-		strcpy(o->output, arg);
-		break;
-	case 'r':
-		if (parse_size(arg, &o->ring_bytes))
-			return EINVAL;
-		break;
-	case 'f':
-		o->follow_children = true;
-		break;
-	case 'e':
-		o->entries_only = true;
-		break;
-	case 'n':
-		o->no_agent = true;
-		break;
-	case 'm':
-		o->memory = true;
-		break;
-	case 's':
-		o->shapes = true;
-		break;
-	case 'S': {
-		uint64_t v = 1;
-
-		if (arg && parse_u64(arg, "--py-stacks", 1, 1000000, &v))
-			return EINVAL;
-		o->py_stacks = (uint32_t)v;
-		break;
 	}
-	case 'a':
-		o->all = true;
-		break;
+	if (o->npids >= CLI_MAX_PIDS) {
+		log_msg("at most %d -p options\n", CLI_MAX_PIDS);
+		return -1;
+	}
+	o->pids[o->npids++] = (int)v;
+	return 0;
+}
+
+static int parse_ops(const char *arg, enum ops_source *ops)
+{
+	if (!strcmp(arg, "auto")) {
+		*ops = OPS_AUTO;
+	} else if (!strcmp(arg, "agent")) {
+		*ops = OPS_AGENT;
+	} else if (!strcmp(arg, "probes")) {
+		*ops = OPS_PROBES;
+	} else {
+		log_msg("invalid --ops '%s': use agent, probes or auto\n", arg);
+		return -1;
+	}
+	return 0;
+}
+
+/* The options of `ptbpf daemon` (DAEMON_KEYS). */
+static error_t daemon_opt(int key, const char *arg, struct options *o)
+{
+	switch (key) {
 	case 'D':
 		if (!*arg || strlen(arg) >= sizeof(o->out_dir)) {
 			log_msg("invalid --out-dir\n");
@@ -316,18 +290,64 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		}
 		strcpy(o->metrics_listen, arg);
 		break;
-	case 'O':
-		if (!strcmp(arg, "auto")) {
-			o->ops = OPS_AUTO;
-		} else if (!strcmp(arg, "agent")) {
-			o->ops = OPS_AGENT;
-		} else if (!strcmp(arg, "probes")) {
-			o->ops = OPS_PROBES;
-		} else {
-			log_msg("invalid --ops '%s': use agent, probes or auto\n", arg);
+	}
+	return 0;
+}
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct options *o = state->input;
+
+	if (key > 0 && key < 128 && strchr(DAEMON_KEYS, key)) {
+		o->daemon_opt = true;
+		return daemon_opt(key, arg, o);
+	}
+	switch (key) {
+	case 'p':
+		return add_pid(o, arg) ? EINVAL : 0;
+	case 'd':
+		if (parse_u64(arg, "duration", 1, 365ull * 86400, &o->duration_s))
+			return EINVAL;
+		break;
+	case 'o':
+		if (!*arg || strlen(arg) >= sizeof(o->output)) {
+			log_msg("invalid output path\n");
 			return EINVAL;
 		}
+		strcpy(o->output, arg);
 		break;
+	case 'r':
+		if (parse_size(arg, &o->ring_bytes))
+			return EINVAL;
+		break;
+	case 'f':
+		o->follow_children = true;
+		break;
+	case 'e':
+		o->entries_only = true;
+		break;
+	case 'n':
+		o->no_agent = true;
+		break;
+	case 'm':
+		o->memory = true;
+		break;
+	case 's':
+		o->shapes = true;
+		break;
+	case 'S': {
+		uint64_t v = 1;
+
+		if (arg && parse_u64(arg, "--py-stacks", 1, 1000000, &v))
+			return EINVAL;
+		o->py_stacks = (uint32_t)v;
+		break;
+	}
+	case 'a':
+		o->all = true;
+		break;
+	case 'O':
+		return parse_ops(arg, &o->ops) ? EINVAL : 0;
 	case 'w':
 		if (!*arg || strlen(arg) >= sizeof(o->raw_output)) {
 			log_msg("invalid raw capture path\n");
@@ -356,38 +376,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-int cli_parse(int argc, char **argv, struct options *opt)
+/* Options that do not go together; one line and -1 if any. */
+static int check_options(struct options *opt)
 {
-	static const struct argp argp = { options, parse_opt, NULL, doc, NULL, NULL, NULL };
-
-	int dd = 0;
-
-	memset(opt, 0, sizeof(*opt));
-	opt->ring_bytes = 16u << 20;
-	opt->every_s = 600;
-	opt->window_s = 5;
-	opt->max_bytes = 1ull << 30;
-	opt->budget_pct = 2;
-	argp_err_exit_status = 2;
-	if (argc > 1 && !strcmp(argv[1], "daemon")) {
-		opt->daemon = true;
-		argv[1] = argv[0];
-		argv++;
-		argc--;
-	} else if (argc > 1 && !strcmp(argv[1], "run")) {
-		for (dd = 2; dd < argc && strcmp(argv[dd], "--"); dd++)
-			;
-		if (dd + 1 >= argc) {
-			log_msg("run: no command given: ptbpf run [OPTIONS] -- CMD ...\n");
-			return -1;
-		}
-		opt->run_argv = &argv[dd + 1];
-		argv[1] = argv[0]; /* parse the options between "run" and "--" */
-		argv++;
-		argc = dd - 1;
-	}
-	if (argp_parse(&argp, argc, argv, 0, NULL, opt))
-		return -1;
 	if (opt->ops == OPS_AGENT && (opt->no_agent || opt->entries_only)) {
 		log_msg("--ops=agent cannot be combined with %s\n",
 			opt->no_agent ? "--no-agent" : "--entries-only");
@@ -429,6 +420,45 @@ int cli_parse(int argc, char **argv, struct options *opt)
 		log_msg("run: -p cannot be combined with a command\n");
 		return -1;
 	}
+	return 0;
+}
+
+int cli_parse(int argc, char **argv, struct options *opt)
+{
+	static const struct argp argp = { options, parse_opt, NULL, doc, NULL, NULL, NULL };
+
+	int dd = 0;
+
+	memset(opt, 0, sizeof(*opt));
+	opt->ring_bytes = 16u << 20;
+	opt->every_s = 600;
+	opt->window_s = 5;
+	opt->max_bytes = 1ull << 30;
+	opt->budget_pct = 2;
+	argp_err_exit_status = 2;
+	if (argc > 1 && !strcmp(argv[1], "daemon")) {
+		opt->daemon = true;
+		argv[1] = argv[0];
+		argv++;
+		argc--;
+	} else if (argc > 1 && !strcmp(argv[1], "run")) {
+		for (dd = 2; dd < argc && strcmp(argv[dd], "--"); dd++)
+			;
+		if (dd + 1 >= argc) {
+			log_msg("run: no command given: ptbpf run [OPTIONS] -- CMD ...\n");
+			return -1;
+		}
+		opt->run_argv = &argv[dd + 1];
+		argv[1] = argv[0]; /* parse the options between "run" and "--" */
+		argv++;
+		argc = dd - 1;
+	}
+	if (argp_parse(&argp, argc, argv, 0, NULL, opt))
+		return -1;
+	if (check_options(opt))
+		return -1;
+	if (opt->daemon)
+		return 0;
 	if (!opt->output[0] && !opt->run_argv) {
 		char stamp[32];
 		time_t now = time(NULL);

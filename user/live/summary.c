@@ -85,26 +85,28 @@ static void print_gpu_calls(const struct session *s)
 	print_device(s);
 }
 
+/* Records by kind, as the summary names them. */
+static const char *const kind_names[EV_KIND_MAX] = {
+	[EV_OP_BEGIN] = "op begin", [EV_OP_END] = "op end", [EV_UNWIND] = "catch",
+	[EV_BWD_BEGIN] = "backward begin", [EV_BWD_END] = "backward end",
+	[EV_SEQ] = "autograd seq", [EV_USER_END] = "region end",
+	[EV_THREAD_EXIT] = "thread exit", [EV_PROC_EXIT] = "process exit",
+	[EV_FORK] = "fork", [EV_NAMED_USER_BEGIN] = "region begin",
+	[EV_NAMED_NODE_TYPE] = "node class", [EV_GPU_CALL] = "GPU call",
+	[EV_GPU_RET] = "GPU return", [EV_NAMED_GPU_NAME] = "GPU name lookup",
+	[EV_AGENT_CORR] = "launch correlation", [EV_AGENT_RECORD] = "GPU record",
+	[EV_AGENT_DROPPED] = "CUPTI drop report", [EV_NAMED_AGENT_STATUS] = "agent status",
+	[EV_LONG_NAME_KERNEL] = "kernel name", [EV_NAMED_RF_BEGIN] = "op begin (agent)",
+	[EV_RF_END] = "op end (agent)", [EV_RPC] = "rpc message", [EV_MEM] = "memory record",
+	[EV_PY_STACK] = "python stack", [EV_PY_CODE] = "python code object",
+	[EV_OPS_GAP] = "agent ring gap",
+	[EV_EXEC] = "exec",
+};
+
 void summary_print(struct session *s, const uint64_t st[STAT_MAX])
 {
 	const struct join_counts *c = join_counts(s->join);
 	const struct route_counts *rc = route_counts(s->route);
-	static const char *const kind[EV_KIND_MAX] = {
-		[EV_OP_BEGIN] = "op begin", [EV_OP_END] = "op end", [EV_UNWIND] = "catch",
-		[EV_BWD_BEGIN] = "backward begin", [EV_BWD_END] = "backward end",
-		[EV_SEQ] = "autograd seq", [EV_USER_END] = "region end",
-		[EV_THREAD_EXIT] = "thread exit", [EV_PROC_EXIT] = "process exit",
-		[EV_FORK] = "fork", [EV_NAMED_USER_BEGIN] = "region begin",
-		[EV_NAMED_NODE_TYPE] = "node class", [EV_GPU_CALL] = "GPU call",
-		[EV_GPU_RET] = "GPU return", [EV_NAMED_GPU_NAME] = "GPU name lookup",
-		[EV_AGENT_CORR] = "launch correlation", [EV_AGENT_RECORD] = "GPU record",
-		[EV_AGENT_DROPPED] = "CUPTI drop report", [EV_NAMED_AGENT_STATUS] = "agent status",
-		[EV_LONG_NAME_KERNEL] = "kernel name", [EV_NAMED_RF_BEGIN] = "op begin (agent)",
-		[EV_RF_END] = "op end (agent)", [EV_RPC] = "rpc message", [EV_MEM] = "memory record",
-		[EV_PY_STACK] = "python stack", [EV_PY_CODE] = "python code object",
-		[EV_OPS_GAP] = "agent ring gap",
-		[EV_EXEC] = "exec",
-	};
 	struct op_stat top[10];
 	int ntop = join_top_ops(s->join, top, 10);
 	uint64_t total = 0;
@@ -113,7 +115,7 @@ void summary_print(struct session *s, const uint64_t st[STAT_MAX])
 	for (int k = 0; k < EV_KIND_MAX; k++) {
 		if (!rc->by_kind[k])
 			continue;
-		log_more(" %s %lu,", kind[k], (unsigned long)rc->by_kind[k]);
+		log_more(" %s %lu,", kind_names[k], (unsigned long)rc->by_kind[k]);
 		total += rc->by_kind[k];
 	}
 	log_more(" total %lu\n", (unsigned long)total);

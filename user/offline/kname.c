@@ -300,6 +300,108 @@ static bool split_args(const char *s, size_t slen, struct targs *t)
 	return t->n > 0;
 }
 
+/* The index of the first template argument in which the rows differ. */
+static int first_difference(const struct targs *t, size_t n)
+{
+	int k = 0;
+
+	for (; k < t[0].n; k++) {
+		bool differ = false;
+
+		for (size_t i = 1; i < n && !differ; i++)
+			differ = k >= t[i].n || t[i].len[k] != t[0].len[k] ||
+				 memcmp(t[i].arg[k], t[0].arg[k], t[0].len[k]);
+		if (differ)
+			break;
+	}
+	return k;
+}
+
+/* Whether argument k of every row is the same template (its first *h
+ * bytes): then the difference is looked for one level down. */
+static bool same_template(const struct targs *t, size_t n, int k, size_t *h)
+{
+	struct targs sub0, sub;
+	bool same = k < t[0].n && split_args(t[0].arg[k], t[0].len[k], &sub0);
+
+	*h = same ? sub0.head : 0;
+	for (size_t i = 1; same && i < n; i++)
+		same = k < t[i].n && split_args(t[i].arg[k], t[i].len[k], &sub) &&
+		       sub.head == *h && !memcmp(t[i].arg[k], t[0].arg[k], *h);
+	return same;
+}
+
+/* A row's name with its differing argument (a, len bytes; the k-th, more
+ * after it) shown between what encloses it (pre, tail), elided to width. */
+static void show_row(char *full, struct targs *t, const char *pre, const char *tail,
+		     const char *a, size_t len, int k, bool more, size_t cap, size_t width,
+		     char *out)
+{
+	char *last = malloc(len + 1), *rest = malloc(cap + len + 16), *piece;
+
+	if (last && rest) {
+		memcpy(last, a, len);
+		last[len] = 0;
+		rest[0] = 0;
+		split_args(full, strlen(full), t);
+		for (int d = 1; d >= 0; d--) { /* its arguments too, if they fit */
+			if (!(piece = simplified(last, d)))
+				break;
+			snprintf(rest, cap + len + 16, "<%s%s%s%s>%s", pre, k ? "..., " : "", piece,
+				 more ? ", ..." : "", tail);
+			free(piece);
+			if (t->head + strlen(rest) <= width)
+				break;
+		}
+		join_elided(full, t->head, rest, width, out);
+	}
+	free(rest);
+	free(last);
+}
+
+static void free_rows(char **rows, size_t n)
+{
+	for (size_t i = 0; rows && i < n; i++)
+		free(rows[i]);
+	free(rows);
+}
+
+/* One level of show_difference: each row's k-th differing argument; true
+ * if they are all the same template there (then cur is one level down). */
+static bool show_level(char **full, char **pre, char **suf, const char **cur, size_t *curlen,
+		       struct targs *t, size_t n, const size_t *rows, size_t cap, size_t width,
+		       char **out, bool *ok)
+{
+	int k = 0;
+	size_t h = 0;
+	bool descend;
+
+	for (size_t i = 0; *ok && i < n; i++)
+		*ok = split_args(cur[i], curlen[i], &t[i]);
+	k = *ok ? first_difference(t, n) : 0;
+	descend = *ok && same_template(t, n, k, &h);
+	for (size_t i = 0; *ok && i < n; i++) {
+		const char *a = k < t[i].n ? t[i].arg[k] : "";
+		size_t len = k < t[i].n ? t[i].len[k] : 0, pl = strlen(pre[i]);
+		bool more = k + 1 < t[i].n;
+		char *tail = strdup(suf[i]);
+
+		if (!(*ok = tail != NULL))
+			break;
+		if (descend) { /* "Op<" in, ">, ...>" out */
+			snprintf(pre[i] + pl, cap - pl, "%s%.*s<", k ? "..., " : "", (int)h, a);
+			snprintf(suf[i], cap, ">%s%s", more ? ", ..." : "", tail);
+			cur[i] = a;
+			curlen[i] = len;
+		} else {
+			show_row(full[i], &t[i], pre[i], tail, a, len, k, more, cap, width,
+				 out[rows[i]]);
+		}
+		free(tail);
+	}
+	return descend;
+}
+
 /* A group of rows that read the same (rows[0..n)): each shows the
  * template argument where their names first differ, going down into an
  * argument they all have ("f<..., Op<..., Mean<...>, ...>>"). False if
@@ -323,85 +425,12 @@ static bool show_difference(const char *const *names, const size_t *rows, size_t
 		cur[i] = full[i];
 		curlen[i] = ok ? strlen(full[i]) : 0;
 	}
-	for (int level = 0; ok && level < 8; level++) {
-		int k = 0;
-		bool descend;
-
-		for (size_t i = 0; ok && i < n; i++)
-			ok = split_args(cur[i], curlen[i], &t[i]);
-		for (; ok && k < t[0].n; k++) { /* the first argument that differs */
-			bool differ = false;
-
-			for (size_t i = 1; i < n && !differ; i++)
-				differ = k >= t[i].n || t[i].len[k] != t[0].len[k] ||
-					 memcmp(t[i].arg[k], t[0].arg[k], t[0].len[k]);
-			if (differ)
-				break;
-		}
-		struct targs sub0, sub;
-		size_t h = 0;
-
-		descend = ok && k < t[0].n && split_args(t[0].arg[k], t[0].len[k], &sub0);
-		h = descend ? sub0.head : 0;
-		for (size_t i = 1; descend && i < n; i++) /* all the same template, one level down? */
-			descend = k < t[i].n && split_args(t[i].arg[k], t[i].len[k], &sub) &&
-				  sub.head == h && !memcmp(t[i].arg[k], t[0].arg[k], h);
-		for (size_t i = 0; ok && i < n; i++) {
-			const char *a = k < t[i].n ? t[i].arg[k] : "";
-			size_t len = k < t[i].n ? t[i].len[k] : 0, pl = strlen(pre[i]);
-			bool more = k + 1 < t[i].n;
-			char *last, *tail = strdup(suf[i]);
-
-			if (!tail) {
-				ok = false;
-				break;
-			}
-			if (descend) { /* "Op<" in, ">, ...>" out */
-				snprintf(pre[i] + pl, cap - pl, "%s%.*s<", k ? "..., " : "", (int)h, a);
-				snprintf(suf[i], cap, ">%s%s", more ? ", ..." : "", tail);
-				cur[i] = a;
-				curlen[i] = len;
-				free(tail);
-				continue;
-			}
-			last = malloc(len + 1);
-			if (last) {
-				char *piece, *rest = malloc(cap + len + 16);
-
-
-				memcpy(last, a, len);
-				last[len] = 0;
-				split_args(full[i], strlen(full[i]), &t[i]);
-				for (int d = 1; rest && d >= 0; d--) { /* its arguments too, if they fit */
-					if (!(piece = simplified(last, d)))
-						break;
-					snprintf(rest, cap + len + 16, "<%s%s%s%s>%s", pre[i],
-						 k ? "..., " : "", piece, more ? ", ..." : "", tail);
-					free(piece);
-					if (t[i].head + strlen(rest) <= width)
-						break;
-				}
-				if (rest)
-					join_elided(full[i], t[i].head, rest, width, out[rows[i]]);
-				free(rest);
-				free(last);
-			}
-			free(tail);
-		}
-		if (!descend)
+	for (int level = 0; ok && level < 8; level++)
+		if (!show_level(full, pre, suf, cur, curlen, t, n, rows, cap, width, out, &ok))
 			break;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (full)
-			free(full[i]);
-		if (pre)
-			free(pre[i]);
-		if (suf)
-			free(suf[i]);
-	}
-	free(full);
-	free(pre);
-	free(suf);
+	free_rows(full, n);
+	free_rows(pre, n);
+	free_rows(suf, n);
 	free(cur);
 	free(curlen);
 	free(t);

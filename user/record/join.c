@@ -544,6 +544,15 @@ static void py_stack(struct join *j, struct thread *t, const void *data, uint64_
 	}
 }
 
+/* Keeps the thread's entry (its track) but not its stack: processes that
+ * churn threads must not grow the loader. */
+static void thread_exit(struct join *j, struct thread *t, uint64_t ts)
+{
+	close_thread(j, t, ts, CLOSE_EXIT);
+	free(t->stack);
+	t->stack = NULL;
+}
+
 /* Ends may be among the lost records: rather than leave a frame open to
  * the end of the trace, what is open stops here; and no step is drawn
  * across the gap (its bounds are not known). */
@@ -616,11 +625,7 @@ int join_thread_event(struct join *j, const void *data, uint64_t size)
 		attribute_seq(t, e->arg[0]);
 		break;
 	case EV_THREAD_EXIT:
-		close_thread(j, t, e->ts, CLOSE_EXIT);
-		/* Keep the entry (its track) but not the stack: processes that
-		 * churn threads must not grow the loader. */
-		free(t->stack);
-		t->stack = NULL;
+		thread_exit(j, t, e->ts);
 		break;
 	case EV_RPC:
 		rpc_event(j, t, e);

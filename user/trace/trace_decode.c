@@ -3,7 +3,7 @@
  * The trace reader's decoders (trace_read.h): a packet's track event, track
  * descriptor, trace attributes and ClockSnapshot, from the spans tr_next
  * found in it. Interned ids are resolved through the reader's tables
- * (trace_decode.h); a packet whose contents are malformed is counted as
+ * (trace_read_int.h); a packet whose contents are malformed is counted as
  * undecodable there.
  */
 #include "trace/trace_read.h"
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "trace/pbread.h"
-#include "trace/trace_decode.h"
+#include "trace/trace_read_int.h"
 
 static void inline_str(struct tr_str *s, const struct field *f)
 {

@@ -16,7 +16,7 @@
 #include "lib/files.h"
 #include "lib/hash.h"
 #include "trace/pbread.h"
-#include "trace/trace_decode.h"
+#include "trace/trace_read_int.h"
 
 #define BUF_MIN (256u << 10)
 #define RECORD_HEAD_MAX 11 /* tag + a 10-byte length varint */

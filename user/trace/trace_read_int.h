@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* What the trace reader's decoders (trace_decode.c) use of the reader
+/* The trace reader's insides: what its decoders (trace_decode.c) use of the reader
  * itself (trace_read.c): its interned strings and its count of packets
  * whose contents are malformed. */
-#ifndef PTBPF_TRACE_DECODE_H
-#define PTBPF_TRACE_DECODE_H
+#ifndef PTBPF_TRACE_READ_INT_H
+#define PTBPF_TRACE_READ_INT_H
 
 #include <stdint.h>
 
@@ -16,4 +16,4 @@ void tr_lookup(struct tr_reader *r, uint32_t seq, uint8_t table, uint64_t iid,
 /* One more packet whose contents are malformed (counted on the first pass). */
 void tr_count_undecodable(struct tr_reader *r);
 
-#endif /* PTBPF_TRACE_DECODE_H */
+#endif /* PTBPF_TRACE_READ_INT_H */

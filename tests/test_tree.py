@@ -1,0 +1,143 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The source tree's shape (README, "Architecture"): includes run one way
+down the data path, with no circle; files and functions stay small enough
+to read. Exceptions are listed here with their reason."""
+import os
+import re
+
+from conftest import ROOT
+
+USER = os.path.join(ROOT, "user")
+# Each folder may include only folders ranked lower (or itself): the live
+# capture drives attach -> record -> trace; the offline tools read traces;
+# lib serves everyone. user/agent/ is a separate library (its own build).
+RANK = {"lib": 0, "trace": 1, "attach": 2, "record": 3, "offline": 3, "fleet": 4,
+        "live": 5, ".": 6}
+# The command line (cli*.c, cli.h) sits below the modes that run with its
+# options (fleet, live) and above what it parses for (offline).
+CLI_RANK = 3.5
+# (from, to): why
+ALLOWED_UP = {}
+MAX_FILE_LINES = 800
+MAX_FUNCTION_LINES = 80
+# (file, function): why
+LONG_FUNCTIONS = {}
+
+
+def sources():
+    for d, _, files in os.walk(USER):
+        if os.path.relpath(d, USER).startswith("agent"):
+            continue
+        for f in files:
+            if f.endswith((".c", ".h")):
+                yield os.path.relpath(os.path.join(d, f), USER)
+
+
+def includes(rel):
+    with open(os.path.join(USER, rel)) as f:
+        text = f.read()
+    return [m for m in re.findall(r'^#include "([^"]+)"', text, re.M)
+            if os.path.exists(os.path.join(USER, m))]
+
+
+def module(rel):
+    """A .c and its .h are one module; a private header (x_int.h, a
+    reader's decoders) belongs to the module it serves."""
+    base = rel.rsplit(".", 1)[0]
+    return re.sub(r"_int$", "", base)
+
+
+def folder(rel):
+    return os.path.dirname(rel) or "."
+
+
+def rank(rel):
+    return CLI_RANK if os.path.basename(rel).startswith("cli") else RANK[folder(rel)]
+
+
+def test_no_include_circle():
+    edges = {}
+    for rel in sources():
+        for inc in includes(rel):
+            if module(inc) != module(rel):
+                edges.setdefault(module(rel), set()).add(module(inc))
+    # Tarjan's strongly connected components.
+    index, low, stack, on, circles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            scc = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                scc.append(w)
+                if w == v:
+                    break
+            if len(scc) > 1:
+                circles.append(sorted(scc))
+
+    for v in list(edges):
+        if v not in index:
+            visit(v)
+    assert circles == []
+
+
+def test_includes_run_down_the_data_path():
+    up = []
+    for rel in sources():
+        for inc in includes(rel):
+            if folder(rel) != folder(inc) and rank(inc) >= rank(rel) and \
+                    (rel, inc) not in ALLOWED_UP:
+                up.append((rel, inc))
+    assert up == []
+
+
+def functions(text):
+    """(name, lines) of each function: its body opens with "{" at the left
+    margin, under a signature that starts at the left margin."""
+    out, lines = [], text.split("\n")
+    for i, line in enumerate(lines):
+        if line != "{":
+            continue
+        j = i - 1
+        while j > 0 and not re.match(r"^[a-z].*\b(\w+)\(", lines[j]):
+            j -= 1
+        name = re.match(r"^[a-z].*?\b(\w+)\(", lines[j]).group(1)
+        end = lines.index("}", i)
+        out.append((name, end - j))
+    return out
+
+
+def test_files_and_functions_stay_small():
+    big_files, long_functions = [], []
+    for rel in sources():
+        with open(os.path.join(USER, rel)) as f:
+            text = f.read()
+        if text.count("\n") > MAX_FILE_LINES:
+            big_files.append((rel, text.count("\n")))
+        if rel.endswith(".c"):
+            for name, n in functions(text):
+                if n > MAX_FUNCTION_LINES and (rel, name) not in LONG_FUNCTIONS:
+                    long_functions.append((rel, name, n))
+    assert big_files == []
+    assert long_functions == []
+
+
+def test_every_file_says_what_it_is():
+    """Each source opens with its license line, then a comment."""
+    silent = []
+    for rel in sources():
+        with open(os.path.join(USER, rel)) as f:
+            head = f.read(400).split("\n")
+        if not (head[0].startswith(("// SPDX", "/* SPDX")) and head[1].startswith("/*")):
+            silent.append(rel)
+    assert silent == []
