@@ -219,7 +219,7 @@ bench: all test-progs
 demo: all
 	tests/demo.sh
 
-# On the GPU machine, with a ptbpf built elsewhere (make all pb2) and carried.
+# On the GPU machine, with a ptbpf built elsewhere (make all test-progs pb2) and carried.
 gpu-check:
 	tests/gpu/gpu_check.sh
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
 # The GPU machine's checks: torch 2.x + CUDA. Uses build/ptbpf and
-# build/pb2 made elsewhere (`make all pb2`); writes logs under ${OUT:-.}.
+# build/pb2 made elsewhere (`make all test-progs pb2`); writes logs under ${OUT:-.}.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PTBPF_TEST_PYTHON=${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3}
