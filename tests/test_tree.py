@@ -10,8 +10,9 @@ from conftest import ROOT
 USER = os.path.join(ROOT, "user")
 # Each folder may include only folders ranked lower (or itself): the live
 # capture drives attach -> record -> trace; the offline tools read traces;
-# lib serves everyone. user/agent/ is a separate library (its own build).
-RANK = {"lib": 0, "trace": 1, "attach": 2, "record": 3, "offline": 3, "fleet": 4,
+# lib serves everyone. user/agent/ is a separate library (its own build,
+# loaded into the job): it includes nothing of the loader's.
+RANK = {"agent": 0, "lib": 0, "trace": 1, "attach": 2, "record": 3, "offline": 3, "fleet": 4,
         "live": 5, ".": 6}
 # The command line (cli*.c, cli.h) sits below the modes that run with its
 # options (fleet, live) and above what it parses for (offline).
@@ -26,8 +27,6 @@ LONG_FUNCTIONS = {}
 
 def sources():
     for d, _, files in os.walk(USER):
-        if os.path.relpath(d, USER).startswith("agent"):
-            continue
         for f in files:
             if f.endswith((".c", ".h")):
                 yield os.path.relpath(os.path.join(d, f), USER)
@@ -109,9 +108,9 @@ def functions(text):
         if line != "{":
             continue
         j = i - 1
-        while j > 0 and not re.match(r"^[a-z].*\b(\w+)\(", lines[j]):
+        while j > 0 and not re.match(r"^[A-Za-z].*\b(\w+)\(", lines[j]):
             j -= 1
-        name = re.match(r"^[a-z].*?\b(\w+)\(", lines[j]).group(1)
+        name = re.match(r"^[A-Za-z].*?\b(\w+)\(", lines[j]).group(1)
         end = lines.index("}", i)
         out.append((name, end - j))
     return out
