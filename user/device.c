@@ -400,16 +400,22 @@ const struct device_counts *device_counts(const struct device_state *d)
 	return &d->counts;
 }
 
+/*
+ * The start of the launch -> kernel flow, in the CUDA call's slice. The
+ * correlation is written here only for a call from ptbpf's own uprobes
+ * (EV_AGENT_CORR: its slice has none); a call the agent recorded carries it
+ * on its slice already (join.c), and readers take it from there.
+ */
 void device_correlate(struct device_state *d, uint64_t thread_track, const struct ptbpf_event *e)
 {
 	uint64_t flow = corr_flow(e->pid, (uint32_t)e->arg[0]);
+	struct pf_arg corr = { .name = "correlation", .type = PF_ARG_UINT, .u = e->arg[0] };
+	bool probed = e->kind == EV_AGENT_CORR;
 
 	d->counts.launch_flows++;
 	pf_instant(d->w, &(struct pf_event){ .track = thread_track, .ts = e->ts,
 		   .name = "cupti correlation", .category = "launch_flow",
-		   .args = &(struct pf_arg){ .name = "correlation", .type = PF_ARG_UINT,
-					     .u = e->arg[0] }, .nargs = 1,
-		   .flows = &flow, .nflows = 1 });
+		   .args = probed ? &corr : NULL, .nargs = probed, .flows = &flow, .nflows = 1 });
 }
 
 void device_kernel_name(struct device_state *d, const struct ptbpf_long_name *n)
