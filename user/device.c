@@ -513,11 +513,14 @@ int device_kernel_stats(const struct device_state *d, const struct device_kernel
 	return d->nkstats;
 }
 
+/* A kernel: its launch geometry, registers, shared memory (static plus
+ * dynamic, as Kineto gives it; the dynamic part only where there is one),
+ * correlation and context, and its graph where it ran in one. */
 static void kernel_record(struct device_state *d, int pid, const struct ptbpf_agent_kernel *k)
 {
 	const char *name = str_map_get(d->names, hash_pair(pid, (uint64_t)(uintptr_t)k->name));
 	char grid[40], block[40];
-	struct pf_arg args[10] = {
+	struct pf_arg args[9] = {
 		{ .name = "grid", .type = PF_ARG_STR, .s = grid },
 		{ .name = "block", .type = PF_ARG_STR, .s = block },
 		{ .name = "registers", .type = PF_ARG_UINT, .u = k->registers_per_thread },
@@ -525,23 +528,29 @@ static void kernel_record(struct device_state *d, int pid, const struct ptbpf_ag
 		  .u = (uint64_t)k->static_shared_memory + (uint64_t)k->dynamic_shared_memory },
 		{ .name = "correlation", .type = PF_ARG_UINT, .u = k->correlation_id },
 		{ .name = "context", .type = PF_ARG_UINT, .u = k->context_id },
-		{ .name = "static_shared_mem", .type = PF_ARG_UINT, .u = (uint64_t)k->static_shared_memory },
-		{ .name = "dynamic_shared_mem", .type = PF_ARG_UINT,
-		  .u = (uint64_t)k->dynamic_shared_memory },
-		{ .name = "graph_id", .type = PF_ARG_UINT, .u = k->graph_id },
-		{ .name = "graph_node", .type = PF_ARG_UINT, .u = k->graph_node_id },
 	};
+	int nargs = 6;
 
+	if (k->dynamic_shared_memory)
+		args[nargs++] = (struct pf_arg){ .name = "dynamic_shared_mem", .type = PF_ARG_UINT,
+						 .u = (uint64_t)k->dynamic_shared_memory };
+	if (k->graph_id) {
+		args[nargs++] = (struct pf_arg){ .name = "graph_id", .type = PF_ARG_UINT,
+						 .u = k->graph_id };
+		args[nargs++] = (struct pf_arg){ .name = "graph_node", .type = PF_ARG_UINT,
+						 .u = k->graph_node_id };
+	}
 	snprintf(grid, sizeof(grid), "%d,%d,%d", k->grid_x, k->grid_y, k->grid_z);
 	snprintf(block, sizeof(block), "%d,%d,%d", k->block_x, k->block_y, k->block_z);
 	d->counts.kernels++;
 	kernel_stat(d, pid, name ? name : "kernel", k->end > k->start ? k->end - k->start : 0);
 	device_slice(d, pid, k->device_id, k->stream_id, k->start, k->end, name ? name : "kernel",
-		     "kernel", k->correlation_id, args, k->graph_id ? 10 : 8);
+		     "kernel", k->correlation_id, args, nargs);
 }
 
 /* Kineto's names for copies and sets (CUpti_ActivityMemcpyKind,
- * CUpti_ActivityMemoryKind), so that the trace reads as torch.profiler's. */
+ * CUpti_ActivityMemoryKind), so that the trace reads as torch.profiler's:
+ * the slice's name is where the trace keeps the kinds. */
 static const char *copy_kind(uint8_t k)
 {
 	static const char *const s[] = { "Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
@@ -570,7 +579,7 @@ void device_record(struct device_state *d, const struct ptbpf_agent_event *e)
 		kernel_record(d, pid, &k);
 	} else if (e->ev.id == AGENT_REC_MEMCPY) {
 		struct ptbpf_agent_memcpy m;
-		struct pf_arg args[6];
+		struct pf_arg args[3];
 
 		memcpy(&m, e->raw, sizeof(m));
 		snprintf(name, sizeof(name), "Memcpy %s (%s -> %s)", copy_kind(m.copy_kind),
@@ -579,16 +588,13 @@ void device_record(struct device_state *d, const struct ptbpf_agent_event *e)
 		args[1] = (struct pf_arg){ .name = "correlation", .type = PF_ARG_UINT,
 					   .u = m.correlation_id };
 		args[2] = (struct pf_arg){ .name = "context", .type = PF_ARG_UINT, .u = m.context_id };
-		args[3] = (struct pf_arg){ .name = "copy_kind", .type = PF_ARG_UINT, .u = m.copy_kind };
-		args[4] = (struct pf_arg){ .name = "src_kind", .type = PF_ARG_UINT, .u = m.src_kind };
-		args[5] = (struct pf_arg){ .name = "dst_kind", .type = PF_ARG_UINT, .u = m.dst_kind };
 		d->counts.memcpys++;
 		device_slice(d, pid, m.device_id, m.stream_id, m.start, m.end,
 			     str_set_intern(d->strings, name), "gpu_memcpy", m.correlation_id,
-			     args, 6);
+			     args, 3);
 	} else if (e->ev.id == AGENT_REC_MEMSET) {
 		struct ptbpf_agent_memset m;
-		struct pf_arg args[5];
+		struct pf_arg args[4];
 
 		memcpy(&m, e->raw, sizeof(m));
 		snprintf(name, sizeof(name), "Memset (%s)", memory_kind((uint8_t)m.memory_kind));
@@ -597,12 +603,10 @@ void device_record(struct device_state *d, const struct ptbpf_agent_event *e)
 		args[2] = (struct pf_arg){ .name = "correlation", .type = PF_ARG_UINT,
 					   .u = m.correlation_id };
 		args[3] = (struct pf_arg){ .name = "context", .type = PF_ARG_UINT, .u = m.context_id };
-		args[4] = (struct pf_arg){ .name = "memory_kind", .type = PF_ARG_UINT,
-					   .u = m.memory_kind };
 		d->counts.memsets++;
 		device_slice(d, pid, m.device_id, m.stream_id, m.start, m.end,
 			     str_set_intern(d->strings, name), "gpu_memset", m.correlation_id,
-			     args, 5);
+			     args, 4);
 	}
 }
 
