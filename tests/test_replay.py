@@ -72,3 +72,33 @@ def test_recorded_gpu_timeline_joins_kernels_to_launches(tmp_path):
     for i in launches:
         assert "cpu_op" in [t.slices[a].category for a in anc[i]], t.slices[i]
         assert t.slices[i].flows_in, t.slices[i]
+
+
+def test_recorded_gpu_trace_says_each_fact_once(tmp_path):
+    """The recorded capture again: a launch's correlation is on the agent's
+    CUDA call slice and on its GPU activity, not a third time on the call's
+    "cupti correlation" instant (the launch -> kernel flow starts there);
+    a kernel's shared memory is shared_mem (static plus dynamic, as Kineto
+    gives it) with dynamic_shared_mem only where there is some; a copy's
+    kinds are in its name (Kineto's), not again as numbers."""
+    t = replay(os.path.join(DATA, "agent_mlp.raw"), str(tmp_path / "agent.pftrace"))
+    calls = {(s.track, s.ts): s for s in t.slices
+             if s.category in ("cuda_runtime", "cuda_driver")}
+    launch_corr = {}
+    for i in t.instants:
+        if i.name == "cupti correlation":
+            assert i.args == {}, i
+            call = calls[(i.track, i.ts)]
+            for f in i.flows_out:
+                launch_corr[f] = call.args["correlation"]
+    gpu = [s for s in t.slices if s.category in ("kernel", "gpu_memcpy", "gpu_memset")]
+    assert gpu and any(s.category == "gpu_memcpy" for s in gpu)
+    for s in gpu:
+        assert s.args["correlation"] == launch_corr[s.flows_in[0]], s
+        if s.category == "kernel":
+            assert "static_shared_mem" not in s.args, s
+            dyn = s.args.get("dynamic_shared_mem")
+            assert dyn is None or 0 < dyn <= s.args["shared_mem"], s
+        else:
+            assert not {"copy_kind", "src_kind", "dst_kind", "memory_kind"} & set(s.args), s
+            assert s.name.startswith(("Memcpy ", "Memset (")) and s.name.endswith(")"), s

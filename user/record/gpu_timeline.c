@@ -87,7 +87,7 @@ const struct gpu_timeline_counts *gpu_timeline_counts(const struct gpu_timeline 
  * The start of the launch -> kernel flow, in the CUDA call's slice. The
  * correlation is written here only for a call from ptbpf's own uprobes
  * (EV_AGENT_CORR: its slice has none); a call the agent recorded carries it
- * on its slice already (join.c), and readers take it from there.
+ * on its slice already (record/join_agent.c), and readers take it from there.
  */
 void gpu_timeline_correlate(struct gpu_timeline *d, uint64_t thread_track, const struct ptbpf_event *e)
 {
