@@ -12,7 +12,8 @@ Warms up (lazy initialisation, cuBLAS handles, the allocator's first
 blocks), prints "ready", waits for --go FILE (a tracer attaches), runs the
 steps, synchronizes, lingers (the GPU's last records reach the tracer) and
 leaves with os._exit. With --profile the steps run under torch.profiler
-(CPU and CUDA activities, prof.step() after each) and its Chrome trace is
+(CPU and CUDA activities, a schedule with every step active, prof.step()
+after each) and its Chrome trace is
 written to OUT.json.
 """
 import argparse
@@ -46,9 +47,13 @@ def loader(steps, device):
                                        pin_memory=device == "cuda")
 
 
-def train(model, opt, batches, device, step_done=None):
+def train(model, opt, batches, device, step_done=None, last=False):
+    """The steps; with last, the last one ends by synchronizing and reading
+    the loss, inside the step (what the profiler records and what ptbpf
+    records are then the same work)."""
     dtype = torch.bfloat16
-    for x, y in batches:
+    n = len(batches)
+    for i, (x, y) in enumerate(batches):
         x = x.to(device, non_blocking=True)
         y = y.to(device, non_blocking=True)
         opt.zero_grad(set_to_none=True)
@@ -58,6 +63,10 @@ def train(model, opt, batches, device, step_done=None):
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        if last and i == n - 1:
+            if device == "cuda":
+                torch.cuda.synchronize()
+            loss = loss.item()
         if step_done:
             step_done()
     return loss
@@ -85,17 +94,16 @@ def main():
     while args.go and not os.path.exists(args.go):
         time.sleep(0.01)
     if args.profile:
-        from torch.profiler import ProfilerActivity, profile
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            loss = train(model, opt, batches, args.device, prof.step)
-            if args.device == "cuda":
-                torch.cuda.synchronize()
-        prof.export_chrome_trace(args.profile)
+        # A schedule, so that the profiler marks its steps (ProfilerStep#N):
+        # all of them active, the trace written when the last one ends.
+        from torch.profiler import ProfilerActivity, profile, schedule
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                     schedule=schedule(wait=0, warmup=0, active=args.steps, repeat=1),
+                     on_trace_ready=lambda p: p.export_chrome_trace(args.profile)) as prof:
+            value = train(model, opt, batches, args.device, prof.step, last=True)
     else:
-        loss = train(model, opt, batches, args.device)
-        if args.device == "cuda":
-            torch.cuda.synchronize()
-    print("loss %.6f" % loss.item(), flush=True)
+        value = train(model, opt, batches, args.device, last=True)
+    print("loss %.6f" % value, flush=True)
     time.sleep(args.linger)
     os._exit(0)
 

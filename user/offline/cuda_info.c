@@ -76,7 +76,7 @@ int cuda_cbid(const char *name, bool driver)
 bool cuda_flow_start(int cbid, bool driver)
 {
 	if (driver)
-		return cbid == 307; /* cuLaunchKernel */
+		return cbid == 307 || cbid == 652; /* cuLaunchKernel, cuLaunchKernelEx (Kineto) */
 	return cbid == 211 || (cbid >= 31 && cbid <= 52) || cbid == 269 || cbid == 272 ||
 	       cbid == 311 || cbid == 131 || cbid == 165 || cbid == 147 || cbid == 430;
 }
