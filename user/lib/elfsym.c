@@ -239,6 +239,23 @@ static int symtab_check(struct elf_file *ef, const GElf_Shdr *sh, char *err,
  * libelf's elf_strptr checks that the name lies, NUL-terminated, inside the
  * string table.
  */
+/* A walk over a big symbol table touches its pages, and file pages mapped
+ * count in the loader's RSS (libtorch_cpu.so's .symtab and .strtab run to
+ * ~100 MB): dropped as the walk goes (they stay in the page cache), the
+ * loader's peak stays small. */
+#define DROP_EVERY (1u << 16)
+
+static void drop_pages(struct elf_file *ef)
+{
+	size_t raw_size = 0;
+	char *raw = elf_rawfile(ef->elf, &raw_size);
+
+	if (ef->map)
+		madvise((void *)ef->map, ef->size, MADV_DONTNEED);
+	if (raw && raw != (const char *)ef->map)
+		madvise(raw, raw_size, MADV_DONTNEED);
+}
+
 static int symtab_walk(struct elf_file *ef, Elf_Scn *scn,
 		       int (*cb)(struct elf_file *ef, const GElf_Sym *sym, const char *name,
 				 void *ctx),
@@ -260,6 +277,8 @@ static int symtab_walk(struct elf_file *ef, Elf_Scn *scn,
 	if (n > sh.sh_size / sizeof(Elf64_Sym))
 		return -EINVAL;
 	for (i = 1; i < n; i++) {
+		if (i % DROP_EVERY == 0)
+			drop_pages(ef);
 		if (!gelf_getsym(data, (int)i, &sym))
 			return -EINVAL;
 		if (sym.st_shndx == SHN_UNDEF || sym.st_shndx == SHN_ABS ||
