@@ -183,13 +183,14 @@ void rf_begin(struct join *j, struct thread *t, const struct ptbpf_named_event *
  * t itself, or (an async end) another thread of the process. */
 static struct thread *rf_owner(struct join *j, struct thread *t, const struct ptbpf_event *e)
 {
+	struct thread *o;
+	uint32_t pos = 0;
+
 	for (int i = t->depth - 1; i >= 0; i--)
 		if (t->stack[i].key == e->key && t->stack[i].kind != FR_GPU)
 			return t;
-	for (uint32_t k = 0; k < j->cap; k++) {
-		struct thread *o = &j->threads[k];
-
-		if (!o->id || o == t || (int)(o->id >> 32) != (int)e->pid)
+	while ((o = hash_next(&j->threads, &pos))) {
+		if (o == t || (int)(o->id >> 32) != (int)e->pid)
 			continue;
 		for (int i = o->depth - 1; i >= 0; i--)
 			if (o->stack[i].key == e->key && o->stack[i].kind != FR_GPU)

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "lib/hash.h"
 #include "record/join.h"
 
 /* trace_processor drops slices nested deeper than 512 on one track; keep a
@@ -21,6 +22,9 @@
 #define MAX_DRAWN 500
 #define MAX_STACK 2048
 #define NO_SEQ UINT64_MAX
+/* Threads ever seen (their entries stay for their tracks); records of
+ * threads past it are counted (no_thread), not joined. */
+#define MAX_THREADS (1u << 20)
 
 enum frame_kind { FR_OP, FR_BWD, FR_USER, FR_GPU };
 
@@ -59,8 +63,10 @@ struct join {
 	struct rpc_pending { int pid; int64_t id; uint64_t flow; } *rpc; /* unmatched sends */
 	int nrpc;
 	uint32_t rf_cap;
-	struct thread *threads; /* open addressing on id */
-	uint32_t nthreads, cap;
+	/* hash_u64(id) -> struct thread, inline: a thread pointer is good
+	 * until the next get_thread, which only join_thread_event calls,
+	 * before it takes one. */
+	struct hash_table threads;
 	struct process *procs;
 	int nprocs;
 	struct u64_set *fwd_seqs; /* pid<<48 ^ seq with a forward op seen */
