@@ -36,6 +36,7 @@ struct join *join_new(struct pf_writer *w, struct op_table *ops, bool entries_on
 	j->w = w;
 	j->ops = ops;
 	hash_init(&j->threads, MAX_THREADS, sizeof(struct thread));
+	hash_init(&j->rf_ops, MAX_RF_OPS, sizeof(struct rf_op));
 	j->strings = str_set_new(1 << 16);
 	j->fwd_seqs = u64_set_new(1 << 20);
 	j->dec = dec;
@@ -62,7 +63,7 @@ void join_free(struct join *j)
 	free(j->op_calls);
 	free(j->op_total);
 	free(j->op_self);
-	free(j->rf_ops);
+	hash_free(&j->rf_ops);
 	free(j->rpc);
 	str_set_free(j->strings);
 	u64_set_free(j->fwd_seqs);
