@@ -161,13 +161,14 @@ void summary_print(struct session *s, const uint64_t st[STAT_MAX])
 	log_msg("slices %lu; unwound by exceptions %lu, cut by exit %lu, cut by "
 		"exec %lu, open at stop %lu, cut where records were lost %lu, end not seen %lu, end "
 		"before attach %lu, too deep %lu; steps %lu, forward->backward flows %lu, rpc flows "
-		"%lu\n",
+		"%lu; records of threads past the thread table's limit %lu\n",
 		(unsigned long)c->frames, (unsigned long)c->unwound, (unsigned long)c->cut_by_exit,
 		(unsigned long)c->cut_by_exec, (unsigned long)c->cut_at_stop,
 		(unsigned long)c->cut_by_loss,
 		(unsigned long)c->end_missed,
 		(unsigned long)c->end_unmatched, (unsigned long)c->too_deep,
-		(unsigned long)c->steps, (unsigned long)c->bwd_flows, (unsigned long)c->rpc_flows);
+		(unsigned long)c->steps, (unsigned long)c->bwd_flows, (unsigned long)c->rpc_flows,
+		(unsigned long)c->no_thread);
 	if (ntop)
 		log_msg("top ops by host time (inclusive):\n"
 			"  %-40s %10s %12s %12s\n", "op", "calls", "total ms", "self ms");
@@ -216,5 +217,6 @@ void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX])
 	}
 	pf_trace_attr_int(s->w, "dev.ptbpf.frames_unwound", (int64_t)c->unwound);
 	pf_trace_attr_int(s->w, "dev.ptbpf.frames_end_not_seen", (int64_t)c->end_missed);
+	pf_trace_attr_int(s->w, "dev.ptbpf.records_past_thread_limit", (int64_t)c->no_thread);
 	pf_clock_snapshot(s->w);
 }

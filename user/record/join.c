@@ -35,12 +35,12 @@ struct join *join_new(struct pf_writer *w, struct op_table *ops, bool entries_on
 	j->entries_only = entries_only;
 	j->w = w;
 	j->ops = ops;
-	j->cap = 64;
-	j->threads = calloc(j->cap, sizeof(*j->threads));
+	hash_init(&j->threads, MAX_THREADS, sizeof(struct thread));
+	hash_init(&j->rf_ops, MAX_RF_OPS, sizeof(struct rf_op));
 	j->strings = str_set_new(1 << 16);
 	j->fwd_seqs = u64_set_new(1 << 20);
 	j->dec = dec;
-	if (!j->threads || !j->strings || !j->fwd_seqs) {
+	if (!j->strings || !j->fwd_seqs) {
 		join_free(j);
 		return NULL;
 	}
@@ -49,18 +49,21 @@ struct join *join_new(struct pf_writer *w, struct op_table *ops, bool entries_on
 
 void join_free(struct join *j)
 {
+	struct thread *t;
+	uint32_t pos = 0;
+
 	if (!j)
 		return;
-	for (uint32_t i = 0; i < j->cap; i++)
-		free(j->threads[i].stack);
+	while ((t = hash_next(&j->threads, &pos)))
+		free(t->stack);
 	for (int i = 0; i < j->nprocs; i++)
 		str_map_free(j->procs[i].node_names);
-	free(j->threads);
+	hash_free(&j->threads);
 	free(j->procs);
 	free(j->op_calls);
 	free(j->op_total);
 	free(j->op_self);
-	free(j->rf_ops);
+	hash_free(&j->rf_ops);
 	free(j->rpc);
 	str_set_free(j->strings);
 	u64_set_free(j->fwd_seqs);
@@ -136,54 +139,20 @@ uint64_t join_process_track(void *ctx, int pid)
 	return p ? p->track : 0;
 }
 
-static int grow_threads(struct join *j)
-{
-	uint32_t cap = j->cap * 2;
-	struct thread *t = calloc(cap, sizeof(*t));
-
-	if (!t)
-		return -1;
-	for (uint32_t i = 0; i < j->cap; i++) {
-		uint32_t h;
-
-		if (!j->threads[i].id)
-			continue;
-		for (h = hash_u64(j->threads[i].id) & (cap - 1); t[h].id; h = (h + 1) & (cap - 1))
-			;
-		t[h] = j->threads[i];
-	}
-	free(j->threads);
-	j->threads = t;
-	j->cap = cap;
-	return 0;
-}
-
+/* pid/tid's thread, added (with its track) when new; NULL when the table
+ * is full (the caller counts the record). */
 static struct thread *get_thread(struct join *j, int pid, int tid)
 {
-	uint64_t id = (uint64_t)pid << 32 | (uint32_t)tid;
-	struct thread *t;
+	uint64_t id = (uint64_t)pid << 32 | (uint32_t)tid, key = hash_u64(id);
+	struct thread *t = hash_get(&j->threads, key);
 	char name[64];
-	uint32_t h;
 
-	for (h = hash_u64(id) & (j->cap - 1); j->threads[h].id; h = (h + 1) & (j->cap - 1)) {
-		t = &j->threads[h];
-		if (t->id != id)
-			continue;
-		if (!t->track) { /* its process exec'd: a thread of the new image */
-			get_process(j, pid);
-			target_thread_name(pid, tid, name, sizeof(name));
-			t->track = pf_track_thread(j->w, pid, tid, name);
-		}
+	if (t && t->track)
 		return t;
-	}
-	if ((j->nthreads + 1) * 2 > j->cap) {
-		if (grow_threads(j))
-			return NULL;
-		return get_thread(j, pid, tid);
-	}
-	t = &j->threads[h];
+	/* New, or its process exec'd: a thread of the new image. */
+	if (!t && !(t = hash_add(&j->threads, key)))
+		return NULL;
 	t->id = id;
-	j->nthreads++;
 	get_process(j, pid);
 	target_thread_name(pid, tid, name, sizeof(name));
 	t->track = pf_track_thread(j->w, pid, tid, name);
@@ -585,8 +554,10 @@ int join_thread_event(struct join *j, const void *data, uint64_t size)
 	struct thread *t;
 
 	t = get_thread(j, e->pid, e->tid);
-	if (!t)
+	if (!t) {
+		j->counts.no_thread++;
 		return 0;
+	}
 	if (j->entries_only && (e->kind == EV_OP_BEGIN || e->kind == EV_BWD_BEGIN)) {
 		entry_instant(j, t, e);
 		return 0;
@@ -660,19 +631,22 @@ int join_thread_event(struct join *j, const void *data, uint64_t size)
 
 void join_process_gone(struct join *j, int pid, uint64_t ts)
 {
-	for (uint32_t i = 0; i < j->cap; i++)
-		if (j->threads[i].id && (int)(j->threads[i].id >> 32) == pid)
-			close_thread(j, &j->threads[i], ts, CLOSE_EXIT);
+	struct thread *t;
+	uint32_t pos = 0;
+
+	while ((t = hash_next(&j->threads, &pos)))
+		if ((int)(t->id >> 32) == pid)
+			close_thread(j, t, ts, CLOSE_EXIT);
 }
 
 void join_process_exec(struct join *j, int pid, uint64_t ts)
 {
 	struct process *p = find_process(j, pid);
+	struct thread *t;
+	uint32_t pos = 0;
 
-	for (uint32_t i = 0; i < j->cap; i++) {
-		struct thread *t = &j->threads[i];
-
-		if (!t->id || (int)(t->id >> 32) != pid)
+	while ((t = hash_next(&j->threads, &pos))) {
+		if ((int)(t->id >> 32) != pid)
 			continue;
 		close_thread(j, t, ts, CLOSE_EXEC);
 		t->track = 0;
@@ -686,9 +660,11 @@ void join_process_exec(struct join *j, int pid, uint64_t ts)
 
 void join_finish(struct join *j, uint64_t ts)
 {
-	for (uint32_t i = 0; i < j->cap; i++)
-		if (j->threads[i].id)
-			close_thread(j, &j->threads[i], ts, CLOSE_STOP);
+	struct thread *t;
+	uint32_t pos = 0;
+
+	while ((t = hash_next(&j->threads, &pos)))
+		close_thread(j, t, ts, CLOSE_STOP);
 }
 
 const struct join_counts *join_counts(const struct join *j)

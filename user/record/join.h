@@ -37,6 +37,8 @@ struct join_counts {
 	uint64_t bwd_flows;     /* forward->backward arrows */
 	uint64_t launch_flows;  /* op->launch arrows */
 	uint64_t rpc_flows;     /* RPC request send -> handling arrows */
+	uint64_t no_thread;     /* records of threads past the thread table's
+				 * limit (or out of memory): not joined */
 };
 
 struct op_stat {

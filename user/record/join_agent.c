@@ -29,27 +29,29 @@ static uint64_t name_hash(const char *s)
 	return h;
 }
 
+static bool rf_op_eq(const void *val, const void *key)
+{
+	return !strcmp(((const struct rf_op *)val)->name, key);
+}
+
 /* The ops-table index of an agent-recorded op name, added when new, so
  * the summary's per-op totals cover these ops too; -1 once the bounded
  * table is full. */
 static int64_t rf_op_index(struct join *j, const char *name)
 {
-	uint32_t mask, h;
+	uint64_t hash = name_hash(name);
+	struct rf_op *o = hash_get_eq(&j->rf_ops, hash, rf_op_eq, name);
 
-	if (!j->rf_ops) {
-		j->rf_cap = 1 << 14;
-		j->rf_ops = calloc(j->rf_cap, sizeof(*j->rf_ops));
-		if (!j->rf_ops)
-			return -1;
-	}
-	mask = j->rf_cap - 1;
-	for (h = name_hash(name) & mask; j->rf_ops[h]; h = (h + 1) & mask)
-		if (!strcmp(j->ops->name[j->rf_ops[h] - 1], name))
-			return j->rf_ops[h] - 1;
-	if (j->ops->n >= j->rf_cap / 2 || op_table_add(j->ops, name, ""))
+	if (o)
+		return o->op;
+	/* Below MAX_RF_OPS ops, rf_ops has room too. */
+	if (j->ops->n >= MAX_RF_OPS || op_table_add(j->ops, name, ""))
 		return -1;
-	j->rf_ops[h] = j->ops->n;
-	return j->ops->n - 1;
+	o = hash_add(&j->rf_ops, hash);
+	if (!o) /* out of memory: the name is added again next time */
+		return -1;
+	*o = (struct rf_op){ .name = j->ops->name[j->ops->n - 1], .op = j->ops->n - 1 };
+	return o->op;
 }
 
 /* Kernel and graph launches among the agent-recorded CUDA calls. */
@@ -183,13 +185,14 @@ void rf_begin(struct join *j, struct thread *t, const struct ptbpf_named_event *
  * t itself, or (an async end) another thread of the process. */
 static struct thread *rf_owner(struct join *j, struct thread *t, const struct ptbpf_event *e)
 {
+	struct thread *o;
+	uint32_t pos = 0;
+
 	for (int i = t->depth - 1; i >= 0; i--)
 		if (t->stack[i].key == e->key && t->stack[i].kind != FR_GPU)
 			return t;
-	for (uint32_t k = 0; k < j->cap; k++) {
-		struct thread *o = &j->threads[k];
-
-		if (!o->id || o == t || (int)(o->id >> 32) != (int)e->pid)
+	while ((o = hash_next(&j->threads, &pos))) {
+		if (o == t || (int)(o->id >> 32) != (int)e->pid)
 			continue;
 		for (int i = o->depth - 1; i >= 0; i--)
 			if (o->stack[i].key == e->key && o->stack[i].kind != FR_GPU)

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "lib/hash.h"
 #include "record/join.h"
 
 /* trace_processor drops slices nested deeper than 512 on one track; keep a
@@ -21,6 +22,12 @@
 #define MAX_DRAWN 500
 #define MAX_STACK 2048
 #define NO_SEQ UINT64_MAX
+/* Threads ever seen (their entries stay for their tracks); records of
+ * threads past it are counted (no_thread), not joined. */
+#define MAX_THREADS (1u << 20)
+/* Agent-recorded op names given an ops-table index (and the table's size
+ * while they are added). */
+#define MAX_RF_OPS (1u << 13)
 
 enum frame_kind { FR_OP, FR_BWD, FR_USER, FR_GPU };
 
@@ -44,6 +51,12 @@ struct thread {
 	struct frame *stack; /* MAX_STACK, allocated on first push */
 };
 
+/* An agent-recorded op: its name (the ops table's own string) and index. */
+struct rf_op {
+	const char *name;
+	uint32_t op;
+};
+
 struct process {
 	int pid;
 	uint64_t track, steps_track;
@@ -55,12 +68,13 @@ struct process {
 struct join {
 	struct pf_writer *w;
 	struct op_table *ops;
-	uint32_t *rf_ops; /* op name -> ops index + 1, for agent-recorded ops */
+	struct hash_table rf_ops; /* FNV-1a of an agent-recorded op's name -> struct rf_op */
 	struct rpc_pending { int pid; int64_t id; uint64_t flow; } *rpc; /* unmatched sends */
 	int nrpc;
-	uint32_t rf_cap;
-	struct thread *threads; /* open addressing on id */
-	uint32_t nthreads, cap;
+	/* hash_u64(id) -> struct thread, inline: a thread pointer is good
+	 * until the next get_thread, which only join_thread_event calls,
+	 * before it takes one. */
+	struct hash_table threads;
 	struct process *procs;
 	int nprocs;
 	struct u64_set *fwd_seqs; /* pid<<48 ^ seq with a forward op seen */
