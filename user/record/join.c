@@ -299,7 +299,9 @@ static void close_top_with(struct join *j, struct thread *t, uint64_t ts, enum c
 	if (f.seq != NO_SEQ) {
 		int pid = t->id >> 32;
 
-		args[nargs++] = (struct pf_arg){ .name = "seq", .type = PF_ARG_UINT, .u = f.seq };
+		if (!f.seq_at_begin)
+			args[nargs++] = (struct pf_arg){ .name = "seq", .type = PF_ARG_UINT,
+							 .u = f.seq };
 		/* The first frame to close with a sequence number (the
 		 * innermost: the op that made the node) starts its flow. */
 		uint64_t k = ((uint64_t)pid << 48) ^ f.seq;

@@ -141,6 +141,7 @@ void rf_begin(struct join *j, struct thread *t, const struct ptbpf_named_event *
 			f.kind = FR_OP;
 			f.op = (uint32_t)op;
 			f.seq = seq >= 0 ? (uint64_t)seq : NO_SEQ;
+			f.seq_at_begin = seq >= 0;
 		} else {
 			f.category = "cpu_op";
 		}

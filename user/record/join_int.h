@@ -40,6 +40,7 @@ struct frame {
 	uint32_t op;
 	uint8_t kind;
 	bool drawn;
+	bool seq_at_begin; /* its begin has it (sequence_nr): the end does not repeat it */
 };
 
 struct thread {
