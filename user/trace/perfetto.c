@@ -1,17 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Streaming Perfetto writer. Each packet is encoded into one fixed scratch
- * buffer, then appended whole, as a `Trace.packet` record (0x0A, length,
- * bytes), to an output buffer that goes to the file by write() at packet
- * boundaries: when it fills, 100 ms after its oldest byte, and at the end.
- * So the file holds whole packets at every moment; a write that fails
- * half way (a full disk) is truncated back to the last whole packet. A
- * killed writer leaves a valid prefix (at most the record a write() was
- * cut in is partial, which readers drop), with no end marker.
- *
- * Nested messages are encoded in place (pbwrite.h: the body, then moved
- * up by the size of its length varint) in that one fixed buffer. Depth is
- * at most three, so the moves are cheap and no second buffer is needed.
+ * Streaming Perfetto writer (perfetto.h): the writer's life and the packets
+ * that describe the whole trace, event sequences and interning, tracks and
+ * their events; records and the file are in perfetto_out.c (perfetto_int.h
+ * has the map).
  *
  * Size: track events go on a packet sequence of their track's own, as the
  * Perfetto SDK writes a thread's events. Its first packet sets the track
@@ -30,389 +22,14 @@
  * an end met before its start, or a flow past FLOW_SHORT_MAX open ones,
  * keeps its id.
  */
-#define _GNU_SOURCE /* CLOCK_BOOTTIME, getrandom, strnlen under -std=c11 */
-#include "trace/perfetto.h"
-#include "trace/pbread.h"
-#include "trace/pbwrite.h"
+#define _GNU_SOURCE /* CLOCK_BOOTTIME, getrandom; perfetto_int.h (strnlen, clock_gettime) */
+#include "trace/perfetto_int.h"
 #include "trace/pf_fields.h"
 
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
-
-#include "lib/hash.h"
-
-/* The first sequence: descriptors, snapshots, attributes, and the events of
- * tracks past SEQ_MAX (in full). Event sequences are 2, 3, ... */
-enum { SEQ_ID = 1, SEQ_MAX = 1 << 16 };
-/* What stamping an event in full costs more than a delta, about. */
-#define FULL_TS_EXTRA 10
-
-/* Room reserved before a packet for its record header (key + varint len). */
-#define PREFIX_ROOM 11
-/*
- * Worst case of one packet under the limits of perfetto.h: at most
- * 2 * PF_MAX_ARGS + PF_MAX_CMDLINE + 4 strings (each with keys, lengths and
- * nesting well under 32 bytes) plus both flow lists.
- */
-#define PACKET_MAX ((2 * PF_MAX_ARGS + PF_MAX_CMDLINE + 4) * (PF_STR_MAX + 32) + \
-		    2 * PF_MAX_FLOWS * 10 + 512)
-#define INTERN_BYTES_MAX (8u << 20)
-/* Flows open at once with a short id; ends seen before their start, kept
- * (the start keeps the caller's id then too). */
-#define FLOW_SHORT_MAX (1u << 17)
-#define FLOW_ORPHANS 4096
-/* String values: interned while short and few, else written inline. */
-#define STRVAL_MAX 32768
-#define STRVAL_BYTES_MAX (2u << 20)
-/* Output buffer: whole records only; flushed when full or FLUSH_NS old. */
-#define OUT_CAP (256u << 10)
-#define FLUSH_NS 100000000ull
-
-struct intern_str {
-	char *str; /* its own copy */
-	uint32_t len;
-	uint32_t iid;
-};
-
-struct intern_table {
-	struct hash_table h; /* fnv1a of the string -> struct intern_str */
-	size_t bytes, max_bytes; /* of the copies of interned strings */
-};
-
-enum { TAB_NAME, TAB_CAT, TAB_ARG, TAB_STRVAL, TAB_COUNT };
-
-/* An event sequence: one track's events. */
-struct seq {
-	uint64_t track;
-	uint64_t last_ts; /* the incremental clock's value */
-	uint32_t id;
-	uint32_t behind;  /* events in a row older than last_ts */
-	uint64_t defined_bytes; /* of the strings defined on it */
-	uint64_t *defined[TAB_COUNT]; /* bitsets: iids this sequence has had */
-	uint32_t ndefined[TAB_COUNT]; /* their sizes, in 64-bit words */
-};
-
-struct pf_writer {
-	int fd;
-	int err;
-	bool loss_pending;
-	bool copy;          /* pf_writer_open_copy: packets come encoded */
-	uint64_t bytes;     /* of whole records accepted (buffered or on disk) */
-	uint64_t on_disk;   /* of them, written to the file */
-	uint64_t clipped;
-	uint64_t first_buffered_ns; /* when out[] got its oldest byte, 0: empty */
-	uint8_t *out;       /* whole records not yet written */
-	size_t out_len, out_cap;
-	off_t base;         /* the file offset the trace starts at */
-	uint64_t uuid_base, uuid_seq;
-	struct intern_table tabs[TAB_COUNT];
-	struct hash_table seqs; /* mix64(track) -> struct seq */
-	uint32_t nseqs;         /* sequence ids given out */
-	struct seq main_seq; /* SEQ_ID */
-	struct hash_table flows; /* open flows: mix64(caller's id) -> its short one */
-	uint32_t flow_next;
-	uint64_t orphans[FLOW_ORPHANS]; /* ends met before their start */
-	uint32_t norphans;
-	struct pb pb;
-	uint8_t scratch[]; /* pb.buf: PREFIX_ROOM + PACKET_MAX bytes */
-};
-
-/* A string as it will be written: an iid, or inline when iid is 0. */
-struct str_ref {
-	const char *s; /* NULL: field omitted */
-	size_t len;
-	uint64_t iid;
-	bool is_new; /* definition goes into this packet's InternedData */
-};
-
-struct event_refs {
-	struct str_ref name, cat;
-	struct str_ref args[PF_MAX_ARGS], values[PF_MAX_ARGS]; /* names; string values */
-	int nargs;
-};
-
-/* ---- errors and strings ---- */
-
-static void set_error(struct pf_writer *w, int err)
-{
-	if (!w->err)
-		w->err = err;
-}
-
-/* Length to write for s: at most PF_STR_MAX bytes, not splitting a UTF-8
- * sequence (protoc and the UI expect valid UTF-8 in string fields). */
-static size_t str_clip(struct pf_writer *w, const char *s)
-{
-	size_t len = strnlen(s, PF_STR_MAX + 1);
-
-	if (len <= PF_STR_MAX)
-		return len;
-	w->clipped++;
-	len = PF_STR_MAX;
-	while (len > 0 && ((uint8_t)s[len] & 0xC0) == 0x80)
-		len--;
-	return len;
-}
-
-static void pb_str(struct pf_writer *w, uint32_t field, const char *s)
-{
-	if (s)
-		pb_bytes(&w->pb, field, s, str_clip(w, s));
-}
-
-static int clip_count(struct pf_writer *w, int n, const void *items, int max)
-{
-	if (n <= 0 || !items)
-		return 0;
-	if (n > max) {
-		w->clipped += (uint64_t)(n - max);
-		return max;
-	}
-	return n;
-}
-
-/* ---- intern tables ---- */
-
-static uint64_t fnv1a(const char *s, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= (uint8_t)s[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
-struct intern_key {
-	const char *s;
-	size_t len;
-};
-
-static bool intern_eq(const void *val, const void *key)
-{
-	const struct intern_str *e = val;
-	const struct intern_key *k = key;
-
-	return e->len == k->len && memcmp(e->str, k->s, k->len) == 0;
-}
-
-/* iid of s (len bytes) in t, adding it if there is room; 0 when it cannot be
- * interned (table full, or out of memory): the caller writes it inline. */
-static uint64_t intern(struct intern_table *t, const char *s, size_t len)
-{
-	struct intern_key k = { s, len };
-	uint64_t hash = fnv1a(s, len);
-	struct intern_str *e = hash_get_eq(&t->h, hash, intern_eq, &k);
-	char *copy;
-
-	if (e)
-		return e->iid;
-	if (hash_full(&t->h) || t->bytes + len + 1 > t->max_bytes || !(copy = malloc(len + 1)))
-		return 0;
-	if (!(e = hash_add(&t->h, hash))) {
-		free(copy);
-		return 0;
-	}
-	memcpy(copy, s, len);
-	copy[len] = '\0';
-	*e = (struct intern_str){ .str = copy, .len = (uint32_t)len, .iid = hash_count(&t->h) };
-	t->bytes += len + 1;
-	return e->iid;
-}
-
-/* Marks iid of table tab as defined on q; true if it was not yet (its
- * definition goes into the packet). Without memory for the mark, true:
- * defined again, which is harmless. */
-static bool seq_define(struct seq *q, int tab, uint64_t iid)
-{
-	uint32_t word = (uint32_t)(iid >> 6);
-	uint64_t bit = 1ull << (iid & 63);
-
-	if (word >= q->ndefined[tab]) {
-		uint32_t n = q->ndefined[tab] ? 2 * q->ndefined[tab] : 4;
-		uint64_t *g;
-
-		while (n <= word)
-			n *= 2;
-		g = realloc(q->defined[tab], n * sizeof(*g));
-		if (!g)
-			return true;
-		memset(g + q->ndefined[tab], 0, (n - q->ndefined[tab]) * sizeof(*g));
-		q->defined[tab] = g;
-		q->ndefined[tab] = n;
-	}
-	if (q->defined[tab][word] & bit)
-		return false;
-	q->defined[tab][word] |= bit;
-	return true;
-}
-
-static void ref_resolve(struct pf_writer *w, struct seq *q, int tab, const char *s,
-			struct str_ref *r)
-{
-	r->s = s;
-	r->len = 0;
-	r->iid = 0;
-	r->is_new = false;
-	if (!s)
-		return;
-	r->len = str_clip(w, s);
-	r->iid = intern(&w->tabs[tab], s, r->len);
-	r->is_new = r->iid && seq_define(q, tab, r->iid);
-	if (r->is_new)
-		q->defined_bytes += r->len + 4;
-}
-
-/* ---- packets ---- */
-
-static uint64_t ts_ns(const struct timespec *ts)
-{
-	return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
-}
-
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	return clock_gettime(id, &ts) ? 0 : ts_ns(&ts);
-}
-
-static void packet_begin_on(struct pf_writer *w, uint32_t seq, uint32_t flags)
-{
-	w->pb.len = PREFIX_ROOM;
-	w->pb.failed = false;
-	if (!w->copy) /* a copy's packets have their own sequences */
-		pb_uint(&w->pb, F_PKT_SEQ_ID, seq);
-	if (flags)
-		pb_uint(&w->pb, F_PKT_SEQ_FLAGS, flags);
-	if (w->loss_pending)
-		pb_uint(&w->pb, F_PKT_PREV_DROPPED, 1);
-}
-
-static void packet_begin(struct pf_writer *w, uint32_t flags)
-{
-	packet_begin_on(w, SEQ_ID, flags);
-}
-
-/* Bytes of the whole records at the start of buf[0..len) (records this
- * writer made): where a write that stopped at len leaves the last one. */
-static size_t whole_records(const uint8_t *buf, size_t len)
-{
-	size_t pos = 0;
-
-	for (;;) {
-		uint64_t plen;
-		int n = pos + 1 < len ? pb_varint_get(buf + pos + 1, len - pos - 1, &plen) : 0;
-
-		if (n <= 0 || plen > len - pos - 1 - (size_t)n)
-			return pos;
-		pos += 1 + (size_t)n + plen;
-	}
-}
-
-/* Writes out[] to the file. If a write fails part way (a full disk), the
- * file is cut back to its last whole record and the writer stops: later
- * records could not be trusted to follow whole ones. */
-static void flush_out(struct pf_writer *w)
-{
-	size_t done = 0;
-
-	while (done < w->out_len && !w->err) {
-		ssize_t n = write(w->fd, w->out + done, w->out_len - done);
-
-		if (n > 0)
-			done += (size_t)n;
-		else if (n < 0 && errno != EINTR)
-			set_error(w, -errno);
-		else if (n == 0)
-			set_error(w, -EIO);
-	}
-	if (w->err && done) {
-		size_t whole = whole_records(w->out, done);
-
-		/* Should even the cut fail, readers drop a cut last record. */
-		if (whole < done && ftruncate(w->fd, w->base + (off_t)(w->on_disk + whole)) == 0)
-			done = whole;
-	}
-	w->on_disk += done;
-	w->out_len = 0;
-	w->first_buffered_ns = 0;
-	if (w->err)
-		w->bytes = w->on_disk;
-}
-
-/* Appends one record (head, then body) to out[], which is written when it
- * fills or FLUSH_NS after its oldest byte (checked here, on the coarse
- * clock: a few ns). */
-static void append_record(struct pf_writer *w, const uint8_t *head, size_t hlen,
-			  const uint8_t *body, size_t blen)
-{
-	size_t rec = hlen + blen;
-	uint64_t now;
-
-	if (w->out_len + rec > w->out_cap)
-		flush_out(w);
-	if (w->err)
-		return;
-	if (rec > w->out_cap) { /* a packet larger than the buffer */
-		uint8_t *g = realloc(w->out, rec);
-
-		if (!g) {
-			set_error(w, -ENOMEM);
-			return;
-		}
-		w->out = g;
-		w->out_cap = rec;
-	}
-	memcpy(w->out + w->out_len, head, hlen);
-	if (blen)
-		memcpy(w->out + w->out_len + hlen, body, blen);
-	w->out_len += rec;
-	w->bytes += rec;
-	w->loss_pending = false;
-	now = clock_ns(CLOCK_MONOTONIC_COARSE);
-	if (!w->first_buffered_ns)
-		w->first_buffered_ns = now ? now : 1;
-	else if (now - w->first_buffered_ns >= FLUSH_NS)
-		flush_out(w);
-}
-
-/* Ends the packet encoded in pb as one Trace.packet record. */
-static void packet_end(struct pf_writer *w)
-{
-	struct pb *b = &w->pb;
-	uint8_t hdr[PREFIX_ROOM];
-	size_t plen, n;
-	uint8_t *start;
-
-	if (b->failed)
-		set_error(w, -EMSGSIZE);
-	if (w->err)
-		return;
-	plen = b->len - PREFIX_ROOM;
-	hdr[0] = PF_PACKET_TAG;
-	n = 1 + pb_varint_put(hdr + 1, plen);
-	start = b->buf + PREFIX_ROOM - n;
-	memcpy(start, hdr, n);
-	append_record(w, start, n + plen, NULL, 0);
-}
-
-/* splitmix64's finalizer: a bijection, so distinct inputs give distinct
- * uuids, while the random base keeps uuids of separate traces apart. */
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
 
 static uint64_t random_base(void)
 {
@@ -422,104 +39,6 @@ static uint64_t random_base(void)
 		return v;
 	return clock_ns(CLOCK_MONOTONIC) ^ clock_ns(CLOCK_REALTIME) ^
 	       ((uint64_t)getpid() << 32);
-}
-
-static uint64_t next_uuid(struct pf_writer *w)
-{
-	uint64_t uuid;
-
-	do
-		uuid = mix64(w->uuid_base + ++w->uuid_seq);
-	while (uuid == 0); /* 0 is the implicit global track */
-	return uuid;
-}
-
-/* ---- event sequences ---- */
-
-static void seq_free(struct seq *q)
-{
-	for (int i = 0; i < TAB_COUNT; i++)
-		free(q->defined[i]);
-}
-
-/* The sequence's first packet: its track and its clock. The snapshot ties
- * the incremental clock to MONOTONIC at ts, where it starts. */
-static void seq_start(struct pf_writer *w, struct seq *q, uint64_t ts)
-{
-	size_t defaults, ted, snap, clock;
-
-	packet_begin_on(w, q->id, SEQ_INCREMENTAL_STATE_CLEARED);
-	pb_uint(&w->pb, F_PKT_FIRST_ON_SEQ, 1);
-	pb_uint(&w->pb, F_PKT_TIMESTAMP, ts);
-	pb_uint(&w->pb, F_PKT_CLOCK_ID, CLOCK_ID_MONOTONIC);
-	defaults = pb_begin(&w->pb, F_PKT_DEFAULTS);
-	pb_uint(&w->pb, F_DEF_CLOCK_ID, CLOCK_ID_SEQ_INCREMENTAL);
-	ted = pb_begin(&w->pb, F_DEF_TRACK_EVENT);
-	pb_uint(&w->pb, F_TED_TRACK, q->track);
-	pb_end(&w->pb, ted);
-	pb_end(&w->pb, defaults);
-	snap = pb_begin(&w->pb, F_PKT_CLOCK_SNAPSHOT);
-	clock = pb_begin(&w->pb, F_CS_CLOCKS);
-	pb_uint(&w->pb, F_CLK_ID, CLOCK_ID_SEQ_INCREMENTAL);
-	pb_uint(&w->pb, F_CLK_TS, ts);
-	pb_uint(&w->pb, F_CLK_INCREMENTAL, 1);
-	pb_end(&w->pb, clock);
-	clock = pb_begin(&w->pb, F_CS_CLOCKS);
-	pb_uint(&w->pb, F_CLK_ID, CLOCK_ID_MONOTONIC);
-	pb_uint(&w->pb, F_CLK_TS, ts);
-	pb_end(&w->pb, clock);
-	pb_end(&w->pb, snap);
-	packet_end(w);
-	q->last_ts = ts;
-}
-
-/* The sequence of track's events, started at ts if new; the first
- * sequence (events stamped in full, with their track) once SEQ_MAX
- * sequences exist or memory runs out. */
-static struct seq *seq_for(struct pf_writer *w, uint64_t track, uint64_t ts)
-{
-	struct seq *q;
-
-	if (!track)
-		return &w->main_seq;
-	if ((q = hash_get(&w->seqs, mix64(track))))
-		return q;
-	if (w->nseqs + SEQ_ID + 1 >= SEQ_MAX || !(q = hash_add(&w->seqs, mix64(track))))
-		return &w->main_seq;
-	q->track = track;
-	q->id = SEQ_ID + 1 + w->nseqs++;
-	seq_start(w, q, ts);
-	return q;
-}
-
-/* A track whose events went back in time for good (a GPU stream's records
- * from a later flush, older than the last ones): its events go on on a new
- * sequence, whose clock starts at ts (trace_processor takes no snapshot
- * that moves an incremental clock back). The old sequence is left. */
-static struct seq *seq_restart(struct pf_writer *w, struct seq *q, uint64_t ts)
-{
-	if (w->nseqs + SEQ_ID + 1 >= SEQ_MAX)
-		return q;
-	seq_free(q);
-	*q = (struct seq){ .track = q->track, .id = SEQ_ID + 1 + w->nseqs++ };
-	seq_start(w, q, ts);
-	return q;
-}
-
-/* The packet's timestamp: its distance from the sequence's previous one,
- * or in full (MONOTONIC) on the first sequence and for an event older
- * than that. */
-static void put_ts(struct pf_writer *w, struct seq *q, uint64_t ts)
-{
-	if (q == &w->main_seq) {
-		pb_uint(&w->pb, F_PKT_TIMESTAMP, ts);
-	} else if (ts >= q->last_ts) {
-		pb_uint(&w->pb, F_PKT_TIMESTAMP, ts - q->last_ts);
-		q->last_ts = ts;
-	} else {
-		pb_uint(&w->pb, F_PKT_TIMESTAMP, ts);
-		pb_uint(&w->pb, F_PKT_CLOCK_ID, CLOCK_ID_MONOTONIC);
-	}
 }
 
 static struct pf_writer *writer_new(int fd, bool copy)
@@ -549,14 +68,8 @@ static struct pf_writer *writer_new(int fd, bool copy)
 	if (w->base < 0)
 		w->base = 0; /* not seekable (a device): nothing to cut back */
 	w->uuid_base = random_base();
-	for (int i = 0; i < TAB_COUNT; i++) {
-		hash_init(&w->tabs[i].h, i == TAB_STRVAL ? STRVAL_MAX : PF_INTERN_MAX,
-			  sizeof(struct intern_str));
-		w->tabs[i].max_bytes = i == TAB_STRVAL ? STRVAL_BYTES_MAX : INTERN_BYTES_MAX;
-	}
-	hash_init(&w->seqs, SEQ_MAX, sizeof(struct seq));
+	seq_tables_init(w);
 	hash_init(&w->flows, FLOW_SHORT_MAX, sizeof(uint32_t));
-	w->main_seq.id = SEQ_ID;
 	return w;
 }
 
@@ -593,30 +106,10 @@ struct pf_writer *pf_writer_open_copy(int fd)
 	return writer_new(fd, true);
 }
 
-void pf_write_packet(struct pf_writer *w, const uint8_t *packet, size_t len)
-{
-	uint8_t hdr[PREFIX_ROOM];
-
-	if (!w || w->err)
-		return;
-	hdr[0] = PF_PACKET_TAG;
-	append_record(w, hdr, 1 + pb_varint_put(hdr + 1, len), packet, len);
-}
-
-int pf_writer_flush(struct pf_writer *w)
-{
-	if (!w)
-		return -EINVAL;
-	flush_out(w);
-	return w->err;
-}
-
 static void trace_attr(struct pf_writer *w, const char *key, const char *sval, int64_t ival);
 
 int pf_writer_close(struct pf_writer *w)
 {
-	struct intern_str *e;
-	struct seq *q;
 	int err;
 
 	if (!w)
@@ -625,15 +118,7 @@ int pf_writer_close(struct pf_writer *w)
 		trace_attr(w, PF_END_MARKER_KEY, NULL, (int64_t)w->bytes);
 	flush_out(w);
 	err = w->err;
-	for (struct intern_table *t = w->tabs; t < w->tabs + TAB_COUNT; t++) {
-		for (uint32_t i = 0; (e = hash_next(&t->h, &i));)
-			free(e->str);
-		hash_free(&t->h);
-	}
-	for (uint32_t i = 0; (q = hash_next(&w->seqs, &i));)
-		seq_free(q);
-	hash_free(&w->seqs);
-	seq_free(&w->main_seq);
+	seq_tables_free(w);
 	hash_free(&w->flows);
 	free(w->out);
 	free(w);
@@ -726,7 +211,277 @@ void pf_trace_attr_int(struct pf_writer *w, const char *key, int64_t value)
 	trace_attr(w, key, NULL, value);
 }
 
+#define INTERN_BYTES_MAX (8u << 20)
+/* String values: interned while short and few, else written inline. */
+#define STRVAL_MAX 32768
+#define STRVAL_BYTES_MAX (2u << 20)
+
+/* ---- intern tables ---- */
+
+static uint64_t fnv1a(const char *s, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= (uint8_t)s[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+struct intern_key {
+	const char *s;
+	size_t len;
+};
+
+static bool intern_eq(const void *val, const void *key)
+{
+	const struct intern_str *e = val;
+	const struct intern_key *k = key;
+
+	return e->len == k->len && memcmp(e->str, k->s, k->len) == 0;
+}
+
+/* iid of s (len bytes) in t, adding it if there is room; 0 when it cannot be
+ * interned (table full, or out of memory): the caller writes it inline. */
+static uint64_t intern(struct intern_table *t, const char *s, size_t len)
+{
+	struct intern_key k = { s, len };
+	uint64_t hash = fnv1a(s, len);
+	struct intern_str *e = hash_get_eq(&t->h, hash, intern_eq, &k);
+	char *copy;
+
+	if (e)
+		return e->iid;
+	if (hash_full(&t->h) || t->bytes + len + 1 > t->max_bytes || !(copy = malloc(len + 1)))
+		return 0;
+	if (!(e = hash_add(&t->h, hash))) {
+		free(copy);
+		return 0;
+	}
+	memcpy(copy, s, len);
+	copy[len] = '\0';
+	*e = (struct intern_str){ .str = copy, .len = (uint32_t)len, .iid = hash_count(&t->h) };
+	t->bytes += len + 1;
+	return e->iid;
+}
+
+/* Marks iid of table tab as defined on q; true if it was not yet (its
+ * definition goes into the packet). Without memory for the mark, true:
+ * defined again, which is harmless. */
+static bool seq_define(struct seq *q, int tab, uint64_t iid)
+{
+	uint32_t word = (uint32_t)(iid >> 6);
+	uint64_t bit = 1ull << (iid & 63);
+
+	if (word >= q->ndefined[tab]) {
+		uint32_t n = q->ndefined[tab] ? 2 * q->ndefined[tab] : 4;
+		uint64_t *g;
+
+		while (n <= word)
+			n *= 2;
+		g = realloc(q->defined[tab], n * sizeof(*g));
+		if (!g)
+			return true;
+		memset(g + q->ndefined[tab], 0, (n - q->ndefined[tab]) * sizeof(*g));
+		q->defined[tab] = g;
+		q->ndefined[tab] = n;
+	}
+	if (q->defined[tab][word] & bit)
+		return false;
+	q->defined[tab][word] |= bit;
+	return true;
+}
+
+void ref_resolve(struct pf_writer *w, struct seq *q, int tab, const char *s,
+		 struct str_ref *r)
+{
+	r->s = s;
+	r->len = 0;
+	r->iid = 0;
+	r->is_new = false;
+	if (!s)
+		return;
+	r->len = str_clip(w, s);
+	r->iid = intern(&w->tabs[tab], s, r->len);
+	r->is_new = r->iid && seq_define(q, tab, r->iid);
+	if (r->is_new)
+		q->defined_bytes += r->len + 4;
+}
+
+static void write_entry(struct pb *b, uint32_t field, const struct str_ref *r)
+{
+	size_t entry;
+
+	if (!r->is_new)
+		return;
+	entry = pb_begin(b, field);
+	pb_uint(b, F_ENTRY_IID, r->iid);
+	pb_bytes(b, F_ENTRY_NAME, r->s, r->len);
+	pb_end(b, entry);
+}
+
+/* Definitions of the strings this packet uses first on its sequence; the
+ * reader applies interned_data before the packet's payload. */
+void write_interned(struct pb *b, const struct event_refs *r)
+{
+	bool any = r->name.is_new || r->cat.is_new;
+	size_t data;
+
+	for (int i = 0; i < r->nargs && !any; i++)
+		any = r->args[i].is_new || r->values[i].is_new;
+	if (!any)
+		return;
+	data = pb_begin(b, F_PKT_INTERNED);
+	write_entry(b, F_ID_CATEGORIES, &r->cat);
+	write_entry(b, F_ID_NAMES, &r->name);
+	for (int i = 0; i < r->nargs; i++) {
+		write_entry(b, F_ID_ARG_NAMES, &r->args[i]);
+		write_entry(b, F_ID_STRING_VALUES, &r->values[i]);
+	}
+	pb_end(b, data);
+}
+
+/* ---- event sequences ---- */
+
+void seq_tables_init(struct pf_writer *w)
+{
+	for (int i = 0; i < TAB_COUNT; i++) {
+		hash_init(&w->tabs[i].h, i == TAB_STRVAL ? STRVAL_MAX : PF_INTERN_MAX,
+			  sizeof(struct intern_str));
+		w->tabs[i].max_bytes = i == TAB_STRVAL ? STRVAL_BYTES_MAX : INTERN_BYTES_MAX;
+	}
+	hash_init(&w->seqs, SEQ_MAX, sizeof(struct seq));
+	w->main_seq.id = SEQ_ID;
+}
+
+static void seq_free(struct seq *q)
+{
+	for (int i = 0; i < TAB_COUNT; i++)
+		free(q->defined[i]);
+}
+
+void seq_tables_free(struct pf_writer *w)
+{
+	struct intern_str *e;
+	struct seq *q;
+
+	for (struct intern_table *t = w->tabs; t < w->tabs + TAB_COUNT; t++) {
+		for (uint32_t i = 0; (e = hash_next(&t->h, &i));)
+			free(e->str);
+		hash_free(&t->h);
+	}
+	for (uint32_t i = 0; (q = hash_next(&w->seqs, &i));)
+		seq_free(q);
+	hash_free(&w->seqs);
+	seq_free(&w->main_seq);
+}
+
+/* The sequence's first packet: its track and its clock. The snapshot ties
+ * the incremental clock to MONOTONIC at ts, where it starts. */
+static void seq_start(struct pf_writer *w, struct seq *q, uint64_t ts)
+{
+	size_t defaults, ted, snap, clock;
+
+	packet_begin_on(w, q->id, SEQ_INCREMENTAL_STATE_CLEARED);
+	pb_uint(&w->pb, F_PKT_FIRST_ON_SEQ, 1);
+	pb_uint(&w->pb, F_PKT_TIMESTAMP, ts);
+	pb_uint(&w->pb, F_PKT_CLOCK_ID, CLOCK_ID_MONOTONIC);
+	defaults = pb_begin(&w->pb, F_PKT_DEFAULTS);
+	pb_uint(&w->pb, F_DEF_CLOCK_ID, CLOCK_ID_SEQ_INCREMENTAL);
+	ted = pb_begin(&w->pb, F_DEF_TRACK_EVENT);
+	pb_uint(&w->pb, F_TED_TRACK, q->track);
+	pb_end(&w->pb, ted);
+	pb_end(&w->pb, defaults);
+	snap = pb_begin(&w->pb, F_PKT_CLOCK_SNAPSHOT);
+	clock = pb_begin(&w->pb, F_CS_CLOCKS);
+	pb_uint(&w->pb, F_CLK_ID, CLOCK_ID_SEQ_INCREMENTAL);
+	pb_uint(&w->pb, F_CLK_TS, ts);
+	pb_uint(&w->pb, F_CLK_INCREMENTAL, 1);
+	pb_end(&w->pb, clock);
+	clock = pb_begin(&w->pb, F_CS_CLOCKS);
+	pb_uint(&w->pb, F_CLK_ID, CLOCK_ID_MONOTONIC);
+	pb_uint(&w->pb, F_CLK_TS, ts);
+	pb_end(&w->pb, clock);
+	pb_end(&w->pb, snap);
+	packet_end(w);
+	q->last_ts = ts;
+}
+
+/* The sequence of track's events, started at ts if new; the first
+ * sequence (events stamped in full, with their track) once SEQ_MAX
+ * sequences exist or memory runs out. */
+struct seq *seq_for(struct pf_writer *w, uint64_t track, uint64_t ts)
+{
+	struct seq *q;
+
+	if (!track)
+		return &w->main_seq;
+	if ((q = hash_get(&w->seqs, mix64(track))))
+		return q;
+	if (w->nseqs + SEQ_ID + 1 >= SEQ_MAX || !(q = hash_add(&w->seqs, mix64(track))))
+		return &w->main_seq;
+	q->track = track;
+	q->id = SEQ_ID + 1 + w->nseqs++;
+	seq_start(w, q, ts);
+	return q;
+}
+
+/* A track whose events went back in time for good (a GPU stream's records
+ * from a later flush, older than the last ones): its events go on on a new
+ * sequence, whose clock starts at ts (trace_processor takes no snapshot
+ * that moves an incremental clock back). The old sequence is left. */
+struct seq *seq_restart(struct pf_writer *w, struct seq *q, uint64_t ts)
+{
+	if (w->nseqs + SEQ_ID + 1 >= SEQ_MAX)
+		return q;
+	seq_free(q);
+	*q = (struct seq){ .track = q->track, .id = SEQ_ID + 1 + w->nseqs++ };
+	seq_start(w, q, ts);
+	return q;
+}
+
+/* The packet's timestamp: its distance from the sequence's previous one,
+ * or in full (MONOTONIC) on the first sequence and for an event older
+ * than that. */
+void put_ts(struct pf_writer *w, struct seq *q, uint64_t ts)
+{
+	if (q == &w->main_seq) {
+		pb_uint(&w->pb, F_PKT_TIMESTAMP, ts);
+	} else if (ts >= q->last_ts) {
+		pb_uint(&w->pb, F_PKT_TIMESTAMP, ts - q->last_ts);
+		q->last_ts = ts;
+	} else {
+		pb_uint(&w->pb, F_PKT_TIMESTAMP, ts);
+		pb_uint(&w->pb, F_PKT_CLOCK_ID, CLOCK_ID_MONOTONIC);
+	}
+}
+
+/* What stamping an event in full costs more than a delta, about. */
+#define FULL_TS_EXTRA 10
+
+static int clip_count(struct pf_writer *w, int n, const void *items, int max)
+{
+	if (n <= 0 || !items)
+		return 0;
+	if (n > max) {
+		w->clipped += (uint64_t)(n - max);
+		return max;
+	}
+	return n;
+}
+
 /* ---- track descriptors ---- */
+
+static uint64_t next_uuid(struct pf_writer *w)
+{
+	uint64_t uuid;
+
+	do
+		uuid = mix64(w->uuid_base + ++w->uuid_seq);
+	while (uuid == 0); /* 0 is the implicit global track */
+	return uuid;
+}
 
 /* Descriptor packets are stamped "now" in the sequence's default clock
  * (MONOTONIC); trace_processor uses the time to tell pid/tid reuse apart. */
@@ -821,39 +576,6 @@ uint64_t pf_track_counter(struct pf_writer *w, uint64_t parent, const char *name
 }
 
 /* ---- track events ---- */
-
-static void write_entry(struct pb *b, uint32_t field, const struct str_ref *r)
-{
-	size_t entry;
-
-	if (!r->is_new)
-		return;
-	entry = pb_begin(b, field);
-	pb_uint(b, F_ENTRY_IID, r->iid);
-	pb_bytes(b, F_ENTRY_NAME, r->s, r->len);
-	pb_end(b, entry);
-}
-
-/* Definitions of the strings this packet uses first on its sequence; the
- * reader applies interned_data before the packet's payload. */
-static void write_interned(struct pb *b, const struct event_refs *r)
-{
-	bool any = r->name.is_new || r->cat.is_new;
-	size_t data;
-
-	for (int i = 0; i < r->nargs && !any; i++)
-		any = r->args[i].is_new || r->values[i].is_new;
-	if (!any)
-		return;
-	data = pb_begin(b, F_PKT_INTERNED);
-	write_entry(b, F_ID_CATEGORIES, &r->cat);
-	write_entry(b, F_ID_NAMES, &r->name);
-	for (int i = 0; i < r->nargs; i++) {
-		write_entry(b, F_ID_ARG_NAMES, &r->args[i]);
-		write_entry(b, F_ID_STRING_VALUES, &r->values[i]);
-	}
-	pb_end(b, data);
-}
 
 static void write_ref(struct pb *b, const struct str_ref *r, uint32_t iid_field,
 		      uint32_t inline_field)
