@@ -3,10 +3,12 @@
  * The Perfetto writer's insides, shared by user/trace/perfetto*.c only:
  * struct pf_writer, its limits, and what each file offers the others.
  *   perfetto.c        the writer's life (open, copy mode, close and its end
- *                     marker), clock snapshots and trace attributes; event
- *                     sequences and interning; tracks and their events
+ *                     marker), clock snapshots and trace attributes; tracks
+ *                     and their events
  *   perfetto_out.c    packets into Trace.packet records, the output buffer
  *                     and the file (flush, cut back to whole records)
+ *   perfetto_seq.c    event sequences (a track's own, its incremental clock
+ *                     and defaults) and the strings interned on them
  * Under -std=c11 its strnlen and clock_gettime need _GNU_SOURCE defined
  * before it is included.
  */
@@ -80,12 +82,12 @@ struct pf_writer {
 	uint8_t *out;       /* whole records not yet written */
 	size_t out_len, out_cap;
 	off_t base;         /* the file offset the trace starts at */
-	/* event sequences and interning (perfetto.c) */
+	/* perfetto_seq.c */
 	struct intern_table tabs[TAB_COUNT];
 	struct hash_table seqs; /* mix64(track) -> struct seq */
 	uint32_t nseqs;         /* sequence ids given out */
 	struct seq main_seq; /* SEQ_ID */
-	/* tracks and flows */
+	/* tracks and flows (perfetto.c) */
 	uint64_t uuid_base, uuid_seq;
 	struct hash_table flows; /* open flows: mix64(caller's id) -> its short one */
 	uint32_t flow_next;
@@ -171,7 +173,7 @@ static inline void packet_begin(struct pf_writer *w, uint32_t flags)
 	packet_begin_on(w, SEQ_ID, flags);
 }
 
-/* event sequences and interning (perfetto.c) */
+/* perfetto_seq.c */
 void seq_tables_init(struct pf_writer *w);
 void seq_tables_free(struct pf_writer *w);
 struct seq *seq_for(struct pf_writer *w, uint64_t track, uint64_t ts);
