@@ -3,12 +3,13 @@
  * The Perfetto writer's insides, shared by user/trace/perfetto*.c only:
  * struct pf_writer, its limits, and what each file offers the others.
  *   perfetto.c        the writer's life (open, copy mode, close and its end
- *                     marker), clock snapshots and trace attributes; tracks
- *                     and their events
+ *                     marker), clock snapshots and trace attributes
  *   perfetto_out.c    packets into Trace.packet records, the output buffer
  *                     and the file (flush, cut back to whole records)
  *   perfetto_seq.c    event sequences (a track's own, its incremental clock
  *                     and defaults) and the strings interned on them
+ *   perfetto_track.c  track descriptors and their events (slices, instants,
+ *                     counters, args, flows with short ids)
  * Under -std=c11 its strnlen and clock_gettime need _GNU_SOURCE defined
  * before it is included.
  */
@@ -87,7 +88,7 @@ struct pf_writer {
 	struct hash_table seqs; /* mix64(track) -> struct seq */
 	uint32_t nseqs;         /* sequence ids given out */
 	struct seq main_seq; /* SEQ_ID */
-	/* tracks and flows (perfetto.c) */
+	/* perfetto_track.c */
 	uint64_t uuid_base, uuid_seq;
 	struct hash_table flows; /* open flows: mix64(caller's id) -> its short one */
 	uint32_t flow_next;
