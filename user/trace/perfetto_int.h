@@ -107,12 +107,6 @@ struct str_ref {
 	bool is_new; /* definition goes into this packet's InternedData */
 };
 
-struct event_refs {
-	struct str_ref name, cat;
-	struct str_ref args[PF_MAX_ARGS], values[PF_MAX_ARGS]; /* names; string values */
-	int nargs;
-};
-
 static inline void set_error(struct pf_writer *w, int err)
 {
 	if (!w->err)
@@ -180,8 +174,19 @@ void seq_tables_free(struct pf_writer *w);
 struct seq *seq_for(struct pf_writer *w, uint64_t track, uint64_t ts);
 struct seq *seq_restart(struct pf_writer *w, struct seq *q, uint64_t ts);
 void put_ts(struct pf_writer *w, struct seq *q, uint64_t ts);
-void ref_resolve(struct pf_writer *w, struct seq *q, int tab, const char *s,
-		 struct str_ref *r);
-void write_interned(struct pb *b, const struct event_refs *r);
+void ref_intern(struct pf_writer *w, struct seq *q, int tab, const char *s,
+		struct str_ref *r);
+
+/* How s (NULL: the field is left out) is written in a packet on q: its iid
+ * in table tab, defined in the packet if q has not had it, else inline.
+ * Inline here, as the NULLs (an end's name, a number's string value) are
+ * most of the calls. */
+static inline void ref_resolve(struct pf_writer *w, struct seq *q, int tab, const char *s,
+			       struct str_ref *r)
+{
+	*r = (struct str_ref){ .s = s };
+	if (s)
+		ref_intern(w, q, tab, s, r);
+}
 
 #endif

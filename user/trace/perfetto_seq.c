@@ -101,53 +101,15 @@ static bool seq_define(struct seq *q, int tab, uint64_t iid)
 	return true;
 }
 
-void ref_resolve(struct pf_writer *w, struct seq *q, int tab, const char *s,
-		 struct str_ref *r)
+/* ref_resolve's work for a string s (not NULL): r->s is s, the rest 0. */
+void ref_intern(struct pf_writer *w, struct seq *q, int tab, const char *s,
+		struct str_ref *r)
 {
-	r->s = s;
-	r->len = 0;
-	r->iid = 0;
-	r->is_new = false;
-	if (!s)
-		return;
 	r->len = str_clip(w, s);
 	r->iid = intern(&w->tabs[tab], s, r->len);
 	r->is_new = r->iid && seq_define(q, tab, r->iid);
 	if (r->is_new)
 		q->defined_bytes += r->len + 4;
-}
-
-static void write_entry(struct pb *b, uint32_t field, const struct str_ref *r)
-{
-	size_t entry;
-
-	if (!r->is_new)
-		return;
-	entry = pb_begin(b, field);
-	pb_uint(b, F_ENTRY_IID, r->iid);
-	pb_bytes(b, F_ENTRY_NAME, r->s, r->len);
-	pb_end(b, entry);
-}
-
-/* Definitions of the strings this packet uses first on its sequence; the
- * reader applies interned_data before the packet's payload. */
-void write_interned(struct pb *b, const struct event_refs *r)
-{
-	bool any = r->name.is_new || r->cat.is_new;
-	size_t data;
-
-	for (int i = 0; i < r->nargs && !any; i++)
-		any = r->args[i].is_new || r->values[i].is_new;
-	if (!any)
-		return;
-	data = pb_begin(b, F_PKT_INTERNED);
-	write_entry(b, F_ID_CATEGORIES, &r->cat);
-	write_entry(b, F_ID_NAMES, &r->name);
-	for (int i = 0; i < r->nargs; i++) {
-		write_entry(b, F_ID_ARG_NAMES, &r->args[i]);
-		write_entry(b, F_ID_STRING_VALUES, &r->values[i]);
-	}
-	pb_end(b, data);
 }
 
 /* ---- event sequences ---- */

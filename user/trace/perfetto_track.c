@@ -3,12 +3,13 @@
  * The Perfetto writer's tracks and their events: track descriptors
  * (processes, threads, child and counter tracks, on the first sequence,
  * each with a fresh uuid), and slices, instants and counters, each on its
- * track's event sequence (perfetto_seq.c). A slice begin is then about 15
- * bytes, an end 11. A flow gets a short id (1, 2, ...: a varint in the
- * older flow fields, which trace_processor reads alike) from its first
- * event to the one that ends it, in place of the caller's 64-bit one (a
- * fixed64); an end met before its start, or a flow past FLOW_SHORT_MAX open
- * ones, keeps its id.
+ * track's event sequence (perfetto_seq.c) with the definitions of the
+ * strings it uses there first. A slice begin is then about 15 bytes, an
+ * end 11. A flow gets a short id (1, 2, ...: a varint in the older flow
+ * fields, which trace_processor reads alike) from its first event to the
+ * one that ends it, in place of the caller's 64-bit one (a fixed64); an
+ * end met before its start, or a flow past FLOW_SHORT_MAX open ones, keeps
+ * its id.
  */
 #define _GNU_SOURCE /* for perfetto_int.h (strnlen, clock_gettime) */
 #include "trace/perfetto_int.h"
@@ -133,6 +134,46 @@ uint64_t pf_track_counter(struct pf_writer *w, uint64_t parent, const char *name
 }
 
 /* ---- track events ---- */
+
+/* An event's strings as they will be written. */
+struct event_refs {
+	struct str_ref name, cat;
+	struct str_ref args[PF_MAX_ARGS], values[PF_MAX_ARGS]; /* names; string values */
+	int nargs;
+};
+
+static void write_entry(struct pb *b, uint32_t field, const struct str_ref *r)
+{
+	size_t entry;
+
+	if (!r->is_new)
+		return;
+	entry = pb_begin(b, field);
+	pb_uint(b, F_ENTRY_IID, r->iid);
+	pb_bytes(b, F_ENTRY_NAME, r->s, r->len);
+	pb_end(b, entry);
+}
+
+/* Definitions of the strings this packet uses first on its sequence; the
+ * reader applies interned_data before the packet's payload. */
+static void write_interned(struct pb *b, const struct event_refs *r)
+{
+	bool any = r->name.is_new || r->cat.is_new;
+	size_t data;
+
+	for (int i = 0; i < r->nargs && !any; i++)
+		any = r->args[i].is_new || r->values[i].is_new;
+	if (!any)
+		return;
+	data = pb_begin(b, F_PKT_INTERNED);
+	write_entry(b, F_ID_CATEGORIES, &r->cat);
+	write_entry(b, F_ID_NAMES, &r->name);
+	for (int i = 0; i < r->nargs; i++) {
+		write_entry(b, F_ID_ARG_NAMES, &r->args[i]);
+		write_entry(b, F_ID_STRING_VALUES, &r->values[i]);
+	}
+	pb_end(b, data);
+}
 
 static void write_ref(struct pb *b, const struct str_ref *r, uint32_t iid_field,
 		      uint32_t inline_field)
