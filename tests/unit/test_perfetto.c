@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Unit test of the Perfetto writer (user/trace/perfetto.c). Writes traces that use
+ * Unit test of the Perfetto writer (user/trace/perfetto*.c). Writes traces that use
  * every function and field, decodes them with protoc against
  * user/trace/perfetto_trace.proto and checks the text field by field (each track's
  * events on a sequence of its own, stamped by their distance from the one

@@ -6,7 +6,8 @@
  * (PF_END_MARKER_KEY in pf_fields.h) as the last packet. Event timestamps
  * are CLOCK_MONOTONIC (bpf_ktime_get_ns), tied to BOOTTIME and REALTIME by
  * ClockSnapshots; each track's events are on a packet sequence of their
- * own, with the track and an incremental clock as its defaults (perfetto.c).
+ * own, with the track and an incremental clock as its defaults
+ * (perfetto_seq.c).
  * Field numbers: user/trace/perfetto_trace.proto (a subset of Perfetto's protos).
  */
 #ifndef PTBPF_PERFETTO_H
