@@ -100,9 +100,6 @@ static const CUpti_ActivityKind our_kinds[] = {
 	CUPTI_ACTIVITY_KIND_MEMSET,
 };
 #define KIND_BIT(k) ((k) < 64 ? 1ull << (k) : 0)
-#define OUR_KIND_BITS (KIND_BIT(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) | \
-		       KIND_BIT(CUPTI_ACTIVITY_KIND_KERNEL) | KIND_BIT(CUPTI_ACTIVITY_KIND_MEMCPY) | \
-		       KIND_BIT(CUPTI_ACTIVITY_KIND_MEMSET))
 
 /* API calls whose entry is reported on the calling thread (the launch's
  * correlation id): what joins a kernel to its launch. */
