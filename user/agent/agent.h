@@ -4,7 +4,10 @@
  *   agent.c  lifecycle: its thread, ptbpf's control block, the probe points
  *   ops.c    RecordFunction callbacks -> per-thread op rings
  *   cupti.c  CUPTI: the GPU timeline, CUDA call callbacks, sharing CUPTI
- *            with the job's own profiler
+ *            with the job's own profiler (with cupti_job.c, the job's calls
+ *            into libcupti; cupti_activity.c, the activity buffers and
+ *            their records; cupti_api.c, the callback subscriber; what
+ *            they share is in cupti_int.h)
  *   stubs.c  entry points that outlive the library, and GOT hooks
  *   cuda_props.c  the devices' properties and CUDA versions, once a session
  * Everything the outside world calls (torch, CUPTI, the job's calls into
@@ -120,7 +123,7 @@ bool agent_ops_api(bool enter, uint32_t domain, uint32_t cbid, uint32_t correlat
 /* agent.c's probe point for Python stacks. */
 void ptbpf_agent_pystack(uint64_t ts);
 
-/* --- cupti.c --- */
+/* --- cupti.c (cupti_activity.c: cupti_unload) --- */
 
 /* The GPU timeline on (with CUDA API calls into the op rings when
  * api_to_rings): false if it could not be (the reason is reported). ctl

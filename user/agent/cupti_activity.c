@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The GPU timeline out of CUPTI's activity buffers: the pool of buffers the
+ * agent hands CUPTI, CUPTI's clock mapped onto CLOCK_MONOTONIC, and each
+ * kernel, memcpy and memset record turned into a call of ptbpf's probe
+ * points ptbpf_agent_kernel/memcpy/memset (agent.c). Buffers that are not
+ * the agent's go to the job's own callbacks; records of a job session the
+ * agent could not see at attach are copied into the job's buffers too
+ * (cupti.c tells why). The buffer callbacks run on any thread, from inside
+ * CUPTI, and so never take cupti_lock.
+ */
+#include "cupti_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* The buffer pool: bit i of pool_free set = buffer i is ours to hand out.
+ * malloc'd, so that one CUPTI hands to another client may be free()d by
+ * it; such a buffer is simply never returned to us. */
+static uint8_t *pool;
+static _Atomic uint32_t pool_free;
+
+/* Counters of the current activation; read for the deactivation message. */
+static _Atomic uint64_t n_kernels, n_memcpys, n_memsets, n_dropped, n_declined, n_foreign,
+	n_to_job, n_lost_to_job;
+
+/* CUPTI's clock -> CLOCK_MONOTONIC: mono = m + (cupti - c) * k, published
+ * under a sequence count (the buffer callback may run on any thread). */
+static struct {
+	_Atomic uint32_t seq;
+	int64_t c, m;
+	double k;
+} cal;
+static int64_t cal_c0, cal_m0; /* the baseline k is measured over */
+
+_Atomic bool foreign_seen;
+
+int pool_init(void)
+{
+	if (pool)
+		return 0;
+	/* CUPTI wants 8-byte aligned buffers; malloc gives 16. */
+	pool = malloc((size_t)POOL_BUFS * POOL_BUF_SIZE);
+	if (!pool) {
+		agent_report(PTBPF_AGENT_ERR_MEMORY, 0, "cannot allocate %u activity buffers",
+			     POOL_BUFS);
+		return -1;
+	}
+	atomic_store(&pool_free, (1u << POOL_BUFS) - 1);
+	return 0;
+}
+
+void activity_counts_reset(void)
+{
+	atomic_store(&n_kernels, 0);
+	atomic_store(&n_memcpys, 0);
+	atomic_store(&n_memsets, 0);
+	atomic_store(&n_dropped, 0);
+	atomic_store(&n_declined, 0);
+	atomic_store(&n_foreign, 0);
+	atomic_store(&n_to_job, 0);
+	atomic_store(&n_lost_to_job, 0);
+}
+
+void activity_counts_report(void)
+{
+	agent_report(PTBPF_AGENT_DORMANT, 0,
+		     "GPU timeline off: %llu kernels, %llu copies, %llu sets, %llu dropped by CUPTI, "
+		     "%llu buffer requests declined, %llu foreign buffers, %llu buffers copied to "
+		     "the job's profiler, %llu not",
+		     (unsigned long long)n_kernels, (unsigned long long)n_memcpys,
+		     (unsigned long long)n_memsets, (unsigned long long)n_dropped,
+		     (unsigned long long)n_declined, (unsigned long long)n_foreign,
+		     (unsigned long long)n_to_job, (unsigned long long)n_lost_to_job);
+}
+
+/* --- the clock --- */
+
+static int64_t cupti_now(void)
+{
+	uint64_t t = 0;
+
+	p_get_timestamp(&t);
+	return (int64_t)t;
+}
+
+/* One (CUPTI, CLOCK_MONOTONIC) pair: the tightest of three. */
+static void clock_pair(int64_t *c, int64_t *m)
+{
+	int64_t best = INT64_MAX;
+
+	for (int i = 0; i < 3; i++) {
+		int64_t a = agent_now(CLOCK_MONOTONIC), t = cupti_now(),
+			b = agent_now(CLOCK_MONOTONIC);
+
+		if (b - a < best) {
+			best = b - a;
+			*c = t;
+			*m = a + (b - a) / 2;
+		}
+	}
+}
+
+static void cal_publish(int64_t c, int64_t m, double k)
+{
+	atomic_fetch_add_explicit(&cal.seq, 1, memory_order_acq_rel);
+	cal.c = c;
+	cal.m = m;
+	cal.k = k;
+	atomic_fetch_add_explicit(&cal.seq, 1, memory_order_release);
+}
+
+/* A fresh baseline: two pairs 10 ms apart give the first rate (CUPTI's
+ * clock is nanoseconds by default but TSC ticks under Kineto's callback). */
+void calibrate_reset(void)
+{
+	int64_t c1, m1;
+
+	clock_pair(&cal_c0, &cal_m0);
+	nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	clock_pair(&c1, &m1);
+	cal_publish(c1, m1, c1 > cal_c0 ? (double)(m1 - cal_m0) / (double)(c1 - cal_c0) : 1.0);
+}
+
+void calibrate(void)
+{
+	int64_t c, m;
+
+	clock_pair(&c, &m);
+	cal_publish(c, m, c > cal_c0 ? (double)(m - cal_m0) / (double)(c - cal_c0) : cal.k);
+}
+
+bool clock_in_ns(void)
+{
+	return cal.k > 0.5 && cal.k < 2;
+}
+
+static uint64_t to_mono(uint64_t t)
+{
+	uint32_t s;
+	int64_t c, m;
+	double k;
+
+	do {
+		s = atomic_load_explicit(&cal.seq, memory_order_acquire);
+		c = cal.c;
+		m = cal.m;
+		k = cal.k;
+	} while ((s & 1) || s != atomic_load_explicit(&cal.seq, memory_order_acquire));
+	return (uint64_t)(m + (int64_t)((double)((int64_t)t - c) * k));
+}
+
+/* Whether CUPTI's clock is still its default (CLOCK_REALTIME): then no
+ * one ever registered a timestamp callback, so no activity session of the
+ * job's (Kineto registers one at every session) was ever configured. */
+bool clock_is_default(void)
+{
+	int64_t d = cupti_now() - agent_now(CLOCK_REALTIME);
+
+	return d > -5000000000LL && d < 5000000000LL;
+}
+
+/* --- the buffers --- */
+
+void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+	uint8_t *busy = busy_enter();
+	uint32_t m = atomic_load(&pool_free);
+	int i = 0;
+
+	*max_records = 0;
+	*buffer = NULL;
+	*size = 0;
+	do {
+		if (!m) {
+			/* CUPTI drops records and counts them (cuptiActivityGetNumDroppedRecords). */
+			atomic_fetch_add(&n_declined, 1);
+			busy_leave(busy);
+			return;
+		}
+		i = __builtin_ctz(m);
+	} while (!atomic_compare_exchange_weak(&pool_free, &m, m & ~(1u << i)));
+	*buffer = pool + (size_t)i * POOL_BUF_SIZE;
+	*size = POOL_BUF_SIZE;
+	busy_leave(busy);
+}
+
+static void emit_kernel(const CUpti_ActivityKernel10 *k)
+{
+	struct ptbpf_agent_kernel r = {
+		.start = to_mono(k->start), .end = to_mono(k->end), .graph_node_id = k->graphNodeId,
+		.name = k->name, .correlation_id = k->correlationId,
+		.device_id = k->deviceId, .context_id = k->contextId, .stream_id = k->streamId,
+		.grid_x = k->gridX, .grid_y = k->gridY, .grid_z = k->gridZ,
+		.block_x = k->blockX, .block_y = k->blockY, .block_z = k->blockZ,
+		.static_shared_memory = k->staticSharedMemory,
+		.dynamic_shared_memory = k->dynamicSharedMemory,
+		.graph_id = k->graphId, .registers_per_thread = k->registersPerThread,
+		.launch_type = k->launchType, .is_device_launched = k->isDeviceLaunched,
+		.cluster_x = k->clusterX, .cluster_y = k->clusterY, .cluster_z = k->clusterZ,
+	};
+
+	ptbpf_agent_kernel(&r);
+	atomic_fetch_add_explicit(&n_kernels, 1, memory_order_relaxed);
+}
+
+static void emit_memcpy(const CUpti_ActivityMemcpy6 *c)
+{
+	struct ptbpf_agent_memcpy r = {
+		.start = to_mono(c->start), .end = to_mono(c->end), .bytes = c->bytes,
+		.graph_node_id = c->graphNodeId, .copy_count = c->copyCount,
+		.correlation_id = c->correlationId, .device_id = c->deviceId,
+		.context_id = c->contextId, .stream_id = c->streamId, .graph_id = c->graphId,
+		.copy_kind = c->copyKind, .src_kind = c->srcKind, .dst_kind = c->dstKind,
+		.flags = c->flags,
+	};
+
+	ptbpf_agent_memcpy(&r);
+	atomic_fetch_add_explicit(&n_memcpys, 1, memory_order_relaxed);
+}
+
+static void emit_memset(const CUpti_ActivityMemset4 *s)
+{
+	struct ptbpf_agent_memset r = {
+		.start = to_mono(s->start), .end = to_mono(s->end), .bytes = s->bytes,
+		.graph_node_id = s->graphNodeId, .value = s->value,
+		.correlation_id = s->correlationId, .device_id = s->deviceId,
+		.context_id = s->contextId, .stream_id = s->streamId,
+		.memory_kind = s->memoryKind, .flags = s->flags,
+	};
+
+	ptbpf_agent_memset(&r);
+	atomic_fetch_add_explicit(&n_memsets, 1, memory_order_relaxed);
+}
+
+/* Our buffer's records to ptbpf; whether it held kinds we never enabled. */
+static bool emit_records(uint8_t *buffer, size_t valid)
+{
+	CUpti_Activity *rec = NULL;
+	bool foreign = false;
+
+	while (valid && p_next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
+		switch (rec->kind) {
+		case CUPTI_ACTIVITY_KIND_KERNEL:
+		case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+			emit_kernel((const CUpti_ActivityKernel10 *)rec);
+			break;
+		case CUPTI_ACTIVITY_KIND_MEMCPY:
+			emit_memcpy((const CUpti_ActivityMemcpy6 *)rec);
+			break;
+		case CUPTI_ACTIVITY_KIND_MEMSET:
+			emit_memset((const CUpti_ActivityMemset4 *)rec);
+			break;
+		default:
+			foreign = true;
+			break;
+		}
+	}
+	return foreign;
+}
+
+/* A copy of our buffer's records into one of the job's, handed to it: its
+ * records were the job's session's as well. */
+static void copy_to_job_buffer(CUcontext ctx, uint32_t stream, const uint8_t *buffer,
+			       size_t valid)
+{
+	uint8_t *theirs = NULL;
+	size_t size = 0, max = 0;
+
+	if (!job_req || !job_done) {
+		atomic_fetch_add(&n_lost_to_job, 1);
+		return;
+	}
+	job_req(&theirs, &size, &max);
+	if (!theirs || size < valid) {
+		atomic_fetch_add(&n_lost_to_job, 1);
+		return;
+	}
+	memcpy(theirs, buffer, valid);
+	job_done(ctx, stream, theirs, size, valid);
+	atomic_fetch_add(&n_to_job, 1);
+}
+
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
+			       size_t valid)
+{
+	uint8_t *busy = busy_enter();
+	size_t dropped = 0;
+
+	if (pool && buffer >= pool && buffer < pool + (size_t)POOL_BUFS * POOL_BUF_SIZE) {
+		if (emit_records(buffer, valid))
+			atomic_store(&foreign_seen, true);
+		if (valid && (atomic_load(&foreign_seen) || atomic_load(&copy_to_job)))
+			copy_to_job_buffer(ctx, stream, buffer, valid);
+		if (p_num_dropped(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
+			ptbpf_agent_dropped(dropped, atomic_fetch_add(&n_dropped, dropped) + dropped);
+		atomic_fetch_or(&pool_free, 1u << ((buffer - pool) / POOL_BUF_SIZE));
+	} else if (job_done) {
+		job_done(ctx, stream, buffer, size, valid); /* the job's own */
+	} else {
+		atomic_fetch_add(&n_foreign, 1); /* another client's: not ours to free */
+	}
+	busy_leave(busy);
+}
+
+void cupti_unload(void)
+{
+	/* Every buffer back (a forced flush at deactivation returns them):
+	 * else CUPTI may still write one, and the pool stays. */
+	if (pool && atomic_load(&pool_free) == (1u << POOL_BUFS) - 1) {
+		free(pool);
+		pool = NULL;
+	}
+}

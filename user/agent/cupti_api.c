@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * CUDA calls through CUPTI's one callback subscriber. At a launch's entry,
+ * on the launching thread, its correlation id goes to ptbpf's probe point
+ * ptbpf_agent_correlate: what joins a kernel to the launch (and the op)
+ * that made it. With the op recorder on, every CUDA runtime call becomes a
+ * slice in the thread's op ring (ops.c) instead. The job's own profiler
+ * takes the subscriber from the agent when it subscribes (cupti_job.c);
+ * CUDA calls then come from ptbpf's uprobes alone.
+ */
+#include "cupti_int.h"
+
+CUpti_SubscriberHandle subscriber;
+
+/* API calls whose entry is reported on the calling thread (the launch's
+ * correlation id): what joins a kernel to its launch. */
+static const struct {
+	CUpti_CallbackDomain domain;
+	CUpti_CallbackId cbid;
+} launch_cbids[] = {
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000 },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2 },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2 },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2 },
+};
+
+/* With the op recorder on, every CUDA runtime call is recorded (as a slice
+ * on the calling thread, in its op ring), as torch.profiler's Kineto
+ * records them: the syncs, copies, sets, allocations, events and stream
+ * queries that carry a step's cross-stream dependencies. But for these,
+ * which Kineto leaves out too: frequent and telling nothing. */
+static const CUpti_CallbackId runtime_left_out[] = {
+	CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaEventCreate_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaEventCreateWithFlags_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaEventDestroy_v3020,
+};
+
+/*
+ * On the launching thread, at API entry. A runtime call and the driver call
+ * it makes share one correlation id; the driver one is skipped then, so
+ * each launch costs one probe hit.
+ */
+static __thread uint32_t runtime_correlation __attribute__((tls_model("initial-exec")));
+
+static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
+				  CUpti_CallbackId cbid, const void *data)
+{
+	const CUpti_CallbackData *cb = data;
+	uint8_t *busy;
+
+	if (agent_own_cuda_call)
+		return;
+	busy = busy_enter();
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+		runtime_correlation = cb->callbackSite == CUPTI_API_ENTER ? cb->correlationId : 0;
+	} else if (domain != CUPTI_CB_DOMAIN_DRIVER_API ||
+		   cb->correlationId == runtime_correlation) {
+		busy_leave(busy);
+		return;
+	}
+	/* Recording ops: the call becomes a slice in the thread's op ring,
+	 * no probe hit at all. Else the correlation goes to ptbpf's uprobe,
+	 * which finds the call in its own (libcuda uprobe) slice. */
+	if (!(api_to_rings && agent_ops_api(cb->callbackSite == CUPTI_API_ENTER, domain, cbid,
+					    cb->correlationId, cb->functionName)) &&
+	    cb->callbackSite == CUPTI_API_ENTER)
+		ptbpf_agent_correlate(cb->correlationId, cbid, domain);
+	busy_leave(busy);
+}
+
+/* Subscribes unless another tool holds CUPTI's one subscriber (then says
+ * whom, and CUDA calls come from ptbpf's uprobes). */
+void subscribe_locked(void)
+{
+	char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = "";
+	CUpti_SubscriberParams params = {
+		.structSize = CUpti_SubscriberParams_STRUCT_SIZE, .subscriberName = "ptbpf",
+		.oldSubscriberName = other, .oldSubscriberSize = sizeof(other),
+	};
+	void *cb = stub_entry(STUB_CUPTI_API, (void *)api_callback);
+	CUptiResult res;
+	unsigned ok = 0;
+
+	if (subscriber)
+		return;
+	res = p_subscribe_v2 ? p_subscribe_v2(&subscriber, (CUpti_CallbackFunc)cb, NULL, &params) :
+			       p_subscribe(&subscriber, (CUpti_CallbackFunc)cb, NULL);
+	if (res != CUPTI_SUCCESS) {
+		subscriber = NULL;
+		agent_report(PTBPF_AGENT_NO_CORRELATION, 0, "no CUDA call callbacks: cuptiSubscribe: "
+			     "%s%s%s", cupti_error(res), other[0] ? ": held by " : "", other);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(launch_cbids) / sizeof(launch_cbids[0]); i++)
+		ok += p_enable_callback(1, subscriber, launch_cbids[i].domain,
+					launch_cbids[i].cbid) == CUPTI_SUCCESS;
+	if (!ok)
+		agent_report(PTBPF_AGENT_NO_CORRELATION, 0,
+			     "cuptiEnableCallback failed for every launch API");
+	if (api_to_rings && p_enable_domain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API) ==
+	    CUPTI_SUCCESS)
+		for (size_t i = 0; i < sizeof(runtime_left_out) / sizeof(runtime_left_out[0]); i++)
+			p_enable_callback(0, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+					  runtime_left_out[i]);
+}
+
+void unsubscribe_locked(void)
+{
+	if (subscriber)
+		p_unsubscribe(subscriber);
+	subscriber = NULL;
+}
