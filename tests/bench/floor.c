@@ -180,8 +180,9 @@ static int cupti_failed(const char *what, CUptiResult res)
 	return -(int)res;
 }
 
-/* The CUDA calls user/agent/cupti.c subscribes to (launch_cbids, then
- * sync_copy_alloc_cbids, which it adds while recording ops): keep in step. */
+/* The launch calls user/agent/cupti_api.c subscribes to (launch_cbids;
+ * while recording ops it adds the whole runtime domain but a few): keep
+ * in step. */
 static const struct {
 	CUpti_CallbackDomain domain;
 	CUpti_CallbackId cbid;
