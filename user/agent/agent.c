@@ -277,6 +277,9 @@ static void *agent_thread(void *arg)
 
 	pthread_setname_np(pthread_self(), "ptbpf-agent");
 	c->agent_tid = (uint32_t)gettid();
+	/* Just loaded: a ptbpf that injected it is about to switch it on (the
+	 * attach waits for that), so quick at first too. */
+	busy_until = agent_now(CLOCK_MONOTONIC) + 10000000000LL;
 	while (!done) {
 		int64_t now = agent_now(CLOCK_MONOTONIC);
 		uint64_t seq = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
