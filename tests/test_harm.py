@@ -82,7 +82,7 @@ def test_detach_leaves_nothing_and_reattach_works(tmp_path):
     """ptbpf loads the agent, traces, and at the end unloads it: no mapping,
     no thread, no RecordFunction callback, the rings' memory given back;
     a second attach loads it afresh and records the same ops again."""
-    argv = workload_argv("checked", 2500)
+    argv = workload_argv("checked", 6000)  # two captures of 2 s and their attaches fit
     expected = expected_lines(tmp_path, argv)
     target, go = start(argv, tmp_path)
     try:
