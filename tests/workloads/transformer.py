@@ -53,7 +53,11 @@ def train(model, opt, batches, device, step_done=None, last=False):
     records are then the same work)."""
     dtype = torch.bfloat16
     n = len(batches)
-    for i, (x, y) in enumerate(batches):
+    # Exactly n batches: no last next() that ends the iteration (after the
+    # profiler's last step), and the iterator outlives the run (os._exit).
+    train.batches = it = iter(batches)
+    for i in range(n):
+        x, y = next(it)
         x = x.to(device, non_blocking=True)
         y = y.to(device, non_blocking=True)
         opt.zero_grad(set_to_none=True)

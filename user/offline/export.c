@@ -394,9 +394,12 @@ static void api_slice(struct report *r, struct export *x, const struct rd_track 
 	if (f->a.v[A_CORRELATION] != RD_UNSET)
 		fprintf(x->o, "%s\"correlation\": %ld", comma, (long)f->a.v[A_CORRELATION]);
 	fputs("}}", x->o);
-	/* Kineto's ac2g flows start at launches, copies, sets and syncs */
-	if (f->a.v[A_CORRELATION] != RD_UNSET && cuda_flow_start((int)cbid, f->cat == r->cat_drv))
-		flow(x, 's', (uint64_t)f->a.v[A_CORRELATION], "ac2g", t->pid, t->tid, f->ts);
+	/* Kineto links every CUDA call to the GPU by its correlation: launches,
+	 * copies, sets and syncs start an ac2g flow; any other call ends one
+	 * that nothing starts (as Kineto writes it). */
+	if (f->a.v[A_CORRELATION] != RD_UNSET)
+		flow(x, cuda_flow_start((int)cbid, f->cat == r->cat_drv) ? 's' : 'f',
+		     (uint64_t)f->a.v[A_CORRELATION], "ac2g", t->pid, t->tid, f->ts);
 }
 
 /* The device's properties as the occupancy calculator takes them. */
