@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* The GPU API table and attaching to the libraries. See gpu.h. */
+/* The GPU API table and attaching to the libraries. See gpu_probes.h. */
 #define _GNU_SOURCE
 #include "attach/gpu_probes.h"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* GPU call records -> slice names and arguments. See gpu.h. */
+/* GPU call records -> slice names and arguments. See gpu_calls.h. */
 #define _GNU_SOURCE
 #include "record/gpu_calls.h"
 
