@@ -15,7 +15,6 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 
-#include "lib/log.h"
 #include "record/ops_ring.h"
 #include "record/raw.h"
 #include "record/reorder.h"

@@ -22,7 +22,6 @@
 #include "record/memtrack.h"
 #include "record/ops_ring.h"
 #include "trace/perfetto.h"
-#include "ptbpf.skel.h"
 
 void summary_status_line(struct session *s, uint64_t *last_events, uint64_t *last_ns)
 {
