@@ -85,20 +85,21 @@ const struct gpu_timeline_counts *gpu_timeline_counts(const struct gpu_timeline 
 
 /*
  * The start of the launch -> kernel flow, in the CUDA call's slice. The
- * correlation is written here only for a call from ptbpf's own uprobes
- * (EV_AGENT_CORR: its slice has none); a call the agent recorded carries it
- * on its slice already (record/join_agent.c), and readers take it from there.
+ * correlation is written here only where the call's slice has none (a call
+ * from ptbpf's own uprobes); a call the agent recorded carries it on its
+ * slice already (record/join_agent.c), and readers take it from there.
  */
-void gpu_timeline_correlate(struct gpu_timeline *d, uint64_t thread_track, const struct ptbpf_event *e)
+void gpu_timeline_correlate(struct gpu_timeline *d, uint64_t thread_track, int pid, uint64_t ts,
+			    uint64_t correlation, bool write_correlation)
 {
-	uint64_t flow = corr_flow(e->pid, (uint32_t)e->arg[0]);
-	struct pf_arg corr = { .name = "correlation", .type = PF_ARG_UINT, .u = e->arg[0] };
-	bool probed = e->kind == EV_AGENT_CORR;
+	uint64_t flow = corr_flow(pid, (uint32_t)correlation);
+	struct pf_arg corr = { .name = "correlation", .type = PF_ARG_UINT, .u = correlation };
 
 	d->counts.launch_flows++;
-	pf_instant(d->w, &(struct pf_event){ .track = thread_track, .ts = e->ts,
+	pf_instant(d->w, &(struct pf_event){ .track = thread_track, .ts = ts,
 		   .name = "cupti correlation", .category = "launch_flow",
-		   .args = probed ? &corr : NULL, .nargs = probed, .flows = &flow, .nflows = 1 });
+		   .args = write_correlation ? &corr : NULL, .nargs = write_correlation,
+		   .flows = &flow, .nflows = 1 });
 }
 
 void gpu_timeline_kernel_name(struct gpu_timeline *d, const struct ptbpf_long_name *n)

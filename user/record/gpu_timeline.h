@@ -24,8 +24,10 @@ struct gpu_timeline_counts {
 
 struct gpu_timeline *gpu_timeline_new(struct pf_writer *w, gpu_process_track_fn fn, void *ctx);
 void gpu_timeline_free(struct gpu_timeline *d);
-/* On a launching thread (track), inside its launch slice. */
-void gpu_timeline_correlate(struct gpu_timeline *d, uint64_t thread_track, const struct ptbpf_event *e);
+/* On a launching thread (track), inside its launch slice; the correlation
+ * written too where that slice has none. */
+void gpu_timeline_correlate(struct gpu_timeline *d, uint64_t thread_track, int pid, uint64_t ts,
+			    uint64_t correlation, bool write_correlation);
 void gpu_timeline_record(struct gpu_timeline *d, const struct ptbpf_agent_event *e);
 void gpu_timeline_kernel_name(struct gpu_timeline *d, const struct ptbpf_long_name *n);
 /* An agent's status: a struct ptbpf_long_name, or a named event (older

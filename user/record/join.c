@@ -586,7 +586,8 @@ int join_thread_event(struct join *j, const void *data, uint64_t size)
 		break;
 	case EV_AGENT_CORR:
 		if (t->depth < MAX_DRAWN)
-			gpu_timeline_correlate(j->dec->timeline, t->track, e);
+			gpu_timeline_correlate(j->dec->timeline, t->track, e->pid, e->ts, e->arg[0],
+					       true);
 		break;
 	case EV_UNWIND:
 		unwind(j, t, e);

@@ -103,8 +103,8 @@ static void rf_api_begin(struct join *j, struct thread *t, const struct ptbpf_na
 	push_frame(j, t, &f, &(struct pf_event){ .args = args, .nargs = nargs,
 		   .term_flows = &flow, .nterm = flow ? 1 : 0 });
 	if (t->depth < MAX_DRAWN && (launch || strstr(name, "Memcpy") || strstr(name, "Memset")))
-		gpu_timeline_correlate(j->dec->timeline, t->track, &(struct ptbpf_event){
-			.ts = e->ts, .pid = e->pid, .tid = e->tid, .arg = { (uint32_t)e->arg[0] } });
+		gpu_timeline_correlate(j->dec->timeline, t->track, e->pid, e->ts,
+				       (uint32_t)e->arg[0], false);
 }
 
 /*
