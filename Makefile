@@ -81,7 +81,7 @@ $(OBJ)/%.o: user/%.c | $(SKELS) $(OUTPUT)/version.h $(OUTPUT)/report_assets.h
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
--include $(USER_OBJS:.o=.d)
+-include $(USER_OBJS:.o=.d) $(UNIT_TESTS:=.d)
 
 # Rewritten only when the version changes, so that only cli.c rebuilds.
 $(OUTPUT)/version.h: FORCE | $(OUTPUT)

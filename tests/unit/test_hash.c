@@ -16,19 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int passed, failed;
-
-#define CHECK(cond, what, i) check(!!(cond), __LINE__, what, (uint64_t)(i))
-
-static void check(int ok, int line, const char *what, uint64_t i)
-{
-	if (ok) {
-		passed++;
-		return;
-	}
-	if (failed++ < 20)
-		fprintf(stderr, "FAIL line %d: %s (%llu)\n", line, what, (unsigned long long)i);
-}
+#include "check.h"
 
 #define UNIVERSE 600
 
@@ -229,6 +217,5 @@ int main(void)
 		run(true, limits[i], 6000);
 	}
 	containers();
-	printf("test_hash: %d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return check_summary("test_hash");
 }

@@ -19,19 +19,7 @@
 
 #include "ptbpf_events.h"
 
-static int passed, failed;
-
-#define CHECK(cond, what, i) check(!!(cond), __LINE__, what, i)
-
-static void check(int ok, int line, const char *what, uint64_t i)
-{
-	if (ok) {
-		passed++;
-		return;
-	}
-	if (failed++ < 20)
-		fprintf(stderr, "FAIL line %d: %s (%llu)\n", line, what, (unsigned long long)i);
-}
+#include "check.h"
 
 #define NTHREADS 6
 #define NEVENTS 300000
@@ -165,6 +153,5 @@ int main(void)
 		reorder_free(r);
 		free(o.seen);
 	}
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return check_summary("test_reorder");
 }
