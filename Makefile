@@ -163,7 +163,7 @@ $(OUTPUT)/inject_cli: tests/progs/inject_cli.c $(INJECT_CLI_OBJS)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
 
-$(OUTPUT)/libptbpf-floor.so: tests/bench/floor.c user/agent/rf_abi.h | $(OUTPUT)
+$(OUTPUT)/libptbpf-floor.so: tests/bench/floor.c user/agent/rf_abi.h user/agent/launch_cbids.h | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(AGENT_CFLAGS) -Iuser/agent $< -o $@ -ldl
 

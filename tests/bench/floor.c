@@ -31,6 +31,7 @@
 
 #include <cupti.h>
 
+#include "launch_cbids.h"
 #include "rf_abi.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -180,38 +181,13 @@ static int cupti_failed(const char *what, CUptiResult res)
 	return -(int)res;
 }
 
-/* The launch calls user/agent/cupti_api.c subscribes to (launch_cbids;
- * while recording ops it adds the whole runtime domain but a few): keep
- * in step. */
+/* The agent's launch callbacks (launch_cbids, shared with
+ * user/agent/cupti_api.c) and, as while it records ops (the whole runtime
+ * domain but a few), its syncs, copies, sets and allocations. */
 static const struct {
 	CUpti_CallbackDomain domain;
 	CUpti_CallbackId cbid;
-} agent_cbids[] = {
-	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 },
-	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000 },
-	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060 },
-	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060 },
-	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000 },
-	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000 },
-	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 },
-	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000 },
-	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020 },
-	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000 },
-	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020 },
-	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000 },
-	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel },
-	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz },
-	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx },
-	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz },
-	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel },
-	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz },
-	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch },
-	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz },
-	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync },
-	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz },
-	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2 },
-	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2 },
-	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2 },
+} extra_cbids[] = {
 	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020 },
 	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020 },
 	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000 },
@@ -244,6 +220,14 @@ static void CUPTIAPI empty_api_callback(void *userdata, CUpti_CallbackDomain dom
 {
 }
 
+/* Variant 1: the runtime API's callbacks alone. */
+static CUptiResult enable_callback(int variant, CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+{
+	if (variant == 1 && domain != CUPTI_CB_DOMAIN_RUNTIME_API)
+		return CUPTI_SUCCESS;
+	return p_enable_callback(1, subscriber, domain, cbid);
+}
+
 EXPORT int floor_cupti_cb_on(int variant)
 {
 	CUptiResult res;
@@ -257,13 +241,12 @@ EXPORT int floor_cupti_cb_on(int variant)
 		subscriber = NULL;
 		return cupti_failed("cuptiSubscribe", res);
 	}
-	for (size_t i = 0; i < sizeof(agent_cbids) / sizeof(agent_cbids[0]); i++) {
-		if (variant == 1 && agent_cbids[i].domain != CUPTI_CB_DOMAIN_RUNTIME_API)
-			continue;
-		res = p_enable_callback(1, subscriber, agent_cbids[i].domain, agent_cbids[i].cbid);
-		if (res != CUPTI_SUCCESS)
+	for (size_t i = 0; i < sizeof(launch_cbids) / sizeof(launch_cbids[0]); i++)
+		if ((res = enable_callback(variant, launch_cbids[i].domain, launch_cbids[i].cbid)))
 			return cupti_failed("cuptiEnableCallback", res);
-	}
+	for (size_t i = 0; i < sizeof(extra_cbids) / sizeof(extra_cbids[0]); i++)
+		if ((res = enable_callback(variant, extra_cbids[i].domain, extra_cbids[i].cbid)))
+			return cupti_failed("cuptiEnableCallback", res);
 	return 0;
 }
 
