@@ -785,9 +785,70 @@ static void test_malformed(void)
 	close(dfd);
 }
 
+/* elf_file_find_in_symtab (two chunked passes: names, then name offsets)
+ * against a plain walk of this executable's .symtab with strstr, the
+ * first defined FUNC symbol in table order whose name holds the needle. */
+static uint64_t symtab_walk_find(const uint8_t *img, size_t len, struct elf_file *ef,
+				 const char *needle)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
+	const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
+
+	for (int i = 0; i < eh->e_shnum; i++) {
+		const Elf64_Shdr *str = &sh[sh[i].sh_link];
+		const Elf64_Sym *syms = (const Elf64_Sym *)(img + sh[i].sh_offset);
+
+		if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_offset + sh[i].sh_size > len)
+			continue;
+		for (size_t k = 1; k < sh[i].sh_size / sizeof(*syms); k++) {
+			const char *name = (const char *)img + str->sh_offset + syms[k].st_name;
+
+			if (ELF64_ST_TYPE(syms[k].st_info) == STT_FUNC &&
+			    syms[k].st_shndx != SHN_UNDEF && syms[k].st_shndx != SHN_ABS &&
+			    strstr(name, needle))
+				return elf_file_vaddr_to_off(ef, syms[k].st_value);
+		}
+	}
+	return 0;
+}
+
+static void test_symtab_search(void)
+{
+	static const char *const needles[] = { "t_callee", "allee", "check_failed", "test_own_",
+						"main", "elf_file_find_in_sym", "_fini",
+						"no_such_name_anywhere", "e" };
+	const int n = sizeof(needles) / sizeof(needles[0]);
+	uint64_t off[sizeof(needles) / sizeof(needles[0])];
+	char err[256] = "";
+	struct elf_func f;
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	off_t len = lseek(fd, 0, SEEK_END);
+	uint8_t *img = malloc(len);
+	struct elf_file *ef;
+
+	CHECK(img && pread(fd, img, len, 0) == len, "reading own executable");
+	ef = elf_file_open_sections(fd, err, sizeof(err));
+	CHECK(ef != NULL, "open_sections: %s", err);
+	if (ef && img) {
+		CHECK(elf_file_find_func(ef, "main", &f) != 0, "open_sections indexed functions");
+		CHECK_EQ(elf_file_find_in_symtab(ef, needles, n, off), 0);
+		for (int i = 0; i < n; i++) {
+			uint64_t want = symtab_walk_find(img, len, ef, needles[i]);
+
+			CHECK(off[i] == want, "'%s': %#llx, the walk found %#llx", needles[i],
+			      (unsigned long long)off[i], (unsigned long long)want);
+			CHECK((off[i] != 0) == (i != 7), "'%s' found: %d", needles[i], off[i] != 0);
+		}
+	}
+	elf_file_close(ef);
+	free(img);
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	test_struct_name();
+	test_symtab_search();
 	test_own_exe();
 	test_malformed();
 	if (argc > 1)

@@ -173,7 +173,7 @@ static void kineto_callbacks(const struct target *t, uint64_t *req, uint64_t *do
 	*req = *done = 0;
 	if (t->torch.fd < 0 || !target_maps(t->pid, "libcupti.so"))
 		return;
-	ef = elf_file_open_exported(t->torch.fd, why, sizeof(why));
+	ef = elf_file_open_sections(t->torch.fd, why, sizeof(why));
 	if (ef && !elf_file_find_in_symtab(ef, needles, 2, off) && off[0] && off[1] &&
 	    (target_file_addr(t->pid, &t->torch, off[0], req) ||
 	     target_file_addr(t->pid, &t->torch, off[1], done)))

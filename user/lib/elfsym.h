@@ -32,6 +32,9 @@ struct elf_file *elf_file_open(int fd, char *err, size_t errlen);
  * unstripped wheel is ~20x larger (553k symbols in torch 2.11's
  * libtorch_cpu), costing a second and 100+ MB to index. */
 struct elf_file *elf_file_open_exported(int fd, char *err, size_t errlen);
+/* No functions at all, for elf_file_find_in_symtab and the lookups of
+ * objects, strings and addresses: opening torch's takes no index then. */
+struct elf_file *elf_file_open_sections(int fd, char *err, size_t errlen);
 void elf_file_close(struct elf_file *ef);
 
 /* Calls cb for each defined FUNC symbol with size > 0 in .symtab and
@@ -46,9 +49,10 @@ int elf_file_find_func(struct elf_file *ef, const char *name, struct elf_func *o
 /* The first function (by name order) whose name starts with prefix; 0 or
  * -ENOENT. For symbols whose mangled argument list varies by version. */
 int elf_file_find_func_prefix(struct elf_file *ef, const char *prefix, struct elf_func *out);
-/* The file offsets of the first FUNC symbols of .symtab (walked, not
+/* The file offsets of the first FUNC symbols of .symtab (searched, not
  * indexed: cheap even for torch's) whose names contain needles[i]; 0 for a
- * needle none matched. 0, or -ENOENT without a .symtab. */
+ * needle none matched (of the first 64 names holding it). 0, or -ENOENT
+ * without a .symtab. */
 int elf_file_find_in_symtab(struct elf_file *ef, const char *const *needles, int n,
 			    uint64_t *file_off);
 /* Calls cb for each defined OBJECT symbol whose name starts with prefix
