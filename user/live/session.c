@@ -130,6 +130,7 @@ void session_loop(struct session *s)
 
 int session_setup_bpf(struct session *s)
 {
+	uint64_t t0 = now_ns();
 	int err;
 
 	if (!log_verbose())
@@ -179,6 +180,7 @@ int session_setup_bpf(struct session *s)
 			"timeline\n", strerror(errno));
 	if (!s->gpu)
 		log_msg("loading the GPU BPF programs failed: %s\n", strerror(errno));
+	log_debug("BPF programs loaded in %.0f ms\n", (now_ns() - t0) / 1e6);
 	return s->probes && s->gpu ? 0 : -1;
 }
 

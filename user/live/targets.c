@@ -132,13 +132,22 @@ static bool wants_agent_ops(const struct session *s, const struct target *t)
 static bool start_agent_ops(struct session *s, const struct target *t)
 {
 	struct ptbpf_ops_loc loc;
-	uint64_t desc;
+	uint64_t desc, t0 = now_ns(), t1, t2;
 	char err[512];
+	bool ok;
 
 	if (probes_trace_pid(s->probes, t->pid)) /* the agent's probes filter on it */
 		return false;
+
 	load_agent(s, t, true);
-	if (agent_probes_scan(s->agents, t, true) != 1 || !targets_wait_for_agent(s, t->pid))
+	t1 = now_ns();
+	ok = agent_probes_scan(s->agents, t, true) == 1;
+	t2 = now_ns();
+	ok = ok && targets_wait_for_agent(s, t->pid);
+	log_debug("pid %d: agent: loaded in %.0f ms, probes and switched on in %.0f ms, "
+		  "acknowledged in %.0f ms\n", t->pid, (t1 - t0) / 1e6, (t2 - t1) / 1e6,
+		  (now_ns() - t2) / 1e6);
+	if (!ok)
 		return false;
 	desc = gpu_timeline_ops_desc(s->dec->timeline, t->pid);
 	if (!desc) {
@@ -200,6 +209,7 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	struct target *t = &s->targets[s->ntargets];
 	struct attach_report rep = { 0 };
 	bool agent_ops = false;
+	uint64_t t0 = now_ns(), t_open = 0, t_ops = 0, t_gpu;
 	char err[512];
 	int ret, rpc;
 
@@ -211,6 +221,7 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	if (!ret)
 		ret = target_claim(t, err, sizeof(err));
 	if (!ret) {
+		t_open = now_ns();
 		join_add_process(s->join, t);
 		if (s->opt.py_stacks) /* before any op can ask for a stack */
 			watch_python(s, t);
@@ -223,6 +234,7 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 		 * uprobes, which must not take a plan's time then. */
 		else if (s->opt.follow_children && probes_prepare(s->probes, t, err, sizeof(err)))
 			log_warn("%s\n", err);
+		t_ops = now_ns();
 	}
 	if (ret) {
 		target_close(t);
@@ -243,11 +255,16 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 		raw_process(s->raw, t);
 	}
 	targets_scan_gpu(s, t);
+	t_gpu = now_ns();
 	if (s->agents && !agent_ops) {
 		load_agent(s, t, false);
 		if (agent_probes_scan(s->agents, t, false) == 1)
 			targets_wait_for_agent(s, pid);
 	}
+	log_debug("pid %d: attach: opened in %.0f ms, ops (%s) in %.0f ms, rpc/memory/GPU "
+		  "probes in %.0f ms, the GPU agent in %.0f ms\n", pid, (t_open - t0) / 1e6,
+		  agent_ops ? "agent" : "uprobes", (t_ops - t_open) / 1e6, (t_gpu - t_ops) / 1e6,
+		  (now_ns() - t_gpu) / 1e6);
 	print_attach(t, &rep, agent_ops); /* last: tests wait for this line */
 	return 0;
 }
