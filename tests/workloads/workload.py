@@ -128,7 +128,16 @@ def exceptions(steps):
 
 
 def burst(steps):
-    """Exactly `steps` aten::add calls and nothing else."""
+    """Exactly `steps` aten::add calls and nothing else. With
+    WORKLOAD_BURST_LIST=N they come N at a time from torch's C++, one
+    aten::_foreach_add over N one-element tensors (its slow path adds them
+    one by one), which Python's own speed does not limit."""
+    n = int(os.environ.get("WORKLOAD_BURST_LIST", "0"))
+    if n > 0:
+        ts = [torch.ones(1) for _ in range(n)]
+        for _ in range(steps // n):
+            torch._foreach_add(ts, ts)
+        return "adds %d" % (steps // n * n)
     a = torch.ones(1)
     add = torch.add
     for _ in range(steps):
