@@ -423,16 +423,12 @@ static int scan_sections(struct elf_file *ef, enum elf_open how, char *err, size
 	return ret;
 }
 
-/*
- * A name search over a big .symtab (torch 2.11's libtorch_cpu: 553k
- * symbols, ~100 MB of names) in two passes over the mapped file, a chunk at
- * a time with each chunk's pages dropped after it: memmem finds the
- * needles in the string table, each match giving the range of name offsets
- * whose names contain it (from its string's start to the match); then the
- * symbols are compared by their name offset alone. No name is read twice
- * and none through libelf: ~20x faster than a walk with strstr, and the
- * loader's RSS grows by a chunk at most.
- */
+/* A name search over a big .symtab (torch 2.11's libtorch_cpu: 553k
+ * symbols, ~100 MB of names), two passes over the mapped file a chunk at a
+ * time, each chunk's pages dropped after it (the RSS grows by a chunk at
+ * most): memmem finds the needles in the string table, each match giving
+ * the name offsets whose names hold it (its string's start to the match);
+ * then symbols are compared by name offset alone, no name read again. */
 #define FIND_CHUNK (8u << 20)
 #define FIND_RANGES 64 /* names per needle considered */
 
@@ -440,14 +436,7 @@ struct name_range {
 	uint32_t lo, hi; /* st_name in [lo, hi]: the name holds the needle */
 };
 
-static void drop_range(const struct elf_file *ef, uint64_t off, uint64_t len)
-{
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), from = off / page * page;
-
-	madvise((void *)(ef->map + from), off + len - from, MADV_DONTNEED);
-}
-
-static int needle_ranges(const struct elf_file *ef, const GElf_Shdr *str, const char *needle,
+static int needle_ranges(struct elf_file *ef, const GElf_Shdr *str, const char *needle,
 			 struct name_range *r)
 {
 	const char *base = (const char *)ef->map + str->sh_offset;
@@ -468,7 +457,7 @@ static int needle_ranges(const struct elf_file *ef, const GElf_Shdr *str, const 
 			r[n++] = (struct name_range){ (uint32_t)(start - base), (uint32_t)(m - base) };
 			p = m + 1;
 		}
-		drop_range(ef, str->sh_offset + at, end - at);
+		drop_pages(ef);
 	}
 	return n;
 }
@@ -476,20 +465,17 @@ static int needle_ranges(const struct elf_file *ef, const GElf_Shdr *str, const 
 int elf_file_find_in_symtab(struct elf_file *ef, const char *const *needles, int n,
 			    uint64_t *file_off)
 {
-	struct name_range (*ranges)[FIND_RANGES];
+	struct name_range (*ranges)[FIND_RANGES] = NULL;
 	GElf_Shdr sh, str;
-	int *nr, found = 0;
+	int *nr = NULL, found = 0;
 	size_t count;
 
 	memset(file_off, 0, n * sizeof(*file_off));
-	if (!ef->symtab || !gelf_getshdr(ef->symtab, &sh) ||
-	    !gelf_getshdr(elf_getscn(ef->elf, sh.sh_link), &str)) /* checked at open */
+	if (!ef->symtab || !gelf_getshdr(ef->symtab, &sh) || /* both checked at open */
+	    !gelf_getshdr(elf_getscn(ef->elf, sh.sh_link), &str))
 		return -ENOENT;
-	ranges = calloc(n, sizeof(*ranges));
-	nr = calloc(n, sizeof(*nr));
-	if (!ranges || !nr) {
+	if (!(ranges = calloc(n, sizeof(*ranges))) || !(nr = calloc(n, sizeof(*nr)))) {
 		free(ranges);
-		free(nr);
 		return -ENOMEM;
 	}
 	for (int i = 0; i < n; i++)
@@ -499,8 +485,7 @@ int elf_file_find_in_symtab(struct elf_file *ef, const char *const *needles, int
 		Elf64_Sym sym;
 
 		if (k % (FIND_CHUNK / sizeof(sym)) == 0)
-			drop_range(ef, sh.sh_offset + (k - FIND_CHUNK / sizeof(sym)) * sizeof(sym),
-				   FIND_CHUNK);
+			drop_pages(ef);
 		memcpy(&sym, ef->map + sh.sh_offset + k * sizeof(sym), sizeof(sym));
 		if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF ||
 		    sym.st_shndx == SHN_ABS || sym.st_shndx == SHN_COMMON)
@@ -511,7 +496,7 @@ int elf_file_find_in_symtab(struct elf_file *ef, const char *const *needles, int
 				    (file_off[i] = elf_file_vaddr_to_off(ef, sym.st_value)))
 					found++;
 	}
-	drop_range(ef, sh.sh_offset, sh.sh_size);
+	drop_pages(ef);
 	free(ranges);
 	free(nr);
 	return 0;
