@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * What the Kineto export needs to know about CUDA, as Kineto itself writes
- * it: CUPTI's memcpy and memory kinds by name, the callback ids (cbid) of
- * the CUDA calls ptbpf records, and a kernel's estimated achieved occupancy
- * from the device's properties (CUDA's occupancy calculator).
+ * it: CUPTI's memcpy and memory kinds by name, and a kernel's estimated
+ * achieved occupancy from the device's properties (CUDA's occupancy
+ * calculator). The callback ids of CUDA calls: lib/cuda_cbid.h.
  */
 #ifndef PTBPF_CUDA_INFO_H
 #define PTBPF_CUDA_INFO_H
@@ -15,15 +15,6 @@
 const char *cuda_memcpy_kind(int64_t kind);
 /* CUpti_ActivityMemoryKind as Kineto names it ("Pinned", "Device"). */
 const char *cuda_memory_kind(int64_t kind);
-/* The CUPTI callback id of a CUDA runtime (driver: false) or driver call
- * by the name ptbpf records ("cudaLaunchKernel", "cuLaunchKernel_ptsz"),
- * or -1 if it is not in ptbpf's table. */
-int cuda_cbid(const char *name, bool driver);
-
-/* Whether Kineto starts an ac2g flow at a CUDA call of this cbid
- * (RuntimeActivity::flowStart, DriverActivity::flowStart). */
-bool cuda_flow_start(int cbid, bool driver);
-
 struct cuda_device {
 	int major, minor;                 /* compute capability */
 	int sms;                          /* multiprocessors */

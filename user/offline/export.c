@@ -35,10 +35,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/log.h"
-#include "offline/cuda_info.h"
+#include "lib/cuda_cbid.h"
 #include "lib/files.h"
+#include "lib/log.h"
 #include "lib/names.h"
+#include "offline/cuda_info.h"
 #include "offline/report_data.h"
 
 #define MAX_FWD_OPS (1u << 16)  /* forward ops waiting for their backward node */
@@ -506,8 +507,8 @@ static void gpu_slice(struct report *r, struct export *x, const struct rd_track 
 	if (f->cat == r->cat_kernel)
 		kernel_args(r, x, t, f);
 	fprintf(x->o, "\"device\": %ld, ", (long)t->pid);
-	if (v[A_CONTEXT] != RD_UNSET)
-		fprintf(x->o, "\"context\": %ld, ", (long)v[A_CONTEXT]);
+	if (t->context >= 0)
+		fprintf(x->o, "\"context\": %ld, ", (long)t->context);
 	fprintf(x->o, "\"stream\": %ld", (long)t->tid);
 	if (corr >= 0)
 		fprintf(x->o, ", \"correlation\": %ld", (long)corr);
@@ -603,6 +604,8 @@ static void on_slice(struct report *r, struct rd_track *t, const struct rd_frame
 	}
 	if (t->gpu && (f->cat == r->cat_kernel || f->cat == r->cat_memcpy ||
 		       f->cat == r->cat_memset)) {
+		if (f->a.v[A_CONTEXT] != RD_UNSET) /* once per stream, and where it changes */
+			t->context = f->a.v[A_CONTEXT];
 		gpu_slice(r, x, t, f, end, l);
 		return;
 	}

@@ -13,6 +13,7 @@
 
 #include "record/gpu_calls.h"
 #include "record/gpu_timeline.h"
+#include "lib/cuda_cbid.h"
 #include "lib/names.h"
 #include "attach/target.h"
 #include "ptbpf_agent.h"
@@ -90,7 +91,9 @@ static void rf_api_begin(struct join *j, struct thread *t, const struct ptbpf_na
 	uint64_t flow = 0;
 	int nargs = 1;
 
-	if (e->arg[0] >> 32) /* the agent's records carry CUPTI's callback id */
+	/* The agent's records carry CUPTI's callback id: written where the
+	 * name does not give it (lib/cuda_cbid.h, which readers ask then). */
+	if (e->arg[0] >> 32 && cuda_cbid(name, driver) != (int)(e->arg[0] >> 32))
 		args[nargs++] = (struct pf_arg){ .name = "cbid", .type = PF_ARG_UINT,
 						 .u = e->arg[0] >> 32 };
 
