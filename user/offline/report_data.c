@@ -281,6 +281,7 @@ static void descriptor(struct report *r, const struct tr_track *d)
 			t->gpu = true;
 			t->pid = dev;
 			t->tid = stream;
+			t->context = -1;
 		}
 	}
 	if (r->hooks && r->hooks->descriptor)
@@ -526,9 +527,12 @@ static void instant(struct report *r, struct rd_track *t, const struct tr_event 
 	args_clear(&a);
 	read_args(r, e, &a);
 	if (name == r->name_corr) {
+		/* The correlation: the instant's, or its CUDA call slice's. */
+		int64_t corr = a.v[A_CORRELATION] != RD_UNSET ? a.v[A_CORRELATION] :
+			       t->depth ? t->stack[t->depth - 1].a.v[A_CORRELATION] : RD_UNSET;
+
 		for (int i = 0; i < e->nflows; i++)
-			note_launch(r, t, e->flows[i], e,
-				    a.v[A_CORRELATION] != RD_UNSET ? a.v[A_CORRELATION] : -1);
+			note_launch(r, t, e->flows[i], e, corr != RD_UNSET ? corr : -1);
 	} else if (name == r->name_bwd_node) {
 		backward_node(r, t, &a, e);
 	} else if (name == r->name_device_props) {

@@ -91,6 +91,8 @@ struct rd_track {
 	int depth, overflow; /* overflow: begins past the kept depth */
 	bool thread, gpu, process;
 	int64_t pid, tid;    /* threads; GPU stream tracks: device, stream */
+	int64_t context;     /* GPU stream tracks: the CUDA context its first activity
+			      * names (the loader writes it once per stream); -1 */
 	uint64_t first_ts;   /* its first event (0: none yet) */
 	uint8_t mem;         /* 1: "... memory allocated" counter, 2: "... reserved" */
 	uint8_t dev_type, dev_id; /* memory counters: c10::Device of "cuda:0 ..." */

@@ -21,6 +21,8 @@ struct stream_track {
 	int pid;
 	uint32_t device, stream;
 	uint64_t track;
+	uint32_t context; /* the CUDA context last written on it */
+	bool has_context;
 };
 
 struct gpu_timeline {
@@ -142,22 +144,39 @@ static struct stream_track *stream_track(struct gpu_timeline *d, int pid, uint32
 		snprintf(name, sizeof(name), "GPU %u", dev);
 	}
 	i = d->ntracks++;
-	d->tracks[i] = (struct stream_track){ pid, dev, stream,
-					      pf_track_child(d->w, gpu_track, name) };
+	d->tracks[i] = (struct stream_track){ .pid = pid, .device = dev, .stream = stream,
+					      .track = pf_track_child(d->w, gpu_track, name) };
 	return &d->tracks[i];
 }
 
+/* A GPU activity on its stream's track, at the end of its launch's flow.
+ * Each fact once: its correlation is written only where that flow was not
+ * started (the launch was not seen): else the launch's slice, at the
+ * flow's start, has it. Its CUDA context is written on the stream's first
+ * activity and again only where it changes (a stream belongs to one
+ * context): readers carry it along the track. */
+#define DEVICE_MAX_ARGS 10
+
 static void device_slice(struct gpu_timeline *d, int pid, uint32_t dev, uint32_t stream,
 			 uint64_t start, uint64_t end, const char *name, const char *cat,
-			 uint32_t corr, const struct pf_arg *args, int nargs)
+			 uint32_t corr, uint32_t context, const struct pf_arg *args, int nargs)
 {
 	struct stream_track *t = stream_track(d, pid, dev, stream);
 	uint64_t flow = corr ? corr_flow(pid, corr) : 0;
+	struct pf_arg all[DEVICE_MAX_ARGS];
 
-	if (!t)
+	if (!t || nargs > DEVICE_MAX_ARGS - 2)
 		return;
+	memcpy(all, args, nargs * sizeof(*args));
+	if (corr && !pf_flow_started(d->w, flow))
+		all[nargs++] = (struct pf_arg){ .name = "correlation", .type = PF_ARG_UINT, .u = corr };
+	if (!t->has_context || context != t->context) {
+		all[nargs++] = (struct pf_arg){ .name = "context", .type = PF_ARG_UINT, .u = context };
+		t->context = context;
+		t->has_context = true;
+	}
 	pf_slice_begin(d->w, &(struct pf_event){ .track = t->track, .ts = start, .name = name,
-		       .category = cat, .args = args, .nargs = nargs, .term_flows = &flow,
+		       .category = cat, .args = all, .nargs = nargs, .term_flows = &flow,
 		       .nterm = flow ? 1 : 0 });
 	pf_slice_end(d->w, &(struct pf_event){ .track = t->track, .ts = end > start ? end : start });
 }
@@ -199,21 +218,19 @@ int gpu_timeline_kernel_stats(const struct gpu_timeline *d, const struct gpu_ker
 
 /* A kernel: its launch geometry, registers, shared memory (static plus
  * dynamic, as Kineto gives it; the dynamic part only where there is one),
- * correlation and context, and its graph where it ran in one. */
+ * and its graph where it ran in one. */
 static void kernel_record(struct gpu_timeline *d, int pid, const struct ptbpf_agent_kernel *k)
 {
 	const char *name = str_map_get(d->names, hash_pair(pid, (uint64_t)(uintptr_t)k->name));
 	char grid[40], block[40];
-	struct pf_arg args[9] = {
+	struct pf_arg args[DEVICE_MAX_ARGS - 2] = {
 		{ .name = "grid", .type = PF_ARG_STR, .s = grid },
 		{ .name = "block", .type = PF_ARG_STR, .s = block },
 		{ .name = "registers", .type = PF_ARG_UINT, .u = k->registers_per_thread },
 		{ .name = "shared_mem", .type = PF_ARG_UINT,
 		  .u = (uint64_t)k->static_shared_memory + (uint64_t)k->dynamic_shared_memory },
-		{ .name = "correlation", .type = PF_ARG_UINT, .u = k->correlation_id },
-		{ .name = "context", .type = PF_ARG_UINT, .u = k->context_id },
 	};
-	int nargs = 6;
+	int nargs = 4;
 
 	if (k->dynamic_shared_memory)
 		args[nargs++] = (struct pf_arg){ .name = "dynamic_shared_mem", .type = PF_ARG_UINT,
@@ -229,7 +246,7 @@ static void kernel_record(struct gpu_timeline *d, int pid, const struct ptbpf_ag
 	d->counts.kernels++;
 	kernel_stat(d, pid, name ? name : "kernel", k->end > k->start ? k->end - k->start : 0);
 	device_slice(d, pid, k->device_id, k->stream_id, k->start, k->end, name ? name : "kernel",
-		     "kernel", k->correlation_id, args, nargs);
+		     "kernel", k->correlation_id, k->context_id, args, nargs);
 }
 
 /* Kineto's names for copies and sets (CUpti_ActivityMemcpyKind,
@@ -263,34 +280,28 @@ void gpu_timeline_record(struct gpu_timeline *d, const struct ptbpf_agent_event 
 		kernel_record(d, pid, &k);
 	} else if (e->ev.id == AGENT_REC_MEMCPY) {
 		struct ptbpf_agent_memcpy m;
-		struct pf_arg args[3];
+		struct pf_arg args[1];
 
 		memcpy(&m, e->raw, sizeof(m));
 		snprintf(name, sizeof(name), "Memcpy %s (%s -> %s)", copy_kind(m.copy_kind),
 			 memory_kind(m.src_kind), memory_kind(m.dst_kind));
 		args[0] = (struct pf_arg){ .name = "bytes", .type = PF_ARG_UINT, .u = m.bytes };
-		args[1] = (struct pf_arg){ .name = "correlation", .type = PF_ARG_UINT,
-					   .u = m.correlation_id };
-		args[2] = (struct pf_arg){ .name = "context", .type = PF_ARG_UINT, .u = m.context_id };
 		d->counts.memcpys++;
 		device_slice(d, pid, m.device_id, m.stream_id, m.start, m.end,
 			     str_set_intern(d->strings, name), "gpu_memcpy", m.correlation_id,
-			     args, 3);
+			     m.context_id, args, 1);
 	} else if (e->ev.id == AGENT_REC_MEMSET) {
 		struct ptbpf_agent_memset m;
-		struct pf_arg args[4];
+		struct pf_arg args[2];
 
 		memcpy(&m, e->raw, sizeof(m));
 		snprintf(name, sizeof(name), "Memset (%s)", memory_kind((uint8_t)m.memory_kind));
 		args[0] = (struct pf_arg){ .name = "bytes", .type = PF_ARG_UINT, .u = m.bytes };
 		args[1] = (struct pf_arg){ .name = "value", .type = PF_ARG_UINT, .u = m.value };
-		args[2] = (struct pf_arg){ .name = "correlation", .type = PF_ARG_UINT,
-					   .u = m.correlation_id };
-		args[3] = (struct pf_arg){ .name = "context", .type = PF_ARG_UINT, .u = m.context_id };
 		d->counts.memsets++;
 		device_slice(d, pid, m.device_id, m.stream_id, m.start, m.end,
 			     str_set_intern(d->strings, name), "gpu_memset", m.correlation_id,
-			     args, 4);
+			     m.context_id, args, 2);
 	}
 }
 

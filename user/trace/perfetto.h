@@ -113,6 +113,10 @@ void pf_slice_begin(struct pf_writer *w, const struct pf_event *e);
  * and category are ignored). Args and flows merge into the slice. */
 void pf_slice_end(struct pf_writer *w, const struct pf_event *e);
 void pf_instant(struct pf_writer *w, const struct pf_event *e);
+/* Whether a flow of this id was started in the file and not yet ended: an
+ * event that ends it is linked to its start then (and need not repeat
+ * what the start's slice says). */
+bool pf_flow_started(struct pf_writer *w, uint64_t id);
 void pf_counter(struct pf_writer *w, uint64_t track, uint64_t ts, int64_t value);
 
 #endif /* PTBPF_PERFETTO_H */

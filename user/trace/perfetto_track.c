@@ -240,6 +240,11 @@ static uint32_t flow_open(struct pf_writer *w, uint64_t id)
 	return *v = ++w->flow_next;
 }
 
+bool pf_flow_started(struct pf_writer *w, uint64_t id)
+{
+	return id && hash_get(&w->flows, mix64(id));
+}
+
 /* A flow's short id as it ends, forgotten then (0: it keeps its own). */
 static uint32_t flow_close(struct pf_writer *w, uint64_t id)
 {
