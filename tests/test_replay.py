@@ -54,7 +54,7 @@ def test_recorded_gpu_timeline_joins_kernels_to_launches(tmp_path):
     for k in kernels:
         assert k.flows_in and k.flows_in[0] in corr, k
         assert k.ts >= corr[k.flows_in[0]], k
-        assert {"grid", "block", "registers", "shared_mem", "correlation"} <= set(k.args)
+        assert {"grid", "block", "registers", "shared_mem"} <= set(k.args)
     prof = profiler_kernel_counts(os.path.join(DATA, "agent_mlp.device.json"))
     ours = {}
     for k in kernels:
@@ -76,14 +76,19 @@ def test_recorded_gpu_timeline_joins_kernels_to_launches(tmp_path):
 
 def test_recorded_gpu_trace_says_each_fact_once(tmp_path):
     """The recorded capture again: a launch's correlation is on the agent's
-    CUDA call slice and on its GPU activity, not a third time on the call's
-    "cupti correlation" instant (the launch -> kernel flow starts there);
-    a kernel's shared memory is shared_mem (static plus dynamic, as Kineto
-    gives it) with dynamic_shared_mem only where there is some; a copy's
-    kinds are in its name (Kineto's), not again as numbers."""
-    t = replay(os.path.join(DATA, "agent_mlp.raw"), str(tmp_path / "agent.pftrace"))
+    CUDA call slice alone, where the launch -> kernel flow starts (at its
+    "cupti correlation" instant): not on the instant, nor on the GPU
+    activity at the flow's end; a call's cbid only where its name does not
+    give it; a GPU activity's context once per stream track; a kernel's
+    shared memory is shared_mem (static plus dynamic, as Kineto gives it)
+    with dynamic_shared_mem only where there is some; a copy's kinds are in
+    its name (Kineto's), not again as numbers. The Kineto export still
+    gives every GPU activity its correlation, context and the call's cbid."""
+    path = str(tmp_path / "agent.pftrace")
+    t = replay(os.path.join(DATA, "agent_mlp.raw"), path)
     calls = {(s.track, s.ts): s for s in t.slices
              if s.category in ("cuda_runtime", "cuda_driver")}
+    assert calls and not [s for s in calls.values() if "cbid" in s.args]
     launch_corr = {}
     for i in t.instants:
         if i.name == "cupti correlation":
@@ -93,8 +98,11 @@ def test_recorded_gpu_trace_says_each_fact_once(tmp_path):
                 launch_corr[f] = call.args["correlation"]
     gpu = [s for s in t.slices if s.category in ("kernel", "gpu_memcpy", "gpu_memset")]
     assert gpu and any(s.category == "gpu_memcpy" for s in gpu)
+    with_context = {}
     for s in gpu:
-        assert s.args["correlation"] == launch_corr[s.flows_in[0]], s
+        assert s.flows_in[0] in launch_corr and "correlation" not in s.args, s
+        if "context" in s.args:
+            with_context.setdefault(s.track, []).append(s.args["context"])
         if s.category == "kernel":
             assert "static_shared_mem" not in s.args, s
             dyn = s.args.get("dynamic_shared_mem")
@@ -102,3 +110,17 @@ def test_recorded_gpu_trace_says_each_fact_once(tmp_path):
         else:
             assert not {"copy_kind", "src_kind", "dst_kind", "memory_kind"} & set(s.args), s
             assert s.name.startswith(("Memcpy ", "Memset (")) and s.name.endswith(")"), s
+    assert set(with_context) == {s.track for s in gpu}, with_context
+    assert all(len(v) == 1 for v in with_context.values()), with_context
+    out = str(tmp_path / "agent.json")
+    r = subprocess.run([PTBPF, "export", path, "-k", out], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    events = json.load(open(out))["traceEvents"]
+    rt = {e["args"]["correlation"]: e for e in events
+          if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
+    assert rt and all(e["args"].get("cbid", -1) > 0 for e in rt.values())
+    kineto_gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    assert len(kineto_gpu) == len(gpu)
+    for e in kineto_gpu:
+        assert e["args"]["correlation"] in rt and e["args"]["context"] == \
+            next(iter(with_context.values()))[0], e
