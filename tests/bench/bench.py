@@ -373,7 +373,8 @@ def loader_throughput(args, log, n=0, seconds=0):
                                "--steps", str(n or 10 ** 10), "--go", go],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=dict(os.environ,
-                                       WORKLOAD_BURST_LIST=str(args.loader_list)))
+                                       WORKLOAD_BURST_LIST=str(args.loader_list),
+                                       WORKLOAD_BURST_THREADS=str(args.loader_threads)))
     try:
         while not read_line(target, "burst target").startswith("ready"):
             pass
@@ -399,7 +400,8 @@ def loader_throughput(args, log, n=0, seconds=0):
     log("burst: %s" % r)
     what = "%d aten::add" % n if n else "%d s of aten::add" % seconds
     if args.loader_list:
-        what += ", %d a time from aten::_foreach_add" % args.loader_list
+        what += ", %d a time from aten::_foreach_add in %d thread%s" % (
+            args.loader_list, args.loader_threads, "s" if args.loader_threads > 1 else "")
     per_event = ("%.1f bytes per track event" % (size / max(stat["events"], 1)) if stat else
                  "%.1f bytes per event received" % (size / max(r.get("events", 1), 1)))
     return ("- %s in %.2f s (%.2f M events/s): %d events, %d lost; loader CPU %.2f s "
@@ -474,6 +476,8 @@ def main():
     ap.add_argument("--loader-list", type=int, default=0,
                     help="the burst's aten::add come this many at a time from one "
                     "aten::_foreach_add (torch's C++ calls them: faster than Python can)")
+    ap.add_argument("--loader-threads", type=int, default=1,
+                    help="with --loader-list: this many Python threads at once")
     ap.add_argument("--loader-s", type=int, default=0,
                     help="also aten::add at full speed for this many seconds: the "
                     "loader's RSS over a long capture")

@@ -131,12 +131,24 @@ def burst(steps):
     """Exactly `steps` aten::add calls and nothing else. With
     WORKLOAD_BURST_LIST=N they come N at a time from torch's C++, one
     aten::_foreach_add over N one-element tensors (its slow path adds them
-    one by one), which Python's own speed does not limit."""
+    one by one), which Python's own speed does not limit; from
+    WORKLOAD_BURST_THREADS threads then (torch lets go of the GIL in it)."""
     n = int(os.environ.get("WORKLOAD_BURST_LIST", "0"))
-    if n > 0:
-        ts = [torch.ones(1) for _ in range(n)]
-        for _ in range(steps // n):
-            torch._foreach_add(ts, ts)
+    if n > 0:  # WORKLOAD_BURST_THREADS Python threads at once, a share each
+        import threading
+        nt = max(1, int(os.environ.get("WORKLOAD_BURST_THREADS", "1")))
+        calls = [steps // n // nt + (i < steps // n % nt) for i in range(nt)]
+
+        def adds(count):
+            ts = [torch.ones(1) for _ in range(n)]
+            for _ in range(count):
+                torch._foreach_add(ts, ts)
+
+        threads = [threading.Thread(target=adds, args=(c,)) for c in calls]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
         return "adds %d" % (steps // n * n)
     a = torch.ones(1)
     add = torch.add
