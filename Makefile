@@ -157,7 +157,7 @@ $(OUTPUT)/inject_lib.so: tests/progs/inject_lib.c | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -g -Wall -Wextra -shared -fPIC $< -o $@
 
-INJECT_CLI_OBJS := $(addprefix $(OBJ)/,attach/inject.o attach/inject_tramp.o lib/elfsym.o \
+INJECT_CLI_OBJS := $(addprefix $(OBJ)/,attach/inject.o attach/inject_tramp.o lib/elfsym.o lib/elfsym_find.o \
 		   attach/exitsites.o attach/opnames.o lib/names.o lib/hash.o attach/target.o)
 $(OUTPUT)/inject_cli: tests/progs/inject_cli.c $(INJECT_CLI_OBJS)
 	$(call msg,CC,$@)

@@ -655,6 +655,58 @@ static void test_exits(struct elf_file *ef, const char *path, const struct op_li
 	cs_close(&h);
 }
 
+/* elf_file_find_func_prefix searched (a file opened without an index)
+ * against the index's answer, for prefixes of every 61st exported function
+ * of a real library, cut at several lengths. */
+struct prefix_ctx {
+	struct elf_file *idx, *bare;
+	size_t i, checked;
+};
+
+static int prefix_cb(const struct elf_func *f, void *ctx)
+{
+	struct prefix_ctx *c = ctx;
+	struct elf_func a, b;
+	char prefix[256];
+	size_t len = strlen(f->name), cut = c->i % 7;
+	int ra, rb;
+
+	if (c->i++ % 61 || len >= sizeof(prefix))
+		return 0;
+	snprintf(prefix, sizeof(prefix), "%.*s", (int)(len > 12 ? len - cut : len), f->name);
+	ra = elf_file_find_func_prefix(c->idx, prefix, &a);
+	rb = elf_file_find_func_prefix(c->bare, prefix, &b);
+	CHECK(ra == 0 && rb == 0, "'%s': index %d, search %d", prefix, ra, rb);
+	if (!ra && !rb) {
+		CHECK(!strcmp(a.name, b.name) && a.file_off == b.file_off && a.size == b.size,
+		      "'%s': index %s at %#llx, search %s at %#llx", prefix, a.name,
+		      (unsigned long long)a.file_off, b.name, (unsigned long long)b.file_off);
+		c->checked++;
+	}
+	return 0;
+}
+
+static void test_prefix_search(const char *path)
+{
+	char err[256] = "";
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct prefix_ctx c = { .idx = elf_file_open_exported(fd, err, sizeof(err)),
+				.bare = elf_file_open_sections(fd, err, sizeof(err)) };
+	struct elf_func f;
+
+	close(fd);
+	CHECK(c.idx && c.bare, "open %s: %s", path, err);
+	if (c.idx && c.bare) {
+		CHECK_EQ(elf_file_for_each_func(c.idx, prefix_cb, &c), 0);
+		CHECK(c.checked > 100, "only %zu prefixes checked", c.checked);
+		CHECK_EQ(elf_file_find_func_prefix(c.bare, "_ZN_no_such_prefix_", &f), -ENOENT);
+		printf("stat: prefix search: %zu prefixes, the same function as the index's\n",
+		       c.checked);
+	}
+	elf_file_close(c.idx);
+	elf_file_close(c.bare);
+}
+
 static void test_libtorch(const char *path)
 {
 	struct op_list ol = { 0 };
@@ -684,6 +736,7 @@ static void test_libtorch(const char *path)
 	test_exits(ef, path, &ol);
 	free(ol.v);
 	elf_file_close(ef);
+	test_prefix_search(path);
 }
 
 /* ---- Part 3: malformed files ---------------------------------------------- */

@@ -403,7 +403,7 @@ static const struct lib_sites *find_sites(struct probes *p, const struct target_
 		if (p->sites[i].dev == lib->dev && p->sites[i].ino == lib->ino &&
 		    p->sites[i].what == what)
 			return &p->sites[i];
-	ef = elf_file_open_exported(lib->fd, why, sizeof(why));
+	ef = elf_file_open_sections(lib->fd, why, sizeof(why)); /* two lookups: no index */
 	if (!ef)
 		return NULL;
 	r = realloc(p->sites, (p->nsites + 1) * sizeof(*r));

@@ -27,54 +27,7 @@
 #include <unistd.h>
 
 #include "lib/elfsym.h"
-
-#define ELF_MAX_FILE (4ULL << 30)    /* 4 GiB */
-#define ELF_MAX_SECTIONS 65535
-#define ELF_MAX_PHDRS 4096
-#define ELF_MAX_SYMS (16U << 20)     /* per symbol table */
-#define ELF_MAX_RODATA 64            /* .rodata* sections scanned */
-
-struct load_seg {
-	uint64_t vaddr, off, filesz;
-	bool exec;
-};
-
-/* One FUNC symbol; seq keeps .dynsym before .symtab when sorting. */
-struct func_ent {
-	const char *name;
-	uint64_t addr, size, file_off;
-	uint32_t seq;
-};
-
-struct rodata_sec {
-	uint64_t off, size;
-};
-
-enum elf_open {
-	OPEN_ALL,      /* functions of .dynsym and .symtab indexed */
-	OPEN_EXPORTED, /* of .dynsym only, where there is one */
-	OPEN_SECTIONS, /* none */
-};
-
-struct elf_file {
-	int fd;
-	Elf *elf;
-	const uint8_t *map;
-	uint64_t size;
-	uint16_t machine;
-	struct load_seg *segs;
-	size_t nsegs;
-	uint64_t eh_hdr_vaddr, eh_hdr_size;	/* PT_GNU_EH_FRAME, size 0 if none */
-	Elf_Scn *symscn[2];      /* .dynsym, .symtab (either may be NULL) */
-	Elf_Scn *symtab;         /* .symtab, indexed or not */
-	struct func_ent *funcs;  /* sorted by (addr, seq) */
-	size_t nfuncs;
-	uint32_t *uniq;          /* first entry of each address */
-	size_t nuniq;
-	uint32_t *by_name;       /* all entries, sorted by name */
-	struct rodata_sec rodata[ELF_MAX_RODATA];
-	size_t nrodata;
-};
+#include "lib/elfsym_int.h"
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -187,7 +140,7 @@ static int load_segments(struct elf_file *ef, char *err, size_t errlen)
 	return 0;
 }
 
-static const struct load_seg *seg_of(const struct elf_file *ef, uint64_t vaddr)
+const struct load_seg *seg_of(const struct elf_file *ef, uint64_t vaddr)
 {
 	size_t i;
 
@@ -198,6 +151,15 @@ static const struct load_seg *seg_of(const struct elf_file *ef, uint64_t vaddr)
 			return s;
 	}
 	return NULL;
+}
+
+/* Probes go into code: a function's whole body must be file-backed and
+ * executable. */
+const struct load_seg *code_seg(const struct elf_file *ef, uint64_t addr, uint64_t size)
+{
+	const struct load_seg *s = seg_of(ef, addr);
+
+	return s && s->exec && size && size <= s->filesz - (addr - s->vaddr) ? s : NULL;
 }
 
 uint64_t elf_file_off_to_vaddr(struct elf_file *ef, uint64_t off)
@@ -251,7 +213,7 @@ static int symtab_check(struct elf_file *ef, const GElf_Shdr *sh, char *err,
  * loader's peak stays small. */
 #define DROP_EVERY (1u << 16)
 
-static void drop_pages(struct elf_file *ef)
+void drop_pages(struct elf_file *ef)
 {
 	size_t raw_size = 0;
 	char *raw = elf_rawfile(ef->elf, &raw_size);
@@ -311,11 +273,8 @@ static int func_collect_cb(struct elf_file *ef, const GElf_Sym *sym, const char 
 	const struct load_seg *s;
 	struct func_ent *grown;
 
-	if (GELF_ST_TYPE(sym->st_info) != STT_FUNC || !sym->st_size)
-		return 0;
-	/* Probes go into code: the whole body must be file-backed and executable. */
-	s = seg_of(ef, sym->st_value);
-	if (!s || !s->exec || sym->st_size > s->filesz - (sym->st_value - s->vaddr))
+	if (GELF_ST_TYPE(sym->st_info) != STT_FUNC || !(s = code_seg(ef, sym->st_value,
+									 sym->st_size)))
 		return 0;
 	if (ef->nfuncs == fc->cap) {
 		fc->cap = fc->cap ? fc->cap * 2 : 4096;
@@ -404,6 +363,7 @@ static int scan_sections(struct elf_file *ef, enum elf_open how, char *err, size
 		}
 	}
 	ef->symtab = ef->symscn[1];
+	ef->how = how;
 	if (how == OPEN_SECTIONS)
 		return 0;
 	if (how == OPEN_EXPORTED && ef->symscn[0])
@@ -421,85 +381,6 @@ static int scan_sections(struct elf_file *ef, enum elf_open how, char *err, size
 	if (ret)
 		set_err(err, errlen, "out of memory");
 	return ret;
-}
-
-/* A name search over a big .symtab (torch 2.11's libtorch_cpu: 553k
- * symbols, ~100 MB of names), two passes over the mapped file a chunk at a
- * time, each chunk's pages dropped after it (the RSS grows by a chunk at
- * most): memmem finds the needles in the string table, each match giving
- * the name offsets whose names hold it (its string's start to the match);
- * then symbols are compared by name offset alone, no name read again. */
-#define FIND_CHUNK (8u << 20)
-#define FIND_RANGES 64 /* names per needle considered */
-
-struct name_range {
-	uint32_t lo, hi; /* st_name in [lo, hi]: the name holds the needle */
-};
-
-static int needle_ranges(struct elf_file *ef, const GElf_Shdr *str, const char *needle,
-			 struct name_range *r)
-{
-	const char *base = (const char *)ef->map + str->sh_offset;
-	size_t nlen = strlen(needle), size = str->sh_size;
-	int n = 0;
-
-	if (!nlen)
-		return 0;
-	for (size_t at = 0; at < size && n < FIND_RANGES; at += FIND_CHUNK) {
-		size_t end = at + FIND_CHUNK + nlen - 1 < size ? at + FIND_CHUNK + nlen - 1 : size;
-		const char *p = base + at, *m;
-
-		while (n < FIND_RANGES && (m = memmem(p, (size_t)(base + end - p), needle, nlen))) {
-			const char *start = m;
-
-			while (start > base && start[-1])
-				start--;
-			r[n++] = (struct name_range){ (uint32_t)(start - base), (uint32_t)(m - base) };
-			p = m + 1;
-		}
-		drop_pages(ef);
-	}
-	return n;
-}
-
-int elf_file_find_in_symtab(struct elf_file *ef, const char *const *needles, int n,
-			    uint64_t *file_off)
-{
-	struct name_range (*ranges)[FIND_RANGES] = NULL;
-	GElf_Shdr sh, str;
-	int *nr = NULL, found = 0;
-	size_t count;
-
-	memset(file_off, 0, n * sizeof(*file_off));
-	if (!ef->symtab || !gelf_getshdr(ef->symtab, &sh) || /* both checked at open */
-	    !gelf_getshdr(elf_getscn(ef->elf, sh.sh_link), &str))
-		return -ENOENT;
-	if (!(ranges = calloc(n, sizeof(*ranges))) || !(nr = calloc(n, sizeof(*nr)))) {
-		free(ranges);
-		return -ENOMEM;
-	}
-	for (int i = 0; i < n; i++)
-		nr[i] = needle_ranges(ef, &str, needles[i], ranges[i]);
-	count = sh.sh_size / sizeof(Elf64_Sym);
-	for (size_t k = 1; k < count && found < n; k++) {
-		Elf64_Sym sym;
-
-		if (k % (FIND_CHUNK / sizeof(sym)) == 0)
-			drop_pages(ef);
-		memcpy(&sym, ef->map + sh.sh_offset + k * sizeof(sym), sizeof(sym));
-		if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF ||
-		    sym.st_shndx == SHN_ABS || sym.st_shndx == SHN_COMMON)
-			continue;
-		for (int i = 0; i < n; i++)
-			for (int j = 0; !file_off[i] && j < nr[i]; j++)
-				if (sym.st_name >= ranges[i][j].lo && sym.st_name <= ranges[i][j].hi &&
-				    (file_off[i] = elf_file_vaddr_to_off(ef, sym.st_value)))
-					found++;
-	}
-	drop_pages(ef);
-	free(ranges);
-	free(nr);
-	return 0;
 }
 
 /* Maps the file and checks its size and raw header. */
@@ -636,6 +517,9 @@ int elf_file_find_func(struct elf_file *ef, const char *name, struct elf_func *o
 int elf_file_find_func_prefix(struct elf_file *ef, const char *prefix, struct elf_func *out)
 {
 	size_t lo = 0, hi = ef->nfuncs, plen = strlen(prefix);
+
+	if (ef->how == OPEN_SECTIONS)
+		return find_prefix_unindexed(ef, prefix, out);
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;

@@ -32,8 +32,9 @@ struct elf_file *elf_file_open(int fd, char *err, size_t errlen);
  * unstripped wheel is ~20x larger (553k symbols in torch 2.11's
  * libtorch_cpu), costing a second and 100+ MB to index. */
 struct elf_file *elf_file_open_exported(int fd, char *err, size_t errlen);
-/* No functions at all, for elf_file_find_in_symtab and the lookups of
- * objects, strings and addresses: opening torch's takes no index then. */
+/* No function index: elf_file_find_in_symtab, elf_file_find_func_prefix
+ * (searched then, elfsym_find.c) and the lookups of objects, strings and
+ * addresses; opening torch's takes no time then. */
 struct elf_file *elf_file_open_sections(int fd, char *err, size_t errlen);
 void elf_file_close(struct elf_file *ef);
 
@@ -47,7 +48,9 @@ int elf_file_for_each_func(struct elf_file *ef,
  * absent. */
 int elf_file_find_func(struct elf_file *ef, const char *name, struct elf_func *out);
 /* The first function (by name order) whose name starts with prefix; 0 or
- * -ENOENT. For symbols whose mangled argument list varies by version. */
+ * -ENOENT. For symbols whose mangled argument list varies by version. On a
+ * file opened with elf_file_open_sections: the same, from .dynsym (else
+ * .symtab), searched. */
 int elf_file_find_func_prefix(struct elf_file *ef, const char *prefix, struct elf_func *out);
 /* The file offsets of the first FUNC symbols of .symtab (searched, not
  * indexed: cheap even for torch's) whose names contain needles[i]; 0 for a
