@@ -8,7 +8,7 @@
  * pages dropped after it (the loader's RSS grows by a chunk at most):
  * memmem finds a needle in the string table, each match giving the name
  * offsets whose names hold it (its string's start to the match; for a
- * prefix, the match itself); then symbols are compared by name offset.
+ * prefix, the match alone); then symbols are compared by name offset.
  */
 #define _GNU_SOURCE /* memmem */
 #include "lib/elfsym_int.h"
@@ -40,11 +40,11 @@ static int needle_ranges(struct elf_file *ef, const GElf_Shdr *str, const char *
 		while (n < FIND_RANGES && (m = memmem(p, (size_t)(base + end - p), needle, nlen))) {
 			const char *start = m;
 
-			while (start > base && start[-1])
+			/* A name may also begin inside a string (a linker shares
+			 * one's tail with another): a prefix is a name at m. */
+			while (!prefix && start > base && start[-1])
 				start--;
-			if (!prefix || start == m)
-				r[n++] = (struct name_range){ (uint32_t)(start - base),
-							      (uint32_t)(m - base) };
+			r[n++] = (struct name_range){ (uint32_t)(start - base), (uint32_t)(m - base) };
 			p = m + 1;
 		}
 		drop_pages(ef);

@@ -165,7 +165,7 @@ static void device_slice(struct gpu_timeline *d, int pid, uint32_t dev, uint32_t
 	uint64_t flow = corr ? corr_flow(pid, corr) : 0;
 	struct pf_arg all[DEVICE_MAX_ARGS];
 
-	if (!t || nargs > DEVICE_MAX_ARGS - 2)
+	if (!t) /* callers' args: DEVICE_MAX_ARGS - 2 at most */
 		return;
 	memcpy(all, args, nargs * sizeof(*args));
 	if (corr && !pf_flow_started(d->w, flow))
