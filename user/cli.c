@@ -92,7 +92,8 @@ static const struct argp_option options[] = {
 	{ "py-stacks", 'S', "N", OPTION_ARG_OPTIONAL, "Record the Python stack (CPython "
 	  "3.10-3.13, read by eBPF) of every op and CUDA call, or with N of one in N: shown on "
 	  "the slice as py_stack, summed by call site in `ptbpf report`", 0 },
-	{ "verbose", 'v', NULL, 0, "Verbose output, including libbpf's", 0 },
+	{ "verbose", 'v', NULL, 0, "Verbose output: how long each part of an attach took, "
+	  "libbpf's messages", 0 },
 	{ NULL, 0, NULL, 0, "ptbpf daemon (fleet mode; --all in bounded windows):", 1 },
 	{ "out-dir", 'D', "DIR", 0, "Where window traces go (created if missing)", 1 },
 	{ "every", 'E', "DURATION", 0, "Start a window every DURATION (default 10m; s, m, h)", 1 },
