@@ -199,6 +199,21 @@ int agent_acked(const struct agent_link *a)
 	return c.ack == a->seq ? 0 : -EAGAIN;
 }
 
+int agent_load_outcome(const struct target *t, uint64_t *handle, char *err, size_t errlen)
+{
+	struct agent_link a;
+	struct ptbpf_agent_ctl c;
+	int ret = agent_link_open(t, &a, err, errlen);
+
+	if (!ret)
+		ret = read_ctl(&a, &c);
+	if (!ret && !c.handle)
+		ret = -EAGAIN; /* mapped, its constructor not run yet: dlopen goes on */
+	if (!ret)
+		*handle = c.handle;
+	return ret;
+}
+
 bool agent_injected(const struct agent_link *a)
 {
 	struct ptbpf_agent_ctl c;

@@ -49,6 +49,13 @@ int agent_acked(const struct agent_link *a);
 /* Whether the agent's thread runs in this process (a forked child has a
  * copy of its parent's agent, without the thread). */
 bool agent_running(const struct agent_link *a);
+/* The outcome of an injected dlopen of the agent whose result ptbpf could
+ * not read back (the borrowed thread reused its stack first, or the call
+ * outlived ptbpf's wait), as the target itself tells it: 0 with *handle
+ * when t maps the agent and its constructor ran (it writes its own
+ * link_map, what dlopen returned, into its control block); -ENOENT: not
+ * mapped; -EAGAIN: mapped, constructor not run yet; else -errno. */
+int agent_load_outcome(const struct target *t, uint64_t *handle, char *err, size_t errlen);
 /* Whether an earlier or this ptbpf loaded the agent (ptrace): then it is
  * sent EXIT and unloaded at detach. */
 bool agent_injected(const struct agent_link *a);

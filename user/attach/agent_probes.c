@@ -38,7 +38,9 @@ struct agent_probes {
 		bool injected; /* this ptbpf loaded it */
 	} ag[MAX_AGENTS];
 	int n;
-	int injected[MAX_AGENTS]; /* pids whose agent this ptbpf loaded */
+	/* Targets whose agent this ptbpf loaded, or whose load it started
+	 * and could not see end (it may load later). */
+	const struct target *injected[MAX_AGENTS];
 	int ninjected;
 	char ops_words[64]; /* what the op recorder adds (OPS_WORD_*) */
 };
@@ -113,10 +115,10 @@ void agent_probes_ops_words(struct agent_probes *d, const char *words)
 	snprintf(d->ops_words, sizeof(d->ops_words), "%s", words);
 }
 
-void agent_probes_injected(struct agent_probes *d, int pid)
+void agent_probes_injected(struct agent_probes *d, const struct target *t)
 {
 	if (d->ninjected < MAX_AGENTS)
-		d->injected[d->ninjected++] = pid;
+		d->injected[d->ninjected++] = t;
 }
 
 /* The agent's probes: its records, correlations, drops, statuses (the one
@@ -206,7 +208,7 @@ int agent_probes_scan(struct agent_probes *d, const struct target *t, bool ops)
 		return 0;
 	}
 	for (int k = 0; k < d->ninjected; k++)
-		injected |= d->injected[k] == t->pid;
+		injected |= d->injected[k]->pid == t->pid;
 	d->ag[i].injected = injected;
 	ret = attach_agent(d, t);
 	if (!ret) {
@@ -275,8 +277,33 @@ int agent_probes_ops_exit(struct agent_probes *d, const struct target *t,
 	return err;
 }
 
+/* An agent whose load this ptbpf started but never saw end (the call
+ * outlived its wait) may have loaded since: it was never switched on, and
+ * is sent EXIT now, so that it leaves with the others. */
+static void adopt_late_agents(struct agent_probes *d)
+{
+	char err[512];
+
+	for (int k = 0; k < d->ninjected && d->n < MAX_AGENTS; k++) {
+		const struct target *t = d->injected[k];
+		int i = d->n;
+
+		if (t->pidfd < 0 || agent_index(d, t->pid) >= 0 ||
+		    agent_link_open(t, &d->ag[i].a, err, sizeof(err)) || !agent_running(&d->ag[i].a))
+			continue;
+		d->ag[i].pid = t->pid;
+		d->ag[i].injected = true;
+		d->ag[i].sent = !agent_send(&d->ag[i].a, PTBPF_CMD_EXIT, "", 0, 0, true);
+		d->n++;
+		log_msg("pid %d: the agent whose load did not finish in time has loaded since; it was "
+			"never switched on and is unloaded now\n", t->pid);
+	}
+}
+
 void agent_probes_switch_off(struct agent_probes *d)
 {
+	if (d)
+		adopt_late_agents(d);
 	for (int i = 0; d && i < d->n; i++) {
 		struct agent_link *a = &d->ag[i].a;
 

@@ -22,8 +22,10 @@ struct agent_probes *agent_probes_new(struct ptbpf_bpf *ops_skel);
  * probes, then switches it on (with its op recorder if ops). 1 if it did,
  * 0 if there is no agent, -errno. */
 int agent_probes_scan(struct agent_probes *d, const struct target *t, bool ops);
-/* This ptbpf loaded pid's agent (it is sent EXIT and unloaded at the end). */
-void agent_probes_injected(struct agent_probes *d, int pid);
+/* This ptbpf loaded t's agent, or started a load whose end it could not
+ * see: the agent is sent EXIT and unloaded at the end (one that loads
+ * late too). */
+void agent_probes_injected(struct agent_probes *d, const struct target *t);
 /* 0 once pid's agent acted on its last command (its statuses are in the
  * ring buffer then), -EAGAIN before, -ESRCH if its image is gone,
  * -ENOENT if no command went to it. */

@@ -22,6 +22,12 @@
 #include <unistd.h>
 
 #define CALL_TIMEOUT_MS 10000
+/* D is read every POLL_US for the first POLL_FAST_US (a dlopen takes a few
+ * ms): the thread reuses its stack once the call returns, and the sooner
+ * D is read the likelier it still holds the result. Where it does not,
+ * the caller asks the target itself (agent_load_outcome). */
+#define POLL_US 25
+#define POLL_FAST_US 250000
 #define RED_ZONE 128
 #define D_GAP (32 * 1024)          /* between the red zone and D */
 #define STACK_ROOM (128 * 1024)    /* below rsp, in a thread's own stack */
@@ -571,7 +577,7 @@ int tramp_wait(int pid, int mem_fd, const struct tramp_ticket *tk, struct tramp_
 	       char *err, size_t errlen)
 {
 	struct inj_data a, b;
-	long waited_us = 0, step_us = 20;
+	long waited_us = 0, step_us = POLL_US;
 
 	for (;;) {
 		if (pread(mem_fd, &a, D_HEAD, tk->d) != D_HEAD) {
@@ -600,7 +606,7 @@ int tramp_wait(int pid, int mem_fd, const struct tramp_ticket *tk, struct tramp_
 		}
 		sleep_us(step_us);
 		waited_us += step_us;
-		if (step_us < 1000)
+		if (waited_us >= POLL_FAST_US && step_us < 1000)
 			step_us *= 2;
 	}
 }

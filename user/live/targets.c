@@ -60,27 +60,51 @@ static void print_attach(const struct target *t, const struct attach_report *r, 
 /* A CUDA process started without the agent gets it by ptrace dlopen (it
  * stays dormant until agent_probes_scan switches it on, and is unloaded
  * at the end). Failure is not fatal: ptbpf traces host-side only, and says
- * why. */
-static void load_agent(struct session *s, const struct target *t, bool for_ops)
+ * why. Where the call's result could not be read back, the agent's own
+ * control block says whether it loaded: every message is what happened.
+ * False where it said the agent is not there (then it is not used). */
+static bool load_agent(struct session *s, const struct target *t, bool for_ops)
 {
-	char agent[PATH_MAX], err[512];
+	const char *instead = for_ops ? "ops come from uprobes, and there is no GPU timeline" :
+					"tracing host-side only";
+	char agent[PATH_MAX], err[512], why[512];
 	uint64_t handle;
+	int rc, call;
 
 	if (s->opt.no_agent || t->memfd < 0)
-		return;
+		return true;
 	if ((!for_ops && !target_maps(t->pid, "libcuda.so")) ||
 	    target_maps(t->pid, "libptbpf-agent.so"))
-		return;
+		return true;
 	if (agent_library_path(agent, sizeof(agent))) {
 		log_warn("%s not found: no GPU timeline\n", agent);
-		return;
+		return false;
 	}
-	if (inject_dlopen(t->pid, agent, &handle, err, sizeof(err)))
-		log_warn("pid %d: cannot load the agent: %s; %s\n", t->pid,
-			err, for_ops ? "ops come from uprobes, and there is no GPU timeline" :
-			"tracing host-side only");
+	rc = inject_dlopen(t->pid, agent, &handle, err, sizeof(err));
+	if (rc != -EIO && rc != -ETIMEDOUT) {
+		if (rc)
+			log_warn("pid %d: cannot load the agent: %s; %s\n", t->pid, err, instead);
+		else
+			agent_probes_injected(s->agents, t);
+		return !rc;
+	}
+	/* The call ran (-EIO: it returned, then its thread wrote over the
+	 * result) or still runs (-ETIMEDOUT): whatever comes of it is ours. */
+	agent_probes_injected(s->agents, t);
+	call = rc;
+	rc = agent_load_outcome(t, &handle, why, sizeof(why));
+	if (!rc) {
+		log_debug("pid %d: the agent loaded (%s; its control block says so)\n", t->pid, err);
+		return true;
+	}
+	if (rc == -ENOENT && call == -EIO)
+		log_warn("pid %d: cannot load the agent: its dlopen failed and its message was lost "
+			 "(%s); %s\n", t->pid, err, instead);
 	else
-		agent_probes_injected(s->agents, t->pid);
+		log_warn("pid %d: the agent is not loaded yet: %s; %s until it is (should it load "
+			 "later, ptbpf switches it on for the GPU timeline, and unloads it when "
+			 "tracing ends)\n", t->pid, err, instead);
+	return false;
 }
 
 /* The agent polls its control block every 20 ms, switches on what was
@@ -139,9 +163,9 @@ static bool start_agent_ops(struct session *s, const struct target *t)
 	if (probes_trace_pid(s->probes, t->pid)) /* the agent's probes filter on it */
 		return false;
 
-	load_agent(s, t, true);
+	ok = load_agent(s, t, true);
 	t1 = now_ns();
-	ok = agent_probes_scan(s->agents, t, true) == 1;
+	ok = ok && agent_probes_scan(s->agents, t, true) == 1;
 	t2 = now_ns();
 	ok = ok && targets_wait_for_agent(s, t->pid);
 	log_debug("pid %d: agent: loaded in %.0f ms, probes and switched on in %.0f ms, "
@@ -257,8 +281,7 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	targets_scan_gpu(s, t);
 	t_gpu = now_ns();
 	if (s->agents && !agent_ops) {
-		load_agent(s, t, false);
-		if (agent_probes_scan(s->agents, t, false) == 1)
+		if (load_agent(s, t, false) && agent_probes_scan(s->agents, t, false) == 1)
 			targets_wait_for_agent(s, pid);
 	}
 	log_debug("pid %d: attach: opened in %.0f ms, ops (%s) in %.0f ms, rpc/memory/GPU "
