@@ -2,8 +2,10 @@
 /*
  * One ptbpf per process: two would both switch its agent and read each
  * other's records. A ptbpf claims a process before it touches it, with
- * an abstract UNIX socket named after the process's pid and start time:
- * no file, and the kernel releases it however ptbpf ends.
+ * an abstract UNIX socket named after the process's pid and start time,
+ * made in the initial network namespace so that ptbpfs in containers with
+ * networks of their own see it too: no file, and the kernel releases it
+ * however ptbpf ends.
  */
 #ifndef PTBPF_CLAIM_H
 #define PTBPF_CLAIM_H
