@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Attaching ptbpf takes nothing from the job (issue 11), on the CPU path
 with the in-process agent (--ops agent: it is injected by ptrace): no
-instant of ptbpf's death harms the job, a second ptbpf is refused, an exec
-in the job is never written to, a stalled ptbpf loses nothing silently,
-and after detach nothing of the agent is left active. The jobs check their
+instant of ptbpf's death harms the job, a second ptbpf is refused (from
+another network namespace too), an exec in the job is never written to, a
+stalled ptbpf loses nothing silently, and after detach nothing of the
+agent is left active. The jobs check their
 own numeric results; BCC counts torch's RecordFunction calls from outside
 (an independent oracle: with no callback registered, torch never builds
 one)."""
