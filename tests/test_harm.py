@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Attaching ptbpf takes nothing from the job (issue 11), on the CPU path
 with the in-process agent (--ops agent: it is injected by ptrace): no
-instant of ptbpf's death harms the job, a second ptbpf is refused, an exec
-in the job is never written to, a stalled ptbpf loses nothing silently,
-and after detach nothing of the agent is left active. The jobs check their
+instant of ptbpf's death harms the job, a second ptbpf is refused (from
+another network namespace too), an exec in the job is never written to, a
+stalled ptbpf loses nothing silently, and after detach nothing of the
+agent is left active. The jobs check their
 own numeric results; BCC counts torch's RecordFunction calls from outside
 (an independent oracle: with no callback registered, torch never builds
 one)."""
@@ -135,6 +136,85 @@ def test_two_ptbpf_on_one_pid_the_second_is_refused(tmp_path):
         assert pftrace.Trace(str(tmp_path / "a.pftrace")).op_counts()["aten::add"] == 300000
     finally:
         target.kill()
+
+
+REFUSED = ("ptbpf: pid %d is already traced by another ptbpf (pid %d): stop that one first (two "
+           "would both switch its agent and lose each other's records)\n")
+
+
+def ops_unaccounted(err, trace_path, n):
+    """aten::add calls of the job's n the trace lacks, beyond the records
+    ptbpf counted as lost (each lost op costs at least one record)."""
+    m = re.search(r"agent op rings: written (\d+) = read (\d+) .*?; not written: (\d+)", err)
+    assert m, err
+    written, read, lost = map(int, m.groups())
+    assert written == read, err
+    adds = pftrace.Trace(trace_path).op_counts().get("aten::add", 0)
+    assert adds <= n, adds
+    return max(0, n - adds - lost)
+
+
+def test_two_ptbpf_in_two_network_namespaces_the_second_is_refused(tmp_path):
+    """The claim lives in the initial network namespace: a ptbpf in a
+    container with the host's pids but a network of its own (unshare -n)
+    is refused beside one outside, each time with one line naming it,
+    instead of switching the same agent and taking its records."""
+    n = 300000
+    target, go = start(workload_argv("burst", n), tmp_path)
+    a = None
+    try:
+        pid = target.p.pid
+        a = Proc([PTBPF, "-p", str(pid), "-o", str(tmp_path / "a.pftrace"), "--ops", "agent"])
+        a.wait_line("ptbpf: tracing pid", stream="stderr")
+        # Each asker leaves a connection queued on the claim: the third
+        # once waited forever on a queue of one.
+        for netns in (["unshare", "-n"], [], ["unshare", "-n"]):
+            r = subprocess.run(netns + [PTBPF, "-p", str(pid), "-o", str(tmp_path / "b.pftrace")],
+                               capture_output=True, text=True, timeout=60)
+            assert (r.returncode, r.stderr) == (1, REFUSED % (pid, a.p.pid)), r.stderr
+        assert not os.path.exists(tmp_path / "b.pftrace")
+        open(go, "w").close()
+        rc, _, _ = target.finish(timeout=120)
+        assert rc == 0
+        rc, _, err = a.finish(timeout=120)
+        assert rc == 0, err
+        assert ops_unaccounted(err, str(tmp_path / "a.pftrace"), n) == 0
+    finally:
+        target.kill()
+        if a:
+            a.kill()
+
+
+def test_a_killed_ptbpf_leaves_no_claim_in_any_network_namespace(tmp_path):
+    """A ptbpf in a network namespace of its own holds the claim against
+    one on the host; SIGKILLed, it leaves nothing: a ptbpf in yet another
+    network namespace claims the pid and records its ops."""
+    n = 20000
+    target, go = start(workload_argv("burst", n), tmp_path)
+    a = None
+    try:
+        pid = target.p.pid
+        a = Proc(["unshare", "-n", PTBPF, "-p", str(pid), "-o", str(tmp_path / "a.pftrace"),
+                  "--ops", "agent"])
+        a.wait_line("ptbpf: tracing pid", stream="stderr")
+        r = subprocess.run([PTBPF, "-p", str(pid), "-o", str(tmp_path / "b.pftrace")],
+                           capture_output=True, text=True, timeout=60)
+        assert (r.returncode, r.stderr) == (1, REFUSED % (pid, a.p.pid)), r.stderr
+        a.p.kill()
+        a.p.wait()
+        c = Proc(["unshare", "-n", PTBPF, "-p", str(pid), "-o", str(tmp_path / "c.pftrace"),
+                  "--ops", "agent"])
+        c.wait_line("ptbpf: tracing pid", stream="stderr")
+        open(go, "w").close()
+        rc, _, _ = target.finish(timeout=120)
+        assert rc == 0
+        rc, _, err = c.finish(timeout=120)
+        assert rc == 0, err
+        assert ops_unaccounted(err, str(tmp_path / "c.pftrace"), n) == 0
+    finally:
+        target.kill()
+        if a:
+            a.kill()
 
 
 STALL = r"""

@@ -23,6 +23,7 @@
 #include "live/session.h"
 #include "lib/log.h"
 #include "attach/agent_ctl.h"
+#include "attach/claim.h"
 #include "attach/target.h"
 #include "fleet/daemon.h"
 #include "fleet/metrics.h"

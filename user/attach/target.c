@@ -9,10 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -318,9 +316,8 @@ void target_close(struct target *t)
 	t->torch.fd = t->stdcxx.fd = t->pidfd = t->memfd = t->claimfd = -1;
 }
 
-/* The process's start time (clock ticks since boot): with the pid, a name
- * no later process shares. */
-static unsigned long long start_time(int pid)
+/* Field 22 of /proc/PID/stat, counted after the comm's ')'. */
+unsigned long long target_start_time(int pid)
 {
 	char path[64], buf[1024], *p;
 	unsigned long long st = 0;
@@ -330,45 +327,6 @@ static unsigned long long start_time(int pid)
 		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
 		       "%*d %*d %*d %llu", &st);
 	return st;
-}
-
-int target_claim(struct target *t, char *err, size_t errlen)
-{
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	int fd, n, other;
-
-	if (t->claimfd >= 0)
-		return 0;
-	/* Abstract: no file, gone with the last fd (however ptbpf ends). */
-	n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "ptbpf/pid/%d/%llu", t->pid,
-		     start_time(t->pid));
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return 0; /* no sockets: nothing to claim with */
-	if (!bind(fd, (struct sockaddr *)&a, offsetof(struct sockaddr_un, sun_path) + 1 + n) &&
-	    !listen(fd, 1)) {
-		t->claimfd = fd;
-		return 0;
-	}
-	close(fd);
-	/* Taken: who holds it? */
-	other = -1;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0 && !connect(fd, (struct sockaddr *)&a, offsetof(struct sockaddr_un, sun_path) +
-			1 + n) && !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
-		other = cred.pid;
-	if (fd >= 0)
-		close(fd);
-	if (other > 0)
-		snprintf(err, errlen, "pid %d is already traced by another ptbpf (pid %d): stop that "
-			 "one first (two would both switch its agent and lose each other's "
-			 "records)", t->pid, other);
-	else
-		snprintf(err, errlen, "pid %d is already traced by another ptbpf: stop that one first",
-			 t->pid);
-	return -EBUSY;
 }
 
 /* /proc/PID/mem reads 0 bytes once its image has no users left. */

@@ -29,7 +29,7 @@ struct target {
 	int memfd;          /* /proc/PID/mem of the image attached to (see
 			     * target_mem_read); -1 if it could not be opened */
 	int mem_errno;      /* why not */
-	int claimfd;        /* held while this ptbpf traces it (target_claim) */
+	int claimfd;        /* held while this ptbpf traces it (attach/claim.h) */
 	int ns_pid;         /* the pid inside its own pid namespace */
 	char comm[64];      /* control characters escaped */
 	char cmdline[1024]; /* argv joined by spaces, escaped */
@@ -43,14 +43,12 @@ struct target {
 				   * with CUPTI on, CUDA API calls) */
 };
 
-/* One ptbpf per process: claims t (an abstract UNIX socket named after
- * its pid and start time, held until target_close, released by the
- * kernel however ptbpf ends). 0, or -EBUSY with one line naming the ptbpf
- * that traces it. */
-int target_claim(struct target *t, char *err, size_t errlen);
 /* Fills t for pid; on error writes one line into err and returns -errno. */
 int target_open(int pid, struct target *t, char *err, size_t errlen);
 void target_close(struct target *t);
+/* The process's start time (clock ticks since boot), 0 if unreadable: with
+ * the pid, a name no later process shares. */
+unsigned long long target_start_time(int pid);
 /* The value of a label ("RANK" -> "0"), or NULL. */
 const char *target_label(const struct target *t, const char *key);
 /* Finds the first file mapping whose basename starts with prefix and opens

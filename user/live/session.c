@@ -20,6 +20,7 @@
 #include "lib/log.h"
 #include "version.h"
 #include "attach/agent_probes.h"
+#include "attach/claim.h"
 #include "attach/gpu_probes.h"
 #include "attach/probes.h"
 #include "record/route.h"
@@ -117,6 +118,7 @@ void session_loop(struct session *s)
 			for (int i = 0; i < s->ntargets; i++) {
 				if (s->targets[i].pidfd < 0)
 					continue;
+				target_claim_answer(&s->targets[i]);
 				targets_scan_gpu(s, &s->targets[i]);
 				if (s->agents && agent_probes_scan(s->agents, &s->targets[i], false) == 1)
 					targets_wait_for_agent(s, s->targets[i].pid);

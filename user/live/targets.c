@@ -21,6 +21,7 @@
 #include "lib/log.h"
 #include "attach/agent_ctl.h"
 #include "attach/agent_probes.h"
+#include "attach/claim.h"
 #include "attach/gpu_probes.h"
 #include "attach/inject.h"
 #include "attach/probes.h"
