@@ -50,6 +50,8 @@ struct session {
 	struct op_table ops;
 	struct target targets[MAX_TARGETS];
 	int ntargets;
+	bool traced;             /* tracing started: a process was attached and was still
+				  * there when its attach ended */
 	int pending_forks[64];   /* children to attach (-f) */
 	int npending;
 	int execs;               /* traced processes that exec'd */

@@ -33,6 +33,14 @@
 #include "ptbpf_agent.h"
 #include "ptbpf.skel.h"
 
+/* Whether t's process has exited (a zombie has). */
+static bool exited(const struct target *t)
+{
+	struct pollfd p = { .fd = t->pidfd, .events = POLLIN };
+
+	return t->pidfd >= 0 && poll(&p, 1, 0) > 0;
+}
+
 static void print_attach(const struct target *t, const struct attach_report *r, bool agent_ops)
 {
 	if (agent_ops) {
@@ -65,6 +73,7 @@ static void load_agent(struct session *s, const struct target *t, bool for_ops)
 {
 	char agent[PATH_MAX], err[512];
 	uint64_t handle;
+	int ret;
 
 	if (s->opt.no_agent || t->memfd < 0)
 		return;
@@ -75,12 +84,15 @@ static void load_agent(struct session *s, const struct target *t, bool for_ops)
 		log_warn("%s not found: no GPU timeline\n", agent);
 		return;
 	}
-	if (inject_dlopen(t->pid, agent, &handle, err, sizeof(err)))
-		log_warn("pid %d: cannot load the agent: %s; %s\n", t->pid,
-			err, for_ops ? "ops come from uprobes, and there is no GPU timeline" :
-			"tracing host-side only");
-	else
+	ret = inject_dlopen(t->pid, agent, &handle, err, sizeof(err));
+	if (ret) {
+		if (ret != -ESRCH && !exited(t)) /* else the attach fails, and says so */
+			log_warn("pid %d: cannot load the agent: %s; %s\n", t->pid, err,
+				 for_ops ? "ops come from uprobes, and there is no GPU "
+				 "timeline" : "tracing host-side only");
+	} else {
 		agent_probes_injected(s->agents, t->pid);
+	}
 }
 
 /* The agent polls its control block every 20 ms, switches on what was
@@ -98,8 +110,9 @@ bool targets_wait_for_agent(struct session *s, int pid)
 	read_pump(s, 0);
 	if (!r)
 		return true;
-	log_warn("pid %d: its agent did not answer within 3 s%s; it is "
-		"switched off again\n", pid, r == -EAGAIN ? " (is the process stopped?)" : "");
+	if (target_alive(pid) == 1) /* else the process has exited: nothing to say */
+		log_warn("pid %d: its agent did not answer within 3 s%s; it is switched off "
+			 "again\n", pid, r == -EAGAIN ? " (is the process stopped?)" : "");
 	agent_probes_off(s->agents, pid);
 	return false;
 }
@@ -203,6 +216,15 @@ static void watch_python(struct session *s, const struct target *t)
 	agent_words(s, !ret);
 }
 
+/* A process that exited during its attach was never traced: -ESRCH, and
+ * one line that says so (unless quiet). */
+static int exited_during_attach(int pid, bool quiet)
+{
+	if (!quiet)
+		log_msg("pid %d exited during its attach: nothing of it was traced\n", pid);
+	return -ESRCH;
+}
+
 /* Opens and attaches one more process; 0, or -errno with a message printed. */
 int targets_add(struct session *s, int pid, bool quiet_if_gone)
 {
@@ -237,7 +259,11 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 		t_ops = now_ns();
 	}
 	if (ret) {
+		bool gone = ret == -ESRCH || (ret != -EINTR && exited(t));
+
 		target_close(t);
+		if (gone) /* what failed failed for that */
+			return exited_during_attach(pid, quiet_if_gone);
 		if (ret != -EINTR && !(quiet_if_gone && ret == -ESRCH))
 			log_msg("%s\n", err);
 		return ret;
@@ -265,6 +291,10 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 		  "probes in %.0f ms, the GPU agent in %.0f ms\n", pid, (t_open - t0) / 1e6,
 		  agent_ops ? "agent" : "uprobes", (t_ops - t_open) / 1e6, (t_gpu - t_ops) / 1e6,
 		  (now_ns() - t_gpu) / 1e6);
+	/* Tracing a process starts when its attach ends with it still there. */
+	if (exited(t))
+		return exited_during_attach(pid, quiet_if_gone);
+	s->traced = true;
 	print_attach(t, &rep, agent_ops); /* last: tests wait for this line */
 	return 0;
 }
@@ -414,11 +444,10 @@ int targets_reap(struct session *s)
 
 	for (int i = 0; i < s->ntargets; i++) {
 		struct target *t = &s->targets[i];
-		struct pollfd p = { .fd = t->pidfd, .events = POLLIN };
 
 		if (t->pidfd < 0)
 			continue;
-		if (poll(&p, 1, 0) > 0) {
+		if (exited(t)) {
 			/* Its frames close at its EV_PROC_EXIT, the last record it
 			 * sends (or at the end, should that be lost): records of
 			 * its threads may still be on their way into the ring. */
