@@ -32,7 +32,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/%,$(wildcard tests/unit/test_*
 TESTPROGS := $(OUTPUT)/simfail $(OUTPUT)/cuda_rt $(OUTPUT)/cuda_drv $(OUTPUT)/hip_calls \
 	     $(OUTPUT)/stubs/libcuda.so.1 $(OUTPUT)/inject_target $(OUTPUT)/inject_lib.so \
 	     $(OUTPUT)/stubs/libnccl.so.2 $(OUTPUT)/nccl_calls \
-	     $(OUTPUT)/inject_cli
+	     $(OUTPUT)/inject_cli $(OUTPUT)/exit_at_agent.so
 # The benchmark's floors (tests/bench): empty callbacks, a counting uprobe;
 # the agent's op recorder alone.
 BENCHPROGS := $(OUTPUT)/libptbpf-floor.so $(OUTPUT)/uprobe_floor $(OUTPUT)/ring_bench
@@ -156,6 +156,11 @@ $(OUTPUT)/inject_target: tests/progs/inject_target.c | $(OUTPUT)
 $(OUTPUT)/inject_lib.so: tests/progs/inject_lib.c | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -g -Wall -Wextra -shared -fPIC $< -o $@
+
+# A target that exits inside ptbpf's attach (LD_PRELOAD).
+$(OUTPUT)/exit_at_agent.so: tests/progs/exit_at_agent.c | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Wall -Wextra -Wno-unused-parameter -shared -fPIC $< -o $@
 
 INJECT_CLI_OBJS := $(addprefix $(OBJ)/,attach/inject.o attach/inject_tramp.o lib/elfsym.o lib/elfsym_find.o \
 		   attach/exitsites.o attach/opnames.o lib/names.o lib/hash.o attach/target.o)

@@ -3,18 +3,26 @@
 clear line for every bad input (issue 12): every output (the trace, --raw,
 replay -o, merge -o, export --kineto) is written as FILE.partial and renamed
 when complete; an existing FILE is replaced only with --force; an output
-that is an input is refused; non-regular inputs are refused at once."""
+that is an input is refused; non-regular inputs are refused at once. A live
+capture writes a trace only once tracing has started (issue 19): a run whose
+target is gone, refused or exits during the attach leaves no file at all."""
 import json
 import os
+import signal
 import subprocess
 import tempfile
 
 import pytest
 
-from conftest import PTBPF, PYTHON, WORKLOAD, Proc, ptbpf_links, workload_argv
+from conftest import (BUILD, PTBPF, PYTHON, WORKLOAD, Proc, links_after_exit, ptbpf_links,
+                      require, workload_argv)
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "gpu")
 RAW = os.path.join(DATA, "agent_mlp.raw")
+# Preloaded into a target, makes it exit inside ptbpf's attach (when the
+# agent starts in it): tests/progs/exit_at_agent.c.
+EXIT_AT_AGENT = os.path.join(BUILD, "exit_at_agent.so")
+OLDER = b"an older trace\0\xff"
 
 
 def ptbpf(*args, timeout=120, **kw):
@@ -238,3 +246,72 @@ def test_another_users_process_names_the_capability():
         target.kill()
     assert os.listdir(out_dir) == []
     os.rmdir(out_dir)
+
+
+def lines(r):
+    return [l for l in r.stderr.splitlines() if l]
+
+
+def agent_mapped(pid):
+    return "libptbpf-agent.so" in open("/proc/%d/maps" % pid).read()
+
+
+@pytest.mark.parametrize("others", [0, 1])
+def test_a_target_that_exits_during_the_attach_leaves_no_file(tmp_path, idle_torch, others):
+    """The target exits inside the attach (as ptbpf's agent starts in it),
+    alone or after another target attached: tracing never started, so the
+    run fails (exit 1, one line why, no "wrote") and leaves no file: an older
+    FILE and --raw FILE stay byte for byte although --force was given, no
+    FILE.partial. The target attached first is left without the agent."""
+    out, raw = tmp_path / "t.pftrace", tmp_path / "t.raw"
+    out.write_bytes(OLDER)
+    raw.write_bytes(OLDER)
+    env = dict(os.environ, LD_PRELOAD=require(EXIT_AT_AGENT))
+    target = Proc([PYTHON, WORKLOAD, "mlp", "--steps", "100", "--loop"], env=env)
+    try:
+        target.wait_line("ready")
+        pids = [idle_torch.p.pid] * others + [target.p.pid]
+        r = ptbpf(*sum([["-p", p] for p in pids], []), "-o", out, "--raw", raw, "--force")
+        assert target.p.wait(timeout=60) == 3
+    finally:
+        target.kill()
+    why = "ptbpf: pid %d exited during its attach: nothing of it was traced" % target.p.pid
+    assert r.returncode == 1, r.stderr
+    assert lines(r)[0].startswith("ptbpf: writing %s.partial" % out), r.stderr
+    assert lines(r)[1:] == [why] if not others else lines(r).count(why) == 1, r.stderr
+    assert not any("wrote" in l or "warning" in l for l in lines(r)), r.stderr
+    assert out.read_bytes() == OLDER and raw.read_bytes() == OLDER
+    assert sorted(os.listdir(tmp_path)) == ["t.pftrace", "t.raw"]
+    assert idle_torch.p.poll() is None and not agent_mapped(idle_torch.p.pid)
+    assert links_after_exit(holders=[]) == []
+
+
+def test_a_refused_second_tracer_leaves_no_file(tmp_path, idle_torch):
+    """A second ptbpf on a traced pid is refused before it makes a file:
+    one line, exit 1, no file; the first ptbpf's trace is whole."""
+    pid = idle_torch.p.pid
+    first = Proc([PTBPF, "-p", str(pid), "-o", str(tmp_path / "first.pftrace")])
+    try:
+        first.wait_line("ptbpf: tracing pid", stream="stderr")
+        second = tmp_path / "second.pftrace"
+        r = ptbpf("-p", pid, "-o", second)
+        assert r.returncode == 1 and "already traced by another ptbpf" in one_line(r)
+        first.p.send_signal(signal.SIGINT)
+        rc, _, err = first.finish(timeout=120)
+    finally:
+        first.kill()
+    assert rc == 0 and "ptbpf: wrote %s" % (tmp_path / "first.pftrace") in err, err
+    assert os.listdir(tmp_path) == ["first.pftrace"]
+
+
+def test_a_pid_that_does_not_exist_leaves_no_file(tmp_path):
+    """No process can have pid_max as its pid."""
+    pid = int(open("/proc/sys/kernel/pid_max").read())
+    out = tmp_path / "t.pftrace"
+    r = ptbpf("-p", pid, "-o", out)
+    assert r.returncode == 1 and one_line(r) == "ptbpf: no process with pid %d" % pid
+    assert os.listdir(tmp_path) == []
+    out.write_bytes(OLDER)
+    r = ptbpf("-p", pid, "-o", out, "--force")
+    assert r.returncode == 1 and one_line(r) == "ptbpf: no process with pid %d" % pid
+    assert out.read_bytes() == OLDER and os.listdir(tmp_path) == ["t.pftrace"]

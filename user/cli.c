@@ -57,7 +57,8 @@ static const char doc[] =
 	"run never destroys an older FILE (its partial output stays as FILE.partial, and\n"
 	"report, export, merge and the Perfetto UI read a partial trace up to its cut);\n"
 	"an existing FILE is replaced only with --force; an output that is one of the\n"
-	"inputs is refused.\n";
+	"inputs is refused. A trace is written only once tracing has started (each -p\n"
+	"process attached): a run that fails before that leaves no file, no .partial.\n";
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Process to trace (repeatable)", 0 },

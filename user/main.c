@@ -110,10 +110,8 @@ static int run_window(const struct options *opt, const char *path, struct metric
 	session_loop(&s);
 	if (exiting && !s.win.stopped_why[0])
 		snprintf(s.win.stopped_why, sizeof(s.win.stopped_why), "stopped by a signal");
-	if (!s.ntargets) { /* no torch process: no file */
-		log_msg("daemon: no PyTorch process in this window; nothing written\n");
-		s.discard_output = true;
-	}
+	if (!s.traced) /* session_finish leaves no file */
+		log_msg("daemon: no PyTorch process traced in this window; nothing written\n");
 	read_pump(&s, 0);
 	budget_publish_metrics(&s);
 	if (s.win.stopped_why[0])
@@ -162,9 +160,14 @@ static int cmd_trace(int argc, char **argv)
 		s.discard_output = true; /* nothing was traced: leave no file */
 		return session_finish(&s, 1);
 	}
-	for (int i = 0; i < s.opt.npids && !exiting; i++)
-		if (targets_add(&s, s.opt.pids[i], false) && !exiting)
+	/* Tracing starts once every target is attached: a run that fails
+	 * before leaves no file (targets_add said why). */
+	for (int i = 0; i < s.opt.npids && !exiting; i++) {
+		if (targets_add(&s, s.opt.pids[i], false) && !exiting) {
+			s.discard_output = true;
 			return session_finish(&s, 1);
+		}
+	}
 	if (s.opt.all) {
 		targets_scan_all(&s);
 		log_msg("--all: tracing %d processes; looking for more %s\n",
@@ -172,11 +175,16 @@ static int cmd_trace(int argc, char **argv)
 			"every second (/proc)");
 	}
 	if (exiting) {
-		log_msg("interrupted during attach; detaching\n");
+		log_msg("interrupted during attach; detaching, nothing written\n");
+		s.discard_output = true;
 		return session_finish(&s, 128 + exiting);
 	}
 	session_loop(&s);
 	rc = 0;
+	if (!s.traced) { /* --all found no process: session_finish leaves no file */
+		log_msg("--all: no PyTorch process was traced; nothing written\n");
+		rc = 1;
+	}
 	return command_status(child, session_finish(&s, rc));
 }
 

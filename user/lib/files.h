@@ -9,7 +9,9 @@
  * -o, merge -o, export --kineto):
  *   - written under a temporary name, FILE.partial, and renamed to FILE once
  *     complete, so a failed run never destroys an older FILE (a killed or
- *     failed run leaves its partial output under FILE.partial);
+ *     failed run leaves its partial output under FILE.partial, or removes
+ *     it when nothing in it is worth keeping: a live capture whose tracing
+ *     never started);
  *   - an existing FILE (or FILE.partial) is not replaced unless --force;
  *   - an output that is one of the run's inputs, or another of its outputs,
  *     is refused, as are symbolic links and anything but a regular file.

@@ -201,8 +201,8 @@ int session_setup_trace(struct session *s)
 		outfile_cannot_write("", s->out.tmp, -pf_writer_error(s->w));
 		return -1;
 	}
-	log_msg("writing %s (renamed to %s when tracing ends)\n", s->out.tmp,
-		s->opt.output);
+	log_msg("writing %s (renamed to %s when tracing ends; removed if it never "
+		"starts)\n", s->out.tmp, s->opt.output);
 	s->route = route_new(s->w, &s->ops, s->opt.entries_only);
 	if (!s->route)
 		return -1;
@@ -221,6 +221,7 @@ int session_finish(struct session *s, int rc)
 {
 	uint64_t st[STAT_MAX] = { 0 }, stopped_at = now_ns();
 	bool failed_before = s->w && pf_writer_error(s->w); /* said already */
+	bool keep = s->traced && !s->discard_output;
 	struct stat fst;
 	off_t size;
 	int err;
@@ -253,20 +254,20 @@ int session_finish(struct session *s, int rc)
 	read_op_rings(s, UINT64_MAX);
 	if (s->skel)
 		session_stats(s, st);
-	if (s->join && s->ntargets) {
+	if (s->join && keep) {
 		/* Frames still open are cut where tracing stopped (or at the
 		 * last record, if later), not after the agents' wind-down. */
 		route_finish(s->route, stopped_at);
 		summary_write_counters(s, st);
 		summary_print(s, st);
 	}
-	if (s->raw && raw_close(s->raw, !s->discard_output))
+	if (s->raw && raw_close(s->raw, keep))
 		rc = 1;
 	err = s->w ? pf_writer_close(s->w) : 0;
 	size = s->out.fd >= 0 && !fstat(s->out.fd, &fst) ? fst.st_size : 0;
 	if (!s->out.tmp[0] || s->out.fd < 0) {
 		/* setup failed before the file was made: nothing to do */
-	} else if (s->discard_output) {
+	} else if (!keep) { /* the caller said why */
 		outfile_discard(&s->out);
 	} else if (err) {
 		outfile_keep_partial(&s->out);

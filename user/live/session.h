@@ -50,6 +50,8 @@ struct session {
 	struct op_table ops;
 	struct target targets[MAX_TARGETS];
 	int ntargets;
+	bool traced;             /* tracing started: a process was attached and was still
+				  * there when its attach ended */
 	int pending_forks[64];   /* children to attach (-f) */
 	int npending;
 	int execs;               /* traced processes that exec'd */
@@ -71,7 +73,7 @@ struct session {
 	const struct decoders *dec; /* route's decoders */
 	struct raw_writer *raw;
 	uint64_t lost_track;
-	bool discard_output;
+	bool discard_output;     /* the run failed before tracing started */
 
 	/* A daemon window (budget.c). */
 	struct {
@@ -107,7 +109,9 @@ int session_setup_trace(struct session *s);
 /* Reads and attaches until stopped, the targets are gone, or time is up. */
 void session_loop(struct session *s);
 /* Switches the agents off, reads everything, detaches, completes the
- * trace (or keeps it as .partial); rc, or 1 if the trace failed. */
+ * trace (or keeps it as .partial); rc, or 1 if the trace failed. Unless
+ * tracing started (traced, and not discard_output), no output is left:
+ * not FILE, not FILE.partial, and nothing printed about them. */
 int session_finish(struct session *s, int rc);
 /* The BPF programs' counters (sent, lost per cause), summed over CPUs. */
 void session_stats(struct session *s, uint64_t out[STAT_MAX]);

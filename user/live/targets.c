@@ -34,6 +34,14 @@
 #include "ptbpf_agent.h"
 #include "ptbpf.skel.h"
 
+/* Whether t's process has exited (a zombie has). */
+static bool exited(const struct target *t)
+{
+	struct pollfd p = { .fd = t->pidfd, .events = POLLIN };
+
+	return t->pidfd >= 0 && poll(&p, 1, 0) > 0;
+}
+
 static void print_attach(const struct target *t, const struct attach_report *r, bool agent_ops)
 {
 	if (agent_ops) {
@@ -83,7 +91,7 @@ static bool load_agent(struct session *s, const struct target *t, bool for_ops)
 	}
 	rc = inject_dlopen(t->pid, agent, &handle, err, sizeof(err));
 	if (rc != -EIO && rc != -ETIMEDOUT) {
-		if (rc)
+		if (rc && rc != -ESRCH && !exited(t)) /* else the attach fails, and says so */
 			log_warn("pid %d: cannot load the agent: %s; %s\n", t->pid, err, instead);
 		else
 			agent_probes_injected(s->agents, t);
@@ -98,6 +106,8 @@ static bool load_agent(struct session *s, const struct target *t, bool for_ops)
 		log_debug("pid %d: the agent loaded (%s; its control block says so)\n", t->pid, err);
 		return true;
 	}
+	if (exited(t))
+		return false; /* the attach fails, and says so */
 	if (rc == -ENOENT && call == -EIO)
 		log_warn("pid %d: cannot load the agent: its dlopen failed and its message was lost "
 			 "(%s); %s\n", t->pid, err, instead);
@@ -123,8 +133,9 @@ bool targets_wait_for_agent(struct session *s, int pid)
 	read_pump(s, 0);
 	if (!r)
 		return true;
-	log_warn("pid %d: its agent did not answer within 3 s%s; it is "
-		"switched off again\n", pid, r == -EAGAIN ? " (is the process stopped?)" : "");
+	if (target_alive(pid) == 1) /* else the process has exited: nothing to say */
+		log_warn("pid %d: its agent did not answer within 3 s%s; it is switched off "
+			 "again\n", pid, r == -EAGAIN ? " (is the process stopped?)" : "");
 	agent_probes_off(s->agents, pid);
 	return false;
 }
@@ -228,6 +239,15 @@ static void watch_python(struct session *s, const struct target *t)
 	agent_words(s, !ret);
 }
 
+/* A process that exited during its attach was never traced: -ESRCH, and
+ * one line that says so (unless quiet). */
+static int exited_during_attach(int pid, bool quiet)
+{
+	if (!quiet)
+		log_msg("pid %d exited during its attach: nothing of it was traced\n", pid);
+	return -ESRCH;
+}
+
 /* Opens and attaches one more process; 0, or -errno with a message printed. */
 int targets_add(struct session *s, int pid, bool quiet_if_gone)
 {
@@ -262,7 +282,11 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 		t_ops = now_ns();
 	}
 	if (ret) {
+		bool gone = ret == -ESRCH || (ret != -EINTR && exited(t));
+
 		target_close(t);
+		if (gone) /* what failed failed for that */
+			return exited_during_attach(pid, quiet_if_gone);
 		if (ret != -EINTR && !(quiet_if_gone && ret == -ESRCH))
 			log_msg("%s\n", err);
 		return ret;
@@ -289,6 +313,10 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 		  "probes in %.0f ms, the GPU agent in %.0f ms\n", pid, (t_open - t0) / 1e6,
 		  agent_ops ? "agent" : "uprobes", (t_ops - t_open) / 1e6, (t_gpu - t_ops) / 1e6,
 		  (now_ns() - t_gpu) / 1e6);
+	/* Tracing a process starts when its attach ends with it still there. */
+	if (exited(t))
+		return exited_during_attach(pid, quiet_if_gone);
+	s->traced = true;
 	print_attach(t, &rep, agent_ops); /* last: tests wait for this line */
 	return 0;
 }
@@ -438,11 +466,10 @@ int targets_reap(struct session *s)
 
 	for (int i = 0; i < s->ntargets; i++) {
 		struct target *t = &s->targets[i];
-		struct pollfd p = { .fd = t->pidfd, .events = POLLIN };
 
 		if (t->pidfd < 0)
 			continue;
-		if (poll(&p, 1, 0) > 0) {
+		if (exited(t)) {
 			/* Its frames close at its EV_PROC_EXIT, the last record it
 			 * sends (or at the end, should that be lost): records of
 			 * its threads may still be on their way into the ring. */
