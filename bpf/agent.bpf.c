@@ -120,46 +120,76 @@ int agent_status(struct pt_regs *ctx)
  * The agent's op rings (user/agent/ops.c) live in the target's memory, and
  * ptbpf reads them every 20 ms; what they hold when the process exits
  * would go with its memory. A uprobe on libc's _exit (reached by exit()
- * and os._exit alike) copies every ring's unread bytes into the ring
- * buffer first, from the exiting thread, whose memory is still there;
- * uprobes on the exec functions do the same before an exec replaces it.
+ * and os._exit alike) copies every ring's counters into the process's
+ * ops_rings entry and its unread bytes into the ring buffer first, from the
+ * exiting thread, whose memory is still there; uprobes on the exec
+ * functions do the same before an exec replaces it. With the counters,
+ * what a stopped ptbpf could not read, or a full ring buffer could not
+ * take, is still counted.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 256);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct ptbpf_ops_loc);
 } ops_rings SEC(".maps");
 
 struct rescue {
-	struct ptbpf_ops_loc loc;
-	__u64 pos, head, cap, written;
-	__u32 slot, tid;
+	__u64 pos, head, cap, slots, slot_bytes;
+	__u32 tgid, nslots, slot, tid;
 };
 
 #define SLOT_HDR 128
+#define SLOT_TAIL 64 /* struct ptbpf_ops_slot's tail */
+#define DESC_NO_SLOT 32 /* struct ptbpf_ops_desc's no_slot, no_slot_begins */
+
+static __always_inline __u64 ring_addr(const struct rescue *r, __u32 slot)
+{
+	return r->slots + (__u64)slot * r->slot_bytes;
+}
+
+/* Ring i's counters into the map (zeros if unreadable). */
+static long save_counters(__u64 i, struct rescue *r)
+{
+	struct ptbpf_ops_loc *loc = bpf_map_lookup_elem(&ops_rings, &r->tgid);
+
+	if (!loc || i >= r->nslots || i >= PTBPF_OPS_RINGS)
+		return 1;
+	bpf_probe_read_user(loc->hdr[i], PTBPF_OPS_HDR_OUT, (void *)ring_addr(r, i));
+	return 0;
+}
+
+/* Ring r->slot's unread span, [tail, head of the saved counters); 0 if
+ * there is none to copy. */
+static int next_ring(struct rescue *r)
+{
+	struct ptbpf_ops_loc *loc = bpf_map_lookup_elem(&ops_rings, &r->tgid);
+	__u32 i = r->slot;
+	__u64 tail;
+
+	if (!loc || i >= PTBPF_OPS_RINGS ||
+	    bpf_probe_read_user(&tail, sizeof(tail), (void *)(ring_addr(r, i) + SLOT_TAIL)))
+		return 0;
+	r->head = *(__u64 *)loc->hdr[i];
+	r->tid = *(__u32 *)(loc->hdr[i] + 8);
+	r->pos = r->head < tail || r->head - tail > r->cap ? r->head : tail;
+	return 1;
+}
 
 /* One step: move to the next ring when this one is done, else copy one
  * chunk. Returns 1 to stop. */
 static long rescue_step(__u64 i, struct rescue *r)
 {
 	struct ptbpf_ops_chunk *c;
-	__u64 hdr[2], tail, off, len, base;
+	__u64 off, len, base;
 
 	if (r->pos >= r->head) {
-		if (r->slot >= r->loc.nslots || r->slot >= 1024)
+		if (r->slot >= r->nslots || r->slot >= PTBPF_OPS_RINGS)
 			return 1;
-		base = r->loc.slots + (__u64)r->slot * r->loc.slot_bytes;
+		if (!next_ring(r))
+			r->pos = r->head = 0;
 		r->slot++;
-		if (bpf_probe_read_user(hdr, sizeof(hdr), (void *)base) ||
-		    bpf_probe_read_user(&tail, sizeof(tail), (void *)(base + 64)) ||
-		    bpf_probe_read_user(&r->written, sizeof(r->written), (void *)(base + 40)))
-			return 0;
-		r->head = hdr[0];
-		r->tid = (__u32)hdr[1];
-		r->pos = tail;
-		if (r->head < tail || r->head - tail > r->cap)
-			r->pos = r->head;
 		return 0;
 	}
 	off = r->pos % r->cap;
@@ -175,8 +205,7 @@ static long rescue_step(__u64 i, struct rescue *r)
 	c->ev.tid = r->tid;
 	c->ev.arg[0] = r->pos;
 	c->ev.arg[1] = len;
-	c->ev.arg[2] = r->written;
-	base = r->loc.slots + (__u64)(r->slot - 1) * r->loc.slot_bytes + SLOT_HDR;
+	base = ring_addr(r, r->slot - 1) + SLOT_HDR;
 	if (bpf_probe_read_user(c->data, len & (PTBPF_OPS_CHUNK - 1) ? len & (PTBPF_OPS_CHUNK - 1) :
 				PTBPF_OPS_CHUNK, (void *)(base + off)))
 		c->ev.arg[1] = 0;
@@ -190,12 +219,19 @@ int ops_exit(struct pt_regs *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct ptbpf_ops_loc *loc = bpf_map_lookup_elem(&ops_rings, &tgid);
-	struct rescue r = {};
+	struct rescue r = { .tgid = tgid };
+	struct ptbpf_ops_chunk *done;
 
 	if (!loc || loc->slot_bytes <= SLOT_HDR)
 		return 0;
-	r.loc = *loc;
+	r.slots = loc->slots;
+	r.slot_bytes = loc->slot_bytes;
+	r.nslots = loc->nslots;
 	r.cap = loc->slot_bytes - SLOT_HDR;
+	/* The counters first: they are what a full ring buffer cannot take. */
+	bpf_probe_read_user(loc->no_slot, sizeof(loc->no_slot), (void *)(loc->desc + DESC_NO_SLOT));
+	bpf_loop(PTBPF_OPS_RINGS, save_counters, &r, 0);
+	loc->final_ts = bpf_ktime_get_ns();
 	/* 64 rings of up to 4 MiB: 64 steps to visit, 1024 chunks each. */
 	bpf_loop(64 * 1025, rescue_step, &r, 0);
 	/* At an exec function (cookie 0) the process may go on (the exec can
@@ -203,14 +239,10 @@ int ops_exit(struct pt_regs *ctx)
 	 * OPS_CHUNK_DONE, no bytes): everything was copied. */
 	if (!bpf_get_attach_cookie(ctx))
 		return 0;
-	bpf_map_delete_elem(&ops_rings, &tgid);
-	{
-		struct ptbpf_ops_chunk *c = reserve_sized(sizeof(*c), STAT_DROP_OPS_EXIT);
-
-		if (c) {
-			fill(&c->ev, EV_OPS_CHUNK, SRC_AGENT, OPS_CHUNK_DONE, 0);
-			bpf_ringbuf_submit(c, BPF_RB_FORCE_WAKEUP);
-		}
+	done = reserve_sized(sizeof(*done), STAT_DROP_OPS_EXIT);
+	if (done) {
+		fill(&done->ev, EV_OPS_CHUNK, SRC_AGENT, OPS_CHUNK_DONE, 0);
+		bpf_ringbuf_submit(done, BPF_RB_FORCE_WAKEUP);
 	}
 	return 0;
 }

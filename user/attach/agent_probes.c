@@ -275,6 +275,14 @@ int agent_probes_ops_exit(struct agent_probes *d, const struct target *t,
 	return err;
 }
 
+int agent_probes_ops_final(const struct agent_probes *d, int pid, struct ptbpf_ops_loc *out)
+{
+	if (!d || bpf_map__lookup_elem(d->skel->maps.ops_rings, &pid, sizeof(pid), out,
+				       sizeof(*out), 0))
+		return -ENOENT;
+	return out->final_ts ? 0 : -ENOENT;
+}
+
 void agent_probes_switch_off(struct agent_probes *d)
 {
 	for (int i = 0; d && i < d->n; i++) {

@@ -87,6 +87,9 @@ uint64_t read_op_rings(struct session *s, uint64_t upto)
 	if (!s->reorder)
 		return 0;
 	before = ops_rings_counts(s->opsr)->records;
+	/* The BPF ring was just read: the exit copies of processes the last
+	 * drain found gone are in. */
+	ops_rings_settle(s->opsr, read_op_record, s);
 	ops_rings_drain(s->opsr, read_op_record, s);
 	reorder_release(s->reorder, upto, deliver, s);
 	return ops_rings_counts(s->opsr)->records - before;

@@ -530,14 +530,17 @@ static void thread_exit(struct join *j, struct thread *t, uint64_t ts)
 static void ops_gap(struct join *j, struct thread *t, const struct ptbpf_event *e)
 {
 	struct process *p = find_process(j, (int)e->pid);
+	struct pf_arg args[2] = {
+		{ .name = "lost_records", .type = PF_ARG_UINT, .u = e->arg[0] },
+		{ .name = "lost_ops", .type = PF_ARG_UINT, .u = e->arg[1] },
+	};
 
 	close_thread(j, t, e->ts, CLOSE_LOST);
 	if (p)
 		p->last_step_end = 0;
 	pf_instant(j->w, &(struct pf_event){ .track = t->track, .ts = e->ts,
 		   .name = "op records lost here (ptbpf fell behind)", .category = "ptbpf",
-		   .args = &(struct pf_arg){ .name = "lost_records", .type = PF_ARG_UINT,
-					     .u = e->arg[0] }, .nargs = 1 });
+		   .args = args, .nargs = 2 });
 }
 
 /* A record_function region (uprobes: its name read at its begin). */
