@@ -484,6 +484,12 @@ static void drain_proc(struct ops_rings *r, struct proc_rings *p, emit_fn emit, 
 		bool retired = s->state == OPS_SLOT_RETIRED;
 		uint64_t tail;
 
+		/* Its head as read with the header may predate its thread's
+		 * last records: read again now that the thread is gone. */
+		if (retired && (vm_read(p->pid, slot_addr(p, i), s, sizeof(*s)) || !same_image(p))) {
+			image_gone(r, p);
+			return;
+		}
 		seen_counts(r, &p->ring[i], s);
 		tail = drain_ring(r, p, i, s->tid, s->head, emit, ctx);
 		if (tail == UINT64_MAX) {
