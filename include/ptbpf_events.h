@@ -80,6 +80,9 @@ enum ptbpf_kind {
 				   * full agent ring, or with its process
 				   * before ptbpf read them): its open frames
 				   * may have lost their ends */
+	EV_OPS_NO_RING,           /* threads of pid found no free agent ring: they
+				   * lost arg0 op records, arg1 BEGINs (ops)
+				   * among them, since the last such event */
 	EV_KIND_MAX, /* (new kinds go last: --raw captures keep the numbers) */
 };
 

@@ -664,6 +664,20 @@ void join_process_exec(struct join *j, int pid, uint64_t ts)
 	}
 }
 
+void join_ops_no_ring(struct join *j, int pid, uint64_t ts, uint64_t records, uint64_t ops)
+{
+	struct process *p = get_process(j, pid);
+	struct pf_arg args[2] = {
+		{ .name = "lost_records", .type = PF_ARG_UINT, .u = records },
+		{ .name = "lost_ops", .type = PF_ARG_UINT, .u = ops },
+	};
+
+	if (p)
+		pf_instant(j->w, &(struct pf_event){ .track = p->track, .ts = ts,
+			   .name = "op records lost (threads found no free ring)",
+			   .category = "ptbpf", .args = args, .nargs = 2 });
+}
+
 void join_finish(struct join *j, uint64_t ts)
 {
 	struct thread *t;

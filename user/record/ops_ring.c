@@ -240,17 +240,23 @@ static void seen_counts(struct ops_rings *r, struct ring_seen *g, const struct p
 	g->tid = s->tid;
 }
 
+/* The descriptor's counts of records (and BEGINs) of threads that found
+ * no free ring, as of ts: what is new is counted and marked. */
 static void seen_no_slot(struct ops_rings *r, struct proc_rings *p, uint64_t no_slot,
-			 uint64_t begins)
+			 uint64_t begins, uint64_t ts, emit_fn emit, void *ctx)
 {
-	if (no_slot > p->no_slot) {
-		r->counts.no_slot += no_slot - p->no_slot;
-		p->no_slot = no_slot;
-	}
-	if (begins > p->no_slot_begins) {
-		r->counts.begins_no_slot += begins - p->no_slot_begins;
-		p->no_slot_begins = begins;
-	}
+	struct ptbpf_event e = { .ts = ts, .pid = (uint32_t)p->pid, .tid = (uint32_t)p->pid,
+				 .kind = EV_OPS_NO_RING, .source = SRC_AGENT };
+
+	if (no_slot <= p->no_slot && begins <= p->no_slot_begins)
+		return;
+	e.arg[0] = no_slot > p->no_slot ? no_slot - p->no_slot : 0;
+	e.arg[1] = begins > p->no_slot_begins ? begins - p->no_slot_begins : 0;
+	r->counts.no_slot += e.arg[0];
+	r->counts.begins_no_slot += e.arg[1];
+	p->no_slot += e.arg[0];
+	p->no_slot_begins += e.arg[1];
+	emit(ctx, &e, sizeof(e));
 }
 
 static void emit_gap(const struct proc_rings *p, uint32_t tid, uint64_t ts, uint64_t records,
@@ -387,7 +393,7 @@ static void settle(struct ops_rings *r, struct proc_rings *p, emit_fn emit, void
 	const struct ptbpf_ops_loc *f = p->final;
 
 	if (f)
-		seen_no_slot(r, p, f->no_slot[0], f->no_slot[1]);
+		seen_no_slot(r, p, f->no_slot[0], f->no_slot[1], f->final_ts, emit, ctx);
 	else
 		r->counts.lost_at_exit++;
 	for (uint32_t i = 0; i < p->desc.nslots; i++) {
@@ -476,7 +482,7 @@ static void drain_proc(struct ops_rings *r, struct proc_rings *p, emit_fn emit, 
 		image_gone(r, p);
 		return;
 	}
-	seen_no_slot(r, p, desc.no_slot, desc.no_slot_begins);
+	seen_no_slot(r, p, desc.no_slot, desc.no_slot_begins, now_mono_ns(), emit, ctx);
 	if (!desc.layout_ok)
 		r->counts.layout_ok = 0;
 	for (uint32_t i = 0; i < p->desc.nslots; i++) {
