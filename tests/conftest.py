@@ -179,8 +179,10 @@ def op_ring_totals(err):
 
 
 def ops_lost_marked(trace):
-    """(records, ops) the trace's "op records lost here" instants say."""
-    gaps = [s for s in trace.instants if s.name == "op records lost here (ptbpf fell behind)"]
+    """(records, ops) the trace's loss markers say: "op records lost here"
+    on threads' tracks, "... (threads found no free ring)" on processes'."""
+    gaps = [s for s in trace.instants if s.name in (
+        "op records lost here (ptbpf fell behind)", "op records lost (threads found no free ring)")]
     return sum(s.args["lost_records"] for s in gaps), sum(s.args["lost_ops"] for s in gaps)
 
 
