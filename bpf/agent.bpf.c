@@ -143,21 +143,46 @@ struct rescue {
 #define SLOT_HDR 128
 #define SLOT_TAIL 64 /* struct ptbpf_ops_slot's tail */
 #define DESC_NO_SLOT 32 /* struct ptbpf_ops_desc's no_slot, no_slot_begins */
+#define HDR_DROPPED 2   /* struct ptbpf_ops_slot's dropped and written, in u64s */
+#define HDR_WRITTEN 5
 
 static __always_inline __u64 ring_addr(const struct rescue *r, __u32 slot)
 {
 	return r->slots + (__u64)slot * r->slot_bytes;
 }
 
-/* Ring i's counters into the map (zeros if unreadable). */
+/* Ring i's counters into the map, unless a save that read them later (a
+ * thread dying beside this one) is there already: they only grow, and
+ * each record the thread makes grows written or dropped. */
 static long save_counters(__u64 i, struct rescue *r)
 {
 	struct ptbpf_ops_loc *loc = bpf_map_lookup_elem(&ops_rings, &r->tgid);
+	__u64 hdr[PTBPF_OPS_HDR_OUT / 8];
 
 	if (!loc || i >= r->nslots || i >= PTBPF_OPS_RINGS)
 		return 1;
-	bpf_probe_read_user(loc->hdr[i], PTBPF_OPS_HDR_OUT, (void *)ring_addr(r, i));
+	if (!bpf_probe_read_user(hdr, sizeof(hdr), (void *)ring_addr(r, i)) &&
+	    hdr[HDR_WRITTEN] + hdr[HDR_DROPPED] >=
+	    ((__u64 *)loc->hdr[i])[HDR_WRITTEN] + ((__u64 *)loc->hdr[i])[HDR_DROPPED])
+		__builtin_memcpy(loc->hdr[i], hdr, sizeof(hdr));
 	return 0;
+}
+
+/* The rings' and the descriptor's counters into loc (see ptbpf_ops_loc):
+ * what a full ring buffer cannot refuse. Fills r for the copy. */
+static void save_all(struct ptbpf_ops_loc *loc, struct rescue *r)
+{
+	__u64 no_slot[2];
+
+	r->slots = loc->slots;
+	r->slot_bytes = loc->slot_bytes;
+	r->nslots = loc->nslots;
+	r->cap = loc->slot_bytes - SLOT_HDR;
+	if (!bpf_probe_read_user(no_slot, sizeof(no_slot), (void *)(loc->desc + DESC_NO_SLOT)) &&
+	    no_slot[0] >= loc->no_slot[0])
+		__builtin_memcpy(loc->no_slot, no_slot, sizeof(no_slot));
+	bpf_loop(PTBPF_OPS_RINGS, save_counters, r, 0);
+	loc->final_ts = bpf_ktime_get_ns();
 }
 
 /* Ring r->slot's unread span, [tail, head of the saved counters); 0 if
@@ -224,14 +249,7 @@ int ops_exit(struct pt_regs *ctx)
 
 	if (!loc || loc->slot_bytes <= SLOT_HDR)
 		return 0;
-	r.slots = loc->slots;
-	r.slot_bytes = loc->slot_bytes;
-	r.nslots = loc->nslots;
-	r.cap = loc->slot_bytes - SLOT_HDR;
-	/* The counters first: they are what a full ring buffer cannot take. */
-	bpf_probe_read_user(loc->no_slot, sizeof(loc->no_slot), (void *)(loc->desc + DESC_NO_SLOT));
-	bpf_loop(PTBPF_OPS_RINGS, save_counters, &r, 0);
-	loc->final_ts = bpf_ktime_get_ns();
+	save_all(loc, &r);
 	/* 64 rings of up to 4 MiB: 64 steps to visit, 1024 chunks each. */
 	bpf_loop(64 * 1025, rescue_step, &r, 0);
 	/* At an exec function (cookie 0) the process may go on (the exec can
@@ -244,6 +262,34 @@ int ops_exit(struct pt_regs *ctx)
 		fill(&done->ev, EV_OPS_CHUNK, SRC_AGENT, OPS_CHUNK_DONE, 0);
 		bpf_ringbuf_submit(done, BPF_RB_FORCE_WAKEUP);
 	}
+	return 0;
+}
+
+/* Signals whose default action dumps core (sig_kernel_coredump): QUIT, ILL,
+ * TRAP, ABRT, BUS, FPE, SEGV, XCPU, XFSZ, SYS. */
+#define COREDUMP_SIGNALS (0xf8 | 1u << 8 | 1u << 11 | 1u << 24 | 1u << 25 | 1u << 31)
+#define SIGNAL_GROUP_EXIT 0x4 /* signal_struct.flags: the process is dying */
+
+/*
+ * A process killed by a signal runs no _exit: each of its threads passes
+ * here (signal_deliver, the thread's memory still there) on its way out,
+ * and saves the rings' counters. Its rings' unread bytes go with it, but
+ * are counted.
+ */
+SEC("tp_btf/signal_deliver")
+int BPF_PROG(ops_signal, int sig, struct kernel_siginfo *info, struct k_sigaction *ka)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct ptbpf_ops_loc *loc = bpf_map_lookup_elem(&ops_rings, &tgid);
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct rescue r = { .tgid = tgid };
+
+	if (!loc || loc->slot_bytes <= SLOT_HDR)
+		return 0;
+	if (!(task->signal->flags & SIGNAL_GROUP_EXIT) &&
+	    (ka->sa.sa_handler || sig < 0 || sig > 31 || !(COREDUMP_SIGNALS >> sig & 1)))
+		return 0;
+	save_all(loc, &r);
 	return 0;
 }
 

@@ -41,6 +41,7 @@ struct agent_probes {
 	int injected[MAX_AGENTS]; /* pids whose agent this ptbpf loaded */
 	int ninjected;
 	char ops_words[64]; /* what the op recorder adds (OPS_WORD_*) */
+	bool signal_probe;  /* ops_signal attached (once, for every process) */
 };
 
 struct agent_probes *agent_probes_new(struct ptbpf_bpf *ops)
@@ -272,6 +273,17 @@ int agent_probes_ops_exit(struct agent_probes *d, const struct target *t,
 	if (!err)
 		err = bpf_map__update_elem(d->skel->maps.ops_rings, &t->pid, sizeof(t->pid), loc,
 					   sizeof(*loc), BPF_ANY);
+	/* A process killed by a signal runs no _exit: a tracepoint on the
+	 * way out saves its rings' counters (pid 0: every process's). */
+	if (!err && !d->signal_probe) {
+		int e = link_set_keep(&d->links, 0, bpf_program__attach(d->skel->progs.ops_signal));
+
+		d->signal_probe = !e;
+		if (e)
+			log_warn("no signal_deliver tracepoint (%s): ops a process killed by a "
+				 "signal wrote after ptbpf's last read are not counted\n",
+				 strerror(-e));
+	}
 	return err;
 }
 

@@ -32,7 +32,8 @@ int agent_probes_acked(const struct agent_probes *d, int pid);
 void agent_probes_ops_words(struct agent_probes *d, const char *words);
 /* Copies what t's op rings (at loc) hold into the ring buffer
  * (EV_OPS_CHUNK) when t calls _exit (then a last marker) or an exec
- * function. 0 or -errno. */
+ * function, after their counters into the ops_rings map; a process killed
+ * by a signal saves the counters only. 0 or -errno. */
 int agent_probes_ops_exit(struct agent_probes *d, const struct target *t,
 			   const struct ptbpf_ops_loc *loc);
 /* The op rings' counters pid's _exit or exec probe saved (out->final_ts

@@ -370,19 +370,27 @@ static uint64_t now_mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* The image is gone (exit or exec): its exit probe's counters, if it
- * saved them (it ran before the memory went); settled later. */
-static void image_gone(struct ops_rings *r, struct proc_rings *p)
+/* The counters p's exit or signal probes saved, as they are now (they
+ * only grow), if any: kept for when they can no longer be asked for. */
+static void fetch_final(struct ops_rings *r, struct proc_rings *p)
 {
 	struct ptbpf_ops_loc *f = malloc(sizeof(*f));
 
-	p->state = PROC_ENDED;
-	p->ended_ts = now_mono_ns();
 	if (f && r->final && !r->final(r->final_ctx, p->pid, f)) {
+		free(p->final);
 		p->final = f;
 		return;
 	}
 	free(f);
+}
+
+/* The image is gone (exit, exec, a signal): settled once its exit copy,
+ * in the BPF ring, was read. */
+static void image_gone(struct ops_rings *r, struct proc_rings *p)
+{
+	p->state = PROC_ENDED;
+	p->ended_ts = now_mono_ns();
+	fetch_final(r, p);
 }
 
 /* Counts a gone process's rings to their end: the exit probe's counters,
@@ -390,8 +398,10 @@ static void image_gone(struct ops_rings *r, struct proc_rings *p)
  * record read was), and the drops no marker said. */
 static void settle(struct ops_rings *r, struct proc_rings *p, emit_fn emit, void *ctx)
 {
-	const struct ptbpf_ops_loc *f = p->final;
+	const struct ptbpf_ops_loc *f;
 
+	fetch_final(r, p); /* a thread that died after the first may have saved more */
+	f = p->final;
 	if (f)
 		seen_no_slot(r, p, f->no_slot[0], f->no_slot[1], f->final_ts, emit, ctx);
 	else
