@@ -120,46 +120,101 @@ int agent_status(struct pt_regs *ctx)
  * The agent's op rings (user/agent/ops.c) live in the target's memory, and
  * ptbpf reads them every 20 ms; what they hold when the process exits
  * would go with its memory. A uprobe on libc's _exit (reached by exit()
- * and os._exit alike) copies every ring's unread bytes into the ring
- * buffer first, from the exiting thread, whose memory is still there;
- * uprobes on the exec functions do the same before an exec replaces it.
+ * and os._exit alike) copies every ring's counters into the process's
+ * ops_rings entry and its unread bytes into the ring buffer first, from the
+ * exiting thread, whose memory is still there; uprobes on the exec
+ * functions do the same before an exec replaces it. With the counters,
+ * what a stopped ptbpf could not read, or a full ring buffer could not
+ * take, is still counted.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 256);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct ptbpf_ops_loc);
 } ops_rings SEC(".maps");
 
 struct rescue {
-	struct ptbpf_ops_loc loc;
-	__u64 pos, head, cap, written;
-	__u32 slot, tid;
+	__u64 pos, head, cap, slots, slot_bytes;
+	__u32 tgid, nslots, slot, tid;
 };
 
 #define SLOT_HDR 128
+#define SLOT_TAIL 64 /* struct ptbpf_ops_slot's tail */
+#define DESC_NO_SLOT 32 /* struct ptbpf_ops_desc's no_slot, no_slot_begins */
+#define HDR_DROPPED 2   /* struct ptbpf_ops_slot's dropped and written, in u64s */
+#define HDR_WRITTEN 5
+
+static __always_inline __u64 ring_addr(const struct rescue *r, __u32 slot)
+{
+	return r->slots + (__u64)slot * r->slot_bytes;
+}
+
+/* Ring i's counters into the map, unless a save that read them later (a
+ * thread dying beside this one) is there already: they only grow, and
+ * each record the thread makes grows written or dropped. */
+static long save_counters(__u64 i, struct rescue *r)
+{
+	struct ptbpf_ops_loc *loc = bpf_map_lookup_elem(&ops_rings, &r->tgid);
+	__u64 hdr[PTBPF_OPS_HDR_OUT / 8];
+
+	if (!loc || i >= r->nslots || i >= PTBPF_OPS_RINGS)
+		return 1;
+	if (!bpf_probe_read_user(hdr, sizeof(hdr), (void *)ring_addr(r, i)) &&
+	    hdr[HDR_WRITTEN] + hdr[HDR_DROPPED] >=
+	    ((__u64 *)loc->hdr[i])[HDR_WRITTEN] + ((__u64 *)loc->hdr[i])[HDR_DROPPED])
+		__builtin_memcpy(loc->hdr[i], hdr, sizeof(hdr));
+	return 0;
+}
+
+/* The rings' and the descriptor's counters into loc (see ptbpf_ops_loc):
+ * what a full ring buffer cannot refuse. Fills r for the copy. */
+static void save_all(struct ptbpf_ops_loc *loc, struct rescue *r)
+{
+	__u64 no_slot[2];
+
+	r->slots = loc->slots;
+	r->slot_bytes = loc->slot_bytes;
+	r->nslots = loc->nslots;
+	r->cap = loc->slot_bytes - SLOT_HDR;
+	if (!bpf_probe_read_user(no_slot, sizeof(no_slot), (void *)(loc->desc + DESC_NO_SLOT)) &&
+	    no_slot[0] >= loc->no_slot[0])
+		__builtin_memcpy(loc->no_slot, no_slot, sizeof(no_slot));
+	bpf_loop(PTBPF_OPS_RINGS, save_counters, r, 0);
+	loc->final_ts = bpf_ktime_get_ns();
+}
+
+/* Ring r->slot's unread span, [tail, head of the saved counters); 0 if
+ * there is none to copy. */
+static int next_ring(struct rescue *r)
+{
+	struct ptbpf_ops_loc *loc = bpf_map_lookup_elem(&ops_rings, &r->tgid);
+	__u32 i = r->slot;
+	__u64 tail;
+
+	if (!loc || i >= PTBPF_OPS_RINGS ||
+	    bpf_probe_read_user(&tail, sizeof(tail), (void *)(ring_addr(r, i) + SLOT_TAIL)))
+		return 0;
+	r->head = *(__u64 *)loc->hdr[i];
+	r->tid = *(__u32 *)(loc->hdr[i] + 8);
+	r->pos = r->head < tail || r->head - tail > r->cap ? r->head : tail;
+	return 1;
+}
 
 /* One step: move to the next ring when this one is done, else copy one
  * chunk. Returns 1 to stop. */
 static long rescue_step(__u64 i, struct rescue *r)
 {
 	struct ptbpf_ops_chunk *c;
-	__u64 hdr[2], tail, off, len, base;
+	__u64 off, len, base;
 
 	if (r->pos >= r->head) {
-		if (r->slot >= r->loc.nslots || r->slot >= 1024)
+		if (r->slot >= r->nslots || r->slot >= PTBPF_OPS_RINGS)
 			return 1;
-		base = r->loc.slots + (__u64)r->slot * r->loc.slot_bytes;
+		if (!next_ring(r))
+			r->pos = r->head = 0;
 		r->slot++;
-		if (bpf_probe_read_user(hdr, sizeof(hdr), (void *)base) ||
-		    bpf_probe_read_user(&tail, sizeof(tail), (void *)(base + 64)) ||
-		    bpf_probe_read_user(&r->written, sizeof(r->written), (void *)(base + 40)))
-			return 0;
-		r->head = hdr[0];
-		r->tid = (__u32)hdr[1];
-		r->pos = tail;
-		if (r->head < tail || r->head - tail > r->cap)
-			r->pos = r->head;
 		return 0;
 	}
 	off = r->pos % r->cap;
@@ -175,8 +230,7 @@ static long rescue_step(__u64 i, struct rescue *r)
 	c->ev.tid = r->tid;
 	c->ev.arg[0] = r->pos;
 	c->ev.arg[1] = len;
-	c->ev.arg[2] = r->written;
-	base = r->loc.slots + (__u64)(r->slot - 1) * r->loc.slot_bytes + SLOT_HDR;
+	base = ring_addr(r, r->slot - 1) + SLOT_HDR;
 	if (bpf_probe_read_user(c->data, len & (PTBPF_OPS_CHUNK - 1) ? len & (PTBPF_OPS_CHUNK - 1) :
 				PTBPF_OPS_CHUNK, (void *)(base + off)))
 		c->ev.arg[1] = 0;
@@ -190,12 +244,12 @@ int ops_exit(struct pt_regs *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct ptbpf_ops_loc *loc = bpf_map_lookup_elem(&ops_rings, &tgid);
-	struct rescue r = {};
+	struct rescue r = { .tgid = tgid };
+	struct ptbpf_ops_chunk *done;
 
 	if (!loc || loc->slot_bytes <= SLOT_HDR)
 		return 0;
-	r.loc = *loc;
-	r.cap = loc->slot_bytes - SLOT_HDR;
+	save_all(loc, &r);
 	/* 64 rings of up to 4 MiB: 64 steps to visit, 1024 chunks each. */
 	bpf_loop(64 * 1025, rescue_step, &r, 0);
 	/* At an exec function (cookie 0) the process may go on (the exec can
@@ -203,15 +257,39 @@ int ops_exit(struct pt_regs *ctx)
 	 * OPS_CHUNK_DONE, no bytes): everything was copied. */
 	if (!bpf_get_attach_cookie(ctx))
 		return 0;
-	bpf_map_delete_elem(&ops_rings, &tgid);
-	{
-		struct ptbpf_ops_chunk *c = reserve_sized(sizeof(*c), STAT_DROP_OPS_EXIT);
-
-		if (c) {
-			fill(&c->ev, EV_OPS_CHUNK, SRC_AGENT, OPS_CHUNK_DONE, 0);
-			bpf_ringbuf_submit(c, BPF_RB_FORCE_WAKEUP);
-		}
+	done = reserve_sized(sizeof(*done), STAT_DROP_OPS_EXIT);
+	if (done) {
+		fill(&done->ev, EV_OPS_CHUNK, SRC_AGENT, OPS_CHUNK_DONE, 0);
+		bpf_ringbuf_submit(done, BPF_RB_FORCE_WAKEUP);
 	}
+	return 0;
+}
+
+/* Signals whose default action dumps core (sig_kernel_coredump): QUIT, ILL,
+ * TRAP, ABRT, BUS, FPE, SEGV, XCPU, XFSZ, SYS. */
+#define COREDUMP_SIGNALS (0xf8 | 1u << 8 | 1u << 11 | 1u << 24 | 1u << 25 | 1u << 31)
+#define SIGNAL_GROUP_EXIT 0x4 /* signal_struct.flags: the process is dying */
+
+/*
+ * A process killed by a signal runs no _exit: each of its threads passes
+ * here (signal_deliver, the thread's memory still there) on its way out,
+ * and saves the rings' counters. Its rings' unread bytes go with it, but
+ * are counted.
+ */
+SEC("tp_btf/signal_deliver")
+int BPF_PROG(ops_signal, int sig, struct kernel_siginfo *info, struct k_sigaction *ka)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct ptbpf_ops_loc *loc = bpf_map_lookup_elem(&ops_rings, &tgid);
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct rescue r = { .tgid = tgid };
+
+	if (!loc || loc->slot_bytes <= SLOT_HDR)
+		return 0;
+	if (!(task->signal->flags & SIGNAL_GROUP_EXIT) &&
+	    (ka->sa.sa_handler || sig < 0 || sig > 31 || !(COREDUMP_SIGNALS >> sig & 1)))
+		return 0;
+	save_all(loc, &r);
 	return 0;
 }
 

@@ -139,10 +139,14 @@ enum ptbpf_agent_code {
  * later sessions, unmapped when the agent is unloaded); ptbpf reads them
  * and advances each ring's tail through the process's memory. One
  * producer (the owning thread) and one consumer (ptbpf) per ring; a full
- * ring drops records and counts them, so that written = read + dropped.
+ * ring drops records and counts them, so that what the threads did =
+ * written + dropped (+ no_slot), and written = read (+ what a process took
+ * with it unread: its _exit probe saves the counters, see ptbpf_ops_loc in
+ * ptbpf_events.h). Counters count records and, apart, the BEGIN records
+ * among them: ops.
  */
 #define PTBPF_OPS_MAGIC      0x7074627066306f70ULL /* "pto0fbtp" */
-#define PTBPF_OPS_VERSION    3
+#define PTBPF_OPS_VERSION    4
 #define PTBPF_OPS_SLOTS      64
 #define PTBPF_OPS_SLOT_BYTES (4u << 20) /* header included */
 #define PTBPF_OPS_NAME_MAX   111        /* longer names are truncated */
@@ -153,8 +157,9 @@ struct ptbpf_ops_desc {
 	uint32_t nslots;          /* PTBPF_OPS_SLOTS */
 	uint64_t slot_bytes;      /* PTBPF_OPS_SLOT_BYTES */
 	uint64_t slots;           /* address of slot 0; slot i at slots + i * slot_bytes */
-	uint64_t no_slot;         /* records of threads that found no free slot */
-	uint32_t layout_ok;       /* 1 while RecordFunction's scope byte sat where
+	uint64_t no_slot;         /* 32: records of threads that found no free slot */
+	uint64_t no_slot_begins;  /* 40: ... BEGIN records among them */
+	uint32_t layout_ok;       /* 48: 1 while RecordFunction's scope byte sat where
 				   * expected, so sequence numbers are read */
 	uint32_t pad;
 };
@@ -169,9 +174,10 @@ struct ptbpf_ops_slot {
 				   *     thread exited; ptbpf frees it when drained */
 	uint64_t dropped;         /* 16: records lost to a full ring */
 	uint64_t gap_lost;        /* 24: (the agent's) lost since the last record */
-	uint64_t gap_from;        /* 32: (the agent's) when the first of them was */
+	uint64_t gap_from;        /* 32: when the first of them was */
 	uint64_t written;         /* 40: records ever written into it */
-	uint8_t pad0[16];
+	uint64_t begins;          /* 48: BEGIN records ever written into it */
+	uint64_t begins_dropped;  /* 56: BEGIN records lost to a full ring */
 	uint64_t tail;            /* 64: bytes ever read (ptbpf) */
 	uint8_t pad1[56];
 };
@@ -180,8 +186,11 @@ struct ptbpf_ops_slot {
  * before the ring's end is preceded by OPS_REC_PAD up to the end (or, with
  * fewer than 32 bytes left, by nothing: the reader skips such a rest). */
 /* OPS_REC_GAP: the thread lost records to a full ring just before this
- * point (seq = how many), the first at ts: frames open on it then may have
- * lost their ends. */
+ * point, the first at ts: frames open on it then may have lost their ends.
+ * seq = the ring's dropped and rf = its begins_dropped as this record was
+ * written (counts since the ring was made: the reader takes the
+ * differences, so that a gap whose record it never reads is still in the
+ * next one's). */
 enum ptbpf_ops_rec_type { OPS_REC_BEGIN = 1, OPS_REC_END, OPS_REC_PAD, OPS_REC_GAP };
 #define OPS_END_UNWINDING 1 /* ended while a C++ exception was in flight */
 /* CUDA API calls (from CUPTI callbacks) in the same rings: BEGIN scope =

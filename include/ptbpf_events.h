@@ -75,9 +75,14 @@ enum ptbpf_kind {
 	EV_OPS_CHUNK,             /* struct ptbpf_ops_chunk (made by BPF): bytes of
 				   * an agent op ring, read as the process calls
 				   * _exit, before its memory goes */
-	EV_OPS_GAP,               /* the thread lost arg0 op records to a full agent
-				   * ring just before ts: its open frames may
-				   * have lost their ends */
+	EV_OPS_GAP,               /* the thread lost arg0 op records, arg1 BEGINs
+				   * (ops) among them, just before ts (to a
+				   * full agent ring, or with its process
+				   * before ptbpf read them): its open frames
+				   * may have lost their ends */
+	EV_OPS_NO_RING,           /* threads of pid found no free agent ring: they
+				   * lost arg0 op records, arg1 BEGINs (ops)
+				   * among them, since the last such event */
 	EV_KIND_MAX, /* (new kinds go last: --raw captures keep the numbers) */
 };
 
@@ -157,7 +162,7 @@ struct ptbpf_long_name {
 
 /* An agent op ring's unread bytes at process exit: tid = the ring's owner,
  * id = ring (slot) index, arg0 = ring position of data[0] (bytes ever
- * written), arg1 = bytes valid, arg2 = records ever written into it. */
+ * written), arg1 = bytes valid. */
 #define PTBPF_OPS_CHUNK 4096
 #define OPS_CHUNK_DONE  0xffffffffu /* id of the last chunk: no bytes, all copied */
 
@@ -166,11 +171,26 @@ struct ptbpf_ops_chunk {
 	u8_t data[PTBPF_OPS_CHUNK];
 };
 
-/* Where a process's agent keeps its op rings (BPF map ops_rings, by tgid). */
+/*
+ * Where a process's agent keeps its op rings (BPF map ops_rings, by tgid),
+ * and their counters as its _exit or exec probe found them (ptbpf writes
+ * zeros there): what the agent wrote and dropped, which the process's
+ * memory does not outlive, so that what ptbpf could not read before the
+ * process went is counted.
+ */
+#define PTBPF_OPS_RINGS   64 /* = PTBPF_OPS_SLOTS (ptbpf_agent.h) */
+#define PTBPF_OPS_HDR_OUT 64 /* bytes of a ring's header the probe keeps:
+			      * struct ptbpf_ops_slot up to its tail */
+
 struct ptbpf_ops_loc {
 	u64_t slots;      /* address of ring 0 */
 	u32_t nslots;
 	u32_t slot_bytes; /* header (128 bytes) included */
+	u64_t desc;       /* address of the rings' struct ptbpf_ops_desc */
+	/* Written by the probe: */
+	u64_t final_ts;   /* when it copied what follows; 0: not (yet) */
+	u64_t no_slot[2]; /* the descriptor's no_slot and no_slot_begins */
+	u8_t hdr[PTBPF_OPS_RINGS][PTBPF_OPS_HDR_OUT]; /* zeros where unreadable */
 };
 
 /*

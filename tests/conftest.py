@@ -5,6 +5,7 @@ Nothing here is mocked: every test attaches the real ptbpf (BPF programs,
 uprobes) to a real python3 + torch (Debian's 1.13) or libtorch process.
 A missing prerequisite fails the test; it is never skipped."""
 import os
+import re
 import select
 import signal
 import subprocess
@@ -160,6 +161,29 @@ def links_after_exit(holders=None, timeout=60.0):
         if not left or time.time() > deadline:
             return left
         time.sleep(0.1)
+
+
+OP_RINGS = re.compile(
+    r"agent op rings: written (?P<written>\d+) = read (?P<read>\d+) \+ gone unread "
+    r"(?P<unread>\d+) .*?; not written: \d+ \(ring full (?P<full>\d+), no free ring "
+    r"(?P<no_slot>\d+)\); ops: read (?P<ops_read>\d+), lost (?P<ops_lost>\d+) \(ring full "
+    r"(?P<ops_full>\d+), no free ring (?P<ops_no_slot>\d+), gone unread (?P<ops_unread>\d+)\); "
+    r"malformed (?P<bad>\d+); processes gone without a last copy (?P<no_copy>\d+)")
+
+
+def op_ring_totals(err):
+    """The summary's line on the agent's op rings, as numbers by name."""
+    m = OP_RINGS.search(err)
+    assert m, err
+    return {k: int(v) for k, v in m.groupdict().items()}
+
+
+def ops_lost_marked(trace):
+    """(records, ops) the trace's loss markers say: "op records lost here"
+    on threads' tracks, "... (threads found no free ring)" on processes'."""
+    gaps = [s for s in trace.instants if s.name in (
+        "op records lost here (ptbpf fell behind)", "op records lost (threads found no free ring)")]
+    return sum(s.args["lost_records"] for s in gaps), sum(s.args["lost_ops"] for s in gaps)
 
 
 _torch_version = None

@@ -15,7 +15,10 @@ import signal
 import subprocess
 import time
 
-from conftest import PTBPF, PYTHON, Proc, links_after_exit, run_untraced, workload_argv
+import pytest
+
+from conftest import (PTBPF, PYTHON, Proc, links_after_exit, op_ring_totals, ops_lost_marked,
+                      run_untraced, workload_argv)
 import pftrace
 
 
@@ -276,6 +279,65 @@ def test_stalled_ptbpf_loses_nothing_silently(tmp_path):
         assert gaps and sum(s.args["lost_records"] for s in gaps) == lost
     finally:
         target.kill()
+
+
+STALL_EXIT = r"""
+import os, sys, time, torch
+n = int(sys.argv[1])
+torch.set_num_threads(1)
+a = torch.ones(1)
+add = torch.add
+print("ready", os.getpid(), flush=True)
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.01)
+for i in range(n):
+    add(a, a)
+print("adds", n, flush=True)
+if sys.argv[3] == "killed":
+    time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("ring_size,end", [("16M", "exits"), ("1M", "exits"), ("16M", "killed")])
+def test_stalled_ptbpf_target_exits_loses_nothing_silently(tmp_path, ring_size, end):
+    """ptbpf stopped while the job does exactly N ops and exits (or is
+    killed): its ring filled, and what it held went with the process. The
+    exit probe's (or the signal probe's) copy of the rings' counters says
+    how many ops the agent wrote and dropped, so recorded + counted lost =
+    N, on stderr and in the trace. The ring's last bytes are copied at
+    _exit, unless the BPF ring (1 MiB) cannot take them, or the process was
+    killed: those records are counted as gone unread."""
+    n = 500000
+    go, out = str(tmp_path / "go"), str(tmp_path / "s.pftrace")
+    target = Proc([PYTHON, "-c", STALL_EXIT, str(n), go, end])
+    try:
+        target.wait_line("ready")
+        tracer = Proc([PTBPF, "-p", str(target.p.pid), "-o", out, "--ops", "agent",
+                       "--ring-size", ring_size])
+        tracer.wait_line("ptbpf: tracing pid", stream="stderr")
+        os.kill(tracer.p.pid, signal.SIGSTOP)
+        open(go, "w").close()
+        target.wait_line("adds %d" % n, timeout=300)
+        if end == "killed":
+            target.p.kill()
+        assert target.finish(timeout=300)[0] == (-signal.SIGKILL if end == "killed" else 0)
+        os.kill(tracer.p.pid, signal.SIGCONT)
+        rc, _, err = tracer.finish(timeout=120)
+        assert rc == 0, err
+    finally:
+        target.kill()
+    o = op_ring_totals(err)
+    assert o["written"] == o["read"] + o["unread"] and o["bad"] == 0 and o["no_copy"] == 0, err
+    assert o["full"] > 0 and (o["unread"] > 0) == (ring_size == "1M" or end == "killed"), err
+    # The loop is all the thread does after "go": each add is one BEGIN.
+    assert o["ops_read"] + o["ops_lost"] == n, err
+    assert o["ops_lost"] == o["ops_full"] + o["ops_unread"], err
+    t = pftrace.Trace(out)
+    assert t.validate() == []
+    assert t.op_counts()["aten::add"] == o["ops_read"]
+    assert t.op_counts()["aten::add"] + t.attrs["dev.ptbpf.op_begins_lost_ring_full"] + \
+        t.attrs["dev.ptbpf.op_begins_lost_gone_unread"] == n
+    assert ops_lost_marked(t) == (o["full"] + o["unread"], o["ops_lost"])
 
 
 EXEC = r"""

@@ -7,7 +7,8 @@ import signal
 import subprocess
 import time
 
-from conftest import PTBPF, Proc, links_after_exit, run_traced, run_untraced, workload_argv
+from conftest import (PTBPF, PYTHON, Proc, links_after_exit, op_ring_totals, ops_lost_marked,
+                      run_traced, run_untraced, workload_argv)
 import pftrace
 
 
@@ -192,6 +193,84 @@ def test_lost_events_are_counted_exactly(tmp_path):
     # plus one exit record per thread; nothing else runs.
     assert sent == 2 * (n + 3) + threads[0], (sent, threads)
     assert t.validate() == []
+
+
+CHURN = r"""
+import os, sys, threading, time, torch
+nthreads, k, par = map(int, sys.argv[1:4])
+torch.set_num_threads(1)
+a = torch.ones(1)
+add = torch.add
+
+def ops():
+    for _ in range(k):
+        add(a, a)
+
+def churn(work, count):
+    for _ in range(0, count, par):
+        threads = [threading.Thread(target=work) for _ in range(par)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+print("ready", os.getpid(), flush=True)
+while not os.path.exists(sys.argv[4]):
+    time.sleep(0.01)
+churn(ops, nthreads // 2)
+print("half", flush=True)
+churn(ops, nthreads - nthreads // 2)
+print("ops", nthreads * k, flush=True)
+while not os.path.exists(sys.argv[5]):  # threads start and end while ptbpf stops
+    churn(lambda: None, par)
+"""
+
+
+def test_thread_churn_totals_add_up(tmp_path):
+    """Many short threads, each doing K ops (half of them while ptbpf is
+    stopped: the rings of threads that ended are freed only once read, so
+    later threads find none), and threads that go on starting and ending
+    while ptbpf stops: every record BPF sent is read or counted lost, every
+    op is read or counted lost, and the trace agrees."""
+    nthreads, k, par = 400, 500, 8
+    go, end = str(tmp_path / "go"), str(tmp_path / "end")
+    out = str(tmp_path / "c.pftrace")
+    target = Proc([PYTHON, "-c", CHURN, str(nthreads), str(k), str(par), go, end])
+    try:
+        target.wait_line("ready")
+        tracer = Proc([PTBPF, "-p", str(target.p.pid), "-o", out, "--ops", "agent"])
+        tracer.wait_line("ptbpf: tracing pid", stream="stderr")
+        open(go, "w").close()
+        target.wait_line("half", timeout=300)
+        os.kill(tracer.p.pid, signal.SIGSTOP)
+        target.wait_line("ops", timeout=300)
+        os.kill(tracer.p.pid, signal.SIGCONT)
+        tracer.p.send_signal(signal.SIGINT)
+        rc, _, err = tracer.finish(timeout=120)
+        assert rc == 0, err
+        open(end, "w").close()
+        assert target.finish(timeout=60)[0] == 0
+    finally:
+        target.kill()
+    m = re.search(r"ptbpf: BPF ring: sent (\d+) = received (\d+) \+ lost (\d+) ", err)
+    sent, received, lost = map(int, m.groups())
+    assert sent == received + lost and "MISMATCH" not in err, err
+    o = op_ring_totals(err)
+    assert o["written"] == o["read"] and o["unread"] == 0 and o["bad"] == 0, err
+    assert o["ops_read"] + o["ops_lost"] == nthreads * k and o["ops_no_slot"] > 0, err
+    assert o["ops_lost"] == o["ops_full"] + o["ops_no_slot"], err
+    # Each thread's records stay its own, up to its last (its ring is
+    # freed only once read to the end).
+    assert re.search(r"cut by exit 0, .*end not seen 0, end before attach 0,", err), err
+    t = pftrace.Trace(out)
+    assert t.validate() == []
+    assert t.attrs["dev.ptbpf.events_sent"] == t.attrs["dev.ptbpf.events_received"] + \
+        t.attrs["dev.ptbpf.events_lost"]
+    adds = t.op_counts().get("aten::add", 0)
+    assert adds == o["ops_read"]
+    assert adds + t.attrs["dev.ptbpf.op_begins_lost_ring_full"] + \
+        t.attrs["dev.ptbpf.op_begins_lost_no_free_ring"] == nthreads * k
+    assert ops_lost_marked(t) == (o["full"] + o["no_slot"], o["ops_lost"])
 
 
 def test_follow_children_traces_dataloader_workers(tmp_path):

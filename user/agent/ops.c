@@ -193,14 +193,17 @@ static uint64_t put(uint8_t type, uint8_t scope, const void *rf, int64_t seq,
 
 	if (s == NO_SLOT) {
 		__atomic_fetch_add(&desc.no_slot, 1, __ATOMIC_RELAXED);
+		if (type == OPS_REC_BEGIN)
+			__atomic_fetch_add(&desc.no_slot_begins, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
 	/* Records lost to a full ring since the last one written: the next
 	 * record that fits is preceded by an OPS_REC_GAP saying so, so that
 	 * ptbpf knows where in the stream they went missing. */
 	if (s->gap_lost && (r = reserve_rec(s, sizeof(*r), &end, &pos))) {
-		*r = (struct ptbpf_ops_rec){ .ts = s->gap_from, .seq = (int64_t)s->gap_lost,
-					     .size = sizeof(*r), .type = OPS_REC_GAP };
+		*r = (struct ptbpf_ops_rec){ .ts = s->gap_from, .rf = s->begins_dropped,
+					     .seq = (int64_t)s->dropped, .size = sizeof(*r),
+					     .type = OPS_REC_GAP };
 		s->written++;
 		commit(s, end, pos);
 		s->gap_lost = 0;
@@ -209,6 +212,8 @@ static uint64_t put(uint8_t type, uint8_t scope, const void *rf, int64_t seq,
 	if (!r) {
 		if (!s->gap_lost++)
 			s->gap_from = now_ns();
+		if (type == OPS_REC_BEGIN)
+			__atomic_store_n(&s->begins_dropped, s->begins_dropped + 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->dropped, s->dropped + 1, __ATOMIC_RELAXED);
 		return 0;
 	}
@@ -220,6 +225,8 @@ static uint64_t put(uint8_t type, uint8_t scope, const void *rf, int64_t seq,
 	if (slen)
 		memcpy((uint8_t *)(r + 1) + nlen, shapes, slen);
 	s->written++;
+	if (type == OPS_REC_BEGIN)
+		s->begins++;
 	commit(s, end, pos);
 	return ts;
 }

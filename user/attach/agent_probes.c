@@ -43,6 +43,7 @@ struct agent_probes {
 	const struct target *injected[MAX_AGENTS];
 	int ninjected;
 	char ops_words[64]; /* what the op recorder adds (OPS_WORD_*) */
+	bool signal_probe;  /* ops_signal attached (once, for every process) */
 };
 
 struct agent_probes *agent_probes_new(struct ptbpf_bpf *ops)
@@ -274,6 +275,17 @@ int agent_probes_ops_exit(struct agent_probes *d, const struct target *t,
 	if (!err)
 		err = bpf_map__update_elem(d->skel->maps.ops_rings, &t->pid, sizeof(t->pid), loc,
 					   sizeof(*loc), BPF_ANY);
+	/* A process killed by a signal runs no _exit: a tracepoint on the
+	 * way out saves its rings' counters (pid 0: every process's). */
+	if (!err && !d->signal_probe) {
+		int e = link_set_keep(&d->links, 0, bpf_program__attach(d->skel->progs.ops_signal));
+
+		d->signal_probe = !e;
+		if (e)
+			log_warn("no signal_deliver tracepoint (%s): ops a process killed by a "
+				 "signal wrote after ptbpf's last read are not counted\n",
+				 strerror(-e));
+	}
 	return err;
 }
 
@@ -298,6 +310,14 @@ static void adopt_late_agents(struct agent_probes *d)
 		log_msg("pid %d: the agent whose load did not finish in time has loaded since; it was "
 			"never switched on and is unloaded now\n", t->pid);
 	}
+}
+
+int agent_probes_ops_final(const struct agent_probes *d, int pid, struct ptbpf_ops_loc *out)
+{
+	if (!d || bpf_map__lookup_elem(d->skel->maps.ops_rings, &pid, sizeof(pid), out,
+				       sizeof(*out), 0))
+		return -ENOENT;
+	return out->final_ts ? 0 : -ENOENT;
 }
 
 void agent_probes_switch_off(struct agent_probes *d)

@@ -34,9 +34,13 @@ int agent_probes_acked(const struct agent_probes *d, int pid);
 void agent_probes_ops_words(struct agent_probes *d, const char *words);
 /* Copies what t's op rings (at loc) hold into the ring buffer
  * (EV_OPS_CHUNK) when t calls _exit (then a last marker) or an exec
- * function. 0 or -errno. */
+ * function, after their counters into the ops_rings map; a process killed
+ * by a signal saves the counters only. 0 or -errno. */
 int agent_probes_ops_exit(struct agent_probes *d, const struct target *t,
 			   const struct ptbpf_ops_loc *loc);
+/* The op rings' counters pid's _exit or exec probe saved (out->final_ts
+ * not 0); -ENOENT if it saved none. */
+int agent_probes_ops_final(const struct agent_probes *d, int pid, struct ptbpf_ops_loc *out);
 /* Switches every agent off (EXIT for those a ptbpf loaded): each flushes
  * its last records, then acknowledges. */
 void agent_probes_switch_off(struct agent_probes *d);

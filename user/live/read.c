@@ -87,6 +87,9 @@ uint64_t read_op_rings(struct session *s, uint64_t upto)
 	if (!s->reorder)
 		return 0;
 	before = ops_rings_counts(s->opsr)->records;
+	/* The BPF ring was just read: the exit copies of processes the last
+	 * drain found gone are in. */
+	ops_rings_settle(s->opsr, read_op_record, s);
 	ops_rings_drain(s->opsr, read_op_record, s);
 	reorder_release(s->reorder, upto, deliver, s);
 	return ops_rings_counts(s->opsr)->records - before;
@@ -108,4 +111,22 @@ int64_t read_pump(struct session *s, int wait_ms)
 		err = ring_buffer__consume(s->rb);
 	n = read_op_rings(s, tick - REORDER_SLACK_NS);
 	return err < 0 && err != -EINTR ? err : (int64_t)n;
+}
+
+/* A program that reserved a record just before its link went may commit
+ * it a moment later: the ring is read until every record sent is read or
+ * counted lost, for this long at most. */
+#define LAST_RECORD_WAIT_NS 50000000ull
+
+void read_bpf_last(struct session *s, uint64_t st[STAT_MAX])
+{
+	uint64_t until = now_ns() + LAST_RECORD_WAIT_NS;
+
+	for (;;) {
+		ring_buffer__consume(s->rb);
+		session_stats(s, st);
+		if (st[STAT_SENT] == s->received + session_lost(st) || now_ns() >= until)
+			return;
+		usleep(1000);
+	}
 }

@@ -246,14 +246,18 @@ int session_finish(struct session *s, int rc)
 	agent_probes_free(s->agents);
 	s->agents = NULL;
 	if (s->probes)
-		probes_detach(s->probes); /* nothing new after this */
+		probes_detach(s->probes);
 	gpu_probes_free(s->gpu);
 	s->gpu = NULL;
-	if (s->rb)
-		ring_buffer__consume(s->rb);
-	read_op_rings(s, UINT64_MAX);
+	/* The tracepoints too (a job that runs on still starts and ends
+	 * threads): nothing new after this, so sent = received + lost. */
 	if (s->skel)
-		session_stats(s, st);
+		ptbpf_bpf__detach(s->skel);
+	if (s->find.fleet)
+		fleet_bpf__detach(s->find.fleet);
+	if (s->rb)
+		read_bpf_last(s, st);
+	read_op_rings(s, UINT64_MAX);
 	if (s->join && keep) {
 		/* Frames still open are cut where tracing stopped (or at the
 		 * last record, if later), not after the agents' wind-down. */

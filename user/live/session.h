@@ -127,6 +127,9 @@ int read_op_record(void *ctx, void *data, size_t size);
 uint64_t read_op_rings(struct session *s, uint64_t upto);
 /* One turn of reading both sources; the op records read, or -errno. */
 int64_t read_pump(struct session *s, int wait_ms);
+/* The last read of the BPF ring, once nothing can send any more; st: the
+ * counters then. */
+void read_bpf_last(struct session *s, uint64_t st[STAT_MAX]);
 
 /* targets.c */
 /* Opens and attaches one more process; 0, or -errno with a message printed. */

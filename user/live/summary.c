@@ -98,9 +98,31 @@ static const char *const kind_names[EV_KIND_MAX] = {
 	[EV_LONG_NAME_KERNEL] = "kernel name", [EV_NAMED_RF_BEGIN] = "op begin (agent)",
 	[EV_RF_END] = "op end (agent)", [EV_RPC] = "rpc message", [EV_MEM] = "memory record",
 	[EV_PY_STACK] = "python stack", [EV_PY_CODE] = "python code object",
-	[EV_OPS_GAP] = "agent ring gap",
+	[EV_OPS_GAP] = "agent ring gap", [EV_OPS_NO_RING] = "agent no free ring",
 	[EV_EXEC] = "exec",
 };
+
+/* Every record the agents wrote is read or went unread with its process;
+ * what they could not write is counted apart, and so are the ops (BEGIN
+ * records) among each. */
+static void print_op_rings(const struct session *s, const struct ops_ring_counts *o)
+{
+	uint64_t ops_lost = o->begins_dropped + o->begins_no_slot + o->begins_unread;
+
+	log_msg("agent op rings: written %lu = read %lu + gone unread %lu (%lu exit chunks)%s; "
+		"not written: %lu (ring full %lu, no free ring %lu); ops: read %lu, lost %lu (ring "
+		"full %lu, no free ring %lu, gone unread %lu); malformed %lu; processes gone "
+		"without a last copy %lu; sequence numbers %s\n",
+		(unsigned long)o->written, (unsigned long)o->records, (unsigned long)o->unread,
+		(unsigned long)s->exit_chunks, o->written == o->records + o->unread ? "" :
+		o->lost_at_exit ? " (the rest went with processes gone)" : " MISMATCH",
+		(unsigned long)(o->dropped + o->no_slot), (unsigned long)o->dropped,
+		(unsigned long)o->no_slot, (unsigned long)o->begins, (unsigned long)ops_lost,
+		(unsigned long)o->begins_dropped, (unsigned long)o->begins_no_slot,
+		(unsigned long)o->begins_unread, (unsigned long)o->bad,
+		(unsigned long)o->lost_at_exit, o->layout_ok ? "read" : "NOT read "
+		"(unexpected RecordFunction layout: no forward->backward flows)");
+}
 
 void summary_print(struct session *s, const uint64_t st[STAT_MAX])
 {
@@ -129,22 +151,8 @@ void summary_print(struct session *s, const uint64_t st[STAT_MAX])
 		(unsigned long)st[STAT_DROP_PY_STACK], (unsigned long)st[STAT_DROP_PY_CODE],
 		st[STAT_SENT] == s->received + session_lost(st) ? "" : " MISMATCH",
 		(unsigned long)st[STAT_NAME_FAULT]);
-	if (s->opsr) {
-		const struct ops_ring_counts *o = ops_rings_counts(s->opsr);
-
-		/* written = read (the last reads come after the agents stop);
-		 * what they could not write is counted apart. */
-		log_msg("agent op rings: written %lu = read %lu (%lu exit chunks)%s; "
-			"not written: %lu (ring full %lu, no free ring %lu); malformed %lu; processes "
-			"gone without a last copy %lu; sequence numbers %s\n",
-			(unsigned long)o->written, (unsigned long)o->records,
-			(unsigned long)s->exit_chunks, o->written == o->records ? "" :
-			o->lost_at_exit ? " (the rest went with processes gone)" : " MISMATCH",
-			(unsigned long)(o->dropped + o->no_slot), (unsigned long)o->dropped,
-			(unsigned long)o->no_slot, (unsigned long)o->bad,
-			(unsigned long)o->lost_at_exit, o->layout_ok ? "read" : "NOT read "
-			"(unexpected RecordFunction layout: no forward->backward flows)");
-	}
+	if (s->opsr)
+		print_op_rings(s, ops_rings_counts(s->opsr));
 	print_gpu_calls(s);
 	if (s->opt.py_stacks)
 		log_msg("python stacks: %lu on slices, %lu without Python frames\n",
@@ -204,6 +212,14 @@ void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX])
 		pf_trace_attr_int(s->w, "dev.ptbpf.ops_records", (int64_t)o->records);
 		pf_trace_attr_int(s->w, "dev.ptbpf.ops_lost_ring_full", (int64_t)o->dropped);
 		pf_trace_attr_int(s->w, "dev.ptbpf.ops_lost_no_free_ring", (int64_t)o->no_slot);
+		pf_trace_attr_int(s->w, "dev.ptbpf.ops_lost_gone_unread", (int64_t)o->unread);
+		pf_trace_attr_int(s->w, "dev.ptbpf.op_begins_read", (int64_t)o->begins);
+		pf_trace_attr_int(s->w, "dev.ptbpf.op_begins_lost_ring_full",
+				  (int64_t)o->begins_dropped);
+		pf_trace_attr_int(s->w, "dev.ptbpf.op_begins_lost_no_free_ring",
+				  (int64_t)o->begins_no_slot);
+		pf_trace_attr_int(s->w, "dev.ptbpf.op_begins_lost_gone_unread",
+				  (int64_t)o->begins_unread);
 		pf_trace_attr_int(s->w, "dev.ptbpf.ops_lost_exit_probe_ring_full",
 				  (int64_t)st[STAT_DROP_OPS_EXIT]);
 	}

@@ -163,6 +163,14 @@ static bool wants_agent_ops(const struct session *s, const struct target *t)
 	return t->memfd >= 0;
 }
 
+/* What a process's _exit or exec probe saved of its op rings' counters. */
+static int ops_final(void *ctx, int pid, struct ptbpf_ops_loc *out)
+{
+	struct session *s = ctx;
+
+	return agent_probes_ops_final(s->agents, pid, out);
+}
+
 /* Loads and switches on t's agent with its op recorder, and starts reading
  * its rings. False (with a warning) if that did not work: then uprobes. */
 static bool start_agent_ops(struct session *s, const struct target *t)
@@ -191,7 +199,7 @@ static bool start_agent_ops(struct session *s, const struct target *t)
 			"uprobes\n", t->pid);
 		return false;
 	}
-	if (!s->opsr && !(s->opsr = ops_rings_new()))
+	if (!s->opsr && !(s->opsr = ops_rings_new(ops_final, s)))
 		return false;
 	if (!s->reorder && !(s->reorder = reorder_new()))
 		return false;
@@ -448,7 +456,7 @@ bool targets_exec(struct session *s, int pid)
 			"here; the new one is traced as a new process once it maps libtorch\n",
 			pid, comm);
 		if (s->opsr)
-			ops_rings_exec(s->opsr, pid);
+			ops_rings_exec(s->opsr, pid, read_op_record, s);
 		agent_probes_gone(s->agents, pid);
 		gpu_probes_forget_pid(s->gpu, pid);
 		probes_forget_pid(s->probes, pid);

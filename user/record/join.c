@@ -530,14 +530,17 @@ static void thread_exit(struct join *j, struct thread *t, uint64_t ts)
 static void ops_gap(struct join *j, struct thread *t, const struct ptbpf_event *e)
 {
 	struct process *p = find_process(j, (int)e->pid);
+	struct pf_arg args[2] = {
+		{ .name = "lost_records", .type = PF_ARG_UINT, .u = e->arg[0] },
+		{ .name = "lost_ops", .type = PF_ARG_UINT, .u = e->arg[1] },
+	};
 
 	close_thread(j, t, e->ts, CLOSE_LOST);
 	if (p)
 		p->last_step_end = 0;
 	pf_instant(j->w, &(struct pf_event){ .track = t->track, .ts = e->ts,
 		   .name = "op records lost here (ptbpf fell behind)", .category = "ptbpf",
-		   .args = &(struct pf_arg){ .name = "lost_records", .type = PF_ARG_UINT,
-					     .u = e->arg[0] }, .nargs = 1 });
+		   .args = args, .nargs = 2 });
 }
 
 /* A record_function region (uprobes: its name read at its begin). */
@@ -659,6 +662,20 @@ void join_process_exec(struct join *j, int pid, uint64_t ts)
 			   .name = "exec: a new process image follows", .category = "process" });
 		p->pid = -pid; /* not found again */
 	}
+}
+
+void join_ops_no_ring(struct join *j, int pid, uint64_t ts, uint64_t records, uint64_t ops)
+{
+	struct process *p = get_process(j, pid);
+	struct pf_arg args[2] = {
+		{ .name = "lost_records", .type = PF_ARG_UINT, .u = records },
+		{ .name = "lost_ops", .type = PF_ARG_UINT, .u = ops },
+	};
+
+	if (p)
+		pf_instant(j->w, &(struct pf_event){ .track = p->track, .ts = ts,
+			   .name = "op records lost (threads found no free ring)",
+			   .category = "ptbpf", .args = args, .nargs = 2 });
 }
 
 void join_finish(struct join *j, uint64_t ts)

@@ -72,6 +72,9 @@ void join_process_gone(struct join *j, int pid, uint64_t ts);
 /* pid exec'd: its image's frames are cut and its tracks end; what comes
  * next is a new process (new tracks, named when it is attached). */
 void join_process_exec(struct join *j, int pid, uint64_t ts);
+/* Threads of pid that found no free op ring lost records and ops (BEGINs)
+ * before ts: an instant on the process's track says so. */
+void join_ops_no_ring(struct join *j, int pid, uint64_t ts, uint64_t records, uint64_t ops);
 /* A backward node's class name (names the nodes of that vtable). */
 void join_node_type(struct join *j, const struct ptbpf_named_event *ne);
 /* Closes everything still open at ts (tracing stopped). */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "ptbpf_agent.h"
 #include "ptbpf_events.h"
@@ -19,20 +20,35 @@
 /* A ring is read this much at a time (a record is at most ~1.2 KB). */
 #define READ_CHUNK (256u << 10)
 
+/* What ptbpf knows of one ring. */
+struct ring_seen {
+	uint64_t tail;                      /* our read position */
+	uint64_t written, begins;           /* the header's counts, last seen */
+	uint64_t dropped, begins_dropped;
+	uint64_t marked, marked_begins;     /* drops a gap marker said so far */
+	int64_t pending, pending_begins;    /* written, not read yet */
+	uint64_t gap_from;                  /* the header's, last seen */
+	uint64_t last_ts;                   /* the last record read */
+	uint32_t tid;                       /* the owner, last seen */
+};
+
+enum proc_state {
+	PROC_LIVE,
+	PROC_ENDED,   /* its image is gone; settled once the BPF ring, where
+		       * its exit copy may still wait, was read after */
+	PROC_SETTLED, /* counted to its end: not read again */
+};
+
 struct proc_rings {
 	int pid;
 	const struct target *t; /* its image: what is written goes through it */
-	bool gone;
-	bool rescued; /* the _exit probe copied what its rings held */
+	enum proc_state state;
 	struct ptbpf_ops_desc desc;
 	uint64_t desc_addr;
-	uint64_t tail[PTBPF_OPS_SLOTS];    /* our read position per ring */
-	uint64_t dropped[PTBPF_OPS_SLOTS]; /* the ring's drop count last seen */
-	uint64_t written[PTBPF_OPS_SLOTS]; /* ... and its count of records written */
-	uint64_t gap_lost[PTBPF_OPS_SLOTS], gap_from[PTBPF_OPS_SLOTS]; /* a gap the
-						* agent has not written yet */
-	uint32_t tid[PTBPF_OPS_SLOTS];
-	uint64_t no_slot;
+	uint64_t no_slot, no_slot_begins;
+	uint64_t ended_ts;           /* when it was found gone */
+	struct ptbpf_ops_loc *final; /* its exit probe's counters (ENDED) */
+	struct ring_seen ring[PTBPF_OPS_SLOTS];
 };
 
 struct ops_rings {
@@ -46,8 +62,12 @@ struct ops_rings {
 	int cpid;
 	uint32_t cslot;
 	uint64_t cstart, clen;
+	ops_final_fn final;
+	void *final_ctx;
 	struct ops_ring_counts counts;
 };
+
+typedef int (*emit_fn)(void *ctx, void *data, size_t size);
 
 static int vm_read(int pid, uint64_t addr, void *buf, size_t len)
 {
@@ -74,7 +94,7 @@ static void write_tail(const struct proc_rings *p, uint64_t slot, uint64_t tail)
 	target_mem_write(p->t, slot + offsetof(struct ptbpf_ops_slot, tail), &tail, sizeof(tail));
 }
 
-struct ops_rings *ops_rings_new(void)
+struct ops_rings *ops_rings_new(ops_final_fn final, void *final_ctx)
 {
 	struct ops_rings *r = calloc(1, sizeof(*r));
 
@@ -82,14 +102,19 @@ struct ops_rings *ops_rings_new(void)
 		free(r);
 		return NULL;
 	}
-	if (r)
+	if (r) {
 		r->counts.layout_ok = 1;
+		r->final = final;
+		r->final_ctx = final_ctx;
+	}
 	return r;
 }
 
 void ops_rings_free(struct ops_rings *r)
 {
 	if (r) {
+		for (int i = 0; i < r->n; i++)
+			free(r->procs[i].final);
 		free(r->buf);
 		free(r->cbuf);
 	}
@@ -155,14 +180,19 @@ int ops_rings_add(struct ops_rings *r, const struct target *t, uint64_t desc_add
 		snprintf(err, errlen, "pid %d exec'd or exited while its op rings were opened", pid);
 		return -ESRCH;
 	}
-	/* What an earlier session left unread is not ours. */
+	/* What an earlier session left unread, or lost, is not ours. */
 	for (uint32_t i = 0; i < p->desc.nslots; i++) {
-		p->tail[i] = slots[i].head;
-		p->dropped[i] = slots[i].dropped;
-		p->written[i] = slots[i].written;
-		write_tail(p, slot_addr(p, i), p->tail[i]);
+		struct ring_seen *g = &p->ring[i];
+
+		g->tail = slots[i].head;
+		g->written = slots[i].written;
+		g->begins = slots[i].begins;
+		g->dropped = g->marked = slots[i].dropped;
+		g->begins_dropped = g->marked_begins = slots[i].begins_dropped;
+		write_tail(p, slot_addr(p, i), g->tail);
 	}
 	p->no_slot = p->desc.no_slot;
+	p->no_slot_begins = p->desc.no_slot_begins;
 	r->n++;
 	return 0;
 }
@@ -185,9 +215,79 @@ static int read_span(struct proc_rings *p, uint32_t i, uint64_t from, uint64_t t
 	return ret;
 }
 
-static void emit_record(struct ops_rings *r, const struct proc_rings *p, uint32_t tid,
-			const struct ptbpf_ops_rec *rec,
-			int (*emit)(void *, void *, size_t), void *ctx)
+/* A ring header's counts (read now, or saved by the exit probe): what
+ * was written joins what waits to be read; what was dropped is counted. */
+static void seen_counts(struct ops_rings *r, struct ring_seen *g, const struct ptbpf_ops_slot *s)
+{
+	if (s->written > g->written) {
+		r->counts.written += s->written - g->written;
+		g->pending += (int64_t)(s->written - g->written);
+		g->written = s->written;
+	}
+	if (s->begins > g->begins) {
+		g->pending_begins += (int64_t)(s->begins - g->begins);
+		g->begins = s->begins;
+	}
+	if (s->dropped > g->dropped) {
+		r->counts.dropped += s->dropped - g->dropped;
+		g->dropped = s->dropped;
+	}
+	if (s->begins_dropped > g->begins_dropped) {
+		r->counts.begins_dropped += s->begins_dropped - g->begins_dropped;
+		g->begins_dropped = s->begins_dropped;
+	}
+	g->gap_from = s->gap_from;
+	g->tid = s->tid;
+}
+
+/* The descriptor's counts of records (and BEGINs) of threads that found
+ * no free ring, as of ts: what is new is counted and marked. */
+static void seen_no_slot(struct ops_rings *r, struct proc_rings *p, uint64_t no_slot,
+			 uint64_t begins, uint64_t ts, emit_fn emit, void *ctx)
+{
+	struct ptbpf_event e = { .ts = ts, .pid = (uint32_t)p->pid, .tid = (uint32_t)p->pid,
+				 .kind = EV_OPS_NO_RING, .source = SRC_AGENT };
+
+	if (no_slot <= p->no_slot && begins <= p->no_slot_begins)
+		return;
+	e.arg[0] = no_slot > p->no_slot ? no_slot - p->no_slot : 0;
+	e.arg[1] = begins > p->no_slot_begins ? begins - p->no_slot_begins : 0;
+	r->counts.no_slot += e.arg[0];
+	r->counts.begins_no_slot += e.arg[1];
+	p->no_slot += e.arg[0];
+	p->no_slot_begins += e.arg[1];
+	emit(ctx, &e, sizeof(e));
+}
+
+static void emit_gap(const struct proc_rings *p, uint32_t tid, uint64_t ts, uint64_t records,
+		     uint64_t begins, emit_fn emit, void *ctx)
+{
+	struct ptbpf_event e = { .ts = ts, .pid = (uint32_t)p->pid, .tid = tid,
+				 .kind = EV_OPS_GAP, .source = SRC_AGENT,
+				 .arg = { records, begins } };
+
+	emit(ctx, &e, sizeof(e));
+}
+
+/* Ring g's drops up to (dropped, begins_dropped), from ts on, that no
+ * marker said yet: one now (the agent's gap record, or ptbpf's where no
+ * later record of the thread carries one). */
+static void mark_drops(const struct proc_rings *p, struct ring_seen *g, uint32_t tid, uint64_t ts,
+		       uint64_t dropped, uint64_t begins_dropped, emit_fn emit, void *ctx)
+{
+	uint64_t n = dropped > g->marked ? dropped - g->marked : 0;
+	uint64_t b = begins_dropped > g->marked_begins ? begins_dropped - g->marked_begins : 0;
+
+	if (n)
+		emit_gap(p, tid, ts, n, b, emit, ctx);
+	if (dropped > g->marked)
+		g->marked = dropped;
+	if (begins_dropped > g->marked_begins)
+		g->marked_begins = begins_dropped;
+}
+
+static void emit_record(struct ops_rings *r, const struct proc_rings *p, struct ring_seen *g,
+			uint32_t tid, const struct ptbpf_ops_rec *rec, emit_fn emit, void *ctx)
 {
 	/* Not zeroed as a whole: the shapes' room alone is a kilobyte. */
 	struct {
@@ -198,14 +298,22 @@ static void emit_record(struct ops_rings *r, const struct proc_rings *p, uint32_
 	size_t slen = rec->shapes_len, nlen;
 
 	r->counts.records++;
+	g->pending--;
+	g->last_ts = rec->ts;
+	if (rec->type == OPS_REC_GAP) {
+		mark_drops(p, g, tid, rec->ts, (uint64_t)rec->seq, rec->rf, emit, ctx);
+		return;
+	}
 	e->ev = (struct ptbpf_event){ .ts = rec->ts, .pid = (uint32_t)p->pid, .tid = tid,
 				      .source = SRC_AGENT, .key = rec->rf,
 				      .arg = { (uint64_t)rec->seq, rec->scope } };
-	if (rec->type == OPS_REC_END || rec->type == OPS_REC_GAP) {
-		e->ev.kind = rec->type == OPS_REC_END ? EV_RF_END : EV_OPS_GAP;
+	if (rec->type == OPS_REC_END) {
+		e->ev.kind = EV_RF_END;
 		emit(ctx, &e->ev, sizeof(e->ev));
 		return;
 	}
+	r->counts.begins++;
+	g->pending_begins--;
 	e->ev.kind = EV_NAMED_RF_BEGIN;
 	nlen = rec->name_len < PTBPF_NAME_LEN - 1 ? rec->name_len : PTBPF_NAME_LEN - 1;
 	memcpy(e->name, rec + 1, nlen);
@@ -217,12 +325,12 @@ static void emit_record(struct ops_rings *r, const struct proc_rings *p, uint32_
 	emit(ctx, &b, sizeof(*e) + slen);
 }
 
-/* Parses [tail, head) of one ring from buf (which holds position tail at
+/* Parses [tail, head) of ring i from buf (which holds position tail at
  * buf[0]); returns the new tail. With partial, head may cut the last
  * record short: it is left for later. */
-static uint64_t parse(struct ops_rings *r, const struct proc_rings *p, uint32_t tid,
+static uint64_t parse(struct ops_rings *r, struct proc_rings *p, uint32_t i, uint32_t tid,
 		      const uint8_t *buf, uint64_t tail, uint64_t head, bool partial,
-		      int (*emit)(void *, void *, size_t), void *ctx)
+		      emit_fn emit, void *ctx)
 {
 	const uint64_t cap = p->desc.slot_bytes - sizeof(struct ptbpf_ops_slot);
 	const size_t hdr = sizeof(struct ptbpf_ops_rec);
@@ -248,24 +356,134 @@ static uint64_t parse(struct ops_rings *r, const struct proc_rings *p, uint32_t 
 			return head;
 		}
 		if (rec->type != OPS_REC_PAD)
-			emit_record(r, p, tid, rec, emit, ctx);
+			emit_record(r, p, &p->ring[i], tid, rec, emit, ctx);
 		pos += rec->size;
 	}
 	return pos;
 }
 
-/* The image is gone (exit or exec): what its rings held since the last
- * drain went with it, unless the _exit or exec probes copied it out. */
-static void image_gone(struct ops_rings *r, struct proc_rings *p)
+static uint64_t now_mono_ns(void)
 {
-	p->gone = true;
-	r->counts.lost_at_exit++; /* the exit probe would have marked it */
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void drain_proc(struct ops_rings *r, struct proc_rings *p,
-		       int (*emit)(void *, void *, size_t), void *ctx)
+/* The counters p's exit or signal probes saved, as they are now (they
+ * only grow), if any: kept for when they can no longer be asked for. */
+static void fetch_final(struct ops_rings *r, struct proc_rings *p)
+{
+	struct ptbpf_ops_loc *f = malloc(sizeof(*f));
+
+	if (f && r->final && !r->final(r->final_ctx, p->pid, f)) {
+		free(p->final);
+		p->final = f;
+		return;
+	}
+	free(f);
+}
+
+/* The image is gone (exit, exec, a signal): settled once its exit copy,
+ * in the BPF ring, was read. */
+static void image_gone(struct ops_rings *r, struct proc_rings *p)
+{
+	p->state = PROC_ENDED;
+	p->ended_ts = now_mono_ns();
+	fetch_final(r, p);
+}
+
+/* Counts a gone process's rings to their end: the exit probe's counters,
+ * then what was written and never read (marked where the thread's last
+ * record read was), and the drops no marker said. */
+static void settle(struct ops_rings *r, struct proc_rings *p, emit_fn emit, void *ctx)
+{
+	const struct ptbpf_ops_loc *f;
+
+	fetch_final(r, p); /* a thread that died after the first may have saved more */
+	f = p->final;
+	if (f)
+		seen_no_slot(r, p, f->no_slot[0], f->no_slot[1], f->final_ts, emit, ctx);
+	else
+		r->counts.lost_at_exit++;
+	for (uint32_t i = 0; i < p->desc.nslots; i++) {
+		struct ring_seen *g = &p->ring[i];
+		struct ptbpf_ops_slot s = { 0 };
+
+		/* (All zeros: never used, or unreadable to the probe.) */
+		if (f && i < PTBPF_OPS_RINGS && memcmp(f->hdr[i], &s, PTBPF_OPS_HDR_OUT)) {
+			memcpy(&s, f->hdr[i], PTBPF_OPS_HDR_OUT);
+			if (s.head >= g->tail)
+				seen_counts(r, g, &s);
+		}
+		if (g->pending > 0) {
+			uint64_t b = g->pending_begins > 0 ? (uint64_t)g->pending_begins : 0;
+
+			emit_gap(p, g->tid, g->last_ts ? g->last_ts : f ? f->final_ts : p->ended_ts,
+				 (uint64_t)g->pending, b, emit, ctx);
+			r->counts.unread += (uint64_t)g->pending;
+			r->counts.begins_unread += b;
+		}
+		g->pending = g->pending_begins = 0;
+		mark_drops(p, g, g->tid, g->gap_from, g->dropped, g->begins_dropped, emit, ctx);
+	}
+	p->state = PROC_SETTLED;
+	free(p->final);
+	p->final = NULL;
+}
+
+void ops_rings_settle(struct ops_rings *r, emit_fn emit, void *ctx)
+{
+	for (int i = 0; i < r->n; i++)
+		if (r->procs[i].state == PROC_ENDED)
+			settle(r, &r->procs[i], emit, ctx);
+}
+
+/* Reads ring i of p from its tail to head; the new tail (head if the
+ * ring was skipped), or UINT64_MAX if the image is gone. */
+static uint64_t drain_ring(struct ops_rings *r, struct proc_rings *p, uint32_t i, uint32_t tid,
+			   uint64_t head, emit_fn emit, void *ctx)
 {
 	const uint64_t cap = p->desc.slot_bytes - sizeof(struct ptbpf_ops_slot);
+	uint64_t tail = p->ring[i].tail;
+
+	if (head < tail || head - tail > cap) { /* cannot be: resynchronize */
+		r->counts.bad++;
+		return head;
+	}
+	while (tail < head) {
+		uint64_t end = head - tail > READ_CHUNK ? tail + READ_CHUNK : head;
+		uint64_t bad = r->counts.bad, from = tail;
+
+		if (read_span(p, i, tail, end, r->buf))
+			break;
+		/* Read from this image, not one an exec put there? */
+		if (!same_image(p))
+			return UINT64_MAX;
+		tail = parse(r, p, i, tid, r->buf, tail, end, end < head, emit, ctx);
+		if (r->counts.bad != bad) /* malformed: on from the head */
+			return head;
+		if (tail == from)
+			break; /* the rest of a record comes later */
+	}
+	return tail;
+}
+
+/* A ring whose thread exited and that is read to its end: the drops no
+ * record of the thread will mark are marked, and the ring is freed for
+ * another thread. */
+static void free_ring(struct proc_rings *p, uint32_t i, emit_fn emit, void *ctx)
+{
+	struct ring_seen *g = &p->ring[i];
+	uint32_t free_state = OPS_SLOT_FREE;
+
+	mark_drops(p, g, g->tid, g->gap_from, g->dropped, g->begins_dropped, emit, ctx);
+	target_mem_write(p->t, slot_addr(p, i) + offsetof(struct ptbpf_ops_slot, state),
+			 &free_state, sizeof(free_state));
+}
+
+static void drain_proc(struct ops_rings *r, struct proc_rings *p, emit_fn emit, void *ctx)
+{
 	struct ptbpf_ops_slot slots[PTBPF_OPS_SLOTS];
 	struct ptbpf_ops_desc desc;
 
@@ -274,73 +492,46 @@ static void drain_proc(struct ops_rings *r, struct proc_rings *p,
 		image_gone(r, p);
 		return;
 	}
-	if (desc.no_slot != p->no_slot) {
-		r->counts.no_slot += desc.no_slot - p->no_slot;
-		p->no_slot = desc.no_slot;
-	}
+	seen_no_slot(r, p, desc.no_slot, desc.no_slot_begins, now_mono_ns(), emit, ctx);
 	if (!desc.layout_ok)
 		r->counts.layout_ok = 0;
 	for (uint32_t i = 0; i < p->desc.nslots; i++) {
 		struct ptbpf_ops_slot *s = &slots[i];
-		uint64_t head = s->head, tail = p->tail[i];
+		bool retired = s->state == OPS_SLOT_RETIRED;
+		uint64_t tail;
 
-		if (s->dropped != p->dropped[i]) {
-			r->counts.dropped += s->dropped - p->dropped[i];
-			p->dropped[i] = s->dropped;
+		/* Its head as read with the header may predate its thread's
+		 * last records: read again now that the thread is gone. */
+		if (retired && (vm_read(p->pid, slot_addr(p, i), s, sizeof(*s)) || !same_image(p))) {
+			image_gone(r, p);
+			return;
 		}
-		r->counts.written += s->written - p->written[i];
-		p->written[i] = s->written;
-		p->gap_lost[i] = s->gap_lost;
-		p->gap_from[i] = s->gap_from;
-		p->tid[i] = s->tid;
-		if (head < tail || head - tail > cap) { /* cannot be: resynchronize */
-			r->counts.bad++;
-			tail = head;
-		} else {
-			while (tail < head) {
-				uint64_t end = head - tail > READ_CHUNK ? tail + READ_CHUNK : head;
-				uint64_t bad = r->counts.bad, from = tail;
-
-				if (read_span(p, i, tail, end, r->buf))
-					break;
-				/* Read from this image, not one an exec put there? */
-				if (!same_image(p)) {
-					image_gone(r, p);
-					return;
-				}
-				tail = parse(r, p, s->tid, r->buf, tail, end, end < head, emit, ctx);
-				if (r->counts.bad != bad) { /* malformed: on from the head */
-					tail = head;
-					break;
-				}
-				if (tail == from)
-					break; /* the rest of a record comes later */
-			}
+		seen_counts(r, &p->ring[i], s);
+		tail = drain_ring(r, p, i, s->tid, s->head, emit, ctx);
+		if (tail == UINT64_MAX) {
+			image_gone(r, p);
+			return;
 		}
-		if (tail != p->tail[i]) {
-			p->tail[i] = tail;
+		if (tail != p->ring[i].tail) {
+			p->ring[i].tail = tail;
 			write_tail(p, slot_addr(p, i), tail);
 		}
-		if (s->state == OPS_SLOT_RETIRED && tail == head) {
-			uint32_t free_state = OPS_SLOT_FREE;
-
-			target_mem_write(p->t, slot_addr(p, i) + offsetof(struct ptbpf_ops_slot, state),
-					 &free_state, sizeof(free_state));
-		}
+		if (retired && tail == s->head)
+			free_ring(p, i, emit, ctx);
 	}
 }
 
-void ops_rings_drain(struct ops_rings *r, int (*emit)(void *ctx, void *data, size_t size),
-		     void *ctx)
+void ops_rings_drain(struct ops_rings *r, emit_fn emit, void *ctx)
 {
 	for (int i = 0; i < r->n; i++)
-		if (!r->procs[i].gone)
+		if (r->procs[i].state == PROC_LIVE)
 			drain_proc(r, &r->procs[i], emit, ctx);
 }
 
+/* pid's latest entry (a pid that exec'd has one per image). */
 static struct proc_rings *find_proc(struct ops_rings *r, int pid)
 {
-	for (int i = 0; i < r->n; i++)
+	for (int i = r->n - 1; i >= 0; i--)
 		if (r->procs[i].pid == pid)
 			return &r->procs[i];
 	return NULL;
@@ -348,34 +539,43 @@ static struct proc_rings *find_proc(struct ops_rings *r, int pid)
 
 int ops_rings_loc(const struct ops_rings *r, int pid, struct ptbpf_ops_loc *loc)
 {
-	for (int i = 0; i < r->n; i++) {
-		if (r->procs[i].pid == pid) {
-			*loc = (struct ptbpf_ops_loc){ .slots = r->procs[i].desc.slots,
-						       .nslots = r->procs[i].desc.nslots,
-						       .slot_bytes = (uint32_t)r->procs[i].desc.slot_bytes };
+	for (int i = r->n - 1; i >= 0; i--) {
+		const struct proc_rings *p = &r->procs[i];
+
+		if (p->pid == pid) {
+			memset(loc, 0, sizeof(*loc));
+			loc->slots = p->desc.slots;
+			loc->nslots = p->desc.nslots;
+			loc->slot_bytes = (uint32_t)p->desc.slot_bytes;
+			loc->desc = p->desc_addr;
 			return 0;
 		}
 	}
 	return -ENOENT;
 }
 
-void ops_rings_chunk(struct ops_rings *r, const struct ptbpf_ops_chunk *c,
-		     int (*emit)(void *ctx, void *data, size_t size), void *ctx)
+/* The last of the process's exit copy (its chunks come before): it is
+ * counted to its end now. */
+static void exit_copied(struct ops_rings *r, struct proc_rings *p, emit_fn emit, void *ctx)
+{
+	if (p->state == PROC_LIVE)
+		image_gone(r, p);
+	if (p->state == PROC_ENDED)
+		settle(r, p, emit, ctx);
+}
+
+void ops_rings_chunk(struct ops_rings *r, const struct ptbpf_ops_chunk *c, emit_fn emit, void *ctx)
 {
 	struct proc_rings *p = find_proc(r, (int)c->ev.pid);
 	uint64_t from = c->ev.arg[0], len = c->ev.arg[1], tail, end;
 	uint32_t slot = c->ev.id;
 
 	if (p && slot == OPS_CHUNK_DONE) {
-		p->gone = p->rescued = true;
+		exit_copied(r, p, emit, ctx);
 		return;
 	}
-	if (!p || slot >= p->desc.nslots || len > PTBPF_OPS_CHUNK)
+	if (!p || p->state == PROC_SETTLED || slot >= p->desc.nslots || len > PTBPF_OPS_CHUNK)
 		return;
-	if (c->ev.arg[2] > p->written[slot]) {
-		r->counts.written += c->ev.arg[2] - p->written[slot];
-		p->written[slot] = c->ev.arg[2];
-	}
 	if (r->cpid != p->pid || r->cslot != slot || from != r->cstart + r->clen) {
 		if (r->clen)
 			r->counts.bad++; /* the last ring's rest was cut short */
@@ -391,48 +591,49 @@ void ops_rings_chunk(struct ops_rings *r, const struct ptbpf_ops_chunk *c,
 	r->clen += len;
 	/* What ptbpf read already (it may have raced the copy) is skipped;
 	 * its tail is a record boundary. */
-	tail = p->tail[slot] > r->cstart ? p->tail[slot] : r->cstart;
+	tail = p->ring[slot].tail > r->cstart ? p->ring[slot].tail : r->cstart;
 	end = r->cstart + r->clen;
 	if (tail >= end) {
 		r->cstart = end;
 		r->clen = 0;
 		return;
 	}
-	tail = parse(r, p, c->ev.tid, r->cbuf + (tail - r->cstart), tail, end, true, emit, ctx);
-	p->tail[slot] = tail;
+	tail = parse(r, p, slot, c->ev.tid, r->cbuf + (tail - r->cstart), tail, end, true, emit,
+		     ctx);
+	p->ring[slot].tail = tail;
 	memmove(r->cbuf, r->cbuf + (tail - r->cstart), end - tail);
 	r->clen = end - tail;
 	r->cstart = tail;
 }
 
-void ops_rings_finish(struct ops_rings *r, int (*emit)(void *ctx, void *data, size_t size),
-		      void *ctx)
+void ops_rings_finish(struct ops_rings *r, emit_fn emit, void *ctx)
 {
 	for (int k = 0; k < r->n; k++) {
 		struct proc_rings *p = &r->procs[k];
 
-		for (uint32_t i = 0; !p->gone && i < p->desc.nslots; i++) {
-			struct ptbpf_event e = { .ts = p->gap_from[i], .pid = (uint32_t)p->pid,
-						 .tid = p->tid[i], .kind = EV_OPS_GAP,
-						 .source = SRC_AGENT, .arg = { p->gap_lost[i] } };
+		if (p->state != PROC_LIVE)
+			continue;
+		/* Lost at the end of the session: no later record of the
+		 * thread carries the agent's gap marker. */
+		for (uint32_t i = 0; i < p->desc.nslots; i++) {
+			struct ring_seen *g = &p->ring[i];
 
-			/* Lost at the end of the session: no later record of the
-			 * thread's carries the agent's gap marker. */
-			if (p->gap_lost[i])
-				emit(ctx, &e, sizeof(e));
+			mark_drops(p, g, g->tid, g->gap_from, g->dropped, g->begins_dropped, emit,
+				   ctx);
 		}
-		p->gone = true;
+		p->state = PROC_SETTLED;
 	}
 }
 
-void ops_rings_exec(struct ops_rings *r, int pid)
+void ops_rings_exec(struct ops_rings *r, int pid, emit_fn emit, void *ctx)
 {
 	struct proc_rings *p = find_proc(r, pid);
 
-	/* The exec probes copied what its rings held: nothing is lost but
-	 * what other threads wrote in the instant before the exec. */
+	/* The exec probes copied what its rings held and their counters:
+	 * nothing is lost uncounted but what other threads wrote in the
+	 * instant before the exec. */
 	if (p)
-		p->gone = p->rescued = true;
+		exit_copied(r, p, emit, ctx);
 }
 
 const struct ops_ring_counts *ops_rings_counts(const struct ops_rings *r)

@@ -4,7 +4,10 @@
  * (RecordFunction begins and ends, include/ptbpf_agent.h) with
  * process_vm_readv (checked against the image attached to afterwards),
  * turns each record into a loader-made ring event
- * (EV_NAMED_RF_BEGIN, EV_RF_END of ptbpf_events.h) and hands it on.
+ * (EV_NAMED_RF_BEGIN, EV_RF_END of ptbpf_events.h) and hands it on. What
+ * never reaches ptbpf is counted from the rings' counters and marked
+ * (EV_OPS_GAP) on its thread: dropped by a full ring, or gone with its
+ * process unread (counted from what the exit probe saved of them).
  */
 #ifndef PTBPF_OPS_RING_H
 #define PTBPF_OPS_RING_H
@@ -15,18 +18,31 @@
 
 struct ops_rings;
 
+/* Records, and apart the BEGIN records (ops) among them: what the job did
+ * = read + unread + dropped + no_slot (once every process is read to its
+ * end), each counted where it went missing. */
 struct ops_ring_counts {
 	uint64_t written;   /* records the agents wrote (as last read) */
 	uint64_t records;   /* records read */
+	uint64_t unread;    /* written, but gone with their process before
+			     * ptbpf read them (it fell behind, or the exit
+			     * copy found the BPF ring full) */
 	uint64_t dropped;   /* lost in the target: a ring was full */
 	uint64_t no_slot;   /* lost in the target: a thread found no free ring */
+	uint64_t begins, begins_unread, begins_dropped, begins_no_slot;
 	uint64_t bad;       /* malformed records (the ring was skipped to its head) */
-	uint64_t lost_at_exit; /* processes gone without the _exit probe's copy
-				* (killed by a signal): their last <= 20 ms */
+	uint64_t lost_at_exit; /* processes gone without their rings' last
+				* counters (killed by a signal): what they
+				* wrote after ptbpf's last read is not counted */
 	int layout_ok;      /* all agents could read RecordFunction's fields */
 };
 
-struct ops_rings *ops_rings_new(void);
+/* The counters pid's _exit or exec probe saved (ptbpf_ops_loc), 0; or
+ * -ENOENT. */
+struct ptbpf_ops_loc;
+typedef int (*ops_final_fn)(void *ctx, int pid, struct ptbpf_ops_loc *out);
+
+struct ops_rings *ops_rings_new(ops_final_fn final, void *final_ctx);
 void ops_rings_free(struct ops_rings *r);
 /* Starts reading t's rings, whose descriptor its agent reported at
  * desc_addr; what they hold now is skipped. Rings are read only from the
@@ -37,13 +53,21 @@ int ops_rings_add(struct ops_rings *r, const struct target *t, uint64_t desc_add
 		  size_t errlen);
 /* The end, after the last drain (the agents are off): the losses the
  * agents counted but could not mark with a gap record are marked now, and
- * no ring is read again (an agent may be unloaded next). */
+ * no ring is read again (an agent may be unloaded next). Processes found
+ * gone are settled by the next ops_rings_settle. */
 void ops_rings_finish(struct ops_rings *r, int (*emit)(void *ctx, void *data, size_t size),
 		      void *ctx);
-/* pid exec'd: its rings are gone (the exec probes copied them). */
-void ops_rings_exec(struct ops_rings *r, int pid);
+/* pid exec'd: its rings are gone (the exec probes copied them and their
+ * counters). */
+void ops_rings_exec(struct ops_rings *r, int pid, int (*emit)(void *ctx, void *data, size_t size),
+		    void *ctx);
 /* Whether any process is being read. */
 int ops_rings_count(const struct ops_rings *r);
+/* Processes found gone at an earlier drain, now that the BPF ring was
+ * read after it (their exit copy is in): what they took with them unread
+ * is counted and marked. */
+void ops_rings_settle(struct ops_rings *r, int (*emit)(void *ctx, void *data, size_t size),
+		      void *ctx);
 /* Reads everything the rings hold and calls emit with each event. */
 void ops_rings_drain(struct ops_rings *r, int (*emit)(void *ctx, void *data, size_t size),
 		     void *ctx);

@@ -63,6 +63,9 @@ static bool route_unthreaded(struct route *r, const struct ptbpf_event *e, uint6
 		return true;
 	case EV_FORK: /* the loop attaches the child (-f) */
 		return true;
+	case EV_OPS_NO_RING:
+		join_ops_no_ring(r->join, e->pid, e->ts, e->arg[0], e->arg[1]);
+		return true;
 	/* The agent's records come from its own thread: no thread track. */
 	case EV_AGENT_RECORD:
 		if (size >= sizeof(struct ptbpf_agent_event))
