@@ -265,10 +265,16 @@ static void describe_open_failure(int pid, int ret, char *err, size_t errlen)
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	maps = fopen(path, "re");
-	if (!maps) {
+	if (!maps && geteuid()) {
 		snprintf(err, errlen, "pid %d: cannot read %s: %s: the kernel does not let ptbpf's "
 			 "user read this process (CAP_SYS_PTRACE is not enough for some, e.g. pid "
 			 "1); run ptbpf as root", pid, path, strerror(errno));
+		return;
+	}
+	if (!maps) {
+		snprintf(err, errlen, "pid %d: cannot read %s: %s: the kernel does not let ptbpf "
+			 "read this process, even as root (it holds capabilities ptbpf lacks, or a "
+			 "security module refuses)", pid, path, strerror(errno));
 		return;
 	}
 	fclose(maps);
