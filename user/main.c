@@ -23,6 +23,7 @@
 #include "live/session.h"
 #include "lib/log.h"
 #include "attach/agent_ctl.h"
+#include "attach/leaving.h"
 #include "attach/target.h"
 #include "fleet/daemon.h"
 #include "fleet/metrics.h"
@@ -31,10 +32,15 @@
 #include "offline/report.h"
 #include "record/raw.h"
 
+/* A second Ctrl-C leaves at once, which is safe at every instant (the
+ * kernel drops ptbpf's probes; an agent whose ptbpf is gone switches
+ * itself off), saying what stays (attach/leaving.h). */
 static void on_signal(int sig)
 {
-	if (exiting) /* a second Ctrl-C: leave now; the kernel drops our probes */
+	if (exiting) {
+		leaving_say(sig);
 		_exit(128 + sig);
+	}
 	exiting = sig;
 }
 

@@ -14,6 +14,7 @@
 #include "lib/log.h"
 #include "attach/agent_ctl.h"
 #include "lib/elfsym.h"
+#include "attach/leaving.h"
 #include "attach/links.h"
 #include "attach/probes.h"
 #include "ptbpf_agent.h"
@@ -117,6 +118,7 @@ void agent_probes_injected(struct agent_probes *d, int pid)
 {
 	if (d->ninjected < MAX_AGENTS)
 		d->injected[d->ninjected++] = pid;
+	leaving_agent(pid, LEAVING_DORMANT, true);
 }
 
 /* The agent's probes: its records, correlations, drops, statuses (the one
@@ -221,6 +223,7 @@ int agent_probes_scan(struct agent_probes *d, const struct target *t, bool ops)
 			"it with this ptbpf" : strerror(-ret));
 		return ret;
 	}
+	leaving_agent(t->pid, LEAVING_ON, agent_injected(&d->ag[i].a));
 	log_msg("pid %d: agent switched on (%s)\n", t->pid,
 		ops ? "ops, and the GPU timeline if CUDA is used" : "GPU timeline");
 	return 1;
@@ -230,8 +233,11 @@ void agent_probes_off(struct agent_probes *d, int pid)
 {
 	int i = agent_index(d, pid);
 
-	if (i >= 0 && d->ag[i].sent)
-		d->ag[i].sent = !agent_send(&d->ag[i].a, PTBPF_CMD_OFF, "", 0, 0, false);
+	if (i < 0 || !d->ag[i].sent)
+		return;
+	d->ag[i].sent = !agent_send(&d->ag[i].a, PTBPF_CMD_OFF, "", 0, 0, false);
+	if (d->ag[i].sent)
+		leaving_agent(pid, LEAVING_OFF, agent_injected(&d->ag[i].a));
 }
 
 int agent_probes_acked(const struct agent_probes *d, int pid)
@@ -279,12 +285,16 @@ void agent_probes_switch_off(struct agent_probes *d)
 {
 	for (int i = 0; d && i < d->n; i++) {
 		struct agent_link *a = &d->ag[i].a;
+		bool injected;
 
 		if (!d->ag[i].sent || a->t->pidfd < 0)
 			continue;
 		/* An agent ptbpf loaded ends its thread, to be unloaded. */
-		d->ag[i].sent = !agent_send(a, agent_injected(a) ? PTBPF_CMD_EXIT : PTBPF_CMD_OFF,
-					    "", 0, 0, false);
+		injected = agent_injected(a);
+		d->ag[i].sent = !agent_send(a, injected ? PTBPF_CMD_EXIT : PTBPF_CMD_OFF, "", 0, 0,
+					    false);
+		if (d->ag[i].sent)
+			leaving_agent(d->ag[i].pid, LEAVING_OFF, injected);
 	}
 }
 
@@ -310,6 +320,7 @@ void agent_probes_gone(struct agent_probes *d, int pid)
 	link_set_destroy_pid(&d->links, pid);
 	bpf_map__delete_elem(d->skel->maps.ops_rings, &pid, sizeof(pid), 0);
 	d->ag[i] = d->ag[--d->n];
+	leaving_agent(pid, LEAVING_NONE, false);
 }
 
 void agent_probes_free(struct agent_probes *d)
@@ -322,12 +333,19 @@ void agent_probes_free(struct agent_probes *d)
 	agent_bpf__destroy(d->skel);
 	/* Agents that ended their thread (EXIT) leave the process. */
 	for (int i = 0; i < d->n; i++) {
+		int pid = d->ag[i].pid;
+
 		if (!d->ag[i].sent || d->ag[i].a.cmd != PTBPF_CMD_EXIT ||
 		    d->ag[i].a.t->pidfd < 0 || agent_acked(&d->ag[i].a))
 			continue;
-		if (agent_unload(&d->ag[i].a, err, sizeof(err)))
-			log_warn("its agent stays loaded, inert (no thread, "
-				"no callbacks): %s\n", err);
+		leaving_agent(pid, LEAVING_UNLOADING, true);
+		if (!agent_unload(&d->ag[i].a, err, sizeof(err))) {
+			leaving_agent(pid, LEAVING_NONE, false);
+			continue;
+		}
+		leaving_agent(pid, LEAVING_OFF, true);
+		log_warn("its agent stays loaded, inert (no thread, "
+			"no callbacks): %s\n", err);
 	}
 	free(d);
 }

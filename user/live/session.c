@@ -21,6 +21,7 @@
 #include "version.h"
 #include "attach/agent_probes.h"
 #include "attach/gpu_probes.h"
+#include "attach/leaving.h"
 #include "attach/probes.h"
 #include "record/route.h"
 #include "record/ops_ring.h"
@@ -201,6 +202,8 @@ int session_setup_trace(struct session *s)
 	}
 	log_msg("writing %s (renamed to %s when tracing ends)\n", s->out.tmp,
 		s->opt.output);
+	leaving_prune();
+	leaving_trace(s->out.tmp);
 	s->route = route_new(s->w, &s->ops, s->opt.entries_only);
 	if (!s->route)
 		return -1;
@@ -279,6 +282,7 @@ int session_finish(struct session *s, int rc)
 		log_msg("wrote %s (%.1f MB): open it at https://ui.perfetto.dev\n",
 			s->opt.output, size / 1e6);
 	}
+	leaving_trace(s->out.tmp[0] && !access(s->out.tmp, F_OK) ? s->out.tmp : "");
 	fleet_bpf__destroy(s->find.fleet);
 	route_free(s->route);
 	ops_rings_free(s->opsr);

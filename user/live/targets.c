@@ -23,6 +23,7 @@
 #include "attach/agent_probes.h"
 #include "attach/gpu_probes.h"
 #include "attach/inject.h"
+#include "attach/leaving.h"
 #include "attach/probes.h"
 #include "record/route.h"
 #include "record/gpu_timeline.h"
@@ -83,6 +84,23 @@ static void load_agent(struct session *s, const struct target *t, bool for_ops)
 		agent_probes_injected(s->agents, t->pid);
 }
 
+/* load_agent, with what a second Ctrl-C would leave noted around it
+ * (attach/leaving.h). */
+static void load_agent_noted(struct session *s, const struct target *t, bool for_ops)
+{
+	bool had;
+
+	if (s->opt.no_agent || t->memfd < 0)
+		return;
+	had = target_maps(t->pid, "libptbpf-agent.so");
+	if (!had)
+		leaving_agent(t->pid, LEAVING_LOADING, !t->agent_in_env);
+	load_agent(s, t, for_ops);
+	if (!had && leaving_agent_state(t->pid) == LEAVING_LOADING) /* not loaded, or not said */
+		leaving_agent(t->pid, target_maps(t->pid, "libptbpf-agent.so") ?
+			      LEAVING_DORMANT : LEAVING_NONE, !t->agent_in_env);
+}
+
 /* The agent polls its control block every 20 ms, switches on what was
  * asked and acknowledges: wait (3 s at most) for that, so that "tracing"
  * means tracing; its statuses are in the ring then. If it does not answer
@@ -139,7 +157,7 @@ static bool start_agent_ops(struct session *s, const struct target *t)
 	if (probes_trace_pid(s->probes, t->pid)) /* the agent's probes filter on it */
 		return false;
 
-	load_agent(s, t, true);
+	load_agent_noted(s, t, true);
 	t1 = now_ns();
 	ok = agent_probes_scan(s->agents, t, true) == 1;
 	t2 = now_ns();
@@ -257,7 +275,7 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	targets_scan_gpu(s, t);
 	t_gpu = now_ns();
 	if (s->agents && !agent_ops) {
-		load_agent(s, t, false);
+		load_agent_noted(s, t, false);
 		if (agent_probes_scan(s->agents, t, false) == 1)
 			targets_wait_for_agent(s, pid);
 	}
@@ -425,6 +443,7 @@ int targets_reap(struct session *s)
 			ring_buffer__consume(s->rb);
 			close(t->pidfd);
 			t->pidfd = -1;
+			leaving_agent(t->pid, LEAVING_NONE, false);
 			continue;
 		}
 		alive++;
