@@ -121,6 +121,34 @@ void agent_probes_injected(struct agent_probes *d, int pid)
 	leaving_agent(pid, LEAVING_DORMANT, true);
 }
 
+/* An agent an earlier ptbpf switched off for good (its thread ended) but
+ * could not unload (it was interrupted, or the process was stopped or
+ * traced then). */
+static bool ended_agent(const struct agent_link *a)
+{
+	struct ptbpf_agent_ctl c;
+
+	return !target_mem_read(a->t, a->ctl, &c, sizeof(c)) && c.magic == PTBPF_CTL_MAGIC &&
+	       c.version == PTBPF_CTL_VERSION && c.state == PTBPF_STATE_GONE && !c.agent_tid;
+}
+
+int agent_probes_unload_ended(const struct target *t)
+{
+	struct agent_link a;
+	char err[512];
+	int ret = agent_link_open(t, &a, err, sizeof(err));
+
+	if (ret || !ended_agent(&a))
+		return ret ? ret : -EBUSY;
+	ret = agent_unload(&a, err, sizeof(err));
+	if (ret)
+		log_warn("%s; the agent an earlier ptbpf switched off stays mapped\n", err);
+	else
+		log_msg("pid %d: unloaded the agent an earlier ptbpf had switched off but "
+			"left mapped\n", t->pid);
+	return ret;
+}
+
 /* The agent's probes: its records, correlations, drops, statuses (the one
  * on ptbpf_agent_status also tells the agent that ptbpf lives), stacks. */
 static int attach_agent(struct agent_probes *d, const struct target *t)
@@ -203,10 +231,13 @@ int agent_probes_scan(struct agent_probes *d, const struct target *t, bool ops)
 		return ret;
 	}
 	if (!agent_running(&d->ag[i].a)) {
-		log_msg("pid %d maps an agent without its thread (a child forked by "
-			"a traced process): not used\n", t->pid);
+		log_msg("pid %d maps an agent whose thread does not run (a copy in a child "
+			"forked by a traced process?): not used\n", t->pid);
 		return 0;
 	}
+	/* Loaded by this ptbpf, or by one that left before it could say so
+	 * (the process did not start with it). */
+	injected = !t->agent_in_env;
 	for (int k = 0; k < d->ninjected; k++)
 		injected |= d->injected[k] == t->pid;
 	d->ag[i].injected = injected;

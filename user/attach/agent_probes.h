@@ -24,6 +24,10 @@ struct agent_probes *agent_probes_new(struct ptbpf_bpf *ops_skel);
 int agent_probes_scan(struct agent_probes *d, const struct target *t, bool ops);
 /* This ptbpf loaded pid's agent (it is sent EXIT and unloaded at the end). */
 void agent_probes_injected(struct agent_probes *d, int pid);
+/* If t maps an agent an earlier ptbpf switched off for good but left
+ * mapped (interrupted, or t was stopped then), unloads it, saying so. 0 if
+ * it did; -EBUSY if t's agent is not such a one; -errno. */
+int agent_probes_unload_ended(const struct target *t);
 /* 0 once pid's agent acted on its last command (its statuses are in the
  * ring buffer then), -EAGAIN before, -ESRCH if its image is gone,
  * -ENOENT if no command went to it. */

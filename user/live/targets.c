@@ -85,14 +85,15 @@ static void load_agent(struct session *s, const struct target *t, bool for_ops)
 }
 
 /* load_agent, with what a second Ctrl-C would leave noted around it
- * (attach/leaving.h). */
+ * (attach/leaving.h); an agent an earlier ptbpf switched off but left
+ * mapped is unloaded first, so that a fresh one can be loaded. */
 static void load_agent_noted(struct session *s, const struct target *t, bool for_ops)
 {
 	bool had;
 
 	if (s->opt.no_agent || t->memfd < 0)
 		return;
-	had = target_maps(t->pid, "libptbpf-agent.so");
+	had = target_maps(t->pid, "libptbpf-agent.so") && agent_probes_unload_ended(t);
 	if (!had)
 		leaving_agent(t->pid, LEAVING_LOADING, !t->agent_in_env);
 	load_agent(s, t, for_ops);
