@@ -318,12 +318,13 @@ void agent_probes_switch_off(struct agent_probes *d)
 		struct agent_link *a = &d->ag[i].a;
 		bool injected;
 
-		if (!d->ag[i].sent || a->t->pidfd < 0)
+		/* One loaded by a ptbpf goes, also if it was never switched on. */
+		if ((!d->ag[i].sent && !d->ag[i].injected) || a->t->pidfd < 0)
 			continue;
 		/* An agent ptbpf loaded ends its thread, to be unloaded. */
-		injected = agent_injected(a);
+		injected = d->ag[i].injected || agent_injected(a);
 		d->ag[i].sent = !agent_send(a, injected ? PTBPF_CMD_EXIT : PTBPF_CMD_OFF, "", 0, 0,
-					    false);
+					    d->ag[i].injected);
 		if (d->ag[i].sent)
 			leaving_agent(d->ag[i].pid, LEAVING_OFF, injected);
 	}
@@ -331,8 +332,11 @@ void agent_probes_switch_off(struct agent_probes *d)
 
 bool agent_probes_all_acked(const struct agent_probes *d)
 {
+	int tracer;
+
 	for (int i = 0; d && i < d->n; i++)
-		if (d->ag[i].sent && d->ag[i].a.t->pidfd >= 0 && agent_acked(&d->ag[i].a) == -EAGAIN)
+		if (d->ag[i].sent && d->ag[i].a.t->pidfd >= 0 &&
+		    agent_acked(&d->ag[i].a) == -EAGAIN && !target_stopped(d->ag[i].pid, &tracer))
 			return false;
 	return true;
 }
@@ -354,29 +358,74 @@ void agent_probes_gone(struct agent_probes *d, int pid)
 	leaving_agent(pid, LEAVING_NONE, false);
 }
 
-void agent_probes_free(struct agent_probes *d)
+/* What stays of an agent switched off that did not answer (acked false),
+ * or could not be unloaded because its process is stopped, in one line;
+ * unload: it was to leave the process. */
+static void say_kept(const struct agent_probes *d, int i, bool unload, bool acked)
 {
+	char how[160], comm[64], then[96];
+	int pid = d->ag[i].pid, tracer, stopped = target_stopped(pid, &tracer);
+
+	if (stopped && tracer) {
+		target_thread_name(tracer, tracer, comm, sizeof(comm));
+		snprintf(how, sizeof(how), "is stopped under a debugger (pid %d, %s)", tracer, comm);
+	} else {
+		snprintf(how, sizeof(how), "%s", stopped ? "is stopped (SIGSTOP or another stop "
+			 "signal)" : "has not answered its switch-off");
+	}
+	snprintf(then, sizeof(then), "%s", acked ? "switched off" : stopped ?
+		 "switches itself off once the process runs again" :
+		 "switches itself off once its thread gets to it");
+	if (!unload)
+		log_warn("pid %d %s: its agent %s\n", pid, how, then);
+	else
+		log_warn("pid %d %s: its agent cannot be unloaded now; it stays mapped and %s (run "
+			 "ptbpf -p %d again and stop it normally to unload it)\n", pid, how, then, pid);
+}
+
+/* After the switch-off: an agent told to EXIT that did leaves the
+ * process; what stays instead is said in one line. */
+static void unload_one(struct agent_probes *d, int i)
+{
+	struct agent_link *a = &d->ag[i].a;
+	int pid = d->ag[i].pid, acked = d->ag[i].sent ? agent_acked(a) : 0, tracer;
+	bool unload = a->cmd == PTBPF_CMD_EXIT;
 	char err[512];
 
+	if (a->t->pidfd < 0 || acked == -ESRCH) { /* exited, or exec'd: nothing stays */
+		leaving_agent(pid, LEAVING_NONE, false);
+		return;
+	}
+	if (!d->ag[i].sent) /* never commanded, or its command failed (said then) */
+		return;
+	if (acked || (unload && target_stopped(pid, &tracer))) {
+		say_kept(d, i, unload, !acked);
+		return;
+	}
+	if (!unload) { /* the process's own agent, switched off */
+		leaving_agent(pid, LEAVING_NONE, false);
+		return;
+	}
+	leaving_agent(pid, LEAVING_UNLOADING, true);
+	if (!agent_unload(a, err, sizeof(err)) || !target_alive(pid)) {
+		leaving_agent(pid, LEAVING_NONE, false);
+		return;
+	}
+	leaving_agent(pid, LEAVING_OFF, ended_agent(a));
+	if (ended_agent(a))
+		log_warn("%s; its agent stays mapped, switched off (run ptbpf -p %d again and "
+			 "stop it normally to unload it)\n", err, pid);
+	else
+		log_warn("%s; its agent stays mapped, switched off\n", err);
+}
+
+void agent_probes_free(struct agent_probes *d)
+{
 	if (!d)
 		return;
 	link_set_destroy(&d->links);
 	agent_bpf__destroy(d->skel);
-	/* Agents that ended their thread (EXIT) leave the process. */
-	for (int i = 0; i < d->n; i++) {
-		int pid = d->ag[i].pid;
-
-		if (!d->ag[i].sent || d->ag[i].a.cmd != PTBPF_CMD_EXIT ||
-		    d->ag[i].a.t->pidfd < 0 || agent_acked(&d->ag[i].a))
-			continue;
-		leaving_agent(pid, LEAVING_UNLOADING, true);
-		if (!agent_unload(&d->ag[i].a, err, sizeof(err))) {
-			leaving_agent(pid, LEAVING_NONE, false);
-			continue;
-		}
-		leaving_agent(pid, LEAVING_OFF, true);
-		log_warn("its agent stays loaded, inert (no thread, "
-			"no callbacks): %s\n", err);
-	}
+	for (int i = 0; i < d->n; i++)
+		unload_one(d, i);
 	free(d);
 }

@@ -39,10 +39,11 @@ void agent_probes_ops_words(struct agent_probes *d, const char *words);
  * function. 0 or -errno. */
 int agent_probes_ops_exit(struct agent_probes *d, const struct target *t,
 			   const struct ptbpf_ops_loc *loc);
-/* Switches every agent off (EXIT for those a ptbpf loaded): each flushes
- * its last records, then acknowledges. */
+/* Switches every agent off (EXIT for those a ptbpf loaded, also if never
+ * switched on): each flushes its last records, then acknowledges. */
 void agent_probes_switch_off(struct agent_probes *d);
-/* Whether every agent switched off has acknowledged (or is gone). */
+/* Whether every agent switched off has acknowledged (or is gone, or its
+ * process is stopped: it cannot answer). */
 bool agent_probes_all_acked(const struct agent_probes *d);
 /* Sends pid's agent OFF (it did not answer its ON in time). */
 void agent_probes_off(struct agent_probes *d, int pid);
@@ -50,7 +51,8 @@ void agent_probes_off(struct agent_probes *d, int pid);
 bool agent_probes_any(const struct agent_probes *d);
 /* pid's image is gone (exec): its agent's probes go, nothing more is sent. */
 void agent_probes_gone(struct agent_probes *d, int pid);
-/* Removes the probes, then unloads the agents that ended their thread. */
+/* Removes the probes, then unloads the agents that ended their thread;
+ * one line for each that stays (stopped, no answer, unload failed). */
 void agent_probes_free(struct agent_probes *d);
 
 #endif /* PTBPF_AGENT_PROBES_H */
