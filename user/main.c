@@ -80,13 +80,20 @@ static int start_command(struct options *opt, pid_t *child)
 	return 0;
 }
 
-/* In run mode, ptbpf exits with the command's status once it has exited. */
-static int command_status(pid_t child, int rc)
+/* In run mode, ptbpf exits with the command's status once it has exited;
+ * one that runs on (ptbpf was stopped first) is left to run, and that is
+ * said. */
+static int command_status(const struct options *opt, pid_t child, int rc)
 {
 	int status;
 
-	if (child <= 0 || waitpid(child, &status, WNOHANG) != child)
+	if (child <= 0)
 		return rc;
+	if (waitpid(child, &status, WNOHANG) != child) {
+		log_msg("run: %s (pid %d) runs on, no longer traced; ptbpf's exit status is "
+			"its own\n", opt->run_argv[0], child);
+		return rc;
+	}
 	if (rc)
 		return rc;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -182,7 +189,7 @@ static int cmd_trace(int argc, char **argv)
 	}
 	session_loop(&s);
 	rc = 0;
-	return command_status(child, session_finish(&s, rc));
+	return command_status(&s.opt, child, session_finish(&s, rc));
 }
 
 static int cmd_report(int argc, char **argv)
