@@ -119,7 +119,8 @@ static int run_window(const struct options *opt, const char *path, struct metric
 	metrics_window(m, true);
 	targets_scan_all(&s);
 	s.win.targets_cpu0 = budget_targets_cpu(&s);
-	session_loop(&s);
+	if (session_loop(&s) && !s.win.stopped_why[0])
+		snprintf(s.win.stopped_why, sizeof(s.win.stopped_why), "reading failed");
 	if (exiting && !s.win.stopped_why[0])
 		snprintf(s.win.stopped_why, sizeof(s.win.stopped_why), "stopped by a signal");
 	if (!s.ntargets) { /* no torch process: no file */
@@ -187,8 +188,7 @@ static int cmd_trace(int argc, char **argv)
 		log_msg("interrupted during attach; detaching\n");
 		return session_finish(&s, 128 + exiting);
 	}
-	session_loop(&s);
-	rc = 0;
+	rc = session_loop(&s) ? 1 : 0;
 	return command_status(&s.opt, child, session_finish(&s, rc));
 }
 
