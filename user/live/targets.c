@@ -89,15 +89,16 @@ static void load_agent(struct session *s, const struct target *t, bool for_ops)
  * mapped is unloaded first, so that a fresh one can be loaded. */
 static void load_agent_noted(struct session *s, const struct target *t, bool for_ops)
 {
-	bool had;
+	bool has_one;
 
 	if (s->opt.no_agent || t->memfd < 0)
 		return;
-	had = target_maps(t->pid, "libptbpf-agent.so") && agent_probes_unload_ended(t);
-	if (!had)
+	has_one = target_maps(t->pid, "libptbpf-agent.so") && agent_probes_unload_ended(t);
+	if (!has_one)
 		leaving_agent(t->pid, LEAVING_LOADING, !t->agent_in_env);
 	load_agent(s, t, for_ops);
-	if (!had && leaving_agent_state(t->pid) == LEAVING_LOADING) /* not loaded, or not said */
+	/* Not loaded, or its load failed after the call had run. */
+	if (!has_one && leaving_agent_state(t->pid) == LEAVING_LOADING)
 		leaving_agent(t->pid, target_maps(t->pid, "libptbpf-agent.so") ?
 			      LEAVING_DORMANT : LEAVING_NONE, !t->agent_in_env);
 }
