@@ -134,6 +134,29 @@ def run_untraced(tmp_path, target_argv, env=None, timeout=600):
     return p.returncode, p.stdout.decode(errors="replace")
 
 
+def link_holders():
+    """link id -> the pids holding an fd of it, from /proc/*/fdinfo: what
+    bpftool reports only where it was built with its pid iterator."""
+    holders = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir("/proc/%s/fd" % pid)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink("/proc/%s/fd/%s" % (pid, fd)) != "anon_inode:bpf_link":
+                    continue
+                with open("/proc/%s/fdinfo/%s" % (pid, fd)) as f:
+                    info = f.read()
+            except OSError:
+                continue
+            for line in info.splitlines():
+                if line.startswith("link_id:"):
+                    holders.setdefault(int(line.split()[1]), set()).add(int(pid))
+    return holders
+
+
 def ptbpf_links(holders=None):
     """uprobe_multi / perf links that bpftool sees: none may outlive ptbpf.
     With holders (pids), only the links those processes hold, or that no
@@ -141,11 +164,13 @@ def ptbpf_links(holders=None):
     import json
     r = subprocess.run(["bpftool", "-j", "link", "list"], capture_output=True, text=True,
                        check=True)
-    out = []
+    out, held = [], None
     for link in json.loads(r.stdout or "[]"):
         if link.get("type") not in ("perf_event", "uprobe_multi"):
             continue
-        pids = {p["pid"] for p in link.get("pids", [])}
+        if "pids" not in link and held is None:
+            held = link_holders()
+        pids = {p["pid"] for p in link.get("pids", [])} or (held or {}).get(link["id"], set())
         if holders is None or not pids or pids & set(holders):
             out.append(link)
     return out

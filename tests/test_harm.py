@@ -8,6 +8,7 @@ agent is left active. The jobs check their
 own numeric results; BCC counts torch's RecordFunction calls from outside
 (an independent oracle: with no callback registered, torch never builds
 one)."""
+import ctypes
 import os
 import random
 import re
@@ -100,7 +101,7 @@ def test_detach_leaves_nothing_and_reattach_works(tmp_path):
                                capture_output=True, text=True, timeout=120)
             assert r.returncode == 0, r.stderr
             assert "ops from the agent's RecordFunction callbacks" in r.stderr, r.stderr
-            assert "stays loaded" not in r.stderr, r.stderr
+            assert "stays mapped" not in r.stderr, r.stderr
             t = pftrace.Trace(out)
             assert t.validate() == []
             assert t.op_counts()["aten::addmm"] > 50
@@ -445,31 +446,140 @@ def test_sigkill_of_ptbpf_in_every_phase(tmp_path):
     print("kill trials:", phases)
 
 
+def check_second_interrupt(err, pid, mapped_before, mapped_after):
+    """The one line a second Ctrl-C prints: what stays, and it is true."""
+    lines = re.findall(r"ptbpf: second interrupt: leaving now; ([^\n]*)\n", err)
+    assert len(lines) == 1 and err.count("second interrupt") == 1, err
+    said = lines[0]
+    if said.startswith("nothing this ptbpf attached stays"):
+        assert mapped_after <= mapped_before, said
+    elif "stays mapped in pid %d" % pid in said:
+        assert mapped_after, said
+        assert "(run ptbpf -p %d again and stop it normally to unload it)" % pid in said
+    else:
+        assert re.match(r"ptbpf was (loading its agent into|unloading its agent from) pid %d: "
+                        % pid, said), said
+    return said.split(" (")[0].split(":")[0]
+
+
 def test_double_sigint_during_attach_leaves_the_job_unharmed(tmp_path):
-    """A second Ctrl-C leaves at once, at any point of the attach: the
-    injected call restores its thread by itself, and an agent left behind
-    is switched off (ptbpf's probe is gone)."""
+    """A second Ctrl-C leaves at once, at any point of the attach, and says
+    in one line what stays, truly: the injected call restores its thread by
+    itself, an agent left behind is switched off (ptbpf's probe is gone),
+    and the next ptbpf, stopped normally, unloads it."""
     argv = workload_argv("checked", 6000)
     expected = expected_lines(tmp_path, argv)
     target, go = start(argv, tmp_path)
     rng = random.Random(5)
-    tracers = []
+    tracers, said = [], {}
     try:
         pid = target.p.pid
         open(go, "w").close()
-        for i in range(10):
-            tracer = subprocess.Popen([PTBPF, "-p", str(pid), "-o",
-                                       str(tmp_path / ("i%d.pftrace" % i)), "--ops", "agent"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            tracers.append(tracer.pid)
-            time.sleep(rng.uniform(0.05, 0.8))
-            tracer.send_signal(signal.SIGINT)
+        for i in range(12):
+            mapped_before = agent_mapped(pid)
+            tracer = Proc([PTBPF, "-p", str(pid), "-o", str(tmp_path / ("i%d.pftrace" % i)),
+                           "--ops", "agent"])
+            tracers.append(tracer)
+            # The attach (injection, switch-on) starts right after this line.
+            _, head = tracer.wait_line("ptbpf: writing", stream="stderr")
+            time.sleep(rng.uniform(0, 0.4))
+            tracer.p.send_signal(signal.SIGINT)
             time.sleep(rng.uniform(0, 0.05))
-            tracer.send_signal(signal.SIGINT)
-            tracer.wait(timeout=60)
+            assert tracer.p.poll() is None, tracer.finish()[2]
+            tracer.p.send_signal(signal.SIGINT)
+            rc, _, err = tracer.finish(timeout=60)
+            err = head + err
+            assert rc == 130, err
+            kind = check_second_interrupt(err, pid, mapped_before, agent_mapped(pid))
+            said[kind] = said.get(kind, 0) + 1
         time.sleep(0.3)
-        assert links_after_exit(tracers) == []
+        assert links_after_exit([t.p.pid for t in tracers]) == []
         assert record_function_calls(pid, 1.0) == 0
+        r = subprocess.run([PTBPF, "-p", str(pid), "-o", str(tmp_path / "last.pftrace"), "-d",
+                            "1", "--ops", "agent"], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+        assert not agent_mapped(pid)
         finish_checked(target, expected)
     finally:
+        for t in tracers:
+            t.kill()
+        target.kill()
+    print("second interrupts:", said)
+
+
+def hold(pid, how):
+    """Stops pid as a job-control stop or as a debugger does (every thread
+    ptrace-stopped by this process); what release() needs."""
+    if how == "SIGSTOP":
+        os.kill(pid, signal.SIGSTOP)
+        return []
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    tids = [int(t) for t in os.listdir("/proc/%d/task" % pid)]
+    for tid in tids:
+        assert libc.ptrace(0x4206, tid, None, None) == 0, ctypes.get_errno()  # PTRACE_SEIZE
+        assert libc.ptrace(0x4207, tid, None, None) == 0, ctypes.get_errno()  # PTRACE_INTERRUPT
+        os.waitpid(tid, 0x40000000)  # __WALL: its stop
+    return [libc, tids]
+
+
+def release(pid, held):
+    if not held:
+        os.kill(pid, signal.SIGCONT)
+        return
+    libc, tids = held
+    for tid in tids:
+        libc.ptrace(17, tid, None, None)  # PTRACE_DETACH
+
+
+@pytest.mark.parametrize("how", ["SIGSTOP", "debugger"])
+def test_target_stopped_mid_trace_ends_on_time_and_says_so(tmp_path, how):
+    """The job is stopped while traced with -d 2 (by SIGSTOP, or by a
+    debugger): ptbpf ends on time, says in one line that the agent cannot
+    be unloaded now and what becomes of it; once the job runs again its
+    agent is off (no RecordFunction, no thread), the next ptbpf unloads it,
+    and the job's every value is right."""
+    argv = workload_argv("checked", 6000)
+    expected = expected_lines(tmp_path, argv)
+    target, go = start(argv, tmp_path)
+    held = []
+    try:
+        pid = target.p.pid
+        open(go, "w").close()
+        tracer = Proc([PTBPF, "-p", str(pid), "-o", str(tmp_path / "s.pftrace"), "-d", "2",
+                       "--ops", "agent"])
+        tracer.wait_line("ptbpf: tracing pid", stream="stderr")
+        t0 = time.time()
+        time.sleep(0.3)
+        held = hold(pid, how)
+        rc, _, err = tracer.finish(timeout=60)
+        took = time.time() - t0
+        assert rc == 0, err
+        assert took < 2 + 2.0, (took, err)  # the switch-off is not waited for
+        with open("/proc/self/comm") as f:
+            why = "(SIGSTOP or another stop signal)" if how == "SIGSTOP" else \
+                "under a debugger (pid %d, %s)" % (os.getpid(), f.read().strip())
+        said = [l for l in err.splitlines() if "%d is stopped" % pid in l]
+        assert said == ["ptbpf: warning: pid %d is stopped %s: its agent cannot be unloaded "
+                        "now; it stays mapped and switches itself off once the process runs "
+                        "again (run ptbpf -p %d again and stop it normally to unload it)"
+                        % (pid, why, pid)], err
+        assert pftrace.Trace(str(tmp_path / "s.pftrace")).validate() == []
+        assert agent_mapped(pid)
+        release(pid, held)
+        held = []
+        time.sleep(0.5)
+        assert record_function_calls(pid, 1.0) == 0
+        assert "ptbpf-agent" not in thread_names(pid)
+        r = subprocess.run([PTBPF, "-p", str(pid), "-o", str(tmp_path / "n.pftrace"), "-d", "1",
+                            "--ops", "agent"], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+        assert "pid %d: unloaded the agent an earlier ptbpf had switched off but left mapped" \
+            % pid in r.stderr
+        assert not agent_mapped(pid)
+        assert links_after_exit(holders=[]) == []
+        finish_checked(target, expected)
+    finally:
+        if held:
+            release(target.p.pid, held)
         target.kill()

@@ -45,6 +45,12 @@ def test_reorder_merges_streams_in_time_order():
     run_unit("test_reorder")
 
 
+def test_second_interrupt_line():
+    """The line a second Ctrl-C prints (user/attach/leaving.c): what it says
+    for each agent state, many processes, a PATH_MAX trace path, one line."""
+    run_unit("test_leaving")
+
+
 def test_elf_symbols_exit_sites_op_names():
     libs = glob.glob(LIBTORCH)
     assert libs, "Debian's libtorch (python3-torch) is not installed"

@@ -24,6 +24,7 @@
 #include "lib/log.h"
 #include "attach/agent_ctl.h"
 #include "attach/claim.h"
+#include "attach/leaving.h"
 #include "attach/target.h"
 #include "fleet/daemon.h"
 #include "fleet/metrics.h"
@@ -32,10 +33,15 @@
 #include "offline/report.h"
 #include "record/raw.h"
 
+/* A second Ctrl-C leaves at once, which is safe at every instant (the
+ * kernel drops ptbpf's probes; an agent whose ptbpf is gone switches
+ * itself off), saying what stays (attach/leaving.h). */
 static void on_signal(int sig)
 {
-	if (exiting) /* a second Ctrl-C: leave now; the kernel drops our probes */
+	if (exiting) {
+		leaving_say(sig);
 		_exit(128 + sig);
+	}
 	exiting = sig;
 }
 
@@ -75,13 +81,20 @@ static int start_command(struct options *opt, pid_t *child)
 	return 0;
 }
 
-/* In run mode, ptbpf exits with the command's status once it has exited. */
-static int command_status(pid_t child, int rc)
+/* In run mode, ptbpf exits with the command's status once it has exited;
+ * one that runs on (ptbpf was stopped first) is left to run, and that is
+ * said. */
+static int command_status(const struct options *opt, pid_t child, int rc)
 {
 	int status;
 
-	if (child <= 0 || waitpid(child, &status, WNOHANG) != child)
+	if (child <= 0)
 		return rc;
+	if (waitpid(child, &status, WNOHANG) != child) {
+		log_msg("run: %s (pid %d) runs on, no longer traced; ptbpf's exit status is "
+			"its own\n", opt->run_argv[0], child);
+		return rc;
+	}
 	if (rc)
 		return rc;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -107,7 +120,8 @@ static int run_window(const struct options *opt, const char *path, struct metric
 	metrics_window(m, true);
 	targets_scan_all(&s);
 	s.win.targets_cpu0 = budget_targets_cpu(&s);
-	session_loop(&s);
+	if (session_loop(&s) && !s.win.stopped_why[0])
+		snprintf(s.win.stopped_why, sizeof(s.win.stopped_why), "reading failed");
 	if (exiting && !s.win.stopped_why[0])
 		snprintf(s.win.stopped_why, sizeof(s.win.stopped_why), "stopped by a signal");
 	if (!s.traced) /* session_finish leaves no file */
@@ -179,13 +193,12 @@ static int cmd_trace(int argc, char **argv)
 		s.discard_output = true;
 		return session_finish(&s, 128 + exiting);
 	}
-	session_loop(&s);
-	rc = 0;
+	rc = session_loop(&s) ? 1 : 0;
 	if (!s.traced) { /* --all found no process: session_finish leaves no file */
 		log_msg("--all: no PyTorch process was traced; nothing written\n");
 		rc = 1;
 	}
-	return command_status(child, session_finish(&s, rc));
+	return command_status(&s.opt, child, session_finish(&s, rc));
 }
 
 static int cmd_report(int argc, char **argv)

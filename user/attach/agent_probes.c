@@ -14,6 +14,7 @@
 #include "lib/log.h"
 #include "attach/agent_ctl.h"
 #include "lib/elfsym.h"
+#include "attach/leaving.h"
 #include "attach/links.h"
 #include "attach/probes.h"
 #include "ptbpf_agent.h"
@@ -120,6 +121,35 @@ void agent_probes_injected(struct agent_probes *d, const struct target *t)
 {
 	if (d->ninjected < MAX_AGENTS)
 		d->injected[d->ninjected++] = t;
+	leaving_agent(t->pid, LEAVING_DORMANT, true);
+}
+
+/* An agent an earlier ptbpf switched off for good (its thread ended) but
+ * could not unload (it was interrupted, or the process was stopped or
+ * traced then). */
+static bool ended_agent(const struct agent_link *a)
+{
+	struct ptbpf_agent_ctl c;
+
+	return !target_mem_read(a->t, a->ctl, &c, sizeof(c)) && c.magic == PTBPF_CTL_MAGIC &&
+	       c.version == PTBPF_CTL_VERSION && c.state == PTBPF_STATE_GONE && !c.agent_tid;
+}
+
+int agent_probes_unload_ended(const struct target *t)
+{
+	struct agent_link a;
+	char err[512];
+	int ret = agent_link_open(t, &a, err, sizeof(err));
+
+	if (ret || !ended_agent(&a))
+		return ret ? ret : -EBUSY;
+	ret = agent_unload(&a, err, sizeof(err));
+	if (ret)
+		log_warn("%s; the agent an earlier ptbpf switched off stays mapped\n", err);
+	else
+		log_msg("pid %d: unloaded the agent an earlier ptbpf had switched off but "
+			"left mapped\n", t->pid);
+	return ret;
 }
 
 /* The agent's probes: its records, correlations, drops, statuses (the one
@@ -204,10 +234,13 @@ int agent_probes_scan(struct agent_probes *d, const struct target *t, bool ops)
 		return ret;
 	}
 	if (!agent_running(&d->ag[i].a)) {
-		log_msg("pid %d maps an agent without its thread (a child forked by "
-			"a traced process): not used\n", t->pid);
+		log_msg("pid %d maps an agent whose thread does not run (a copy in a child "
+			"forked by a traced process?): not used\n", t->pid);
 		return 0;
 	}
+	/* Loaded by this ptbpf, or by one that left before it could say so
+	 * (the process did not start with it). */
+	injected = !t->agent_in_env;
 	for (int k = 0; k < d->ninjected; k++)
 		injected |= d->injected[k]->pid == t->pid;
 	d->ag[i].injected = injected;
@@ -224,6 +257,7 @@ int agent_probes_scan(struct agent_probes *d, const struct target *t, bool ops)
 			"it with this ptbpf" : strerror(-ret));
 		return ret;
 	}
+	leaving_agent(t->pid, LEAVING_ON, agent_injected(&d->ag[i].a));
 	log_msg("pid %d: agent switched on (%s)\n", t->pid,
 		ops ? "ops, and the GPU timeline if CUDA is used" : "GPU timeline");
 	return 1;
@@ -233,8 +267,11 @@ void agent_probes_off(struct agent_probes *d, int pid)
 {
 	int i = agent_index(d, pid);
 
-	if (i >= 0 && d->ag[i].sent)
-		d->ag[i].sent = !agent_send(&d->ag[i].a, PTBPF_CMD_OFF, "", 0, 0, false);
+	if (i < 0 || !d->ag[i].sent)
+		return;
+	d->ag[i].sent = !agent_send(&d->ag[i].a, PTBPF_CMD_OFF, "", 0, 0, false);
+	if (d->ag[i].sent)
+		leaving_agent(pid, LEAVING_OFF, agent_injected(&d->ag[i].a));
 }
 
 int agent_probes_acked(const struct agent_probes *d, int pid)
@@ -326,19 +363,27 @@ void agent_probes_switch_off(struct agent_probes *d)
 		adopt_late_agents(d);
 	for (int i = 0; d && i < d->n; i++) {
 		struct agent_link *a = &d->ag[i].a;
+		bool injected;
 
-		if (!d->ag[i].sent || a->t->pidfd < 0)
+		/* One loaded by a ptbpf goes, also if it was never switched on. */
+		if ((!d->ag[i].sent && !d->ag[i].injected) || a->t->pidfd < 0)
 			continue;
 		/* An agent ptbpf loaded ends its thread, to be unloaded. */
-		d->ag[i].sent = !agent_send(a, agent_injected(a) ? PTBPF_CMD_EXIT : PTBPF_CMD_OFF,
-					    "", 0, 0, false);
+		injected = d->ag[i].injected || agent_injected(a);
+		d->ag[i].sent = !agent_send(a, injected ? PTBPF_CMD_EXIT : PTBPF_CMD_OFF, "", 0, 0,
+					    d->ag[i].injected);
+		if (d->ag[i].sent)
+			leaving_agent(d->ag[i].pid, LEAVING_OFF, injected);
 	}
 }
 
 bool agent_probes_all_acked(const struct agent_probes *d)
 {
+	int tracer;
+
 	for (int i = 0; d && i < d->n; i++)
-		if (d->ag[i].sent && d->ag[i].a.t->pidfd >= 0 && agent_acked(&d->ag[i].a) == -EAGAIN)
+		if (d->ag[i].sent && d->ag[i].a.t->pidfd >= 0 &&
+		    agent_acked(&d->ag[i].a) == -EAGAIN && !target_stopped(d->ag[i].pid, &tracer))
 			return false;
 	return true;
 }
@@ -357,24 +402,77 @@ void agent_probes_gone(struct agent_probes *d, int pid)
 	link_set_destroy_pid(&d->links, pid);
 	bpf_map__delete_elem(d->skel->maps.ops_rings, &pid, sizeof(pid), 0);
 	d->ag[i] = d->ag[--d->n];
+	leaving_agent(pid, LEAVING_NONE, false);
+}
+
+/* What stays of an agent switched off that did not answer (acked false),
+ * or could not be unloaded because its process is stopped, in one line;
+ * unload: it was to leave the process. */
+static void say_kept(const struct agent_probes *d, int i, bool unload, bool acked)
+{
+	char how[160], comm[64], then[96];
+	int pid = d->ag[i].pid, tracer, stopped = target_stopped(pid, &tracer);
+
+	if (stopped && tracer) {
+		target_thread_name(tracer, tracer, comm, sizeof(comm));
+		snprintf(how, sizeof(how), "is stopped under a debugger (pid %d, %s)", tracer, comm);
+	} else {
+		snprintf(how, sizeof(how), "%s", stopped ? "is stopped (SIGSTOP or another stop "
+			 "signal)" : "has not answered its switch-off");
+	}
+	snprintf(then, sizeof(then), "%s", acked ? "switched off" : stopped ?
+		 "switches itself off once the process runs again" :
+		 "switches itself off once its thread gets to it");
+	if (!unload)
+		log_warn("pid %d %s: its agent %s\n", pid, how, then);
+	else
+		log_warn("pid %d %s: its agent cannot be unloaded now; it stays mapped and %s (run "
+			 "ptbpf -p %d again and stop it normally to unload it)\n", pid, how, then, pid);
+}
+
+/* After the switch-off: an agent told to EXIT that did leaves the
+ * process; what stays instead is said in one line. */
+static void unload_one(struct agent_probes *d, int i)
+{
+	struct agent_link *a = &d->ag[i].a;
+	int pid = d->ag[i].pid, acked = d->ag[i].sent ? agent_acked(a) : 0, tracer;
+	bool unload = a->cmd == PTBPF_CMD_EXIT;
+	char err[512];
+
+	if (a->t->pidfd < 0 || acked == -ESRCH) { /* exited, or exec'd: nothing stays */
+		leaving_agent(pid, LEAVING_NONE, false);
+		return;
+	}
+	if (!d->ag[i].sent) /* never commanded, or its command failed (said then) */
+		return;
+	if (acked || (unload && target_stopped(pid, &tracer))) {
+		say_kept(d, i, unload, !acked);
+		return;
+	}
+	if (!unload) { /* the process's own agent, switched off */
+		leaving_agent(pid, LEAVING_NONE, false);
+		return;
+	}
+	leaving_agent(pid, LEAVING_UNLOADING, true);
+	if (!agent_unload(a, err, sizeof(err)) || !target_alive(pid)) {
+		leaving_agent(pid, LEAVING_NONE, false);
+		return;
+	}
+	leaving_agent(pid, LEAVING_OFF, ended_agent(a));
+	if (ended_agent(a))
+		log_warn("%s; its agent stays mapped, switched off (run ptbpf -p %d again and "
+			 "stop it normally to unload it)\n", err, pid);
+	else
+		log_warn("%s; its agent stays mapped, switched off\n", err);
 }
 
 void agent_probes_free(struct agent_probes *d)
 {
-	char err[512];
-
 	if (!d)
 		return;
 	link_set_destroy(&d->links);
 	agent_bpf__destroy(d->skel);
-	/* Agents that ended their thread (EXIT) leave the process. */
-	for (int i = 0; i < d->n; i++) {
-		if (!d->ag[i].sent || d->ag[i].a.cmd != PTBPF_CMD_EXIT ||
-		    d->ag[i].a.t->pidfd < 0 || agent_acked(&d->ag[i].a))
-			continue;
-		if (agent_unload(&d->ag[i].a, err, sizeof(err)))
-			log_warn("its agent stays loaded, inert (no thread, "
-				"no callbacks): %s\n", err);
-	}
+	for (int i = 0; i < d->n; i++)
+		unload_one(d, i);
 	free(d);
 }

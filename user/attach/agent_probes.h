@@ -26,6 +26,10 @@ int agent_probes_scan(struct agent_probes *d, const struct target *t, bool ops);
  * see: the agent is sent EXIT and unloaded at the end (one that loads
  * late too). */
 void agent_probes_injected(struct agent_probes *d, const struct target *t);
+/* If t maps an agent an earlier ptbpf switched off for good but left
+ * mapped (interrupted, or t was stopped then), unloads it, saying so. 0 if
+ * it did; -EBUSY if t's agent is not such a one; -errno. */
+int agent_probes_unload_ended(const struct target *t);
 /* 0 once pid's agent acted on its last command (its statuses are in the
  * ring buffer then), -EAGAIN before, -ESRCH if its image is gone,
  * -ENOENT if no command went to it. */
@@ -41,10 +45,11 @@ int agent_probes_ops_exit(struct agent_probes *d, const struct target *t,
 /* The op rings' counters pid's _exit or exec probe saved (out->final_ts
  * not 0); -ENOENT if it saved none. */
 int agent_probes_ops_final(const struct agent_probes *d, int pid, struct ptbpf_ops_loc *out);
-/* Switches every agent off (EXIT for those a ptbpf loaded): each flushes
- * its last records, then acknowledges. */
+/* Switches every agent off (EXIT for those a ptbpf loaded, also if never
+ * switched on): each flushes its last records, then acknowledges. */
 void agent_probes_switch_off(struct agent_probes *d);
-/* Whether every agent switched off has acknowledged (or is gone). */
+/* Whether every agent switched off has acknowledged (or is gone, or its
+ * process is stopped: it cannot answer). */
 bool agent_probes_all_acked(const struct agent_probes *d);
 /* Sends pid's agent OFF (it did not answer its ON in time). */
 void agent_probes_off(struct agent_probes *d, int pid);
@@ -52,7 +57,8 @@ void agent_probes_off(struct agent_probes *d, int pid);
 bool agent_probes_any(const struct agent_probes *d);
 /* pid's image is gone (exec): its agent's probes go, nothing more is sent. */
 void agent_probes_gone(struct agent_probes *d, int pid);
-/* Removes the probes, then unloads the agents that ended their thread. */
+/* Removes the probes, then unloads the agents that ended their thread;
+ * one line for each that stays (stopped, no answer, unload failed). */
 void agent_probes_free(struct agent_probes *d);
 
 #endif /* PTBPF_AGENT_PROBES_H */

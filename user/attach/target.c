@@ -68,6 +68,20 @@ int target_alive(int pid)
 	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
 }
 
+int target_stopped(int pid, int *tracer)
+{
+	char path[64], buf[4096], *p;
+
+	*tracer = 0;
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if (read_file(path, buf, sizeof(buf)) > 0 && (p = strstr(buf, "\nTracerPid:")))
+		*tracer = atoi(p + strlen("\nTracerPid:"));
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (read_file(path, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')) || p[1] != ' ')
+		return 0;
+	return p[2] == 'T' || p[2] == 't' ? p[2] : 0;
+}
+
 static int read_ns_pid(int pid)
 {
 	char path[64], buf[4096], *line, *last = NULL, *tok, *save;
@@ -84,6 +98,17 @@ static int read_ns_pid(int pid)
 	return last ? atoi(last) : pid;
 }
 
+/* Whether an environment (n bytes) names the agent where it would be
+ * loaded at start: then ptbpf did not load it. */
+static bool env_names_agent(const char *env, ssize_t n)
+{
+	for (ssize_t i = 0; i < n; i += strlen(env + i) + 1)
+		if ((!strncmp(env + i, "CUDA_INJECTION64_PATH=", 22) ||
+		     !strncmp(env + i, "LD_PRELOAD=", 11)) && strstr(env + i, "libptbpf-agent"))
+			return true;
+	return false;
+}
+
 /* The distributed-training variables of its environment, as labels. */
 static void read_dist_env(struct target *t)
 {
@@ -98,6 +123,7 @@ static void read_dist_env(struct target *t)
 	t->nlabels = 0;
 	snprintf(path, sizeof(path), "/proc/%d/environ", t->pid);
 	n = read_file(path, env, sizeof(env) - 1);
+	t->agent_in_env = n <= 0 || env_names_agent(env, n);
 	if (n <= 0)
 		return;
 	env[n] = 0;
@@ -237,10 +263,16 @@ static void describe_open_failure(int pid, int ret, char *err, size_t errlen)
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	maps = fopen(path, "re");
-	if (!maps) {
+	if (!maps && geteuid()) {
 		snprintf(err, errlen, "pid %d: cannot read %s: %s: the kernel does not let ptbpf's "
 			 "user read this process (CAP_SYS_PTRACE is not enough for some, e.g. pid "
 			 "1); run ptbpf as root", pid, path, strerror(errno));
+		return;
+	}
+	if (!maps) {
+		snprintf(err, errlen, "pid %d: cannot read %s: %s: the kernel does not let ptbpf "
+			 "read this process, even as root (it holds capabilities ptbpf lacks, or a "
+			 "security module refuses)", pid, path, strerror(errno));
 		return;
 	}
 	fclose(maps);

@@ -39,6 +39,8 @@ struct target {
 	int nlabels;
 	struct target_lib torch;  /* libtorch_cpu.so; fd -1 in a CUDA/HIP-only program */
 	struct target_lib stdcxx; /* libstdc++.so.6 */
+	bool agent_in_env;        /* its environment names the agent (it may
+				   * start with it), or cannot be read */
 	bool ops_from_agent;      /* set by main: its agent records ops (and,
 				   * with CUPTI on, CUDA API calls) */
 };
@@ -58,6 +60,9 @@ int target_find_lib(int pid, const char *prefix, struct target_lib *lib);
 bool target_maps(int pid, const char *prefix);
 /* Whether pid is alive (not exited, not a zombie). */
 int target_alive(int pid);
+/* Whether pid is stopped: 'T' (a stop signal), 't' (by its tracer), 0 if
+ * it runs; *tracer: the pid that ptraces it (a debugger, strace), or 0. */
+int target_stopped(int pid, int *tracer);
 /* The memory of the process image t was opened on, through /proc/PID/mem
  * (bound to that image when opened): once the process exec'd or exited,
  * every access fails with -ESRCH and never reaches a new image. 0,

@@ -22,6 +22,7 @@
 #include "attach/agent_probes.h"
 #include "attach/claim.h"
 #include "attach/gpu_probes.h"
+#include "attach/leaving.h"
 #include "attach/probes.h"
 #include "record/route.h"
 #include "record/ops_ring.h"
@@ -63,11 +64,11 @@ uint64_t session_lost(const uint64_t st[STAT_MAX])
 	       st[STAT_DROP_PY_CODE];
 }
 
-void session_loop(struct session *s)
+int session_loop(struct session *s)
 {
 	uint64_t start = now_ns(), last_status = start, last_events = 0, last_scan = start;
 	uint64_t deadline = s->opt.duration_s ? start + s->opt.duration_s * 1000000000ull : 0;
-	int wait_ms = 20;
+	int wait_ms = 20, ret = 0;
 
 	s->cpu_at_trace_start = cpu_seconds();
 
@@ -79,7 +80,8 @@ void session_loop(struct session *s)
 		int64_t got = read_pump(s, s->reorder ? wait_ms : 100);
 
 		if (got < 0) {
-			log_msg("reading the ring buffer failed: %s\n", strerror(-got));
+			log_msg("reading the ring buffer failed: %s; stopping\n", strerror(-got));
+			ret = -1;
 			break;
 		}
 		wait_ms = got > 10000 ? 1 : 20;
@@ -128,6 +130,7 @@ void session_loop(struct session *s)
 	}
 	if (isatty(2))
 		fputc('\n', stderr);
+	return ret;
 }
 
 int session_setup_bpf(struct session *s)
@@ -183,6 +186,8 @@ int session_setup_bpf(struct session *s)
 	if (!s->gpu)
 		log_msg("loading the GPU BPF programs failed: %s\n", strerror(errno));
 	log_debug("BPF programs loaded in %.0f ms\n", (now_ns() - t0) / 1e6);
+	if (!s->probes)
+		log_msg("out of memory\n");
 	return s->probes && s->gpu ? 0 : -1;
 }
 
@@ -203,13 +208,15 @@ int session_setup_trace(struct session *s)
 	}
 	log_msg("writing %s (renamed to %s when tracing ends; removed if it never "
 		"starts)\n", s->out.tmp, s->opt.output);
+	leaving_prune();
+	leaving_trace(s->out.tmp);
 	s->route = route_new(s->w, &s->ops, s->opt.entries_only);
-	if (!s->route)
+	if (!s->route) {
+		log_msg("out of memory\n");
 		return -1;
+	}
 	s->join = route_join(s->route);
 	s->dec = route_decoders(s->route);
-	if (!s->join)
-		return -1;
 	if (s->opt.raw_output[0] && !(s->raw = raw_open(s->opt.raw_output, s->opt.force)))
 		return -1;
 	s->lost_track = pf_track_counter(s->w, 0, "ptbpf lost events", PF_UNIT_COUNT);
@@ -286,6 +293,7 @@ int session_finish(struct session *s, int rc)
 		log_msg("wrote %s (%.1f MB): open it at https://ui.perfetto.dev\n",
 			s->opt.output, size / 1e6);
 	}
+	leaving_trace(s->out.tmp[0] && !access(s->out.tmp, F_OK) ? s->out.tmp : "");
 	fleet_bpf__destroy(s->find.fleet);
 	route_free(s->route);
 	ops_rings_free(s->opsr);

@@ -106,8 +106,9 @@ static inline double cpu_seconds(void)
 /* session.c */
 int session_setup_bpf(struct session *s);
 int session_setup_trace(struct session *s);
-/* Reads and attaches until stopped, the targets are gone, or time is up. */
-void session_loop(struct session *s);
+/* Reads and attaches until stopped, the targets are gone, or time is up;
+ * -1 if it stopped because reading failed (said), else 0. */
+int session_loop(struct session *s);
 /* Switches the agents off, reads everything, detaches, completes the
  * trace (or keeps it as .partial); rc, or 1 if the trace failed. Unless
  * tracing started (traced, and not discard_output), no output is left:

@@ -24,6 +24,7 @@
 #include "attach/claim.h"
 #include "attach/gpu_probes.h"
 #include "attach/inject.h"
+#include "attach/leaving.h"
 #include "attach/probes.h"
 #include "record/route.h"
 #include "record/gpu_timeline.h"
@@ -118,6 +119,26 @@ static bool load_agent(struct session *s, const struct target *t, bool for_ops)
 	return false;
 }
 
+/* load_agent, with what a second Ctrl-C would leave noted around it
+ * (attach/leaving.h); an agent an earlier ptbpf switched off but left
+ * mapped is unloaded first, so that a fresh one can be loaded. */
+static bool load_agent_noted(struct session *s, const struct target *t, bool for_ops)
+{
+	bool has_one, ok;
+
+	if (s->opt.no_agent || t->memfd < 0)
+		return true;
+	has_one = target_maps(t->pid, "libptbpf-agent.so") && agent_probes_unload_ended(t);
+	if (!has_one)
+		leaving_agent(t->pid, LEAVING_LOADING, !t->agent_in_env);
+	ok = load_agent(s, t, for_ops);
+	/* Not loaded, or its load failed after the call had run. */
+	if (!has_one && leaving_agent_state(t->pid) == LEAVING_LOADING)
+		leaving_agent(t->pid, target_maps(t->pid, "libptbpf-agent.so") ?
+			      LEAVING_DORMANT : LEAVING_NONE, !t->agent_in_env);
+	return ok;
+}
+
 /* The agent polls its control block every 20 ms, switches on what was
  * asked and acknowledges: wait (3 s at most) for that, so that "tracing"
  * means tracing; its statuses are in the ring then. If it does not answer
@@ -183,7 +204,7 @@ static bool start_agent_ops(struct session *s, const struct target *t)
 	if (probes_trace_pid(s->probes, t->pid)) /* the agent's probes filter on it */
 		return false;
 
-	ok = load_agent(s, t, true);
+	ok = load_agent_noted(s, t, true);
 	t1 = now_ns();
 	ok = ok && agent_probes_scan(s->agents, t, true) == 1;
 	t2 = now_ns();
@@ -314,7 +335,7 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	targets_scan_gpu(s, t);
 	t_gpu = now_ns();
 	if (s->agents && !agent_ops) {
-		if (load_agent(s, t, false) && agent_probes_scan(s->agents, t, false) == 1)
+		if (load_agent_noted(s, t, false) && agent_probes_scan(s->agents, t, false) == 1)
 			targets_wait_for_agent(s, pid);
 	}
 	log_debug("pid %d: attach: opened in %.0f ms, ops (%s) in %.0f ms, rpc/memory/GPU "
@@ -484,6 +505,7 @@ int targets_reap(struct session *s)
 			ring_buffer__consume(s->rb);
 			close(t->pidfd);
 			t->pidfd = -1;
+			leaving_agent(t->pid, LEAVING_NONE, false);
 			continue;
 		}
 		alive++;

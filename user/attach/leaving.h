@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What stays in the traced processes should ptbpf leave this instant (a
+ * second Ctrl-C, main.c): kept as one line, formatted again whenever it
+ * changes, so that the signal handler only has to write(2) it.
+ */
+#ifndef PTBPF_LEAVING_H
+#define PTBPF_LEAVING_H
+
+#include <stdbool.h>
+
+enum leaving_agent {
+	LEAVING_NONE,      /* nothing of ptbpf's (none, unloaded, process gone) */
+	LEAVING_LOADING,   /* ptbpf is loading its agent: the call may have run */
+	LEAVING_DORMANT,   /* mapped, never switched on */
+	LEAVING_ON,        /* switched on: off once ptbpf's probe is gone */
+	LEAVING_OFF,       /* told to switch off */
+	LEAVING_UNLOADING, /* being unloaded */
+};
+
+/* pid's agent is now in state st; later_unloads: a ptbpf that attaches
+ * later unloads it when stopped (a ptbpf loaded it), else it is the
+ * process's own (started with it). */
+void leaving_agent(int pid, enum leaving_agent st, bool later_unloads);
+enum leaving_agent leaving_agent_state(int pid);
+/* Forgets the processes that have exited (a daemon's earlier windows'). */
+void leaving_prune(void);
+/* The trace's file while it is unfinished (its .partial name); "" once
+ * it is complete or removed. */
+void leaving_trace(const char *partial);
+/* Writes the line (async-signal-safe): "ptbpf: second interrupt: leaving
+ * now; " and what stays. */
+void leaving_say(int sig);
+
+#endif /* PTBPF_LEAVING_H */
