@@ -1,0 +1,200 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""What the soak measures from outside: a job's footprint (/proc), torch's
+RecordFunction calls in it (BCC, where installed), and the host's
+/dev/shm, BPF objects and ptbpf processes."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+AGENT = "libptbpf-agent.so"
+
+
+def proc_state(pid):
+    """RSS (KiB), threads, mappings, mappings of the agent, open fds; None
+    once the process is gone."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            status = f.read()
+        with open("/proc/%d/maps" % pid) as f:
+            maps = f.read().splitlines()
+        fds = len(os.listdir("/proc/%d/fd" % pid))
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return dict(rss_kb=int(re.search(r"VmRSS:\s+(\d+)", status).group(1)),
+                threads=int(re.search(r"Threads:\s+(\d+)", status).group(1)),
+                maps=len(maps), agent_maps=sum(AGENT in m for m in maps), fds=fds)
+
+
+def agent_mapped(pid):
+    try:
+        with open("/proc/%d/maps" % pid) as f:
+            return AGENT in f.read()
+    except FileNotFoundError:
+        return False
+
+
+def steady_state(pid, samples=3):
+    """proc_state, the least of a few samples of each (a job opens a file
+    or starts a thread for a moment now and then)."""
+    got = [s for s in (proc_state(pid) for _ in range(samples)) if s]
+    if not got:
+        return None
+    return {k: min(s[k] for s in got) for k in got[0]}
+
+
+RF_COUNTER = r"""
+import sys, time
+from bcc import BPF
+pid, seconds = int(sys.argv[1]), float(sys.argv[2])
+with open("/proc/%d/maps" % pid) as f:
+    lib = next(l.split()[-1] for l in f if "libtorch_cpu.so" in l)
+b = BPF(text='''
+BPF_ARRAY(hits, u64, 1);
+int hit(void *ctx) { int k = 0; u64 *v = hits.lookup(&k); if (v) __sync_fetch_and_add(v, 1); return 0; }
+''')
+b.attach_uprobe(name=lib, sym_re=r"_ZN2at14RecordFunction6beforeE.*", fn_name="hit", pid=pid)
+time.sleep(seconds)
+print(b["hits"][0].value)
+"""
+
+
+def bcc_python():
+    """A python that imports bcc: this one, or Debian's."""
+    for py in (sys.executable, "/usr/bin/python3"):
+        if os.path.exists(py) and subprocess.run([py, "-c", "import bcc"],
+                                                 capture_output=True).returncode == 0:
+            return py
+    return None
+
+
+def record_function_calls(pid, seconds=1.0):
+    """How many times torch builds a RecordFunction in pid within seconds
+    (BCC uprobes on at::RecordFunction::before; 0 when no callback is
+    registered: the dispatcher then takes its fast path). (n, None) or
+    (None, why not)."""
+    py = bcc_python()
+    if not py:
+        return None, "no python with BCC on this host"
+    r = subprocess.run([py, "-c", RF_COUNTER, str(pid), str(seconds)], capture_output=True,
+                       text=True, timeout=300)
+    if r.returncode:
+        return None, "BCC failed: " + (r.stderr.strip().splitlines() or ["?"])[-1]
+    return int(r.stdout.split()[-1]), None
+
+
+def blocked_in(pid):
+    """Where a process that does not answer waits: its threads' kernel
+    stacks' first frames and wchan (root reads them)."""
+    out = []
+    try:
+        tids = sorted(os.listdir("/proc/%d/task" % pid), key=int)
+    except FileNotFoundError:
+        return "gone"
+    for tid in tids[:4]:
+        base = "/proc/%d/task/%s/" % (pid, tid)
+        try:
+            with open(base + "wchan") as f:
+                wchan = f.read().strip()
+            with open(base + "stack") as f:
+                frames = [l.split()[-1].split("+")[0] for l in f.read().splitlines()[:4]]
+        except OSError:
+            continue
+        out.append("%s: %s [%s]" % (tid, wchan, " < ".join(frames)))
+    stuck = "; ".join(out) or "?"
+    if "unix_wait_for_peer" in stuck:
+        stuck += "; claim sockets with a full backlog: " + full_claim_sockets()
+    return stuck
+
+
+def full_claim_sockets():
+    """ptbpf's per-pid claim sockets (abstract, listening) whose backlog is
+    full: a connect() to one blocks until its holder accepts or exits."""
+    try:
+        r = subprocess.run(["ss", "-xlp"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "ss not available"
+    out = []
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if len(f) > 4 and f[4].startswith("@ptbpf/pid/") and int(f[2]) > int(f[3]):
+            holder = re.search(r"pid=(\d+)", line)
+            out.append("%s (queue %s > backlog %s; held by ptbpf pid %s)" % (
+                f[4], f[2], f[3], holder.group(1) if holder else "?"))
+    return "; ".join(out) or "none full"
+
+
+def shm_entries():
+    try:
+        return set(os.listdir("/dev/shm"))
+    except FileNotFoundError:
+        return set()
+
+
+def bpf_objects():
+    """{"prog"|"link"|"map": set of ids} that bpftool lists."""
+    out = {}
+    for kind in ("prog", "link", "map"):
+        r = subprocess.run(["bpftool", "-j", kind, "show"], capture_output=True, text=True)
+        try:
+            out[kind] = {o["id"] for o in json.loads(r.stdout or "[]")}
+        except ValueError:
+            out[kind] = set()
+    return out
+
+
+FDINFO_KEY = {"bpf-prog": ("prog", "prog_id"), "bpf-link": ("link", "link_id"),
+              "bpf-map": ("map", "map_id")}
+
+
+def bpf_holders():
+    """{(kind, id): set of pids that hold an fd of it} from /proc/*/fdinfo
+    (this bpftool may lack the pid iterator)."""
+    held = {}
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            fds = os.listdir("/proc/%s/fd" % p)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink("/proc/%s/fd/%s" % (p, fd))
+            except OSError:
+                continue
+            kind = FDINFO_KEY.get(target[len("anon_inode:"):]) if target.startswith(
+                "anon_inode:bpf-") else None
+            if not kind:
+                continue
+            try:
+                with open("/proc/%s/fdinfo/%s" % (p, fd)) as f:
+                    m = re.search(r"^%s:\s+(\d+)" % kind[1], f.read(), re.M)
+            except OSError:
+                continue
+            if m:
+                held.setdefault((kind[0], int(m.group(1))), set()).add(int(p))
+    return held
+
+
+def processes_of(exe):
+    """Pids of the live processes running the executable exe."""
+    real = os.path.realpath(exe)
+    pids = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            if os.readlink("/proc/%s/exe" % p) == real:
+                with open("/proc/%s/stat" % p) as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                        pids.append(int(p))
+        except OSError:
+            continue
+    return pids
+
+
+def host_state(ptbpf):
+    return dict(shm=shm_entries(), bpf=bpf_objects(), holders=bpf_holders(),
+                ptbpf=processes_of(ptbpf))
