@@ -14,7 +14,7 @@ EXPLAINED = [
 ]
 # Lines that say something went wrong, even in a run that exits 0.
 WARNING = re.compile(r"^ptbpf: warning: |cannot|failed|did not|stays loaded|not found|no agent|"
-                     r"refus|error|missing|skipped|ended early")
+                     r"refus|error|missing|skipped|ended early|without its thread")
 # Counts in ptbpf's closing summary that must be 0.
 NONZERO_LOSS = re.compile(r"(lost|not written:|ring full|no free ring|malformed|gone without a "
                           r"last copy|cut where records were lost|end not seen|unreadable names) "
@@ -23,7 +23,8 @@ NONZERO_LOSS = re.compile(r"(lost|not written:|ring full|no free ring|malformed|
 ORDINARY = re.compile(
     r"^ptbpf: (BPF programs loaded|writing |pid \d+: (agent|attach)|tracing pid|events by kind|"
     r"BPF ring:|agent op rings:|slices |top ops|loader peak RSS|wrote |daemon: |--all: |"
-    r"GPU |CUPTI|no exec tracepoint)|^  |^libbpf: ")
+    r"GPU |CUPTI|no exec tracepoint|interrupted during attach|pid \d+ is already traced|"
+    r"\d+ events/s)|^  |^libbpf: ")
 P = r"^ptbpf: (?:warning: )?"
 TRACING = re.compile(P + r"tracing pid (\d+) \(([^)]*)\): (.*)")
 CANNOT_LOAD = re.compile(P + r"pid (\d+): cannot load the agent: (.*)")
@@ -34,6 +35,8 @@ WROTE = re.compile(P + r"wrote (.*) \(([\d.]+) MB\): open it")
 ALREADY = re.compile(r"already traced by another ptbpf \(pid (\d+)\)")
 WRITE_FAILED = re.compile(P + r"writing .* failed|the trace up to the failure")
 STAYS = re.compile(r"stays loaded")
+FORK_CHILD = re.compile(P + r"pid (\d+) maps an agent without its thread \(a child forked by a "
+                        r"traced process\)")
 NO_ANSWER = re.compile(P + r"pid (\d+): its agent did not answer within 3 s")
 ACKED = re.compile(P + r"pid (\d+): agent: loaded in .* acknowledged in ([\d.]+) ms")
 
@@ -79,6 +82,10 @@ def false_messages(lines, rc, pids, files_gone=()):
             out.append("pid %d: 'cannot load the agent' and 'agent switched on'" % pid)
         if pid in agent_ops:
             out.append("pid %d: 'cannot load the agent' and 'ops from the agent'" % pid)
+    for m in (FORK_CHILD.match(t) for _, t in lines):
+        if m and int(m.group(1)) in pids:
+            out.append("pid %s: 'a child forked by a traced process', which it is not (the soak "
+                       "started it)" % m.group(1))
     no_answer = {int(m.group(1)) for m in (NO_ANSWER.match(t) for _, t in lines) if m}
     for m in (ACKED.match(t) for _, t in lines):
         if m and int(m.group(1)) in no_answer & set(pids) and float(m.group(2)) < 2900:

@@ -27,7 +27,7 @@ class Tracer:
         self.t0 = time.monotonic()
         self.p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                   stdin=subprocess.DEVNULL)
-        self.lines, self.dead_refusals, self.hung = [], [], None
+        self.lines, self.dead_refusals, self.hung, self.signals = [], [], None, []
         self.tracing = threading.Event()
         self.on_line = on_line
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -49,6 +49,7 @@ class Tracer:
         if self.p.poll() is None:
             try:
                 self.p.send_signal(sig)
+                self.signals.append("%s at %.2f s" % (signal.Signals(sig).name, self.now()))
             except ProcessLookupError:
                 pass
 
@@ -187,7 +188,8 @@ def one_cycle(fleet, job, n, rng, action=None):
                attach_ms=timing.get(job.pid, {}).get("attach_ms"),
                warnings=classify.warnings(lines), unclassified=classify.unclassified(lines),
                false=classify.false_messages(lines, rc, [job.pid]) + tr.dead_refusals,
-               agent_before=before, agent_after=after)
+               agent_before=before, agent_after=after, signals=tr.signals,
+               last_line=lines[-1][1][:200] if lines else None)
     said_cannot = any(classify.CANNOT_LOAD.match(t) for _, t in lines)
     if said_cannot and after and not before:
         rec["false"].append("pid %d: 'cannot load the agent', and the agent is mapped after "
@@ -196,7 +198,7 @@ def one_cycle(fleet, job, n, rng, action=None):
         classify.STAYS.search(t) for _, t in lines)
     if rec["outcome"] != "ok" or rec["false"] or rec["agent_left"] or rec["warnings"]:
         with open(os.path.join(fleet.work, "cycle%05d.log" % n), "w") as f:
-            f.write("%s\n" % " ".join(argv))
+            f.write("%s\n%s: %s\n" % (" ".join(argv), action, ", ".join(tr.signals)))
             f.write("".join("%9.3f %s\n" % (t, text) for t, text in lines))
     for path in (out, out + ".partial"):
         if os.path.exists(path):

@@ -62,6 +62,13 @@ class Result:
         s["unreadable_traces"] = self.fleet.unreadable
         s["final_cleanup_cycles"] = self.cleanup
         s["checks"] = self.checks
+        s["records"] = dict(
+            cycles=[{k: r.get(k) for k in ("n", "job", "pid", "action", "dur", "use_d", "rc",
+                                            "outcome", "wall_ms", "attach_ms", "bpf_ms",
+                                            "trace_bytes", "agent_before", "agent_after",
+                                            "signals", "false")} for r in self.fleet.cycles],
+            windows=[{k: w.get(k) for k in ("run", "path", "state", "size", "ended_early",
+                                             "wall_ms", "false")} for w in self.fleet.windows])
         return s
 
     def cycle_figures(self):
@@ -76,13 +83,29 @@ class Result:
                  attach_line_ms=tenths([r["attach_ms"] for r in ok]),
                  bpf_load_ms=tenths([r["bpf_ms"] for r in ok]),
                  agent_left=[r["n"] for r in self.fleet.cycles if r["agent_left"]])
+        f["agent_left_since"] = self.agent_left_since()
         if "cycles" in self.o.modes:
             self.check("cycles done", len(recs) >= self.o.cycles,
                        "%d of %d" % (len(recs), self.o.cycles))
             self.flat("attach time (cycles, ms to 'tracing pid')", f["attach_wall_ms"])
         self.check("agent unloaded after every clean detach", not f["agent_left"],
-                   "mapped after cycles %s" % f["agent_left"][:20])
+                   "mapped after cycles %s; %s" % (f["agent_left"][:20],
+                                                   "; ".join(f["agent_left_since"])))
         return f
+
+    def agent_left_since(self):
+        """For each job that kept an agent through a clean cycle: the run
+        before the first such cycle, which left it."""
+        out = []
+        for job in sorted({r["job"] for r in self.fleet.cycles if r["agent_left"]}):
+            mine = sorted((r for r in self.fleet.cycles if r["job"] == job), key=lambda r: r["n"])
+            first = next(i for i, r in enumerate(mine) if r["agent_left"])
+            if first:
+                p = mine[first - 1]
+                out.append("%s: since cycle %d (%s, %s, rc %s; its last line: %s)" % (
+                    job, p["n"], p["action"], ", ".join(p["signals"]) or "-", p["rc"],
+                    p["last_line"]))
+        return out
 
     def daemon_figures(self):
         wins = self.fleet.windows
