@@ -100,7 +100,8 @@ def window_record(w, run, pids):
     elif any(classify.WROTE.match(t) for _, t in lines):
         state = "written"
     elif said("no PyTorch process in this window"):
-        state = "nothing to trace"
+        state = "nothing written" + (", stopped by a signal" if said("stopped by a signal")
+                                     else "")
     elif said("window skipped"):
         state = "skipped"
     elif last and run.action in ("sigkill", "sigint2"):
@@ -218,6 +219,7 @@ def judge(fleet):
     deleted = {m.group(1) for r in fleet.daemons for w in r.windows for _, t in w["lines"]
                for m in [DELETED.match(t)] if m}
     every = fleet.o.validate_every
+    alive = all(j.alive() for j in fleet.jobs)
     for i, run in enumerate(fleet.daemons):
         run.outcome = run_outcome(run)
         run.false = list(run.tr.dead_refusals)
@@ -225,9 +227,14 @@ def judge(fleet):
             rec = window_record(w, run, pids)
             rec["run"] = i
             rec["false"] = classify.false_messages(w["lines"], None, pids, deleted)
+            if alive and classify.lines_say(w["lines"], "no PyTorch process in this window"):
+                rec["false"].append("'no PyTorch process in this window' while the soak's %d "
+                                    "jobs ran%s" % (len(pids), " (stopped by a signal before "
+                                                    "it attached)" if "signal" in rec["state"]
+                                                    else ""))
             others = classify.pids_named(w["lines"]) - set(pids)
             rec["false_others"] = [x for x in classify.false_messages(w["lines"], None, others)
-                                   if x.startswith("pid ")]
+                                   if x.startswith("pid ") and "forked" not in x]
             partial = w["path"] + ".partial"
             if rec["state"] == "written" and every and len(fleet.windows) % every == 0 and \
                     os.path.exists(w["path"]):

@@ -29,7 +29,9 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 
@@ -38,10 +40,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # follows buffer sizes and timing, not the work.
 BOOKKEEPING = ("Activity Buffer Request", "Iteration Start: PyTorch Profiler",
                "Record Window End", "Trace", "overhead", "Buffer Flush", "PyTorch Profiler")
-# Kineto's on-demand trace ends on another thread than the job's (the step
-# hook starts its collection there), racing the end of the optimizer step
-# region that the step hook runs in: its count is timing, not work.
-ONDEMAND_RACY = ("Optimizer.step#",)
+# Kineto ends an on-demand trace on a thread of its own (the step hook
+# starts that), racing the end of the optimizer step region that the hook
+# runs in, and the device synchronization Kineto itself does at the end:
+# their counts are timing, not work.
+ONDEMAND_RACY = ("Optimizer.step#", "cudaDeviceSynchronize")
 ONDEMAND_CATS = {"cpu_op", "user_annotation", "kernel", "gpu_memcpy", "gpu_memset",
                  "cuda_runtime", "cuda_driver", "gpu_user_annotation"}
 
@@ -66,8 +69,8 @@ def set_environment(args):
     """What must be in the environment before torch is imported."""
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     if args.kind == "ondemand":
-        ipc = os.path.join(args.cue, "ipc")
-        os.makedirs(ipc, exist_ok=True)
+        # Kineto's socket names must fit a sockaddr_un (108 bytes).
+        ipc = tempfile.mkdtemp(prefix="ptbpf-soak-ipc-", dir="/tmp")
         conf = os.path.join(args.cue, "kineto.conf")
         with open(conf, "w") as f:
             f.write("ON_DEMAND_CONFIG_UPDATE_INTERVAL_SECS=1\n")
@@ -137,7 +140,6 @@ class Graphs(Mlp):
 
     def __init__(self, args, device):
         super().__init__(args, device)
-        self.x = self.x.clone()
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # warm-up outside the capture, as torch asks
@@ -269,6 +271,9 @@ class OnDemandSessions:
     def __init__(self, job, args, cue):
         sys.path.insert(0, HERE)
         from fakedyno import FakeDynolog
+        # Under KINETO_USE_DAEMON, importing torch.profiler hooks every
+        # optimizer step to Kineto's iteration count.
+        import torch.profiler  # noqa: F401
         self.job, self.cue, self.k = job, cue, 0
         self.dyno = FakeDynolog(os.environ["KINETO_IPC_SOCKET_DIR"])
         self.unavailable = self._check()
@@ -307,8 +312,8 @@ class OnDemandSessions:
     @staticmethod
     def _trace_file(base):
         d, stem = os.path.split(base)
-        for f in sorted(os.listdir(d)):
-            if f.startswith(stem) and f.endswith(".json"):
+        for f in sorted(os.listdir(d)):  # Kineto may add _PID before .json
+            if f == stem + ".json" or (f.startswith(stem + "_") and f.endswith(".json")):
                 try:
                     with open(os.path.join(d, f)) as fh:
                         return json.load(fh)
@@ -455,6 +460,8 @@ def main():
     print(verdict.line(), flush=True)
     if ddp:
         ddp.destroy_process_group()
+    if args.kind == "ondemand":
+        shutil.rmtree(os.environ["KINETO_IPC_SOCKET_DIR"], ignore_errors=True)
     os._exit(0)
 
 

@@ -88,6 +88,7 @@ class Result:
             self.check("cycles done", len(recs) >= self.o.cycles,
                        "%d of %d" % (len(recs), self.o.cycles))
             self.flat("attach time (cycles, ms to 'tracing pid')", f["attach_wall_ms"])
+            self.flat("attach time (cycles, the -v 'attach:' line's parts)", f["attach_line_ms"])
         self.check("agent unloaded after every clean detach", not f["agent_left"],
                    "mapped after cycles %s; %s" % (f["agent_left"][:20],
                                                    "; ".join(f["agent_left_since"])))
@@ -314,6 +315,12 @@ def markdown(s):
                                             len(h["ptbpf_left"])))
     row("result", "passed" if not failed else "FAILED: " + "; ".join(
         "%s (%s)" % (x["name"], str(x["detail"])[:200]) for x in failed))
+    if s["messages"]["false"]:
+        where = re.compile(r"^(cycle \d+ \([^)]*\)|window \S+|daemon run \d+): ")
+        kinds = collections.Counter(classify.normalize(where.sub("", x))
+                                    for x in s["messages"]["false"])
+        out += ["", "False messages by kind:", ""]
+        out += ["    %5d  %s" % (n, t) for t, n in kinds.most_common(10)]
     for kind, title in (("false", "False messages"), ("unexplained", "Unexplained runs"),
                         ("false_about_other_processes", "False messages about processes "
                          "other than the soak's (not counted)"),
