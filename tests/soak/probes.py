@@ -47,16 +47,18 @@ def steady_state(pid, samples=3):
 RF_COUNTER = r"""
 import sys, time
 from bcc import BPF
-pid, seconds = int(sys.argv[1]), float(sys.argv[2])
-with open("/proc/%d/maps" % pid) as f:
-    lib = next(l.split()[-1] for l in f if "libtorch_cpu.so" in l)
+seconds, pids = float(sys.argv[1]), [int(p) for p in sys.argv[2:]]
 b = BPF(text='''
-BPF_ARRAY(hits, u64, 1);
-int hit(void *ctx) { int k = 0; u64 *v = hits.lookup(&k); if (v) __sync_fetch_and_add(v, 1); return 0; }
+BPF_HASH(hits, u32, u64);
+int hit(void *ctx) { u32 pid = bpf_get_current_pid_tgid() >> 32; hits.increment(pid); return 0; }
 ''')
-b.attach_uprobe(name=lib, sym_re=r"_ZN2at14RecordFunction6beforeE.*", fn_name="hit", pid=pid)
+for pid in pids:
+    with open("/proc/%d/maps" % pid) as f:
+        lib = next(l.split()[-1] for l in f if "libtorch_cpu.so" in l)
+    b.attach_uprobe(name=lib, sym_re=r"_ZN2at14RecordFunction6beforeE.*", fn_name="hit", pid=pid)
 time.sleep(seconds)
-print(b["hits"][0].value)
+got = {k.value: v.value for k, v in b["hits"].items()}
+print(" ".join("%d:%d" % (p, got.get(p, 0)) for p in pids))
 """
 
 
@@ -69,19 +71,22 @@ def bcc_python():
     return None
 
 
-def record_function_calls(pid, seconds=1.0):
-    """How many times torch builds a RecordFunction in pid within seconds
-    (BCC uprobes on at::RecordFunction::before; 0 when no callback is
-    registered: the dispatcher then takes its fast path). (n, None) or
-    (None, why not)."""
+def record_function_calls(pids, seconds=1.0):
+    """How many times torch builds a RecordFunction in each of pids within
+    seconds (BCC uprobes on at::RecordFunction::before; 0 when no callback
+    is registered: the dispatcher then takes its fast path). ({pid: n},
+    None) or (None, why not)."""
+    if not pids:
+        return {}, None
     py = bcc_python()
     if not py:
         return None, "no python with BCC on this host"
-    r = subprocess.run([py, "-c", RF_COUNTER, str(pid), str(seconds)], capture_output=True,
-                       text=True, timeout=300)
-    if r.returncode:
+    r = subprocess.run([py, "-c", RF_COUNTER, str(seconds)] + [str(p) for p in pids],
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode or not r.stdout.strip():
         return None, "BCC failed: " + (r.stderr.strip().splitlines() or ["?"])[-1]
-    return int(r.stdout.split()[-1]), None
+    last = r.stdout.strip().splitlines()[-1]
+    return {int(p): int(n) for p, n in (x.split(":") for x in last.split())}, None
 
 
 def blocked_in(pid):

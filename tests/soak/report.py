@@ -10,12 +10,13 @@ import classify
 
 
 def tenths(values):
-    """Medians of the first and last tenth (at least 2 values each; None
-    with fewer than 20 values) and their ratio."""
+    """Medians of the first and last tenth (at least 5 values each; None
+    with fewer than 50 values: on a busy host a few runs' times are noise)
+    and their ratio."""
     values = [v for v in values if v is not None]
-    if len(values) < 20:
+    if len(values) < 50:
         return dict(n=len(values), first=None, last=None, ratio=None)
-    k = max(2, len(values) // 10)
+    k = len(values) // 10
     first, last = statistics.median(values[:k]), statistics.median(values[-k:])
     return dict(n=len(values), first=round(first, 1), last=round(last, 1),
                 ratio=round(last / first, 2) if first else None)

@@ -226,10 +226,11 @@ def measure(o, jobs, label):
     while time.time() < deadline and not all(j.quiet() or not j.alive() for j in live):
         time.sleep(0.1)
     out = dict(label=label, jobs={})
+    rf, why = (None, "skipped (--no-rf)") if o.no_rf else probes.record_function_calls(
+        [j.pid for j in live])
     for j in live:
-        rf, why = (None, "skipped (--no-rf)") if o.no_rf else probes.record_function_calls(j.pid)
-        out["jobs"][j.name] = dict(state=probes.steady_state(j.pid), rf_calls=rf, rf_why=why,
-                                   quiet=j.quiet())
+        out["jobs"][j.name] = dict(state=probes.steady_state(j.pid), rf_why=why,
+                                   rf_calls=rf.get(j.pid) if rf else None, quiet=j.quiet())
     out["host"] = probes.host_state(o.ptbpf)
     for j in live:
         j.cue_file("pause", False)
