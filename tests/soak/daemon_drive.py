@@ -70,6 +70,13 @@ class DaemonRun:
                 return
         bw = self.fleet.between_windows
         bw["checked"] += 1
+        # Another user's ptbpf (--all, a daemon) may trace a job now.
+        foreign = {name: probes.foreign_tracer(j.pid, [self.tr.p.pid]) for j in jobs
+                   for name in [j.name] if name in mapped}
+        for name, who in foreign.items():
+            if who:
+                bw.setdefault("foreign", []).append("%s: %s" % (name, who))
+        mapped = [name for name in mapped if not foreign[name]]
         if mapped:
             bw["agent_mapped"].append("after %s: %s" % (
                 os.path.basename(self.windows[n - 1]["path"]), ", ".join(mapped)))

@@ -196,6 +196,10 @@ def one_cycle(fleet, job, n, rng, action=None):
                             "ptbpf left" % job.pid)
     rec["agent_left"] = rec["outcome"] == "ok" and after and not any(
         classify.STAYS.search(t) for _, t in lines)
+    if rec["agent_left"]:
+        # Another user's ptbpf (--all, a daemon) may trace the job now.
+        rec["foreign"] = probes.foreign_tracer(job.pid)
+        rec["agent_left"] = not rec["foreign"]
     if rec["outcome"] != "ok" or rec["false"] or rec["agent_left"] or rec["warnings"]:
         with open(os.path.join(fleet.work, "cycle%05d.log" % n), "w") as f:
             f.write("%s\n%s: %s\n" % (" ".join(argv), action, ", ".join(tr.signals)))

@@ -130,6 +130,19 @@ def full_claim_sockets():
     return "; ".join(out) or "none full"
 
 
+def foreign_tracer(pid, ours=()):
+    """'ptbpf pid N: CMD' if a ptbpf other than ours traces pid now."""
+    holder = claim_holder(pid)
+    if not holder or holder in ours:
+        return None
+    try:
+        with open("/proc/%d/cmdline" % holder) as f:
+            cmd = f.read().replace("\0", " ").strip()
+    except OSError:
+        cmd = "?"
+    return "ptbpf pid %d: %s" % (holder, cmd[:200])
+
+
 def shm_entries():
     try:
         return set(os.listdir("/dev/shm"))
@@ -138,15 +151,32 @@ def shm_entries():
 
 
 def bpf_objects():
-    """{"prog"|"link"|"map": set of ids} that bpftool lists."""
-    out = {}
+    """{"prog"|"link"|"map": set of ids} that bpftool lists, and {link id:
+    the pid it probes} for the links that name one (uprobe_multi)."""
+    out, link_pids = {}, {}
     for kind in ("prog", "link", "map"):
         r = subprocess.run(["bpftool", "-j", kind, "show"], capture_output=True, text=True)
         try:
-            out[kind] = {o["id"] for o in json.loads(r.stdout or "[]")}
+            objs = json.loads(r.stdout or "[]")
         except ValueError:
-            out[kind] = set()
-    return out
+            objs = []
+        out[kind] = {o["id"] for o in objs}
+        if kind == "link":
+            link_pids = {o["id"]: o["pid"] for o in objs if isinstance(o.get("pid"), int)}
+    return out, link_pids
+
+
+def claim_holder(pid):
+    """The ptbpf that holds pid's claim socket (traces it), or None."""
+    try:
+        r = subprocess.run(["ss", "-xlp"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    for line in r.stdout.splitlines():
+        if "@ptbpf/pid/%d/" % pid in line:
+            m = re.search(r"pid=(\d+)", line)
+            return int(m.group(1)) if m else None
+    return None
 
 
 FDINFO_KEY = {"bpf-prog": ("prog", "prog_id"), "bpf-link": ("link", "link_id"),
@@ -201,5 +231,6 @@ def processes_of(exe):
 
 
 def host_state(ptbpf):
-    return dict(shm=shm_entries(), bpf=bpf_objects(), holders=bpf_holders(),
+    bpf, link_pids = bpf_objects()
+    return dict(shm=shm_entries(), bpf=bpf, link_pids=link_pids, holders=bpf_holders(),
                 ptbpf=processes_of(ptbpf))

@@ -22,12 +22,14 @@ def tenths(values):
                 ratio=round(last / first, 2) if first else None)
 
 
-def unheld_new_bpf(base, end):
-    """BPF objects that appeared since the start and no process holds."""
+def unheld_new_bpf(base, end, pids):
+    """BPF objects that appeared since the start and no process holds (but
+    for links that probe a process other than the jobs: another user's)."""
     out = []
     for kind, ids in end["bpf"].items():
         for i in sorted(ids - base["bpf"].get(kind, set())):
-            if (kind, i) not in end["holders"]:
+            probed = end["link_pids"].get(i) if kind == "link" else None
+            if (kind, i) not in end["holders"] and (probed is None or probed in pids):
                 out.append("%s %d" % (kind, i))
     return out
 
@@ -83,7 +85,8 @@ class Result:
                  attach_wall_ms=tenths([r["wall_ms"] for r in ok]),
                  attach_line_ms=tenths([r["attach_ms"] for r in ok]),
                  bpf_load_ms=tenths([r["bpf_ms"] for r in ok]),
-                 agent_left=[r["n"] for r in self.fleet.cycles if r["agent_left"]])
+                 agent_left=[r["n"] for r in self.fleet.cycles if r["agent_left"]],
+                 traced_by_others=[r["foreign"] for r in self.fleet.cycles if r.get("foreign")])
         f["agent_left_since"] = self.agent_left_since()
         if "cycles" in self.o.modes:
             self.check("cycles done", len(recs) >= self.o.cycles,
@@ -123,7 +126,8 @@ class Result:
                                                  if w["ended_early"]),
                  size_bytes=tenths([w["size"] for w in full]),
                  attach_wall_ms=tenths([w["wall_ms"] for w in wins]),
-                 between_windows=dict(checked=bw["checked"], agent_mapped=bw["agent_mapped"]))
+                 between_windows=dict(checked=bw["checked"], agent_mapped=bw["agent_mapped"],
+                                      traced_by_others=bw.get("foreign", [])))
         if "daemon" in self.o.modes:
             self.check("daemon windows written", len(written) >= self.o.windows,
                        "%d of %d" % (len(written), self.o.windows))
@@ -237,7 +241,8 @@ class Result:
         new_shm = sorted(e["shm"] - b["shm"])
         ours = [n for n in new_shm if "ptbpf" in n or "agent" in n or
                 any(str(p) in n for p in pids)]
-        f = dict(shm_new=new_shm, shm_new_ours=ours, bpf_unheld_new=unheld_new_bpf(b, e),
+        f = dict(shm_new=new_shm, shm_new_ours=ours, bpf_unheld_new=unheld_new_bpf(b, e, pids),
+                 bpf_settle_s=self.end.get("settle_s"),
                  bpf_held_by_jobs=held_by(e, pids),
                  bpf_counts={k: (len(b["bpf"][k]), len(e["bpf"][k])) for k in e["bpf"]},
                  ptbpf_left=e["ptbpf"])
@@ -293,6 +298,10 @@ def markdown(s):
         row("window attach, ms (first -> last tenth)", fmt_tenths(d["attach_wall_ms"]))
         row("between windows", "%d checks, agent mapped in %d" % (
             d["between_windows"]["checked"], len(d["between_windows"]["agent_mapped"])))
+    others = c["traced_by_others"] + d["between_windows"]["traced_by_others"]
+    if others:
+        row("jobs found traced by a ptbpf not the soak's (not counted)", "%d times, e.g. %s" % (
+            len(others), others[0]))
     row("jobs harmed", "%d of %d (%s)" % (sum(j["harmed"] for j in jobs), len(jobs),
                                          ", ".join(j["name"] for j in jobs)))
     row("epochs checked / checksum mismatches", "%d / %d" % (epochs, mism))

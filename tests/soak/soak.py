@@ -239,14 +239,16 @@ def measure(o, jobs, label):
     return out
 
 
-def settle_host(o, base, end):
+def settle_host(o, jobs, base, end):
     """BPF objects new since the start and held by no process may be a
     killed ptbpf's, still being released (an RCU grace period per uprobe
-    link): wait up to a minute for them to go."""
-    deadline = time.time() + 60
-    while time.time() < deadline and report.unheld_new_bpf(base["host"], end["host"]):
+    link): wait up to two minutes for them to go."""
+    pids = [j.pid for j in jobs]
+    t0 = time.time()
+    while time.time() < t0 + 120 and report.unheld_new_bpf(base["host"], end["host"], pids):
         time.sleep(1)
         end["host"] = probes.host_state(o.ptbpf)
+    end["settle_s"] = round(time.time() - t0)
 
 
 def end_jobs(jobs):
@@ -281,7 +283,7 @@ def soak(o, env, work):
             print("mode %s done in %.0f s" % (mode, time.time() - t0), flush=True)
         cleanup = drive.final_cleanup(fleet)
         end = measure(o, jobs, "end")
-        settle_host(o, base, end)
+        settle_host(o, jobs, base, end)
         seconds = time.time() - began
     finally:
         end_jobs(jobs)
