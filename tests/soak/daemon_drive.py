@@ -136,7 +136,7 @@ def run_outcome(run):
         return "killed"
     if action == "sigint2" and rc in (0, 130, -2):
         return "explained: a second SIGINT leaves at once" if rc == 130 else "ok"
-    if action == "sigint" and rc == -2:
+    if action in ("sigint", "final") and rc == -2:
         return "explained: SIGINT before ptbpf set its handler"
     return "unexplained: exit %s after %s" % (rc, action)
 
@@ -163,18 +163,30 @@ def written(fleet):
     return sum(1 for r in fleet.daemons for w in r.windows if w["size"] is not None)
 
 
+def progress(fleet):
+    """A line every 10 windows written, with the rate so far."""
+    n = written(fleet)
+    if n and n % 10 == 0 and n != fleet.between_windows.get("reported"):
+        fleet.between_windows["reported"] = n
+        took = time.monotonic() - fleet.daemon_t0
+        print("daemon: %d windows written in %.0f s (%.1f s each)" % (n, took, took / n),
+              flush=True)
+
+
 def drive_one(fleet, run, rng, deadline):
     """Until the daemon exits: plan an action at a random moment of a
     fraction of its windows, end it once enough windows were written."""
     o = fleet.o
-    every = seconds(o.every)
+    # A moment in the window's attach, tracing, detach, or the gap after.
+    span = max(seconds(o.every), seconds(o.window) + 2)
     seen, planned = 0, None
     while run.alive():
         now = time.monotonic()
+        progress(fleet)
         if len(run.windows) > seen:
             seen = len(run.windows)
             if planned is None and rng.random() < o.kill_fraction:
-                planned = (now + rng.uniform(0, every), rng.choice(ACTIONS))
+                planned = (now + rng.uniform(0, span), rng.choice(ACTIONS))
                 print("daemon window %d: %s planned in %.1f s" % (
                     written(fleet) + 1, planned[1], planned[0] - now), flush=True)
         hung = run.hung_window(seconds(o.window) + o.hang_seconds)
@@ -208,13 +220,14 @@ def run_daemon(fleet):
     out_dir = os.path.join(fleet.work, "daemon")
     rng = random.Random(o.seed * 31 + 7)
     deadline = time.monotonic() + o.max_seconds
+    fleet.daemon_t0 = time.monotonic()
     while True:
         run = DaemonRun(fleet, out_dir)
         fleet.daemons.append(run)
         drive_one(fleet, run, rng, deadline)
         print("daemon run %d: exit %s after %s; %d windows written in all" % (
             len(fleet.daemons), run.rc, run.action, written(fleet)), flush=True)
-        if run.action == "final":
+        if run.action == "final" or written(fleet) >= o.windows or time.monotonic() > deadline:
             break
         time.sleep(rng.uniform(0, 1.0))
     judge(fleet)

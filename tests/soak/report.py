@@ -196,6 +196,9 @@ class Result:
 
     def accumulation(self):
         o, out = self.o, {}
+        for label, m in (("before", self.base), ("end", self.end)):
+            self.check("jobs measured %s without another user's ptbpf on them" % label,
+                       not m.get("foreign"), m.get("foreign"))
         for j in self.jobs:
             b = self.base["jobs"].get(j.name)
             e = self.end["jobs"].get(j.name)

@@ -225,7 +225,16 @@ def measure(o, jobs, label):
     deadline = time.time() + 300
     while time.time() < deadline and not all(j.quiet() or not j.alive() for j in live):
         time.sleep(0.1)
-    out = dict(label=label, jobs={})
+    # Another user's ptbpf (--all, a daemon) may be tracing a job: wait for
+    # it to leave (two minutes at most), or say so.
+    deadline = time.time() + 120
+    while True:
+        foreign = {j.name: probes.foreign_tracer(j.pid) for j in live}
+        foreign = {k: v for k, v in foreign.items() if v}
+        if not foreign or time.time() > deadline:
+            break
+        time.sleep(1)
+    out = dict(label=label, jobs={}, foreign=foreign)
     rf, why = (None, "skipped (--no-rf)") if o.no_rf else probes.record_function_calls(
         [j.pid for j in live])
     for j in live:
