@@ -124,9 +124,9 @@ def pick_action(rng, fraction):
 
 
 def stop_run(tr, action, dur, use_d, rng, est, hang):
-    """Ends the run as action says; returns its exit status, or None if it
-    hung (no 'tracing' or no exit within hang seconds: then it is killed,
-    and tr.hung says where it waited)."""
+    """Ends the run as action says; returns its exit status (None if it
+    would not exit). A run not 'tracing', or not gone, within hang seconds
+    is hung: tr.hung says where it waited (then it is stopped, or killed)."""
     if action == "sigkill":
         tr.sleep_until(rng.uniform(0, est + dur))
         tr.signal(signal.SIGKILL)

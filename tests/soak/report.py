@@ -10,16 +10,15 @@ import classify
 
 
 def tenths(values):
-    """Medians of the first and last tenth (at least 5 values each; None
-    with fewer than 50 values: on a busy host a few runs' times are noise)
-    and their ratio."""
+    """Medians of the first and last tenth and their ratio (from 10 values;
+    judged from 50: on a busy host a few runs' times are noise)."""
     values = [v for v in values if v is not None]
-    if len(values) < 50:
-        return dict(n=len(values), first=None, last=None, ratio=None)
+    if len(values) < 10:
+        return dict(n=len(values), first=None, last=None, ratio=None, judged=False)
     k = len(values) // 10
     first, last = statistics.median(values[:k]), statistics.median(values[-k:])
     return dict(n=len(values), first=round(first, 1), last=round(last, 1),
-                ratio=round(last / first, 2) if first else None)
+                ratio=round(last / first, 2) if first else None, judged=len(values) >= 50)
 
 
 def unheld_new_bpf(base, end, pids):
@@ -139,7 +138,7 @@ class Result:
         return f
 
     def flat(self, what, t):
-        if t["ratio"] is None:
+        if not t["judged"] or t["ratio"] is None:
             self.check("flat: " + what, True, "too few values to judge (%d)" % t["n"])
         else:
             self.check("flat: " + what, t["ratio"] <= self.o.flat_factor,
@@ -264,7 +263,8 @@ class Result:
 def fmt_tenths(t, unit=""):
     if t["ratio"] is None:
         return "%d values (too few for tenths)" % t["n"]
-    return "%s%s -> %s%s (x%s, %d values)" % (t["first"], unit, t["last"], unit, t["ratio"], t["n"])
+    return "%s%s -> %s%s (x%s, %d values%s)" % (t["first"], unit, t["last"], unit, t["ratio"],
+                                               t["n"], "" if t["judged"] else ", not judged")
 
 
 def counter(c):
