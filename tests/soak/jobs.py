@@ -195,7 +195,7 @@ def event_counts(prof):
             continue
         if e.device_type() != torch.autograd.DeviceType.CPU:
             c["gpu:" + name] += 1
-        elif e.is_async():
+        elif getattr(e, "is_async", bool)():
             c["async:" + name] += 1
         else:
             c["cpu:" + name] += 1
@@ -415,8 +415,8 @@ def main_loop(job, sessions, control, args, verdict, ddp):
 def build(args):
     device = torch.device(args.device)
     rank = int(os.environ.get("RANK", "0"))
-    if args.kind == "ddp" and device.type == "cuda":
-        device = torch.device("cuda", rank)
+    if device.type == "cuda":  # set_device needs an index
+        device = torch.device("cuda", rank if args.kind == "ddp" else device.index or 0)
     if device.type == "cuda":
         torch.cuda.set_device(device)
     torch.use_deterministic_algorithms(True)

@@ -125,7 +125,7 @@ class Job:
         self.lines, self.verdict, self.control = [], None, None
         self.ready = threading.Event()
         self.lock = threading.Lock()
-        self.first_clean, self.last_clean, self.clean_samples = None, None, 0
+        self.first_clean = None
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
@@ -143,11 +143,11 @@ class Job:
         self.ready.set()
 
     def after_clean(self, key, state):
+        """The job's footprint after a clean detach (or between windows):
+        the first one is the base that growth is measured from."""
         with self.lock:
             if self.first_clean is None:
                 self.first_clean = dict(state, at=key)
-            self.last_clean = dict(state, at=key)
-            self.clean_samples += 1
 
     def alive(self):
         return self.p.poll() is None
@@ -304,7 +304,7 @@ def main(argv=None):
     if not os.path.exists(o.ptbpf):
         sys.exit("%s is missing: run `make all` first" % o.ptbpf)
     env = environment(o)
-    work = o.work or tempfile.mkdtemp(prefix="ptbpf-soak-", dir="/tmp")
+    work = os.path.abspath(o.work or tempfile.mkdtemp(prefix="ptbpf-soak-", dir="/tmp"))
     os.makedirs(work, exist_ok=True)
     print("soak: %s, torch %s, %s (%s), ptbpf %s, modes %s, work %s" % (
         env["host"], env["torch"], o.device, ", ".join(env["names"]) or "no GPU", env["ptbpf"],
