@@ -1,0 +1,268 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""`ptbpf daemon` over the soak's jobs until enough windows were written,
+with a fraction of its windows met by a SIGKILL (then restarted, as a
+fleet's supervisor would), a SIGINT (once or twice; restarted) or a
+SIGSTOP of a while. Each window is judged from its own lines; between
+windows no agent may be mapped in any job."""
+import os
+import random
+import re
+import signal
+import threading
+import time
+
+import classify
+import probes
+from drive import ACTIONS, Tracer, readable
+
+WINDOW = re.compile(r"^ptbpf: daemon: window (\S+)$")
+DELETED = re.compile(r"^ptbpf: daemon: deleted (\S+) \(retention\)")
+
+
+def seconds(duration):
+    """"2s", "1m" -> seconds (ptbpf's --every/--window forms)."""
+    m = re.fullmatch(r"(\d+)([smh]?)", duration)
+    return int(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+class DaemonRun:
+    """One daemon process, its windows (each with its own lines), and what
+    the soak did to it."""
+
+    def __init__(self, fleet, out_dir):
+        o = fleet.o
+        self.fleet, self.action, self.rc = fleet, None, None
+        self.head, self.windows = [], []
+        self.lock = threading.Lock()
+        argv = [o.ptbpf, "daemon", "--out-dir", out_dir, "--every", o.every, "--window",
+                o.window, "--budget", o.budget, "--max-bytes", o.max_bytes, "--ops", o.ops, "-v"]
+        self.tr = Tracer(argv, on_line=self.on_line)
+
+    def on_line(self, t, text):
+        m = WINDOW.match(text)
+        with self.lock:
+            if m:
+                self.windows.append(dict(path=m.group(1), t=t, lines=[], size=None, end=None,
+                                         hung=None))
+                return
+            if not self.windows:
+                self.head.append((t, text))
+                return
+            w = self.windows[-1]
+            w["lines"].append((t, text))
+            n = len(self.windows)
+        if classify.WROTE.match(text) or "nothing written" in text or "window skipped" in text:
+            w["end"] = t
+        wrote = classify.WROTE.match(text)
+        if wrote:
+            path = wrote.group(1)
+            w["size"] = os.path.getsize(path) if os.path.exists(path) else None
+            self.between_windows(n)
+
+    def between_windows(self, n):
+        """Right after a window's end, before the next one can load BPF: no
+        agent in any job, and a sample of each job's footprint."""
+        jobs = [j for j in self.fleet.jobs if j.alive()]
+        mapped = [j.name for j in jobs if probes.agent_mapped(j.pid)]
+        states = {j.name: probes.steady_state(j.pid) for j in jobs}
+        with self.lock:
+            if len(self.windows) != n:  # the next window began meanwhile
+                return
+        bw = self.fleet.between_windows
+        bw["checked"] += 1
+        # Another user's ptbpf (--all, a daemon) may trace a job now.
+        foreign = {name: probes.foreign_tracer(j.pid, [self.tr.p.pid]) for j in jobs
+                   for name in [j.name] if name in mapped}
+        for name, who in foreign.items():
+            if who:
+                bw.setdefault("foreign", []).append("%s: %s" % (name, who))
+        mapped = [name for name in mapped if not foreign[name]]
+        if mapped:
+            bw["agent_mapped"].append("after %s: %s" % (
+                os.path.basename(self.windows[n - 1]["path"]), ", ".join(mapped)))
+        for j in jobs:
+            if states.get(j.name):
+                j.after_clean("w%d" % n, states[j.name])
+
+    def alive(self):
+        return self.tr.p.poll() is None
+
+    def hung_window(self, limit):
+        """The open window, if it has been open for longer than limit s."""
+        with self.lock:
+            w = self.windows[-1] if self.windows else None
+        if w and w["end"] is None and not w["hung"] and self.tr.now() - w["t"] > limit:
+            return w
+        return None
+
+
+def window_record(w, run, pids):
+    """One window judged: written, nothing to trace, skipped, cut (by the
+    soak's kill or stop), or unexplained; its false messages and timing."""
+    lines = w["lines"]
+    said = lambda s: classify.lines_say(lines, s)
+    last = w is run.windows[-1]
+    if w["hung"]:
+        state = "hung: " + w["hung"]
+    elif any(classify.WROTE.match(t) for _, t in lines):
+        state = "written"
+    elif said("no PyTorch process in this window"):
+        state = "nothing written" + (", stopped by a signal" if said("stopped by a signal")
+                                     else "")
+    elif said("window skipped"):
+        state = "skipped"
+    elif last and run.action in ("sigkill", "sigint2"):
+        state = "cut by " + run.action
+    else:
+        state = "unexplained: no 'wrote', exit %s after %s" % (run.rc, run.action)
+    early = [t.split("ended early: ", 1)[1] for _, t in lines if "window ended early" in t]
+    timing, _ = classify.attach_timing(lines, w["t"])
+    ours = [timing.get(p, {}) for p in pids]
+    walls = [x.get("wall_ms") for x in ours]
+    return dict(path=w["path"], state=state, size=w["size"], ended_early=early[0] if early else None,
+                wall_ms=max(walls) if walls and None not in walls else None,
+                attach_ms=[x.get("attach_ms") for x in ours],
+                warnings=classify.warnings(lines), unclassified=classify.unclassified(lines),
+                cannot_load=[t for _, t in lines if classify.CANNOT_LOAD.match(t)])
+
+
+def run_outcome(run):
+    rc, action = run.rc, run.action
+    if rc is None:
+        return "hung"
+    if rc == 0 and action in ("sigint", "final", "sigint after a hung window"):
+        return "ok"
+    if rc == -9 and action == "sigkill":
+        return "killed"
+    if action == "sigint2" and rc in (0, 130, -2):
+        return "explained: a second SIGINT leaves at once" if rc == 130 else "ok"
+    if action in ("sigint", "final") and rc == -2:
+        return "explained: SIGINT before ptbpf set its handler"
+    return "unexplained: exit %s after %s" % (rc, action)
+
+
+def act(run, action, rng):
+    """What the soak does to a daemon; returns True if it will exit."""
+    if action == "sigkill":
+        run.tr.signal(signal.SIGKILL)
+    elif action in ("sigint", "sigint2"):
+        run.tr.signal(signal.SIGINT)
+        if action == "sigint2":
+            time.sleep(rng.uniform(0, 0.05))
+            run.tr.signal(signal.SIGINT)
+    else:
+        run.tr.signal(signal.SIGSTOP)
+        time.sleep(rng.uniform(0.2, 2.0))
+        run.tr.signal(signal.SIGCONT)
+        return False
+    run.action = action
+    return True
+
+
+def written(fleet):
+    return sum(1 for r in fleet.daemons for w in r.windows if w["size"] is not None)
+
+
+def progress(fleet):
+    """A line every 10 windows written, with the rate so far."""
+    n = written(fleet)
+    if n and n % 10 == 0 and n != fleet.between_windows.get("reported"):
+        fleet.between_windows["reported"] = n
+        took = time.monotonic() - fleet.daemon_t0
+        print("daemon: %d windows written in %.0f s (%.1f s each)" % (n, took, took / n),
+              flush=True)
+
+
+def drive_one(fleet, run, rng, deadline):
+    """Until the daemon exits: plan an action at a random moment of a
+    fraction of its windows, end it once enough windows were written."""
+    o = fleet.o
+    # A moment in the window's attach, tracing, detach, or the gap after.
+    span = max(seconds(o.every), seconds(o.window) + 2)
+    seen, planned = 0, None
+    while run.alive():
+        now = time.monotonic()
+        progress(fleet)
+        if len(run.windows) > seen:
+            seen = len(run.windows)
+            if planned is None and rng.random() < o.kill_fraction:
+                planned = (now + rng.uniform(0, span), rng.choice(ACTIONS))
+                print("daemon window %d: %s planned in %.1f s" % (
+                    written(fleet) + 1, planned[1], planned[0] - now), flush=True)
+        hung = run.hung_window(seconds(o.window) + o.hang_seconds)
+        if hung:
+            hung["hung"] = "open %.0f s (window %s); blocked in %s" % (
+                run.tr.now() - hung["t"], o.window, probes.blocked_in(run.tr.p.pid))
+            print("daemon window %s HUNG: %s" % (os.path.basename(hung["path"]), hung["hung"]),
+                  flush=True)
+            run.tr.signal(signal.SIGINT)
+            run.action = "sigint after a hung window"
+            break
+        if planned and now >= planned[0]:
+            action, planned = planned[1], None
+            if act(run, action, rng):
+                break
+        if written(fleet) >= o.windows or now > deadline:
+            run.tr.signal(signal.SIGINT)
+            run.action = "final"
+            break
+        time.sleep(0.05)
+    run.rc = run.tr.wait(timeout=120)
+    if run.rc is None:
+        run.tr.signal(signal.SIGKILL)
+        run.tr.wait(timeout=60)
+    with open(os.path.join(fleet.work, "daemon-run%d.log" % len(fleet.daemons)), "w") as f:
+        f.write("".join("%9.3f %s\n" % (t, text) for t, text in run.tr.lines))
+
+
+def run_daemon(fleet):
+    o = fleet.o
+    out_dir = os.path.join(fleet.work, "daemon")
+    rng = random.Random(o.seed * 31 + 7)
+    deadline = time.monotonic() + o.max_seconds
+    fleet.daemon_t0 = time.monotonic()
+    while True:
+        run = DaemonRun(fleet, out_dir)
+        fleet.daemons.append(run)
+        drive_one(fleet, run, rng, deadline)
+        print("daemon run %d: exit %s after %s; %d windows written in all" % (
+            len(fleet.daemons), run.rc, run.action, written(fleet)), flush=True)
+        if run.action == "final" or written(fleet) >= o.windows or time.monotonic() > deadline:
+            break
+        time.sleep(rng.uniform(0, 1.0))
+    judge(fleet)
+
+
+def judge(fleet):
+    """Every window and daemon run judged, once all are over."""
+    pids = [j.pid for j in fleet.jobs]
+    deleted = {m.group(1) for r in fleet.daemons for w in r.windows for _, t in w["lines"]
+               for m in [DELETED.match(t)] if m}
+    every = fleet.o.validate_every
+    alive = all(j.alive() for j in fleet.jobs)
+    for i, run in enumerate(fleet.daemons):
+        run.outcome = run_outcome(run)
+        run.false = list(run.tr.dead_refusals)
+        for w in run.windows:
+            rec = window_record(w, run, pids)
+            rec["run"] = i
+            rec["false"] = classify.false_messages(w["lines"], None, pids, deleted)
+            if alive and classify.lines_say(w["lines"], "no PyTorch process in this window"):
+                rec["false"].append("'no PyTorch process in this window' while the soak's %d "
+                                    "jobs ran%s" % (len(pids), " (stopped by a signal before "
+                                                    "it attached)" if "signal" in rec["state"]
+                                                    else ""))
+            others = classify.pids_named(w["lines"]) - set(pids)
+            rec["false_others"] = [x for x in classify.false_messages(w["lines"], None, others)
+                                   if x.startswith("pid ") and "forked" not in x]
+            partial = w["path"] + ".partial"
+            if rec["state"] == "written" and every and len(fleet.windows) % every == 0 and \
+                    os.path.exists(w["path"]):
+                check = w["path"]
+            else:
+                check = partial if os.path.exists(partial) else None
+            if check:
+                why = readable(fleet.o.ptbpf, check)
+                if why:
+                    fleet.unreadable.append("%s: %s" % (os.path.basename(check), why))
+            fleet.windows.append(rec)

@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The part of dynolog that Kineto's on-demand tracing talks to, so that a
+job can be traced on demand by Kineto itself without dynolog installed.
+
+With KINETO_USE_DAEMON=1, libkineto (torch >= 1.13 built with its IPC
+fabric, as the pip wheels are) polls a daemon named "dynolog" every
+ON_DEMAND_CONFIG_UPDATE_INTERVAL_SECS for a trace request: a datagram on a
+Unix socket (abstract, or a file in KINETO_IPC_SOCKET_DIR), a 40-byte
+header (size_t payload size, char type[32]) then the payload: "ctxt" (a
+LibkinetoContext, answered with an int32) or "req" (a LibkinetoRequest:
+int type, int n, int64 jobid, int32 pids[n]; answered with a config text,
+empty when nothing is asked). This serves one socket file; post() sets
+the config text that the next "req" gets.
+"""
+import os
+import socket
+import struct
+import threading
+
+HEADER = struct.Struct("=Q32s")
+
+
+class FakeDynolog:
+    def __init__(self, socket_dir):
+        self.path = os.path.join(socket_dir, "dynolog")
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.path)
+        self.lock = threading.Lock()
+        self.pending = None
+        self.requests = 0       # "req" polls seen
+        self.contexts = 0       # "ctxt" registrations seen
+        self.served = 0         # configs handed out
+        self.errors = []
+        threading.Thread(target=self._serve, name="fake-dynolog", daemon=True).start()
+
+    def post(self, config_text):
+        with self.lock:
+            self.pending = config_text
+
+    def taken(self):
+        with self.lock:
+            return self.pending is None
+
+    def _reply(self, kind, payload, to):
+        self.sock.sendto(HEADER.pack(len(payload), kind) + payload, to)
+
+    def _serve(self):
+        while True:
+            try:
+                data, peer = self.sock.recvfrom(65536)
+            except OSError as e:
+                self.errors.append(str(e))
+                return
+            if len(data) < HEADER.size or not peer:
+                continue
+            _, kind = HEADER.unpack_from(data)
+            kind = kind.split(b"\0", 1)[0]
+            try:
+                if kind == b"ctxt":
+                    self.contexts += 1
+                    self._reply(b"ctxt", struct.pack("=i", 1), peer)
+                elif kind == b"req":
+                    self.requests += 1
+                    with self.lock:
+                        text, self.pending = self.pending, None
+                    if text:
+                        self.served += 1
+                    self._reply(b"req", (text or "").encode(), peer)
+            except OSError as e:  # the client went away between poll and answer
+                self.errors.append(str(e))

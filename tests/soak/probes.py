@@ -1,0 +1,236 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""What the soak measures from outside: a job's footprint (/proc), torch's
+RecordFunction calls in it (BCC, where installed), and the host's
+/dev/shm, BPF objects and ptbpf processes."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+AGENT = "libptbpf-agent.so"
+
+
+def proc_state(pid):
+    """RSS (KiB), threads, mappings, mappings of the agent, open fds; None
+    once the process is gone."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            status = f.read()
+        with open("/proc/%d/maps" % pid) as f:
+            maps = f.read().splitlines()
+        fds = len(os.listdir("/proc/%d/fd" % pid))
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return dict(rss_kb=int(re.search(r"VmRSS:\s+(\d+)", status).group(1)),
+                threads=int(re.search(r"Threads:\s+(\d+)", status).group(1)),
+                maps=len(maps), agent_maps=sum(AGENT in m for m in maps), fds=fds)
+
+
+def agent_mapped(pid):
+    try:
+        with open("/proc/%d/maps" % pid) as f:
+            return AGENT in f.read()
+    except FileNotFoundError:
+        return False
+
+
+def steady_state(pid, samples=3):
+    """proc_state, the least of a few samples of each (a job opens a file
+    or starts a thread for a moment now and then)."""
+    got = [s for s in (proc_state(pid) for _ in range(samples)) if s]
+    if not got:
+        return None
+    return {k: min(s[k] for s in got) for k in got[0]}
+
+
+RF_COUNTER = r"""
+import sys, time
+from bcc import BPF
+seconds, pids = float(sys.argv[1]), [int(p) for p in sys.argv[2:]]
+b = BPF(text='''
+BPF_HASH(hits, u32, u64);
+int hit(void *ctx) { u32 pid = bpf_get_current_pid_tgid() >> 32; hits.increment(pid); return 0; }
+''')
+for pid in pids:
+    with open("/proc/%d/maps" % pid) as f:
+        lib = next(l.split()[-1] for l in f if "libtorch_cpu.so" in l)
+    b.attach_uprobe(name=lib, sym_re=r"_ZN2at14RecordFunction6beforeE.*", fn_name="hit", pid=pid)
+time.sleep(seconds)
+got = {k.value: v.value for k, v in b["hits"].items()}
+print(" ".join("%d:%d" % (p, got.get(p, 0)) for p in pids))
+"""
+
+
+def bcc_python():
+    """A python that imports bcc: this one, or Debian's."""
+    for py in (sys.executable, "/usr/bin/python3"):
+        if os.path.exists(py) and subprocess.run([py, "-c", "import bcc"],
+                                                 capture_output=True).returncode == 0:
+            return py
+    return None
+
+
+def record_function_calls(pids, seconds=1.0):
+    """How many times torch builds a RecordFunction in each of pids within
+    seconds (BCC uprobes on at::RecordFunction::before; 0 when no callback
+    is registered: the dispatcher then takes its fast path). ({pid: n},
+    None) or (None, why not)."""
+    if not pids:
+        return {}, None
+    py = bcc_python()
+    if not py:
+        return None, "no python with BCC on this host"
+    r = subprocess.run([py, "-c", RF_COUNTER, str(seconds)] + [str(p) for p in pids],
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode or not r.stdout.strip():
+        return None, "BCC failed: " + (r.stderr.strip().splitlines() or ["?"])[-1]
+    last = r.stdout.strip().splitlines()[-1]
+    return {int(p): int(n) for p, n in (x.split(":") for x in last.split())}, None
+
+
+def blocked_in(pid):
+    """Where a process that does not answer waits: its threads' kernel
+    stacks' first frames and wchan (root reads them)."""
+    out = []
+    try:
+        tids = sorted(os.listdir("/proc/%d/task" % pid), key=int)
+    except FileNotFoundError:
+        return "gone"
+    for tid in tids[:4]:
+        base = "/proc/%d/task/%s/" % (pid, tid)
+        try:
+            with open(base + "wchan") as f:
+                wchan = f.read().strip()
+            with open(base + "stack") as f:
+                frames = [l.split()[-1].split("+")[0] for l in f.read().splitlines()[:4]]
+        except OSError:
+            continue
+        out.append("%s: %s [%s]" % (tid, wchan, " < ".join(frames)))
+    stuck = "; ".join(out) or "?"
+    if "unix_wait_for_peer" in stuck:
+        stuck += "; claim sockets with a full backlog: " + full_claim_sockets()
+    return stuck
+
+
+def full_claim_sockets():
+    """ptbpf's per-pid claim sockets (abstract, listening) whose backlog is
+    full: a connect() to one blocks until its holder accepts or exits."""
+    try:
+        r = subprocess.run(["ss", "-xlp"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "ss not available"
+    out = []
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if len(f) > 4 and f[4].startswith("@ptbpf/pid/") and int(f[2]) > int(f[3]):
+            holder = re.search(r"pid=(\d+)", line)
+            out.append("%s (queue %s > backlog %s; held by ptbpf pid %s)" % (
+                f[4], f[2], f[3], holder.group(1) if holder else "?"))
+    return "; ".join(out) or "none full"
+
+
+def foreign_tracer(pid, ours=()):
+    """'ptbpf pid N: CMD' if a ptbpf other than ours traces pid now."""
+    holder = claim_holder(pid)
+    if not holder or holder in ours:
+        return None
+    try:
+        with open("/proc/%d/cmdline" % holder) as f:
+            cmd = f.read().replace("\0", " ").strip()
+    except OSError:
+        cmd = "?"
+    return "ptbpf pid %d: %s" % (holder, cmd[:200])
+
+
+def shm_entries():
+    try:
+        return set(os.listdir("/dev/shm"))
+    except FileNotFoundError:
+        return set()
+
+
+def bpf_objects():
+    """{"prog"|"link"|"map": set of ids} that bpftool lists, and {link id:
+    the pid it probes} for the links that name one (uprobe_multi)."""
+    out, link_pids = {}, {}
+    for kind in ("prog", "link", "map"):
+        r = subprocess.run(["bpftool", "-j", kind, "show"], capture_output=True, text=True)
+        try:
+            objs = json.loads(r.stdout or "[]")
+        except ValueError:
+            objs = []
+        out[kind] = {o["id"] for o in objs}
+        if kind == "link":
+            link_pids = {o["id"]: o["pid"] for o in objs if isinstance(o.get("pid"), int)}
+    return out, link_pids
+
+
+def claim_holder(pid):
+    """The ptbpf that holds pid's claim socket (traces it), or None."""
+    try:
+        r = subprocess.run(["ss", "-xlp"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    for line in r.stdout.splitlines():
+        if "@ptbpf/pid/%d/" % pid in line:
+            m = re.search(r"pid=(\d+)", line)
+            return int(m.group(1)) if m else None
+    return None
+
+
+FDINFO_KEY = {"bpf-prog": ("prog", "prog_id"), "bpf-link": ("link", "link_id"),
+              "bpf-map": ("map", "map_id")}
+
+
+def bpf_holders():
+    """{(kind, id): set of pids that hold an fd of it} from /proc/*/fdinfo
+    (this bpftool may lack the pid iterator)."""
+    held = {}
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            fds = os.listdir("/proc/%s/fd" % p)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink("/proc/%s/fd/%s" % (p, fd))
+            except OSError:
+                continue
+            kind = FDINFO_KEY.get(target[len("anon_inode:"):]) if target.startswith(
+                "anon_inode:bpf-") else None
+            if not kind:
+                continue
+            try:
+                with open("/proc/%s/fdinfo/%s" % (p, fd)) as f:
+                    m = re.search(r"^%s:\s+(\d+)" % kind[1], f.read(), re.M)
+            except OSError:
+                continue
+            if m:
+                held.setdefault((kind[0], int(m.group(1))), set()).add(int(p))
+    return held
+
+
+def processes_of(exe):
+    """Pids of the live processes running the executable exe."""
+    real = os.path.realpath(exe)
+    pids = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            if os.readlink("/proc/%s/exe" % p) == real:
+                with open("/proc/%s/stat" % p) as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                        pids.append(int(p))
+        except OSError:
+            continue
+    return pids
+
+
+def host_state(ptbpf):
+    bpf, link_pids = bpf_objects()
+    return dict(shm=shm_entries(), bpf=bpf, link_pids=link_pids, holders=bpf_holders(),
+                ptbpf=processes_of(ptbpf))

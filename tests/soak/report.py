@@ -1,0 +1,347 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The soak's figures and checks (JSON) and its Markdown section for
+BENCHMARKS.md."""
+import collections
+import datetime
+import re
+import statistics
+
+import classify
+
+
+def tenths(values):
+    """Medians of the first and last tenth and their ratio (from 10 values;
+    judged from 50: on a busy host a few runs' times are noise)."""
+    values = [v for v in values if v is not None]
+    if len(values) < 10:
+        return dict(n=len(values), first=None, last=None, ratio=None, judged=False)
+    k = len(values) // 10
+    first, last = statistics.median(values[:k]), statistics.median(values[-k:])
+    return dict(n=len(values), first=round(first, 1), last=round(last, 1),
+                ratio=round(last / first, 2) if first else None, judged=len(values) >= 50)
+
+
+def unheld_new_bpf(base, end, pids):
+    """BPF objects that appeared since the start and no process holds (but
+    for links that probe a process other than the jobs: another user's)."""
+    out = []
+    for kind, ids in end["bpf"].items():
+        for i in sorted(ids - base["bpf"].get(kind, set())):
+            probed = end["link_pids"].get(i) if kind == "link" else None
+            if (kind, i) not in end["holders"] and (probed is None or probed in pids):
+                out.append("%s %d" % (kind, i))
+    return out
+
+
+def held_by(host, pids):
+    return ["%s %d (pid %s)" % (k, i, sorted(p & set(pids))) for (k, i), p in
+            sorted(host["holders"].items()) if p & set(pids)]
+
+
+def top(lines, n=12):
+    return collections.Counter(classify.normalize(t) for t in lines).most_common(n)
+
+
+class Result:
+    def __init__(self, o, env, jobs, fleet, base, end, cleanup, seconds):
+        self.o, self.env, self.jobs, self.fleet = o, env, jobs, fleet
+        self.base, self.end, self.cleanup, self.seconds = base, end, cleanup, seconds
+        self.checks = []
+
+    def check(self, name, ok, detail):
+        self.checks.append(dict(name=name, ok=bool(ok), detail=detail))
+
+    def summary(self):
+        s = dict(date=datetime.datetime.now().isoformat(timespec="seconds"), machine=self.env,
+                 modes=self.o.modes, seconds=round(self.seconds),
+                 options={k: v for k, v in vars(self.o).items() if k not in ("modes",)})
+        s["cycles"] = self.cycle_figures()
+        s["daemon"] = self.daemon_figures()
+        s["jobs"] = self.job_figures()
+        s["messages"] = self.message_figures()
+        s["accumulation"] = self.accumulation()
+        s["host"] = self.host_figures()
+        s["unreadable_traces"] = self.fleet.unreadable
+        s["final_cleanup_cycles"] = self.cleanup
+        s["checks"] = self.checks
+        s["records"] = dict(
+            cycles=[{k: r.get(k) for k in ("n", "job", "pid", "action", "dur", "use_d", "rc",
+                                            "outcome", "wall_ms", "attach_ms", "bpf_ms",
+                                            "trace_bytes", "agent_before", "agent_after",
+                                            "signals", "false")} for r in self.fleet.cycles],
+            windows=[{k: w.get(k) for k in ("run", "path", "state", "size", "ended_early",
+                                             "wall_ms", "false")} for w in self.fleet.windows])
+        return s
+
+    def cycle_figures(self):
+        recs = [r for r in self.fleet.cycles if not r.get("final_cleanup")]
+        ok = [r for r in recs if r["outcome"] == "ok"]
+        f = dict(total=len(recs), requested=self.o.cycles,
+                 outcomes=collections.Counter(re.sub(r":.*", "", r["outcome"]) for r in recs),
+                 explained=collections.Counter(r["outcome"] for r in recs
+                                               if r["outcome"].startswith("explained")),
+                 actions=collections.Counter(r["action"] for r in recs),
+                 attach_wall_ms=tenths([r["wall_ms"] for r in ok]),
+                 attach_line_ms=tenths([r["attach_ms"] for r in ok]),
+                 bpf_load_ms=tenths([r["bpf_ms"] for r in ok]),
+                 agent_left=[r["n"] for r in self.fleet.cycles if r["agent_left"]],
+                 traced_by_others=[r["foreign"] for r in self.fleet.cycles if r.get("foreign")])
+        f["agent_left_since"] = self.agent_left_since()
+        if "cycles" in self.o.modes:
+            self.check("cycles done", len(recs) >= self.o.cycles,
+                       "%d of %d" % (len(recs), self.o.cycles))
+            self.flat("attach time (cycles, ms to 'tracing pid')", f["attach_wall_ms"])
+            self.flat("attach time (cycles, the -v 'attach:' line's parts)", f["attach_line_ms"])
+        self.check("agent unloaded after every clean detach", not f["agent_left"],
+                   "mapped after cycles %s; %s" % (f["agent_left"][:20],
+                                                   "; ".join(f["agent_left_since"])))
+        return f
+
+    def agent_left_since(self):
+        """For each job that kept an agent through a clean cycle: the run
+        before the first such cycle, which left it."""
+        out = []
+        for job in sorted({r["job"] for r in self.fleet.cycles if r["agent_left"]}):
+            mine = sorted((r for r in self.fleet.cycles if r["job"] == job), key=lambda r: r["n"])
+            first = next(i for i, r in enumerate(mine) if r["agent_left"])
+            if first:
+                p = mine[first - 1]
+                out.append("%s: since cycle %d (%s, %s, rc %s; its last line: %s)" % (
+                    job, p["n"], p["action"], ", ".join(p["signals"]) or "-", p["rc"],
+                    p["last_line"]))
+        return out
+
+    def daemon_figures(self):
+        wins = self.fleet.windows
+        runs = self.fleet.daemons
+        written = [w for w in wins if w["state"] == "written"]
+        full = [w for w in written if not w["ended_early"]]
+        bw = self.fleet.between_windows
+        f = dict(runs=len(runs), requested=self.o.windows,
+                 run_outcomes=collections.Counter(getattr(r, "outcome", "?") for r in runs),
+                 windows=len(wins), written=len(written),
+                 states=collections.Counter(re.sub(r":.*", "", w["state"]) for w in wins),
+                 ended_early=collections.Counter(w["ended_early"] for w in written
+                                                 if w["ended_early"]),
+                 size_bytes=tenths([w["size"] for w in full]),
+                 attach_wall_ms=tenths([w["wall_ms"] for w in wins]),
+                 between_windows=dict(checked=bw["checked"], agent_mapped=bw["agent_mapped"],
+                                      traced_by_others=bw.get("foreign", [])))
+        if "daemon" in self.o.modes:
+            self.check("daemon windows written", len(written) >= self.o.windows,
+                       "%d of %d" % (len(written), self.o.windows))
+            self.flat("window size (daemon, full windows)", f["size_bytes"])
+            self.flat("attach time (daemon, window start to the last job's 'tracing pid')",
+                      f["attach_wall_ms"])
+            self.check("no agent mapped between daemon windows", not bw["agent_mapped"],
+                       "; ".join(bw["agent_mapped"][:5]))
+        return f
+
+    def flat(self, what, t):
+        if not t["judged"] or t["ratio"] is None:
+            self.check("flat: " + what, True, "too few values to judge (%d)" % t["n"])
+        else:
+            self.check("flat: " + what, t["ratio"] <= self.o.flat_factor,
+                       "first tenth %s, last tenth %s: x%s (at most x%s)" % (
+                           t["first"], t["last"], t["ratio"], self.o.flat_factor))
+
+    def job_figures(self):
+        out = []
+        for j in self.jobs:
+            v = j.verdict or {}
+            harmed = (not v or v.get("harmed") or j.p.returncode != 0 or
+                      getattr(j, "killed_at_end", False))
+            out.append(dict(name=j.name, pid=j.pid, exit=j.p.returncode, harmed=bool(harmed),
+                            verdict=v, control=j.control,
+                            messages=[l for l in j.lines if l.startswith(("session", "epoch"))][:20]))
+        harmed = [j["name"] for j in out if j["harmed"]]
+        self.check("no job harmed (results, profiler, exit)", not harmed, ", ".join(harmed))
+        unstable = [j["name"] for j in out if j["verdict"].get("control_unstable")]
+        self.check("every job's control sessions agree", not unstable, ", ".join(unstable))
+        diff = sum(j["verdict"].get("sessions_differing", 0) for j in out)
+        exc = sum(j["verdict"].get("profiler_exceptions", 0) for j in out)
+        self.check("profiler sessions equal to the control", diff == 0 and exc == 0,
+                   "%d differing, %d exceptions" % (diff, exc))
+        return out
+
+    def message_figures(self):
+        false, unexplained, warn, uncl = [], [], [], []
+        for r in self.fleet.cycles:
+            false += ["cycle %d (%s): %s" % (r["n"], r["job"], x) for x in r["false"]]
+            if r["outcome"].startswith(("unexplained", "hung")):
+                unexplained.append("cycle %d (%s, %s): %s" % (r["n"], r["job"], r["action"],
+                                                               r["outcome"]))
+            warn += r["warnings"]
+            uncl += r["unclassified"]
+        for i, run in enumerate(self.fleet.daemons):
+            false += ["daemon run %d: %s" % (i, x) for x in getattr(run, "false", [])]
+            if run.outcome.startswith(("unexplained", "hung")):
+                unexplained.append("daemon run %d: %s" % (i, run.outcome))
+        for w in self.fleet.windows:
+            false += ["window %s: %s" % (w["path"].rsplit("/", 1)[-1], x) for x in w["false"]]
+            if w["state"].startswith(("unexplained", "hung")):
+                unexplained.append("window %s: %s" % (w["path"].rsplit("/", 1)[-1], w["state"]))
+            warn += w["warnings"]
+            uncl += w["unclassified"]
+        others = ["window %s: %s" % (w["path"].rsplit("/", 1)[-1], x) for w in self.fleet.windows
+                  for x in w.get("false_others", [])]
+        self.check("no false messages", not false, "; ".join(false[:10]))
+        self.check("every run succeeded, was killed by the soak, or failed with a known "
+                   "reason", not unexplained, "; ".join(unexplained[:10]))
+        self.check("every trace sampled is readable", not self.fleet.unreadable,
+                   "; ".join(self.fleet.unreadable[:5]))
+        return dict(false=false, unexplained=unexplained, warnings=top(warn),
+                    unclassified=top(uncl), false_about_other_processes=others)
+
+    def accumulation(self):
+        o, out = self.o, {}
+        for label, m in (("before", self.base), ("end", self.end)):
+            self.check("jobs measured %s without another user's ptbpf on them" % label,
+                       not m.get("foreign"), m.get("foreign"))
+        for j in self.jobs:
+            b = self.base["jobs"].get(j.name)
+            e = self.end["jobs"].get(j.name)
+            if not b or not e or not b["state"] or not e["state"]:
+                self.check("job %s measured" % j.name, False, "gone before the end")
+                continue
+            b, e, first = b["state"], e["state"], j.first_clean
+            d = {k: e[k] - b[k] for k in b}
+            g = {k: e[k] - first[k] for k in b} if first else {}
+            out[j.name] = dict(before=b, first_clean=first, end=e, delta=d, growth=g,
+                               rf_before=self.base["jobs"][j.name]["rf_calls"],
+                               rf_end=self.end["jobs"][j.name]["rf_calls"],
+                               rf_why=self.end["jobs"][j.name]["rf_why"])
+            bad = []
+            if d["rss_kb"] > o.rss_slack_mb * 1024:
+                bad.append("RSS +%.1f MB" % (d["rss_kb"] / 1024))
+            if g and g["rss_kb"] > o.rss_growth_mb * 1024:
+                bad.append("RSS +%.1f MB after the first detach" % (g["rss_kb"] / 1024))
+            if d["threads"] > o.threads_slack:
+                bad.append("threads %+d" % d["threads"])
+            if d["maps"] > o.maps_slack:
+                bad.append("mappings %+d" % d["maps"])
+            if g and g["maps"] > o.maps_growth:
+                bad.append("mappings %+d after the first detach" % g["maps"])
+            if d["fds"] > o.fds_slack:
+                bad.append("fds %+d" % d["fds"])
+            if e["agent_maps"]:
+                bad.append("%d agent mappings" % e["agent_maps"])
+            rb, re_ = out[j.name]["rf_before"], out[j.name]["rf_end"]
+            if rb is not None and re_ is not None and re_ > (0 if rb == 0 else rb * 1.5 + 10):
+                bad.append("RecordFunction calls/s %d -> %d" % (rb, re_))
+            self.check("nothing accumulated in %s" % j.name, not bad, ", ".join(bad) or
+                       "RSS %+.1f MB, threads %+d, mappings %+d, fds %+d, agent mappings %d, "
+                       "RecordFunction calls/s %s -> %s" % (
+                           d["rss_kb"] / 1024, d["threads"], d["maps"], d["fds"],
+                           e["agent_maps"], rb, re_ if re_ is not None else
+                           out[j.name]["rf_why"]))
+        return out
+
+    def host_figures(self):
+        b, e = self.base["host"], self.end["host"]
+        pids = [j.pid for j in self.jobs]
+        new_shm = sorted(e["shm"] - b["shm"])
+        ours = [n for n in new_shm if "ptbpf" in n or "agent" in n or
+                any(str(p) in n for p in pids)]
+        f = dict(shm_new=new_shm, shm_new_ours=ours, bpf_unheld_new=unheld_new_bpf(b, e, pids),
+                 bpf_settle_s=self.end.get("settle_s"),
+                 bpf_held_by_jobs=held_by(e, pids),
+                 bpf_counts={k: (len(b["bpf"][k]), len(e["bpf"][k])) for k in e["bpf"]},
+                 ptbpf_left=e["ptbpf"])
+        self.check("host: no /dev/shm entry left by ptbpf or the jobs", not ours, ours[:5])
+        self.check("host: no BPF object held by a job", not f["bpf_held_by_jobs"],
+                   f["bpf_held_by_jobs"][:5])
+        self.check("host: no new BPF object left unheld", not f["bpf_unheld_new"],
+                   f["bpf_unheld_new"][:10])
+        self.check("host: no ptbpf process left", not e["ptbpf"], e["ptbpf"])
+        return f
+
+    def markdown(self, s):
+        return markdown(s)
+
+
+def fmt_tenths(t, unit=""):
+    if t["ratio"] is None:
+        return "%d values (too few for tenths)" % t["n"]
+    return "%s%s -> %s%s (x%s, %d values%s)" % (t["first"], unit, t["last"], unit, t["ratio"],
+                                               t["n"], "" if t["judged"] else ", not judged")
+
+
+def counter(c):
+    return ", ".join("%s %d" % (k, n) for k, n in sorted(c.items(), key=lambda x: -x[1])) or "-"
+
+
+def markdown(s):
+    m, o, c, d = s["machine"], s["options"], s["cycles"], s["daemon"]
+    jobs = s["jobs"]
+    sessions = sum(j["verdict"].get("sessions", 0) for j in jobs)
+    differing = sum(j["verdict"].get("sessions_differing", 0) for j in jobs)
+    epochs = sum(j["verdict"].get("epochs", 0) for j in jobs)
+    mism = sum(j["verdict"].get("checksum_mismatches", 0) for j in jobs)
+    failed = [x for x in s["checks"] if not x["ok"]]
+    gpus = ", ".join(m["names"]) or "no GPU"
+    out = ["", "### Soak (%s): %s, %s" % ("+".join(s["modes"]), m["host"], s["date"][:10]), "",
+           "%s, %d CPUs, %d GB, %s; kernel %s; torch %s (%s); %s. %d s, kill fraction %s, "
+           "jobs' own profiler every %s s on average." % (
+               m["cpu"], m["cpus"], m["mem_gb"], gpus, m["kernel"], m["torch"], o["device"],
+               m["ptbpf"], s["seconds"], o["kill_fraction"], o["session_every"]), "",
+           "| | |", "|---|---|"]
+    row = lambda k, v: out.append("| %s | %s |" % (k, v))
+    if "cycles" in s["modes"]:
+        row("attach/detach cycles", "%d of %d: %s; actions %s" % (
+            c["total"], c["requested"], counter(c["outcomes"]), counter(c["actions"])))
+        row("explained failures", counter(c["explained"]))
+        row("attach, ms to 'tracing pid' (first -> last tenth)", fmt_tenths(c["attach_wall_ms"]))
+        row("attach, -v 'attach:' parts (first -> last tenth)", fmt_tenths(c["attach_line_ms"]))
+    if "daemon" in s["modes"]:
+        row("daemon windows", "%d written of %d asked (%s), %d daemon runs (%s); ended early: %s"
+            % (d["written"], d["requested"], counter(d["states"]), d["runs"],
+               counter(d["run_outcomes"]), counter(d["ended_early"])))
+        row("window size, bytes (first -> last tenth)", fmt_tenths(d["size_bytes"]))
+        row("window attach, ms (first -> last tenth)", fmt_tenths(d["attach_wall_ms"]))
+        row("between windows", "%d checks, agent mapped in %d" % (
+            d["between_windows"]["checked"], len(d["between_windows"]["agent_mapped"])))
+    others = c["traced_by_others"] + d["between_windows"]["traced_by_others"]
+    if others:
+        row("jobs found traced by a ptbpf not the soak's (not counted)", "%d times, e.g. %s" % (
+            len(others), others[0]))
+    row("jobs harmed", "%d of %d (%s)" % (sum(j["harmed"] for j in jobs), len(jobs),
+                                         ", ".join(j["name"] for j in jobs)))
+    row("epochs checked / checksum mismatches", "%d / %d" % (epochs, mism))
+    row("profiler sessions compared / differing", "%d / %d" % (sessions, differing))
+    unavailable = [j["verdict"].get("unavailable") for j in jobs if j["verdict"].get("unavailable")]
+    if unavailable:
+        row("Kineto on demand", "not run: " + unavailable[0])
+    row("false messages", len(s["messages"]["false"]))
+    row("unexplained runs", len(s["messages"]["unexplained"]))
+    for name, a in sorted(s["accumulation"].items()):
+        dl = a["delta"]
+        row("accumulated in %s" % name, "RSS %+.1f MB, threads %+d, mappings %+d (%+d after "
+            "the first detach), fds %+d, agent mappings %d, RecordFunction calls/s %s -> %s" % (
+                dl["rss_kb"] / 1024, dl["threads"], dl["maps"], a["growth"].get("maps", 0),
+                dl["fds"], a["end"]["agent_maps"], a["rf_before"],
+                a["rf_end"] if a["rf_end"] is not None else a["rf_why"]))
+    h = s["host"]
+    row("host afterwards", "/dev/shm new %d (ptbpf's %d), BPF objects new and unheld %d, held "
+        "by jobs %d, ptbpf processes %d" % (len(h["shm_new"]), len(h["shm_new_ours"]),
+                                            len(h["bpf_unheld_new"]), len(h["bpf_held_by_jobs"]),
+                                            len(h["ptbpf_left"])))
+    row("result", "passed" if not failed else "FAILED: " + "; ".join(
+        "%s (%s)" % (x["name"], str(x["detail"])[:200]) for x in failed))
+    if s["messages"]["false"]:
+        where = re.compile(r"^(cycle \d+ \([^)]*\)|window \S+|daemon run \d+): ")
+        kinds = collections.Counter(classify.normalize(where.sub("", x))
+                                    for x in s["messages"]["false"])
+        out += ["", "False messages by kind:", ""]
+        out += ["    %5d  %s" % (n, t) for t, n in kinds.most_common(10)]
+    for kind, title in (("false", "False messages"), ("unexplained", "Unexplained runs"),
+                        ("false_about_other_processes", "False messages about processes "
+                         "other than the soak's (not counted)"),
+                        ("unclassified", "Lines not classified")):
+        if s["messages"][kind]:
+            out += ["", "%s:" % title, ""]
+            out += ["    " + str(x)[:300] for x in s["messages"][kind][:15]]
+    if s["messages"]["warnings"]:
+        out += ["", "Warnings ptbpf printed (by kind):", ""]
+        out += ["    %5d  %s" % (n, t) for t, n in s["messages"]["warnings"]]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,332 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Soak ptbpf as a fleet uses it (issue 19): jobs that check their own
+numeric results and their own profiler sessions (tests/soak/jobs.py) run
+while ptbpf attaches and detaches over and over (--mode cycles) or runs as
+a daemon (--mode daemon), a fraction of its runs killed, interrupted or
+stopped at random moments. Every run's exit status and lines are judged
+(tests/soak/classify.py); afterwards nothing of ptbpf may have accumulated
+in the jobs or on the host. Prints progress, a summary, and a Markdown
+section (--markdown FILE appends it); writes JSON (--json FILE); exits 1 on
+any harm, difference, false message, unexplained run or accumulation.
+
+  PTBPF_TEST_PYTHON=/opt/torch/.venv/bin/python3 PYTHONUNBUFFERED=1 \\
+      $PTBPF_TEST_PYTHON tests/soak/soak.py --mode cycles --cycles 1000
+"""
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import daemon_drive  # noqa: E402
+import drive  # noqa: E402
+import probes  # noqa: E402
+import report  # noqa: E402
+
+JOBS = os.path.join(HERE, "jobs.py")
+ENV_PROBE = ("import json, torch; print(json.dumps(dict(torch=torch.__version__, "
+             "cuda=torch.cuda.is_available(), gpus=torch.cuda.device_count(), "
+             "names=[torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())], "
+             "kineto=torch.autograd.kineto_available())))")
+
+
+def options(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    a = ap.add_argument
+    a("--mode", default="cycles", help="cycles, daemon, both (cycles then daemon), or none "
+      "(the jobs alone for --max-seconds: a control soak)")
+    a("--python", default=os.environ.get("PTBPF_TEST_PYTHON", "/usr/bin/python3"))
+    a("--ptbpf", default=os.path.join(ROOT, "build", "ptbpf"))
+    a("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    a("--jobs", default="auto", help="comma list of mlp, graphs, ddp, ondemand (NAME:N for N "
+      "of one kind); auto: mlp, ddp, ondemand, and graphs on CUDA")
+    a("--cycles", type=int, default=100)
+    a("--dur-min", type=float, default=0.3, help="seconds traced per cycle, from")
+    a("--dur-max", type=float, default=2.0, help="... to")
+    a("--gap-min", type=float, default=0.0)
+    a("--gap-max", type=float, default=0.5)
+    a("--kill-fraction", type=float, default=0.2, help="runs (cycles; daemon windows) met by "
+      "SIGKILL, SIGINT (once or twice) or SIGSTOP+SIGCONT at a random moment")
+    a("--windows", type=int, default=20, help="daemon windows to write")
+    a("--every", default="2s")
+    a("--window", default="1s")
+    a("--budget", default="2", help="the daemon's --budget")
+    a("--max-bytes", default="1G", help="the daemon's --max-bytes")
+    a("--ops", default="auto")
+    a("--max-seconds", type=float, default=480, help="per mode, at most")
+    a("--hang-seconds", type=int, default=60, help="a run that is not tracing, or a window "
+      "that has not ended, this long after it should have is hung")
+    a("--session-every", type=float, default=3.0, help="mean seconds between a job's own "
+      "profiler sessions")
+    a("--seed", type=int, default=1)
+    a("--work", help="working directory (default: a new one under /tmp, removed at the end "
+      "unless --keep)")
+    a("--keep", action="store_true")
+    a("--keep-traces", action="store_true")
+    a("--validate-every", type=int, default=25, help="read every Nth trace with ptbpf report "
+      "(cut ones always); 0: none")
+    a("--no-rf", action="store_true", help="skip the RecordFunction count (BCC)")
+    a("--json")
+    a("--markdown")
+    a("--rss-slack-mb", type=float, default=64, help="RSS end - before, at most (untraced, "
+      "the CPU jobs' own profiler sessions add 11-13 MB in 4 minutes)")
+    a("--rss-growth-mb", type=float, default=32, help="RSS end - after the first detach")
+    a("--threads-slack", type=int, default=0)
+    a("--maps-slack", type=int, default=10, help="mappings end - before (the agent's two stub "
+      "pages and its thread's arena stay: +4 documented; an untraced DDP rank adds up to 3)")
+    a("--maps-growth", type=int, default=4, help="mappings end - after the first detach")
+    a("--fds-slack", type=int, default=0)
+    a("--flat-factor", type=float, default=2.0, help="last tenth's median / first tenth's, "
+      "at most (attach time, window size)")
+    o = ap.parse_args(argv)
+    o.modes = {"both": ["cycles", "daemon"]}.get(o.mode, o.mode.split(","))
+    return o
+
+
+def environment(o):
+    r = subprocess.run([o.python, "-c", ENV_PROBE], capture_output=True, text=True, timeout=300)
+    if r.returncode:
+        sys.exit("%s cannot import torch: %s" % (o.python, r.stderr[-500:]))
+    env = json.loads(r.stdout.strip().splitlines()[-1])
+    if o.device == "auto":
+        o.device = "cuda" if env["cuda"] else "cpu"
+    v = subprocess.run([o.ptbpf, "--version"], capture_output=True, text=True)
+    env["ptbpf"] = (v.stdout or v.stderr).strip()
+    env["host"] = socket.gethostname()
+    env["kernel"] = os.uname().release
+    env["cpus"] = os.cpu_count()
+    with open("/proc/cpuinfo") as f:
+        env["cpu"] = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")),
+                          "?")
+    with open("/proc/meminfo") as f:
+        env["mem_gb"] = round(int(f.readline().split()[1]) / 2**20)
+    return env
+
+
+class Job:
+    """One job process (a DDP rank is one), read line by line."""
+
+    def __init__(self, name, argv, cue, env):
+        self.name, self.cue = name, cue
+        os.makedirs(cue, exist_ok=True)
+        self.err = open(os.path.join(cue, "stderr"), "w")
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.err,
+                                  stdin=subprocess.DEVNULL, env=env)
+        self.pid = self.p.pid
+        self.lines, self.verdict, self.control = [], None, None
+        self.ready = threading.Event()
+        self.lock = threading.Lock()
+        self.first_clean = None
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for raw in self.p.stdout:
+            text = raw.decode(errors="replace").rstrip("\n")
+            self.lines.append(text)
+            if text.startswith("ready"):
+                self.ready.set()
+            elif text.startswith("verdict "):
+                self.verdict = json.loads(text[len("verdict "):])
+            else:
+                if text.startswith("control"):
+                    self.control = text
+                print("[%s %d] %s" % (self.name, self.pid, text[:400]), flush=True)
+        self.ready.set()
+
+    def after_clean(self, key, state):
+        """The job's footprint after a clean detach (or between windows):
+        the first one is the base that growth is measured from."""
+        with self.lock:
+            if self.first_clean is None:
+                self.first_clean = dict(state, at=key)
+
+    def alive(self):
+        return self.p.poll() is None
+
+    def cue_file(self, name, present):
+        path = os.path.join(self.cue, name)
+        if present and not os.path.exists(path):
+            open(path, "w").close()
+        elif not present and os.path.exists(path):
+            os.unlink(path)
+
+    def quiet(self):
+        return os.path.exists(os.path.join(self.cue, "quiet"))
+
+
+def job_plan(o, env):
+    if o.jobs != "auto":
+        plan = []
+        for item in o.jobs.split(","):
+            kind, _, n = item.partition(":")
+            plan += [kind] * int(n or 1)
+        return plan
+    plan = ["mlp"] + (["graphs"] if o.device == "cuda" else []) + ["ddp"]
+    return plan + (["ondemand"] if env["kineto"] else [])
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def job_argv(o, kind, device, seed, cue):
+    return [o.python, JOBS, kind, "--device", device, "--seed", str(seed), "--session-every",
+            str(o.session_every), "--cue", cue]
+
+
+def start_jobs(o, env, work):
+    jobs, seen = [], {}
+    for i, kind in enumerate(job_plan(o, env)):
+        seen[kind] = seen.get(kind, 0) + 1
+        name = kind + ("%d" % seen[kind] if seen[kind] > 1 else "")
+        if kind == "graphs" and o.device != "cuda":
+            sys.exit("graphs needs CUDA")
+        if kind != "ddp":
+            cue = os.path.join(work, "jobs", name)
+            jobs.append(Job(name, job_argv(o, kind, o.device, o.seed + i, cue), cue,
+                            dict(os.environ)))
+            continue
+        # NCCL on cuda:0 and cuda:1; with fewer GPUs, gloo on the CPU.
+        nccl = o.device == "cuda" and env["gpus"] >= 2
+        port = str(free_port())
+        for rank in range(2):
+            rname = "%s.r%d%s" % (name, rank, "" if nccl else ".gloo")
+            cue = os.path.join(work, "jobs", rname)
+            e = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2",
+                     MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+            jobs.append(Job(rname, job_argv(o, kind, "cuda" if nccl else "cpu", o.seed + i, cue),
+                            cue, e))
+    for j in jobs:
+        if not j.ready.wait(timeout=900) or not j.alive():
+            for k in jobs:
+                k.p.kill()
+            sys.exit("job %s did not start: %s\n%s" % (j.name, "\n".join(j.lines[-5:]),
+                                                       open(os.path.join(j.cue, "stderr")).read()[-3000:]))
+    return jobs
+
+
+def measure(o, jobs, label):
+    """Each job's footprint and RecordFunction calls with its own profiler
+    paused (its sessions register callbacks of their own), and the host's."""
+    live = [j for j in jobs if j.alive()]
+    for j in live:
+        j.cue_file("pause", True)
+    deadline = time.time() + 300
+    while time.time() < deadline and not all(j.quiet() or not j.alive() for j in live):
+        time.sleep(0.1)
+    # Another user's ptbpf (--all, a daemon) may be tracing a job: wait for
+    # it to leave (two minutes at most), or say so.
+    deadline = time.time() + 120
+    while True:
+        foreign = {j.name: probes.foreign_tracer(j.pid) for j in live}
+        foreign = {k: v for k, v in foreign.items() if v}
+        if not foreign or time.time() > deadline:
+            break
+        time.sleep(1)
+    out = dict(label=label, jobs={}, foreign=foreign)
+    rf, why = (None, "skipped (--no-rf)") if o.no_rf else probes.record_function_calls(
+        [j.pid for j in live])
+    for j in live:
+        out["jobs"][j.name] = dict(state=probes.steady_state(j.pid), rf_why=why,
+                                   rf_calls=rf.get(j.pid) if rf else None, quiet=j.quiet())
+    out["host"] = probes.host_state(o.ptbpf)
+    for j in live:
+        j.cue_file("pause", False)
+    print("measured %s: %s" % (label, {k: (v["state"], v["rf_calls"])
+                                       for k, v in out["jobs"].items()}), flush=True)
+    return out
+
+
+def settle_host(o, jobs, base, end):
+    """BPF objects new since the start and held by no process may be a
+    killed ptbpf's, still being released (an RCU grace period per uprobe
+    link): wait up to two minutes for them to go."""
+    pids = [j.pid for j in jobs]
+    t0 = time.time()
+    while time.time() < t0 + 120 and report.unheld_new_bpf(base["host"], end["host"], pids):
+        time.sleep(1)
+        end["host"] = probes.host_state(o.ptbpf)
+    end["settle_s"] = round(time.time() - t0)
+
+
+def end_jobs(jobs):
+    for j in jobs:
+        j.cue_file("end", True)
+    deadline = time.time() + 600
+    for j in jobs:
+        try:
+            j.p.wait(timeout=max(1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            j.p.kill()
+            j.p.wait()
+            j.killed_at_end = True
+    time.sleep(0.5)  # the readers take the verdict lines
+
+
+def soak(o, env, work):
+    fleet = None
+    jobs = start_jobs(o, env, work)
+    try:
+        base = measure(o, jobs, "before")
+        fleet = drive.Fleet(o, jobs, work)
+        began = time.time()
+        for mode in o.modes:
+            t0 = time.time()
+            if mode == "cycles":
+                drive.run_cycles(fleet)
+            elif mode == "daemon":
+                daemon_drive.run_daemon(fleet)
+            elif mode == "none":
+                time.sleep(o.max_seconds)
+            print("mode %s done in %.0f s" % (mode, time.time() - t0), flush=True)
+        cleanup = drive.final_cleanup(fleet)
+        end = measure(o, jobs, "end")
+        settle_host(o, jobs, base, end)
+        seconds = time.time() - began
+    finally:
+        end_jobs(jobs)
+    return report.Result(o, env, jobs, fleet, base, end, cleanup, seconds)
+
+
+def main(argv=None):
+    o = options(argv)
+    if not os.path.exists(o.ptbpf):
+        sys.exit("%s is missing: run `make all` first" % o.ptbpf)
+    env = environment(o)
+    work = os.path.abspath(o.work or tempfile.mkdtemp(prefix="ptbpf-soak-", dir="/tmp"))
+    os.makedirs(work, exist_ok=True)
+    print("soak: %s, torch %s, %s (%s), ptbpf %s, modes %s, work %s" % (
+        env["host"], env["torch"], o.device, ", ".join(env["names"]) or "no GPU", env["ptbpf"],
+        "+".join(o.modes), work), flush=True)
+    result = soak(o, env, work)
+    summary = result.summary()
+    text = result.markdown(summary)
+    print(text, flush=True)
+    if o.json:
+        with open(o.json, "w") as f:
+            json.dump(summary, f, indent=1, sort_keys=True, default=str)
+    if o.markdown:
+        with open(o.markdown, "a") as f:
+            f.write(text)
+    failed = [c for c in summary["checks"] if not c["ok"]]
+    for c in failed:
+        print("FAILED: %s: %s" % (c["name"], c["detail"]), flush=True)
+    print("soak: %s" % ("FAILED (%d checks)" % len(failed) if failed else "passed"), flush=True)
+    if not o.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
