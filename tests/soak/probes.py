@@ -22,6 +22,8 @@ def proc_state(pid):
         fds = len(os.listdir("/proc/%d/fd" % pid))
     except (FileNotFoundError, ProcessLookupError):
         return None
+    if not re.search(r"VmRSS:", status):  # a zombie: gone but not reaped
+        return None
     return dict(rss_kb=int(re.search(r"VmRSS:\s+(\d+)", status).group(1)),
                 threads=int(re.search(r"Threads:\s+(\d+)", status).group(1)),
                 maps=len(maps), agent_maps=sum(AGENT in m for m in maps), fds=fds)
