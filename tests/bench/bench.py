@@ -172,6 +172,7 @@ def summary(err):
     out = {}
     pats = dict(events=r"events by kind:.* total (\d+)",
                 lost_bpf=r"sent \d+ = received \d+ \+ lost (\d+)",
+                lost_unread=r"agent op rings: written \d+ = read \d+ \+ gone unread (\d+)",
                 lost_ops=r"agent op rings: written \d+ = read \d+ .*?; not written: (\d+)",
                 kernels=r"GPU timeline \(agent\): kernels (\d+)",
                 rss_mb=r"peak RSS ([\d.]+) MB", cpu_s=r"CPU [\d.]+ s in all, ([\d.]+) s while",
@@ -180,7 +181,7 @@ def summary(err):
         m = re.search(pat, err)
         if m:
             out[k] = m.group(1) if k == "no_corr" else float(m.group(1))
-    out["lost"] = out.get("lost_bpf", 0) + out.get("lost_ops", 0)
+    out["lost"] = out.get("lost_bpf", 0) + out.get("lost_ops", 0) + out.get("lost_unread", 0)
     return out
 
 
