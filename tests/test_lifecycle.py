@@ -150,19 +150,19 @@ def test_run_says_when_its_command_runs_on(tmp_path):
     and says so: the command runs on, untraced."""
     go = str(tmp_path / "go")
     argv = [a.replace("{go}", go) for a in workload_argv("mlp", 5)]
-    with open(str(tmp_path / "err"), "w") as err:  # the command keeps a pipe open
-        p = subprocess.Popen([PTBPF, "run", "-o", str(tmp_path / "r.pftrace"), "-d", "1", "--"] +
-                             argv, stdout=subprocess.DEVNULL, stderr=err)
-        rc = p.wait(timeout=120)
-    text = (tmp_path / "err").read_text()
-    child = int(re.search(r"tracing pid (\d+)", text).group(1))
     try:
-        assert rc == 0, text
-        assert text.endswith("ptbpf: run: %s (pid %d) runs on, no longer traced; ptbpf's exit "
-                             "status is its own\n" % (PYTHON, child)), text
+        with open(str(tmp_path / "err"), "w") as err:  # the command keeps a pipe open
+            p = subprocess.Popen([PTBPF, "run", "-o", str(tmp_path / "r.pftrace"), "-d", "1",
+                                  "--"] + argv, stdout=subprocess.DEVNULL, stderr=err)
+            rc = p.wait(timeout=120)
+        text = (tmp_path / "err").read_text()
+        m = re.search(r"tracing pid (\d+)", text)
+        assert rc == 0 and m, text
+        assert text.endswith("ptbpf: run: %s (pid %s) runs on, no longer traced; ptbpf's exit "
+                             "status is its own\n" % (PYTHON, m.group(1))), text
         assert pftrace.Trace(str(tmp_path / "r.pftrace")).validate() == []
     finally:
-        os.kill(child, signal.SIGKILL)
+        open(go, "w").close()  # the command's 5 steps, then it exits
 
 
 def test_two_processes_one_trace(tmp_path):

@@ -82,19 +82,18 @@ static int start_command(struct options *opt, pid_t *child)
 }
 
 /* In run mode, ptbpf exits with the command's status once it has exited;
- * one that runs on (ptbpf was stopped first) is left to run, and that is
- * said. */
+ * one that runs on (ptbpf stopped or failed first) is left to run, and
+ * that is said. */
 static int command_status(const struct options *opt, pid_t child, int rc)
 {
-	int status;
+	int status = 0;
+	pid_t r = child > 0 ? waitpid(child, &status, WNOHANG) : -1;
 
-	if (child <= 0)
-		return rc;
-	if (waitpid(child, &status, WNOHANG) != child) {
+	if (r == 0)
 		log_msg("run: %s (pid %d) runs on, no longer traced; ptbpf's exit status is "
 			"its own\n", opt->run_argv[0], child);
+	if (r != child) /* runs on, or reaped already (it exited before torch) */
 		return rc;
-	}
 	if (rc)
 		return rc;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -157,7 +156,7 @@ static int cmd_trace(int argc, char **argv)
 	if (s.opt.daemon)
 		return daemon_run(&s.opt, run_window, &exiting);
 	if (s.opt.run_argv && start_command(&s.opt, &child))
-		return 1;
+		return command_status(&s.opt, child, 1);
 	/* Refuse bad pids before anything touches a process or the disk. */
 	for (int i = 0; i < s.opt.npids; i++) {
 		struct target t;
@@ -166,20 +165,20 @@ static int cmd_trace(int argc, char **argv)
 		    target_claim(&t, err, sizeof(err))) {
 			log_msg("%s\n", err);
 			target_close(&t);
-			return 1;
+			return command_status(&s.opt, child, 1);
 		}
 		target_close(&t);
 	}
 	if (session_setup_bpf(&s) || session_setup_trace(&s)) {
 		s.discard_output = true; /* nothing was traced: leave no file */
-		return session_finish(&s, 1);
+		return command_status(&s.opt, child, session_finish(&s, 1));
 	}
 	/* Tracing starts once every target is attached: a run that fails
 	 * before leaves no file (targets_add said why). */
 	for (int i = 0; i < s.opt.npids && !exiting; i++) {
 		if (targets_add(&s, s.opt.pids[i], false) && !exiting) {
 			s.discard_output = true;
-			return session_finish(&s, 1);
+			return command_status(&s.opt, child, session_finish(&s, 1));
 		}
 	}
 	if (s.opt.all) {
@@ -191,7 +190,7 @@ static int cmd_trace(int argc, char **argv)
 	if (exiting) {
 		log_msg("interrupted during attach; detaching, nothing written\n");
 		s.discard_output = true;
-		return session_finish(&s, 128 + exiting);
+		return command_status(&s.opt, child, session_finish(&s, 128 + exiting));
 	}
 	rc = session_loop(&s) ? 1 : 0;
 	if (!s.traced) { /* --all found no process: session_finish leaves no file */
