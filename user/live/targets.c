@@ -154,9 +154,13 @@ bool targets_wait_for_agent(struct session *s, int pid)
 	read_pump(s, 0);
 	if (!r)
 		return true;
-	if (target_alive(pid) == 1) /* else the process has exited: nothing to say */
-		log_warn("pid %d: its agent did not answer within 3 s%s; it is switched off "
-			 "again\n", pid, r == -EAGAIN ? " (is the process stopped?)" : "");
+	/* A process that has exited: nothing to say. */
+	if (target_alive(pid) == 1 && r == -EAGAIN)
+		log_warn("pid %d: its agent did not answer within 3 s (is the process stopped?); "
+			 "it is switched off again\n", pid);
+	else if (target_alive(pid) == 1)
+		log_warn("pid %d: its agent can no longer be reached (%s); it is switched off "
+			 "again\n", pid, r == -ESRCH ? "its image is gone: an exec?" : strerror(-r));
 	agent_probes_off(s->agents, pid);
 	return false;
 }
