@@ -106,7 +106,8 @@ def window_record(w, run, pids):
         state = "hung: " + w["hung"]
     elif any(classify.WROTE.match(t) for _, t in lines):
         state = "written"
-    elif said("no PyTorch process in this window"):
+    elif said("no PyTorch process in this window") or said("no PyTorch process traced in "
+                                                            "this window"):
         state = "nothing written" + (", stopped by a signal" if said("stopped by a signal")
                                      else "")
     elif said("window skipped"):
@@ -247,11 +248,13 @@ def judge(fleet):
             rec = window_record(w, run, pids)
             rec["run"] = i
             rec["false"] = classify.false_messages(w["lines"], None, pids, deleted)
-            if alive and classify.lines_say(w["lines"], "no PyTorch process in this window"):
+            # "traced": true where the window was stopped before it attached.
+            none = classify.lines_say(w["lines"], "no PyTorch process in this window") or (
+                classify.lines_say(w["lines"], "no PyTorch process traced in this window") and
+                "signal" not in rec["state"])
+            if alive and none:
                 rec["false"].append("'no PyTorch process in this window' while the soak's %d "
-                                    "jobs ran%s" % (len(pids), " (stopped by a signal before "
-                                                    "it attached)" if "signal" in rec["state"]
-                                                    else ""))
+                                    "jobs ran" % len(pids))
             others = classify.pids_named(w["lines"]) - set(pids)
             rec["false_others"] = [x for x in classify.false_messages(w["lines"], None, others)
                                    if x.startswith("pid ") and "forked" not in x]
