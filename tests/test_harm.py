@@ -399,7 +399,12 @@ def test_exec_is_never_written_to(tmp_path):
         assert "exec'd into a program that has exited" in err, err
         t = pftrace.Trace(out)
         assert t.validate() == []
-        assert t.op_counts()["aten::add"] >= 20000
+        # Every add before the exec is in the trace or counted lost (a busy
+        # machine's reader can fall behind the loop and fill a ring).
+        lost = t.attrs["dev.ptbpf.op_begins_lost_ring_full"] + \
+            t.attrs["dev.ptbpf.op_begins_lost_gone_unread"] + \
+            t.attrs["dev.ptbpf.op_begins_lost_no_free_ring"]
+        assert t.op_counts()["aten::add"] + lost >= 20000, err
         assert "cut by exec" in err
     finally:
         target.kill()

@@ -91,6 +91,10 @@ def test_kill_at_every_ptrace_call(tmp_path, mode):
             t.assert_healthy()
             loaded = wait_loaded(t.pid, committed(killed_calls))
             assert loaded == committed(killed_calls), (n, killed_calls)
+            # dlopen maps the library before its constructor writes lib_out.
+            deadline = time.time() + 3
+            while loaded and not t.lib_out.exists() and time.time() < deadline:
+                time.sleep(0.01)
             assert t.lib_out.exists() == loaded
             if loaded:
                 loaded_at.append(n)
