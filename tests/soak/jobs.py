@@ -25,6 +25,8 @@ line per differing epoch or session, and at the end "verdict {json}".
 """
 import argparse
 import collections
+import ctypes
+import gc
 import hashlib
 import json
 import os
@@ -252,8 +254,17 @@ class ProfilerSessions:
         sched = self.schedule(wait=self.w, warmup=1, active=self.a, repeat=self.r)
         with self.profile(activities=self.acts, schedule=sched,
                           on_trace_ready=lambda p: got.append(event_counts(p))) as p:
-            check(self.job.epoch(step_hook=p.step))
+            check(self.job.epoch(step_hook=lambda: self.step(p)))
         return got
+
+    def step(self, p):
+        """Kineto keeps only GPU work that ended before the trace's end (and
+        began after its start): a kernel still running at a step boundary
+        would be in or out by timing alone. The job waits for its GPU work
+        at each boundary, so every session records the same steps."""
+        if self.job.device.type == "cuda":
+            torch.cuda.synchronize()
+        p.step()
 
     def close(self):
         pass
@@ -401,7 +412,9 @@ def main_loop(job, sessions, control, args, verdict, ddp):
             return
         paused = os.path.exists(cue("pause"))
         if paused != os.path.exists(cue("quiet")):
-            if paused:
+            if paused:  # memory the sessions freed goes back before it is measured
+                gc.collect()
+                ctypes.CDLL("libc.so.6").malloc_trim(0)
                 open(cue("quiet"), "w").close()
             else:
                 os.unlink(cue("quiet"))
