@@ -373,3 +373,30 @@ def test_agent_ring_overflow_cuts_frames_at_the_gap(tmp_path):
     assert longest < 100e6, longest
     assert "cut where records were lost" in run.err
     assert t.validate() == []
+
+
+RSS_PARENT = r"""
+import subprocess, sys
+big = bytearray(1024 << 20)  # 1 GiB touched: the parent's RSS at fork
+for i in range(0, len(big), 4096):
+    big[i] = 1
+r = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+sys.stdout.write(r.stderr)
+sys.exit(r.returncode)
+"""
+
+
+def test_loader_peak_rss_is_its_own(tmp_path):
+    """ptbpf started by a process with 1 GiB resident reports its own peak
+    RSS (getrusage's ru_maxrss keeps the parent's across the exec)."""
+    target, go = start_target(workload_argv("mlp", 10**6), tmp_path)
+    try:
+        open(go, "w").close()
+        r = subprocess.run([PYTHON, "-c", RSS_PARENT, PTBPF, "-p", str(target.p.pid), "-d", "1",
+                            "-o", str(tmp_path / "r.pftrace")], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stdout
+        mb = float(re.search(r"loader peak RSS ([\d.]+) MB", r.stdout).group(1))
+        assert 5 < mb < 512, r.stdout
+    finally:
+        target.kill()

@@ -224,14 +224,11 @@ int session_setup_trace(struct session *s)
 	return 0;
 }
 
-int session_finish(struct session *s, int rc)
+/* Every source switched off, drained and detached, in the order that
+ * loses nothing: the agents record until they see the switch-off. */
+static void stop_sources(struct session *s, uint64_t *st)
 {
-	uint64_t st[STAT_MAX] = { 0 }, stopped_at = now_ns();
-	bool failed_before = s->w && pf_writer_error(s->w); /* said already */
-	bool keep = s->traced && !s->discard_output;
-	struct stat fst;
-	off_t size;
-	int err;
+	uint64_t t0 = now_ns(), t_off, t_unloaded;
 
 	if (agent_probes_any(s->agents)) {
 		/* Switched off, each agent flushes what CUPTI still holds, then
@@ -249,9 +246,11 @@ int session_finish(struct session *s, int rc)
 		read_pump(s, 0);
 	if (s->opsr)
 		ops_rings_finish(s->opsr, read_op_record, s);
+	t_off = now_ns();
 	/* Probes off, then the agents ptbpf loaded leave the processes. */
 	agent_probes_free(s->agents);
 	s->agents = NULL;
+	t_unloaded = now_ns();
 	if (s->probes)
 		probes_detach(s->probes);
 	gpu_probes_free(s->gpu);
@@ -265,6 +264,22 @@ int session_finish(struct session *s, int rc)
 	if (s->rb)
 		read_bpf_last(s, st);
 	read_op_rings(s, UINT64_MAX);
+	log_debug("stop: agents switched off and read in %.0f ms, unloaded in %.0f ms, "
+		  "probes detached and read in %.0f ms\n", (t_off - t0) / 1e6,
+		  (t_unloaded - t_off) / 1e6, (now_ns() - t_unloaded) / 1e6);
+}
+
+int session_finish(struct session *s, int rc)
+{
+	uint64_t st[STAT_MAX] = { 0 }, stopped_at = now_ns(), t_written;
+	bool failed_before = s->w && pf_writer_error(s->w); /* said already */
+	bool keep = s->traced && !s->discard_output;
+	struct stat fst;
+	off_t size;
+	int err;
+
+	stop_sources(s, st);
+	t_written = now_ns();
 	if (s->join && keep) {
 		/* Frames still open are cut where tracing stopped (or at the
 		 * last record, if later), not after the agents' wind-down. */
@@ -294,6 +309,7 @@ int session_finish(struct session *s, int rc)
 			s->opt.output, size / 1e6);
 	}
 	leaving_trace(s->out.tmp[0] && !access(s->out.tmp, F_OK) ? s->out.tmp : "");
+	log_debug("stop: the trace written in %.0f ms\n", (now_ns() - t_written) / 1e6);
 	fleet_bpf__destroy(s->find.fleet);
 	route_free(s->route);
 	ops_rings_free(s->opsr);

@@ -41,15 +41,33 @@ void summary_status_line(struct session *s, uint64_t *last_events, uint64_t *las
 	*last_ns = t;
 }
 
+/* The loader's own peak RSS in kB: VmHWM, not getrusage's ru_maxrss, which
+ * keeps the parent's RSS at fork across the exec (a large Python that runs
+ * ptbpf would be counted as ptbpf's). */
+static long own_peak_rss_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (kb < 0 && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %ld", &kb) != 1)
+			kb = -1;
+	fclose(f);
+	return kb;
+}
+
 /* ptbpf's own footprint, for the benchmarks and for the curious. */
 static void print_own_cost(const struct session *s)
 {
-	struct rusage ru;
+	long kb = own_peak_rss_kb();
 
-	if (getrusage(RUSAGE_SELF, &ru))
+	if (kb < 0)
 		return;
 	log_msg("loader peak RSS %.1f MB, CPU %.2f s in all, %.2f s while tracing\n",
-		ru.ru_maxrss / 1024.0, cpu_seconds(), cpu_seconds() - s->cpu_at_trace_start);
+		kb / 1024.0, cpu_seconds(), cpu_seconds() - s->cpu_at_trace_start);
 }
 
 static void print_device(const struct session *s)
