@@ -26,7 +26,7 @@ struct {
 } kernel_names SEC(".maps");
 
 /* ptbpf_agent_correlate(u32 correlation_id, u32 cbid, u32 domain) */
-SEC("uprobe")
+SEC("uprobe.multi")
 int agent_correlate(struct pt_regs *ctx)
 {
 	struct ptbpf_event *e = reserve_sized(sizeof(*e), STAT_DROP_AGENT_FULL);
@@ -84,7 +84,7 @@ int agent_record(struct pt_regs *ctx)
 }
 
 /* ptbpf_agent_dropped(u64 since_last, u64 total): CUPTI's own losses. */
-SEC("uprobe")
+SEC("uprobe.multi")
 int agent_dropped(struct pt_regs *ctx)
 {
 	struct ptbpf_event *e = reserve_sized(sizeof(*e), STAT_DROP_AGENT_FULL);
@@ -100,7 +100,7 @@ int agent_dropped(struct pt_regs *ctx)
 
 /* ptbpf_agent_status(int code, const char *message, u64 value): rare, and
  * whole (a long name's room, not a named event's). */
-SEC("uprobe")
+SEC("uprobe.multi")
 int agent_status(struct pt_regs *ctx)
 {
 	struct ptbpf_long_name *e = reserve_sized(sizeof(*e), STAT_DROP_NAME_FULL);
@@ -239,7 +239,7 @@ static long rescue_step(__u64 i, struct rescue *r)
 	return 0;
 }
 
-SEC("uprobe")
+SEC("uprobe.multi")
 int ops_exit(struct pt_regs *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
@@ -296,7 +296,7 @@ int BPF_PROG(ops_signal, int sig, struct kernel_siginfo *info, struct k_sigactio
 /* ptbpf_agent_pystack(u64 ts): the agent recorded an op or CUDA call at ts
  * on this thread and asks for its Python stack (--py-stacks; the agent
  * samples). */
-SEC("uprobe")
+SEC("uprobe.multi")
 int agent_pystack(struct pt_regs *ctx)
 {
 	struct ptbpf_py_proc *p = py_wanted(bpf_get_current_pid_tgid() >> 32, false);

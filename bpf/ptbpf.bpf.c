@@ -83,7 +83,7 @@ int op_exit(struct pt_regs *ctx)
 /* __cxa_begin_catch: a catch block is being entered in the frame that
  * called it. Every traced frame whose entry SP is at or below this SP was
  * unwound by the exception and will never reach its ret. */
-SEC("uprobe")
+SEC("uprobe.multi")
 int unwind_catch(struct pt_regs *ctx)
 {
 	return emit(EV_UNWIND, SRC_CATCH_PROBE, 0, PT_REGS_SP(ctx));
@@ -119,7 +119,7 @@ static __always_inline void send_node_type(__u64 vptr)
 
 /* Engine::evaluate_function(shared_ptr<GraphTask>&, Node*, ...): Node* in
  * RDX; sequence_nr_ at +24, thread_id_ (forward thread, logical) at +48. */
-SEC("uprobe")
+SEC("uprobe.multi")
 int bwd_entry(struct pt_regs *ctx)
 {
 	__u64 node = PT_REGS_PARM3(ctx), vptr = 0;
@@ -146,7 +146,7 @@ int bwd_exit(struct pt_regs *ctx)
 
 /* The ret of at::sequence_number::get_and_increment(): RAX is the sequence
  * number a new autograd Node takes, on the thread running the forward op. */
-SEC("uprobe")
+SEC("uprobe.multi")
 int seq_ret(struct pt_regs *ctx)
 {
 	struct ptbpf_event *e = reserve();
@@ -161,7 +161,7 @@ int seq_ret(struct pt_regs *ctx)
 
 /* record_function_enter_new(const std::string &name, ...) returns by sret,
  * so the name is the second argument (RSI): {char *p; size_t len; ...}. */
-SEC("uprobe")
+SEC("uprobe.multi")
 int user_enter(struct pt_regs *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
@@ -186,7 +186,7 @@ int user_enter(struct pt_regs *ctx)
 
 /* RecordFunction::RecordFunction(RecordScope): `this` in RDI, scope in ESI.
  * The USER_SCOPE object built inside enter_new is the region's identity. */
-SEC("uprobe")
+SEC("uprobe.multi")
 int user_ctor(struct pt_regs *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
@@ -217,7 +217,7 @@ int user_ctor(struct pt_regs *ctx)
 /* RecordFunction::end(), probed on its first emulated instruction; `this`
  * is still in RDI. end() runs twice per region (exit and destructor): the
  * first one closes it. */
-SEC("uprobe")
+SEC("uprobe.multi")
 int user_end(struct pt_regs *ctx)
 {
 	__u64 self = PT_REGS_PARM1(ctx);
@@ -307,7 +307,7 @@ int rpc_message(struct pt_regs *ctx)
  * the device. Device is two int8s (type, index) passed in R8. An entry
  * probe sees it all; nothing runs at return.
  */
-SEC("uprobe")
+SEC("uprobe.multi")
 int mem_report(struct pt_regs *ctx)
 {
 	struct ptbpf_event *e = reserve();
