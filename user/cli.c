@@ -143,6 +143,17 @@ static int parse_u64(const char *s, const char *what, uint64_t min, uint64_t max
 	return 0;
 }
 
+/* --py-stacks[=N]: one op in N (every op without N). */
+static int parse_py_stacks(const char *arg, struct options *o)
+{
+	uint64_t v = 1;
+
+	if (arg && parse_u64(arg, "--py-stacks", 1, 1000000, &v))
+		return -1;
+	o->py_stacks = (uint32_t)v;
+	return 0;
+}
+
 /* --match-env KEY=VALUE: a key of letters, digits and '_', then '='. */
 static int add_match_env(struct options *o, const char *arg)
 {
@@ -367,14 +378,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 's':
 		o->shapes = true;
 		break;
-	case 'S': {
-		uint64_t v = 1;
-
-		if (arg && parse_u64(arg, "--py-stacks", 1, 1000000, &v))
-			return EINVAL;
-		o->py_stacks = (uint32_t)v;
-		break;
-	}
+	case 'S':
+		return parse_py_stacks(arg, o) ? EINVAL : 0;
 	case 'a':
 		o->all = true;
 		break;
