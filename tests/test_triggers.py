@@ -197,6 +197,9 @@ def test_alertmanager_triggers_windows_on_both_hosts(tmp_path):
         assert t.attrs.get("dev.ptbpf.trigger") == "alertmanager", t.attrs
         reason = t.attrs.get("dev.ptbpf.trigger_reason", "")
         assert reason.startswith("PtbpfSlowStep: a step of job %s took" % run_id), reason
+        marks = [i for i in t.instants if i.name == "trigger"]
+        assert len(marks) == 1 and marks[0].args.get("reason") == reason, marks
+        assert marks[0].args.get("source") == "alertmanager", marks
     # The alert's run_id selects the job: rank 0 (not the other job's
     # process) on host a, rank 1 on host b; both see their steps.
     assert pids_of(ta[0]) == {rank0.p.pid}, pids_of(ta[0])
