@@ -116,7 +116,8 @@ static const struct argp_option options[] = {
 	  "http://ADDR:PORT/metrics, and take triggers at POST http://ADDR:PORT/capture "
 	  "(a reason and a job/rank filter, or Alertmanager's webhook payload)", 1 },
 	{ "min-gap", 'G', "DURATION", 0, "Refuse (and count) a POST /capture trigger that comes "
-	  "less than DURATION after the last window started (default 60s; 0: none)", 1 },
+	  "less than DURATION after the last triggered window started (default 60s; 0: none)",
+	  1 },
 	{ 0 },
 };
 

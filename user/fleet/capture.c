@@ -3,9 +3,11 @@
  * POST /capture on the daemon's HTTP server, and the one-deep queue that
  * hands a trigger to the daemon's loop. A trigger that arrives while one
  * is pending joins it (their filters merged); one that arrives less than
- * --min-gap after the last window started is refused with 429 and
- * counted, since an alert storm must not become a window storm (each
- * window costs the job full tracing). Replies are plain text, one line;
+ * --min-gap after the last triggered window started is refused with 429
+ * and counted, since an alert storm must not become a window storm (each
+ * window costs the job full tracing). Scheduled windows do not count: a
+ * trigger that comes as one starts is the one that names the problem, and
+ * it must not be lost to the clock. Replies are plain text, one line;
  * Alertmanager retries only 5xx, so a refused trigger is not resent.
  */
 #define _GNU_SOURCE
@@ -31,7 +33,7 @@ struct capture {
 	uint64_t min_gap_s;
 	bool pending;
 	struct capture_req req;
-	uint64_t last_window_s; /* REALTIME seconds; 0: none yet */
+	uint64_t last_window_s; /* the last triggered one's start, REALTIME s; 0: none */
 	uint64_t counts[CAPTURE_NSOURCES][NOUTCOMES];
 	uint64_t windows[CAPTURE_NSOURCES];
 	uint64_t refused_quiet; /* refusals not logged since the last line */
@@ -118,7 +120,7 @@ static void log_refused(struct capture *c, const struct capture_req *r, uint64_t
 	c->refused_quiet++;
 	if (c->last_log_s && now - c->last_log_s < 60)
 		return;
-	log_msg("daemon: trigger '%s' (%s) refused: the last window started %lus ago, "
+	log_msg("daemon: trigger '%s' (%s) refused: the last triggered window started %lus ago, "
 		"--min-gap is %lus; %lu refused since the last such line, this one included\n",
 		r->reason, capture_source_name(r->source),
 		(unsigned long)ago, (unsigned long)c->min_gap_s, (unsigned long)c->refused_quiet);
@@ -193,7 +195,7 @@ void capture_http(struct capture *c, struct evhttp_request *req)
 		reply(req, HTTP_OK, "OK", "no firing alert: nothing to capture");
 		return;
 	case OUT_RATE_LIMITED:
-		snprintf(line, sizeof(line), "refused: the last window started %lus ago, "
+		snprintf(line, sizeof(line), "refused: the last triggered window started %lus ago, "
 			 "--min-gap is %lus", (unsigned long)ago, (unsigned long)c->min_gap_s);
 		reply(req, 429, "Too Many Requests", line);
 		return;
@@ -224,8 +226,8 @@ void capture_window_started(struct capture *c, const struct capture_req *r)
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->lock);
-	c->last_window_s = realtime_s();
 	if (r) {
+		c->last_window_s = realtime_s();
 		c->windows[r->source]++;
 		c->last = *r;
 		c->last_at = c->last_window_s;

@@ -60,8 +60,8 @@ void capture_free(struct capture *c);
 void capture_http(struct capture *c, struct evhttp_request *req);
 /* The pending trigger, taken (the daemon's loop); false if none. */
 bool capture_take(struct capture *c, struct capture_req *out);
-/* A window starts now, triggered by r (NULL: on schedule); the minimum
- * gap counts from here. */
+/* A window starts now, triggered by r (NULL: on schedule, which the
+ * minimum gap leaves out); the gap counts from a triggered one's start. */
 void capture_window_started(struct capture *c, const struct capture_req *r);
 /* The trigger counters, in Prometheus' text format. */
 void capture_render(struct capture *c, struct evbuffer *b);
