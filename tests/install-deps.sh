@@ -25,7 +25,8 @@ apt-get install -y -q --allow-downgrades make gcc g++ clang llvm libclang-rt-14-
 	libelf-dev/bookworm \
 	libelf1/bookworm zlib1g-dev libzstd-dev libcapstone-dev protobuf-compiler \
 	python3-protobuf python3-pytest python3-torch libtorch-dev python3-bpfcc libamdhip64-dev \
-	linux-headers-amd64 util-linux procps strace binutils libevent-dev prometheus \
+	linux-headers-amd64 util-linux procps strace binutils libevent-dev libjson-c-dev \
+	prometheus prometheus-alertmanager \
 	chromium python3-websocket
 
 # BCC (the test oracle) compiles against kernel headers; this kernel ships

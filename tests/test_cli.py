@@ -34,6 +34,11 @@ def test_help_has_examples():
     (("-p", "1", "-d", "5x"), "invalid duration"),
     (("-p", "1", "--ring-size", "1K"), "invalid ring size"),
     (("-p", "1", "stray"), "unexpected argument"),
+    (("--all", "--match-env", "RANK"), "invalid --match-env 'RANK': give KEY=VALUE"),
+    (("--all", "--match-env", "=1"), "invalid --match-env"),
+    (("-p", "1", "--match-env", "RANK=0"), "--match-env selects among the processes of --all"),
+    (("daemon", "--out-dir", "/tmp", "--min-gap", "5x"), "invalid --min-gap '5x'"),
+    (("-p", "1", "--min-gap", "5s"), "--min-gap and --metrics-listen belong to"),
 ])
 def test_bad_arguments(args, needle):
     r = ptbpf(*args)

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The C unit tests (tests/unit/), built by make, run against real inputs:
-the hash table is checked against a brute-force model; the Perfetto writer
+the hash table is checked against a brute-force model; the daemon's POST
+/capture parser against known payloads; the Perfetto writer
 is decoded by protoc; the report's step table is checked against a
 brute-force count; the ELF reader, exit-site finder and op namer run on
 Debian's libtorch_cpu.so."""
@@ -30,6 +31,12 @@ def test_hash_table_against_a_model():
     random inserts, removals and lookups up to and past each limit, checked
     against a brute-force model."""
     run_unit("test_hash")
+
+
+def test_capture_requests():
+    """What a POST /capture asks for: direct requests, Alertmanager's
+    payload (firing and resolved alerts, several jobs), bad bodies."""
+    run_unit("test_capture_parse")
 
 
 def test_step_table_within_any_budget():

@@ -46,6 +46,9 @@ static const char doc[] =
 	"  sudo ptbpf daemon --out-dir /var/lib/ptbpf --every 10m --window 5s --align \\\n"
 	"       --metrics-listen 127.0.0.1:9464  fleet mode: 5 s of every process every\n"
 	"                                      10 minutes, and a Prometheus endpoint\n"
+	"  sudo ptbpf daemon --out-dir DIR --match-env TORCHELASTIC_RUN_ID=job1 \\\n"
+	"       --metrics-listen 0.0.0.0:9464  job1's processes only; windows also\n"
+	"                                      on POST /capture (Alertmanager)\n"
 	"  ptbpf merge r0.pftrace r1.pftrace -o job.pftrace  ranks on one timeline\n"
 	"  sudo ptbpf -p PID --memory --shapes --py-stacks=10  also GPU memory, input\n"
 	"                                      shapes, and one Python stack in 10\n"
@@ -64,6 +67,9 @@ static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Process to trace (repeatable)", 0 },
 	{ "all", 'a', NULL, 0, "Trace every process on the host that maps libtorch_cpu.so, "
 	  "those started later too (until -d or Ctrl-C)", 0 },
+	{ "match-env", 'x', "KEY=VALUE", 0, "With --all or daemon: only processes whose "
+	  "environment has KEY=VALUE (repeatable: all must hold), e.g. "
+	  "TORCHELASTIC_RUN_ID=job1, on a host other jobs share", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until Ctrl-C or exit)", 0 },
 	{ "output", 'o', "FILE", 0, "Trace file (default ptbpf-<pid>-<YYYYmmdd-HHMMSS>.pftrace)", 0 },
 	{ "ring-size", 'r', "SIZE", 0, "BPF ring buffer size, e.g. 16M (default), 4K..1G; "
@@ -107,7 +113,11 @@ static const struct argp_option options[] = {
 	{ "budget", 'B', "PERCENT", 0, "End a window early once ptbpf's estimated cost passes "
 	  "PERCENT of the traced processes' CPU time (default 2; 0: off)", 1 },
 	{ "metrics-listen", 'L', "ADDR:PORT", 0, "Serve Prometheus metrics at "
-	  "http://ADDR:PORT/metrics", 1 },
+	  "http://ADDR:PORT/metrics, and take triggers at POST http://ADDR:PORT/capture "
+	  "(a reason and a job/rank filter, or Alertmanager's webhook payload)", 1 },
+	{ "min-gap", 'G', "DURATION", 0, "Refuse (and count) a POST /capture trigger that comes "
+	  "less than DURATION after the last triggered window started (default 60s; 0: none)",
+	  1 },
 	{ 0 },
 };
 
@@ -137,8 +147,37 @@ static int parse_u64(const char *s, const char *what, uint64_t min, uint64_t max
 	return 0;
 }
 
+/* --py-stacks[=N]: one op in N (every op without N). */
+static int parse_py_stacks(const char *arg, struct options *o)
+{
+	uint64_t v = 1;
+
+	if (arg && parse_u64(arg, "--py-stacks", 1, 1000000, &v))
+		return -1;
+	o->py_stacks = (uint32_t)v;
+	return 0;
+}
+
+/* --match-env KEY=VALUE: a key of letters, digits and '_', then '='. */
+static int add_match_env(struct options *o, const char *arg)
+{
+	size_t klen = strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+
+	if (!klen || arg[klen] != '=' || strlen(arg) >= sizeof(o->match_env[0])) {
+		log_msg("invalid --match-env '%s': give KEY=VALUE, e.g. TORCHELASTIC_RUN_ID=job1\n",
+			arg);
+		return -1;
+	}
+	if (o->nmatch_env == CLI_MAX_MATCH_ENV) {
+		log_msg("--match-env: at most %d\n", CLI_MAX_MATCH_ENV);
+		return -1;
+	}
+	strcpy(o->match_env[o->nmatch_env++], arg);
+	return 0;
+}
+
 /* The keys of the options that belong to `ptbpf daemon`. */
-#define DAEMON_KEYS "DEWAMKBL"
+#define DAEMON_KEYS "DEWAMKBLG"
 
 /* s without its last character if that is one of units (the unit's index
  * + 1 in *unit), else s (*unit 0), in buf. */
@@ -285,6 +324,12 @@ static error_t daemon_opt(int key, const char *arg, struct options *o)
 		}
 		break;
 	}
+	case 'G':
+		if (strcmp(arg, "0") && parse_duration(arg, "--min-gap", &o->min_gap_s))
+			return EINVAL;
+		if (!strcmp(arg, "0"))
+			o->min_gap_s = 0;
+		break;
 	case 'L':
 		if (!*arg || strlen(arg) >= sizeof(o->metrics_listen)) {
 			log_msg("invalid --metrics-listen\n");
@@ -337,17 +382,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 's':
 		o->shapes = true;
 		break;
-	case 'S': {
-		uint64_t v = 1;
-
-		if (arg && parse_u64(arg, "--py-stacks", 1, 1000000, &v))
-			return EINVAL;
-		o->py_stacks = (uint32_t)v;
-		break;
-	}
+	case 'S':
+		return parse_py_stacks(arg, o) ? EINVAL : 0;
 	case 'a':
 		o->all = true;
 		break;
+	case 'x':
+		return add_match_env(o, arg) ? EINVAL : 0;
 	case 'O':
 		return parse_ops(arg, &o->ops) ? EINVAL : 0;
 	case 'w':
@@ -410,7 +451,11 @@ static int check_options(struct options *opt)
 	}
 	if (opt->daemon_opt) {
 		log_msg("--out-dir, --every, --window, --align, --max-bytes, --keep, "
-			"--budget and --metrics-listen belong to `ptbpf daemon`\n");
+			"--budget, --min-gap and --metrics-listen belong to `ptbpf daemon`\n");
+		return -1;
+	}
+	if (opt->nmatch_env && !opt->all) {
+		log_msg("--match-env selects among the processes of --all or `ptbpf daemon`\n");
 		return -1;
 	}
 	if (opt->all && (opt->npids || opt->run_argv)) {
@@ -437,6 +482,7 @@ int cli_parse(int argc, char **argv, struct options *opt)
 	opt->window_s = 5;
 	opt->max_bytes = 1ull << 30;
 	opt->budget_pct = 2;
+	opt->min_gap_s = 60;
 	argp_err_exit_status = 2;
 	if (argc > 1 && !strcmp(argv[1], "daemon")) {
 		opt->daemon = true;

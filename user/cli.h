@@ -11,6 +11,7 @@
 #include "offline/report.h"
 
 #define CLI_MAX_PIDS 64
+#define CLI_MAX_MATCH_ENV 8
 
 /* Where op begins and ends come from (--ops). */
 enum ops_source {
@@ -34,6 +35,10 @@ struct options {
 	bool no_agent;         /* never load the agent into a running process */
 	enum ops_source ops;
 	bool all;              /* --all: every process that maps libtorch_cpu.so */
+	/* --match-env KEY=VALUE (--all, daemon): only processes whose
+	 * environment has every one of these */
+	char match_env[CLI_MAX_MATCH_ENV][256];
+	int nmatch_env;
 	bool memory;           /* --memory: the caching allocator's timeline */
 	bool shapes;           /* --shapes: ops' input shapes (agent ops) */
 	uint32_t py_stacks;    /* --py-stacks[=N]: a stack for one op in N (0: off) */
@@ -47,6 +52,7 @@ struct options {
 	uint64_t keep;         /* at most this many traces (0: no limit) */
 	double budget_pct;     /* estimated slowdown that ends a window early (0: off) */
 	char metrics_listen[256];
+	uint64_t min_gap_s;    /* a trigger this soon after a window's start is refused */
 	char raw_output[4096]; /* --raw: also keep the ring's records here */
 };
 

@@ -100,7 +100,8 @@ static int command_status(const struct options *opt, pid_t child, int rc)
 }
 
 /* One daemon window: a fresh session over every torch process. */
-static int run_window(const struct options *opt, const char *path, struct metrics *m)
+static int run_window(const struct options *opt, const char *path, struct metrics *m,
+		      const struct capture_req *trigger)
 {
 	static struct session s;
 	int rc;
@@ -111,6 +112,7 @@ static int run_window(const struct options *opt, const char *path, struct metric
 	s.opt.duration_s = opt->window_s;
 	snprintf(s.opt.output, sizeof(s.opt.output), "%s", path);
 	s.win.metrics = m;
+	s.win.trigger = trigger;
 	s.win.max_trace_bytes = opt->max_bytes / 2;
 	if (session_setup_bpf(&s) || session_setup_trace(&s)) {
 		s.discard_output = true;
@@ -124,7 +126,9 @@ static int run_window(const struct options *opt, const char *path, struct metric
 	if (exiting && !s.win.stopped_why[0])
 		snprintf(s.win.stopped_why, sizeof(s.win.stopped_why), "stopped by a signal");
 	if (!s.traced) /* session_finish leaves no file */
-		log_msg("daemon: no PyTorch process traced in this window; nothing written\n");
+		log_msg("daemon: no PyTorch process traced in this window%s; nothing written\n",
+			opt->nmatch_env || (trigger && trigger->nsel) ?
+			" (none matched --match-env or the trigger's job/rank)" : "");
 	read_pump(&s, 0);
 	budget_publish_metrics(&s);
 	if (s.win.stopped_why[0])

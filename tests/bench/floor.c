@@ -5,7 +5,10 @@
  *
  *   floor_rf_on(n)       torch's RecordFunction machinery with empty global
  *                        callbacks: n = 1 (one callback on every scope: the
- *                        floor) or 4 (the agent's four, by scope)
+ *                        floor), 4 (the agent's four, by scope) or 7 (one
+ *                        on USER_SCOPE only: record_function regions)
+ *   floor_rf_sampled_on(p) one callback on every scope, torch-sampled with
+ *                        probability p (RecordFunctionCallback::samplingProb)
  *   floor_cupti_cb_on(v) CUPTI's callback API on the CUDA calls the agent
  *                        subscribes to, with an empty callback: v = 0 the
  *                        agent's set (launch, copy, set in both the runtime
@@ -71,27 +74,23 @@ static int find_torch(struct dl_phdr_info *info, size_t size, void *ctx)
 	return *(void **)ctx != NULL;
 }
 
-static void add(const int *scopes, int n)
+static void add(const int *scopes, int n, double prob)
 {
 	struct rf_callback cb;
 
 	memset(&cb, 0, sizeof(cb));
 	cb.start = empty_start;
 	cb.end = empty_end;
-	cb.sampling_prob = 1.0;
+	cb.sampling_prob = prob;
 	for (int i = 0; i < n; i++)
 		cb.scopes[scopes[i]] = true;
 	handles[nhandles++] = p_add(cb);
 }
 
-EXPORT int floor_rf_on(int n)
+static int rf_resolve(void)
 {
-	static const int all[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 }, function[] = { 0 },
-			 backward[] = { 1 }, user[] = { 7 }, other[] = { 2, 3, 4, 5, 6, 8, 9 };
 	void *torch = NULL;
 
-	if (nhandles)
-		return 0;
 	if (!p_add) {
 		dl_iterate_phdr(find_torch, &torch);
 		if (!torch) {
@@ -106,14 +105,40 @@ EXPORT int floor_rf_on(int n)
 			return -1;
 		}
 	}
+	return 0;
+}
+
+static const int all[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+
+EXPORT int floor_rf_on(int n)
+{
+	static const int function[] = { 0 }, backward[] = { 1 }, user[] = { 7 },
+			 other[] = { 2, 3, 4, 5, 6, 8, 9 };
+
+	if (nhandles)
+		return 0;
+	if (rf_resolve())
+		return -1;
 	if (n == 4) {
-		add(function, 1);
-		add(backward, 1);
-		add(user, 1);
-		add(other, 7);
+		add(function, 1, 1.0);
+		add(backward, 1, 1.0);
+		add(user, 1, 1.0);
+		add(other, 7, 1.0);
+	} else if (n == 7) {
+		add(user, 1, 1.0);
 	} else {
-		add(all, 10);
+		add(all, 10, 1.0);
 	}
+	return 0;
+}
+
+EXPORT int floor_rf_sampled_on(double p)
+{
+	if (nhandles)
+		return 0;
+	if (rf_resolve())
+		return -1;
+	add(all, 10, p);
 	return 0;
 }
 

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * uprobe_floor PID: the uprobe floor of the benchmark (tests/bench/bench.py).
- * Puts an entry uprobe whose BPF program only counts on every ATen op
- * function (at::_ops::<op>::call) of the libtorch_cpu.so that PID maps,
+ * uprobe_floor PID [PATTERN]: the uprobe floor of the benchmark
+ * (tests/bench/bench.py). Puts an entry uprobe whose BPF program only counts
+ * on every ATen op function (at::_ops::<op>::call), or on the functions
+ * whose symbols match PATTERN (tests/bench/step_signal_cost.py: the
+ * record_function entry), of the libtorch_cpu.so that PID maps,
  * one uprobe.multi link as ptbpf's op probes, prints "attached N" and
  * waits; at SIGINT or SIGTERM it prints "hits H" and exits.
  */
@@ -62,8 +64,8 @@ int main(int argc, char **argv)
 	char path[4200];
 	int pid, err;
 
-	if (argc != 2 || (pid = atoi(argv[1])) <= 0) {
-		fprintf(stderr, "usage: uprobe_floor PID\n");
+	if (argc < 2 || argc > 3 || (pid = atoi(argv[1])) <= 0) {
+		fprintf(stderr, "usage: uprobe_floor PID [PATTERN]\n");
 		return 2;
 	}
 	libbpf_set_print(quiet);
@@ -78,8 +80,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "uprobe_floor: cannot load the BPF program: %s\n", strerror(errno));
 		return 1;
 	}
-	link = bpf_program__attach_uprobe_multi(skel->progs.count_hit, pid, path, OP_PATTERN,
-						&opts);
+	link = bpf_program__attach_uprobe_multi(skel->progs.count_hit, pid, path,
+						argc == 3 ? argv[2] : OP_PATTERN, &opts);
 	if (!link) {
 		fprintf(stderr, "uprobe_floor: cannot attach to %s: %s\n", path, strerror(errno));
 		uprobe_floor_bpf__destroy(skel);

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
 # `make fuzz`: runs each fuzzer given for SECONDS, starting from its corpus
-# in tests/fuzz/corpus (traces for report and export, merge, replay: the
+# in tests/fuzz/corpus (traces for report and export, merge, replay, capture: the
 # regression inputs, each run first),
 # with new finds in a scratch corpus. Exits non-zero on any finding (a
 # crash, a sanitizer report, a leak, a timeout or running out of memory),

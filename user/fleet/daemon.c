@@ -3,7 +3,9 @@
  * `ptbpf daemon`: fleet mode. Every --every it opens a window of --window
  * seconds in which every process that maps libtorch is traced (--all), into
  * its own file in --out-dir; between windows nothing is attached. It also
- * captures on demand: SIGUSR1, or a file named "capture-now" in --out-dir.
+ * captures on demand: SIGUSR1, a file named "capture-now" in --out-dir,
+ * or POST /capture on the metrics server (capture.c: Alertmanager's
+ * webhook among others), for the processes the trigger names.
  * Windows can start at epoch multiples of --every (--align), so every host
  * of a job captures the same steps. The directory is kept under
  * --max-bytes (and --keep files), oldest first, and a window is skipped
@@ -25,6 +27,7 @@
 #include <unistd.h>
 
 #include "lib/log.h"
+#include "fleet/capture.h"
 #include "fleet/metrics.h"
 
 #define TRIGGER_FILE "capture-now"
@@ -135,9 +138,18 @@ static uint64_t realtime_s(void)
 	return (uint64_t)ts.tv_sec;
 }
 
-/* Waits until `when` (REALTIME seconds) or a trigger: 1 if triggered,
- * 0 at `when`, -1 once stopping. */
-static int wait_until(const struct options *opt, uint64_t when, volatile sig_atomic_t *stop)
+static int local_trigger(struct capture_req *r, enum capture_source source, const char *reason)
+{
+	memset(r, 0, sizeof(*r));
+	r->source = source;
+	snprintf(r->reason, sizeof(r->reason), "%s", reason);
+	return 1;
+}
+
+/* Waits until `when` (REALTIME seconds) or a trigger: 1 if triggered
+ * (*r says by what), 0 at `when`, -1 once stopping. */
+static int wait_until(const struct options *opt, struct capture *c, uint64_t when,
+		      struct capture_req *r, volatile sig_atomic_t *stop)
 {
 	char trigger[4096];
 
@@ -145,9 +157,11 @@ static int wait_until(const struct options *opt, uint64_t when, volatile sig_ato
 	while (!*stop) {
 		if (triggered) {
 			triggered = 0;
-			return 1;
+			return local_trigger(r, CAPTURE_SIGNAL, "SIGUSR1");
 		}
 		if (!unlink(trigger))
+			return local_trigger(r, CAPTURE_FILE, TRIGGER_FILE " file");
+		if (capture_take(c, r))
 			return 1;
 		if (realtime_s() >= when)
 			return 0;
@@ -160,6 +174,8 @@ int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_
 {
 	struct sigaction sa = { .sa_handler = on_usr1 };
 	struct metrics *m = NULL;
+	struct capture *c = NULL;
+	struct capture_req trig;
 	uint64_t next;
 	char err[512], host[64] = "host";
 	int why;
@@ -174,8 +190,13 @@ int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_
 			strerror(errno));
 		return 1;
 	}
-	if (opt->metrics_listen[0] && !(m = metrics_start(opt->metrics_listen, err, sizeof(err)))) {
+	if (opt->metrics_listen[0] && !(c = capture_new(opt->min_gap_s))) {
+		log_msg("daemon: out of memory\n");
+		return 1;
+	}
+	if (c && !(m = metrics_start(opt->metrics_listen, c, err, sizeof(err)))) {
 		log_msg("daemon: %s\n", err);
+		capture_free(c);
 		return 1;
 	}
 	sigaction(SIGUSR1, &sa, NULL);
@@ -188,7 +209,7 @@ int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_
 		(unsigned long)opt->window_s, (unsigned long)opt->every_s, opt->out_dir,
 		opt->align ? ", epoch-aligned" : "", m ? "; metrics at http://" : "",
 		m ? opt->metrics_listen : "");
-	while ((why = wait_until(opt, next, stop)) >= 0) {
+	while ((why = wait_until(opt, c, next, &trig, stop)) >= 0) {
 		char path[4096], stamp[32];
 		time_t now = time(NULL);
 
@@ -196,8 +217,9 @@ int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_
 			while (next <= realtime_s())
 				next += opt->every_s;
 		if (!disk_ok(opt)) {
-			log_msg("daemon: window skipped: %s has less than 5%% + %lu MB "
-				"free\n", opt->out_dir, (unsigned long)(opt->max_bytes / 2 >> 20));
+			log_msg("daemon: window%s%s skipped: %s has less than 5%% + %lu MB "
+				"free\n", why ? " for " : "", why ? trig.reason : "", opt->out_dir,
+				(unsigned long)(opt->max_bytes / 2 >> 20));
 			continue;
 		}
 		strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", gmtime(&now));
@@ -206,10 +228,16 @@ int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_
 		for (int k = 2; !access(path, F_OK) && k < 100; k++) /* same second */
 			snprintf(path, sizeof(path), "%s/ptbpf-%s-%s%s-%d.pftrace", opt->out_dir,
 				 host, stamp, why ? "-triggered" : "", k);
-		log_msg("daemon: window %s\n", path);
-		window(opt, path, m);
+		if (why)
+			log_msg("daemon: window %s (%s: %s)\n", path,
+				capture_source_name(trig.source), trig.reason);
+		else
+			log_msg("daemon: window %s\n", path);
+		capture_window_started(c, why ? &trig : NULL);
+		window(opt, path, m, why ? &trig : NULL);
 		retention(opt);
 	}
 	metrics_stop(m);
+	capture_free(c);
 	return 0;
 }

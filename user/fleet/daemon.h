@@ -9,9 +9,13 @@
 
 struct metrics;
 
-/* Traces every torch process into path for opt->window_s seconds; the
- * caller (main.c) owns the tracing. */
-typedef int (*daemon_window_fn)(const struct options *opt, const char *path, struct metrics *m);
+struct capture_req;
+
+/* Traces every torch process (that opt's --match-env and the trigger's
+ * filter select; trigger NULL for a scheduled window) into path for
+ * opt->window_s seconds; the caller (main.c) owns the tracing. */
+typedef int (*daemon_window_fn)(const struct options *opt, const char *path, struct metrics *m,
+				const struct capture_req *trigger);
 
 /* Runs until *stop is set; 0, or 1 with one error line printed. */
 int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_atomic_t *stop);

@@ -27,6 +27,7 @@
 #include <event2/http.h>
 #include <event2/thread.h>
 
+#include "fleet/capture.h"
 #include "record/gpu_timeline.h"
 #include "record/join.h"
 #include "attach/target.h"
@@ -59,6 +60,7 @@ struct metrics {
 	int nkernels;
 	uint64_t windows, lost_base, lost_cur, dropped_series;
 	bool window_open;
+	struct capture *capture; /* POST /capture, or NULL */
 };
 
 static void esc(struct evbuffer *b, const char *s)
@@ -178,10 +180,19 @@ static void render(struct metrics *m, struct evbuffer *b)
 static void on_request(struct evhttp_request *req, void *arg)
 {
 	struct metrics *m = arg;
+	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req)) ?: "";
 	struct evbuffer *b;
 
-	if (strcmp(evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req)) ?: "", "/metrics")) {
-		evhttp_send_error(req, HTTP_NOTFOUND, "ptbpf serves /metrics");
+	if (!strcmp(path, "/capture") && m->capture) {
+		capture_http(m->capture, req);
+		return;
+	}
+	if (strcmp(path, "/metrics")) {
+		evhttp_send_error(req, HTTP_NOTFOUND, "ptbpf serves GET /metrics and POST /capture");
+		return;
+	}
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_POST) {
+		evhttp_send_error(req, 405, "GET /metrics");
 		return;
 	}
 	b = evbuffer_new();
@@ -192,6 +203,8 @@ static void on_request(struct evhttp_request *req, void *arg)
 	pthread_mutex_lock(&m->lock);
 	render(m, b);
 	pthread_mutex_unlock(&m->lock);
+	if (m->capture)
+		capture_render(m->capture, b);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 			  "text/plain; version=0.0.4; charset=utf-8");
 	evhttp_send_reply(req, HTTP_OK, "OK", b);
@@ -206,7 +219,8 @@ static void *serve(void *arg)
 	return NULL;
 }
 
-struct metrics *metrics_start(const char *listen, char *err, size_t errlen)
+struct metrics *metrics_start(const char *listen, struct capture *capture, char *err,
+			      size_t errlen)
 {
 	struct metrics *m = calloc(1, sizeof(*m));
 	char host[256];
@@ -235,7 +249,9 @@ struct metrics *metrics_start(const char *listen, char *err, size_t errlen)
 		metrics_stop(m);
 		return NULL;
 	}
-	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST);
+	evhttp_set_max_body_size(m->http, 1 << 20); /* Alertmanager's payloads are KBs */
+	m->capture = capture;
 	evhttp_set_gencb(m->http, on_request, m);
 	if (pthread_create(&m->thread, NULL, serve, m)) {
 		snprintf(err, errlen, "metrics: cannot start its thread");

@@ -16,9 +16,12 @@ struct metrics;
 struct join;
 struct gpu_timeline;
 struct target;
+struct capture;
 
-/* Listens on ADDR:PORT (its own thread); NULL with one line in err. */
-struct metrics *metrics_start(const char *listen, char *err, size_t errlen);
+/* Listens on ADDR:PORT (its own thread), serving GET /metrics and, with
+ * capture, POST /capture; NULL with one line in err. */
+struct metrics *metrics_start(const char *listen, struct capture *capture, char *err,
+			      size_t errlen);
 void metrics_stop(struct metrics *m);
 /* A capture window opens (probes attached) or closes. */
 void metrics_window(struct metrics *m, bool open);

@@ -191,6 +191,25 @@ int session_setup_bpf(struct session *s)
 	return s->probes && s->gpu ? 0 : -1;
 }
 
+/* A triggered daemon window starts with an instant on its own track that
+ * says what asked for it and why (also in the attributes, summary.c). */
+static void mark_trigger(struct session *s)
+{
+	const struct capture_req *t = s->win.trigger;
+	struct pf_arg args[2] = {
+		{ .name = "source", .type = PF_ARG_STR },
+		{ .name = "reason", .type = PF_ARG_STR },
+	};
+	uint64_t track;
+
+	if (!t || !(track = pf_track_child(s->w, 0, "ptbpf trigger")))
+		return;
+	args[0].s = capture_source_name(t->source);
+	args[1].s = t->reason;
+	pf_instant(s->w, &(struct pf_event){ .track = track, .ts = now_ns(), .name = "trigger",
+					     .category = "ptbpf", .args = args, .nargs = 2 });
+}
+
 int session_setup_trace(struct session *s)
 {
 	if (outfile_open(&s->out, s->opt.output, s->opt.force, NULL, 0, ""))
@@ -221,6 +240,7 @@ int session_setup_trace(struct session *s)
 		return -1;
 	s->lost_track = pf_track_counter(s->w, 0, "ptbpf lost events", PF_UNIT_COUNT);
 	pf_counter(s->w, s->lost_track, now_ns(), 0);
+	mark_trigger(s);
 	return 0;
 }
 

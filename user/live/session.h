@@ -20,6 +20,7 @@
 
 #include "cli.h"
 #include "attach/target.h"
+#include "fleet/capture.h"
 #include "lib/files.h"
 #include "lib/op_table.h"
 #include "ptbpf_events.h"
@@ -81,6 +82,7 @@ struct session {
 		uint64_t max_trace_bytes; /* it stops at this trace size */
 		double targets_cpu0;      /* the traced processes' CPU seconds at the start */
 		char stopped_why[256];    /* why it ended early */
+		const struct capture_req *trigger; /* what opened it; NULL: the schedule */
 	} win;
 	double cpu_at_trace_start;   /* CPU seconds spent planning and attaching */
 };

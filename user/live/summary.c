@@ -245,6 +245,10 @@ void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX])
 		pf_trace_attr_str(s->w, "dev.ptbpf.window_end", s->win.stopped_why[0] ? s->win.stopped_why :
 				  "full window");
 		pf_trace_attr_int(s->w, "dev.ptbpf.window_s", (int64_t)s->opt.window_s);
+		pf_trace_attr_str(s->w, "dev.ptbpf.trigger", s->win.trigger ?
+				  capture_source_name(s->win.trigger->source) : "schedule");
+		if (s->win.trigger)
+			pf_trace_attr_str(s->w, "dev.ptbpf.trigger_reason", s->win.trigger->reason);
 		pf_trace_attr_int(s->w, "dev.ptbpf.estimated_cost_us",
 				  (int64_t)(budget_cost_s(s) * 1e6));
 	}

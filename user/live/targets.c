@@ -26,6 +26,7 @@
 #include "attach/inject.h"
 #include "attach/leaving.h"
 #include "attach/probes.h"
+#include "fleet/select.h"
 #include "record/route.h"
 #include "record/gpu_timeline.h"
 #include "record/ops_ring.h"
@@ -409,7 +410,8 @@ void targets_attach_mapped(struct session *s)
 		if (alive && now - s->find.mapped[i].checked < 200000000ull)
 			continue;
 		s->find.mapped[i].checked = now;
-		if (alive && !traced_now(s, pid) && !refused(s, pid) && maps_torch(pid)) {
+		if (alive && !traced_now(s, pid) && !refused(s, pid) && maps_torch(pid) &&
+		    select_process(&s->opt, s->win.trigger, pid)) {
 			attach_found(s, pid);
 		} else if (alive && !traced_now(s, pid) && now - s->find.mapped[i].at < 60000000000ull) {
 			continue;
@@ -437,7 +439,8 @@ void targets_scan_all(struct session *s)
 		long pid = strtol(de->d_name, &end, 10);
 
 		if (*end || pid <= 0 || pid == getpid() || traced_now(s, (int)pid) ||
-		    refused(s, (int)pid) || !maps_torch((int)pid))
+		    refused(s, (int)pid) || !maps_torch((int)pid) ||
+		    !select_process(&s->opt, s->win.trigger, (int)pid))
 			continue;
 		if (s->ntargets >= MAX_TARGETS)
 			break;

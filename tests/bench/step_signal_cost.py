@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""What an always-on step signal would cost the job per op, measured in one
+process with the candidates interleaved (issue 22): each cycle runs every
+phase once, in an order shuffled anew, and times two loops per phase,
+ATen ops (torch.add on 1-element tensors, the cheapest op: the per-op cost
+is largest relative to it) and record_function regions (what
+Optimizer.step and ProfilerStep# are made of, a few per step):
+
+  none        nothing registered, nothing attached
+  user_cb     one empty RecordFunction callback on USER_SCOPE only
+              (build/libptbpf-floor.so, floor_rf_on(7))
+  sampled     one empty callback on every scope, torch-sampled, p = 1e-3
+  all_cb      one empty callback on every scope (the agent's floor)
+  uprobe      an entry uprobe whose BPF program only counts, on the function
+              every record_function region enters with its name, callbacks
+              or not: torch::autograd::profiler::record_function_enter_new
+              (2.x); on 1.13, whose record_function calls the older enter
+              op and RecordFunction::before() only with callbacks, the
+              RecordFunction(RecordScope) constructor, which regions call
+              (ops build theirs from StepCallbacks, and only with callbacks)
+              (build/uprobe_floor PID PATTERN): no callback at all
+
+Prints, per phase, the median ns per op and per region over the cycles
+with the min-max spread, and the median difference from `none` of the
+same cycle. Needs root (the uprobe)."""
+import argparse
+import ctypes
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(ROOT, "build")
+ENTER_2X = "_ZN5torch8autograd8profiler25record_function_enter_new*"
+ENTER_113 = "_ZN2at14RecordFunctionC1ENS_11RecordScopeE"
+PHASES = ["none", "user_cb", "sampled", "all_cb", "uprobe"]
+
+
+def time_ops(n):
+    a, b, c = torch.ones(1), torch.ones(1), torch.empty(1)
+    t0 = time.perf_counter_ns()
+    for _ in range(n):
+        torch.add(a, b, out=c)
+    return (time.perf_counter_ns() - t0) / n
+
+
+def time_regions(n):
+    rf = torch.autograd.profiler.record_function
+    t0 = time.perf_counter_ns()
+    for _ in range(n):
+        with rf("Optimizer.step#bench"):
+            pass
+    return (time.perf_counter_ns() - t0) / n
+
+
+class Phases:
+    def __init__(self):
+        self.floor = ctypes.CDLL(os.path.join(BUILD, "libptbpf-floor.so"))
+        self.floor.floor_rf_sampled_on.argtypes = [ctypes.c_double]
+        self.probe = None
+        self.enter = ENTER_113 if torch.__version__.startswith("1.") else ENTER_2X
+
+    def on(self, name):
+        rc = 0
+        if name == "user_cb":
+            rc = self.floor.floor_rf_on(7)
+        elif name == "sampled":
+            rc = self.floor.floor_rf_sampled_on(1e-3)
+        elif name == "all_cb":
+            rc = self.floor.floor_rf_on(1)
+        elif name == "uprobe":
+            self.probe = subprocess.Popen([os.path.join(BUILD, "uprobe_floor"), str(os.getpid()),
+                                           self.enter], stdout=subprocess.PIPE, text=True)
+            line = self.probe.stdout.readline()
+            if not line.startswith("attached"):
+                sys.exit("uprobe_floor did not attach: %r" % line)
+        if rc:
+            sys.exit("floor: %s" % ctypes.c_char_p(self.floor.floor_why()).value)
+
+    def off(self, name):
+        if name == "uprobe":
+            self.probe.terminate()
+            hits = self.probe.communicate()[0]
+            self.probe = None
+            return hits.strip()
+        if name != "none":
+            self.floor.floor_rf_off()
+        return ""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cycles", type=int, default=9)
+    ap.add_argument("--ops", type=int, default=200000)
+    ap.add_argument("--regions", type=int, default=20000)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    ph = Phases()
+    res = {p: {"op": [], "region": []} for p in PHASES}
+    for cycle in range(args.cycles + 1):  # the first one warms up
+        order = PHASES[:]
+        random.shuffle(order)
+        for p in order:
+            ph.on(p)
+            op, region = time_ops(args.ops), time_regions(args.regions)
+            hits = ph.off(p)
+            if cycle:
+                res[p]["op"].append(op)
+                res[p]["region"].append(region)
+            if cycle == 1 and hits:
+                print("# uprobe phase: %s (expected %d regions)" % (hits, args.regions))
+    print("| phase | ns/op (median, min-max) | vs none | ns/region (median, min-max) | vs none |")
+    print("|---|---|---|---|---|")
+    for p in PHASES:
+        row = [p]
+        for k in ("op", "region"):
+            v = res[p][k]
+            d = [x - y for x, y in zip(v, res["none"][k])]
+            row.append("%.0f (%.0f-%.0f)" % (statistics.median(v), min(v), max(v)))
+            row.append("%+.0f" % statistics.median(d))
+        print("| " + " | ".join(row) + " |")
+
+
+if __name__ == "__main__":
+    main()
