@@ -8,6 +8,7 @@
  */
 #include "common.bpf.h"
 #include "pystack.bpf.h"
+#include "rpc.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -267,37 +268,6 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 	submit(e);
 	return 0;
 }
-
-/*
- * torch.distributed.rpc messages (TensorPipe agent), on both sides. Cookie
- * RPC_SEND: TensorPipeAgent::pipeWrite(pipe, intrusive_ptr<Message> msg,
- * ...), the intrusive_ptr passed by reference in RDX; RPC_RECEIVE:
- * RequestCallback::operator()(Message& request, ...) const, which returns
- * through a hidden pointer, so the Message is in RDX too. Message: type_
- * (u32) at +72, id_ (i64) at +80, after the intrusive_ptr_target header
- * and two vectors (torch 1.13 and 2.x alike).
- */
-SEC("uprobe.multi")
-int rpc_message(struct pt_regs *ctx)
-{
-	__u64 cookie = bpf_get_attach_cookie(ctx), msg = PT_REGS_PARM3(ctx);
-	struct ptbpf_event *e;
-	__u32 type = 0;
-
-	if (cookie == RPC_SEND && bpf_probe_read_user(&msg, sizeof(msg), (void *)msg))
-		return 0;
-	e = reserve();
-	if (!e)
-		return 0;
-	fill(e, EV_RPC, SRC_ENTRY_PROBE, (__u32)cookie, msg);
-	bpf_probe_read_user(&type, sizeof(type), (void *)(msg + 72));
-	e->arg[0] = type;
-	if (bpf_probe_read_user(&e->arg[1], sizeof(__u64), (void *)(msg + 80)))
-		e->arg[1] = (__u64)-1;
-	submit(e);
-	return 0;
-}
-
 
 /*
  * GPU (and profiled CPU) memory: c10::reportMemoryUsageToProfiler(void *ptr,

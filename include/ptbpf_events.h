@@ -45,8 +45,8 @@ enum ptbpf_kind {
 			     * arg1 = callback id, arg2 = CUPTI domain */
 	EV_AGENT_RECORD,    /* struct ptbpf_agent_event: id = AGENT_REC_* */
 	EV_AGENT_DROPPED,   /* CUPTI dropped records: arg0 = since last, arg1 = total */
-	EV_RPC,             /* id = RPC_SEND or RPC_RECEIVE; key = Message*; arg0 =
-			     * MessageType, arg1 = message id */
+	EV_RPC,             /* struct ptbpf_rpc (older captures: the bare event):
+			     * id = RPC_* (the probe); see there */
 	EV_EXEC,            /* --all: pid exec'd (any process) */
 	EV_MEM,             /* c10::reportMemoryUsageToProfiler: key = block address,
 			     * arg0 = bytes (< 0: a free), arg1 = allocated and
@@ -266,12 +266,48 @@ enum ptbpf_stat {
 	STAT_DROP_OPS_EXIT,     /* ... for op-ring bytes read at process exit */
 	STAT_DROP_PY_STACK,     /* ... for a Python stack */
 	STAT_DROP_PY_CODE,      /* ... for a code object's names */
+	STAT_DROP_RPC_FULL,     /* ... for a torch.distributed.rpc record */
 	STAT_MAX,
 };
 
-/* EV_RPC cookies. */
-#define RPC_SEND    1
-#define RPC_RECEIVE 2
+/*
+ * torch.distributed.rpc (TensorPipe agent), entry probes only (bpf/rpc.bpf.h,
+ * placed by user/attach/rpc_probes.c). ev.id says which function; ev.key is
+ * the object it concerns (the Message, or the response's future); arg0 =
+ * MessageType, arg1 = message id (-1: none yet), arg2 = payload bytes, where
+ * the function has a message; INC/DEC: arg0 = the counter's offset in the
+ * agent; UNTIMEOUT: arg1 = the message id.
+ */
+enum ptbpf_rpc_probe {
+	RPC_SEND = 1,     /* TensorPipeAgent::pipeWrite: a request or response
+			   * goes out; name = the agent's own worker name */
+	RPC_RECEIVE,      /* RequestCallback::operator(): a request taken up */
+	RPC_CALL,         /* TensorPipeAgent::send: a request made (no id yet);
+			   * name = its destination; a Python stack comes first */
+	RPC_LOOKUP,       /* TensorPipeAgent::getWorkerInfo(name): Python's
+			   * rpc_sync/rpc_async/remote begin with it */
+	RPC_RESPONSE,     /* markFutureAsComplete: a response arrived */
+	RPC_COMPLETING,   /* Message::getStorages: a pool thread is about to
+			   * complete the response's future */
+	RPC_DONE,         /* decreaseCallCount: e.g. that future's callbacks ran */
+	RPC_BUSY,         /* increaseCallCount: e.g. a request handler returned */
+	RPC_FAIL,         /* markFutureWithError; payload = the error's text */
+	RPC_UNTIMEOUT,    /* removeFromTimeoutMap(id): a call's end was seen */
+	RPC_CLIENT_ERROR, /* handleClientError: a connection failed, its
+			   * pending calls fail next */
+	RPC_PROBES,       /* (the number of probes + 1) */
+};
+
+#define RPC_NAME_LEN    48
+#define RPC_PAYLOAD_LEN 512
+
+struct ptbpf_rpc {
+	struct ptbpf_event ev;
+	u32_t tensors;  /* the message's tensors */
+	u32_t copied;   /* bytes of payload[] filled */
+	char name[RPC_NAME_LEN];      /* a worker name (see the probes), truncated */
+	u8_t payload[RPC_PAYLOAD_LEN]; /* the payload's first bytes */
+};
 
 /* Cookie bit layout for the op/ret uprobe.multi links: the op index. */
 #define PTBPF_MAX_OPS (1u << 20)

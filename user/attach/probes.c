@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* Where probes go, and attaching them. See probes.h. */
 #define _GNU_SOURCE
-#include "attach/probes.h"
+#include "attach/probes_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -41,28 +41,6 @@ struct plan {
 	struct attach_report rep;            /* the plan's share of the report */
 };
 
-/* The sites of one group of entry probes (torch.distributed.rpc's, the
- * memory report's) in one library inode, looked up once per inode. */
-enum { SITES_RPC, SITES_MEM };
-
-struct lib_sites {
-	uint64_t dev, ino;
-	int what;             /* SITES_* */
-	unsigned long off[2];
-	int n;                /* 0: the library lacks them */
-};
-
-struct probes {
-	struct ptbpf_bpf *skel;
-	struct op_table *ops;
-	struct plan *plans;
-	int nplans;
-	struct lib_sites *sites;
-	int nsites;
-	struct link_set links;
-	bool entries_only;
-};
-
 static double ms_since(const struct timespec *t0)
 {
 	struct timespec t1;
@@ -98,7 +76,7 @@ static void sites_free(struct site_list *l)
 
 /* The entry probe's offset: past an endbr64, which changes no state but is
  * single-stepped, when the instruction after it is emulated. */
-static uint64_t entry_site(struct elf_file *ef, const struct elf_func *f, int *emulated)
+uint64_t entry_site(struct elf_file *ef, const struct elf_func *f, int *emulated)
 {
 	struct insn_info in;
 
@@ -372,17 +350,11 @@ int probes_attach(struct probes *p, const struct target *t, struct attach_report
 	return *stop ? -EINTR : 0;
 }
 
-/* torch.distributed.rpc's message send and request handling; the agent's
- * RecordFunction callbacks see no RPC (torch records it only under the
- * profiler). Mangled names of 1.13 and 2.x. */
-#define SYM_RPC_PIPE_WRITE "_ZN5torch11distributed3rpc15TensorPipeAgent9pipeWriteE"
-#define SYM_RPC_REQUEST    "_ZNK5torch11distributed3rpc15RequestCallbackclERNS1_7MessageE"
 /* c10::reportMemoryUsageToProfiler(void*, int64_t, ...): the rest of the
  * signature is int64_t in 1.13, size_t in 2.x. */
 #define SYM_MEM_REPORT     "_ZN3c1027reportMemoryUsageToProfilerEPvl"
 
 static const char *const site_syms[][2] = {
-	[SITES_RPC] = { SYM_RPC_PIPE_WRITE, SYM_RPC_REQUEST },
 	[SITES_MEM] = { SYM_MEM_REPORT, NULL },
 };
 
@@ -419,27 +391,6 @@ static const struct lib_sites *find_sites(struct probes *p, const struct target_
 		r->n = 0;
 	elf_file_close(ef);
 	return r;
-}
-
-int probes_attach_rpc(struct probes *p, const struct target *t)
-{
-	__u64 cookie[2] = { RPC_SEND, RPC_RECEIVE };
-	const struct lib_sites *r;
-
-	if (t->torch.fd < 0)
-		return 0;
-	r = find_sites(p, &t->torch, SITES_RPC);
-	if (!r)
-		return -EINVAL;
-	if (!r->n)
-		return 0; /* a torch without the TensorPipe agent */
-	{
-		LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = (unsigned long *)r->off,
-			    .cookies = cookie, .cnt = 2);
-
-		return link_set_keep(&p->links, t->pid, bpf_program__attach_uprobe_multi(
-			p->skel->progs.rpc_message, t->pid, t->torch.attach_path, NULL, &o)) ?: 1;
-	}
 }
 
 int probes_attach_mem(struct probes *p, const struct target *t, char *err, size_t errlen)
@@ -521,5 +472,6 @@ void probes_free(struct probes *p)
 	}
 	free(p->plans);
 	free(p->sites);
+	free(p->rpc_sites);
 	free(p);
 }

@@ -61,7 +61,7 @@ uint64_t session_lost(const uint64_t st[STAT_MAX])
 {
 	return st[STAT_DROP_RINGBUF_FULL] + st[STAT_DROP_NAME_FULL] + st[STAT_DROP_GPU_FULL] +
 	       st[STAT_DROP_AGENT_FULL] + st[STAT_DROP_OPS_EXIT] + st[STAT_DROP_PY_STACK] +
-	       st[STAT_DROP_PY_CODE];
+	       st[STAT_DROP_PY_CODE] + st[STAT_DROP_RPC_FULL];
 }
 
 int session_loop(struct session *s)

@@ -161,12 +161,13 @@ void summary_print(struct session *s, const uint64_t st[STAT_MAX])
 	/* Every record a BPF program emitted is received or counted lost. */
 	log_msg("BPF ring: sent %lu = received %lu + lost %lu (ring full %lu, named "
 		"ring full %lu, GPU ring full %lu, agent ring full %lu, op rings at exit %lu, python "
-		"stacks %lu, python code objects %lu)%s; unreadable names %lu\n",
+		"stacks %lu, python code objects %lu, rpc %lu)%s; unreadable names %lu\n",
 		(unsigned long)st[STAT_SENT], (unsigned long)s->received,
 		(unsigned long)session_lost(st), (unsigned long)st[STAT_DROP_RINGBUF_FULL],
 		(unsigned long)st[STAT_DROP_NAME_FULL], (unsigned long)st[STAT_DROP_GPU_FULL],
 		(unsigned long)st[STAT_DROP_AGENT_FULL], (unsigned long)st[STAT_DROP_OPS_EXIT],
 		(unsigned long)st[STAT_DROP_PY_STACK], (unsigned long)st[STAT_DROP_PY_CODE],
+		(unsigned long)st[STAT_DROP_RPC_FULL],
 		st[STAT_SENT] == s->received + session_lost(st) ? "" : " MISMATCH",
 		(unsigned long)st[STAT_NAME_FAULT]);
 	if (s->opsr)
@@ -194,6 +195,12 @@ void summary_print(struct session *s, const uint64_t st[STAT_MAX])
 		(unsigned long)c->end_unmatched, (unsigned long)c->too_deep,
 		(unsigned long)c->steps, (unsigned long)c->bwd_flows, (unsigned long)c->rpc_flows,
 		(unsigned long)c->no_thread);
+	if (c->rpc_calls || c->rpc_handled || c->rpc_unmatched || c->rpc_not_drawn)
+		log_msg("rpc: calls %lu, requests handled %lu, flows %lu; responses and failures of "
+			"calls begun before tracing %lu; calls not drawn (past the limits) %lu\n",
+			(unsigned long)c->rpc_calls, (unsigned long)c->rpc_handled,
+			(unsigned long)c->rpc_flows, (unsigned long)c->rpc_unmatched,
+			(unsigned long)c->rpc_not_drawn);
 	if (ntop)
 		log_msg("top ops by host time (inclusive):\n"
 			"  %-40s %10s %12s %12s\n", "op", "calls", "total ms", "self ms");
@@ -221,6 +228,11 @@ void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX])
 			  (int64_t)st[STAT_DROP_AGENT_FULL]);
 	pf_trace_attr_int(s->w, "dev.ptbpf.lost_py_stacks", (int64_t)st[STAT_DROP_PY_STACK]);
 	pf_trace_attr_int(s->w, "dev.ptbpf.lost_py_code_objects", (int64_t)st[STAT_DROP_PY_CODE]);
+	pf_trace_attr_int(s->w, "dev.ptbpf.lost_rpc_records", (int64_t)st[STAT_DROP_RPC_FULL]);
+	pf_trace_attr_int(s->w, "dev.ptbpf.rpc_calls", (int64_t)c->rpc_calls);
+	pf_trace_attr_int(s->w, "dev.ptbpf.rpc_requests_handled", (int64_t)c->rpc_handled);
+	pf_trace_attr_int(s->w, "dev.ptbpf.rpc_unmatched", (int64_t)c->rpc_unmatched);
+	pf_trace_attr_int(s->w, "dev.ptbpf.rpc_calls_not_drawn", (int64_t)c->rpc_not_drawn);
 	pf_trace_attr_int(s->w, "dev.ptbpf.cupti_dropped",
 			  (int64_t)gpu_timeline_counts(s->dec->timeline)->cupti_dropped);
 	if (s->opsr) {

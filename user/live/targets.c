@@ -273,6 +273,29 @@ static void watch_python(struct session *s, const struct target *t)
 	agent_words(s, !ret);
 }
 
+/* RPC calls (without --py-stacks): the caller's Python stack at each call
+ * tells rpc_sync from rpc_async (record/join_rpc.c); ops take none. */
+static void watch_python_rpc(struct session *s, const struct target *t)
+{
+	struct ptbpf_py_proc pp;
+	char err[512];
+	int ret;
+
+	if (s->opt.py_stacks)
+		return; /* watch_python did it */
+	ret = pystack_find(s->dec->py, t->pid, &pp, err, sizeof(err));
+	if (!ret) {
+		pp.every = 0;
+		ret = bpf_map__update_elem(s->skel->maps.py_procs, &t->pid, sizeof(t->pid), &pp,
+					   sizeof(pp), BPF_ANY);
+		if (ret)
+			snprintf(err, sizeof(err), "pid %d: %s", t->pid, strerror(-ret));
+	}
+	if (ret && ret != -ENOENT) /* -ENOENT: no Python, no rpc_sync either */
+		log_warn("rpc calls of pid %d are named without rpc_sync/rpc_async (no Python "
+			 "stacks: %s)\n", t->pid, err);
+}
+
 /* A process that exited during its attach was never traced: -ESRCH, and
  * one line that says so (unless quiet). */
 static int exited_during_attach(int pid, bool quiet)
@@ -330,6 +353,8 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	if (rpc < 0)
 		log_warn("pid %d: no torch.distributed.rpc probes: %s\n",
 			pid, strerror(-rpc));
+	else if (rpc > 0)
+		watch_python_rpc(s, t);
 	if (s->opt.memory && t->torch.fd >= 0 && probes_attach_mem(s->probes, t, err, sizeof(err)))
 		log_warn("no memory timeline: %s\n", err);
 	s->ntargets++;

@@ -54,8 +54,10 @@ void join_free(struct join *j)
 
 	if (!j)
 		return;
-	while ((t = hash_next(&j->threads, &pos)))
+	while ((t = hash_next(&j->threads, &pos))) {
 		free(t->stack);
+		free(t->rpc);
+	}
 	for (int i = 0; i < j->nprocs; i++)
 		str_map_free(j->procs[i].node_names);
 	hash_free(&j->threads);
@@ -64,7 +66,7 @@ void join_free(struct join *j)
 	free(j->op_total);
 	free(j->op_self);
 	hash_free(&j->rf_ops);
-	free(j->rpc);
+	rpc_free(j);
 	str_set_free(j->strings);
 	u64_set_free(j->fwd_seqs);
 	free(j);
@@ -318,10 +320,20 @@ static void close_top(struct join *j, struct thread *t, uint64_t ts, enum close_
 	close_top_with(j, t, ts, why, NULL, 0);
 }
 
+void close_frames_to(struct join *j, struct thread *t, int i, uint64_t ts,
+		     const struct pf_arg *args, int nargs)
+{
+	if (i < 0 || i >= t->depth)
+		return;
+	while (t->depth - 1 > i)
+		close_top(j, t, ts, CLOSE_MISSED);
+	close_top_with(j, t, ts, CLOSE_END, args, nargs);
+}
+
 static bool key_class_matches(uint8_t kind, uint16_t ev_kind)
 {
 	if (ev_kind == EV_RF_END)
-		return kind != FR_GPU;
+		return kind != FR_GPU && kind != FR_RPC;
 	if (ev_kind == EV_USER_END)
 		return kind == FR_USER;
 	if (ev_kind == EV_GPU_RET)
@@ -522,6 +534,8 @@ static void thread_exit(struct join *j, struct thread *t, uint64_t ts)
 	close_thread(j, t, ts, CLOSE_EXIT);
 	free(t->stack);
 	t->stack = NULL;
+	free(t->rpc);
+	t->rpc = NULL;
 }
 
 /* Ends may be among the lost records: rather than leave a frame open to
@@ -553,16 +567,25 @@ static void user_begin(struct join *j, struct thread *t, const struct ptbpf_name
 		   .kind = FR_USER, .name = str_set_intern(j->strings, name) }, NULL);
 }
 
+/* An allocation belongs to the op that made it: the innermost frame open
+ * on the thread (torch.profiler's "self" memory). */
+static void own_alloc(struct thread *t, const struct ptbpf_event *e)
+{
+	if ((int64_t)e->arg[0] > 0 && t->depth > 0)
+		t->stack[t->depth - 1].alloc_bytes += e->arg[0];
+}
+
 int join_thread_event(struct join *j, const void *data, uint64_t size)
 {
 	const struct ptbpf_event *e = data;
-	struct thread *t;
+	struct thread *t = get_thread(j, e->pid, e->tid);
 
-	t = get_thread(j, e->pid, e->tid);
 	if (!t) {
 		j->counts.no_thread++;
 		return 0;
 	}
+	if (t->rpc && e->kind != EV_RPC) /* a handler's return, decided now */
+		rpc_other_event(j, t);
 	if (j->entries_only && (e->kind == EV_OP_BEGIN || e->kind == EV_BWD_BEGIN)) {
 		entry_instant(j, t, e);
 		return 0;
@@ -605,7 +628,7 @@ int join_thread_event(struct join *j, const void *data, uint64_t size)
 		thread_exit(j, t, e->ts);
 		break;
 	case EV_RPC:
-		rpc_event(j, t, e);
+		rpc_event(j, t, data, size);
 		break;
 	case EV_NAMED_RF_BEGIN:
 		if (size >= sizeof(struct ptbpf_named_event))
@@ -622,10 +645,7 @@ int join_thread_event(struct join *j, const void *data, uint64_t size)
 		py_stack(j, t, data, size);
 		break;
 	case EV_MEM:
-		/* An allocation belongs to the op that made it: the innermost
-		 * frame open on the thread (torch.profiler's "self" memory). */
-		if ((int64_t)e->arg[0] > 0 && t->depth > 0)
-			t->stack[t->depth - 1].alloc_bytes += e->arg[0];
+		own_alloc(t, e);
 		break;
 	case EV_NAMED_USER_BEGIN:
 		if (size >= sizeof(struct ptbpf_named_event))
@@ -643,6 +663,7 @@ void join_process_gone(struct join *j, int pid, uint64_t ts)
 	while ((t = hash_next(&j->threads, &pos)))
 		if ((int)(t->id >> 32) == pid)
 			close_thread(j, t, ts, CLOSE_EXIT);
+	rpc_close_calls(j, pid, ts);
 }
 
 void join_process_exec(struct join *j, int pid, uint64_t ts)
@@ -685,6 +706,7 @@ void join_finish(struct join *j, uint64_t ts)
 
 	while ((t = hash_next(&j->threads, &pos)))
 		close_thread(j, t, ts, CLOSE_STOP);
+	rpc_close_calls(j, -1, ts);
 }
 
 const struct join_counts *join_counts(const struct join *j)

@@ -36,7 +36,12 @@ struct join_counts {
 	uint64_t steps;         /* ProfilerStep#N slices */
 	uint64_t bwd_flows;     /* forward->backward arrows */
 	uint64_t launch_flows;  /* op->launch arrows */
-	uint64_t rpc_flows;     /* RPC request send -> handling arrows */
+	uint64_t rpc_calls;     /* RPC calls drawn on their caller */
+	uint64_t rpc_handled;   /* RPC requests drawn on their callee */
+	uint64_t rpc_flows;     /* RPC arrows: request -> handling, response -> call */
+	uint64_t rpc_unmatched; /* RPC responses and failures of calls not seen
+				 * (begun before tracing) */
+	uint64_t rpc_not_drawn; /* RPC calls past the open-call or lane limits */
 	uint64_t no_thread;     /* records of threads past the thread table's
 				 * limit (or out of memory): not joined */
 };

@@ -193,13 +193,13 @@ static struct thread *rf_owner(struct join *j, struct thread *t, const struct pt
 	uint32_t pos = 0;
 
 	for (int i = t->depth - 1; i >= 0; i--)
-		if (t->stack[i].key == e->key && t->stack[i].kind != FR_GPU)
+		if (t->stack[i].key == e->key && t->stack[i].kind < FR_GPU)
 			return t;
 	while ((o = hash_next(&j->threads, &pos))) {
 		if (o == t || (int)(o->id >> 32) != (int)e->pid)
 			continue;
 		for (int i = o->depth - 1; i >= 0; i--)
-			if (o->stack[i].key == e->key && o->stack[i].kind != FR_GPU)
+			if (o->stack[i].key == e->key && o->stack[i].kind < FR_GPU)
 				return o;
 	}
 	return t;
@@ -213,7 +213,7 @@ void rf_end(struct join *j, struct thread *t, const struct ptbpf_event *e)
 	for (int i = t->depth - 1; i >= 0; i--) {
 		struct frame *f = &t->stack[i];
 
-		if (f->key == e->key && f->kind != FR_GPU) {
+		if (f->key == e->key && f->kind < FR_GPU) {
 			if (f->seq != NO_SEQ && (int64_t)e->arg[0] <= (int64_t)f->seq)
 				f->seq = NO_SEQ;
 			break;

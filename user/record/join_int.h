@@ -7,7 +7,8 @@
  *   join_agent.c  the agent's RecordFunction records (ops, nodes, regions,
  *                 CUDA calls)
  *   join_gpu.c    GPU API calls from uprobes, op -> launch flows
- *   join_rpc.c    torch.distributed.rpc flows
+ *   join_rpc.c    torch.distributed.rpc calls on their caller;
+ *   join_rpc_handle.c  ... and their handling on the callee
  */
 #ifndef PTBPF_JOIN_INT_H
 #define PTBPF_JOIN_INT_H
@@ -29,13 +30,17 @@
  * while they are added). */
 #define MAX_RF_OPS (1u << 13)
 
-enum frame_kind { FR_OP, FR_BWD, FR_USER, FR_GPU };
+struct rpc_state;
+struct rpc_thread;
+
+/* RecordFunction frames (the agent's) are the kinds below FR_GPU. */
+enum frame_kind { FR_OP, FR_BWD, FR_USER, FR_GPU, FR_RPC };
 
 struct frame {
 	uint64_t key, ts, child_ns, seq;
 	uint64_t alloc_bytes; /* --memory: bytes allocated while it was innermost */
 	const char *py_stack; /* --py-stacks: interned, or NULL */
-	const char *name;     /* FR_BWD/FR_USER: interned; FR_GPU: the API's */
+	const char *name;     /* FR_BWD/FR_USER/FR_RPC: interned; FR_GPU: the API's */
 	const char *category; /* FR_GPU; others: NULL for the kind's own */
 	uint32_t op;
 	uint8_t kind;
@@ -50,6 +55,7 @@ struct thread {
 	const char *py_stack; /* the frame opening at stack_ts gets it */
 	int depth;
 	struct frame *stack; /* MAX_STACK, allocated on first push */
+	struct rpc_thread *rpc; /* its RPC steps in progress (join_rpc.c), or NULL */
 };
 
 /* An agent-recorded op: its name (the ops table's own string) and index. */
@@ -70,8 +76,7 @@ struct join {
 	struct pf_writer *w;
 	struct op_table *ops;
 	struct hash_table rf_ops; /* FNV-1a of an agent-recorded op's name -> struct rf_op */
-	struct rpc_pending { int pid; int64_t id; uint64_t flow; } *rpc; /* unmatched sends */
-	int nrpc;
+	struct rpc_state *rpc; /* torch.distributed.rpc calls (join_rpc.c), or NULL */
 	/* hash_u64(id) -> struct thread, inline: a thread pointer is good
 	 * until the next get_thread, which only join_thread_event calls,
 	 * before it takes one. */
@@ -95,6 +100,10 @@ void end_frame(struct join *j, struct thread *t, const struct ptbpf_event *e,
 		      enum close_why why);
 void push_frame(struct join *j, struct thread *t, const struct frame *in,
 		       const struct pf_event *extra);
+/* Closes t's frames down to index i at ts, i with args (those above it:
+ * their ends were not seen). */
+void close_frames_to(struct join *j, struct thread *t, int i, uint64_t ts,
+		     const struct pf_arg *args, int nargs);
 struct process *find_process(struct join *j, int pid);
 /* join_agent.c */
 void rf_begin(struct join *j, struct thread *t, const struct ptbpf_named_event *ne,
@@ -106,6 +115,10 @@ bool in_op(const struct thread *t);
 uint64_t launch_flow(struct join *j, struct thread *t, const struct ptbpf_event *e);
 void gpu_begin(struct join *j, struct thread *t, const struct ptbpf_gpu_call *c);
 /* join_rpc.c */
-void rpc_event(struct join *j, struct thread *t, const struct ptbpf_event *e);
+void rpc_event(struct join *j, struct thread *t, const void *data, uint64_t size);
+void rpc_other_event(struct join *j, struct thread *t);
+/* Calls still open when pid went (or, pid -1, when tracing stopped). */
+void rpc_close_calls(struct join *j, int pid, uint64_t ts);
+void rpc_free(struct join *j);
 
 #endif /* PTBPF_JOIN_INT_H */
