@@ -31,6 +31,7 @@
 #include "offline/export.h"
 #include "offline/kname.h"
 #include "offline/report_data.h"
+#include "offline/report_rpc.h"
 
 /* Intervals the step table keeps at most (16 bytes each): past them it
  * reads the trace again, a window of steps a pass. PTBPF_REPORT_INTERVALS
@@ -217,6 +218,7 @@ static void print_text(struct report *r, const char *path, const struct tr_reade
 		printf("\n");
 	}
 	print_memory_text(r, opt->top);
+	report_rpc_text(r, opt->top);
 	if (r->nsites) {
 		printf("\nPython call sites of the outermost ops (the innermost frame outside "
 		       "torch; host ms)\n  %-70s %8s %10s\n", "site", "ops", "host tot");
@@ -390,6 +392,7 @@ void report_json(FILE *o, struct report *r, const char *path, const struct tr_st
 			(unsigned long)k->max);
 	}
 	fputs("]", o);
+	report_rpc_json(o, r);
 	json_trace_info(o, r);
 	fputs("}\n", o);
 }

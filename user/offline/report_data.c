@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "offline/report_data.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -403,6 +404,34 @@ static void op_done(struct report *r, struct rd_track *t, const struct rd_frame 
 		site_done(r, (uint32_t)f->a.v[A_STACK], dur);
 }
 
+/* An RPC call (on its caller), a request's handling (on its callee), or an
+ * op run by one: "CALL#remote_op: OP", as torch.profiler names it. */
+static void rpc_done(struct report *r, const struct rd_track *t, const struct rd_frame *f,
+		     uint64_t dur)
+{
+	struct rd_optable *tab = f->cat == r->cat_rpc ? &r->rpc_calls : &r->rpc_handled;
+	uint32_t name = f->name;
+	struct rd_op *o;
+	char buf[1024];
+
+	if (f->cat == r->cat_cpu) {
+		int i = t->depth - 1;
+
+		while (i >= 0 && t->stack[i].cat != r->cat_rpc_remote)
+			i--;
+		if (i < 0)
+			return;
+		snprintf(buf, sizeof(buf), "%s#remote_op: %s", rd_str(r, t->stack[i].name),
+			 rd_str(r, f->name));
+		name = rd_str_id(r, buf, strlen(buf));
+		tab = &r->rpc_remote;
+	}
+	if ((o = op_of(tab, name))) {
+		o->calls++;
+		o->total += dur;
+	}
+}
+
 static void end_slice(struct report *r, struct rd_track *t, const struct tr_event *e)
 {
 	struct rd_frame f = t->stack[--t->depth];
@@ -424,6 +453,8 @@ static void end_slice(struct report *r, struct rd_track *t, const struct tr_even
 		t->stack[t->depth - 1].child += dur;
 	if (f.flow_in && (slot = rd_map_slot(&r->launches, f.flow_in, false)) && *slot)
 		l = &r->launch_v[*slot - 1];
+	if (f.cat == r->cat_rpc || f.cat == r->cat_rpc_remote || (f.cat == r->cat_cpu && t->thread))
+		rpc_done(r, t, &f, dur);
 	if (f.cat == r->cat_cpu) {
 		op_done(r, t, &f, dur);
 	} else if (f.cat == r->cat_kernel) {
@@ -682,6 +713,13 @@ int rd_read(struct report *r, struct tr_reader *tr)
 		qsort(r->ops_shape.v, r->ops_shape.n, sizeof(*r->ops_shape.v), op_by_total);
 	if (r->nk)
 		qsort(r->k_v, r->nk, sizeof(*r->k_v), k_by_total);
+	for (int i = 0; i < 3; i++) {
+		struct rd_optable *t = (struct rd_optable *[]){ &r->rpc_calls, &r->rpc_handled,
+								&r->rpc_remote }[i];
+
+		if (t->n)
+			qsort(t->v, t->n, sizeof(*t->v), op_by_total);
+	}
 	if (r->nsites)
 		qsort(r->site_v, r->nsites, sizeof(*r->site_v), site_by_total);
 	return 0;
@@ -710,7 +748,9 @@ bool rd_init(struct report *r)
 	r->name_corr = rd_str_id(r, "cupti correlation", 17);
 	r->name_bwd_node = rd_str_id(r, "backward node", 13);
 	r->name_device_props = rd_str_id(r, "device properties", 17);
-	return r->ns == r->arg_base + A_COUNT + 14;
+	r->cat_rpc = rd_str_id(r, "rpc", 3);
+	r->cat_rpc_remote = rd_str_id(r, "rpc_remote", 10);
+	return r->ns == r->arg_base + A_COUNT + 16;
 }
 
 void rd_free(struct report *r)
@@ -733,6 +773,13 @@ void rd_free(struct report *r)
 	rd_map_free(&r->tracks);
 	rd_map_free(&r->ops.index);
 	rd_map_free(&r->ops_shape.index);
+	for (int i = 0; i < 3; i++) {
+		struct rd_optable *t = (struct rd_optable *[]){ &r->rpc_calls, &r->rpc_handled,
+								&r->rpc_remote }[i];
+
+		free(t->v);
+		rd_map_free(&t->index);
+	}
 	rd_map_free(&r->kernels);
 	rd_map_free(&r->sites);
 	free(r->site_v);

@@ -190,6 +190,10 @@ struct report {
 	struct rd_track *track_v;
 	size_t ntracks, track_cap;
 	struct rd_optable ops, ops_shape; /* by name; by name and input shapes */
+	/* torch.distributed.rpc: calls on their callers, their handling on the
+	 * callees, and the ops run there as "CALL#remote_op: OP" (calls = count,
+	 * total = inclusive host time) */
+	struct rd_optable rpc_calls, rpc_handled, rpc_remote;
 	bool want_shapes;       /* keep ops_shape */
 	struct rd_map sites;    /* site id -> index + 1 into site_v */
 	struct rd_site *site_v;
@@ -216,7 +220,7 @@ struct report {
 	uint32_t arg_base;      /* string ids arg_base .. + A_COUNT: the argument names */
 	uint32_t cat_cpu, cat_kernel, cat_memcpy, cat_memset, cat_rt, cat_drv, cat_loader,
 		 cat_step, cat_bwd, cat_bwdfn, cat_user, name_corr, name_bwd_node,
-		 name_device_props;
+		 name_device_props, cat_rpc, cat_rpc_remote;
 };
 
 /* Sets r up (want_shapes and hooks may be set before or after); false when
