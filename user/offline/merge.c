@@ -34,6 +34,7 @@
 
 #include "lib/log.h"
 #include "lib/files.h"
+#include "offline/merge_rpc.h"
 #include "trace/pbread.h"
 #include "trace/pbwrite.h"
 #include "trace/perfetto.h"
@@ -175,13 +176,16 @@ static void note_collective(struct input *in, const struct tr_event *e,
 	}
 }
 
-/* First pass over an input: its clock mapping, earliest timestamp and
- * (by_collectives) NCCL kernels. 0, or -1 with one line printed. */
-static int scan_input(struct input *in, bool by_collectives)
+/* First pass over input idx: its clock mapping, earliest timestamp,
+ * (by_collectives) NCCL kernels and RPC events. 0, or -1 with one line
+ * printed. */
+static int scan_input(struct input *in, int idx, bool by_collectives, struct merge_rpc *rpc)
 {
 	struct open_slice open[MAX_OPEN_SLICES];
 	struct tr_event *e = malloc(sizeof(*e));
+	struct tr_track d;
 	struct tr_packet p;
+	uint64_t ord = 0;
 	int nopen = 0, got;
 
 	if (!e)
@@ -198,8 +202,14 @@ static int scan_input(struct input *in, bool by_collectives)
 		}
 		if (kept(&p) && p.has_ts && p.ts < in->min_ts)
 			in->min_ts = p.ts;
-		if (by_collectives && p.event.n && tr_event(in->tr, &p, e))
+		ord++;
+		if (p.desc.n && tr_track(in->tr, &p, &d))
+			merge_rpc_track(rpc, idx, &d);
+		if (!p.event.n || !tr_event(in->tr, &p, e))
+			continue;
+		if (by_collectives)
 			note_collective(in, e, open, &nopen);
+		merge_rpc_event(rpc, idx, ord, e);
 	}
 	free(e);
 	if (got < 0)
@@ -333,14 +343,23 @@ static void rewrite_descriptor(const struct input *in, int idx, const uint8_t *d
 	}
 }
 
+/* A track event; ed (may be NULL): RPC flows and a name to give it. */
 static void rewrite_event(const struct input *in, const uint8_t *d, size_t n, struct pb *out,
-			  bool *bad)
+			  const struct merge_rpc_edit *ed, bool *bad)
 {
 	const uint8_t *p = d;
 	struct field f;
 
+	if (ed && ed->name)
+		pb_bytes(out, F_TE_NAME, ed->name, strlen(ed->name));
+	if (ed && ed->flow)
+		pb_fixed64(out, F_TE_FLOWS, ed->flow);
+	if (ed && ed->term)
+		pb_fixed64(out, F_TE_TERM_FLOWS, ed->term);
 	while (next_field(&p, d + n, &f, bad)) {
-		if (f.num == F_TE_TRACK && f.wt == PB_VARINT) {
+		if (ed && ed->name && (f.num == F_TE_NAME || f.num == F_TE_NAME_IID)) {
+			continue;
+		} else if (f.num == F_TE_TRACK && f.wt == PB_VARINT) {
 			pb_uint(out, f.num, salted(in, f.v));
 		} else if (((f.num == F_TE_FLOWS || f.num == F_TE_TERM_FLOWS) && f.wt == PB_FIXED64) ||
 			   ((f.num == F_TE_FLOWS_V || f.num == F_TE_TERM_FLOWS_V) && f.wt == PB_VARINT)) {
@@ -389,7 +408,7 @@ static void rewrite_defaults(const struct input *in, const uint8_t *d, size_t n,
  * if it is to be dropped (malformed, or its timestamp out of range) or
  * memory ran out (then pkt->failed). */
 static bool rewrite_packet(struct input *in, int idx, const struct tr_packet *tp,
-			   struct pb *pkt)
+			   const struct merge_rpc_edit *ed, struct pb *pkt)
 {
 	const uint8_t *p = tp->data, *end = tp->data + tp->len;
 	struct field f;
@@ -427,7 +446,7 @@ static bool rewrite_packet(struct input *in, int idx, const struct tr_packet *tp
 		} else if (f.num == F_PKT_TRACK_EVENT && f.wt == PB_LEN) {
 			size_t at = pb_begin(pkt, f.num);
 
-			rewrite_event(in, f.d, f.len, pkt, &bad);
+			rewrite_event(in, f.d, f.len, pkt, ed, &bad);
 			pb_end(pkt, at);
 		} else {
 			pb_raw(pkt, f.raw, f.rawlen);
@@ -470,13 +489,14 @@ static void set_label(struct input *in)
 }
 
 /* Second pass: every input's kept packets, rewritten, into w. 0 or -1. */
-static int write_inputs(struct input *in, int n, struct pf_writer *w)
+static int write_inputs(struct input *in, int n, struct pf_writer *w, const struct merge_rpc *rpc)
 {
 	struct pb pkt = { 0 };
 	int rc = 0;
 
 	for (int i = 0; i < n && !rc; i++) {
 		struct tr_packet p;
+		uint64_t ord = 0;
 		int got;
 
 		if (tr_rewind(in[i].tr)) {
@@ -484,7 +504,8 @@ static int write_inputs(struct input *in, int n, struct pf_writer *w)
 			break;
 		}
 		while ((got = tr_next(in[i].tr, &p)) > 0)
-			if (kept(&p) && rewrite_packet(&in[i], i, &p, &pkt))
+			if (ord++, kept(&p) &&
+			    rewrite_packet(&in[i], i, &p, merge_rpc_edit_of(rpc, i, ord), &pkt))
 				pf_write_packet(w, pkt.buf, pkt.len);
 		if (got < 0 || pkt.failed)
 			rc = -1;
@@ -529,6 +550,50 @@ static void print_alignment(const struct input *in, int n, const char *out_path)
 			"clocks' disagreement (NTP/PTP)\n", out_path, n, worst / 1e3 + 1.0);
 }
 
+/* RPC requests whose caller is in another input: joined to their calls,
+ * once the inputs' clocks are known. */
+static int join_rpc(const struct input *in, int n, struct merge_rpc *rpc)
+{
+	int64_t *offset = malloc(n * sizeof(*offset));
+	size_t linked;
+
+	if (!offset)
+		return -1;
+	for (int i = 0; i < n; i++)
+		offset[i] = in[i].offset;
+	linked = merge_rpc_match(rpc, offset);
+	free(offset);
+	if (linked)
+		log_msg("merge: joined %lu RPC requests to their calls in other traces (flows, "
+			"and the callee's slice named as the call)\n", (unsigned long)linked);
+	if (merge_rpc_left_out(rpc))
+		log_msg("merge: %lu RPC events past the limit were not joined\n",
+			(unsigned long)merge_rpc_left_out(rpc));
+	return 0;
+}
+
+/* Both the first pass over every input and what it tells: the clocks'
+ * alignment, the RPC calls joined. 0, or -1 with one line printed. */
+static int scan_inputs(struct input *in, const char *const *paths, int n, bool by_collectives,
+		       struct merge_rpc *rpc)
+{
+	for (int i = 0; i < n; i++) {
+		in[i].path = paths[i];
+		in[i].salt = mix(0x6d65726765ULL + (uint64_t)i);
+		set_label(&in[i]);
+		if (!(in[i].tr = tr_open(paths[i], "merge")) ||
+		    scan_input(&in[i], i, by_collectives, rpc))
+			return -1;
+		tr_park(in[i].tr);
+	}
+	for (int i = 1; by_collectives && i < n; i++)
+		if (!refine(&in[0], &in[i]))
+			log_msg("merge: %s and %s share too few NCCL kernels (%d, %d) "
+				"to refine the alignment; REALTIME only\n", in[0].label, in[i].label,
+				in[0].ncoll, in[i].ncoll);
+	return join_rpc(in, n, rpc);
+}
+
 int merge_traces(const char *const *paths, int n, const char *out_path, bool by_collectives,
 		 bool force)
 {
@@ -536,6 +601,7 @@ int merge_traces(const char *const *paths, int n, const char *out_path, bool by_
 	struct outfile out = { .fd = -1 };
 	struct pf_writer *w = NULL;
 	struct pb snap = { 0 };
+	struct merge_rpc *rpc = NULL;
 	uint64_t start = UINT64_MAX;
 	int rc = 1, err;
 
@@ -545,19 +611,8 @@ int merge_traces(const char *const *paths, int n, const char *out_path, bool by_
 		log_msg("merge: give 1 to %d traces\n", MAX_INPUTS);
 		goto done;
 	}
-	for (int i = 0; i < n; i++) {
-		in[i].path = paths[i];
-		in[i].salt = mix(0x6d65726765ULL + (uint64_t)i);
-		set_label(&in[i]);
-		if (!(in[i].tr = tr_open(paths[i], "merge")) || scan_input(&in[i], by_collectives))
-			goto done;
-		tr_park(in[i].tr);
-	}
-	for (int i = 1; by_collectives && i < n; i++)
-		if (!refine(&in[0], &in[i]))
-			log_msg("merge: %s and %s share too few NCCL kernels (%d, %d) "
-				"to refine the alignment; REALTIME only\n", in[0].label, in[i].label,
-				in[0].ncoll, in[i].ncoll);
+	if (!(rpc = merge_rpc_new()) || scan_inputs(in, paths, n, by_collectives, rpc))
+		goto done;
 	for (int i = 0; i < n; i++) {
 		uint64_t ts;
 
@@ -573,7 +628,7 @@ int merge_traces(const char *const *paths, int n, const char *out_path, bool by_
 	}
 	put_identity_snapshot(&snap, start == UINT64_MAX ? 0 : start, 1);
 	pf_write_packet(w, snap.buf, snap.len);
-	if (snap.failed || write_inputs(in, n, w)) {
+	if (snap.failed || write_inputs(in, n, w, rpc)) {
 		log_msg("merge: out of memory or a read error; %s not written\n",
 			out_path);
 		goto done;
@@ -600,5 +655,6 @@ done:
 	}
 	free(in);
 	pb_free(&snap);
+	merge_rpc_free(rpc);
 	return rc;
 }
