@@ -12,7 +12,9 @@
  * vptr, refcount, weakcount) has payload_ (a vector: begin, end) at +24,
  * tensors_ at +48, type_ (u32) at +72, id_ (i64) at +80. The agent's
  * RpcAgent base starts with workerInfo_ at +8, a WorkerInfo (also a
- * CustomClassHolder) whose name_ (std::string: data, size) is at +24.
+ * CustomClassHolder) whose name_ (std::string: data, size) is at +24. An
+ * autograd Node's sequence_nr_ is at +24 (after its vptr and
+ * enable_shared_from_this).
  */
 #ifndef PTBPF_RPC_BPF_H
 #define PTBPF_RPC_BPF_H
@@ -26,6 +28,7 @@
 #define RPC_MSG_ID      80
 #define RPC_WORKER_NAME 24 /* in a WorkerInfo */
 #define RPC_AGENT_INFO  8  /* the agent's own WorkerInfo */
+#define RPC_NODE_SEQ    24 /* an autograd Node's sequence_nr_ (vptr, weak_ptr) */
 
 static __always_inline __u64 rpc_read(__u64 addr)
 {
@@ -127,6 +130,11 @@ int rpc_probe(struct pt_regs *ctx)
 		break;
 	case RPC_UNTIMEOUT: /* (this, uint64_t id) */
 		r->ev.arg[1] = si;
+		break;
+	case RPC_AUTOGRAD_SEND: /* (ret, this, const shared_ptr<Context>&,
+				 * const shared_ptr<SendRpcBackward>&, bool) */
+		r->ev.key = rpc_read(PT_REGS_PARM4(ctx));
+		r->ev.arg[0] = rpc_read(r->ev.key + RPC_NODE_SEQ);
 		break;
 	}
 	submit(r);

@@ -295,6 +295,9 @@ enum ptbpf_rpc_probe {
 	RPC_UNTIMEOUT,    /* removeFromTimeoutMap(id): a call's end was seen */
 	RPC_CLIENT_ERROR, /* handleClientError: a connection failed, its
 			   * pending calls fail next */
+	RPC_AUTOGRAD_SEND, /* DistEngine::executeSendFunctionAsync: a backward
+			   * pass goes on here from its SendRpcBackward node;
+			   * arg0 = the node's sequence number */
 	RPC_PROBES,       /* (the number of probes + 1) */
 };
 

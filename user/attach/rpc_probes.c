@@ -42,6 +42,7 @@ static const struct {
 	{ RPC_FAIL, TP "19markFutureWithErrorE" },
 	{ RPC_UNTIMEOUT, TP "20removeFromTimeoutMapE" },
 	{ RPC_CLIENT_ERROR, TP "17handleClientErrorE" },
+	{ RPC_AUTOGRAD_SEND, "_ZN5torch11distributed8autograd10DistEngine24executeSendFunctionAsyncE" },
 };
 #define NSYMS (sizeof(rpc_syms) / sizeof(rpc_syms[0]))
 

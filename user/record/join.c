@@ -463,6 +463,8 @@ static void bwd_begin(struct join *j, struct thread *t, const struct ptbpf_event
 	if (u64_set_remove(j->fwd_seqs, ((uint64_t)e->pid << 48) ^ seq)) {
 		flow = bwd_flow_id(e->pid, seq);
 		j->counts.bwd_flows++;
+	} else { /* a SendRpcBackward a request started (distributed autograd) */
+		flow = rpc_backward_flow(j, e->pid, seq);
 	}
 	/* Arguments and the flow's end ride on a zero-length instant nested in
 	 * the slice, since the begin was already written without them. */

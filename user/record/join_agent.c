@@ -129,7 +129,7 @@ void rf_begin(struct join *j, struct thread *t, const struct ptbpf_named_event *
 	int64_t seq = (int64_t)e->arg[0], op;
 	struct frame f = { .key = e->key, .ts = e->ts, .seq = NO_SEQ, .kind = FR_USER };
 	char name[PTBPF_NAME_LEN * 4];
-	uint64_t flow = 0;
+	uint64_t flow = 0, rflow = 0;
 
 	escape_str(name, sizeof(name), ne->name, PTBPF_NAME_LEN);
 	if (e->arg[1] & OPS_SCOPE_CUDA_API) {
@@ -153,6 +153,10 @@ void rf_begin(struct join *j, struct thread *t, const struct ptbpf_named_event *
 		f.category = "backward_function";
 		if (seq >= 0 && u64_set_remove(j->fwd_seqs, ((uint64_t)e->pid << 48) ^ (uint64_t)seq))
 			flow = bwd_flow_id(e->pid, (uint64_t)seq);
+		else if (seq >= 0) /* a SendRpcBackward a request started */
+			rflow = rpc_backward_flow(j, e->pid, (uint64_t)seq);
+		extra.term_flows = &rflow;
+		extra.nterm = rflow ? 1 : 0;
 		break;
 	case 7: /* USER_SCOPE */
 		break;
@@ -174,7 +178,7 @@ void rf_begin(struct join *j, struct thread *t, const struct ptbpf_named_event *
 	if (seq >= 0 && e->arg[1] == 0)
 		args[extra.nargs++] = (struct pf_arg){ .name = "sequence_nr", .type = PF_ARG_UINT,
 						       .u = (uint64_t)seq };
-	push_frame(j, t, &f, extra.nargs ? &extra : NULL);
+	push_frame(j, t, &f, extra.nargs || extra.nterm ? &extra : NULL);
 	if (flow && t->depth > 0 && t->stack[t->depth - 1].drawn) {
 		struct pf_arg arg = { .name = "seq", .type = PF_ARG_UINT, .u = (uint64_t)seq };
 

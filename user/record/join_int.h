@@ -119,6 +119,9 @@ void rpc_event(struct join *j, struct thread *t, const void *data, uint64_t size
 void rpc_other_event(struct join *j, struct thread *t);
 /* Calls still open when pid went (or, pid -1, when tracing stopped). */
 void rpc_close_calls(struct join *j, int pid, uint64_t ts);
+/* The flow to a backward node of pid (its sequence number) from the RPC
+ * request that started it there (distributed autograd), once; 0: none. */
+uint64_t rpc_backward_flow(struct join *j, int pid, uint64_t seq);
 void rpc_free(struct join *j);
 
 #endif /* PTBPF_JOIN_INT_H */

@@ -176,8 +176,9 @@ static int take_lane(struct join *j, struct rpc_proc *p, uint64_t ts)
 }
 
 /* The call's slice opens (at its begin, in the past) and its request goes
- * out, with the flow to its handling. */
-static void draw_call(struct join *j, struct rpc_proc *p, struct rpc_call *c,
+ * out, with the flow to its handling; on the calling thread an instant
+ * (in whatever it was running: an op, a backward node) leads to it. */
+static void draw_call(struct join *j, struct thread *t, struct rpc_proc *p, struct rpc_call *c,
 		      const struct rpc_thread *rt)
 {
 	struct pf_arg args[10] = {
@@ -197,10 +198,17 @@ static void draw_call(struct join *j, struct rpc_proc *p, struct rpc_call *c,
 	if (rt && rt->call_stack)
 		args[nargs++] = (struct pf_arg){ .name = "py_stack", .type = PF_ARG_STR,
 						 .s = rt->call_stack };
+	uint64_t from = hash_u64(c->flow_req) ^ 0x63616c6c, call = c->flow_req;
+	struct pf_arg named = { .name = "call", .type = PF_ARG_STR, .s = c->name };
+
+	from |= 1;
+	pf_instant(j->w, &(struct pf_event){ .track = t->track, .ts = c->sent, .name = "rpc call",
+		   .category = "rpc", .args = &named, .nargs = 1, .flows = &from, .nflows = 1 });
 	pf_slice_begin(j->w, &(struct pf_event){ .track = track, .ts = c->begin, .name = c->name,
 		       .category = "rpc", .args = args, .nargs = nargs });
 	pf_instant(j->w, &(struct pf_event){ .track = track, .ts = c->sent, .name = "rpc send request",
-		   .category = "rpc", .args = args, .nargs = 2, .flows = &c->flow_req, .nflows = 1 });
+		   .category = "rpc", .args = args, .nargs = 2, .flows = &call, .nflows = 1,
+		   .term_flows = &from, .nterm = 1 });
 }
 
 /* A request written out (its id now set): the call the same thread began
@@ -237,7 +245,7 @@ static void on_request(struct join *j, struct thread *t, const struct ptbpf_rpc 
 	c->flow_req = hash_pair(((uint64_t)c->pid << 32) ^ (uint64_t)c->id, c->sent ^ ++s->flows) | 1;
 	s->ncalls++;
 	j->counts.rpc_calls++;
-	draw_call(j, p, c, began ? rt : NULL);
+	draw_call(j, t, p, c, began ? rt : NULL);
 }
 
 /* The call's slice closes at ts; why: NULL for its future's end. */
@@ -416,6 +424,39 @@ static void on_done(struct join *j, struct thread *t, const struct ptbpf_rpc *r)
 		end_call(j, c, r->ev.ts, NULL);
 }
 
+/* A backward pass asked for by a request goes on in this process from
+ * its SendRpcBackward node: a flow from here (the request's handling) to
+ * that node's slice, wherever the engine runs it. */
+static void on_autograd_send(struct join *j, struct thread *t, const struct ptbpf_rpc *r)
+{
+	struct rpc_state *s = j->rpc;
+	struct rpc_bwd *b = &s->bwd[s->nbwd++ % RPC_MAX_BWD];
+	struct pf_arg arg = { .name = "seq", .type = PF_ARG_UINT, .u = r->ev.arg[0] };
+
+	*b = (struct rpc_bwd){ .pid = r->ev.pid, .seq = r->ev.arg[0],
+			       .flow = hash_pair(r->ev.key ^ r->ev.pid, r->ev.ts ^ ++s->flows) | 1 };
+	pf_instant(j->w, &(struct pf_event){ .track = t->track, .ts = r->ev.ts,
+		   .name = "dist autograd: backward goes on from SendRpcBackward",
+		   .category = "rpc", .args = &arg, .nargs = 1, .flows = &b->flow, .nflows = 1 });
+}
+
+uint64_t rpc_backward_flow(struct join *j, int pid, uint64_t seq)
+{
+	struct rpc_state *s = j->rpc;
+
+	for (unsigned i = 0; s && i < RPC_MAX_BWD && i < s->nbwd; i++) {
+		struct rpc_bwd *b = &s->bwd[i];
+		uint64_t flow = b->flow;
+
+		if (b->pid != pid || b->seq != seq || !flow)
+			continue;
+		b->flow = 0;
+		j->counts.rpc_flows++;
+		return flow;
+	}
+	return 0;
+}
+
 static void on_send(struct join *j, struct thread *t, const struct ptbpf_rpc *r)
 {
 	struct rpc_proc *p = rpc_proc(j, r->ev.pid);
@@ -457,6 +498,7 @@ static void dispatch(struct join *j, struct thread *t, const struct ptbpf_rpc *r
 		if (rt)
 			rt->client_error = true;
 		break;
+	case RPC_AUTOGRAD_SEND: on_autograd_send(j, t, r); break;
 	}
 	if (rt)
 		rt->last = (uint8_t)r->ev.id;

@@ -77,7 +77,17 @@ struct rpc_thread {
 	uint8_t last;                /* the last step's probe */
 };
 
+/* A backward pass that goes on in this process from a SendRpcBackward
+ * node (its sequence number), with the flow from the request that asked. */
+struct rpc_bwd {
+	int pid;
+	uint64_t seq, flow;
+};
+#define RPC_MAX_BWD 256
+
 struct rpc_state {
+	struct rpc_bwd bwd[RPC_MAX_BWD]; /* a ring: the oldest is overwritten */
+	unsigned nbwd;
 	struct rpc_call *calls;
 	int ncalls;
 	struct rpc_handle *handles;
