@@ -122,8 +122,8 @@ def test_gloo_ddp_two_ranks(tmp_path):
 
 def test_rpc_requests_joined_across_processes(tmp_path):
     """torch.distributed.rpc on loopback (TensorPipe): each request worker 0
-    sends is handled by worker 1 under the same message id, joined by a
-    flow; worker 1 sends a response for each."""
+    sends is handled by worker 1 (a slice there) under the same message id,
+    joined by a flow; worker 1 sends a response for each."""
     require(PTBPF)
     n, port = 5, 29900 + os.getpid() % 90
     go = str(tmp_path / "go")
@@ -152,12 +152,11 @@ def test_rpc_requests_joined_across_processes(tmp_path):
             w.kill()
     t = pftrace.Trace(trace_path)
     assert t.validate() == []
-    pid_of = {u: d.thread.pid for u, d in t.tracks.items() if d.HasField("thread")}
     w0, w1 = (w.p.pid for w in workers)
-    ev = [s for s in t.instants if s.name.startswith("rpc ")]
-    sends = [s for s in ev if s.name == "rpc send request" and pid_of[s.track] == w0]
-    handles = [s for s in ev if s.name == "rpc handle request" and pid_of[s.track] == w1]
-    responses = [s for s in ev if s.name == "rpc send response" and pid_of[s.track] == w1]
+    sends = [s for s in t.instants if s.name == "rpc send request" and t.pid_of(s.track) == w0]
+    handles = [s for s in t.slices if s.category == "rpc_remote" and t.pid_of(s.track) == w1]
+    responses = [s for s in t.instants
+                 if s.name == "rpc send response" and t.pid_of(s.track) == w1]
     # n builtin calls and n Python calls (shutdown adds its own messages).
     types = [s.args["type"] for s in sends]
     assert types.count("SCRIPT_CALL") == n and types.count("PYTHON_CALL") >= n, types

@@ -18,8 +18,10 @@ prints "done" and both shut down together.
   --autograd also N distributed autograd passes: a forward over RPC
              (rpc_sync of torch.mul with grad-requiring tensors) inside a
              dist_autograd context, then dist_autograd.backward.
-  --hang     worker 1 stops answering (its handler sleeps) on the last
-             call, made with a 3 s timeout; worker 0 prints "timed out".
+  --hang     then a call whose handler sleeps past its 3 s timeout (worker 0
+             prints "timed out"), then "calling" and a call whose handler
+             sleeps 60 s, without a timeout: a test kills worker 1 then,
+             the call fails ("failed") and worker 0 exits at once.
 """
 import json
 import os
@@ -74,6 +76,19 @@ def calls(n, flags):
                 dist_autograd.backward(ctx, [loss])
 
 
+def hang():
+    try:
+        rpc.rpc_sync("worker1", sleeps, args=(6.0,), timeout=3)
+    except RuntimeError:
+        print("timed out", flush=True)
+    print("calling", flush=True)
+    try:
+        rpc.rpc_sync("worker1", sleeps, args=(60.0,), timeout=0)
+    except RuntimeError:
+        print("failed", flush=True)
+    os._exit(0)  # worker 1 is gone: no shutdown
+
+
 def profiled(n, flags, out):
     import torch.autograd.profiler_legacy as legacy
 
@@ -99,10 +114,7 @@ def main():
         else:
             calls(n, flags)
         if "--hang" in flags:
-            try:
-                rpc.rpc_sync("worker1", sleeps, args=(6.0,), timeout=3)
-            except RuntimeError:
-                print("timed out", flush=True)
+            hang()
         print("done", flush=True)
     rpc.shutdown()
     return 0

@@ -331,7 +331,9 @@ static const char *fail_text(struct join *j, const struct ptbpf_rpc *r)
 }
 
 /* A call that timed out: the oldest unanswered call of the process whose
- * timeout ("... timeout (N ms) ...") has passed. */
+ * timeout ("... timeout (N ms) ...") has passed, counted from its begin
+ * (which its send's start follows), give or take the 1 ms to which torch
+ * rounds expiry times down. */
 static struct rpc_call *timed_out(struct rpc_state *s, const struct ptbpf_rpc *r, const char *text)
 {
 	const char *at = strstr(text, "timeout (");
@@ -343,7 +345,7 @@ static struct rpc_call *timed_out(struct rpc_state *s, const struct ptbpf_rpc *r
 	for (int i = 0; i < s->ncalls; i++) {
 		struct rpc_call *c = &s->calls[i];
 
-		if (c->pid == (int)r->ev.pid && !c->responded && c->sent + ms * 1000000 <= r->ev.ts &&
+		if (c->pid == (int)r->ev.pid && !c->responded && c->begin + ms * 1000000 <= r->ev.ts + 2000000 &&
 		    (!best || c->sent < best->sent))
 			best = c;
 	}
@@ -395,6 +397,8 @@ static void on_untimeout(struct join *j, struct thread *t, const struct ptbpf_rp
 	if (c) {
 		c->error = rt->fail_text;
 		end_call(j, c, r->ev.ts, "connection_failed");
+	} else {
+		j->counts.rpc_unmatched++;
 	}
 	rt->fail_text = NULL;
 }

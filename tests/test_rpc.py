@@ -1,0 +1,321 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""torch.distributed.rpc as the PyTorch recipe "Profiling PyTorch RPC-Based
+Workloads" shows it (tests/workloads/rpc_recipe.py: two workers, TensorPipe
+on loopback), traced for real, with torch's own RPC profiler (the legacy
+autograd profiler, the only one that records RPC calls and their remote
+ops) running on the caller as ground truth: the same calls under the same
+names, durations near the profiler's, and each call's remote ops under its
+handling on the callee. Then the bad cases: a callee that raises, a call
+that times out, a callee that dies mid-call, a call in flight at attach;
+the traces of two ptbpf sessions merged; distributed autograd across the
+workers."""
+import collections
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+
+import pftrace
+from conftest import PTBPF, PYTHON, ROOT, Proc, require
+
+RECIPE = os.path.join(ROOT, "tests", "workloads", "rpc_recipe.py")
+UDF_OPS = collections.Counter(["aten::add", "aten::mul", "aten::relu", "aten::clamp_min",
+                               "aten::sigmoid"])
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_workers(tmp_path, n, flags=()):
+    go, port = str(tmp_path / "go"), free_port()
+    workers = [Proc([PYTHON, RECIPE, go, str(n)] + list(flags),
+                    env=dict(os.environ, RANK=str(r), MASTER_ADDR="127.0.0.1",
+                             MASTER_PORT=str(port)))
+               for r in range(2)]
+    for w in workers:
+        w.wait_line("ready", timeout=180)
+    return workers, go
+
+
+def trace(pids, path, extra=()):
+    args = [PTBPF, "-o", path] + list(extra)
+    for pid in pids:
+        args += ["-p", str(pid)]
+    tracer = Proc(args)
+    for _ in pids:
+        tracer.wait_line("ptbpf: tracing pid", stream="stderr", timeout=180)
+    return tracer
+
+
+def run_recipe(tmp_path, n, flags=(), sessions=1):
+    """Both workers traced (one ptbpf for both, or one each), released,
+    finished; the trace paths and the tracers' stderr."""
+    require(PTBPF)
+    workers, go = start_workers(tmp_path, n, flags)
+    pids = [w.p.pid for w in workers]
+    tracers = []
+    try:
+        if sessions == 1:
+            paths = [str(tmp_path / "rpc.pftrace")]
+            tracers.append(trace(pids, paths[0]))
+        else:
+            paths = [str(tmp_path / ("worker%d.pftrace" % r)) for r in range(2)]
+            tracers += [trace([pid], p) for pid, p in zip(pids, paths)]
+        open(go, "w").close()
+        for w in workers:
+            rc, out, err = w.finish(timeout=300)
+            assert rc == 0, out + err
+        errs = []
+        for t in tracers:
+            rc, _, err = t.finish(timeout=120)
+            assert rc == 0, err
+            errs.append(err)
+    finally:
+        for p in tracers + workers:
+            p.kill()
+    return paths, errs
+
+
+def is_call(s):
+    return s.category == "rpc" and s.dur > 0
+
+
+def call_handlings(t):
+    """Each call slice (caller side) -> its handling slice (callee side),
+    through the flow from its "rpc send request" instant."""
+    handling = {f: s for s in t.slices if s.category == "rpc_remote" for f in s.flows_in}
+    out = {}
+    for c in (s for s in t.slices if is_call(s)):
+        for i in t.instants:
+            if i.track == c.track and c.ts <= i.ts <= c.ts + c.dur and \
+               i.name == "rpc send request":
+                out[id(c)] = next((handling[f] for f in i.flows_out if f in handling), None)
+    return out
+
+
+def remote_ops(t):
+    """Each handling slice -> the ops nested in it (any depth), by name."""
+    anc, ops = t.ancestors(), collections.defaultdict(collections.Counter)
+    for i, s in enumerate(t.slices):
+        if s.category == "cpu_op":
+            inside = [t.slices[a] for a in anc[i] if t.slices[a].category == "rpc_remote"]
+            if inside:
+                ops[id(inside[-1])][s.name] += 1
+    return ops
+
+
+def profiler_calls(events):
+    """The profiler's RPC calls in order, each with the remote ops it
+    recorded for it (remote events lie within their call's time range)."""
+    calls = sorted((e for e in events if (e["name"].startswith(("rpc_", "to_here#"))) and
+                    "#remote_op: " not in e["name"]), key=lambda e: e["start_us"])
+    for c in calls:
+        c["remote"] = collections.Counter(
+            e["name"].split("#remote_op: ")[1] for e in events
+            if e["name"].startswith(c["name"] + "#remote_op: ") and
+            c["start_us"] <= e["start_us"] <= c["end_us"])
+    return calls
+
+
+def test_rpc_calls_as_the_profiler_shows_them(tmp_path):
+    """The recipe under torch's RPC profiler on worker 0, both workers
+    traced by one ptbpf: every call the profiler records is in the trace
+    under its name (rpc_async#fn(worker0 -> worker1), rpc_sync#aten::add,
+    rpc_remote#..., to_here#...), the counts equal, each duration near the
+    profiler's; each call's handling on worker 1 holds the ops the profiler
+    lists as its remote ops; report prints the recipe's table."""
+    n = 5
+    out = str(tmp_path / "profile.json")
+    (path,), (err,) = run_recipe(tmp_path, n, ["--profile", out])
+    t = pftrace.Trace(path)
+    assert t.validate() == []
+    prof = profiler_calls(json.load(open(out)))
+    ours = sorted((s for s in t.slices if is_call(s) and s.name.startswith(("rpc_", "to_here#"))
+                   and "_broadcast_to_followers" not in s.name), key=lambda s: s.ts)
+    assert collections.Counter(s.name for s in ours) == collections.Counter(
+        c["name"] for c in prof)
+    assert len(prof) == 5 * n
+    handling, ops = call_handlings(t), remote_ops(t)
+    ratios, compared = collections.defaultdict(list), 0
+    by_name = collections.defaultdict(list)
+    for s in ours:
+        by_name[s.name].append(s)
+    for c in prof:
+        s = by_name[c["name"]].pop(0)
+        ms_prof, ms_ours = (c["end_us"] - c["start_us"]) / 1e3, s.dur / 1e6
+        ratios[c["name"]].append(ms_ours / ms_prof)
+        # Ours begins where Python looked the destination up (the profiler
+        # starts a little later) and ends when the future's callbacks ran
+        # (to_here#: the profiler's ends once the caller thread woke up).
+        assert 0.5 * ms_prof - 1.0 <= ms_ours <= 1.5 * ms_prof + 1.0, (c["name"], ms_prof, ms_ours)
+        h = handling.get(id(s))
+        assert h is not None and h.name == s.name, s
+        assert s.ts <= h.ts and h.ts + h.dur <= s.ts + s.dur, (s, h)
+        if c["remote"]:  # torch's profiler loses some calls' remote events
+            assert ops[id(h)] == c["remote"], (c["name"], ops[id(h)], c["remote"])
+            compared += 1
+        if "udf_with_torch_ops" in s.name and not s.name.startswith("to_here"):
+            assert ops[id(h)] == UDF_OPS, ops[id(h)]
+    assert compared >= 2 * n, compared
+    for name, r in ratios.items():
+        assert 0.7 <= statistics.median(r) <= 1.3, (name, r)
+    rep = json.loads(subprocess.run([PTBPF, "report", "--json", path], capture_output=True,
+                                    text=True, check=True).stdout)
+    calls = {c["name"]: c["calls"] for c in rep["rpc_calls"]}
+    remote = {c["name"]: c["calls"] for c in rep["rpc_remote_ops"]}
+    for name, count in collections.Counter(c["name"] for c in prof).items():
+        assert calls[name] == count, (name, calls)
+    for fn in ("rpc_async", "rpc_sync", "rpc_remote"):
+        for op in UDF_OPS:
+            assert remote["%s#udf_with_torch_ops(worker0 -> worker1)#remote_op: %s" % (fn, op)] == n
+    assert remote["rpc_sync#aten::add(worker0 -> worker1)#remote_op: aten::add"] == n
+    text = subprocess.run([PTBPF, "report", path], capture_output=True, text=True,
+                          check=True).stdout
+    assert "rpc_sync#udf_with_torch_ops(worker0 -> worker1)#remote_op: aten::sigmoid" in text
+    m = re.search(r"rpc: calls (\d+), requests handled (\d+), flows (\d+); responses and "
+                  r"failures of calls begun before tracing 0", err)
+    assert m and m.group(1) == m.group(2) and int(m.group(3)) == 2 * int(m.group(1)), err
+
+
+def test_rpc_merged_from_two_sessions(tmp_path):
+    """Each worker traced by its own ptbpf: neither trace knows the other
+    side; `ptbpf merge` joins each request to its call (the callee's slice
+    takes the call's name, flows go both ways) and report on the merged
+    trace gives each call's remote ops."""
+    n = 3
+    paths, errs = run_recipe(tmp_path, n, sessions=2)
+    merged = str(tmp_path / "job.pftrace")
+    r = subprocess.run([PTBPF, "merge", paths[0], paths[1], "-o", merged], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    t = pftrace.Trace(merged)
+    assert t.validate() == []
+    calls = [s for s in t.slices if is_call(s)]
+    handling = call_handlings(t)
+    assert calls and all(handling.get(id(c)) is not None and handling[id(c)].name == c.name
+                         for c in calls), [c.name for c in calls if not handling.get(id(c))]
+    assert "joined %d RPC requests" % len(calls) in r.stderr, r.stderr
+    responses = [i for i in t.instants if i.name == "rpc response"]
+    sent = {f for i in t.instants if i.name == "rpc send response" for f in i.flows_out}
+    assert len(responses) == len(calls) and all(i.flows_in and i.flows_in[0] in sent
+                                                for i in responses)
+    rep = json.loads(subprocess.run([PTBPF, "report", "--json", merged], capture_output=True,
+                                    text=True, check=True).stdout)
+    remote = {c["name"]: c["calls"] for c in rep["rpc_remote_ops"]}
+    for op in UDF_OPS:
+        assert remote["rpc_async#udf_with_torch_ops(worker0 -> worker1)#remote_op: " + op] == n
+
+
+def test_rpc_errors_end_the_calls_that_raised(tmp_path):
+    """A remote Python function that raises (its RemoteException travels
+    back in a normal response) and a builtin op that fails on the callee
+    (an EXCEPTION response): both calls end with the error, on both
+    sides, and the workers run on."""
+    n = 2
+    (path,), _ = run_recipe(tmp_path, n, ["--raise"])
+    t = pftrace.Trace(path)
+    assert t.validate() == []
+    raised = [s for s in t.slices if is_call(s) and s.name == "rpc_sync#raises(worker0 -> worker1)"]
+    assert len(raised) == n and all(s.args["error"] == "RemoteException: ValueError"
+                                    for s in raised), raised
+    failed = [s for s in t.slices if is_call(s) and s.name == "rpc_sync#aten::add(worker0 -> worker1)"
+              and "error" in s.args]
+    assert len(failed) == n and all("must match the size" in s.args["error"] and
+                                    s.args["response_type"] == "EXCEPTION" for s in failed)
+    callee = [s for s in t.slices if s.category == "rpc_remote" and "error" in s.args]
+    assert len(callee) == 2 * n, [(s.name, s.args) for s in callee]
+
+
+def test_rpc_timeout_and_a_callee_that_dies(tmp_path):
+    """A call whose callee sleeps past its 3 s timeout ends at the
+    timeout, marked; then a call whose callee is killed mid-call ends when
+    the connection fails, marked. Nothing is left open."""
+    require(PTBPF)
+    workers, go = start_workers(tmp_path, 1, ["--hang"])
+    path = str(tmp_path / "rpc.pftrace")
+    tracer = trace([w.p.pid for w in workers], path)
+    try:
+        open(go, "w").close()
+        workers[0].wait_line("timed out", timeout=120)
+        workers[0].wait_line("calling", timeout=120)
+        workers[1].p.kill()
+        workers[0].wait_line("failed", timeout=120)
+        workers[0].p.send_signal(signal.SIGKILL)
+        rc, _, err = tracer.finish(timeout=120)
+        assert rc == 0, err
+    finally:
+        for p in [tracer] + workers:
+            p.kill()
+    t = pftrace.Trace(path)
+    assert t.validate() == []
+    sleeps = [s for s in t.slices if is_call(s) and s.name.startswith("rpc_sync#sleeps(")]
+    assert len(sleeps) == 2, [(s.name, s.args) for s in t.slices if is_call(s)]
+    timed_out, died = sleeps
+    assert timed_out.args.get("timed_out") and "timeout" in timed_out.args["error"], timed_out
+    assert 2.9e9 <= timed_out.dur <= 4e9, timed_out.dur
+    assert died.args.get("connection_failed") and died.dur < 60e9, died
+
+
+def test_rpc_call_in_flight_at_attach(tmp_path):
+    """ptbpf attached while a call is in flight: its response (and the
+    callee's handling, begun before) are counted as begun before tracing,
+    nothing is drawn half, and the calls after it are whole."""
+    require(PTBPF)
+    workers, go = start_workers(tmp_path, 1, ["--hang"])
+    path = str(tmp_path / "rpc.pftrace")
+    tracer = None
+    try:
+        open(go, "w").close()
+        workers[0].wait_line("calling", timeout=180)  # a call without a timeout is on
+        tracer = trace([w.p.pid for w in workers], path)
+        workers[1].p.kill()
+        workers[0].wait_line("failed", timeout=120)
+        rc, _, err = tracer.finish(timeout=120)
+        assert rc == 0, err
+    finally:
+        for p in [tracer] + workers if tracer else workers:
+            p.kill()
+    t = pftrace.Trace(path)
+    assert t.validate() == []
+    assert "responses and failures of calls begun before tracing" in err, err
+
+
+def test_rpc_distributed_autograd_crosses_workers(tmp_path):
+    """dist_autograd.backward over an RPC forward: each worker's
+    RecvRpcBackward node leads (its call, the other worker's handling) to a
+    SendRpcBackward node in the other process: one backward pass across
+    both, as flows."""
+    n = 2
+    (path,), _ = run_recipe(tmp_path, n, ["--autograd"])
+    t = pftrace.Trace(path)
+    assert t.validate() == []
+    pid_of = {}
+    for s in t.slices + t.instants:
+        pid_of.setdefault(s.track, t.pid_of(s.track))
+    by_flow_in = {f: s for s in t.slices + t.instants for f in s.flows_in}
+    anc = t.ancestors()
+    index = {id(s): i for i, s in enumerate(t.slices)}
+    hops = collections.Counter()
+    for i in t.instants:
+        if i.name != "rpc call":
+            continue
+        parents = [s for s in t.slices if s.track == i.track and s.ts <= i.ts <= s.ts + s.dur]
+        if not any(p.name.endswith("RecvRpcBackward") for p in parents):
+            continue
+        send = by_flow_in[i.flows_out[0]]
+        handling = by_flow_in[send.flows_out[0]]
+        assert handling.name.startswith("rpc#BACKWARD_AUTOGRAD_REQ(")
+        inside = [x for x in t.instants if x.track == handling.track and
+                  handling.ts <= x.ts <= handling.ts + handling.dur and
+                  x.name.startswith("dist autograd")]
+        node = by_flow_in[inside[0].flows_out[0]]
+        assert node.name.endswith("SendRpcBackward") and pid_of[node.track] != pid_of[i.track]
+        assert index[id(node)] in anc  # a slice of its thread
+        hops[(pid_of[i.track], pid_of[node.track])] += 1
+    assert len(hops) == 2 and all(v == n for v in hops.values()), hops
