@@ -98,3 +98,40 @@ print("\n".join(out))
                 f.write(subprocess.run([py, "-c", gen], check=True, capture_output=True,
                                        text=True).stdout + "\n")
     run_unit("test_pyline", str(cases))
+
+
+def test_rpc_payload_names(tmp_path):
+    """What an RPC payload names (user/record/rpc_names.c): Python calls
+    pickled by torch's RPC pickler and by pickle itself (protocols 2 to 5,
+    nested and long qualified names), RemoteException responses (short,
+    and longer than the 512 bytes BPF copies), and torch 1.13's own
+    torch.jit pickles (in the test)."""
+    gen = r'''
+import pickle, torch
+from torch.distributed.rpc.internal import PythonUDF, RemoteException, _internal_rpc_pickler
+def udf(a, b):
+    return a + b
+class Outer:
+    @staticmethod
+    def method(x):
+        return x
+exec("def " + "f" * 200 + "(x):\n    return x")
+long_fn = globals()["f" * 200]
+out = []
+t = torch.ones(2)
+for fn in (udf, Outer.method, long_fn):
+    payload, _ = _internal_rpc_pickler.serialize(PythonUDF(fn, (t, 1), {"k": t}))
+    out.append("fn %s %s" % ((b"\x00" + payload).hex(), fn.__qualname__))
+for proto in (2, 3, 4, 5):
+    out.append("fn %s udf" % (b"\x01" + pickle.dumps(PythonUDF(udf, (1,), {}), protocol=proto)).hex())
+for msg in ("boom", "On WorkerInfo(id=1, name=worker1):\nValueError('boom')\n" + "x" * 2000):
+    payload, _ = _internal_rpc_pickler.serialize(RemoteException(msg, ValueError))
+    out.append("exc %s ValueError" % payload.hex())
+payload, _ = _internal_rpc_pickler.serialize(t + 1)
+out.append("none %s" % payload.hex())
+print("\n".join(out))
+'''
+    cases = tmp_path / "rpc_cases.txt"
+    cases.write_text(subprocess.run(["/usr/bin/python3", "-c", gen], check=True,
+                                    capture_output=True, text=True).stdout)
+    run_unit("test_rpc_names", str(cases))

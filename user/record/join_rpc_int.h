@@ -23,7 +23,7 @@
 #define RPC_MAX_CALLS   4096 /* open calls and handled requests, each */
 #define RPC_MAX_PROCS   256
 #define RPC_MAX_LANES   64
-#define RPC_FN_LEN      128
+#define RPC_FN_LEN      256
 
 struct rpc_call {
 	int pid, tid;

@@ -43,6 +43,7 @@ bool rpc_is_message_type(uint32_t type)
 /* ---- a pickle, walked ---- */
 
 #define MAX_ITEMS 64
+#define RPC_PAYLOAD_MAX 4096 /* no string is longer than what was copied */
 #define MAX_MEMO  64
 
 struct str { const uint8_t *s; size_t n; }; /* n == SIZE_MAX: not a string */
@@ -229,7 +230,8 @@ static bool str_is(struct str s, const char *lit)
 
 static void copy_str(char *out, size_t len, struct str s)
 {
-	snprintf(out, len, "%.*s", (int)(s.n < 200 ? s.n : 200), (const char *)s.s);
+	snprintf(out, len, "%.*s", (int)(s.n < RPC_PAYLOAD_MAX ? s.n : RPC_PAYLOAD_MAX),
+		 (const char *)s.s);
 }
 
 /* A Python pickle of PythonUDF(func, args, kwargs): func's qualified name,
