@@ -388,13 +388,14 @@ void end_frame(struct join *j, struct thread *t, const struct ptbpf_event *e,
 	close_top(j, t, e->ts, why);
 }
 
-/* __cxa_begin_catch at SP: frames entered at or below SP were unwound. */
+/* __cxa_begin_catch at SP: frames entered at or below SP were unwound
+ * (regions and RPC handling are keyed by object and message id: they stay). */
 static void unwind(struct join *j, struct thread *t, const struct ptbpf_event *e)
 {
 	while (t->depth > 0) {
 		struct frame *f = &t->stack[t->depth - 1];
 
-		if (f->kind == FR_USER || f->key > e->key)
+		if (f->kind == FR_USER || f->kind == FR_RPC || f->key > e->key)
 			break;
 		close_top(j, t, e->ts, CLOSE_UNWOUND);
 	}
