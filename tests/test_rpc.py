@@ -38,8 +38,13 @@ def start_workers(tmp_path, n, flags=()):
                     env=dict(os.environ, RANK=str(r), MASTER_ADDR="127.0.0.1",
                              MASTER_PORT=str(port)))
                for r in range(2)]
-    for w in workers:
-        w.wait_line("ready", timeout=180)
+    try:
+        for w in workers:
+            w.wait_line("ready", timeout=180)
+    except BaseException:
+        for w in workers:
+            w.kill()
+        raise
     return workers, go
 
 
@@ -48,8 +53,12 @@ def trace(pids, path, extra=()):
     for pid in pids:
         args += ["-p", str(pid)]
     tracer = Proc(args)
-    for _ in pids:
-        tracer.wait_line("ptbpf: tracing pid", stream="stderr", timeout=180)
+    try:
+        for _ in pids:
+            tracer.wait_line("ptbpf: tracing pid", stream="stderr", timeout=180)
+    except BaseException:
+        tracer.kill()
+        raise
     return tracer
 
 
@@ -239,8 +248,9 @@ def test_rpc_timeout_and_a_callee_that_dies(tmp_path):
     require(PTBPF)
     workers, go = start_workers(tmp_path, 1, ["--hang"])
     path = str(tmp_path / "rpc.pftrace")
-    tracer = trace([w.p.pid for w in workers], path)
+    tracer = None
     try:
+        tracer = trace([w.p.pid for w in workers], path)
         open(go, "w").close()
         workers[0].wait_line("timed out", timeout=120)
         workers[0].wait_line("calling", timeout=120)
@@ -250,7 +260,7 @@ def test_rpc_timeout_and_a_callee_that_dies(tmp_path):
         rc, _, err = tracer.finish(timeout=120)
         assert rc == 0, err
     finally:
-        for p in [tracer] + workers:
+        for p in ([tracer] if tracer else []) + workers:
             p.kill()
     t = pftrace.Trace(path)
     assert t.validate() == []
@@ -279,7 +289,7 @@ def test_rpc_call_in_flight_at_attach(tmp_path):
         rc, _, err = tracer.finish(timeout=120)
         assert rc == 0, err
     finally:
-        for p in [tracer] + workers if tracer else workers:
+        for p in ([tracer] if tracer else []) + workers:
             p.kill()
     t = pftrace.Trace(path)
     assert t.validate() == []
