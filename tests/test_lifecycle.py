@@ -38,19 +38,22 @@ def test_target_exits_mid_trace(tmp_path):
     """The target is killed while traced: ptbpf notices, stops, and the trace
     is valid up to the exit."""
     target, go = start_target(workload_argv("burst", 10**9), tmp_path)
-    out = str(tmp_path / "t.pftrace")
-    tracer = Proc([PTBPF, "-p", str(target.p.pid), "-o", out])
-    tracer.wait_line("ptbpf: tracing pid", stream="stderr")
-    open(go, "w").close()
-    time.sleep(2)
-    target.p.kill()
-    target.p.wait()
-    rc, _, err = tracer.finish(timeout=60)
-    assert rc == 0, err
-    assert "every traced process has exited" in err
-    t = pftrace.Trace(out)
-    assert t.validate() == []
-    assert t.op_counts()["aten::add"] > 100
+    try:
+        out = str(tmp_path / "t.pftrace")
+        tracer = Proc([PTBPF, "-p", str(target.p.pid), "-o", out])
+        tracer.wait_line("ptbpf: tracing pid", stream="stderr")
+        open(go, "w").close()
+        time.sleep(2)
+        target.p.kill()
+        target.p.wait()
+        rc, _, err = tracer.finish(timeout=60)
+        assert rc == 0, err
+        assert "every traced process has exited" in err
+        t = pftrace.Trace(out)
+        assert t.validate() == []
+        assert t.op_counts()["aten::add"] > 100
+    finally:
+        target.kill()
 
 
 def test_sigint_mid_trace_and_duration(tmp_path):
@@ -330,6 +333,7 @@ def test_target_in_its_own_pid_namespace(tmp_path):
     argv = ["unshare", "--pid", "--fork", "--mount-proc"] + workload_argv("mlp", 5)
     go = str(tmp_path / "go")
     launcher = Proc([a.replace("{go}", go) for a in argv])
+    host_pid = None
     try:
         line, _ = launcher.wait_line("ready")
         assert line.split()[1] == "1"  # pid 1 inside its namespace
@@ -348,6 +352,11 @@ def test_target_in_its_own_pid_namespace(tmp_path):
         assert procs and "pid 1 in its namespace" in procs[0].process_name
         assert t.op_counts()["aten::addmm"] > 0
     finally:
+        if host_pid:  # unshare's child outlives a killed unshare
+            try:
+                os.kill(host_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         launcher.kill()
 
 
