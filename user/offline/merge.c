@@ -34,6 +34,7 @@
 
 #include "lib/log.h"
 #include "lib/files.h"
+#include "offline/merge_sched.h"
 #include "trace/pbread.h"
 #include "trace/pbwrite.h"
 #include "trace/perfetto.h"
@@ -49,6 +50,9 @@ struct input {
 	struct tr_reader *tr;
 	uint64_t salt;
 	int64_t offset;     /* REALTIME - MONOTONIC at its first snapshot */
+	int64_t boot_minus_mono; /* BOOTTIME - MONOTONIC then (scheduler bundles are BOOTTIME) */
+	uint32_t ncpus;     /* its scheduler bundles' highest CPU + 1 */
+	uint32_t cpu_off;   /* added to its CPUs in the output */
 	int64_t drift;      /* change of that offset up to its last snapshot */
 	int nsnapshots;
 	uint64_t min_ts;    /* the earliest timestamp of a packet it keeps */
@@ -183,6 +187,7 @@ static int scan_input(struct input *in, bool by_collectives)
 	struct tr_event *e = malloc(sizeof(*e));
 	struct tr_packet p;
 	int nopen = 0, got;
+	uint32_t cpu;
 
 	if (!e)
 		return -1;
@@ -191,8 +196,13 @@ static int scan_input(struct input *in, bool by_collectives)
 		int64_t off;
 
 		if (p.snapshot.n && tr_clock_offset(&p, &off)) {
-			if (!in->nsnapshots++)
+			int64_t boot;
+
+			if (!in->nsnapshots++) {
 				in->offset = off;
+				if (tr_clock_offset_boot(&p, &boot))
+					in->boot_minus_mono = off - boot;
+			}
 			/* Both offsets lie in [-INT64_MAX, INT64_MAX]: wrap-free in unsigned. */
 			in->drift = (int64_t)((uint64_t)off - (uint64_t)in->offset);
 		}
@@ -200,6 +210,8 @@ static int scan_input(struct input *in, bool by_collectives)
 			in->min_ts = p.ts;
 		if (by_collectives && p.event.n && tr_event(in->tr, &p, e))
 			note_collective(in, e, open, &nopen);
+		if (p.ftrace.n && merge_sched_cpu(p.ftrace.d, p.ftrace.n, &cpu) && cpu >= in->ncpus)
+			in->ncpus = cpu + 1;
 	}
 	free(e);
 	if (got < 0)
@@ -429,6 +441,17 @@ static bool rewrite_packet(struct input *in, int idx, const struct tr_packet *tp
 
 			rewrite_event(in, f.d, f.len, pkt, &bad);
 			pb_end(pkt, at);
+		} else if (f.num == F_PKT_FTRACE_EVENTS && f.wt == PB_LEN) {
+			struct merge_sched_shift sh = {
+				.ts_off = in->offset - in->boot_minus_mono,
+				.pid_off = (int64_t)(idx + 1) * PID_STRIDE, .cpu_off = in->cpu_off };
+			size_t at = pb_begin(pkt, f.num);
+
+			if (!merge_sched_bundle(&sh, f.d, f.len, pkt)) {
+				in->dropped++;
+				return false;
+			}
+			pb_end(pkt, at);
 		} else {
 			pb_raw(pkt, f.raw, f.rawlen);
 		}
@@ -456,6 +479,23 @@ static void put_identity_snapshot(struct pb *out, uint64_t ts, uint32_t seq)
 	}
 	pb_uint(out, F_CS_PRIMARY, CLOCK_ID_BOOTTIME);
 	pb_end(out, snap);
+}
+
+/* Each input's CPUs keep tracks of their own, as its pids do, while
+ * trace_processor's 1024 CPUs go round; else they share them (said). */
+static void apart_cpus(struct input *in, int n)
+{
+	uint32_t stride = 0;
+
+	for (int i = 0; i < n; i++)
+		stride = in[i].ncpus > stride ? in[i].ncpus : stride;
+	if (stride && n > 1 && (uint64_t)stride * (uint64_t)n > 1024) {
+		log_msg("merge: the inputs' %u CPUs each are too many to keep apart: their CPU "
+			"tracks are shared\n", stride);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		in[i].cpu_off = (uint32_t)i * stride;
 }
 
 static void set_label(struct input *in)
@@ -558,6 +598,7 @@ int merge_traces(const char *const *paths, int n, const char *out_path, bool by_
 			log_msg("merge: %s and %s share too few NCCL kernels (%d, %d) "
 				"to refine the alignment; REALTIME only\n", in[0].label, in[i].label,
 				in[0].ncoll, in[i].ncoll);
+	apart_cpus(in, n);
 	for (int i = 0; i < n; i++) {
 		uint64_t ts;
 
