@@ -28,6 +28,7 @@
 #define MAX_FD_NAMES 4096
 #define FD_NAME_LEN 96
 #define EXIT_STATES 0x30 /* EXIT_DEAD | EXIT_ZOMBIE: the thread is gone */
+#define BLOCKED_TRACK "blocked in"
 
 struct blocked_call { /* a system call seen blocking, not yet over */
 	uint64_t enter_ts;
@@ -38,7 +39,8 @@ struct blocked_call { /* a system call seen blocking, not yet over */
 
 struct thread {
 	int pid, tid;
-	uint64_t track;
+	uint64_t thread_track;
+	uint64_t track; /* "blocked in", under the thread's track; made when first used */
 	struct blocked_call call;
 	uint64_t fault_ts, fault_addr; /* blocked in a fault since, 0: not */
 	uint64_t min0, maj0, min, maj; /* fault counters: first seen, last written */
@@ -100,7 +102,7 @@ static struct thread *thread_of(struct offcpu *o, int pid, int tid)
 		return NULL;
 	}
 	*t = (struct thread){ .pid = pid, .tid = tid };
-	t->track = o->track(o->ctx, pid, tid);
+	t->thread_track = o->track(o->ctx, pid, tid);
 	return t;
 }
 
@@ -159,11 +161,19 @@ static int call_args(struct offcpu *o, int pid, int32_t nr, const uint64_t arg[2
 	return n;
 }
 
+/* The thread's "blocked in" track, made at its first slice. */
+static uint64_t blocked_track(struct offcpu *o, struct thread *t)
+{
+	if (!t->track)
+		t->track = pf_track_child(o->w, t->thread_track, BLOCKED_TRACK);
+	return t->track;
+}
+
 static void call_slice(struct offcpu *o, struct thread *t, int32_t nr, uint64_t from,
 		       uint64_t to, struct pf_arg *args, int nargs)
 {
 	char buf[32];
-	struct pf_event e = { .track = t->track, .ts = from, .category = "syscall",
+	struct pf_event e = { .track = blocked_track(o, t), .ts = from, .category = "syscall",
 			      .name = syscall_name(nr, buf, sizeof(buf)), .args = args,
 			      .nargs = nargs };
 
@@ -178,7 +188,7 @@ void offcpu_syscall(struct offcpu *o, const struct ptbpf_sched_syscall *r)
 	struct pf_arg a[6];
 	int n;
 
-	if (!t || !t->track)
+	if (!t || !t->thread_track)
 		return;
 	if (t->call.open && t->call.enter_ts <= r->enter_ts)
 		t->call.open = false;
@@ -195,7 +205,7 @@ static void fault_counter(struct offcpu *o, struct thread *t, uint64_t *track,
 			  const char *name, uint64_t ts, uint64_t value)
 {
 	if (!*track)
-		*track = pf_track_counter(o->w, t->track, name, PF_UNIT_COUNT);
+		*track = pf_track_counter(o->w, t->thread_track, name, PF_UNIT_COUNT);
 	pf_counter(o->w, *track, ts, (int64_t)value);
 }
 
@@ -222,7 +232,7 @@ static void count_faults(struct offcpu *o, struct thread *t, const struct ptbpf_
 static void fault_slice(struct offcpu *o, struct thread *t, uint64_t to)
 {
 	struct pf_arg a = { .name = "addr", .type = PF_ARG_PTR, .ptr = t->fault_addr };
-	struct pf_event e = { .track = t->track, .ts = t->fault_ts, .category = "fault",
+	struct pf_event e = { .track = blocked_track(o, t), .ts = t->fault_ts, .category = "fault",
 			      .name = "page fault", .args = &a, .nargs = 1 };
 
 	pf_slice_begin(o->w, &e);
@@ -237,7 +247,7 @@ static void prev_left(struct offcpu *o, const struct ptbpf_sched_switch *r)
 {
 	struct thread *t = thread_of(o, (int)r->prev_tgid, (int)r->prev_tid);
 
-	if (!t || !t->track)
+	if (!t || !t->thread_track)
 		return;
 	count_faults(o, t, r);
 	if (r->prev_state & EXIT_STATES) {
@@ -263,7 +273,7 @@ void offcpu_switch(struct offcpu *o, const struct ptbpf_sched_switch *r)
 	if (!(r->flags & SW_NEXT_TRACED))
 		return;
 	t = thread_of(o, (int)r->next_tgid, (int)r->next_tid);
-	if (t && t->track && t->fault_ts)
+	if (t && t->thread_track && t->fault_ts)
 		fault_slice(o, t, r->h.ts);
 }
 
@@ -275,7 +285,7 @@ void offcpu_finish(struct offcpu *o, uint64_t ts)
 		struct pf_arg a[4];
 		int n;
 
-		if (!t->track)
+		if (!t->thread_track)
 			continue;
 		if (t->fault_ts)
 			fault_slice(o, t, ts);
