@@ -3,6 +3,7 @@
 for the kernel view's tests (tests/test_sched.py).
 
 usage: offcpu.py [--steps N] [--ms MS] [--hog-ms MS] --go FILE [--fault-mb MB]
+                 [--major-mb MB]
 
 Each step, after a small MLP step, the training thread (pinned to CPU 0):
   pipe    reads one byte from a pipe that a helper thread writes MS later
@@ -12,9 +13,13 @@ Each step, after a small MLP step, the training thread (pinned to CPU 0):
           for HOG_MS of its own CPU time: the training thread waits for
           the CPU that long
   fault   (--fault-mb) first touch of a fresh anonymous mapping (minor faults)
+  major   (--major-mb) reads a file's mapping whose pages were just dropped
+          from the page cache, at random (major faults: the thread blocks
+          in them)
 Prints "ready" (with the training thread's tid and the hog's pid), waits
 for --go, and at the end one JSON line: per cause, the time the training
-thread spent in it as measured here (ns), and the hog's CPU time.
+thread spent in it as measured here (ns), the hog's CPU time, and when the
+loop ended (CLOCK_MONOTONIC ns).
 """
 import argparse
 import json
@@ -61,6 +66,30 @@ def later(ms, fn):
     return t
 
 
+def major_file(path, mb):
+    with open(path, "wb") as f:
+        f.write(os.urandom(mb << 20))
+        f.flush()
+        os.fsync(f.fileno())
+    return path
+
+
+def read_dropped(path, mb):
+    """Touches one byte per page of path's mapping, its cache dropped first."""
+    fd = os.open(path, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    m = mmap.mmap(fd, mb << 20, prot=mmap.PROT_READ)
+    m.madvise(mmap.MADV_RANDOM)
+    t0 = time.monotonic_ns()
+    s = 0
+    for off in range(0, mb << 20, 4096):
+        s += m[off]
+    spent = time.monotonic_ns() - t0
+    m.close()
+    os.close(fd)
+    return spent
+
+
 def timed(fn):
     t0 = time.monotonic_ns()
     fn()
@@ -73,6 +102,7 @@ def main():
     ap.add_argument("--ms", type=int, default=20)
     ap.add_argument("--hog-ms", type=int, default=0)
     ap.add_argument("--fault-mb", type=int, default=0)
+    ap.add_argument("--major-mb", type=int, default=0)
     ap.add_argument("--go", required=True)
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -84,10 +114,13 @@ def main():
     model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x, y = torch.randn(16, 32), torch.randint(0, 10, (16,))
+    if a.major_mb:
+        major_file(a.go + ".data", a.major_mb)
     print("ready tid %d hog %s" % (threading.get_native_id(), hog_pid), flush=True)
     while not os.path.exists(a.go):
         time.sleep(0.01)
-    spent = {"pipe": 0, "sleep": 0, "futex": 0, "hog": 0, "hog_cpu": 0, "fault": 0}
+    spent = {"pipe": 0, "sleep": 0, "futex": 0, "hog": 0, "hog_cpu": 0, "fault": 0, "major": 0}
+    major = a.go + ".data"
     r, w = os.pipe()
     for _ in range(a.steps):
         opt.zero_grad()
@@ -119,9 +152,12 @@ def main():
                 m[off] = 1
             spent["fault"] += time.monotonic_ns() - t0
             m.close()
+        if a.major_mb:
+            spent["major"] += read_dropped(major, a.major_mb)
     if a.hog_ms:
         os.close(hog_go)
         os.waitpid(hog_pid, 0)
+    spent["end"] = time.monotonic_ns()  # the loop's end (CLOCK_MONOTONIC)
     print(json.dumps(spent), flush=True)
     os._exit(0)
 

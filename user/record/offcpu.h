@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * offcpu: why a traced thread was off CPU, as slices on its thread track
- * (under the op it was in): a system call it blocked in ("read", "futex",
- * "epoll_wait"...; what its file descriptor is: a pipe, a socket, a device
- * such as /dev/nvidia0, a file), a page fault it blocked in; and its page
- * faults, minor and major, as counters under its thread. The states
+ * offcpu: why a traced thread was off CPU, as slices on a "blocked in"
+ * track under its thread's track: a system call it blocked in ("read",
+ * "futex", "epoll_wait"...; what its file descriptor is: a pipe, a socket,
+ * a device such as /dev/nvidia0, a file), a page fault it blocked in; and
+ * its page faults, minor and major, as counters under its thread. A track
+ * of their own, not the ops' track: these come from the kernel's clock
+ * through another ring, and a slice of theirs that crossed an op's cut end
+ * (lost records) would reshape the op's slices in trace_processor. The states
  * themselves (Running, Runnable, Sleeping, Uninterruptible) are the
  * scheduler records' (record/sched.c), which trace_processor turns into
  * thread_state; these slices say what a Sleeping stretch waited in.
