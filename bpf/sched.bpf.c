@@ -4,8 +4,8 @@
  * or sleep, who woke them, and what they blocked in (a system call and its
  * first arguments, a page fault). BTF tracepoints (no tracefs, no kprobes)
  * on sched_switch, sched_waking, sched_wakeup_new, sys_enter, sys_exit and
- * page_fault_user, each filtered here to the `traced` processes (the
- * loader's map, shared with bpf/ptbpf.bpf.c), into a ring of their own
+ * page_fault_user, each filtered here to the traced processes (the
+ * loader's bitmap, sched_procs), into a ring of their own
  * (include/ptbpf_sched.h). Every record a program tries to send is counted
  * in sched_stats, and every one that does not fit is counted by cause.
  *
@@ -40,18 +40,28 @@ struct {
 	__type(value, __u64);
 } sched_stats SEC(".maps");
 
-/* Processes being traced (tgid -> 1): the loader hands over ptbpf.bpf.c's
- * map (same definition as in common.bpf.h). */
+/* The traced processes: bit tgid % 64 of word tgid / 64 (pids are below
+ * 2^22), set and cleared by the loader. An array: its lookups are inlined,
+ * so filtering out a switch of another process costs two loads. */
+#define PROC_WORDS (1u << 16)
+
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PROC_WORDS);
 	__type(key, __u32);
-	__type(value, __u8);
-} traced SEC(".maps");
+	__type(value, __u64);
+} sched_procs SEC(".maps");
+
+/* A CPU is warm for this many jiffies after its last kept record: its
+ * switches are timed then. A cold CPU's switches are not (reading the
+ * clock is most of what filtering one out would cost: ~80 ns of kvm-clock
+ * on the CI VM), so a replay there has no time of its own. */
+#define WARM_JIFFIES 64
 
 /* What each CPU last did, and what the records sent so far show. */
 struct cpu_state {
-	__u64 last_ts;     /* the CPU's latest switch */
+	__u64 last_ts;     /* the CPU's latest switch, 0 if not timed (cold) */
+	__u64 warm;        /* jiffies of its last kept record */
 	__u32 last_prev, last_next, last_state;
 	__u32 shown;       /* the task the records sent show running here */
 	__u32 lost;        /* records that could not be sent since the last one */
@@ -98,7 +108,10 @@ static __always_inline void stat_inc(__u32 idx)
 
 static __always_inline bool is_traced(__u32 tgid)
 {
-	return tgid && bpf_map_lookup_elem(&traced, &tgid);
+	__u32 word = tgid / 64;
+	__u64 *w = bpf_map_lookup_elem(&sched_procs, &word);
+
+	return w && (*w >> (tgid % 64) & 1);
 }
 
 static __always_inline void *reserve(__u64 size, __u32 drop_cause)
@@ -171,22 +184,23 @@ static __always_inline void next_fill(struct ptbpf_sched_switch *r, struct task_
 }
 
 /* The switch that put cur (running now) on this CPU, sent late: so that
- * what Perfetto takes for the previous task of the next record is cur. */
-static __always_inline void replay_last(struct cpu_state *c, struct task_struct *cur)
+ * what Perfetto takes for the previous task of the next record (at now)
+ * is cur. Untimed (the CPU was cold), it is placed just before now. */
+static __always_inline void replay_last(struct cpu_state *c, struct task_struct *cur, __u64 now)
 {
 	struct ptbpf_sched_switch *r;
 
-	if ((c->shown_valid && c->shown == (__u32)cur->pid) || !c->last_ts ||
+	if ((c->shown_valid && c->shown == (__u32)cur->pid) || !c->last_next ||
 	    c->last_next != (__u32)cur->pid)
 		return;
 	r = reserve_chain(c, sizeof(*r), SCHED_DROP_SWITCH);
 	if (!r)
 		return;
 	__builtin_memset(r, 0, sizeof(*r));
-	hdr_fill(&r->h, c, c->last_ts, SCHED_REC_SWITCH);
+	hdr_fill(&r->h, c, c->last_ts ? c->last_ts : now - 1, SCHED_REC_SWITCH);
 	r->prev_tid = c->last_prev;
 	r->prev_state = c->last_state;
-	r->flags = SW_REPLAYED;
+	r->flags = SW_REPLAYED | (c->last_ts ? 0 : SW_UNTIMED);
 	r->sys_nr = -1;
 	next_fill(r, cur);
 	submit(r);
@@ -264,7 +278,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	struct cpu_state *c = this_cpu();
 	__u32 flags = 0, state = switch_state(preempt, prev_state, prev);
 	struct ptbpf_sched_switch *r;
-	__u64 ts = bpf_ktime_get_ns();
+	__u64 ts = 0, jiffies = bpf_jiffies64();
 
 	if (!c)
 		return 0;
@@ -272,8 +286,11 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		flags |= SW_PREV_TRACED;
 	if (is_traced(next->tgid))
 		flags |= SW_NEXT_TRACED;
+	if (flags || jiffies - c->warm <= WARM_JIFFIES)
+		ts = bpf_ktime_get_ns();
 	if (flags) {
-		replay_last(c, prev);
+		c->warm = jiffies;
+		replay_last(c, prev, ts);
 		r = reserve_chain(c, sizeof(*r), SCHED_DROP_SWITCH);
 		if (r) {
 			__builtin_memset(r, 0, sizeof(*r));
@@ -305,14 +322,17 @@ static __always_inline int send_waking(struct task_struct *p, __u16 new_task)
 	struct task_struct *cur = bpf_get_current_task_btf();
 	struct ptbpf_sched_waking *r;
 	struct cpu_state *c;
+	__u64 now;
 
 	if (!is_traced(p->tgid) || !(c = this_cpu()))
 		return 0;
-	replay_last(c, cur);
+	now = bpf_ktime_get_ns();
+	c->warm = bpf_jiffies64();
+	replay_last(c, cur, now);
 	r = reserve_chain(c, sizeof(*r), SCHED_DROP_WAKING);
 	if (!r)
 		return 0;
-	hdr_fill(&r->h, c, bpf_ktime_get_ns(), SCHED_REC_WAKING);
+	hdr_fill(&r->h, c, now, SCHED_REC_WAKING);
 	r->tid = p->pid;
 	r->tgid = p->tgid;
 	r->waker_tid = cur->pid;

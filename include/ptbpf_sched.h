@@ -12,7 +12,9 @@
  * a switch's previous task from the one before it on the CPU, so before such
  * a record BPF replays the switch that put the CPU's current task on, when
  * the records so far show another one there (SW_REPLAYED): the task that ran
- * before a traced thread, or woke it, is the right one.
+ * before a traced thread, or woke it, is the right one. Its time is the
+ * switch's own where the CPU had a record in the last ~64 jiffies (CPUs
+ * the traced threads use), else unknown (SW_UNTIMED).
  */
 #ifndef PTBPF_SCHED_H
 #define PTBPF_SCHED_H
@@ -41,6 +43,8 @@ struct ptbpf_sched_hdr {
 #define SW_REPLAYED    (1u << 2) /* an earlier switch, replayed (see above): no prev_* */
 #define SW_SYSCALL     (1u << 3) /* prev blocked in syscall sys_nr */
 #define SW_FAULT       (1u << 4) /* prev blocked in a user page fault at fault_addr */
+#define SW_UNTIMED     (1u << 5) /* replayed from a CPU whose switches were not
+				  * timed: placed just before the next record */
 
 /* Perfetto's prev_state: TASK_REPORT bits, as the sched_switch tracepoint
  * reports them (kernels 4.14+). */

@@ -36,10 +36,9 @@ class Traced:
             self.tid = int(m.group(1))
             self.hog = int(m.group(2)) if m.group(2) != "None" else None
             self.pid = target.p.pid
-            tracer = Proc([require(PTBPF), "-p", str(self.pid), "-o", self.path] +
-                          list(ptbpf_args))
+            tracer = attach([require(PTBPF), "-p", str(self.pid), "-o", self.path] +
+                            list(ptbpf_args))
             try:
-                tracer.wait_line("ptbpf: tracing pid", stream="stderr")
                 self.extra = before_go(self) if before_go else None
                 self.t0 = time.monotonic_ns()
                 open(go, "w").close()
@@ -53,6 +52,23 @@ class Traced:
             target.kill()
         assert self.rc == 0, self.err
         self.trace = pftrace.Trace(self.path)
+
+
+def attach(argv):
+    """ptbpf started and tracing. While another test's `ptbpf --all` holds
+    the process (tests on this host run side by side), it is tried again:
+    the workload waits for its go file meanwhile."""
+    for _ in range(60):
+        tracer = Proc(argv)
+        try:
+            tracer.wait_line("ptbpf: tracing pid", stream="stderr")
+            return tracer
+        except AssertionError as e:
+            tracer.kill()
+            if "already traced by another ptbpf" not in str(e):
+                raise
+            time.sleep(2)
+    raise AssertionError("the workload stayed traced by another ptbpf")
 
 
 def blocked_slices(trace, tid):

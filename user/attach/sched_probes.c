@@ -15,7 +15,6 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "ptbpf.skel.h"
 #include "sched.skel.h"
 
 #define MAX_PROGS 8
@@ -27,8 +26,7 @@ struct sched_probes {
 	char missing[128];
 };
 
-static struct sched_bpf *open_skel(struct ptbpf_bpf *ops, uint32_t ring_bytes, bool faults,
-				   int *err)
+static struct sched_bpf *open_skel(uint32_t ring_bytes, bool faults, int *err)
 {
 	struct sched_bpf *skel = sched_bpf__open();
 
@@ -40,9 +38,7 @@ static struct sched_bpf *open_skel(struct ptbpf_bpf *ops, uint32_t ring_bytes, b
 	skel->rodata->wakeup_bytes = ring_bytes / 16;
 	if (!faults)
 		bpf_program__set_autoload(skel->progs.on_fault, false);
-	*err = bpf_map__reuse_fd(skel->maps.traced, bpf_map__fd(ops->maps.traced));
-	if (!*err)
-		*err = sched_bpf__load(skel);
+	*err = sched_bpf__load(skel);
 	if (*err) {
 		sched_bpf__destroy(skel);
 		return NULL;
@@ -75,8 +71,7 @@ static int attach_all(struct sched_probes *p, char *err, size_t errlen)
 	return 0;
 }
 
-struct sched_probes *sched_probes_new(struct ptbpf_bpf *ops, uint32_t ring_bytes,
-				      char *err, size_t errlen)
+struct sched_probes *sched_probes_new(uint32_t ring_bytes, char *err, size_t errlen)
 {
 	struct sched_probes *p = calloc(1, sizeof(*p));
 	int e = 0;
@@ -85,8 +80,8 @@ struct sched_probes *sched_probes_new(struct ptbpf_bpf *ops, uint32_t ring_bytes
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	p->skel = open_skel(ops, ring_bytes, true, &e);
-	if (!p->skel && (p->skel = open_skel(ops, ring_bytes, false, &e)))
+	p->skel = open_skel(ring_bytes, true, &e);
+	if (!p->skel && (p->skel = open_skel(ring_bytes, false, &e)))
 		snprintf(p->missing, sizeof(p->missing), "page_fault_user");
 	if (!p->skel) {
 		snprintf(err, errlen, "loading its BPF programs failed: %s (run with -v for the "
@@ -99,6 +94,23 @@ struct sched_probes *sched_probes_new(struct ptbpf_bpf *ops, uint32_t ring_bytes
 		return NULL;
 	}
 	return p;
+}
+
+int sched_probes_watch(struct sched_probes *p, int pid, bool on)
+{
+	uint32_t word = (uint32_t)pid / 64;
+	uint64_t bits = 0, bit = 1ull << ((uint32_t)pid % 64);
+	const struct bpf_map *m;
+
+	if (!p)
+		return 0;
+	m = p->skel->maps.sched_procs;
+	if (pid <= 0 || word >= bpf_map__max_entries(m))
+		return -EINVAL;
+	if (bpf_map__lookup_elem(m, &word, sizeof(word), &bits, sizeof(bits), 0))
+		return -errno;
+	bits = on ? bits | bit : bits & ~bit;
+	return bpf_map__update_elem(m, &word, sizeof(word), &bits, sizeof(bits), BPF_ANY);
 }
 
 int sched_probes_ring_fd(const struct sched_probes *p)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The kernel view's BPF programs (bpf/sched.bpf.c): loaded beside the op
- * programs, filtering on the same map of traced processes, attached to
+ * programs, filtering on a bitmap of the processes being traced, attached to
  * the scheduler, system call and page fault tracepoints for the whole
  * capture, detached before the last read. Their records come through a
  * ring of their own (include/ptbpf_sched.h).
@@ -9,18 +9,20 @@
 #ifndef PTBPF_SCHED_PROBES_H
 #define PTBPF_SCHED_PROBES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "ptbpf_sched.h"
 
-struct ptbpf_bpf;
 struct sched_probes;
 
-/* Loads and attaches them, sharing ops' map of traced processes; ring_bytes:
- * their ring's size (a power of two). NULL with one line in err. */
-struct sched_probes *sched_probes_new(struct ptbpf_bpf *ops, uint32_t ring_bytes,
-				      char *err, size_t errlen);
+/* Loads and attaches them; ring_bytes: their ring's size (a power of
+ * two). They record nothing until a process is watched. NULL with one
+ * line in err. */
+struct sched_probes *sched_probes_new(uint32_t ring_bytes, char *err, size_t errlen);
+/* Starts (on) or stops recording process pid's threads; 0 or -errno. */
+int sched_probes_watch(struct sched_probes *p, int pid, bool on);
 /* The ring's map fd (for ring_buffer__add). */
 int sched_probes_ring_fd(const struct sched_probes *p);
 /* What did not attach (a tracepoint this kernel lacks), "" if nothing. */

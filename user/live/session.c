@@ -203,7 +203,7 @@ static void setup_sched(struct session *s)
 	uint32_t ring = s->opt.ring_bytes > 8192 ? s->opt.ring_bytes / 2 : 4096;
 	char err[256];
 
-	s->sched = sched_probes_new(s->skel, ring, err, sizeof(err));
+	s->sched = sched_probes_new(ring, err, sizeof(err));
 	if (!s->sched) {
 		log_warn("no kernel view (thread states, blocking calls): %s\n", err);
 		return;

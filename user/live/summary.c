@@ -251,10 +251,12 @@ void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 	const struct offcpu_counts *o = sched_view_offcpu(s->schedv);
 	uint64_t lost = summary_sched_lost(sst);
 
-	log_msg("kernel view: switches %lu (%lu replayed), wakeups %lu; blocking system calls %lu "
+	log_msg("kernel view: switches %lu (%lu replayed, %lu of them untimed), wakeups %lu; "
+		"blocking system calls %lu "
 		"(%lu still blocked at the end), blocked in page faults %lu; page faults of the "
 		"traced threads: minor %lu, major %lu\n", (unsigned long)c->switches,
-		(unsigned long)c->replayed, (unsigned long)c->wakings, (unsigned long)o->syscalls,
+		(unsigned long)c->replayed, (unsigned long)c->untimed, (unsigned long)c->wakings,
+		(unsigned long)o->syscalls,
 		(unsigned long)o->unfinished, (unsigned long)o->faults, (unsigned long)o->minor,
 		(unsigned long)o->major);
 	log_msg("kernel view ring: sent %lu = received %lu + lost %lu (switches %lu, wakeups %lu, "

@@ -150,6 +150,7 @@ static void on_switch(struct sched_view *v, const struct ptbpf_sched_switch *r)
 					     .next_comm = b->sw_comm[i] };
 	v->counts.switches++;
 	v->counts.replayed += !!(r->flags & SW_REPLAYED);
+	v->counts.untimed += !!(r->flags & SW_UNTIMED);
 	offcpu_switch(v->off, r);
 }
 
