@@ -66,7 +66,7 @@ test-progs: $(UNIT_TESTS) $(TESTPROGS) $(BENCHPROGS)
 $(OUTPUT):
 	$(Q)mkdir -p $@
 
-$(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.bpf.h) include/ptbpf_events.h | $(OUTPUT)
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.bpf.h) $(wildcard include/*.h) | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Reads a .pftrace with the real protobuf runtime (python3-protobuf) and
 the repo's schema subset, compiled by protoc at first use, and rebuilds what
-trace_processor would: tracks, slices (BEGIN/END pairs), flows, counters.
+trace_processor would: tracks, slices (BEGIN/END pairs), flows, counters,
+and from the kernel view's compact sched bundles the CPUs' switches and
+each thread's states (thread_states()), in MONOTONIC like the rest.
 validate() lists every way a trace breaks the rules ptbpf promises."""
 import collections
 import importlib
@@ -46,6 +48,54 @@ def _flows(ev, terminating=False):
 
 
 Slice = collections.namedtuple("Slice", "track name category ts dur depth args flows_out flows_in")
+Switch = collections.namedtuple("Switch", "ts cpu prev_state next_pid next_prio next_comm")
+Waking = collections.namedtuple("Waking", "ts cpu pid target_cpu prio comm")
+State = collections.namedtuple("State", "start end state cpu waker")
+
+# prev_state bits (kernels 4.14+, as trace_processor reads them)
+_STATE_LETTERS = [(0x1, "S"), (0x2, "D"), (0x4, "T"), (0x8, "t"), (0x10, "X"), (0x20, "Z"),
+                  (0x40, "P"), (0x80, "I")]
+
+
+def state_name(prev_state):
+    if prev_state == 0 or prev_state & 0x100:
+        return "R"
+    return "".join(c for bit, c in _STATE_LETTERS if prev_state & bit) or "?"
+
+
+def _thread_states(switches, wakings):
+    events = [(s.ts, 0, s) for s in switches] + [(w.ts, 1, w) for w in wakings]
+    events.sort(key=lambda e: (e[0], e[1]))
+    on_cpu, states, open_ = {}, collections.defaultdict(list), {}
+
+    def close(tid, ts):
+        st = open_.pop(tid, None)
+        if st is not None:
+            states[tid].append(st._replace(end=ts))
+
+    for ts, kind, e in events:
+        if kind == 0:
+            prev = on_cpu.get(e.cpu)
+            on_cpu[e.cpu] = e.next_pid
+            if prev is None:
+                continue  # the CPU's first switch only says who runs
+            if prev:
+                close(prev, ts)
+                open_[prev] = State(ts, None, state_name(e.prev_state), e.cpu, None)
+            if e.next_pid:
+                close(e.next_pid, ts)
+                open_[e.next_pid] = State(ts, None, "Running", e.cpu, None)
+        else:
+            if e.cpu not in on_cpu:
+                continue  # no switch on the waker's CPU yet: skipped, as trace_processor does
+            cur = open_.get(e.pid)
+            if cur is not None and cur.state in ("Running", "R"):
+                continue  # a spurious wakeup
+            close(e.pid, ts)
+            open_[e.pid] = State(ts, None, "R", None, on_cpu[e.cpu])
+    for tid, st in open_.items():
+        states[tid].append(st)
+    return dict(states)
 
 TYPE_BEGIN, TYPE_END, TYPE_INSTANT, TYPE_COUNTER = 1, 2, 3, 4
 
@@ -73,6 +123,11 @@ class Trace:
         self.attrs = {}
         self.errors = []
         self.clock_snapshots = 0
+        self.boot_minus_mono = None  # of the first snapshot with both clocks
+        self.switches = []           # Switch tuples, in BOOTTIME until _build ends
+        self.wakings = []            # Waking tuples
+        self.lost_cpus = set()       # CPUs with a bundle marked lost_events
+        self.system_info = None
         self._build()
 
     def _device_track(self, uuid):
@@ -159,6 +214,13 @@ class Trace:
                 self.tracks[p.track_descriptor.uuid] = p.track_descriptor
             if p.HasField("clock_snapshot"):
                 self.clock_snapshots += 1
+                clocks = {c.clock_id: c.timestamp for c in p.clock_snapshot.clocks}
+                if self.boot_minus_mono is None and 6 in clocks and 3 in clocks:
+                    self.boot_minus_mono = clocks[6] - clocks[3]
+            if p.HasField("ftrace_events"):
+                self._bundle(p.ftrace_events)
+            if p.HasField("system_info"):
+                self.system_info = p.system_info
             if p.HasField("trace_attributes"):
                 for a in p.trace_attributes.attribute:
                     self.attrs[a.key] = a.long_value if a.HasField("long_value") else a.string_value
@@ -200,6 +262,53 @@ class Trace:
         for uuid, d in self.tracks.items():
             if d.HasField("parent_uuid") and d.parent_uuid not in self.tracks:
                 self.errors.append("track %d has an undefined parent %d" % (uuid, d.parent_uuid))
+        self._sched_to_mono()
+
+    def _bundle(self, b):
+        """A compact sched bundle: its switches and wakings (BOOTTIME)."""
+        c = b.compact_sched
+        names = list(c.intern_table)
+        if b.lost_events:
+            self.lost_cpus.add(b.cpu)
+        cols = (c.switch_timestamp, c.switch_prev_state, c.switch_next_pid,
+                c.switch_next_prio, c.switch_next_comm_index)
+        if len(set(map(len, cols))) > 1:
+            self.errors.append("compact sched switch arrays of different lengths")
+        ts = 0
+        for d, state, pid, prio, comm in zip(*cols):
+            ts = (ts + d) & (2**64 - 1)
+            self.switches.append(Switch(ts, b.cpu, state, pid, prio, names[comm]))
+        cols = (c.waking_timestamp, c.waking_pid, c.waking_target_cpu, c.waking_prio,
+                c.waking_comm_index)
+        if len(set(map(len, cols))) > 1:
+            self.errors.append("compact sched waking arrays of different lengths")
+        ts = 0
+        for d, pid, tcpu, prio, comm in zip(*cols):
+            ts = (ts + d) & (2**64 - 1)
+            self.wakings.append(Waking(ts, b.cpu, pid, tcpu, prio, names[comm]))
+
+    def _sched_to_mono(self):
+        """Bundles are BOOTTIME: moved to MONOTONIC (the first snapshot) and
+        sorted by time, as trace_processor sorts them."""
+        off = self.boot_minus_mono
+        if (self.switches or self.wakings) and off is None:
+            self.errors.append("scheduler bundles but no snapshot with BOOTTIME and MONOTONIC")
+            off = 0
+        self.switches = sorted((x._replace(ts=x.ts - off) for x in self.switches),
+                               key=lambda x: x.ts)
+        self.wakings = sorted((x._replace(ts=x.ts - off) for x in self.wakings),
+                              key=lambda x: x.ts)
+
+    def thread_states(self):
+        """tid -> [State(start, end, state, cpu, waker)] as trace_processor's
+        thread_state: a switch's previous task is the CPU's last next one
+        (the first switch of a CPU only says who runs); a wakeup makes a
+        sleeping thread Runnable, woken by the task the CPU runs. States are
+        'Running', 'R' (runnable: woken or preempted), 'S', 'D', or the
+        kernel's other letters; the last state of a thread has end None."""
+        if not hasattr(self, "_states"):
+            self._states = _thread_states(self.switches, self.wakings)
+        return self._states
 
     def _event(self, seq, ev, ts, track, stacks):
         if ev.type == TYPE_BEGIN:

@@ -26,6 +26,12 @@ def test_perfetto_writer():
     run_unit("test_perfetto", os.path.join(ROOT, "user", "trace"))
 
 
+def test_sched_bundles():
+    """The kernel view's compact sched bundles, decoded field by field, and
+    merge's move of one."""
+    run_unit("test_sched_bundle")
+
+
 def test_hash_table_against_a_model():
     """The one hash table (user/lib/hash.c) and the name containers on it:
     random inserts, removals and lookups up to and past each limit, checked

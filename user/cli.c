@@ -63,6 +63,8 @@ static const char doc[] =
 	"inputs is refused. A trace is written only once tracing has started (each -p\n"
 	"process attached): a run that fails before that leaves no file, no .partial.\n";
 
+enum { OPT_NO_SCHED = 0x100 }; /* long-only options */
+
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Process to trace (repeatable)", 0 },
 	{ "all", 'a', NULL, 0, "Trace every process on the host that maps libtorch_cpu.so, "
@@ -99,6 +101,9 @@ static const struct argp_option options[] = {
 	{ "py-stacks", 'S', "N", OPTION_ARG_OPTIONAL, "Record the Python stack (CPython "
 	  "3.10-3.13, read by eBPF) of every op and CUDA call, or with N of one in N: shown on "
 	  "the slice as py_stack, summed by call site in `ptbpf report`", 0 },
+	{ "no-sched", OPT_NO_SCHED, NULL, 0, "Leave out the kernel view: thread states (running, "
+	  "runnable, sleeping) and CPU tracks from the scheduler's tracepoints, the system "
+	  "calls and page faults threads blocked in (on by default)", 0 },
 	{ "verbose", 'v', NULL, 0, "Verbose output: how long each part of an attach took, "
 	  "libbpf's messages", 0 },
 	{ NULL, 0, NULL, 0, "ptbpf daemon (fleet mode; --all in bounded windows):", 1 },
@@ -341,9 +346,25 @@ static error_t daemon_opt(int key, const char *arg, struct options *o)
 	return 0;
 }
 
+/* The options that switch something on or off: true if key is one. */
+static bool flag_opt(int key, struct options *o)
+{
+	bool *flag = key == 'f' ? &o->follow_children : key == 'e' ? &o->entries_only :
+		     key == 'n' ? &o->no_agent : key == 'm' ? &o->memory :
+		     key == 's' ? &o->shapes : key == 'a' ? &o->all : key == 'F' ? &o->force :
+		     key == OPT_NO_SCHED ? &o->no_sched : NULL;
+
+	if (flag)
+		*flag = true;
+	return flag != NULL;
+}
+
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct options *o = state->input;
+
+	if (flag_opt(key, o))
+		return 0;
 
 	if (key > 0 && key < 128 && strchr(DAEMON_KEYS, key)) {
 		o->daemon_opt = true;
@@ -367,26 +388,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (parse_size(arg, &o->ring_bytes))
 			return EINVAL;
 		break;
-	case 'f':
-		o->follow_children = true;
-		break;
-	case 'e':
-		o->entries_only = true;
-		break;
-	case 'n':
-		o->no_agent = true;
-		break;
-	case 'm':
-		o->memory = true;
-		break;
-	case 's':
-		o->shapes = true;
-		break;
 	case 'S':
 		return parse_py_stacks(arg, o) ? EINVAL : 0;
-	case 'a':
-		o->all = true;
-		break;
 	case 'x':
 		return add_match_env(o, arg) ? EINVAL : 0;
 	case 'O':
@@ -400,9 +403,6 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case 'v':
 		log_set_verbose(true);
-		break;
-	case 'F':
-		o->force = true;
 		break;
 	case ARGP_KEY_ARG:
 		log_msg("unexpected argument '%s' (pids go after -p)\n", arg);

@@ -42,6 +42,7 @@ struct options {
 	bool memory;           /* --memory: the caching allocator's timeline */
 	bool shapes;           /* --shapes: ops' input shapes (agent ops) */
 	uint32_t py_stacks;    /* --py-stacks[=N]: a stack for one op in N (0: off) */
+	bool no_sched;         /* --no-sched: no kernel view (thread states, blocking calls) */
 	/* `ptbpf daemon`: */
 	bool daemon;
 	bool daemon_opt;       /* a daemon option was given */

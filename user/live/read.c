@@ -3,7 +3,8 @@
  * Reading, in time order: the BPF ring and the agents' op rings. Once an
  * agent records ops, both sources' records wait in the reorder buffer
  * (record/reorder.c) until nothing older can still come, then go on, in
- * order, to the raw capture and record/route.c. See session.h.
+ * order, to the raw capture and record/route.c; the kernel view's ring to
+ * record/sched.c. See session.h.
  */
 #define _GNU_SOURCE
 #include "live/session.h"
@@ -19,6 +20,8 @@
 #include "record/raw.h"
 #include "record/reorder.h"
 #include "record/route.h"
+#include "record/sched.h"
+#include "attach/sched_probes.h"
 
 /* Every event, in order, on its way into the trace. */
 static int deliver(void *ctx, void *data, size_t size)
@@ -126,6 +129,31 @@ void read_bpf_last(struct session *s, uint64_t st[STAT_MAX])
 		ring_buffer__consume(s->rb);
 		session_stats(s, st);
 		if (st[STAT_SENT] == s->received + session_lost(st) || now_ns() >= until)
+			return;
+		usleep(1000);
+	}
+}
+
+/* The kernel view's records: not ordered with the others (their switches
+ * and wakeups go into per-CPU bundles, sorted there; their slices are
+ * placed by their own timestamps). */
+int read_sched_record(void *ctx, void *data, size_t size)
+{
+	struct session *s = ctx;
+
+	s->sched_received++;
+	return s->schedv ? sched_view_record(s->schedv, data, size) : 0;
+}
+
+void read_sched_last(struct session *s, uint64_t sst[SCHED_STAT_MAX])
+{
+	uint64_t until = now_ns() + LAST_RECORD_WAIT_NS;
+
+	for (;;) {
+		ring_buffer__consume(s->rb);
+		sched_probes_stats(s->sched, sst);
+		if (sst[SCHED_STAT_SENT] == s->sched_received + summary_sched_lost(sst) ||
+		    now_ns() >= until)
 			return;
 		usleep(1000);
 	}

@@ -24,10 +24,12 @@
 #include "attach/gpu_probes.h"
 #include "attach/leaving.h"
 #include "attach/probes.h"
+#include "attach/sched_probes.h"
 #include "record/route.h"
 #include "record/ops_ring.h"
 #include "record/raw.h"
 #include "record/reorder.h"
+#include "record/sched.h"
 #include "trace/perfetto.h"
 #include "ptbpf.skel.h"
 #include "fleet.skel.h"
@@ -109,6 +111,8 @@ int session_loop(struct session *s)
 				targets_scan_all(s);
 				s->find.last_full_scan = now_ns();
 			}
+			if (s->schedv)
+				sched_view_flush(s->schedv);
 			budget_publish_metrics(s);
 			if (budget_window_must_end(s))
 				break;
@@ -210,6 +214,34 @@ static void mark_trigger(struct session *s)
 					     .category = "ptbpf", .args = args, .nargs = 2 });
 }
 
+/* The kernel view: its programs on the scheduler's, system calls' and page
+ * faults' tracepoints, its ring read with the others. Without it tracing
+ * goes on, and says so. */
+static void setup_sched(struct session *s)
+{
+	uint32_t ring = s->opt.ring_bytes > 8192 ? s->opt.ring_bytes / 2 : 4096;
+	char err[256];
+
+	s->sched = sched_probes_new(ring, err, sizeof(err));
+	if (!s->sched) {
+		log_warn("no kernel view (thread states, blocking calls): %s\n", err);
+		return;
+	}
+	s->schedv = sched_view_new(s->w, join_thread_track, s->join);
+	if (!s->schedv || ring_buffer__add(s->rb, sched_probes_ring_fd(s->sched),
+					   read_sched_record, s)) {
+		log_warn("no kernel view: %s\n", s->schedv ? strerror(errno) : "out of memory");
+		sched_view_free(s->schedv);
+		s->schedv = NULL;
+		sched_probes_free(s->sched);
+		s->sched = NULL;
+		return;
+	}
+	if (sched_probes_missing(s->sched)[0])
+		log_warn("no %s tracepoint: page faults threads block in are not named\n",
+			 sched_probes_missing(s->sched));
+}
+
 int session_setup_trace(struct session *s)
 {
 	if (outfile_open(&s->out, s->opt.output, s->opt.force, NULL, 0, ""))
@@ -241,14 +273,39 @@ int session_setup_trace(struct session *s)
 	s->lost_track = pf_track_counter(s->w, 0, "ptbpf lost events", PF_UNIT_COUNT);
 	pf_counter(s->w, s->lost_track, now_ns(), 0);
 	mark_trigger(s);
+	if (!s->opt.no_sched)
+		setup_sched(s);
 	return 0;
+}
+
+/* Probes off, then the agents ptbpf loaded leave the processes; the
+ * tracepoints too (a job that runs on still starts and ends threads, and
+ * switches): nothing new after this, so sent = received + lost. */
+static void detach_all(struct session *s)
+{
+	uint64_t t0 = now_ns(), t_unloaded;
+
+	agent_probes_free(s->agents);
+	s->agents = NULL;
+	t_unloaded = now_ns();
+	if (s->probes)
+		probes_detach(s->probes);
+	gpu_probes_free(s->gpu);
+	s->gpu = NULL;
+	if (s->skel)
+		ptbpf_bpf__detach(s->skel);
+	sched_probes_detach(s->sched);
+	if (s->find.fleet)
+		fleet_bpf__detach(s->find.fleet);
+	log_debug("stop: agents unloaded in %.0f ms, probes detached in %.0f ms\n",
+		  (t_unloaded - t0) / 1e6, (now_ns() - t_unloaded) / 1e6);
 }
 
 /* Every source switched off, drained and detached, in the order that
  * loses nothing: the agents record until they see the switch-off. */
-static void stop_sources(struct session *s, uint64_t *st)
+static void stop_sources(struct session *s, uint64_t *st, uint64_t *sst)
 {
-	uint64_t t0 = now_ns(), t_off, t_unloaded;
+	uint64_t t0 = now_ns();
 
 	if (agent_probes_any(s->agents)) {
 		/* Switched off, each agent flushes what CUPTI still holds, then
@@ -266,46 +323,39 @@ static void stop_sources(struct session *s, uint64_t *st)
 		read_pump(s, 0);
 	if (s->opsr)
 		ops_rings_finish(s->opsr, read_op_record, s);
-	t_off = now_ns();
-	/* Probes off, then the agents ptbpf loaded leave the processes. */
-	agent_probes_free(s->agents);
-	s->agents = NULL;
-	t_unloaded = now_ns();
-	if (s->probes)
-		probes_detach(s->probes);
-	gpu_probes_free(s->gpu);
-	s->gpu = NULL;
-	/* The tracepoints too (a job that runs on still starts and ends
-	 * threads): nothing new after this, so sent = received + lost. */
-	if (s->skel)
-		ptbpf_bpf__detach(s->skel);
-	if (s->find.fleet)
-		fleet_bpf__detach(s->find.fleet);
+	log_debug("stop: agents switched off and read in %.0f ms\n", (now_ns() - t0) / 1e6);
+	detach_all(s);
 	if (s->rb)
 		read_bpf_last(s, st);
+	if (s->rb && s->sched)
+		read_sched_last(s, sst);
 	read_op_rings(s, UINT64_MAX);
-	log_debug("stop: agents switched off and read in %.0f ms, unloaded in %.0f ms, "
-		  "probes detached and read in %.0f ms\n", (t_off - t0) / 1e6,
-		  (t_unloaded - t_off) / 1e6, (now_ns() - t_unloaded) / 1e6);
 }
 
 int session_finish(struct session *s, int rc)
 {
-	uint64_t st[STAT_MAX] = { 0 }, stopped_at = now_ns(), t_written;
+	uint64_t st[STAT_MAX] = { 0 }, sst[SCHED_STAT_MAX] = { 0 }, stopped_at = now_ns();
+	uint64_t t_written;
 	bool failed_before = s->w && pf_writer_error(s->w); /* said already */
 	bool keep = s->traced && !s->discard_output;
 	struct stat fst;
 	off_t size;
 	int err;
 
-	stop_sources(s, st);
+	stop_sources(s, st, sst);
 	t_written = now_ns();
 	if (s->join && keep) {
 		/* Frames still open are cut where tracing stopped (or at the
 		 * last record, if later), not after the agents' wind-down. */
+		if (s->schedv)
+			sched_view_finish(s->schedv, stopped_at);
 		route_finish(s->route, stopped_at);
+		if (s->schedv)
+			summary_write_sched(s, sst);
 		summary_write_counters(s, st);
 		summary_print(s, st);
+		if (s->schedv)
+			summary_print_sched(s, sst);
 	}
 	if (s->raw && raw_close(s->raw, keep))
 		rc = 1;
@@ -336,6 +386,8 @@ int session_finish(struct session *s, int rc)
 	reorder_free(s->reorder);
 	probes_free(s->probes);
 	ring_buffer__free(s->rb);
+	sched_view_free(s->schedv);
+	sched_probes_free(s->sched);
 	ptbpf_bpf__destroy(s->skel);
 	for (int i = 0; i < s->ntargets; i++)
 		target_close(&s->targets[i]);

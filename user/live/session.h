@@ -24,6 +24,7 @@
 #include "lib/files.h"
 #include "lib/op_table.h"
 #include "ptbpf_events.h"
+#include "ptbpf_sched.h"
 
 #define MAX_TARGETS 256
 
@@ -42,6 +43,9 @@ struct session {
 	struct reorder *reorder;
 	uint64_t received;       /* records read from the BPF ring buffer */
 	uint64_t exit_chunks;    /* op-ring bytes sent by the _exit probe (EV_OPS_CHUNK) */
+	struct sched_probes *sched;   /* the kernel view's programs (NULL: --no-sched) */
+	struct sched_view *schedv;    /* ... their records into the trace */
+	uint64_t sched_received;      /* records read from their ring */
 
 	/* Attached (targets.c): probes on libtorch, the GPU libraries and
 	 * the agents' probe points; the processes. */
@@ -133,6 +137,10 @@ int64_t read_pump(struct session *s, int wait_ms);
 /* The last read of the BPF ring, once nothing can send any more; st: the
  * counters then. */
 void read_bpf_last(struct session *s, uint64_t st[STAT_MAX]);
+/* The kernel view's ring's callback. */
+int read_sched_record(void *ctx, void *data, size_t size);
+/* Its last read, once its programs are detached; sst: its counters then. */
+void read_sched_last(struct session *s, uint64_t sst[SCHED_STAT_MAX]);
 
 /* targets.c */
 /* Opens and attaches one more process; 0, or -errno with a message printed. */
@@ -155,5 +163,9 @@ bool budget_window_must_end(struct session *s);
 void summary_status_line(struct session *s, uint64_t *last_events, uint64_t *last_ns);
 void summary_print(struct session *s, const uint64_t st[STAT_MAX]);
 void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX]);
+/* The kernel view's: what it recorded and lost (sst: its counters). */
+void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX]);
+void summary_write_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX]);
+uint64_t summary_sched_lost(const uint64_t sst[SCHED_STAT_MAX]);
 
 #endif /* PTBPF_LIVE_SESSION_H */

@@ -21,6 +21,8 @@
 #include "record/route.h"
 #include "record/memtrack.h"
 #include "record/ops_ring.h"
+#include "record/sched.h"
+#include "attach/sched_probes.h"
 #include "trace/perfetto.h"
 
 void summary_status_line(struct session *s, uint64_t *last_events, uint64_t *last_ns)
@@ -268,4 +270,67 @@ void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX])
 	pf_trace_attr_int(s->w, "dev.ptbpf.frames_end_not_seen", (int64_t)c->end_missed);
 	pf_trace_attr_int(s->w, "dev.ptbpf.records_past_thread_limit", (int64_t)c->no_thread);
 	pf_clock_snapshot(s->w);
+}
+
+uint64_t summary_sched_lost(const uint64_t sst[SCHED_STAT_MAX])
+{
+	return sst[SCHED_DROP_SWITCH] + sst[SCHED_DROP_WAKING] + sst[SCHED_DROP_SYSCALL];
+}
+
+/* The kernel view: every record its programs sent is received or counted
+ * lost, by cause; runs the kernel skipped never made one. */
+void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
+{
+	const struct sched_counts *c = sched_view_counts(s->schedv);
+	const struct offcpu_counts *o = sched_view_offcpu(s->schedv);
+	uint64_t lost = summary_sched_lost(sst);
+
+	log_msg("kernel view: switches %lu (%lu replayed, %lu of them untimed), wakeups %lu; "
+		"blocking system calls %lu "
+		"(%lu still blocked at the end), blocked in page faults %lu; page faults of the "
+		"traced threads: minor %lu, major %lu\n", (unsigned long)c->switches,
+		(unsigned long)c->replayed, (unsigned long)c->untimed, (unsigned long)c->wakings,
+		(unsigned long)o->syscalls,
+		(unsigned long)o->unfinished, (unsigned long)o->faults, (unsigned long)o->minor,
+		(unsigned long)o->major);
+	log_msg("kernel view ring: sent %lu = received %lu + lost %lu (switches %lu, wakeups %lu, "
+		"system calls %lu)%s; runs the kernel skipped (nested) %lu; threads without "
+		"state %lu; CPU bundles %lu, %lu marked as after a loss; malformed %lu%s%s\n",
+		(unsigned long)sst[SCHED_STAT_SENT], (unsigned long)s->sched_received,
+		(unsigned long)lost, (unsigned long)sst[SCHED_DROP_SWITCH],
+		(unsigned long)sst[SCHED_DROP_WAKING], (unsigned long)sst[SCHED_DROP_SYSCALL],
+		sst[SCHED_STAT_SENT] == s->sched_received + lost ? "" : " MISMATCH",
+		(unsigned long)sched_probes_missed(s->sched),
+		(unsigned long)(sst[SCHED_NO_THREAD_STATE] + o->no_thread),
+		(unsigned long)c->bundles, (unsigned long)c->cpus_lost, (unsigned long)c->bad,
+		sched_probes_missing(s->sched)[0] ? "; no tracepoint " : "",
+		sched_probes_missing(s->sched));
+}
+
+void summary_write_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
+{
+	const struct sched_counts *c = sched_view_counts(s->schedv);
+	const struct offcpu_counts *o = sched_view_offcpu(s->schedv);
+	const struct { const char *key; uint64_t v; } attrs[] = {
+		{ "dev.ptbpf.sched_sent", sst[SCHED_STAT_SENT] },
+		{ "dev.ptbpf.sched_received", s->sched_received },
+		{ "dev.ptbpf.sched_lost", summary_sched_lost(sst) },
+		{ "dev.ptbpf.sched_lost_switch_ringbuf_full", sst[SCHED_DROP_SWITCH] },
+		{ "dev.ptbpf.sched_lost_waking_ringbuf_full", sst[SCHED_DROP_WAKING] },
+		{ "dev.ptbpf.sched_lost_syscall_ringbuf_full", sst[SCHED_DROP_SYSCALL] },
+		{ "dev.ptbpf.sched_runs_skipped_nested", sched_probes_missed(s->sched) },
+		{ "dev.ptbpf.sched_threads_without_state", sst[SCHED_NO_THREAD_STATE] + o->no_thread },
+		{ "dev.ptbpf.sched_switches", c->switches },
+		{ "dev.ptbpf.sched_wakings", c->wakings },
+		{ "dev.ptbpf.sched_blocking_syscalls", o->syscalls },
+		{ "dev.ptbpf.sched_fault_blocks", o->faults },
+		{ "dev.ptbpf.page_faults_minor", o->minor },
+		{ "dev.ptbpf.page_faults_major", o->major },
+	};
+
+	for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++)
+		pf_trace_attr_int(s->w, attrs[i].key, (int64_t)attrs[i].v);
+	if (sched_probes_missing(s->sched)[0])
+		pf_trace_attr_str(s->w, "dev.ptbpf.sched_missing_tracepoint",
+				  sched_probes_missing(s->sched));
 }

@@ -27,6 +27,7 @@
 #include "attach/leaving.h"
 #include "attach/probes.h"
 #include "fleet/select.h"
+#include "attach/sched_probes.h"
 #include "record/route.h"
 #include "record/gpu_timeline.h"
 #include "record/ops_ring.h"
@@ -376,6 +377,8 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	if (exited(t))
 		return exited_during_attach(pid, quiet_if_gone);
 	s->traced = true;
+	if (sched_probes_watch(s->sched, pid, true))
+		log_warn("pid %d: no thread states (the kernel view could not take it)\n", pid);
 	print_attach(t, &rep, agent_ops); /* last: tests wait for this line */
 	return 0;
 }
@@ -513,6 +516,7 @@ bool targets_exec(struct session *s, int pid)
 		agent_probes_gone(s->agents, pid);
 		gpu_probes_forget_pid(s->gpu, pid);
 		probes_forget_pid(s->probes, pid);
+		sched_probes_watch(s->sched, pid, false);
 		target_close(t);
 		s->execs++;
 		return true;
@@ -535,6 +539,7 @@ int targets_reap(struct session *s)
 			 * sends (or at the end, should that be lost): records of
 			 * its threads may still be on their way into the ring. */
 			ring_buffer__consume(s->rb);
+			sched_probes_watch(s->sched, t->pid, false); /* its pid may be reused */
 			close(t->pidfd);
 			t->pidfd = -1;
 			leaving_agent(t->pid, LEAVING_NONE, false);

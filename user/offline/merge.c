@@ -35,6 +35,7 @@
 #include "lib/log.h"
 #include "lib/files.h"
 #include "offline/merge_rpc.h"
+#include "offline/merge_sched.h"
 #include "trace/pbread.h"
 #include "trace/pbwrite.h"
 #include "trace/perfetto.h"
@@ -50,6 +51,9 @@ struct input {
 	struct tr_reader *tr;
 	uint64_t salt;
 	int64_t offset;     /* REALTIME - MONOTONIC at its first snapshot */
+	int64_t boot_minus_mono; /* BOOTTIME - MONOTONIC then (scheduler bundles are BOOTTIME) */
+	uint32_t ncpus;     /* its scheduler bundles' highest CPU + 1 */
+	uint32_t cpu_off;   /* added to its CPUs in the output */
 	int64_t drift;      /* change of that offset up to its last snapshot */
 	int nsnapshots;
 	uint64_t min_ts;    /* the earliest timestamp of a packet it keeps */
@@ -187,6 +191,7 @@ static int scan_input(struct input *in, int idx, bool by_collectives, struct mer
 	struct tr_packet p;
 	uint64_t ord = 0;
 	int nopen = 0, got;
+	uint32_t cpu;
 
 	if (!e)
 		return -1;
@@ -195,8 +200,13 @@ static int scan_input(struct input *in, int idx, bool by_collectives, struct mer
 		int64_t off;
 
 		if (p.snapshot.n && tr_clock_offset(&p, &off)) {
-			if (!in->nsnapshots++)
+			int64_t boot;
+
+			if (!in->nsnapshots++) {
 				in->offset = off;
+				if (tr_clock_offset_boot(&p, &boot))
+					in->boot_minus_mono = off - boot;
+			}
 			/* Both offsets lie in [-INT64_MAX, INT64_MAX]: wrap-free in unsigned. */
 			in->drift = (int64_t)((uint64_t)off - (uint64_t)in->offset);
 		}
@@ -210,6 +220,8 @@ static int scan_input(struct input *in, int idx, bool by_collectives, struct mer
 		if (by_collectives)
 			note_collective(in, e, open, &nopen);
 		merge_rpc_event(rpc, idx, ord, e);
+		if (p.ftrace.n && merge_sched_cpu(p.ftrace.d, p.ftrace.n, &cpu) && cpu >= in->ncpus)
+			in->ncpus = cpu + 1;
 	}
 	free(e);
 	if (got < 0)
@@ -448,6 +460,17 @@ static bool rewrite_packet(struct input *in, int idx, const struct tr_packet *tp
 
 			rewrite_event(in, f.d, f.len, pkt, ed, &bad);
 			pb_end(pkt, at);
+		} else if (f.num == F_PKT_FTRACE_EVENTS && f.wt == PB_LEN) {
+			struct merge_sched_shift sh = {
+				.ts_off = in->offset - in->boot_minus_mono,
+				.pid_off = (int64_t)(idx + 1) * PID_STRIDE, .cpu_off = in->cpu_off };
+			size_t at = pb_begin(pkt, f.num);
+
+			if (!merge_sched_bundle(&sh, f.d, f.len, pkt)) {
+				in->dropped++;
+				return false;
+			}
+			pb_end(pkt, at);
 		} else {
 			pb_raw(pkt, f.raw, f.rawlen);
 		}
@@ -475,6 +498,23 @@ static void put_identity_snapshot(struct pb *out, uint64_t ts, uint32_t seq)
 	}
 	pb_uint(out, F_CS_PRIMARY, CLOCK_ID_BOOTTIME);
 	pb_end(out, snap);
+}
+
+/* Each input's CPUs keep tracks of their own, as its pids do, while
+ * trace_processor's 1024 CPUs go round; else they share them (said). */
+static void apart_cpus(struct input *in, int n)
+{
+	uint32_t stride = 0;
+
+	for (int i = 0; i < n; i++)
+		stride = in[i].ncpus > stride ? in[i].ncpus : stride;
+	if (stride && n > 1 && (uint64_t)stride * (uint64_t)n > 1024) {
+		log_msg("merge: the inputs' %u CPUs each are too many to keep apart: their CPU "
+			"tracks are shared\n", stride);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		in[i].cpu_off = (uint32_t)i * stride;
 }
 
 static void set_label(struct input *in)
@@ -613,6 +653,7 @@ int merge_traces(const char *const *paths, int n, const char *out_path, bool by_
 	}
 	if (!(rpc = merge_rpc_new()) || scan_inputs(in, paths, n, by_collectives, rpc))
 		goto done;
+	apart_cpus(in, n);
 	for (int i = 0; i < n; i++) {
 		uint64_t ts;
 

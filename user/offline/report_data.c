@@ -449,7 +449,7 @@ static void end_slice(struct report *r, struct rd_track *t, const struct tr_even
 	args_merge(&f.a, &end);
 	if (!f.flow_out && e->nflows)
 		f.flow_out = e->flows[0];
-	if (t->depth > 0)
+	if (t->depth > 0 && f.cat != r->cat_syscall && f.cat != r->cat_fault)
 		t->stack[t->depth - 1].child += dur;
 	if (f.flow_in && (slot = rd_map_slot(&r->launches, f.flow_in, false)) && *slot)
 		l = &r->launch_v[*slot - 1];
@@ -750,7 +750,9 @@ bool rd_init(struct report *r)
 	r->name_device_props = rd_str_id(r, "device properties", 17);
 	r->cat_rpc = rd_str_id(r, "rpc", 3);
 	r->cat_rpc_remote = rd_str_id(r, "rpc_remote", 10);
-	return r->ns == r->arg_base + A_COUNT + 16;
+	r->cat_syscall = rd_str_id(r, "syscall", 7);
+	r->cat_fault = rd_str_id(r, "fault", 5);
+	return r->ns == r->arg_base + A_COUNT + 18;
 }
 
 void rd_free(struct report *r)

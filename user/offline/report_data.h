@@ -221,6 +221,10 @@ struct report {
 	uint32_t cat_cpu, cat_kernel, cat_memcpy, cat_memset, cat_rt, cat_drv, cat_loader,
 		 cat_step, cat_bwd, cat_bwdfn, cat_user, name_corr, name_bwd_node,
 		 name_device_props, cat_rpc, cat_rpc_remote;
+	/* The kernel view's slices (record/offcpu.c): what a thread blocked
+	 * in, not work of the op around it (its self time keeps them, as
+	 * torch.profiler's does), and not Kineto's. */
+	uint32_t cat_syscall, cat_fault;
 };
 
 /* Sets r up (want_shapes and hooks may be set before or after); false when

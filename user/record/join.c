@@ -161,6 +161,13 @@ static struct thread *get_thread(struct join *j, int pid, int tid)
 	return t;
 }
 
+uint64_t join_thread_track(void *ctx, int pid, int tid)
+{
+	struct thread *t = get_thread(ctx, pid, tid);
+
+	return t ? t->track : 0;
+}
+
 static const char *frame_name(const struct join *j, const struct frame *f)
 {
 	if (f->kind == FR_OP)

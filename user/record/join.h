@@ -69,6 +69,9 @@ void join_free(struct join *j);
 void join_add_process(struct join *j, const struct target *t);
 /* pid's process track (the decoders' callback: ctx is the join). */
 uint64_t join_process_track(void *ctx, int pid);
+/* pid/tid's thread track, made when new (the kernel view's callback: ctx
+ * is the join); 0 when the thread table is full. */
+uint64_t join_thread_track(void *ctx, int pid, int tid);
 /* A record of one thread (an op, call, region, node, stack, allocation,
  * thread exit...): its frame stack; 0 (records are never refused). */
 int join_thread_event(struct join *j, const void *data, uint64_t size);

@@ -155,6 +155,12 @@ int pf_clock_snapshot(struct pf_writer *w)
 	if (clock_gettime(CLOCK_BOOTTIME, &boot) || clock_gettime(CLOCK_MONOTONIC, &mono) ||
 	    clock_gettime(CLOCK_REALTIME, &real))
 		return -errno;
+	if (!w->have_boot) {
+		/* trace_processor moves MONOTONIC events by the snapshot before
+		 * them: for a trace's events, this first one. */
+		w->boot_minus_mono = (int64_t)(ts_ns(&boot) - ts_ns(&mono));
+		w->have_boot = true;
+	}
 	packet_begin(w, 0);
 	pb_uint(&w->pb, F_PKT_TIMESTAMP, ts_ns(&boot));
 	pb_uint(&w->pb, F_PKT_CLOCK_ID, CLOCK_ID_BOOTTIME);

@@ -119,4 +119,35 @@ void pf_instant(struct pf_writer *w, const struct pf_event *e);
 bool pf_flow_started(struct pf_writer *w, uint64_t id);
 void pf_counter(struct pf_writer *w, uint64_t track, uint64_t ts, int64_t value);
 
+/*
+ * Scheduler events, as Perfetto's ftrace data source writes them
+ * (perfetto_ftrace.c): one CPU's switches and wakeups in a compact sched
+ * FtraceEventBundle, which trace_processor turns into its sched,
+ * thread_state and wakeup tables and the UI into CPU tracks and thread
+ * states. Timestamps are CLOCK_MONOTONIC, written in BOOTTIME (ftrace's
+ * clock) as trace_processor would move them (the first clock snapshot).
+ */
+struct pf_sched_switch {
+	uint64_t ts;
+	int64_t prev_state;  /* the sched_switch tracepoint's prev_state */
+	int32_t next_pid, next_prio;
+	const char *next_comm; /* at most 15 bytes are used */
+};
+
+struct pf_sched_waking {
+	uint64_t ts;
+	int32_t pid, target_cpu, prio;
+	uint32_t common_flags; /* 0x08: in a hard interrupt, 0x10: in a soft one */
+	const char *comm;
+};
+
+/* At most PF_SCHED_BUNDLE_MAX of each per call; lost: events of this CPU
+ * were lost before these (trace_processor counts ftrace_cpu_has_data_loss). */
+#define PF_SCHED_BUNDLE_MAX 1024
+void pf_sched_bundle(struct pf_writer *w, uint32_t cpu, const struct pf_sched_switch *sw,
+		     int nsw, const struct pf_sched_waking *wk, int nwk, bool lost);
+/* The system's name, kernel release and CPUs (uname): trace_processor
+ * reads prev_state by the kernel's version. */
+void pf_system_info(struct pf_writer *w);
+
 #endif /* PTBPF_PERFETTO_H */

@@ -10,6 +10,8 @@
  *                     and defaults) and the strings interned on them
  *   perfetto_track.c  track descriptors and their events (slices, instants,
  *                     counters, args, flows with short ids)
+ *   perfetto_ftrace.c scheduler events as ftrace's (compact sched bundles),
+ *                     the system's description
  * Under -std=c11 its strnlen and clock_gettime need _GNU_SOURCE defined
  * before it is included.
  */
@@ -76,6 +78,8 @@ struct pf_writer {
 	bool loss_pending;
 	bool copy;          /* pf_writer_open_copy: packets come encoded */
 	uint64_t clipped;
+	int64_t boot_minus_mono; /* of the first clock snapshot (perfetto_ftrace.c) */
+	bool have_boot;
 	/* perfetto_out.c */
 	uint64_t bytes;     /* of whole records accepted (buffered or on disk) */
 	uint64_t on_disk;   /* of them, written to the file */

@@ -12,10 +12,11 @@ enum { PB_VARINT = 0, PB_FIXED64 = 1, PB_LEN = 2, PB_FIXED32 = 5 }; /* wire type
 
 enum { F_TRACE_PACKET = 1 }; /* Trace */
 enum { /* TracePacket */
-	F_PKT_CLOCK_SNAPSHOT = 6, F_PKT_TIMESTAMP = 8, F_PKT_SEQ_ID = 10,
+	F_PKT_FTRACE_EVENTS = 1, F_PKT_CLOCK_SNAPSHOT = 6, F_PKT_TIMESTAMP = 8, F_PKT_SEQ_ID = 10,
 	F_PKT_TRACK_EVENT = 11, F_PKT_INTERNED = 12, F_PKT_SEQ_FLAGS = 13,
 	F_PKT_PREV_DROPPED = 42, F_PKT_CLOCK_ID = 58, F_PKT_DEFAULTS = 59,
 	F_PKT_TRACK_DESC = 60, F_PKT_FIRST_ON_SEQ = 87, F_PKT_TRACE_ATTRS = 126,
+	F_PKT_SYSTEM_INFO = 45,
 };
 /* The one byte that starts every packet record: Trace.packet, length-delimited. */
 #define PF_PACKET_TAG ((F_TRACE_PACKET << 3) | PB_LEN)
@@ -48,6 +49,15 @@ enum { /* InternedData; its entries (EventCategory, EventName, ..., InternedStri
 	* share iid = 1, name (or str) = 2 */
 	F_ID_CATEGORIES = 1, F_ID_NAMES = 2, F_ID_ARG_NAMES = 3, F_ID_STRING_VALUES = 29,
 	F_ENTRY_IID = 1, F_ENTRY_NAME = 2,
+};
+
+enum { /* FtraceEventBundle, its CompactSched (packed arrays); SystemInfo, Utsname */
+	F_FB_CPU = 1, F_FB_LOST = 3, F_FB_COMPACT = 4,
+	F_SCHED_SW_TS = 1, F_SCHED_SW_STATE = 2, F_SCHED_SW_PID = 3, F_SCHED_SW_PRIO = 4,
+	F_SCHED_INTERN = 5, F_SCHED_SW_COMM = 6, F_SCHED_WK_TS = 7, F_SCHED_WK_PID = 8,
+	F_SCHED_WK_CPU = 9, F_SCHED_WK_PRIO = 10, F_SCHED_WK_COMM = 11, F_SCHED_WK_FLAGS = 12,
+	F_SI_UTSNAME = 1, F_SI_NUM_CPUS = 8,
+	F_UTS_SYSNAME = 1, F_UTS_VERSION = 2, F_UTS_RELEASE = 3, F_UTS_MACHINE = 4,
 };
 
 enum { SEQ_INCREMENTAL_STATE_CLEARED = 1, SEQ_NEEDS_INCREMENTAL_STATE = 2 }; /* sequence_flags */

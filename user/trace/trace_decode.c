@@ -203,11 +203,13 @@ int tr_attrs(struct tr_reader *r, const struct tr_packet *p, struct tr_attr *out
 	return n;
 }
 
-bool tr_clock_offset(const struct tr_packet *p, int64_t *off)
+/* REALTIME - clock `from` in the packet's ClockSnapshot, if it has both
+ * and they are within int64 of each other. */
+static bool clock_offset(const struct tr_packet *p, uint64_t from, int64_t *off)
 {
 	const uint8_t *q = p->snapshot.d;
-	uint64_t mono = 0, real = 0;
-	bool has_mono = false, has_real = false, bad = false;
+	uint64_t base = 0, real = 0;
+	bool has_base = false, has_real = false, bad = false;
 	struct field f, g;
 
 	while (next_field(&q, p->snapshot.d + p->snapshot.n, &f, &bad)) {
@@ -223,13 +225,23 @@ bool tr_clock_offset(const struct tr_packet *p, int64_t *off)
 			else if (g.num == F_CLK_TS && g.wt == PB_VARINT)
 				ts = g.v;
 		}
-		if (id == CLOCK_ID_MONOTONIC)
-			mono = ts, has_mono = true;
+		if (id == from)
+			base = ts, has_base = true;
 		else if (id == CLOCK_ID_REALTIME)
 			real = ts, has_real = true;
 	}
-	if (bad || !has_mono || !has_real || mono > INT64_MAX || real > INT64_MAX)
+	if (bad || !has_base || !has_real || base > INT64_MAX || real > INT64_MAX)
 		return false;
-	*off = (int64_t)real - (int64_t)mono; /* both in 0..INT64_MAX: no overflow */
+	*off = (int64_t)real - (int64_t)base; /* both in 0..INT64_MAX: no overflow */
 	return true;
+}
+
+bool tr_clock_offset(const struct tr_packet *p, int64_t *off)
+{
+	return clock_offset(p, CLOCK_ID_MONOTONIC, off);
+}
+
+bool tr_clock_offset_boot(const struct tr_packet *p, int64_t *off)
+{
+	return clock_offset(p, CLOCK_ID_BOOTTIME, off);
 }

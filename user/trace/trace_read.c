@@ -313,6 +313,7 @@ static bool parse_packet(const uint8_t *d, size_t n, uint64_t offset, struct tr_
 			case F_PKT_CLOCK_SNAPSHOT: p->snapshot = s; break;
 			case F_PKT_TRACE_ATTRS: p->attrs = s; break;
 			case F_PKT_DEFAULTS: p->defaults = s; break;
+			case F_PKT_FTRACE_EVENTS: p->ftrace = s; break;
 			}
 		}
 	}

@@ -60,6 +60,8 @@ struct tr_packet {
 	uint32_t clock_id;   /* 0: none given (an incremental one: MONOTONIC) */
 	uint64_t track;      /* the sequence's default track, 0 if none */
 	struct tr_span event, desc, interned, snapshot, attrs, defaults;
+	struct tr_span ftrace; /* a FtraceEventBundle (the kernel view's scheduler
+				* events; its timestamps are BOOTTIME) */
 	bool end_marker;     /* the writer's end marker (pf_fields.h) */
 };
 
@@ -155,5 +157,7 @@ int tr_attrs(struct tr_reader *r, const struct tr_packet *p, struct tr_attr *out
 /* The REALTIME - MONOTONIC offset of the packet's ClockSnapshot, if it has
  * both clocks and they are within int64 of each other. */
 bool tr_clock_offset(const struct tr_packet *p, int64_t *off);
+/* The same for BOOTTIME: REALTIME - BOOTTIME. */
+bool tr_clock_offset_boot(const struct tr_packet *p, int64_t *off);
 
 #endif /* PTBPF_TRACE_READ_H */

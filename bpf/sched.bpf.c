@@ -1,0 +1,445 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * The kernel view: when the traced processes' threads run, wait for a CPU
+ * or sleep, who woke them, and what they blocked in (a system call and its
+ * first arguments, a page fault). BTF tracepoints (no tracefs, no kprobes)
+ * on sched_switch, sched_waking, sched_wakeup_new, sys_enter, sys_exit and
+ * page_fault_user, each filtered here to the traced processes (the
+ * loader's bitmap, sched_procs), into a ring of their own
+ * (include/ptbpf_sched.h). Every record a program tries to send is counted
+ * in sched_stats, and every one that does not fit is counted by cause.
+ *
+ * A switch is kept when its previous or its next task is traced, so the
+ * task that took a traced thread's CPU is named. Perfetto's compact sched
+ * format leaves the previous task out (it is the last next on that CPU),
+ * so each CPU remembers its latest switch and what the kept records show
+ * running there; a kept record whose previous (or waking) task is not the
+ * one shown is preceded by that latest switch, replayed.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "ptbpf_sched.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Wake the loader only once this much data is waiting (it reads the ring
+ * at least every 100 ms anyway). */
+const volatile __u64 wakeup_bytes = 512 * 1024;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 * 1024 * 1024);
+} sched_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SCHED_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} sched_stats SEC(".maps");
+
+/* The traced processes: bit tgid % 64 of word tgid / 64 (pids are below
+ * 2^22), set and cleared by the loader. An array: its lookups are inlined,
+ * so filtering out a switch of another process costs two loads. */
+#define PROC_WORDS (1u << 16)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PROC_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} sched_procs SEC(".maps");
+
+/* A CPU is warm for this many jiffies after its last kept record: its
+ * switches are timed then. A cold CPU's switches are not (reading the
+ * clock is most of what filtering one out would cost: ~80 ns of kvm-clock
+ * on the CI VM), so a replay there has no time of its own. */
+#define WARM_JIFFIES 64
+
+/* What each CPU last did, and what the records sent so far show. */
+struct cpu_state {
+	__u64 last_ts;     /* the CPU's latest switch, 0 if not timed (cold) */
+	__u64 warm;        /* jiffies of its last kept record */
+	__u32 last_prev, last_next, last_state;
+	__u32 shown;       /* the task the records sent show running here */
+	__u32 lost;        /* records that could not be sent since the last one */
+	__u8 shown_valid;  /* 0: nothing sent yet, or the last send failed */
+	__u8 pad[3];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_state);
+} cpus SEC(".maps");
+
+/* A traced thread: the system call it is in, its last fault, its time off
+ * CPU. Freed with the task. */
+struct thread_state {
+	__u64 sys_enter_ts;
+	__u64 sys_arg[2];
+	__u64 off_since;  /* when it last left the CPU, 0 while on it */
+	__u64 off_ns;     /* off CPU inside the current system call */
+	__u64 on_ts;      /* when it last came on a CPU */
+	__u64 fault_ts, fault_addr;
+	__s32 sys_nr;
+	__u32 switches;   /* blocking switches inside the current call */
+	__u8 in_sys;
+	__u8 pad[7];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct thread_state);
+} threads SEC(".maps");
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&sched_stats, &idx);
+
+	if (v)
+		(*v)++;
+}
+
+static __always_inline bool is_traced(__u32 tgid)
+{
+	__u32 word = tgid / 64;
+	__u64 *w = bpf_map_lookup_elem(&sched_procs, &word);
+
+	return w && (*w >> (tgid % 64) & 1);
+}
+
+static __always_inline void *reserve(__u64 size, __u32 drop_cause)
+{
+	void *r;
+
+	stat_inc(SCHED_STAT_SENT);
+	r = bpf_ringbuf_reserve(&sched_events, size, 0);
+	if (!r)
+		stat_inc(drop_cause);
+	return r;
+}
+
+static __always_inline void submit(void *rec)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (bpf_ringbuf_query(&sched_events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(rec, flags);
+}
+
+static __always_inline struct cpu_state *this_cpu(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&cpus, &zero);
+}
+
+static __always_inline struct thread_state *thread_of(struct task_struct *t, bool create)
+{
+	struct thread_state *st;
+
+	st = bpf_task_storage_get(&threads, t, NULL, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	if (!st && create)
+		stat_inc(SCHED_NO_THREAD_STATE);
+	return st;
+}
+
+/* A record for the CPU's switch/wakeup chain: counts what could not be
+ * sent, and marks the chain broken (the next record replays). */
+static __always_inline void *reserve_chain(struct cpu_state *c, __u64 size, __u32 cause)
+{
+	void *r = reserve(size, cause);
+
+	if (!r) {
+		c->lost++;
+		c->shown_valid = 0;
+	}
+	return r;
+}
+
+static __always_inline void hdr_fill(struct ptbpf_sched_hdr *h, struct cpu_state *c,
+				     __u64 ts, __u16 kind)
+{
+	h->ts = ts;
+	h->kind = kind;
+	h->cpu = bpf_get_smp_processor_id();
+	h->lost = c ? c->lost : 0;
+	if (c)
+		c->lost = 0;
+}
+
+static __always_inline void next_fill(struct ptbpf_sched_switch *r, struct task_struct *next)
+{
+	r->next_tid = next->pid;
+	r->next_tgid = next->tgid;
+	r->next_prio = next->prio;
+	bpf_probe_read_kernel(r->next_comm, sizeof(r->next_comm), next->comm);
+}
+
+/* The switch that put cur (running now) on this CPU, sent late: so that
+ * what Perfetto takes for the previous task of the next record (at now)
+ * is cur. Untimed (the CPU was cold), it is placed just before now. */
+static __always_inline void replay_last(struct cpu_state *c, struct task_struct *cur, __u64 now)
+{
+	struct ptbpf_sched_switch *r;
+
+	if ((c->shown_valid && c->shown == (__u32)cur->pid) || !c->last_next ||
+	    c->last_next != (__u32)cur->pid)
+		return;
+	r = reserve_chain(c, sizeof(*r), SCHED_DROP_SWITCH);
+	if (!r)
+		return;
+	__builtin_memset(r, 0, sizeof(*r));
+	hdr_fill(&r->h, c, c->last_ts ? c->last_ts : now - 1, SCHED_REC_SWITCH);
+	r->prev_tid = c->last_prev;
+	r->prev_state = c->last_state;
+	r->flags = SW_REPLAYED | (c->last_ts ? 0 : SW_UNTIMED);
+	r->sys_nr = -1;
+	next_fill(r, cur);
+	submit(r);
+	c->shown = cur->pid;
+	c->shown_valid = 1;
+}
+
+/* What the kernel's __trace_sched_switch_state() reports. */
+static __always_inline __u32 switch_state(bool preempt, unsigned int prev_state,
+					  struct task_struct *prev)
+{
+	unsigned int state;
+
+	if (preempt)
+		return SCHED_STATE_PREEMPTED;
+	state = (prev_state | (unsigned int)prev->exit_state) & 0x7f; /* TASK_REPORT */
+	if (prev_state == 0x402) /* TASK_IDLE */
+		state = SCHED_STATE_REPORT_IDLE;
+	if (prev_state & 0x1000) /* TASK_RTLOCK_WAIT */
+		state = SCHED_STATE_UNINTERRUPTIBLE;
+	/* The highest bit (BPF has no count-leading-zeros). */
+	for (int bit = 6; bit >= 0; bit--)
+		if (state & (1u << bit))
+			return 1u << bit;
+	return state; /* 0, or TASK_REPORT_IDLE */
+}
+
+/* A traced thread leaves the CPU: why, from its state. */
+static __always_inline void why_off(struct ptbpf_sched_switch *r, struct task_struct *prev,
+				    __u64 ts)
+{
+	struct thread_state *st = thread_of(prev, true);
+	bool blocked = r->prev_state != SCHED_STATE_PREEMPTED &&
+		       r->prev_state != SCHED_STATE_RUNNING;
+
+	r->min_flt = prev->min_flt;
+	r->maj_flt = prev->maj_flt;
+	if (!st)
+		return;
+	st->off_since = ts;
+	if (!blocked)
+		return;
+	if (st->in_sys) {
+		st->switches++;
+		r->flags |= SW_SYSCALL;
+		r->sys_nr = st->sys_nr;
+		r->sys_enter_ts = st->sys_enter_ts;
+		r->sys_arg[0] = st->sys_arg[0];
+		r->sys_arg[1] = st->sys_arg[1];
+	} else if (st->fault_ts > st->on_ts) {
+		/* Blocked outside a system call, after a user fault began on
+		 * this stretch on the CPU: in the fault. */
+		r->flags |= SW_FAULT;
+		r->fault_addr = st->fault_addr;
+		r->fault_ts = st->fault_ts;
+	}
+}
+
+static __always_inline void thread_on(struct task_struct *next, __u64 ts)
+{
+	struct thread_state *st = thread_of(next, true);
+
+	if (!st)
+		return;
+	if (st->off_since && st->in_sys)
+		st->off_ns += ts - st->off_since;
+	st->off_since = 0;
+	st->on_ts = ts;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	struct cpu_state *c = this_cpu();
+	__u32 flags = 0, state = switch_state(preempt, prev_state, prev);
+	struct ptbpf_sched_switch *r;
+	__u64 ts = 0, jiffies = bpf_jiffies64();
+
+	if (!c)
+		return 0;
+	if (is_traced(prev->tgid))
+		flags |= SW_PREV_TRACED;
+	if (is_traced(next->tgid))
+		flags |= SW_NEXT_TRACED;
+	if (flags || jiffies - c->warm <= WARM_JIFFIES)
+		ts = bpf_ktime_get_ns();
+	if (flags) {
+		c->warm = jiffies;
+		replay_last(c, prev, ts);
+		r = reserve_chain(c, sizeof(*r), SCHED_DROP_SWITCH);
+		if (r) {
+			__builtin_memset(r, 0, sizeof(*r));
+			hdr_fill(&r->h, c, ts, SCHED_REC_SWITCH);
+			r->prev_tid = prev->pid;
+			r->prev_tgid = prev->tgid;
+			r->prev_state = state;
+			r->flags = flags;
+			r->sys_nr = -1;
+			next_fill(r, next);
+			if (flags & SW_PREV_TRACED)
+				why_off(r, prev, ts);
+			submit(r);
+			c->shown = next->pid;
+			c->shown_valid = 1;
+		}
+		if (flags & SW_NEXT_TRACED)
+			thread_on(next, ts);
+	}
+	c->last_ts = ts;
+	c->last_prev = prev->pid;
+	c->last_next = next->pid;
+	c->last_state = state;
+	return 0;
+}
+
+static __always_inline int send_waking(struct task_struct *p, __u16 new_task)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct ptbpf_sched_waking *r;
+	struct cpu_state *c;
+	__u64 now;
+
+	if (!is_traced(p->tgid) || !(c = this_cpu()))
+		return 0;
+	now = bpf_ktime_get_ns();
+	c->warm = bpf_jiffies64();
+	replay_last(c, cur, now);
+	r = reserve_chain(c, sizeof(*r), SCHED_DROP_WAKING);
+	if (!r)
+		return 0;
+	hdr_fill(&r->h, c, now, SCHED_REC_WAKING);
+	r->tid = p->pid;
+	r->tgid = p->tgid;
+	r->waker_tid = cur->pid;
+	r->waker_tgid = cur->tgid;
+	r->prio = p->prio;
+	r->target_cpu = p->thread_info.cpu;
+	/* Whether it comes from an interrupt would need the per-CPU preempt
+	 * count, whose address these kernels do not give BPF (no per-CPU
+	 * symbols in kallsyms): the waker is the task the CPU ran. */
+	r->common_flags = 0;
+	r->new_task = new_task;
+	r->pad = 0;
+	bpf_probe_read_kernel(r->comm, sizeof(r->comm), p->comm);
+	submit(r);
+	return 0;
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(on_waking, struct task_struct *p)
+{
+	return send_waking(p, 0);
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(on_wakeup_new, struct task_struct *p)
+{
+	return send_waking(p, 1);
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct thread_state *st;
+
+	if (!is_traced(t->tgid) || !(st = thread_of(t, true)))
+		return 0;
+	st->in_sys = 1;
+	st->sys_nr = id;
+	st->sys_enter_ts = bpf_ktime_get_ns();
+	st->sys_arg[0] = regs->di;
+	st->sys_arg[1] = regs->si;
+	st->switches = 0;
+	st->off_ns = 0;
+	return 0;
+}
+
+/* What file descriptor fd of t is: its inode's number, mode and device. */
+static __always_inline void fd_file(struct task_struct *t, __u64 fd,
+				    struct ptbpf_sched_syscall *r)
+{
+	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+	struct file **fds, *f = NULL;
+	struct inode *ino;
+
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return;
+	ino = BPF_CORE_READ(f, f_inode);
+	r->ino = BPF_CORE_READ(ino, i_ino);
+	r->mode = BPF_CORE_READ(ino, i_mode);
+	r->rdev = BPF_CORE_READ(ino, i_rdev);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct ptbpf_sched_syscall *r;
+	struct thread_state *st;
+
+	if (!is_traced(t->tgid) || !(st = thread_of(t, false)) || !st->in_sys)
+		return 0;
+	st->in_sys = 0;
+	if (!st->switches)
+		return 0;
+	r = reserve(sizeof(*r), SCHED_DROP_SYSCALL);
+	if (!r)
+		return 0;
+	__builtin_memset(r, 0, sizeof(*r));
+	hdr_fill(&r->h, NULL, bpf_ktime_get_ns(), SCHED_REC_SYSCALL);
+	r->tid = t->pid;
+	r->tgid = t->tgid;
+	r->nr = st->sys_nr;
+	r->switches = st->switches;
+	r->enter_ts = st->sys_enter_ts;
+	r->off_cpu_ns = st->off_ns;
+	r->ret = ret;
+	r->arg[0] = st->sys_arg[0];
+	r->arg[1] = st->sys_arg[1];
+	if (st->sys_arg[0] < (1u << 20))
+		fd_file(t, st->sys_arg[0], r);
+	submit(r);
+	return 0;
+}
+
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct thread_state *st;
+
+	if (!is_traced(t->tgid) || !(st = thread_of(t, true)))
+		return 0;
+	st->fault_ts = bpf_ktime_get_ns();
+	st->fault_addr = address;
+	return 0;
+}

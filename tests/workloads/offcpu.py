@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""A training loop whose thread is kept off CPU by known, injected causes,
+for the kernel view's tests (tests/test_sched.py).
+
+usage: offcpu.py [--steps N] [--ms MS] [--hog-ms MS] --go FILE [--fault-mb MB]
+                 [--major-mb MB]
+
+Each step, after a small MLP step, the training thread (pinned to CPU 0):
+  pipe    reads one byte from a pipe that a helper thread writes MS later
+  sleep   time.sleep(MS)
+  futex   waits on a threading.Event that a helper thread sets MS later
+  hog     (--hog-ms) spins, while a CPU hog process pinned to CPU 0 spins
+          for HOG_MS of its own CPU time: the training thread waits for
+          the CPU that long
+  fault   (--fault-mb) first touch of a fresh anonymous mapping (minor faults)
+  major   (--major-mb) reads a file's mapping whose pages were just dropped
+          from the page cache, at random (major faults: the thread blocks
+          in them)
+Prints "ready" (with the training thread's tid and the hog's pid), waits
+for --go, and at the end one JSON line: per cause, the time the training
+thread spent in it as measured here (ns), the hog's CPU time, and when the
+loop ended (CLOCK_MONOTONIC ns).
+"""
+import argparse
+import json
+import mmap
+import os
+import threading
+import time
+
+import torch
+import torch.nn as nn
+
+
+def hog(cpu, go_r, done_w):
+    """Pinned to cpu: for each request, spins for the asked CPU time."""
+    os.sched_setaffinity(0, {cpu})
+    while True:
+        req = os.read(go_r, 8)
+        if not req:
+            os._exit(0)
+        want = int.from_bytes(req, "little") * 1000000
+        t0 = time.thread_time_ns()
+        while time.thread_time_ns() - t0 < want:
+            pass
+        os.write(done_w, (time.thread_time_ns() - t0).to_bytes(8, "little"))
+
+
+def start_hog(cpu):
+    go_r, go_w = os.pipe()
+    done_r, done_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(go_w)
+        os.close(done_r)
+        hog(cpu, go_r, done_w)
+    os.close(go_r)
+    os.close(done_w)
+    os.set_blocking(done_r, False)
+    return pid, go_w, done_r
+
+
+def later(ms, fn):
+    t = threading.Thread(target=lambda: (time.sleep(ms / 1000), fn()))
+    t.start()
+    return t
+
+
+def major_file(path, mb):
+    with open(path, "wb") as f:
+        f.write(os.urandom(mb << 20))
+        f.flush()
+        os.fsync(f.fileno())
+    return path
+
+
+def read_dropped(path, mb):
+    """Touches one byte per page of path's mapping, its cache dropped first."""
+    fd = os.open(path, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    m = mmap.mmap(fd, mb << 20, prot=mmap.PROT_READ)
+    m.madvise(mmap.MADV_RANDOM)
+    t0 = time.monotonic_ns()
+    s = 0
+    for off in range(0, mb << 20, 4096):
+        s += m[off]
+    spent = time.monotonic_ns() - t0
+    m.close()
+    os.close(fd)
+    return spent
+
+
+def timed(fn):
+    t0 = time.monotonic_ns()
+    fn()
+    return time.monotonic_ns() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--ms", type=int, default=20)
+    ap.add_argument("--hog-ms", type=int, default=0)
+    ap.add_argument("--fault-mb", type=int, default=0)
+    ap.add_argument("--major-mb", type=int, default=0)
+    ap.add_argument("--go", required=True)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    hog_pid = None
+    if a.hog_ms:
+        hog_pid, hog_go, hog_done = start_hog(0)
+    os.sched_setaffinity(0, {0})
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(16, 32), torch.randint(0, 10, (16,))
+    if a.major_mb:
+        major_file(a.go + ".data", a.major_mb)
+    print("ready tid %d hog %s" % (threading.get_native_id(), hog_pid), flush=True)
+    while not os.path.exists(a.go):
+        time.sleep(0.01)
+    spent = {"pipe": 0, "sleep": 0, "futex": 0, "hog": 0, "hog_cpu": 0, "fault": 0, "major": 0}
+    major = a.go + ".data"
+    r, w = os.pipe()
+    for _ in range(a.steps):
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        t = later(a.ms, lambda: os.write(w, b"x"))
+        spent["pipe"] += timed(lambda: os.read(r, 1))
+        t.join()
+        spent["sleep"] += timed(lambda: time.sleep(a.ms / 1000))
+        ev = threading.Event()
+        t = later(a.ms, ev.set)
+        spent["futex"] += timed(ev.wait)
+        t.join()
+        if a.hog_ms:
+            t0 = time.monotonic_ns()
+            os.write(hog_go, a.hog_ms.to_bytes(8, "little"))
+            got = b""
+            while len(got) < 8:  # spin: runnable, never blocked
+                try:
+                    got += os.read(hog_done, 8 - len(got))
+                except BlockingIOError:
+                    pass
+            spent["hog"] += time.monotonic_ns() - t0
+            spent["hog_cpu"] += int.from_bytes(got, "little")
+        if a.fault_mb:
+            m = mmap.mmap(-1, a.fault_mb << 20)
+            t0 = time.monotonic_ns()
+            for off in range(0, a.fault_mb << 20, 4096):
+                m[off] = 1
+            spent["fault"] += time.monotonic_ns() - t0
+            m.close()
+        if a.major_mb:
+            spent["major"] += read_dropped(major, a.major_mb)
+    if a.hog_ms:
+        os.close(hog_go)
+        os.waitpid(hog_pid, 0)
+    spent["end"] = time.monotonic_ns()  # the loop's end (CLOCK_MONOTONIC)
+    print(json.dumps(spent), flush=True)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

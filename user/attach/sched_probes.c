@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The kernel view's programs on their tracepoints (sched_probes.h). A
+ * kernel without the page fault tracepoint (another architecture, an old
+ * kernel) loses only the fault attribution: the object is loaded again
+ * without that program, and the trace says what is missing.
+ */
+#define _GNU_SOURCE
+#include "attach/sched_probes.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "sched.skel.h"
+
+#define MAX_PROGS 8
+
+struct sched_probes {
+	struct sched_bpf *skel;
+	struct bpf_link *links[MAX_PROGS];
+	int nlinks;
+	char missing[128];
+};
+
+static struct sched_bpf *open_skel(uint32_t ring_bytes, bool faults, int *err)
+{
+	struct sched_bpf *skel = sched_bpf__open();
+
+	if (!skel) {
+		*err = -errno;
+		return NULL;
+	}
+	bpf_map__set_max_entries(skel->maps.sched_events, ring_bytes);
+	skel->rodata->wakeup_bytes = ring_bytes / 16;
+	if (!faults)
+		bpf_program__set_autoload(skel->progs.on_fault, false);
+	*err = sched_bpf__load(skel);
+	if (*err) {
+		sched_bpf__destroy(skel);
+		return NULL;
+	}
+	return skel;
+}
+
+/* Attaches each program on its own: one the kernel refuses is named. */
+static int attach_all(struct sched_probes *p, char *err, size_t errlen)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, p->skel->obj) {
+		struct bpf_link *l;
+
+		if (!bpf_program__autoload(prog) || p->nlinks == MAX_PROGS)
+			continue;
+		l = bpf_program__attach(prog);
+		if (!l && prog == p->skel->progs.on_fault) {
+			snprintf(p->missing, sizeof(p->missing), "page_fault_user");
+			continue;
+		}
+		if (!l) {
+			snprintf(err, errlen, "attaching %s failed: %s", bpf_program__name(prog),
+				 strerror(errno));
+			return -1;
+		}
+		p->links[p->nlinks++] = l;
+	}
+	return 0;
+}
+
+struct sched_probes *sched_probes_new(uint32_t ring_bytes, char *err, size_t errlen)
+{
+	struct sched_probes *p = calloc(1, sizeof(*p));
+	int e = 0;
+
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	p->skel = open_skel(ring_bytes, true, &e);
+	if (!p->skel && (p->skel = open_skel(ring_bytes, false, &e)))
+		snprintf(p->missing, sizeof(p->missing), "page_fault_user");
+	if (!p->skel) {
+		snprintf(err, errlen, "loading its BPF programs failed: %s (run with -v for the "
+			 "verifier log)", strerror(-e));
+		free(p);
+		return NULL;
+	}
+	if (attach_all(p, err, errlen)) {
+		sched_probes_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+int sched_probes_watch(struct sched_probes *p, int pid, bool on)
+{
+	uint32_t word = (uint32_t)pid / 64;
+	uint64_t bits = 0, bit = 1ull << ((uint32_t)pid % 64);
+	const struct bpf_map *m;
+
+	if (!p)
+		return 0;
+	m = p->skel->maps.sched_procs;
+	if (pid <= 0 || word >= bpf_map__max_entries(m))
+		return -EINVAL;
+	if (bpf_map__lookup_elem(m, &word, sizeof(word), &bits, sizeof(bits), 0))
+		return -errno;
+	bits = on ? bits | bit : bits & ~bit;
+	return bpf_map__update_elem(m, &word, sizeof(word), &bits, sizeof(bits), BPF_ANY);
+}
+
+int sched_probes_ring_fd(const struct sched_probes *p)
+{
+	return bpf_map__fd(p->skel->maps.sched_events);
+}
+
+const char *sched_probes_missing(const struct sched_probes *p)
+{
+	return p ? p->missing : "";
+}
+
+void sched_probes_detach(struct sched_probes *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; i < p->nlinks; i++)
+		bpf_link__destroy(p->links[i]);
+	p->nlinks = 0;
+}
+
+void sched_probes_stats(const struct sched_probes *p, uint64_t out[SCHED_STAT_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t vals[ncpu > 0 ? ncpu : 1];
+
+	for (uint32_t k = 0; k < SCHED_STAT_MAX; k++) {
+		out[k] = 0;
+		if (!p || bpf_map__lookup_elem(p->skel->maps.sched_stats, &k, sizeof(k), vals,
+					       sizeof(uint64_t) * ncpu, 0))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			out[k] += vals[c];
+	}
+}
+
+uint64_t sched_probes_missed(const struct sched_probes *p)
+{
+	struct bpf_program *prog;
+	uint64_t n = 0;
+
+	if (!p)
+		return 0;
+	bpf_object__for_each_program(prog, p->skel->obj) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		memset(&info, 0, sizeof(info));
+		if (fd >= 0 && !bpf_prog_get_info_by_fd(fd, &info, &len))
+			n += info.recursion_misses;
+	}
+	return n;
+}
+
+void sched_probes_free(struct sched_probes *p)
+{
+	if (!p)
+		return;
+	sched_probes_detach(p);
+	sched_bpf__destroy(p->skel);
+	free(p);
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The kernel view's BPF programs (bpf/sched.bpf.c): loaded beside the op
+ * programs, filtering on a bitmap of the processes being traced, attached to
+ * the scheduler, system call and page fault tracepoints for the whole
+ * capture, detached before the last read. Their records come through a
+ * ring of their own (include/ptbpf_sched.h).
+ */
+#ifndef PTBPF_SCHED_PROBES_H
+#define PTBPF_SCHED_PROBES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ptbpf_sched.h"
+
+struct sched_probes;
+
+/* Loads and attaches them; ring_bytes: their ring's size (a power of
+ * two). They record nothing until a process is watched. NULL with one
+ * line in err. */
+struct sched_probes *sched_probes_new(uint32_t ring_bytes, char *err, size_t errlen);
+/* Starts (on) or stops recording process pid's threads; 0 or -errno. */
+int sched_probes_watch(struct sched_probes *p, int pid, bool on);
+/* The ring's map fd (for ring_buffer__add). */
+int sched_probes_ring_fd(const struct sched_probes *p);
+/* What did not attach (a tracepoint this kernel lacks), "" if nothing. */
+const char *sched_probes_missing(const struct sched_probes *p);
+/* Removes every program from its tracepoint: nothing runs after this. */
+void sched_probes_detach(struct sched_probes *p);
+/* The programs' counters summed over CPUs (enum ptbpf_sched_stat). */
+void sched_probes_stats(const struct sched_probes *p, uint64_t out[SCHED_STAT_MAX]);
+/* Runs the kernel skipped because another of the program's runs was
+ * active on that CPU (a wakeup from an interrupt inside a wakeup): lost
+ * before any record was made. */
+uint64_t sched_probes_missed(const struct sched_probes *p);
+void sched_probes_free(struct sched_probes *p);
+
+#endif /* PTBPF_SCHED_PROBES_H */

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Why a traced thread was off CPU (offcpu.h). BPF sends a system call
+ * once it is over and only if it blocked, with the inode behind its first
+ * argument when that is an open file descriptor; a switch-out says what
+ * the thread blocked in (the call and its arguments, or a page fault) and
+ * its fault counters. A call still blocked at the end is known from its
+ * switch-out alone, and drawn up to where tracing stopped.
+ *
+ * A file descriptor is named without a system call where its inode says
+ * enough (a pipe, a socket), else from /proc/PID/fd (a device such as
+ * /dev/nvidia0, a file, an eventfd), once per process, descriptor and
+ * inode.
+ */
+#define _GNU_SOURCE
+#include "record/offcpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "lib/hash.h"
+#include "lib/syscalls.h"
+
+#define MAX_THREADS 65536
+#define MAX_FD_NAMES 4096
+#define FD_NAME_LEN 96
+#define EXIT_STATES 0x30 /* EXIT_DEAD | EXIT_ZOMBIE: the thread is gone */
+#define BLOCKED_TRACK "blocked in"
+
+struct blocked_call { /* a system call seen blocking, not yet over */
+	uint64_t enter_ts;
+	uint64_t arg[2];
+	int32_t nr;
+	bool open;
+};
+
+struct thread {
+	int pid, tid;
+	uint64_t thread_track;
+	uint64_t track; /* "blocked in", under the thread's track; made when first used */
+	struct blocked_call call;
+	uint64_t fault_ts, fault_addr; /* blocked in a fault since, 0: not */
+	uint64_t min0, maj0, min, maj; /* fault counters: first seen, last written */
+	bool counted;
+	uint64_t min_track, maj_track;
+};
+
+struct fd_name {
+	char s[FD_NAME_LEN];
+};
+
+struct offcpu {
+	struct pf_writer *w;
+	offcpu_thread_track_fn *track;
+	void *ctx;
+	struct hash_table threads; /* tid -> struct thread */
+	struct hash_table fd_names; /* (pid, fd, inode) -> struct fd_name */
+	struct offcpu_counts counts;
+};
+
+struct offcpu *offcpu_new(struct pf_writer *w, offcpu_thread_track_fn *track, void *ctx)
+{
+	struct offcpu *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		return NULL;
+	o->w = w;
+	o->track = track;
+	o->ctx = ctx;
+	hash_init(&o->threads, MAX_THREADS, sizeof(struct thread));
+	hash_init(&o->fd_names, MAX_FD_NAMES, sizeof(struct fd_name));
+	return o;
+}
+
+void offcpu_free(struct offcpu *o)
+{
+	if (!o)
+		return;
+	hash_free(&o->threads);
+	hash_free(&o->fd_names);
+	free(o);
+}
+
+const struct offcpu_counts *offcpu_counts(const struct offcpu *o)
+{
+	return &o->counts;
+}
+
+/* tid's state (of process pid), with its track; NULL past the limit. */
+static struct thread *thread_of(struct offcpu *o, int pid, int tid)
+{
+	uint64_t key = hash_u64((uint64_t)(uint32_t)tid + 1);
+	struct thread *t = hash_get(&o->threads, key);
+
+	if (t && t->pid == pid)
+		return t;
+	if (!t && !(t = hash_add(&o->threads, key))) {
+		o->counts.no_thread++;
+		return NULL;
+	}
+	*t = (struct thread){ .pid = pid, .tid = tid };
+	t->thread_track = o->track(o->ctx, pid, tid);
+	return t;
+}
+
+/* What file descriptor fd of pid is (its inode's number and mode). */
+static const char *fd_name(struct offcpu *o, int pid, uint64_t fd, uint64_t ino, uint32_t mode)
+{
+	uint64_t key = hash_pair((uint64_t)pid << 32 | (uint32_t)fd, ino);
+	struct fd_name *n = hash_get(&o->fd_names, key);
+	static struct fd_name tmp;
+	char path[64];
+	ssize_t len;
+
+	if (n)
+		return n->s;
+	n = hash_add(&o->fd_names, key);
+	if (!n)
+		n = &tmp; /* past the limit: named, not kept */
+	if (S_ISFIFO(mode) || S_ISSOCK(mode)) {
+		snprintf(n->s, sizeof(n->s), "%s:[%llu]", S_ISFIFO(mode) ? "pipe" : "socket",
+			 (unsigned long long)ino);
+		return n->s;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/fd/%llu", pid, (unsigned long long)fd);
+	len = readlink(path, n->s, sizeof(n->s) - 1);
+	if (len < 0)
+		snprintf(n->s, sizeof(n->s), "inode %llu", (unsigned long long)ino);
+	else
+		n->s[len] = 0;
+	return n->s;
+}
+
+/* The call's arguments as the slice shows them: the file descriptor and
+ * what it is, the futex's address and operation, or the first argument. */
+static int call_args(struct offcpu *o, int pid, int32_t nr, const uint64_t arg[2],
+		     uint64_t ino, uint32_t mode, struct pf_arg *a)
+{
+	char name[32];
+	int n = 0;
+
+	switch (syscall_arg0(nr)) {
+	case SYSCALL_ARG_FD:
+		a[n++] = (struct pf_arg){ .name = "fd", .type = PF_ARG_INT, .i = (int64_t)arg[0] };
+		if (ino)
+			a[n++] = (struct pf_arg){ .name = "file", .type = PF_ARG_STR,
+						  .s = fd_name(o, pid, arg[0], ino, mode) };
+		break;
+	case SYSCALL_ARG_ADDR:
+		a[n++] = (struct pf_arg){ .name = "addr", .type = PF_ARG_PTR, .ptr = arg[0] };
+		if (!strcmp(syscall_name(nr, name, sizeof(name)), "futex"))
+			a[n++] = (struct pf_arg){ .name = "futex_op", .type = PF_ARG_UINT,
+						  .u = arg[1] & 0x7f }; /* FUTEX_CMD_MASK */
+		break;
+	default:
+		a[n++] = (struct pf_arg){ .name = "arg0", .type = PF_ARG_UINT, .u = arg[0] };
+	}
+	return n;
+}
+
+/* The thread's "blocked in" track, made at its first slice. */
+static uint64_t blocked_track(struct offcpu *o, struct thread *t)
+{
+	if (!t->track)
+		t->track = pf_track_child(o->w, t->thread_track, BLOCKED_TRACK);
+	return t->track;
+}
+
+static void call_slice(struct offcpu *o, struct thread *t, int32_t nr, uint64_t from,
+		       uint64_t to, struct pf_arg *args, int nargs)
+{
+	char buf[32];
+	struct pf_event e = { .track = blocked_track(o, t), .ts = from, .category = "syscall",
+			      .name = syscall_name(nr, buf, sizeof(buf)), .args = args,
+			      .nargs = nargs };
+
+	pf_slice_begin(o->w, &e);
+	e = (struct pf_event){ .track = t->track, .ts = to };
+	pf_slice_end(o->w, &e);
+}
+
+void offcpu_syscall(struct offcpu *o, const struct ptbpf_sched_syscall *r)
+{
+	struct thread *t = thread_of(o, (int)r->tgid, (int)r->tid);
+	struct pf_arg a[6];
+	int n;
+
+	if (!t || !t->thread_track)
+		return;
+	if (t->call.open && t->call.enter_ts <= r->enter_ts)
+		t->call.open = false;
+	n = call_args(o, t->pid, r->nr, r->arg, r->ino, r->mode, a);
+	a[n++] = (struct pf_arg){ .name = "off_cpu_ns", .type = PF_ARG_UINT, .u = r->off_cpu_ns };
+	a[n++] = (struct pf_arg){ .name = "blocked", .type = PF_ARG_UINT, .u = r->switches };
+	a[n++] = (struct pf_arg){ .name = "ret", .type = PF_ARG_INT, .i = r->ret };
+	call_slice(o, t, r->nr, r->enter_ts, r->h.ts, a, n);
+	o->counts.syscalls++;
+}
+
+/* A fault counter under the thread's track, made at its first change. */
+static void fault_counter(struct offcpu *o, struct thread *t, uint64_t *track,
+			  const char *name, uint64_t ts, uint64_t value)
+{
+	if (!*track)
+		*track = pf_track_counter(o->w, t->thread_track, name, PF_UNIT_COUNT);
+	pf_counter(o->w, *track, ts, (int64_t)value);
+}
+
+static void count_faults(struct offcpu *o, struct thread *t, const struct ptbpf_sched_switch *r)
+{
+	if (!t->counted) {
+		t->min0 = t->min = r->min_flt;
+		t->maj0 = t->maj = r->maj_flt;
+		t->counted = true;
+		return;
+	}
+	if (r->min_flt > t->min) {
+		o->counts.minor += r->min_flt - t->min;
+		t->min = r->min_flt;
+		fault_counter(o, t, &t->min_track, "page faults (minor)", r->h.ts, t->min - t->min0);
+	}
+	if (r->maj_flt > t->maj) {
+		o->counts.major += r->maj_flt - t->maj;
+		t->maj = r->maj_flt;
+		fault_counter(o, t, &t->maj_track, "page faults (major)", r->h.ts, t->maj - t->maj0);
+	}
+}
+
+static void fault_slice(struct offcpu *o, struct thread *t, uint64_t to)
+{
+	struct pf_arg a = { .name = "addr", .type = PF_ARG_PTR, .ptr = t->fault_addr };
+	struct pf_event e = { .track = blocked_track(o, t), .ts = t->fault_ts, .category = "fault",
+			      .name = "page fault", .args = &a, .nargs = 1 };
+
+	pf_slice_begin(o->w, &e);
+	e = (struct pf_event){ .track = t->track, .ts = to > t->fault_ts ? to : t->fault_ts };
+	pf_slice_end(o->w, &e);
+	t->fault_ts = 0;
+	o->counts.faults++;
+}
+
+/* The traced thread that left the CPU: what it blocked in. */
+static void prev_left(struct offcpu *o, const struct ptbpf_sched_switch *r)
+{
+	struct thread *t = thread_of(o, (int)r->prev_tgid, (int)r->prev_tid);
+
+	if (!t || !t->thread_track)
+		return;
+	count_faults(o, t, r);
+	if (r->prev_state & EXIT_STATES) {
+		t->call.open = false;
+		t->fault_ts = 0;
+	} else if ((r->flags & SW_SYSCALL) &&
+		   !(t->call.open && t->call.enter_ts == r->sys_enter_ts)) {
+		t->call = (struct blocked_call){ .enter_ts = r->sys_enter_ts, .nr = r->sys_nr,
+						 .arg = { r->sys_arg[0], r->sys_arg[1] },
+						 .open = true };
+	} else if ((r->flags & SW_FAULT) && !t->fault_ts) {
+		t->fault_ts = r->fault_ts;
+		t->fault_addr = r->fault_addr;
+	}
+}
+
+void offcpu_switch(struct offcpu *o, const struct ptbpf_sched_switch *r)
+{
+	struct thread *t;
+
+	if (r->flags & SW_PREV_TRACED)
+		prev_left(o, r);
+	if (!(r->flags & SW_NEXT_TRACED))
+		return;
+	t = thread_of(o, (int)r->next_tgid, (int)r->next_tid);
+	if (t && t->thread_track && t->fault_ts)
+		fault_slice(o, t, r->h.ts);
+}
+
+void offcpu_finish(struct offcpu *o, uint64_t ts)
+{
+	struct thread *t;
+
+	for (uint32_t i = 0; (t = hash_next(&o->threads, &i));) {
+		struct pf_arg a[4];
+		int n;
+
+		if (!t->thread_track)
+			continue;
+		if (t->fault_ts)
+			fault_slice(o, t, ts);
+		if (!t->call.open || t->call.enter_ts > ts)
+			continue;
+		n = call_args(o, t->pid, t->call.nr, t->call.arg, 0, 0, a);
+		a[n++] = (struct pf_arg){ .name = "unfinished", .type = PF_ARG_BOOL, .b = true };
+		call_slice(o, t, t->call.nr, t->call.enter_ts, ts, a, n);
+		t->call.open = false;
+		o->counts.unfinished++;
+	}
+}

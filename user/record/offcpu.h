@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * offcpu: why a traced thread was off CPU, as slices on a "blocked in"
+ * track under its thread's track: a system call it blocked in ("read",
+ * "futex", "epoll_wait"...; what its file descriptor is: a pipe, a socket,
+ * a device such as /dev/nvidia0, a file), a page fault it blocked in; and
+ * its page faults, minor and major, as counters under its thread. A track
+ * of their own, not the ops' track: these come from the kernel's clock
+ * through another ring, and a slice of theirs that crossed an op's cut end
+ * (lost records) would reshape the op's slices in trace_processor. The states
+ * themselves (Running, Runnable, Sleeping, Uninterruptible) are the
+ * scheduler records' (record/sched.c), which trace_processor turns into
+ * thread_state; these slices say what a Sleeping stretch waited in.
+ */
+#ifndef PTBPF_OFFCPU_H
+#define PTBPF_OFFCPU_H
+
+#include <stdint.h>
+
+#include "ptbpf_sched.h"
+#include "trace/perfetto.h"
+
+struct offcpu;
+
+/* A traced thread's track (made when new), 0 if there is none. */
+typedef uint64_t offcpu_thread_track_fn(void *ctx, int pid, int tid);
+
+struct offcpu_counts {
+	uint64_t syscalls;       /* blocking system calls written as slices */
+	uint64_t unfinished;     /* ... still blocked when tracing stopped */
+	uint64_t faults;         /* page faults a thread blocked in, as slices */
+	uint64_t minor, major;   /* page faults of the traced threads since attach */
+	uint64_t no_thread;      /* records of threads past the table's limit */
+};
+
+struct offcpu *offcpu_new(struct pf_writer *w, offcpu_thread_track_fn *track, void *ctx);
+void offcpu_free(struct offcpu *o);
+/* A switch record: what its traced prev left the CPU in, its traced next
+ * coming back. */
+void offcpu_switch(struct offcpu *o, const struct ptbpf_sched_switch *r);
+/* A blocking system call, now over: its slice. */
+void offcpu_syscall(struct offcpu *o, const struct ptbpf_sched_syscall *r);
+/* Tracing stopped at ts: calls and faults still blocked end there. */
+void offcpu_finish(struct offcpu *o, uint64_t ts);
+const struct offcpu_counts *offcpu_counts(const struct offcpu *o);
+
+#endif /* PTBPF_OFFCPU_H */
