@@ -215,13 +215,13 @@ static int scan_input(struct input *in, int idx, bool by_collectives, struct mer
 		ord++;
 		if (p.desc.n && tr_track(in->tr, &p, &d))
 			merge_rpc_track(rpc, idx, &d);
+		if (p.ftrace.n && merge_sched_cpu(p.ftrace.d, p.ftrace.n, &cpu) && cpu >= in->ncpus)
+			in->ncpus = cpu + 1;
 		if (!p.event.n || !tr_event(in->tr, &p, e))
 			continue;
 		if (by_collectives)
 			note_collective(in, e, open, &nopen);
 		merge_rpc_event(rpc, idx, ord, e);
-		if (p.ftrace.n && merge_sched_cpu(p.ftrace.d, p.ftrace.n, &cpu) && cpu >= in->ncpus)
-			in->ncpus = cpu + 1;
 	}
 	free(e);
 	if (got < 0)
