@@ -275,6 +275,9 @@ int session_setup_trace(struct session *s)
 	mark_trigger(s);
 	if (!s->opt.no_sched)
 		setup_sched(s);
+	if (s->raw && s->sched) /* said, not lost silently: replay lacks it */
+		log_warn("the raw capture does not keep the kernel view (thread states, "
+			 "blocking calls): `ptbpf replay` re-makes the trace without it\n");
 	return 0;
 }
 
