@@ -383,8 +383,8 @@ def test_agent_ring_overflow_cuts_frames_at_the_gap(tmp_path):
     ops = [s for s in t.slices if s.category == "cpu_op"]
     assert ops and not [s for s in ops if "cut_at_trace_end" in s.args]
     # ms-long steps: no op or step spans the loss.
-    longest = max(s.dur for s in t.slices)
-    assert longest < 100e6, longest
+    longest = max(s.dur for s in t.slices if s.category not in ("syscall", "fault"))
+    assert longest < 100e6, longest  # (the kernel view's blocked calls may be long)
     assert "cut where records were lost" in run.err
     assert t.validate() == []
 

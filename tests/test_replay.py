@@ -29,7 +29,13 @@ def test_replay_remakes_the_trace(tmp_path):
     assert again.op_counts() == live.op_counts()
     assert again.op_counts("backward") == live.op_counts("backward")
     key = lambda s: (s.name, s.ts, s.dur, s.depth)
-    assert sorted(map(key, again.slices)) == sorted(map(key, live.slices))
+    # A raw capture keeps the BPF ring's records, not the kernel view's
+    # (README, blind spots): its slices ("blocked in" tracks) are the only
+    # difference.
+    view = ("syscall", "fault")
+    assert not [s for s in again.slices if s.category in view]
+    assert sorted(map(key, again.slices)) == \
+        sorted(key(s) for s in live.slices if s.category not in view)
 
 
 def test_replay_refuses_what_is_not_a_capture(tmp_path):
