@@ -270,22 +270,24 @@ class Trace:
         names = list(c.intern_table)
         if b.lost_events:
             self.lost_cpus.add(b.cpu)
-        cols = (c.switch_timestamp, c.switch_prev_state, c.switch_next_pid,
-                c.switch_next_prio, c.switch_next_comm_index)
-        if len(set(map(len, cols))) > 1:
-            self.errors.append("compact sched switch arrays of different lengths")
-        ts = 0
-        for d, state, pid, prio, comm in zip(*cols):
-            ts = (ts + d) & (2**64 - 1)
+        for ts, (state, pid, prio, comm) in self._compact_rows("switch", (
+                c.switch_timestamp, c.switch_prev_state, c.switch_next_pid,
+                c.switch_next_prio, c.switch_next_comm_index)):
             self.switches.append(Switch(ts, b.cpu, state, pid, prio, names[comm]))
-        cols = (c.waking_timestamp, c.waking_pid, c.waking_target_cpu, c.waking_prio,
-                c.waking_comm_index)
-        if len(set(map(len, cols))) > 1:
-            self.errors.append("compact sched waking arrays of different lengths")
-        ts = 0
-        for d, pid, tcpu, prio, comm in zip(*cols):
-            ts = (ts + d) & (2**64 - 1)
+        for ts, (pid, tcpu, prio, comm) in self._compact_rows("waking", (
+                c.waking_timestamp, c.waking_pid, c.waking_target_cpu, c.waking_prio,
+                c.waking_comm_index)):
             self.wakings.append(Waking(ts, b.cpu, pid, tcpu, prio, names[comm]))
+
+    def _compact_rows(self, what, cols):
+        """A compact sched event's parallel arrays as rows, the first column
+        (delta-encoded timestamps) summed into absolute times."""
+        if len(set(map(len, cols))) > 1:
+            self.errors.append("compact sched %s arrays of different lengths" % what)
+        ts = 0
+        for d, *rest in zip(*cols):
+            ts = (ts + d) & (2**64 - 1)
+            yield ts, rest
 
     def _sched_to_mono(self):
         """Bundles are BOOTTIME: moved to MONOTONIC (the first snapshot) and
