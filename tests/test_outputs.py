@@ -271,7 +271,8 @@ def test_a_target_that_exits_during_the_attach_leaves_no_file(tmp_path, idle_tor
     try:
         target.wait_line("ready")
         pids = [idle_torch.p.pid] * others + [target.p.pid]
-        r = ptbpf(*sum([["-p", p] for p in pids], []), "-o", out, "--raw", raw, "--force")
+        r = ptbpf(*sum([["-p", p] for p in pids], []), "-o", out, "--raw", raw, "--force",
+                  "--no-sched")
         assert target.p.wait(timeout=60) == 3
     finally:
         target.kill()
