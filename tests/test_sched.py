@@ -15,6 +15,8 @@ import re
 import subprocess
 import time
 
+import pytest
+
 from conftest import PTBPF, PYTHON, ROOT, Proc, pftrace, require
 
 OFFCPU = os.path.join(ROOT, "tests", "workloads", "offcpu.py")
@@ -148,10 +150,50 @@ def test_injected_causes(tmp_path):
     check_report_and_merge(tmp_path, run)
 
 
+def report_json(path):
+    r = subprocess.run([PTBPF, "report", "--json", path], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def causes(rep):
+    """Other's causes, summed over the steps (ns), and the steps' count."""
+    got = {c["cause"]: c["ns"] for c in rep["other_causes"]["causes"]}
+    return got, len(rep["steps"])
+
+
+def check_causes(run):
+    """The report splits the steps' Other by cause: each injected wait is
+    named for at least 90% of its time in the steps (a step runs from one
+    Optimizer.step's end to the next: the steps hold all iterations' waits
+    but the last's), and at most 5% of Other is unexplained."""
+    rep = report_json(run.path)
+    got, n = causes(rep)
+    share = n / STEPS
+    assert n == STEPS - 1, rep["steps"]
+    assert rep["other_causes"]["kernel_view"]
+    for cause, key in [("read on a pipe", "pipe"), ("sleep (clock_nanosleep)", "sleep"),
+                       ("futex (a lock or condition wait)", "futex"),
+                       ("preempted by python3", "hog_cpu")]:
+        assert got.get(cause, 0) >= 0.9 * run.spent[key] * share, (cause, got, run.spent)
+    lo, hi = rep["steps"][0]["start_ns"], rep["steps"][-1]["start_ns"] + \
+        rep["steps"][-1]["dur_ns"]
+    d = overlap(run.trace.thread_states()[run.tid], lo, hi, {"D"})
+    assert got.get("page faults", 0) >= 0.9 * d, (got, d)
+    other = rep["other_causes"]["other_ns"]
+    assert rep["other_causes"]["unexplained_ns"] <= 0.05 * other, rep["other_causes"]
+    assert sum(s["other_causes_rest_ns"] + sum(s["other_causes_ns"].values())
+               for s in rep["steps"]) == other - rep["other_causes"]["unexplained_ns"]
+    r = subprocess.run([PTBPF, "report", run.path], capture_output=True, text=True)
+    assert "Other (" in r.stdout and "read on a pipe" in r.stdout, r.stdout
+
+
 def check_report_and_merge(tmp_path, run):
+    check_causes(run)
     r = subprocess.run([PTBPF, "report", run.path], capture_output=True, text=True)
     assert r.returncode == 0 and "aten::addmm" in r.stdout, r.stderr
-    assert "futex" not in r.stdout and "clock_nanosleep" not in r.stdout
+    ops = r.stdout[r.stdout.index("Operators by host"):]
+    assert "futex" not in ops and "clock_nanosleep" not in ops
     k = str(tmp_path / "k.json")
     r = subprocess.run([PTBPF, "export", "--kineto", k, run.path], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -170,6 +212,31 @@ def check_report_and_merge(tmp_path, run):
     for tid in (run.tid + (1 << 22), run.tid + (2 << 22)):
         calls, asleep = in_calls(m, tid, "read", {"S"})
         assert len(calls) == STEPS and asleep >= 0.9 * run.spent["pipe"], (tid, asleep)
+    # The merged report splits each input's steps by their own thread's causes.
+    got, n = causes(report_json(out))
+    assert n == 2 * (STEPS - 1)
+    assert got["read on a pipe"] >= 2 * 0.9 * run.spent["pipe"] * (STEPS - 1) / STEPS, got
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_gil_and_dataloader_causes(tmp_path, workers):
+    """A thread that holds the GIL in a Python loop, and a DataLoader whose
+    __getitem__ sleeps (in the training thread, or in 2 worker processes):
+    the GIL wait is named as such in Other, and the time in next(loader) is
+    the breakdown's DataLoader."""
+    run = Traced(tmp_path, ["--steps", str(STEPS), "--ms", "1", "--gil-ms", "30",
+                            "--loader-ms", "20", "--workers", str(workers)])
+    rep = report_json(run.path)
+    got, n = causes(rep)
+    share = n / STEPS
+    assert n == STEPS - 1, rep["steps"]
+    assert got.get("waiting for the GIL", 0) >= 0.9 * run.spent["gil"] * share, \
+        (got, run.spent)
+    gil = [s for s in blocked_slices(run.trace, run.tid) if s.args.get("lock") == "GIL"]
+    assert gil and all(s.name == "futex" for s in gil)
+    loader = sum(s["breakdown_ns"]["DataLoader"] for s in rep["steps"])
+    assert loader >= 0.9 * run.spent["loader"] * share, (loader, run.spent)
+    assert rep["other_causes"]["unexplained_ns"] <= 0.05 * rep["other_causes"]["other_ns"]
 
 
 BCC_OFFCPU = r"""

@@ -7,7 +7,8 @@
  * for). Within an ample budget (one pass), a small one (older steps
  * finished during the pass, late intervals redone in windows) and a tiny
  * one (windows only), the rows must equal a brute-force count over every
- * nanosecond.
+ * nanosecond. Steps belong to one of three threads, and causes of each
+ * thread (four names in three classes) split the Other of its steps.
  */
 #include "offline/step_table.h"
 
@@ -36,13 +37,20 @@ static void check_eq(unsigned long long a, unsigned long long b, int line, const
 #define NIVALS 3000
 
 struct ival {
-	int kind;      /* SL_*, or STEP */
+	int kind;      /* SL_*, STEP or CAUSE */
 	uint64_t s, e;
 	uint64_t when; /* when the trace has it */
 	int step;
+	int tid, name; /* STEP, CAUSE */
 };
 
 #define STEP SL_COUNT
+#define CAUSE (SL_COUNT + 1)
+#define NTIDS 3
+#define NNAMES 4
+/* cause name -> class: two names share one, so their order counts */
+static const enum step_cause_class name_cls[NNAMES] = { SC_SCHED, SC_CALL, SC_RUNNING, SC_CALL };
+static int order[NTIDS + 1][NNAMES]; /* a (tid, name)'s first place in the feed */
 
 static struct ival ivals[NIVALS];
 static uint64_t step_s[NSTEPS], step_e[NSTEPS];
@@ -68,10 +76,14 @@ static void make_input(void)
 		step_s[i] = rnd(SPAN - 200);
 		step_e[i] = step_s[i] + 1 + rnd(200);
 		feed[n++] = (struct ival){ .kind = STEP, .s = step_s[i], .e = step_e[i],
-					   .when = step_e[i], .step = i };
+					   .when = step_e[i], .step = i, .tid = 1 + i % NTIDS };
 	}
 	for (int i = 0; i < NIVALS; i++) {
-		ivals[i].kind = (int)rnd(SL_COUNT);
+		ivals[i].kind = (int)rnd(SL_COUNT + 2);
+		if (ivals[i].kind == STEP)
+			ivals[i].kind = CAUSE;
+		ivals[i].tid = 1 + (int)rnd(NTIDS);
+		ivals[i].name = (int)rnd(NNAMES);
 		ivals[i].s = rnd(SPAN);
 		ivals[i].e = ivals[i].s + rnd(i % 10 ? 30 : 400);
 		/* Most come as they end; one in 50 (a GPU batch) late. */
@@ -79,6 +91,10 @@ static void make_input(void)
 		feed[n++] = ivals[i];
 	}
 	qsort(feed, n, sizeof(*feed), by_when);
+	memset(order, 0, sizeof(order));
+	for (int i = 0, k = 1; i < n; i++)
+		if (feed[i].kind == CAUSE && !order[feed[i].tid][feed[i].name])
+			order[feed[i].tid][feed[i].name] = k++;
 }
 
 /* The table as the report makes it: passes until it says done. */
@@ -90,7 +106,11 @@ static struct step_table *table(size_t budget, int *passes)
 	do {
 		for (int i = 0; i < NIVALS + NSTEPS; i++) {
 			if (feed[i].kind == STEP)
-				steps_add(t, feed[i].s, feed[i].e, (uint32_t)feed[i].step);
+				steps_add(t, feed[i].s, feed[i].e, (uint32_t)feed[i].step,
+					  feed[i].tid);
+			else if (feed[i].kind == CAUSE)
+				steps_cause(t, feed[i].tid, (uint32_t)feed[i].name,
+					    name_cls[feed[i].name], feed[i].s, feed[i].e);
 			else
 				steps_interval(t, feed[i].kind, feed[i].s, feed[i].e);
 		}
@@ -99,16 +119,40 @@ static struct step_table *table(size_t budget, int *passes)
 	return t;
 }
 
-/* Brute force, nanosecond by nanosecond. */
-static void expected(int step, struct step_row *r)
+/* The cause that takes instant x of thread tid's Other: the first class,
+ * then the first given; -1: none. */
+static int cause_at(const uint8_t causes[NNAMES], int tid)
+{
+	int best = -1;
+
+	for (int c = 0; c < NNAMES; c++) {
+		if (!causes[c])
+			continue;
+		if (best < 0 || name_cls[c] < name_cls[best] ||
+		    (name_cls[c] == name_cls[best] && order[tid][c] < order[tid][best]))
+			best = c;
+	}
+	return best;
+}
+
+/* Brute force, nanosecond by nanosecond; causes: ns per cause name. */
+static void expected(int step, struct step_row *r, uint64_t causes[NNAMES])
 {
 	static uint8_t cover[SPAN + 500][SL_COUNT];
+	static uint8_t cause[SPAN + 500][NNAMES];
 	static unsigned kernels[SPAN + 500];
+	int tid = 1 + step % NTIDS;
 
 	memset(cover, 0, sizeof(cover));
+	memset(cause, 0, sizeof(cause));
 	memset(kernels, 0, sizeof(kernels));
+	memset(causes, 0, NNAMES * sizeof(*causes));
 	for (int i = 0; i < NIVALS; i++)
 		for (uint64_t x = ivals[i].s; x < ivals[i].e; x++) {
+			if (ivals[i].kind == CAUSE) {
+				cause[x][ivals[i].name] |= ivals[i].tid == tid;
+				continue;
+			}
 			cover[x][ivals[i].kind] = 1;
 			kernels[x] += ivals[i].kind == SL_KERNEL;
 		}
@@ -127,6 +171,8 @@ static void expected(int step, struct step_row *r)
 				first = k;
 		}
 		r->brk[first]++;
+		if (first == SL_COUNT && cause_at(cause[x], tid) >= 0)
+			causes[cause_at(cause[x], tid)]++;
 	}
 }
 
@@ -143,6 +189,18 @@ static void compare(const struct step_row *got, const struct step_row *want, siz
 	CHECK_EQ(got->hostop, want->hostop, "hostop", i);
 	for (int k = 0; k < STEP_BREAKDOWN; k++)
 		CHECK_EQ(got->brk[k], want->brk[k], "breakdown", i);
+}
+
+static void compare_causes(const struct step_row *got, const uint64_t want[NNAMES], size_t i)
+{
+	uint64_t seen[NNAMES] = { 0 };
+
+	CHECK_EQ(got->cause_rest, 0, "cause_rest", i);
+	for (int k = 0; k < got->ncause; k++)
+		if (got->cause[k].name < NNAMES)
+			seen[got->cause[k].name] += got->cause[k].ns;
+	for (int c = 0; c < NNAMES; c++)
+		CHECK_EQ(seen[c], want[c], "cause", i);
 }
 
 int main(void)
@@ -164,9 +222,12 @@ int main(void)
 			CHECK_EQ(n, NSTEPS, "rows", (size_t)b);
 			for (size_t i = 0; i < n; i++) {
 				struct step_row want;
+				uint64_t causes[NNAMES];
 
-				expected((int)rows[i].name, &want);
+				expected((int)rows[i].name, &want, causes);
 				compare(&rows[i], &want, i);
+				compare_causes(&rows[i], causes, i);
+				CHECK_EQ(rows[i].tid, 1 + rows[i].name % NTIDS, "tid", i);
 				CHECK_EQ(i == 0 || rows[i - 1].start <= rows[i].start, 1, "by start", i);
 			}
 			steps_free(t);

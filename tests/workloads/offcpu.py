@@ -3,7 +3,7 @@
 for the kernel view's tests (tests/test_sched.py).
 
 usage: offcpu.py [--steps N] [--ms MS] [--hog-ms MS] --go FILE [--fault-mb MB]
-                 [--major-mb MB]
+                 [--major-mb MB] [--gil-ms MS] [--loader-ms MS [--workers N]]
 
 Each step, after a small MLP step, the training thread (pinned to CPU 0):
   pipe    reads one byte from a pipe that a helper thread writes MS later
@@ -16,6 +16,11 @@ Each step, after a small MLP step, the training thread (pinned to CPU 0):
   major   (--major-mb) reads a file's mapping whose pages were just dropped
           from the page cache, at random (major faults: the thread blocks
           in them)
+  gil     (--gil-ms) runs a pure-Python loop for MS of its own CPU time
+          while a thread on CPU 1 spins in Python holding the GIL: the
+          wall time beyond its CPU time is its wait for the GIL
+  loader  (--loader-ms) takes the next batch of a DataLoader whose
+          __getitem__ sleeps MS (--workers N: in N worker processes)
 Prints "ready" (with the training thread's tid and the hog's pid), waits
 for --go, and at the end one JSON line: per cause, the time the training
 thread spent in it as measured here (ns), the hog's CPU time, and when the
@@ -90,6 +95,44 @@ def read_dropped(path, mb):
     return spent
 
 
+def gil_spinner(stop):
+    """On CPU 1, a pure-Python loop that holds the GIL but for the
+    interpreter's switch interval."""
+    os.sched_setaffinity(0, {1 % os.cpu_count()})
+    n = 0
+    while not stop.is_set():
+        n += 1
+
+
+def gil_phase(ms):
+    """MS of this thread's CPU time in Python while gil_spinner runs: the
+    wall time it took beyond that (its wait for the GIL)."""
+    stop = threading.Event()
+    t = threading.Thread(target=gil_spinner, args=(stop,))
+    t.start()
+    time.sleep(0.005)
+    w0, c0 = time.monotonic_ns(), time.thread_time_ns()
+    n = 0
+    while time.thread_time_ns() - c0 < ms * 1000000:
+        n += 1
+    waited = (time.monotonic_ns() - w0) - (time.thread_time_ns() - c0)
+    stop.set()
+    t.join()
+    return waited
+
+
+class Sleepy(torch.utils.data.Dataset):
+    def __init__(self, ms):
+        self.ms = ms
+
+    def __len__(self):
+        return 1 << 20
+
+    def __getitem__(self, i):
+        time.sleep(self.ms / 1000)
+        return torch.zeros(4)
+
+
 def timed(fn):
     t0 = time.monotonic_ns()
     fn()
@@ -103,6 +146,9 @@ def main():
     ap.add_argument("--hog-ms", type=int, default=0)
     ap.add_argument("--fault-mb", type=int, default=0)
     ap.add_argument("--major-mb", type=int, default=0)
+    ap.add_argument("--gil-ms", type=int, default=0)
+    ap.add_argument("--loader-ms", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=0)
     ap.add_argument("--go", required=True)
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -116,10 +162,14 @@ def main():
     x, y = torch.randn(16, 32), torch.randint(0, 10, (16,))
     if a.major_mb:
         major_file(a.go + ".data", a.major_mb)
+    if a.loader_ms:
+        batches = iter(torch.utils.data.DataLoader(Sleepy(a.loader_ms), batch_size=1,
+                                                   num_workers=a.workers))
     print("ready tid %d hog %s" % (threading.get_native_id(), hog_pid), flush=True)
     while not os.path.exists(a.go):
         time.sleep(0.01)
-    spent = {"pipe": 0, "sleep": 0, "futex": 0, "hog": 0, "hog_cpu": 0, "fault": 0, "major": 0}
+    spent = {"pipe": 0, "sleep": 0, "futex": 0, "hog": 0, "hog_cpu": 0, "fault": 0, "major": 0,
+             "gil": 0, "loader": 0}
     major = a.go + ".data"
     r, w = os.pipe()
     for _ in range(a.steps):
@@ -154,6 +204,10 @@ def main():
             m.close()
         if a.major_mb:
             spent["major"] += read_dropped(major, a.major_mb)
+        if a.gil_ms:
+            spent["gil"] += gil_phase(a.gil_ms)
+        if a.loader_ms:
+            spent["loader"] += timed(lambda: next(batches))
     if a.hog_ms:
         os.close(hog_go)
         os.waitpid(hog_pid, 0)

@@ -73,10 +73,11 @@ struct ctl_syms {
 	uint64_t ctl, busy;
 };
 
-static int find_ctl(const char *name, uint64_t addr, void *ctx)
+static int find_ctl(const char *name, uint64_t addr, uint64_t size, void *ctx)
 {
 	struct ctl_syms *s = ctx;
 
+	(void)size;
 	if (!strcmp(name, "ptbpf_agent_ctl"))
 		s->ctl = addr;
 	else if (!strcmp(name, "ptbpf_agent_busy"))

@@ -537,7 +537,7 @@ int elf_file_find_func_prefix(struct elf_file *ef, const char *prefix, struct el
 
 struct obj_ent {
 	const char *name;
-	uint64_t addr;
+	uint64_t addr, size;
 };
 
 struct obj_collect {
@@ -562,7 +562,7 @@ static int obj_collect_cb(struct elf_file *ef, const GElf_Sym *sym, const char *
 			return -ENOMEM;
 		oc->v = grown;
 	}
-	oc->v[oc->n++] = (struct obj_ent){ name, sym->st_value };
+	oc->v[oc->n++] = (struct obj_ent){ name, sym->st_value, sym->st_size };
 	return 0;
 }
 
@@ -576,7 +576,8 @@ static int cmp_obj(const void *a, const void *b)
 }
 
 int elf_file_for_each_object(struct elf_file *ef, const char *prefix,
-			     int (*cb)(const char *name, uint64_t addr, void *ctx), void *ctx)
+			     int (*cb)(const char *name, uint64_t addr, uint64_t size, void *ctx),
+			     void *ctx)
 {
 	struct obj_collect oc = { .prefix = prefix, .plen = strlen(prefix) };
 	size_t i;
@@ -592,7 +593,7 @@ int elf_file_for_each_object(struct elf_file *ef, const char *prefix,
 		if (i && oc.v[i].addr == oc.v[i - 1].addr &&
 		    !strcmp(oc.v[i].name, oc.v[i - 1].name))
 			continue;
-		ret = cb(oc.v[i].name, oc.v[i].addr, ctx);
+		ret = cb(oc.v[i].name, oc.v[i].addr, oc.v[i].size, ctx);
 	}
 	free(oc.v);
 	return ret;

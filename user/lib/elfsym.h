@@ -59,9 +59,10 @@ int elf_file_find_func_prefix(struct elf_file *ef, const char *prefix, struct el
 int elf_file_find_in_symtab(struct elf_file *ef, const char *const *needles, int n,
 			    uint64_t *file_off);
 /* Calls cb for each defined OBJECT symbol whose name starts with prefix
- * (e.g. "_ZTV" for vtables), with its virtual address. */
+ * (e.g. "_ZTV" for vtables), with its virtual address and size. */
 int elf_file_for_each_object(struct elf_file *ef, const char *prefix,
-			     int (*cb)(const char *name, uint64_t addr, void *ctx), void *ctx);
+			     int (*cb)(const char *name, uint64_t addr, uint64_t size, void *ctx),
+			     void *ctx);
 /* Calls cb for each NUL-terminated string in .rodata* that starts with
  * prefix, tail-merged suffixes of longer strings included. An empty prefix
  * calls cb for each string that follows a NUL (suffixes not included). */

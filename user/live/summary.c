@@ -287,11 +287,12 @@ void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 
 	log_msg("kernel view: switches %lu (%lu replayed, %lu of them untimed), wakeups %lu; "
 		"blocking system calls %lu "
-		"(%lu still blocked at the end), blocked in page faults %lu; page faults of the "
-		"traced threads: minor %lu, major %lu\n", (unsigned long)c->switches,
+		"(%lu still blocked at the end), blocked in page faults %lu, preempted or yielded "
+		"%lu; page faults of the traced threads: minor %lu, major %lu\n",
+		(unsigned long)c->switches,
 		(unsigned long)c->replayed, (unsigned long)c->untimed, (unsigned long)c->wakings,
-		(unsigned long)o->syscalls,
-		(unsigned long)o->unfinished, (unsigned long)o->faults, (unsigned long)o->minor,
+		(unsigned long)o->syscalls, (unsigned long)o->unfinished, (unsigned long)o->faults,
+		(unsigned long)o->preempted, (unsigned long)o->minor,
 		(unsigned long)o->major);
 	log_msg("kernel view ring: sent %lu = received %lu + lost %lu (switches %lu, wakeups %lu, "
 		"system calls %lu)%s; runs the kernel skipped (nested) %lu; threads without "
@@ -324,6 +325,7 @@ void summary_write_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 		{ "dev.ptbpf.sched_wakings", c->wakings },
 		{ "dev.ptbpf.sched_blocking_syscalls", o->syscalls },
 		{ "dev.ptbpf.sched_fault_blocks", o->faults },
+		{ "dev.ptbpf.sched_preempted", o->preempted },
 		{ "dev.ptbpf.page_faults_minor", o->minor },
 		{ "dev.ptbpf.page_faults_major", o->major },
 	};

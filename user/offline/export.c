@@ -598,7 +598,7 @@ static void on_slice(struct report *r, struct rd_track *t, const struct rd_frame
 	memory_flush(r, x);
 	if (t->pid < 0) /* not a thread, process or GPU track: a counter */
 		return;
-	if (f->cat == r->cat_syscall || f->cat == r->cat_fault)
+	if (f->cat == r->cat_syscall || f->cat == r->cat_fault || f->cat == r->cat_sched)
 		return; /* the kernel view: Kineto has no such events */
 	if (f->cat == r->cat_step && !t->thread) {
 		step_slice(r, x, t, f, end);

@@ -41,7 +41,7 @@
 #include "trace/perfetto.h"
 #include "trace/trace_read.h"
 
-#define PID_STRIDE (1 << 22) /* above Linux's largest pid_max */
+#define PID_STRIDE PTBPF_PID_STRIDE
 #define MAX_INPUTS 256
 #define MAX_OPEN_SLICES 64
 

@@ -31,6 +31,7 @@
 #include "offline/export.h"
 #include "offline/kname.h"
 #include "offline/report_data.h"
+#include "offline/report_other.h"
 #include "offline/report_rpc.h"
 
 /* Intervals the step table keeps at most (16 bytes each): past them it
@@ -80,9 +81,12 @@ static void recommendations(const struct report *r, const struct step_row *rows,
 	       "(num_workers), pin_memory, or prefetching.", SHARE(4));
 	ADVICE(SHARE(1) > 10, "Memcpy takes %.0f%%: keep tensors on the GPU, pin host memory "
 	       "and copy with non_blocking=True.", SHARE(1));
-	ADVICE(SHARE(6) > 25, "%.0f%% of the step is none of kernel, copy, CUDA call, "
-	       "DataLoader or op time (Python, waits, other threads): look at the thread "
-	       "tracks.", SHARE(6));
+	if (SHARE(6) > 25) {
+		char other[512];
+
+		report_other_advice(r, rows, nrows, SHARE(6), other, sizeof(other));
+		ADVICE(true, "%s", other);
+	}
 	ADVICE(!r->nk, "No GPU kernels in this trace: the steps are host time only (CPU "
 	       "ops %.0f%%); the operator table is the place to look.", SHARE(5));
 	ADVICE(!n && SHARE(0) >= 50, "The GPU runs kernels %.0f%% of the step time: the "
@@ -187,6 +191,7 @@ static void print_steps_text(const struct report *r, int top, const struct step_
 					   mean.brk[k] / (double)nrows) / 1e6);
 		printf("\n");
 	}
+	report_other_text(r, rows, nrows, top);
 	recommendations(r, rows, nrows, stdout, false);
 }
 
@@ -278,7 +283,13 @@ static void json_steps(FILE *o, const struct report *r, const struct step_row *r
 		for (int k = 0; k < STEP_BREAKDOWN; k++)
 			fprintf(o, "%s\"%s\": %lu", k ? ", " : "", report_breakdown_names[k],
 				(unsigned long)rows[i].brk[k]);
-		fputs("}}", o);
+		fputs("}, \"other_causes_ns\": {", o);
+		for (int k = 0; k < rows[i].ncause; k++) {
+			fputs(k ? ", " : "", o);
+			json_str(o, rd_str(r, rows[i].cause[k].name));
+			fprintf(o, ": %lu", (unsigned long)rows[i].cause[k].ns);
+		}
+		fprintf(o, "}, \"other_causes_rest_ns\": %lu}", (unsigned long)rows[i].cause_rest);
 	}
 }
 
@@ -363,6 +374,7 @@ void report_json(FILE *o, struct report *r, const char *path, const struct tr_st
 	fprintf(o, ", \"track_events\": %lu, \"steps\": [", (unsigned long)r->events);
 	json_steps(o, r, rows, nrows);
 	fputs("]", o);
+	report_other_json(o, r, rows, nrows);
 	recommendations(r, rows, nrows, o, true);
 	fputs(", \"operators\": [", o);
 	json_ops(o, r, opt->by_shape ? &r->ops_shape : &r->ops);

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "lib/c10_device.h"
+#include "offline/merge.h"
+#include "offline/report_causes.h"
 #include "lib/names.h"
 
 #define MAX_DEPTH 512
@@ -21,6 +23,7 @@ static const char *const rd_arg_names[A_COUNT] = {
 	[A_COPY_KIND] = "copy_kind", [A_MEMORY_KIND] = "memory_kind", [A_CBID] = "cbid",
 	[A_SEQ] = "seq", [A_SEQUENCE_NR] = "sequence_nr", [A_FWD_TID] = "fwd_thread_id",
 	[A_RF_ID] = "rf_id", [A_QUEUED] = "queued", [A_DEVICE] = "device",
+	[A_FILE] = "file", [A_BY] = "by", [A_LOCK] = "lock", [A_TID] = "tid",
 };
 
 /* ---- tables ---- */
@@ -258,7 +261,19 @@ static void descriptor(struct report *r, const struct tr_track *d)
 	}
 	if (!d->uuid || !(t = track_of(r, d->uuid)))
 		return;
+	if (d->parent) {
+		uint64_t *slot = rd_map_slot(&r->tracks, d->parent, false);
+
+		if (slot && *slot && r->track_v[*slot - 1].thread)
+			t->owner_tid = r->track_v[*slot - 1].tid;
+	}
 	t->thread = d->kind == TR_TRACK_THREAD;
+	if (t->thread && tid > 0) {
+		uint64_t *seen = rd_map_slot(&r->thread_tids, (uint64_t)tid, true);
+
+		if (seen)
+			*seen = 1;
+	}
 	t->process = d->kind == TR_TRACK_PROCESS;
 	t->pid = pid;
 	t->tid = tid;
@@ -338,7 +353,7 @@ static void read_args(struct report *r, const struct tr_event *e, struct rd_args
 			a->v[k] = (int64_t)g->u;
 		else if (g->type != TR_ARG_STR)
 			continue;
-		else if (k == A_DIMS || k == A_TYPES)
+		else if (k == A_DIMS || k == A_TYPES || k == A_FILE || k == A_BY || k == A_LOCK)
 			a->v[k] = rd_str_id(r, g->s.s, g->s.len);
 		else if (k == A_STACK)
 			a->v[k] = call_site(r, g->s.s, g->s.len);
@@ -432,6 +447,20 @@ static void rpc_done(struct report *r, const struct rd_track *t, const struct rd
 	}
 }
 
+/* The thread a step ran on: its track's, or for a process's steps the
+ * "tid" of the thread that ended it (Optimizer.step), moved into the
+ * process's pid range where `ptbpf merge` moved its pids. */
+static int64_t step_tid(const struct rd_track *t, const struct rd_frame *f)
+{
+	int64_t tid = f->a.v[A_TID];
+
+	if (t->thread)
+		return t->tid;
+	if (tid == RD_UNSET || tid <= 0)
+		return 0;
+	return t->pid > 0 ? (t->pid & ~(int64_t)(PTBPF_PID_STRIDE - 1)) + tid : tid;
+}
+
 static void end_slice(struct report *r, struct rd_track *t, const struct tr_event *e)
 {
 	struct rd_frame f = t->stack[--t->depth];
@@ -442,6 +471,8 @@ static void end_slice(struct report *r, struct rd_track *t, const struct tr_even
 
 	if (r->steps)
 		steps_interval(r->steps, slice_kind(r, t, f.cat), f.ts, ts);
+	if (r->steps && t->owner_tid)
+		rc_blocked(r, t, &f, ts);
 	if (r->pass)
 		return; /* the step table's further passes */
 	args_clear(&end);
@@ -449,7 +480,8 @@ static void end_slice(struct report *r, struct rd_track *t, const struct tr_even
 	args_merge(&f.a, &end);
 	if (!f.flow_out && e->nflows)
 		f.flow_out = e->flows[0];
-	if (t->depth > 0 && f.cat != r->cat_syscall && f.cat != r->cat_fault)
+	if (t->depth > 0 && f.cat != r->cat_syscall && f.cat != r->cat_fault &&
+	    f.cat != r->cat_sched)
 		t->stack[t->depth - 1].child += dur;
 	if (f.flow_in && (slot = rd_map_slot(&r->launches, f.flow_in, false)) && *slot)
 		l = &r->launch_v[*slot - 1];
@@ -460,7 +492,7 @@ static void end_slice(struct report *r, struct rd_track *t, const struct tr_even
 	} else if (f.cat == r->cat_kernel) {
 		kernel_done(r, f.name, dur);
 	} else if (f.cat == r->cat_step && r->steps) {
-		steps_add(r->steps, f.ts, ts, f.name);
+		steps_add(r->steps, f.ts, ts, f.name, step_tid(t, &f));
 	}
 	if (l && (f.cat == r->cat_kernel || f.cat == r->cat_memcpy || f.cat == r->cat_memset)) {
 		if (f.cat == r->cat_kernel) {
@@ -491,6 +523,8 @@ static void begin_slice(struct report *r, struct rd_track *t, const struct tr_ev
 				.flow_in = e->nterm ? e->term[0] : 0,
 				.flow_out = e->nflows ? e->flows[0] : 0 };
 	args_clear(&f->a);
+	if (r->pass && t->owner_tid) /* what a thread blocked in: named in every pass */
+		read_args(r, e, &f->a);
 	if (r->pass)
 		return;
 	if (t->thread)
@@ -637,8 +671,15 @@ static int read_pass(struct report *r, struct tr_reader *tr)
 	while ((got = tr_next(tr, &p)) > 0) {
 		if (!r->pass && p.desc.n && tr_track(tr, &p, &d))
 			descriptor(r, &d);
-		if (!r->pass && p.snapshot.n && !r->has_clock && tr_clock_offset(&p, &off))
+		if (!r->pass && p.snapshot.n && !r->has_clock && tr_clock_offset(&p, &off)) {
+			int64_t boot;
+
 			r->has_clock = true, r->clock_offset = off;
+			if (tr_clock_offset_boot(&p, &boot))
+				r->has_boot = true, r->boot_minus_mono = off - boot;
+		}
+		if (p.ftrace.n)
+			rc_sched_bundle(r, p.ftrace.d, p.ftrace.n);
 		if (!r->pass && p.attrs.n && !p.end_marker)
 			trace_attrs(r, tr, &p);
 		if (p.event.n && tr_event(tr, &p, e))
@@ -701,6 +742,7 @@ int rd_read(struct report *r, struct tr_reader *tr)
 		r->pass++;
 		for (size_t i = 0; i < r->ntracks; i++)
 			r->track_v[i].depth = r->track_v[i].overflow = 0;
+		rc_new_pass(r);
 		if (read_pass(r, tr) < 0)
 			return -1;
 	}
@@ -752,7 +794,9 @@ bool rd_init(struct report *r)
 	r->cat_rpc_remote = rd_str_id(r, "rpc_remote", 10);
 	r->cat_syscall = rd_str_id(r, "syscall", 7);
 	r->cat_fault = rd_str_id(r, "fault", 5);
-	return r->ns == r->arg_base + A_COUNT + 18;
+	r->cat_sched = rd_str_id(r, "sched", 5);
+	r->name_running = rd_str_id(r, RC_RUNNING, strlen(RC_RUNNING));
+	return r->ns == r->arg_base + A_COUNT + 20;
 }
 
 void rd_free(struct report *r)
@@ -787,4 +831,6 @@ void rd_free(struct report *r)
 	free(r->site_v);
 	rd_map_free(&r->launches);
 	steps_free(r->steps);
+	rd_map_free(&r->thread_tids);
+	free(r->cpus);
 }

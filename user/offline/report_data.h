@@ -57,6 +57,7 @@ enum rd_arg {
 	A_GRID, A_BLOCK, A_REGISTERS, A_SHARED_MEM, A_BYTES, A_CONTEXT,
 	A_SRC_KIND, A_DST_KIND, A_COPY_KIND, A_MEMORY_KIND, A_CBID,
 	A_SEQ, A_SEQUENCE_NR, A_FWD_TID, A_RF_ID, A_QUEUED, A_DEVICE,
+	A_FILE, A_BY, A_LOCK, A_TID,
 	A_COUNT
 };
 
@@ -91,6 +92,7 @@ struct rd_track {
 	int depth, overflow; /* overflow: begins past the kept depth */
 	bool thread, gpu, process;
 	int64_t pid, tid;    /* threads; GPU stream tracks: device, stream */
+	int64_t owner_tid;   /* a thread's child track ("blocked in"): the thread; else 0 */
 	int64_t context;     /* GPU stream tracks: the CUDA context its first activity
 			      * names (the loader writes it once per stream); -1 */
 	uint64_t first_ts;   /* its first event (0: none yet) */
@@ -224,7 +226,17 @@ struct report {
 	/* The kernel view's slices (record/offcpu.c): what a thread blocked
 	 * in, not work of the op around it (its self time keeps them, as
 	 * torch.profiler's does), and not Kineto's. */
-	uint32_t cat_syscall, cat_fault;
+	uint32_t cat_syscall, cat_fault, cat_sched;
+	/* The kernel view's scheduler bundles (report_causes.c): how many, the
+	 * last switch each CPU had in this pass, the traced threads (tid -> 1),
+	 * and BOOTTIME - the events' clock. */
+	uint64_t sched_bundles;
+	struct rc_cpu *cpus;
+	size_t ncpus;
+	struct rd_map thread_tids;
+	int64_t boot_minus_mono;
+	bool has_boot;
+	uint32_t name_running;
 };
 
 /* Sets r up (want_shapes and hooks may be set before or after); false when

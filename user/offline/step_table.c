@@ -31,6 +31,15 @@ struct ivals {
 	size_t n, cap;
 };
 
+/* A list of causes: one thread's intervals of one cause. */
+struct cause_list {
+	int64_t tid;
+	uint32_t name;
+	enum step_cause_class cls;
+};
+
+#define NLISTS (SL_COUNT + STEP_CAUSE_LISTS)
+
 struct step {
 	struct step_row row;
 	bool done;  /* the row is final */
@@ -43,7 +52,10 @@ struct step_table {
 	bool sorted;           /* steps by start */
 	uint64_t longest;      /* the longest step */
 	struct step_row *out;  /* the rows, once all are done */
-	struct ivals lists[SL_COUNT];
+	struct ivals lists[NLISTS]; /* the kinds, then the cause lists */
+	struct cause_list causes[STEP_CAUSE_LISTS];
+	int ncauses, last_cause;
+	uint64_t causes_dropped;
 	struct ivals kernels;  /* first pass: every kernel, for kernel_sum */
 	uint64_t longest_kernel;
 	size_t max, count;     /* intervals kept: at most, now */
@@ -71,13 +83,19 @@ void steps_free(struct step_table *t)
 {
 	if (!t)
 		return;
-	for (int k = 0; k < SL_COUNT; k++)
+	for (int k = 0; k < NLISTS; k++)
 		free(t->lists[k].v);
 	free(t->kernels.v);
 	free(t->steps);
 	free(t->out);
 	free(t->ends);
 	free(t);
+}
+
+/* The lists in use: the kinds, then the cause lists made so far. */
+static int nlists(const struct step_table *t)
+{
+	return SL_COUNT + t->ncauses;
 }
 
 static bool push(struct ivals *v, uint64_t s, uint64_t e)
@@ -147,7 +165,7 @@ static size_t first_step_after(const struct step_table *t, uint64_t x)
 	return lo;
 }
 
-void steps_add(struct step_table *t, uint64_t start, uint64_t end, uint32_t name)
+void steps_add(struct step_table *t, uint64_t start, uint64_t end, uint32_t name, int64_t tid)
 {
 	struct step *s;
 
@@ -164,7 +182,7 @@ void steps_add(struct step_table *t, uint64_t start, uint64_t end, uint32_t name
 	}
 	s = &t->steps[t->n];
 	*s = (struct step){ .row = { .name = name, .start = start,
-				     .dur = end > start ? end - start : 0 },
+				     .dur = end > start ? end - start : 0, .tid = tid },
 			    .lost = t->dropped || start < t->drop };
 	t->sorted = t->sorted && (!t->n || t->steps[t->n - 1].row.start <= start);
 	t->sorted |= !t->n;
@@ -194,7 +212,7 @@ static void compact(struct ivals *v)
 static void recount(struct step_table *t)
 {
 	t->count = t->kernels.n;
-	for (int k = 0; k < SL_COUNT; k++)
+	for (int k = 0; k < nlists(t); k++)
 		t->count += t->lists[k].n;
 }
 
@@ -244,21 +262,62 @@ static uint64_t within(const struct ivals *v, uint64_t s, uint64_t e)
 	return sum;
 }
 
-/* Length of the union of the first n lists within [s, e); tmp is scratch. */
-static uint64_t union_within(const struct step_table *t, int n, uint64_t s, uint64_t e,
-			     struct ivals *tmp)
+/* List k joins the union in tmp, within [s, e): the union's length. */
+static uint64_t add_within(const struct step_table *t, int k, uint64_t s, uint64_t e,
+			   struct ivals *tmp)
 {
-	tmp->n = 0;
-	for (int k = 0; k < n; k++) {
-		const struct ivals *v = &t->lists[k];
+	const struct ivals *v = &t->lists[k];
 
-		for (size_t i = first_ending_after(v, s); i < v->n && v->v[i].start < e; i++)
-			if (!push(tmp, v->v[i].start > s ? v->v[i].start : s,
-				  v->v[i].end < e ? v->v[i].end : e))
-				break;
-	}
+	for (size_t i = first_ending_after(v, s); i < v->n && v->v[i].start < e; i++)
+		if (!push(tmp, v->v[i].start > s ? v->v[i].start : s,
+			  v->v[i].end < e ? v->v[i].end : e))
+			break;
 	compact(tmp);
 	return within(tmp, s, e);
+}
+
+/* A cause's share of the row's Other: kept if among the largest. */
+static void keep_cause(struct step_row *r, uint32_t name, uint64_t ns)
+{
+	int min = 0;
+
+	if (r->ncause < STEP_CAUSES) {
+		r->cause[r->ncause++] = (struct step_cause){ name, ns };
+		return;
+	}
+	for (int i = 1; i < STEP_CAUSES; i++)
+		if (r->cause[i].ns < r->cause[min].ns)
+			min = i;
+	if (ns <= r->cause[min].ns) {
+		r->cause_rest += ns;
+		return;
+	}
+	r->cause_rest += r->cause[min].ns;
+	r->cause[min] = (struct step_cause){ name, ns };
+}
+
+/* Other, split by the causes of the step's thread, class by class; tmp
+ * holds the union of the kinds (covered: its length). */
+static void split_other(const struct step_table *t, struct step_row *r, struct ivals *tmp,
+			uint64_t covered)
+{
+	uint64_t s = r->start, e = r->start + r->dur;
+
+	r->ncause = 0;
+	r->cause_rest = 0;
+	for (int cls = 0; cls < SC_CLASSES; cls++) {
+		for (int c = 0; c < t->ncauses; c++) {
+			const struct cause_list *l = &t->causes[c];
+			uint64_t u;
+
+			if (l->tid != r->tid || l->cls != (enum step_cause_class)cls)
+				continue;
+			u = add_within(t, SL_COUNT + c, s, e, tmp);
+			if (u > covered)
+				keep_cause(r, l->name, u - covered);
+			covered = u;
+		}
+	}
 }
 
 /* A row from the compacted lists (kernel_sum is made apart). */
@@ -268,14 +327,16 @@ static void make_row(struct step_table *t, struct step_row *r, struct ivals *tmp
 	uint64_t *kinds[SL_COUNT] = { &r->busy, &r->copy, &r->set, &r->api, &r->loader,
 				      &r->hostop };
 
+	tmp->n = 0;
 	for (int k = 0; k < SL_COUNT; k++) {
-		uint64_t u = union_within(t, k + 1, s, e, tmp);
+		uint64_t u = add_within(t, k, s, e, tmp);
 
 		*kinds[k] = within(&t->lists[k], s, e);
 		r->brk[k] = u - prev;
 		prev = u;
 	}
 	r->brk[SL_COUNT] = r->dur > prev ? r->dur - prev : 0;
+	split_other(t, r, tmp, prev);
 }
 
 /* Summed time of the kept kernels (sorted by start) within [s, e). */
@@ -325,7 +386,7 @@ static void finish_known(struct step_table *t, uint64_t h)
 
 static void drop_all(struct step_table *t)
 {
-	for (int k = 0; k < SL_COUNT; k++)
+	for (int k = 0; k < nlists(t); k++)
 		t->lists[k].n = 0;
 	free(t->kernels.v);
 	t->kernels = (struct ivals){ 0 };
@@ -342,11 +403,11 @@ static bool finish_older_half(struct step_table *t)
 	size_t nfrag = 0, k2 = 0;
 	uint64_t *ends, h, d;
 
-	for (int k = 0; k < SL_COUNT; k++)
+	for (int k = 0; k < nlists(t); k++)
 		nfrag += t->lists[k].n;
 	if (!nfrag || !(ends = malloc(nfrag * sizeof(*ends))))
 		return false;
-	for (int k = 0; k < SL_COUNT; k++)
+	for (int k = 0; k < nlists(t); k++)
 		for (size_t i = 0; i < t->lists[k].n; i++)
 			ends[k2++] = t->lists[k].v[i].end;
 	qsort(ends, nfrag, sizeof(*ends), u64_cmp);
@@ -360,7 +421,7 @@ static bool finish_older_half(struct step_table *t)
 	if (d <= t->drop)
 		return false;
 	t->drop = d;
-	for (int k = 0; k < SL_COUNT; k++) {
+	for (int k = 0; k < nlists(t); k++) {
 		struct ivals *v = &t->lists[k];
 		size_t first = first_ending_after(v, d);
 
@@ -387,7 +448,7 @@ static void undo_done(struct step_table *t, uint64_t s, uint64_t e)
 
 		if (st->done && step_end(st) > s) {
 			st->row = (struct step_row){ .name = st->row.name, .start = st->row.start,
-						     .dur = st->row.dur };
+						     .dur = st->row.dur, .tid = st->row.tid };
 			st->done = false;
 			st->lost = true;
 		}
@@ -403,7 +464,7 @@ static void shrink_window(struct step_table *t)
 	while (lo < hi) { /* the first end that keeps too much */
 		size_t mid = lo + (hi - lo) / 2, below = 0;
 
-		for (int k = 0; k < SL_COUNT; k++)
+		for (int k = 0; k < nlists(t); k++)
 			below += first_from(&t->lists[k], t->ends[mid]);
 		if (below <= t->max / 2)
 			lo = mid + 1;
@@ -415,7 +476,7 @@ static void shrink_window(struct step_table *t)
 		return;
 	t->nends = keep;
 	t->hi = t->ends[keep - 1];
-	for (int k = 0; k < SL_COUNT; k++) {
+	for (int k = 0; k < nlists(t); k++) {
 		struct ivals *v = &t->lists[k];
 
 		v->n = first_from(v, t->hi);
@@ -427,7 +488,7 @@ static void shrink_window(struct step_table *t)
 
 static void make_room(struct step_table *t)
 {
-	for (int k = 0; k < SL_COUNT; k++)
+	for (int k = 0; k < nlists(t); k++)
 		compact(&t->lists[k]);
 	recount(t);
 	if (t->count <= t->max / 2)
@@ -451,11 +512,12 @@ static void kernel_into_rows(struct step_table *t, uint64_t s, uint64_t e)
 	}
 }
 
-void steps_interval(struct step_table *t, enum step_list kind, uint64_t start, uint64_t end)
+/* An interval into list kind (a step_list, or a cause list). */
+static void add(struct step_table *t, int kind, uint64_t start, uint64_t end)
 {
 	bool ok = true;
 
-	if (end <= start || kind >= SL_COUNT)
+	if (end <= start)
 		return;
 	if (kind == SL_KERNEL && t->kernels_direct)
 		kernel_into_rows(t, start, end);
@@ -487,12 +549,52 @@ void steps_interval(struct step_table *t, enum step_list kind, uint64_t start, u
 		make_room(t);
 }
 
+void steps_interval(struct step_table *t, enum step_list kind, uint64_t start, uint64_t end)
+{
+	if (kind < SL_COUNT)
+		add(t, kind, start, end);
+}
+
+/* The cause list of (tid, name), made when new; -1 past the limit. */
+static int cause_list(struct step_table *t, int64_t tid, uint32_t name,
+		      enum step_cause_class cls)
+{
+	const struct cause_list *l = &t->causes[t->last_cause];
+
+	if (t->ncauses && l->tid == tid && l->name == name)
+		return t->last_cause;
+	for (int c = 0; c < t->ncauses; c++)
+		if (t->causes[c].tid == tid && t->causes[c].name == name)
+			return t->last_cause = c;
+	if (t->ncauses == STEP_CAUSE_LISTS)
+		return -1;
+	t->causes[t->ncauses] = (struct cause_list){ .tid = tid, .name = name, .cls = cls };
+	return t->last_cause = t->ncauses++;
+}
+
+void steps_cause(struct step_table *t, int64_t tid, uint32_t name, enum step_cause_class cls,
+		 uint64_t start, uint64_t end)
+{
+	int c = cause_list(t, tid, name, cls);
+
+	if (c < 0) {
+		t->causes_dropped += !t->passes;
+		return;
+	}
+	add(t, SL_COUNT + c, start, end);
+}
+
+uint64_t steps_causes_dropped(const struct step_table *t)
+{
+	return t->causes_dropped;
+}
+
 /* Windowed passes: rows for the steps inside the window. */
 static void finish_window(struct step_table *t)
 {
 	struct ivals tmp = { 0 };
 
-	for (int k = 0; k < SL_COUNT; k++)
+	for (int k = 0; k < nlists(t); k++)
 		compact(&t->lists[k]);
 	for (size_t i = 0; i < t->n; i++) {
 		struct step *s = &t->steps[i];
@@ -524,7 +626,7 @@ static bool open_window(struct step_table *t)
 	t->windowed = true;
 	t->lo = t->steps[first].row.start;
 	t->hi = UINT64_MAX;
-	for (int k = 0; k < SL_COUNT; k++)
+	for (int k = 0; k < nlists(t); k++)
 		t->lists[k].n = 0;
 	t->count = 0;
 	return true;
@@ -552,7 +654,7 @@ bool steps_next_pass(struct step_table *t)
 	}
 	sort_steps(t);
 	if (!t->dropped) {
-		for (int k = 0; k < SL_COUNT; k++)
+		for (int k = 0; k < nlists(t); k++)
 			compact(&t->lists[k]);
 		finish_known(t, UINT64_MAX);
 	}

@@ -22,6 +22,20 @@ enum step_list { SL_KERNEL, SL_MEMCPY, SL_MEMSET, SL_RUNTIME, SL_DATALOADER, SL_
 		 SL_COUNT };
 
 #define STEP_BREAKDOWN 7 /* the six kinds, then Other */
+#define STEP_CAUSES 12   /* Other's causes a row keeps, the largest */
+#define STEP_CAUSE_LISTS 256 /* (thread, cause) pairs the table tells apart */
+
+/* What the step's thread was doing in Other (the kernel view), by class:
+ * off CPU for a reason of the scheduler's (preempted, a page fault),
+ * then in a blocking system call, then running. A stretch that two
+ * causes cover goes to the first class (a call's own CPU time is the
+ * call's). */
+enum step_cause_class { SC_SCHED, SC_CALL, SC_RUNNING, SC_CLASSES };
+
+struct step_cause {
+	uint32_t name; /* the caller's string id */
+	uint64_t ns;
+};
 
 struct step_row {
 	uint32_t name;      /* the caller's string id */
@@ -31,6 +45,13 @@ struct step_row {
 	/* Each instant of the step goes to the first kind that covers it, in
 	 * enum step_list order, else to Other. */
 	uint64_t brk[STEP_BREAKDOWN];
+	int64_t tid;         /* the thread the step ran on */
+	/* Other, split by the causes given for the step's thread (the
+	 * largest STEP_CAUSES; the others' time summed in cause_rest). What
+	 * they leave of brk[Other] is unexplained. */
+	struct step_cause cause[STEP_CAUSES];
+	int ncause;
+	uint64_t cause_rest;
 };
 
 struct step_table;
@@ -38,10 +59,16 @@ struct step_table;
 /* max_intervals: the budget (16 bytes each). */
 struct step_table *steps_new(size_t max_intervals);
 void steps_free(struct step_table *t);
-/* A step, found in the first pass. */
-void steps_add(struct step_table *t, uint64_t start, uint64_t end, uint32_t name);
+/* A step of thread tid, found in the first pass. */
+void steps_add(struct step_table *t, uint64_t start, uint64_t end, uint32_t name, int64_t tid);
 /* An interval of one kind, in every pass. */
 void steps_interval(struct step_table *t, enum step_list kind, uint64_t start, uint64_t end);
+/* An interval of thread tid's time with a cause (name: the caller's
+ * string id), in every pass. Past STEP_CAUSE_LISTS pairs it is left out
+ * and counted (steps_causes_dropped). */
+void steps_cause(struct step_table *t, int64_t tid, uint32_t name, enum step_cause_class cls,
+		 uint64_t start, uint64_t end);
+uint64_t steps_causes_dropped(const struct step_table *t);
 /* After each pass: true if the trace must be read once more (the same
  * intervals again); false once every row is made. */
 bool steps_next_pass(struct step_table *t);

@@ -370,11 +370,13 @@ void end_frame(struct join *j, struct thread *t, const struct ptbpf_event *e,
 
 		close_top(j, t, e->ts, why);
 		if (p && p->last_step_end) {
+			struct pf_arg tid = { .name = "tid", .type = PF_ARG_INT, .i = e->tid };
 			char name[48];
 
 			snprintf(name, sizeof(name), "ProfilerStep#%lu", (unsigned long)p->step);
 			pf_slice_begin(j->w, &(struct pf_event){ .track = p->steps_track,
-				       .ts = p->last_step_end, .name = name, .category = "step" });
+				       .ts = p->last_step_end, .name = name, .category = "step",
+				       .args = &tid, .nargs = 1 });
 			pf_slice_end(j->w, &(struct pf_event){ .track = p->steps_track,
 				     .ts = e->ts });
 			j->counts.steps++;

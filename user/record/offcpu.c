@@ -23,12 +23,15 @@
 
 #include "lib/hash.h"
 #include "lib/syscalls.h"
+#include "record/pystack.h"
 
 #define MAX_THREADS 65536
 #define MAX_FD_NAMES 4096
 #define FD_NAME_LEN 96
 #define EXIT_STATES 0x30 /* EXIT_DEAD | EXIT_ZOMBIE: the thread is gone */
 #define BLOCKED_TRACK "blocked in"
+#define RUNNABLE_TRACK "waiting for a CPU" /* apart: such a stretch may lie inside a
+					    * call that is written later */
 
 struct blocked_call { /* a system call seen blocking, not yet over */
 	uint64_t enter_ts;
@@ -41,8 +44,12 @@ struct thread {
 	int pid, tid;
 	uint64_t thread_track;
 	uint64_t track; /* "blocked in", under the thread's track; made when first used */
+	uint64_t runnable_track; /* "waiting for a CPU", the same way */
 	struct blocked_call call;
 	uint64_t fault_ts, fault_addr; /* blocked in a fault since, 0: not */
+	uint64_t preempt_ts;           /* off CPU, runnable, since (0: not) */
+	uint32_t preempt_state, by_tid, cpu; /* R+ or R; the task that took the CPU, where */
+	char by[SCHED_COMM_LEN];
 	uint64_t min0, maj0, min, maj; /* fault counters: first seen, last written */
 	bool counted;
 	uint64_t min_track, maj_track;
@@ -52,12 +59,17 @@ struct fd_name {
 	char s[FD_NAME_LEN];
 };
 
+struct py_runtime { /* a process's CPython _PyRuntime (the GIL is inside); size 0: none */
+	uint64_t start, size;
+};
+
 struct offcpu {
 	struct pf_writer *w;
 	offcpu_thread_track_fn *track;
 	void *ctx;
 	struct hash_table threads; /* tid -> struct thread */
 	struct hash_table fd_names; /* (pid, fd, inode) -> struct fd_name */
+	struct hash_table runtimes; /* pid -> struct py_runtime */
 	struct offcpu_counts counts;
 };
 
@@ -72,6 +84,7 @@ struct offcpu *offcpu_new(struct pf_writer *w, offcpu_thread_track_fn *track, vo
 	o->ctx = ctx;
 	hash_init(&o->threads, MAX_THREADS, sizeof(struct thread));
 	hash_init(&o->fd_names, MAX_FD_NAMES, sizeof(struct fd_name));
+	hash_init(&o->runtimes, MAX_FD_NAMES, sizeof(struct py_runtime));
 	return o;
 }
 
@@ -81,6 +94,7 @@ void offcpu_free(struct offcpu *o)
 		return;
 	hash_free(&o->threads);
 	hash_free(&o->fd_names);
+	hash_free(&o->runtimes);
 	free(o);
 }
 
@@ -134,8 +148,22 @@ static const char *fd_name(struct offcpu *o, int pid, uint64_t fd, uint64_t ino,
 	return n->s;
 }
 
+/* Whether addr lies in pid's CPython _PyRuntime: a futex there is the
+ * GIL's (its mutex or condition variable), in CPython 3.10 to 3.13. */
+static bool is_gil(struct offcpu *o, int pid, uint64_t addr)
+{
+	uint64_t key = hash_u64((uint64_t)(uint32_t)pid + 1);
+	struct py_runtime *rt = hash_get(&o->runtimes, key);
+
+	if (!rt && (rt = hash_add(&o->runtimes, key)) &&
+	    pystack_runtime(pid, &rt->start, &rt->size))
+		rt->size = 0;
+	return rt && rt->size && addr >= rt->start && addr - rt->start < rt->size;
+}
+
 /* The call's arguments as the slice shows them: the file descriptor and
- * what it is, the futex's address and operation, or the first argument. */
+ * what it is, the futex's address and operation (and "lock": "GIL" for
+ * the GIL's), or the first argument. */
 static int call_args(struct offcpu *o, int pid, int32_t nr, const uint64_t arg[2],
 		     uint64_t ino, uint32_t mode, struct pf_arg *a)
 {
@@ -151,9 +179,13 @@ static int call_args(struct offcpu *o, int pid, int32_t nr, const uint64_t arg[2
 		break;
 	case SYSCALL_ARG_ADDR:
 		a[n++] = (struct pf_arg){ .name = "addr", .type = PF_ARG_PTR, .ptr = arg[0] };
-		if (!strcmp(syscall_name(nr, name, sizeof(name)), "futex"))
+		if (!strcmp(syscall_name(nr, name, sizeof(name)), "futex")) {
 			a[n++] = (struct pf_arg){ .name = "futex_op", .type = PF_ARG_UINT,
 						  .u = arg[1] & 0x7f }; /* FUTEX_CMD_MASK */
+			if (is_gil(o, pid, arg[0]))
+				a[n++] = (struct pf_arg){ .name = "lock", .type = PF_ARG_STR,
+							  .s = "GIL" };
+		}
 		break;
 	default:
 		a[n++] = (struct pf_arg){ .name = "arg0", .type = PF_ARG_UINT, .u = arg[0] };
@@ -242,6 +274,30 @@ static void fault_slice(struct offcpu *o, struct thread *t, uint64_t to)
 	o->counts.faults++;
 }
 
+/* A stretch runnable but off CPU: "preempted" (R+) or "yielded" (R),
+ * with the task that took the CPU. */
+static void preempt_slice(struct offcpu *o, struct thread *t, uint64_t to)
+{
+	struct pf_arg a[3] = {
+		{ .name = "by", .type = PF_ARG_STR, .s = t->by },
+		{ .name = "by_tid", .type = PF_ARG_UINT, .u = t->by_tid },
+		{ .name = "cpu", .type = PF_ARG_UINT, .u = t->cpu },
+	};
+	bool preempted = t->preempt_state == SCHED_STATE_PREEMPTED;
+	struct pf_event e = { .ts = t->preempt_ts, .category = "sched",
+			      .name = preempted ? "preempted" : "yielded", .args = a, .nargs = 3 };
+
+	if (!t->runnable_track)
+		t->runnable_track = pf_track_child(o->w, t->thread_track, RUNNABLE_TRACK);
+	e.track = t->runnable_track;
+	pf_slice_begin(o->w, &e);
+	e = (struct pf_event){ .track = t->runnable_track,
+			       .ts = to > t->preempt_ts ? to : t->preempt_ts };
+	pf_slice_end(o->w, &e);
+	t->preempt_ts = 0;
+	o->counts.preempted++;
+}
+
 /* The traced thread that left the CPU: what it blocked in. */
 static void prev_left(struct offcpu *o, const struct ptbpf_sched_switch *r)
 {
@@ -253,6 +309,15 @@ static void prev_left(struct offcpu *o, const struct ptbpf_sched_switch *r)
 	if (r->prev_state & EXIT_STATES) {
 		t->call.open = false;
 		t->fault_ts = 0;
+		t->preempt_ts = 0;
+	} else if ((r->prev_state == SCHED_STATE_PREEMPTED ||
+		    r->prev_state == SCHED_STATE_RUNNING) && !(r->flags & SW_REPLAYED)) {
+		t->preempt_ts = r->h.ts;
+		t->preempt_state = r->prev_state;
+		t->by_tid = r->next_tid;
+		t->cpu = r->h.cpu;
+		memcpy(t->by, r->next_comm, sizeof(t->by));
+		t->by[sizeof(t->by) - 1] = 0;
 	} else if ((r->flags & SW_SYSCALL) &&
 		   !(t->call.open && t->call.enter_ts == r->sys_enter_ts)) {
 		t->call = (struct blocked_call){ .enter_ts = r->sys_enter_ts, .nr = r->sys_nr,
@@ -275,6 +340,8 @@ void offcpu_switch(struct offcpu *o, const struct ptbpf_sched_switch *r)
 	t = thread_of(o, (int)r->next_tgid, (int)r->next_tid);
 	if (t && t->thread_track && t->fault_ts)
 		fault_slice(o, t, r->h.ts);
+	if (t && t->thread_track && t->preempt_ts)
+		preempt_slice(o, t, r->h.ts);
 }
 
 void offcpu_finish(struct offcpu *o, uint64_t ts)
@@ -289,6 +356,8 @@ void offcpu_finish(struct offcpu *o, uint64_t ts)
 			continue;
 		if (t->fault_ts)
 			fault_slice(o, t, ts);
+		if (t->preempt_ts)
+			preempt_slice(o, t, ts);
 		if (!t->call.open || t->call.enter_ts > ts)
 			continue;
 		n = call_args(o, t->pid, t->call.nr, t->call.arg, 0, 0, a);

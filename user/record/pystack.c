@@ -148,25 +148,64 @@ static int minor_from_name(const char *base)
 
 struct obj_find {
 	const char *name;
-	uint64_t addr;
+	uint64_t addr, size;
 };
 
-static int obj_cb(const char *name, uint64_t addr, void *ctx)
+static int obj_cb(const char *name, uint64_t addr, uint64_t size, void *ctx)
 {
 	struct obj_find *f = ctx;
 
 	if (strcmp(name, f->name))
 		return 0;
 	f->addr = addr;
+	f->size = size;
 	return 1;
 }
 
-static uint64_t object_addr(struct elf_file *ef, const char *name)
+static uint64_t object_addr_size(struct elf_file *ef, const char *name, uint64_t *size)
 {
 	struct obj_find f = { .name = name };
 
 	elf_file_for_each_object(ef, name, obj_cb, &f);
+	if (size)
+		*size = f.size;
 	return f.addr;
+}
+
+static uint64_t object_addr(struct elf_file *ef, const char *name)
+{
+	return object_addr_size(ef, name, NULL);
+}
+
+/* _PyRuntime in the interpreter file pid maps whose name starts with
+ * prefix: 0, or -1 if it is not there. */
+static int runtime_in(int pid, const char *prefix, uint64_t *start, uint64_t *size)
+{
+	struct target_lib lib = { .fd = -1 };
+	struct elf_file *ef;
+	uint64_t rt, v0;
+	char why[256];
+
+	if (target_find_lib(pid, prefix, &lib))
+		return -1;
+	ef = elf_file_open_exported(lib.fd, why, sizeof(why));
+	close(lib.fd);
+	if (!ef)
+		return -1;
+	rt = object_addr_size(ef, "_PyRuntime", size);
+	v0 = elf_file_off_to_vaddr(ef, lib.map_off);
+	elf_file_close(ef);
+	if (!rt || !*size || v0 == UINT64_MAX)
+		return -1;
+	*start = lib.map_start - v0 + rt;
+	return 0;
+}
+
+int pystack_runtime(int pid, uint64_t *start, uint64_t *size)
+{
+	if (!runtime_in(pid, "libpython3", start, size) || !runtime_in(pid, "python3", start, size))
+		return 0;
+	return -1;
 }
 
 /* 3.13+: the layout from the interpreter's own _Py_DebugOffsets. */

@@ -23,6 +23,10 @@ void pystack_free(struct pystack *ps);
  * one-line reason in err (-ENOENT: no Python in the process). */
 int pystack_find(struct pystack *ps, int pid, struct ptbpf_py_proc *out, char *err,
 		 size_t errlen);
+/* Where pid's CPython keeps _PyRuntime (the main interpreter's GIL, whose
+ * lock and condition variable are the futexes a thread waiting for it
+ * blocks on, lies inside it in 3.10 to 3.13): 0, or -1 if pid maps none. */
+int pystack_runtime(int pid, uint64_t *start, uint64_t *size);
 /* An EV_PY_CODE record: a code object's names, read by BPF while alive. */
 void pystack_code(struct pystack *ps, const struct ptbpf_py_code *c, size_t size);
 /* The frames of an EV_PY_STACK record (size bytes), innermost first, as

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Causes of a step's Other, from the kernel view (report_causes.h).
+ */
+#define _GNU_SOURCE
+#include "offline/report_causes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/pbread.h"
+
+#define MAX_CPUS 8192
+
+static const char *arg_str(const struct report *r, const struct rd_frame *f, enum rd_arg k)
+{
+	return f->a.v[k] != RD_UNSET ? rd_str(r, (uint32_t)f->a.v[k]) : NULL;
+}
+
+static bool starts(const char *s, const char *prefix)
+{
+	return s && !strncmp(s, prefix, strlen(prefix));
+}
+
+/* What a blocking system call waited on, from its name and its file. */
+static void call_cause(const char *call, const char *file, const char *lock, char *buf,
+		       size_t size)
+{
+	if (lock && !strcmp(lock, "GIL"))
+		snprintf(buf, size, "waiting for the GIL");
+	else if (!strcmp(call, "futex"))
+		snprintf(buf, size, "futex (a lock or condition wait)");
+	else if (!strcmp(call, "clock_nanosleep") || !strcmp(call, "nanosleep"))
+		snprintf(buf, size, "sleep (%s)", call);
+	else if (starts(file, "pipe:"))
+		snprintf(buf, size, "%s on a pipe", call);
+	else if (starts(file, "socket:"))
+		snprintf(buf, size, "%s on a socket", call);
+	else if (starts(file, "/dev/nvidia"))
+		snprintf(buf, size, "%s on the GPU driver (a synchronizing CUDA call)", call);
+	else if (starts(file, "anon_inode:"))
+		snprintf(buf, size, "%s on %s", call, file + 11);
+	else if (starts(file, "/"))
+		snprintf(buf, size, "%s on a file (I/O)", call);
+	else
+		snprintf(buf, size, "%s", call);
+}
+
+void rc_blocked(struct report *r, const struct rd_track *t, const struct rd_frame *f,
+		uint64_t end)
+{
+	char buf[128];
+	enum step_cause_class cls = SC_SCHED;
+
+	if (f->cat == r->cat_fault) {
+		snprintf(buf, sizeof(buf), "page faults");
+	} else if (f->cat == r->cat_sched) {
+		const char *by = arg_str(r, f, A_BY);
+
+		snprintf(buf, sizeof(buf), "preempted by %s", by && *by ? by : "another task");
+	} else if (f->cat == r->cat_syscall) {
+		cls = SC_CALL;
+		call_cause(rd_str(r, f->name), arg_str(r, f, A_FILE), arg_str(r, f, A_LOCK), buf,
+			   sizeof(buf));
+	} else {
+		return;
+	}
+	steps_cause(r->steps, t->owner_tid, rd_str_id(r, buf, strlen(buf)), cls, f->ts, end);
+}
+
+static struct rc_cpu *cpu_of(struct report *r, uint64_t cpu)
+{
+	if (cpu >= MAX_CPUS)
+		return NULL;
+	if (cpu >= r->ncpus) {
+		size_t n = cpu + 1 > 2 * r->ncpus ? cpu + 1 : 2 * r->ncpus;
+		struct rc_cpu *g = realloc(r->cpus, n * sizeof(*g));
+
+		if (!g)
+			return NULL;
+		for (size_t i = r->ncpus; i < n; i++)
+			g[i] = (struct rc_cpu){ .next = -1 };
+		r->cpus = g;
+		r->ncpus = n;
+	}
+	return &r->cpus[cpu];
+}
+
+/* A switch on c at ts (the events' clock) to task next: the task it took
+ * off ran since the CPU's last switch. */
+static void on_switch(struct report *r, struct rc_cpu *c, uint64_t ts, int64_t next)
+{
+	uint64_t *traced;
+
+	if (c->next > 0 && ts > c->ts &&
+	    (traced = rd_map_slot(&r->thread_tids, (uint64_t)c->next, false)) && *traced)
+		steps_cause(r->steps, c->next, r->name_running, SC_RUNNING, c->ts, ts);
+	c->ts = ts;
+	c->next = next;
+}
+
+/* The switches of a compact sched message: timestamps (deltas) and next
+ * pids, in two packed arrays of the same length. */
+static void switches(struct report *r, struct rc_cpu *c, const uint8_t *d, size_t n)
+{
+	const uint8_t *p = d, *ts = NULL, *pid = NULL;
+	size_t nts = 0, npid = 0, a = 0, b = 0;
+	struct field f;
+	bool bad = false;
+	uint64_t t = 0;
+
+	while (next_field(&p, d + n, &f, &bad)) {
+		if (f.num == F_SCHED_SW_TS && f.wt == PB_LEN)
+			ts = f.d, nts = f.len;
+		else if (f.num == F_SCHED_SW_PID && f.wt == PB_LEN)
+			pid = f.d, npid = f.len;
+	}
+	while (!bad && a < nts && b < npid) {
+		uint64_t dt, next;
+		int k = pb_varint_get(ts + a, nts - a, &dt), l = pb_varint_get(pid + b, npid - b, &next);
+
+		if (k <= 0 || l <= 0)
+			break;
+		a += (size_t)k;
+		b += (size_t)l;
+		t += dt;
+		if ((int64_t)t > r->boot_minus_mono)
+			on_switch(r, c, t - (uint64_t)r->boot_minus_mono, (int64_t)(int32_t)next);
+	}
+}
+
+void rc_sched_bundle(struct report *r, const uint8_t *d, size_t n)
+{
+	const uint8_t *p = d, *compact = NULL;
+	size_t ncompact = 0;
+	uint64_t cpu = UINT64_MAX;
+	bool bad = false, lost = false;
+	struct field f;
+	struct rc_cpu *c;
+
+	r->sched_bundles += !r->pass;
+	if (!r->has_boot || !r->steps)
+		return;
+	while (next_field(&p, d + n, &f, &bad)) {
+		if (f.num == F_FB_CPU && f.wt == PB_VARINT)
+			cpu = f.v;
+		else if (f.num == F_FB_LOST && f.wt == PB_VARINT)
+			lost = f.v != 0;
+		else if (f.num == F_FB_COMPACT && f.wt == PB_LEN)
+			compact = f.d, ncompact = f.len;
+	}
+	if (bad || !compact || !(c = cpu_of(r, cpu)))
+		return;
+	if (lost)
+		c->next = -1;
+	switches(r, c, compact, ncompact);
+}
+
+void rc_new_pass(struct report *r)
+{
+	for (size_t i = 0; i < r->ncpus; i++)
+		r->cpus[i] = (struct rc_cpu){ .next = -1 };
+}
+
+/* Advice by the cause's first words. */
+const char *rc_advice(const char *cause)
+{
+	static const struct { const char *prefix, *advice; } tab[] = {
+		{ "running", "the thread runs Python (or native code) between ops: the CPU samples "
+			     "or --py-stacks show where" },
+		{ "preempted by", "another task takes the thread's CPU: move it away (taskset, "
+				  "cgroups) or give the job more cores" },
+		{ "waiting for the GIL", "another Python thread holds the GIL: the slice's "
+					 "waker is the holder" },
+		{ "page faults", "the thread faults memory in: reuse buffers, or preallocate and "
+				 "touch them once" },
+		{ "sleep", "the job sleeps in its own code" },
+		{ "futex", "the thread waits for a lock or a condition: its waker is the thread "
+			   "it waited for" },
+	};
+
+	for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
+		if (starts(cause, tab[i].prefix))
+			return tab[i].advice;
+	if (strstr(cause, "on a pipe") || strstr(cause, "on a socket"))
+		return "the thread waits for another process (a pipe or socket: DataLoader "
+		       "workers, a queue, RPC)";
+	if (strstr(cause, "on a file"))
+		return "the thread waits for file I/O: read ahead, cache, or load in workers";
+	if (strstr(cause, "GPU driver"))
+		return "the thread waits for the GPU in a synchronizing CUDA call";
+	return "the thread blocks in this system call";
+}
+
+static int by_ns(const void *a, const void *b)
+{
+	const struct rc_total *x = a, *y = b;
+
+	return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
+}
+
+/* The rows' causes (each row's cause_rest: into "other causes"). */
+bool rc_sum(const struct report *r, const struct step_row *rows, size_t nrows,
+	    struct rc_totals *out)
+{
+	size_t cap = 0;
+	uint64_t rest = 0;
+
+	*out = (struct rc_totals){ .kernel_view = r->sched_bundles > 0 };
+	for (size_t i = 0; i < nrows; i++) {
+		out->steps_ns += rows[i].dur;
+		out->other_ns += rows[i].brk[STEP_BREAKDOWN - 1];
+		rest += rows[i].cause_rest;
+		out->explained_ns += rows[i].cause_rest;
+		for (int k = 0; k < rows[i].ncause; k++) {
+			const struct step_cause *c = &rows[i].cause[k];
+			size_t j = 0;
+
+			while (j < out->n && out->v[j].name != c->name)
+				j++;
+			if (j == out->n) {
+				if (!rd_room((void **)&out->v, &cap, out->n, sizeof(*out->v)))
+					return false;
+				out->v[out->n++] = (struct rc_total){ .name = c->name };
+			}
+			out->v[j].ns += c->ns;
+			out->explained_ns += c->ns;
+		}
+	}
+	if (rest) {
+		if (!rd_room((void **)&out->v, &cap, out->n, sizeof(*out->v)))
+			return false;
+		out->v[out->n++] = (struct rc_total){ .name = RD_NONE, .ns = rest };
+	}
+	if (out->n)
+		qsort(out->v, out->n, sizeof(*out->v), by_ns);
+	return true;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The report's "Other, by cause" table (report_causes.c splits it): the
+ * part of step time that no kind of work covers, by what each step's
+ * thread was doing then, as text and as JSON, and the recommendation
+ * that names its largest cause.
+ */
+#ifndef PTBPF_REPORT_OTHER_H
+#define PTBPF_REPORT_OTHER_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "offline/report_data.h"
+
+void report_other_text(const struct report *r, const struct step_row *rows, size_t nrows,
+		       int top);
+/* `, "other_causes": {...}` */
+void report_other_json(FILE *o, const struct report *r, const struct step_row *rows,
+		       size_t nrows);
+/* The recommendation for Other (share: Other's share of step time, in
+ * %), into buf. */
+void report_other_advice(const struct report *r, const struct step_row *rows, size_t nrows,
+			 double share, char *buf, size_t size);
+
+#endif /* PTBPF_REPORT_OTHER_H */
