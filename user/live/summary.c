@@ -287,7 +287,7 @@ void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 
 	log_msg("kernel view: switches %lu (%lu replayed, %lu of them untimed), wakeups %lu; "
 		"blocking system calls %lu "
-		"(%lu still blocked at the end), blocked in page faults %lu, preempted or yielded "
+		"(%lu still blocked at the end), blocked in page faults %lu, preempted "
 		"%lu; page faults of the traced threads: minor %lu, major %lu\n",
 		(unsigned long)c->switches,
 		(unsigned long)c->replayed, (unsigned long)c->untimed, (unsigned long)c->wakings,

@@ -48,7 +48,7 @@ struct thread {
 	struct blocked_call call;
 	uint64_t fault_ts, fault_addr; /* blocked in a fault since, 0: not */
 	uint64_t preempt_ts;           /* off CPU, runnable, since (0: not) */
-	uint32_t preempt_state, by_tid, cpu; /* R+ or R; the task that took the CPU, where */
+	uint32_t preempt_state, by_tid, cpu; /* R+ or R; the task that took the CPU; where */
 	char by[SCHED_COMM_LEN];
 	uint64_t min0, maj0, min, maj; /* fault counters: first seen, last written */
 	bool counted;
@@ -274,18 +274,22 @@ static void fault_slice(struct offcpu *o, struct thread *t, uint64_t to)
 	o->counts.faults++;
 }
 
-/* A stretch runnable but off CPU: "preempted" (R+) or "yielded" (R),
- * with the task that took the CPU. */
+/* A stretch runnable but off CPU, with the task that took the CPU. The
+ * switch says R+ when the kernel preempted the thread in the kernel and R
+ * when it gave up the CPU itself while runnable: sched_yield, but also
+ * (lazy preemption, kernels 6.13+) a preemption on the way back to user
+ * space. Both are "preempted"; "state" tells them apart. */
 static void preempt_slice(struct offcpu *o, struct thread *t, uint64_t to)
 {
-	struct pf_arg a[3] = {
+	struct pf_arg a[4] = {
 		{ .name = "by", .type = PF_ARG_STR, .s = t->by },
 		{ .name = "by_tid", .type = PF_ARG_UINT, .u = t->by_tid },
 		{ .name = "cpu", .type = PF_ARG_UINT, .u = t->cpu },
+		{ .name = "state", .type = PF_ARG_STR,
+		  .s = t->preempt_state == SCHED_STATE_PREEMPTED ? "R+" : "R" },
 	};
-	bool preempted = t->preempt_state == SCHED_STATE_PREEMPTED;
-	struct pf_event e = { .ts = t->preempt_ts, .category = "sched",
-			      .name = preempted ? "preempted" : "yielded", .args = a, .nargs = 3 };
+	struct pf_event e = { .ts = t->preempt_ts, .category = "sched", .name = "preempted",
+			      .args = a, .nargs = 4 };
 
 	if (!t->runnable_track)
 		t->runnable_track = pf_track_child(o->w, t->thread_track, RUNNABLE_TRACK);

@@ -5,8 +5,8 @@
  * "futex", "epoll_wait"...; what its file descriptor is: a pipe, a socket,
  * a device such as /dev/nvidia0, a file; a futex of CPython's GIL), a page
  * fault it blocked in; on a "waiting for a CPU" track beside it, each
- * stretch it was runnable but off CPU ("preempted" or "yielded", by the
- * task that took the CPU); and
+ * stretch it was runnable but off CPU ("preempted", by the task that took
+ * the CPU); and
  * its page faults, minor and major, as counters under its thread. A track
  * of their own, not the ops' track: these come from the kernel's clock
  * through another ring, and a slice of theirs that crossed an op's cut end
@@ -32,7 +32,7 @@ struct offcpu_counts {
 	uint64_t syscalls;       /* blocking system calls written as slices */
 	uint64_t unfinished;     /* ... still blocked when tracing stopped */
 	uint64_t faults;         /* page faults a thread blocked in, as slices */
-	uint64_t preempted;      /* stretches runnable off CPU (preempted, yielded) */
+	uint64_t preempted;      /* stretches runnable off CPU (preempted) */
 	uint64_t minor, major;   /* page faults of the traced threads since attach */
 	uint64_t no_thread;      /* records of threads past the table's limit */
 };
