@@ -272,3 +272,19 @@ def test_memory_timeline_equals_torch_cuda_memory_allocated(tmp_path, source):
             assert i >= 0 and series[i][1] == s[col], (name, s, series[max(i, 0)])
     print("memory samples matched:", len(samples), "peak allocated",
           max(v for _, v in t.counter_by_name("cuda:0 memory allocated")))
+
+
+def test_gpu_idle_gaps_named_by_the_launching_thread(tmp_path):
+    """The training loop of tests/workloads/offcpu.py on CUDA: after each
+    step the thread reads a pipe, sleeps and waits on an Event (20 ms each)
+    while the GPU has nothing queued. The report's GPU idle gaps name each
+    wait for at least 90% of its time in the steps (issue 20)."""
+    from test_sched import STEPS, Traced, report_json
+    run = Traced(tmp_path, ["--steps", str(STEPS), "--ms", "20", "--device", "cuda"])
+    idle = report_json(run.path)["gpu_idle"]
+    got = {c["cause"]: c["ns"] for c in idle["launching_thread"]}
+    share = (STEPS - 1) / STEPS
+    for cause, key in [("read on a pipe", "pipe"), ("sleep (clock_nanosleep)", "sleep"),
+                       ("futex (a lock or condition wait)", "futex")]:
+        assert got.get(cause, 0) >= 0.9 * run.spent[key] * share, (cause, idle, run.spent)
+    assert idle["unexplained_ns"] <= 0.05 * idle["idle_ns"], idle

@@ -4,6 +4,7 @@ for the kernel view's tests (tests/test_sched.py).
 
 usage: offcpu.py [--steps N] [--ms MS] [--hog-ms MS] --go FILE [--fault-mb MB]
                  [--major-mb MB] [--gil-ms MS] [--loader-ms MS [--workers N]]
+                 [--device cuda]
 
 Each step, after a small MLP step, the training thread (pinned to CPU 0):
   pipe    reads one byte from a pipe that a helper thread writes MS later
@@ -149,6 +150,7 @@ def main():
     ap.add_argument("--gil-ms", type=int, default=0)
     ap.add_argument("--loader-ms", type=int, default=0)
     ap.add_argument("--workers", type=int, default=0)
+    ap.add_argument("--device", default="cpu")
     ap.add_argument("--go", required=True)
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -157,9 +159,9 @@ def main():
         hog_pid, hog_go, hog_done = start_hog(0)
     os.sched_setaffinity(0, {0})
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10))
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10)).to(a.device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x, y = torch.randn(16, 32), torch.randint(0, 10, (16,))
+    x, y = torch.randn(16, 32, device=a.device), torch.randint(0, 10, (16,), device=a.device)
     if a.major_mb:
         major_file(a.go + ".data", a.major_mb)
     if a.loader_ms:

@@ -192,6 +192,7 @@ static void print_steps_text(const struct report *r, int top, const struct step_
 		printf("\n");
 	}
 	report_other_text(r, rows, nrows, top);
+	report_gaps_text(r, rows, nrows, top);
 	recommendations(r, rows, nrows, stdout, false);
 }
 
@@ -375,6 +376,7 @@ void report_json(FILE *o, struct report *r, const char *path, const struct tr_st
 	json_steps(o, r, rows, nrows);
 	fputs("]", o);
 	report_other_json(o, r, rows, nrows);
+	report_gaps_json(o, r, rows, nrows);
 	recommendations(r, rows, nrows, o, true);
 	fputs(", \"operators\": [", o);
 	json_ops(o, r, opt->by_shape ? &r->ops_shape : &r->ops);
@@ -418,6 +420,7 @@ int report_read(struct report *r, const char *path, const struct report_opts *op
 	*tr = tr_open(path, "report");
 	if (!*tr || !rd_init(r) ||
 	    !(r->steps = steps_new(budget ? strtoul(budget, NULL, 10) : REPORT_INTERVALS)) ||
+	    !(r->gaps = steps_new(budget ? strtoul(budget, NULL, 10) : REPORT_INTERVALS)) ||
 	    rd_read(r, *tr) < 0)
 		return -1;
 	tr_warn_if_cut(*tr, "report");

@@ -13,6 +13,50 @@
 
 #define MAX_CPUS 8192
 
+void rc_interval(struct report *r, enum step_list kind, uint64_t start, uint64_t end)
+{
+	if (r->steps && !r->steps_done)
+		steps_interval(r->steps, kind, start, end);
+	if (r->gaps && !r->gaps_done)
+		steps_interval(r->gaps, kind, start, end);
+}
+
+/* A cause interval of thread tid: into both tables. */
+static void cause(struct report *r, int64_t tid, uint32_t name, enum step_cause_class cls,
+		  uint64_t start, uint64_t end)
+{
+	if (r->steps && !r->steps_done)
+		steps_cause(r->steps, tid, name, cls, start, end);
+	if (r->gaps && !r->gaps_done)
+		steps_cause(r->gaps, tid, name, cls, start, end);
+}
+
+/* A gap is a row of the gaps' table: from the stream's last activity's
+ * end to this one's start, named by the stream, of the thread that
+ * launched this one (whose causes split the gap's Other). */
+void rc_gpu_activity(struct report *r, struct rd_track *t, uint64_t start, uint64_t end,
+		     const struct rd_launch *l)
+{
+	if (r->gaps && t->last_end && start >= t->last_end + RC_GAP_MIN_NS) {
+		if (r->ngaps < RC_MAX_GAPS)
+			steps_add(r->gaps, t->last_end, start, t->name, l ? l->tid : 0);
+		else
+			r->gaps_skipped++;
+		r->ngaps++;
+	}
+	if (end > t->last_end)
+		t->last_end = end;
+}
+
+bool rc_next_pass(struct report *r)
+{
+	if (r->steps && !r->steps_done)
+		r->steps_done = !steps_next_pass(r->steps);
+	if (r->gaps && !r->gaps_done)
+		r->gaps_done = !steps_next_pass(r->gaps);
+	return (r->steps && !r->steps_done) || (r->gaps && !r->gaps_done);
+}
+
 static const char *arg_str(const struct report *r, const struct rd_frame *f, enum rd_arg k)
 {
 	return f->a.v[k] != RD_UNSET ? rd_str(r, (uint32_t)f->a.v[k]) : NULL;
@@ -66,7 +110,7 @@ void rc_blocked(struct report *r, const struct rd_track *t, const struct rd_fram
 	} else {
 		return;
 	}
-	steps_cause(r->steps, t->owner_tid, rd_str_id(r, buf, strlen(buf)), cls, f->ts, end);
+	cause(r, t->owner_tid, rd_str_id(r, buf, strlen(buf)), cls, f->ts, end);
 }
 
 static struct rc_cpu *cpu_of(struct report *r, uint64_t cpu)
@@ -95,7 +139,7 @@ static void on_switch(struct report *r, struct rc_cpu *c, uint64_t ts, int64_t n
 
 	if (c->next > 0 && ts > c->ts &&
 	    (traced = rd_map_slot(&r->thread_tids, (uint64_t)c->next, false)) && *traced)
-		steps_cause(r->steps, c->next, r->name_running, SC_RUNNING, c->ts, ts);
+		cause(r, c->next, r->name_running, SC_RUNNING, c->ts, ts);
 	c->ts = ts;
 	c->next = next;
 }

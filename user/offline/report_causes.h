@@ -27,6 +27,18 @@ struct rc_cpu {
 	int64_t next; /* the task it put on; -1: not known (the chain broke) */
 };
 
+/* GPU idle gaps shorter than this are not counted. */
+#define RC_GAP_MIN_NS 10000
+/* Gaps analysed at most (each row is about 300 bytes); the rest counted. */
+#define RC_MAX_GAPS 100000
+
+/* An interval of a step table kind: into the steps' and the gaps' tables. */
+void rc_interval(struct report *r, enum step_list kind, uint64_t start, uint64_t end);
+/* A GPU activity on stream track t, launched as l says (NULL: not known). */
+void rc_gpu_activity(struct report *r, struct rd_track *t, uint64_t start, uint64_t end,
+		     const struct rd_launch *l);
+/* After a pass: true if a table wants the trace read again. */
+bool rc_next_pass(struct report *r);
 /* A finished slice of thread track t's child track ("blocked in"). */
 void rc_blocked(struct report *r, const struct rd_track *t, const struct rd_frame *f,
 		uint64_t end);

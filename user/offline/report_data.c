@@ -469,9 +469,8 @@ static void end_slice(struct report *r, struct rd_track *t, const struct tr_even
 	uint64_t *slot;
 	struct rd_args end;
 
-	if (r->steps)
-		steps_interval(r->steps, slice_kind(r, t, f.cat), f.ts, ts);
-	if (r->steps && t->owner_tid)
+	rc_interval(r, slice_kind(r, t, f.cat), f.ts, ts);
+	if (t->owner_tid)
 		rc_blocked(r, t, &f, ts);
 	if (r->pass)
 		return; /* the step table's further passes */
@@ -494,6 +493,8 @@ static void end_slice(struct report *r, struct rd_track *t, const struct tr_even
 	} else if (f.cat == r->cat_step && r->steps) {
 		steps_add(r->steps, f.ts, ts, f.name, step_tid(t, &f));
 	}
+	if (t->gpu && (f.cat == r->cat_kernel || f.cat == r->cat_memcpy || f.cat == r->cat_memset))
+		rc_gpu_activity(r, t, f.ts, ts, l);
 	if (l && (f.cat == r->cat_kernel || f.cat == r->cat_memcpy || f.cat == r->cat_memset)) {
 		if (f.cat == r->cat_kernel) {
 			attribute(&r->ops, l->ops[0], l->nops, dur);
@@ -736,7 +737,7 @@ int rd_read(struct report *r, struct tr_reader *tr)
 {
 	if (read_pass(r, tr) < 0)
 		return -1;
-	while (r->steps && steps_next_pass(r->steps)) {
+	while (rc_next_pass(r)) {
 		if (tr_rewind(tr))
 			return -1;
 		r->pass++;
@@ -831,6 +832,7 @@ void rd_free(struct report *r)
 	free(r->site_v);
 	rd_map_free(&r->launches);
 	steps_free(r->steps);
+	steps_free(r->gaps);
 	rd_map_free(&r->thread_tids);
 	free(r->cpus);
 }

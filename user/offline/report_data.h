@@ -93,6 +93,7 @@ struct rd_track {
 	bool thread, gpu, process;
 	int64_t pid, tid;    /* threads; GPU stream tracks: device, stream */
 	int64_t owner_tid;   /* a thread's child track ("blocked in"): the thread; else 0 */
+	uint64_t last_end;   /* GPU stream tracks: the latest end of its activities */
 	int64_t context;     /* GPU stream tracks: the CUDA context its first activity
 			      * names (the loader writes it once per stream); -1 */
 	uint64_t first_ts;   /* its first event (0: none yet) */
@@ -209,6 +210,12 @@ struct report {
 	size_t *launch_free;    /* launch_v slots whose activities came, to reuse */
 	size_t nfree, free_cap;
 	struct step_table *steps;
+	/* GPU idle gaps (report_causes.c): each stream's gaps between two of
+	 * its activities, as rows of a table of their own, split as steps
+	 * are (the launching thread's causes in place of the step's) */
+	struct step_table *gaps;
+	bool steps_done, gaps_done; /* their rows are made */
+	uint64_t ngaps, gaps_skipped; /* gaps seen; past RC_MAX_GAPS, not analysed */
 	uint64_t events, first_ts, last_ts, next_id;
 	bool has_clock;
 	int64_t clock_offset;   /* REALTIME - MONOTONIC at the first ClockSnapshot */

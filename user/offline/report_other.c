@@ -88,3 +88,144 @@ void report_other_advice(const struct report *r, const struct step_row *rows, si
 			*c = '\'';
 	free(s.v);
 }
+
+/* What covered a gap, by the step table's kinds (a gap's own stream is
+ * idle: another stream's kernel or copy, or the host). */
+static const char *const gap_kinds[STEP_BREAKDOWN - 1] = {
+	"a kernel on another stream", "a copy on another stream", "a memset on another stream",
+	"a CUDA API call (any thread)", "DataLoader (any thread)", "host ops (any thread)",
+};
+
+/* The gaps that overlap a step, largest first; NULL if none (or no memory). */
+static struct step_row *gaps_in_steps(const struct report *r, const struct step_row *steps,
+				      size_t nsteps, size_t *n)
+{
+	const struct step_row *g = r->gaps ? steps_rows(r->gaps, n) : NULL;
+	struct step_row *v;
+	size_t k = 0, j = 0;
+
+	if (!g || !*n || !nsteps || !(v = malloc(*n * sizeof(*v))))
+		return NULL;
+	for (size_t i = 0; i < *n; i++) { /* both by start */
+		while (j < nsteps && steps[j].start + steps[j].dur <= g[i].start)
+			j++;
+		for (size_t s = j; s < nsteps && steps[s].start < g[i].start + g[i].dur; s++)
+			if (steps[s].start + steps[s].dur > g[i].start) {
+				v[k++] = g[i];
+				break;
+			}
+	}
+	*n = k;
+	return v;
+}
+
+static int gap_by_dur(const void *a, const void *b)
+{
+	const struct step_row *x = a, *y = b;
+
+	return x->dur < y->dur ? 1 : x->dur > y->dur ? -1 : 0;
+}
+
+/* A gap's largest part: a kind, a cause, or unexplained. */
+static const char *gap_main(const struct report *r, const struct step_row *g)
+{
+	uint64_t best = 0, explained = g->cause_rest;
+	const char *name = "unexplained";
+
+	for (int k = 0; k < STEP_BREAKDOWN - 1; k++)
+		if (g->brk[k] > best)
+			best = g->brk[k], name = gap_kinds[k];
+	for (int c = 0; c < g->ncause; c++) {
+		explained += g->cause[c].ns;
+		if (g->cause[c].ns > best)
+			best = g->cause[c].ns, name = rd_str(r, g->cause[c].name);
+	}
+	if (g->brk[STEP_BREAKDOWN - 1] - explained > best)
+		name = "unexplained";
+	return name;
+}
+
+void report_gaps_text(const struct report *r, const struct step_row *steps, size_t nsteps,
+		      int top)
+{
+	size_t n;
+	struct step_row *g = gaps_in_steps(r, steps, nsteps, &n);
+	struct rc_totals s;
+	uint64_t kinds[STEP_BREAKDOWN] = { 0 };
+
+	if (!g || !n || !rc_sum(r, g, n, &s)) {
+		free(g);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		for (int k = 0; k < STEP_BREAKDOWN; k++)
+			kinds[k] += g[i].brk[k];
+	printf("\nGPU idle gaps (a stream idle %u us or more between two of its activities, "
+	       "in steps): %zu, %.3f ms\n  %10s %8s  %s\n", RC_GAP_MIN_NS / 1000, n,
+	       s.steps_ns / 1e6, "ms", "of idle", "what the host was doing (the first that "
+	       "covers each instant; then the launching thread)");
+	for (int k = 0; k < STEP_BREAKDOWN - 1; k++)
+		if (kinds[k])
+			printf("  %10.3f %7.1f%%  %s\n", kinds[k] / 1e6,
+			       100.0 * kinds[k] / s.steps_ns, gap_kinds[k]);
+	for (size_t i = 0; i < s.n && (int)i < top; i++)
+		printf("  %10.3f %7.1f%%  launching thread: %s\n", s.v[i].ns / 1e6,
+		       100.0 * s.v[i].ns / s.steps_ns, cause_str(r, &s.v[i]));
+	printf("  %10.3f %7.1f%%  unexplained%s\n", (s.other_ns - s.explained_ns) / 1e6,
+	       100.0 * (s.other_ns - s.explained_ns) / s.steps_ns,
+	       s.kernel_view ? "" : " (the trace has no kernel view)");
+	qsort(g, n, sizeof(*g), gap_by_dur);
+	if (r->gaps_skipped)
+		printf("  (%lu more gaps, past the first %u, not analysed)\n",
+		       (unsigned long)r->gaps_skipped, RC_MAX_GAPS);
+	printf("  the largest:\n");
+	for (size_t i = 0; i < n && (int)i < (top < 5 ? top : 5); i++)
+		printf("  %10.3f ms at %.6f s on %s: mostly %s\n", g[i].dur / 1e6, g[i].start / 1e9,
+		       g[i].name != RD_NONE ? rd_str(r, g[i].name) : "a stream", gap_main(r, &g[i]));
+	free(s.v);
+	free(g);
+}
+
+void report_gaps_json(FILE *o, const struct report *r, const struct step_row *steps,
+		      size_t nsteps)
+{
+	size_t n = 0;
+	struct step_row *g = gaps_in_steps(r, steps, nsteps, &n);
+	struct rc_totals s = { 0 };
+	uint64_t kinds[STEP_BREAKDOWN] = { 0 };
+
+	if (g && n && !rc_sum(r, g, n, &s))
+		n = 0;
+	for (size_t i = 0; i < n; i++)
+		for (int k = 0; k < STEP_BREAKDOWN; k++)
+			kinds[k] += g[i].brk[k];
+	fprintf(o, ", \"gpu_idle\": {\"min_gap_ns\": %u, \"gaps\": %zu, \"idle_ns\": %lu, "
+		"\"covered_ns\": {", RC_GAP_MIN_NS, n, (unsigned long)s.steps_ns);
+	for (int k = 0; k < STEP_BREAKDOWN - 1; k++) {
+		fputs(k ? ", " : "", o);
+		json_str(o, gap_kinds[k]);
+		fprintf(o, ": %lu", (unsigned long)kinds[k]);
+	}
+	fprintf(o, "}, \"unexplained_ns\": %lu, \"launching_thread\": [",
+		(unsigned long)(s.other_ns - s.explained_ns));
+	for (size_t i = 0; i < s.n; i++) {
+		fprintf(o, "%s{\"cause\": ", i ? ", " : "");
+		json_str(o, cause_str(r, &s.v[i]));
+		fprintf(o, ", \"ns\": %lu}", (unsigned long)s.v[i].ns);
+	}
+	fprintf(o, "], \"not_analysed\": %lu, \"largest\": [", (unsigned long)r->gaps_skipped);
+	if (n)
+		qsort(g, n, sizeof(*g), gap_by_dur);
+	for (size_t i = 0; i < n && i < 20; i++) {
+		fprintf(o, "%s{\"stream\": ", i ? ", " : "");
+		json_str(o, g[i].name != RD_NONE ? rd_str(r, g[i].name) : "");
+		fprintf(o, ", \"start_ns\": %lu, \"dur_ns\": %lu, \"launching_tid\": %ld, "
+			"\"mostly\": ", (unsigned long)g[i].start, (unsigned long)g[i].dur,
+			(long)g[i].tid);
+		json_str(o, gap_main(r, &g[i]));
+		fputs("}", o);
+	}
+	fputs("]}", o);
+	free(s.v);
+	free(g);
+}

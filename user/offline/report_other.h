@@ -18,6 +18,13 @@ void report_other_text(const struct report *r, const struct step_row *rows, size
 /* `, "other_causes": {...}` */
 void report_other_json(FILE *o, const struct report *r, const struct step_row *rows,
 		       size_t nrows);
+/* GPU idle gaps inside the steps (the gaps' rows that overlap a step): what
+ * covered them, the launching thread's causes, the largest gaps. */
+void report_gaps_text(const struct report *r, const struct step_row *steps, size_t nsteps,
+		      int top);
+/* `, "gpu_idle": {...}` */
+void report_gaps_json(FILE *o, const struct report *r, const struct step_row *steps,
+		      size_t nsteps);
 /* The recommendation for Other (share: Other's share of step time, in
  * %), into buf. */
 void report_other_advice(const struct report *r, const struct step_row *rows, size_t nrows,
