@@ -107,6 +107,17 @@ def check_tables(b, rep, by_shape=None):
                                       len(rep["steps"]))
         assert b.eval("Array.from(document.querySelectorAll('#recommendations li'))"
                       ".map(li => li.textContent)") == rep["recommendations"]
+        oc = rep["other_causes"]
+        if oc["kernel_view"] and oc["other_ns"]:
+            same(rows(b, "other-causes-table"), oc["causes"] + [
+                {"cause": "unexplained", "ns": oc["unexplained_ns"]}], ["cause", "ns"])
+        gi = rep["gpu_idle"]
+        if gi["gaps"]:
+            want = [{"cause": k, "ns": v} for k, v in gi["covered_ns"].items() if v] + \
+                [{"cause": "launching thread: " + c["cause"], "ns": c["ns"]}
+                 for c in gi["launching_thread"]] + \
+                [{"cause": "unexplained", "ns": gi["unexplained_ns"]}]
+            same(rows(b, "gpu-idle-table"), want, ["cause", "ns"])
     op_keys = ["name", "calls", "host_total_ns", "host_self_ns", "device_total_ns",
                "device_self_ns", "alloc_bytes"]
     same(rows(b, "operators-table"), rep["operators"], op_keys)

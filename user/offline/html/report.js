@@ -220,6 +220,33 @@
     return m;
   }
 
+  // Other by cause, and the GPU's idle gaps (the kernel view's split)
+  function causeTables(sec) {
+    const cols = total => [
+      { key: "cause", title: "cause", v: r => r.cause },
+      { key: "ns", title: "ms", v: r => r.ns, fmt: r => ms(r.ns) },
+      { key: "share", title: "share", v: r => r.ns / total, fmt: r => pct(r.ns, total) },
+      { key: "advice", title: "what it means", v: r => r.advice || "" },
+    ];
+    const oc = D.other_causes;
+    if (oc && oc.other_ns) {
+      sec.append(el("h2", { text: "Other (" + pct(oc.other_ns, oc.steps_ns) + " of step time), by what each step's thread was doing" }));
+      if (!oc.kernel_view)
+        sec.append(el("p", { cls: "note", text: "The trace has no kernel view (traced with --no-sched or --raw): Other is not split." }));
+      else
+        sec.append(table("other-causes-table", cols(oc.steps_ns), oc.causes.concat(
+          [{ cause: "unexplained", ns: oc.unexplained_ns, advice: "no record of the thread then" }])));
+    }
+    const gi = D.gpu_idle;
+    if (gi && gi.gaps) {
+      sec.append(el("h2", { text: "GPU idle gaps: " + gi.gaps + " of " + gi.min_gap_ns / 1000 + " us or more in steps, " + human(gi.idle_ns) }));
+      const list = Object.entries(gi.covered_ns).filter(e => e[1]).map(e => ({ cause: e[0], ns: e[1] }))
+        .concat(gi.launching_thread.map(c => ({ cause: "launching thread: " + c.cause, ns: c.ns })))
+        .concat([{ cause: "unexplained", ns: gi.unexplained_ns }]);
+      sec.append(table("gpu-idle-table", cols(gi.idle_ns), list));
+    }
+  }
+
   function overview(sec) {
     const steps = D.steps || [];
     const mean = stepMean(steps);
@@ -242,6 +269,7 @@
       sec.append(el("h2", { text: "Recommendations" }));
       sec.append(el("ul", { cls: "advice", id: "recommendations" }, ...D.recommendations.map(r => el("li", { text: r }))));
     }
+    causeTables(sec);
     if (!steps.length) return;
     sec.append(el("h2", { text: "Steps" + (steps.length > MAX_STEP_ROWS ? ` (the first ${MAX_STEP_ROWS} of ${steps.length}; the mean is of all)` : "") }));
     const cols = [
