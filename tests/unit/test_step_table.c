@@ -12,6 +12,7 @@
  */
 #include "offline/step_table.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,10 +99,12 @@ static void make_input(void)
 }
 
 /* The table as the report makes it: passes until it says done. */
-static struct step_table *table(size_t budget, int *passes)
+static struct step_table *table(size_t budget, bool defer, int *passes)
 {
 	struct step_table *t = steps_new(budget);
 
+	if (defer)
+		steps_defer(t);
 	*passes = 0;
 	do {
 		for (int i = 0; i < NIVALS + NSTEPS; i++) {
@@ -208,13 +211,13 @@ int main(void)
 	for (unsigned seed = 1; seed <= 30; seed++) {
 		/* ample: one pass; small: the older half finished during it; tiny:
 		 * too small for that (a step alone passes it): windows. */
-		const size_t budgets[] = { 1u << 20, 1000, 64 };
-		int passes[3];
+		const size_t budgets[] = { 1u << 20, 1000, 64, 1u << 20 }; /* the last deferred */
+		int passes[4];
 
 		srandom(seed);
 		make_input();
-		for (int b = 0; b < 3; b++) {
-			struct step_table *t = table(budgets[b], &passes[b]);
+		for (int b = 0; b < 4; b++) {
+			struct step_table *t = table(budgets[b], b == 3, &passes[b]);
 			const struct step_row *rows;
 			size_t n;
 
@@ -234,6 +237,7 @@ int main(void)
 		}
 		CHECK_EQ(passes[0], 1, "passes (ample budget)", 0);
 		CHECK_EQ(passes[2] > 2, 1, "passes (tiny budget) > 2", 0);
+		CHECK_EQ(passes[3], 2, "passes (deferred, ample budget)", 0);
 		printf("seed %u: passes %d, %d, %d\n", seed, passes[0], passes[1], passes[2]);
 	}
 	printf("%d passed, %d failed\n", passed, failed);

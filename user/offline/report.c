@@ -31,6 +31,7 @@
 #include "offline/export.h"
 #include "offline/kname.h"
 #include "offline/report_data.h"
+#include "offline/report_causes.h"
 #include "offline/report_other.h"
 #include "offline/report_rpc.h"
 
@@ -417,11 +418,14 @@ int report_read(struct report *r, const char *path, const struct report_opts *op
 	const char *budget = getenv("PTBPF_REPORT_INTERVALS");
 
 	r->want_shapes = opt->by_shape || opt->html;
+	r->kview = &rc_kernel_view;
 	*tr = tr_open(path, "report");
 	if (!*tr || !rd_init(r) ||
 	    !(r->steps = steps_new(budget ? strtoul(budget, NULL, 10) : REPORT_INTERVALS)) ||
-	    !(r->gaps = steps_new(budget ? strtoul(budget, NULL, 10) : REPORT_INTERVALS)) ||
-	    rd_read(r, *tr) < 0)
+	    !(r->gaps = steps_new(budget ? strtoul(budget, NULL, 10) : REPORT_INTERVALS)))
+		return -1;
+	steps_defer(r->gaps); /* GPU traces only: one more pass */
+	if (rd_read(r, *tr) < 0)
 		return -1;
 	tr_warn_if_cut(*tr, "report");
 	return 0;

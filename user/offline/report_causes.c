@@ -13,14 +13,6 @@
 
 #define MAX_CPUS 8192
 
-void rc_interval(struct report *r, enum step_list kind, uint64_t start, uint64_t end)
-{
-	if (r->steps && !r->steps_done)
-		steps_interval(r->steps, kind, start, end);
-	if (r->gaps && !r->gaps_done)
-		steps_interval(r->gaps, kind, start, end);
-}
-
 /* A cause interval of thread tid: into both tables. */
 static void cause(struct report *r, int64_t tid, uint32_t name, enum step_cause_class cls,
 		  uint64_t start, uint64_t end)
@@ -34,8 +26,8 @@ static void cause(struct report *r, int64_t tid, uint32_t name, enum step_cause_
 /* A gap is a row of the gaps' table: from the stream's last activity's
  * end to this one's start, named by the stream, of the thread that
  * launched this one (whose causes split the gap's Other). */
-void rc_gpu_activity(struct report *r, struct rd_track *t, uint64_t start, uint64_t end,
-		     const struct rd_launch *l)
+static void gpu_activity(struct report *r, struct rd_track *t, uint64_t start, uint64_t end,
+			 const struct rd_launch *l)
 {
 	if (r->gaps && t->last_end && start >= t->last_end + RC_GAP_MIN_NS) {
 		if (r->ngaps < RC_MAX_GAPS)
@@ -46,15 +38,6 @@ void rc_gpu_activity(struct report *r, struct rd_track *t, uint64_t start, uint6
 	}
 	if (end > t->last_end)
 		t->last_end = end;
-}
-
-bool rc_next_pass(struct report *r)
-{
-	if (r->steps && !r->steps_done)
-		r->steps_done = !steps_next_pass(r->steps);
-	if (r->gaps && !r->gaps_done)
-		r->gaps_done = !steps_next_pass(r->gaps);
-	return (r->steps && !r->steps_done) || (r->gaps && !r->gaps_done);
 }
 
 static const char *arg_str(const struct report *r, const struct rd_frame *f, enum rd_arg k)
@@ -91,8 +74,8 @@ static void call_cause(const char *call, const char *file, const char *lock, cha
 		snprintf(buf, size, "%s", call);
 }
 
-void rc_blocked(struct report *r, const struct rd_track *t, const struct rd_frame *f,
-		uint64_t end)
+static void blocked(struct report *r, const struct rd_track *t, const struct rd_frame *f,
+		    uint64_t end)
 {
 	char buf[128];
 	enum step_cause_class cls = SC_SCHED;
@@ -139,7 +122,8 @@ static void on_switch(struct report *r, struct rc_cpu *c, uint64_t ts, int64_t n
 
 	if (c->next > 0 && ts > c->ts &&
 	    (traced = rd_map_slot(&r->thread_tids, (uint64_t)c->next, false)) && *traced)
-		cause(r, c->next, r->name_running, SC_RUNNING, c->ts, ts);
+		cause(r, c->next, rd_str_id(r, RC_RUNNING, strlen(RC_RUNNING)), SC_RUNNING, c->ts,
+		      ts);
 	c->ts = ts;
 	c->next = next;
 }
@@ -174,7 +158,7 @@ static void switches(struct report *r, struct rc_cpu *c, const uint8_t *d, size_
 	}
 }
 
-void rc_sched_bundle(struct report *r, const uint8_t *d, size_t n)
+static void sched_bundle(struct report *r, const uint8_t *d, size_t n)
 {
 	const uint8_t *p = d, *compact = NULL;
 	size_t ncompact = 0;
@@ -201,11 +185,24 @@ void rc_sched_bundle(struct report *r, const uint8_t *d, size_t n)
 	switches(r, c, compact, ncompact);
 }
 
-void rc_new_pass(struct report *r)
+static void new_pass(struct report *r)
 {
 	for (size_t i = 0; i < r->ncpus; i++)
 		r->cpus[i] = (struct rc_cpu){ .next = -1 };
 }
+
+/* Each slice that ends: a cause of its thread, or a GPU activity. */
+static void slice(struct report *r, struct rd_track *t, const struct rd_frame *f, uint64_t end,
+		  const struct rd_launch *l)
+{
+	if (t->owner_tid)
+		blocked(r, t, f, end);
+	else if (t->gpu && !r->pass &&
+		 (f->cat == r->cat_kernel || f->cat == r->cat_memcpy || f->cat == r->cat_memset))
+		gpu_activity(r, t, f->ts, end, l);
+}
+
+const struct rd_kernel_view rc_kernel_view = { slice, sched_bundle, new_pass };
 
 /* Advice by the cause's first words. */
 const char *rc_advice(const char *cause)

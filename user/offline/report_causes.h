@@ -10,6 +10,9 @@
  *     CPU ("running, in no op").
  * They go to the step table as cause intervals (step_table.h), which
  * splits each step's Other among them; what they leave is unexplained.
+ * The GPU's idle gaps (a stream's time between two of its activities) are
+ * the rows of a second table, split the same way, by the causes of the
+ * thread that launched the activity after the gap.
  */
 #ifndef PTBPF_REPORT_CAUSES_H
 #define PTBPF_REPORT_CAUSES_H
@@ -30,22 +33,11 @@ struct rc_cpu {
 /* GPU idle gaps shorter than this are not counted. */
 #define RC_GAP_MIN_NS 10000
 /* Gaps analysed at most (each row is about 300 bytes); the rest counted. */
-#define RC_MAX_GAPS 100000
+#define RC_MAX_GAPS 50000
 
-/* An interval of a step table kind: into the steps' and the gaps' tables. */
-void rc_interval(struct report *r, enum step_list kind, uint64_t start, uint64_t end);
-/* A GPU activity on stream track t, launched as l says (NULL: not known). */
-void rc_gpu_activity(struct report *r, struct rd_track *t, uint64_t start, uint64_t end,
-		     const struct rd_launch *l);
-/* After a pass: true if a table wants the trace read again. */
-bool rc_next_pass(struct report *r);
-/* A finished slice of thread track t's child track ("blocked in"). */
-void rc_blocked(struct report *r, const struct rd_track *t, const struct rd_frame *f,
-		uint64_t end);
-/* A FtraceEventBundle d[0..n). */
-void rc_sched_bundle(struct report *r, const uint8_t *d, size_t n);
-/* The trace is read again (the step table's next pass). */
-void rc_new_pass(struct report *r);
+/* The hooks that feed both tables (struct report's kview). */
+extern const struct rd_kernel_view rc_kernel_view;
+
 /* Other's causes summed over the steps, largest first. */
 struct rc_total {
 	uint32_t name;

@@ -9,22 +9,11 @@
 
 #include "lib/c10_device.h"
 #include "offline/merge.h"
-#include "offline/report_causes.h"
 #include "lib/names.h"
 
 #define MAX_DEPTH 512
 
 /* The argument names of enum rd_arg, as ptbpf writes them. */
-static const char *const rd_arg_names[A_COUNT] = {
-	[A_CORRELATION] = "correlation", [A_ALLOC] = "alloc_bytes", [A_DIMS] = "Input Dims",
-	[A_TYPES] = "Input type", [A_STACK] = "py_stack", [A_GRID] = "grid", [A_BLOCK] = "block",
-	[A_REGISTERS] = "registers", [A_SHARED_MEM] = "shared_mem", [A_BYTES] = "bytes",
-	[A_CONTEXT] = "context", [A_SRC_KIND] = "src_kind", [A_DST_KIND] = "dst_kind",
-	[A_COPY_KIND] = "copy_kind", [A_MEMORY_KIND] = "memory_kind", [A_CBID] = "cbid",
-	[A_SEQ] = "seq", [A_SEQUENCE_NR] = "sequence_nr", [A_FWD_TID] = "fwd_thread_id",
-	[A_RF_ID] = "rf_id", [A_QUEUED] = "queued", [A_DEVICE] = "device",
-	[A_FILE] = "file", [A_BY] = "by", [A_LOCK] = "lock", [A_TID] = "tid",
-};
 
 /* ---- tables ---- */
 
@@ -304,81 +293,26 @@ static void descriptor(struct report *r, const struct tr_track *d)
 		r->hooks->descriptor(r, t, d);
 }
 
-/* ---- arguments ---- */
-
-/* The frame of a py_stack (innermost first, one per line) that the user
- * wrote: the innermost outside torch's own package, else the innermost. */
-static uint32_t call_site(struct report *r, const char *s, size_t len)
-{
-	const char *p = s, *end = s + len;
-	size_t first = 0;
-
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-
-		if (p == s)
-			first = n;
-		if (!memmem(p, n, "/torch/", 7) && !memmem(p, n, "<frozen ", 8))
-			return rd_str_id(r, p, n);
-		p += n + 1;
-	}
-	return rd_str_id(r, s, first);
-}
-
-/* "x,y,z" (ptbpf's grid and block) */
-static void dims3(const struct tr_str *s, uint32_t out[3])
-{
-	char buf[64];
-	size_t len = s->len < sizeof(buf) - 1 ? s->len : sizeof(buf) - 1;
-	unsigned x = 0, y = 0, z = 0;
-
-	memcpy(buf, s->s, len);
-	buf[len] = 0;
-	if (sscanf(buf, "%u,%u,%u", &x, &y, &z) == 3)
-		out[0] = x, out[1] = y, out[2] = z;
-}
-
-static void read_args(struct report *r, const struct tr_event *e, struct rd_args *a)
-{
-	for (int i = 0; i < e->nargs; i++) {
-		const struct tr_arg *g = &e->args[i];
-		uint32_t k = rd_rid(r, &g->name) - r->arg_base;
-
-		if (k >= A_COUNT)
-			continue;
-		if (g->type == TR_ARG_INT)
-			a->v[k] = g->i;
-		else if (g->type == TR_ARG_UINT || g->type == TR_ARG_BOOL)
-			a->v[k] = (int64_t)g->u;
-		else if (g->type != TR_ARG_STR)
-			continue;
-		else if (k == A_DIMS || k == A_TYPES || k == A_FILE || k == A_BY || k == A_LOCK)
-			a->v[k] = rd_str_id(r, g->s.s, g->s.len);
-		else if (k == A_STACK)
-			a->v[k] = call_site(r, g->s.s, g->s.len);
-		else if (k == A_GRID || k == A_BLOCK)
-			dims3(&g->s, k == A_GRID ? a->grid : a->block), a->v[k] = 1;
-	}
-}
-
-static void args_clear(struct rd_args *a)
-{
-	for (int k = 0; k < A_COUNT; k++)
-		a->v[k] = RD_UNSET;
-	memset(a->grid, 0, sizeof(a->grid));
-	memset(a->block, 0, sizeof(a->block));
-}
-
-/* An end's arguments join the begin's (alloc_bytes, py_stack, seq, ...). */
-static void args_merge(struct rd_args *to, const struct rd_args *from)
-{
-	for (int k = 0; k < A_COUNT; k++)
-		if (from->v[k] != RD_UNSET)
-			to->v[k] = from->v[k];
-}
-
 /* ---- events ---- */
+
+/* An interval of a kind: into the steps' table and the GPU gaps'. */
+static void tables_interval(struct report *r, enum step_list kind, uint64_t start, uint64_t end)
+{
+	if (r->steps && !r->steps_done)
+		steps_interval(r->steps, kind, start, end);
+	if (r->gaps && !r->gaps_done)
+		steps_interval(r->gaps, kind, start, end);
+}
+
+/* After a pass: true if a table wants the trace read again. */
+static bool next_pass(struct report *r)
+{
+	if (r->steps && !r->steps_done)
+		r->steps_done = !steps_next_pass(r->steps);
+	if (r->gaps && !r->gaps_done)
+		r->gaps_done = !steps_next_pass(r->gaps);
+	return (r->steps && !r->steps_done) || (r->gaps && !r->gaps_done);
+}
 
 /* Which of the step table's kinds a slice is (SL_COUNT: none). */
 static enum step_list slice_kind(const struct report *r, const struct rd_track *t, uint32_t cat)
@@ -469,14 +403,15 @@ static void end_slice(struct report *r, struct rd_track *t, const struct tr_even
 	uint64_t *slot;
 	struct rd_args end;
 
-	rc_interval(r, slice_kind(r, t, f.cat), f.ts, ts);
-	if (t->owner_tid)
-		rc_blocked(r, t, &f, ts);
-	if (r->pass)
-		return; /* the step table's further passes */
-	args_clear(&end);
-	read_args(r, e, &end);
-	args_merge(&f.a, &end);
+	tables_interval(r, slice_kind(r, t, f.cat), f.ts, ts);
+	if (r->pass) { /* the step tables' further passes */
+		if (r->kview)
+			r->kview->slice(r, t, &f, ts, NULL);
+		return;
+	}
+	rd_args_clear(&end);
+	rd_read_args(r, e, &end);
+	rd_args_merge(&f.a, &end);
 	if (!f.flow_out && e->nflows)
 		f.flow_out = e->flows[0];
 	if (t->depth > 0 && f.cat != r->cat_syscall && f.cat != r->cat_fault &&
@@ -493,8 +428,8 @@ static void end_slice(struct report *r, struct rd_track *t, const struct tr_even
 	} else if (f.cat == r->cat_step && r->steps) {
 		steps_add(r->steps, f.ts, ts, f.name, step_tid(t, &f));
 	}
-	if (t->gpu && (f.cat == r->cat_kernel || f.cat == r->cat_memcpy || f.cat == r->cat_memset))
-		rc_gpu_activity(r, t, f.ts, ts, l);
+	if (r->kview)
+		r->kview->slice(r, t, &f, ts, l);
 	if (l && (f.cat == r->cat_kernel || f.cat == r->cat_memcpy || f.cat == r->cat_memset)) {
 		if (f.cat == r->cat_kernel) {
 			attribute(&r->ops, l->ops[0], l->nops, dur);
@@ -523,14 +458,14 @@ static void begin_slice(struct report *r, struct rd_track *t, const struct tr_ev
 	*f = (struct rd_frame){ .name = name, .cat = cat, .ts = e->ts,
 				.flow_in = e->nterm ? e->term[0] : 0,
 				.flow_out = e->nflows ? e->flows[0] : 0 };
-	args_clear(&f->a);
+	rd_args_clear(&f->a);
 	if (r->pass && t->owner_tid) /* what a thread blocked in: named in every pass */
-		read_args(r, e, &f->a);
+		rd_read_args(r, e, &f->a);
 	if (r->pass)
 		return;
 	if (t->thread)
 		f->id = ++r->next_id;
-	read_args(r, e, &f->a);
+	rd_read_args(r, e, &f->a);
 }
 
 /* A backward node's sequence number, forward thread and the flow from its
@@ -590,8 +525,8 @@ static void instant(struct report *r, struct rd_track *t, const struct tr_event 
 {
 	struct rd_args a;
 
-	args_clear(&a);
-	read_args(r, e, &a);
+	rd_args_clear(&a);
+	rd_read_args(r, e, &a);
 	if (name == r->name_corr) {
 		/* The correlation: the instant's, or its CUDA call slice's. */
 		int64_t corr = a.v[A_CORRELATION] != RD_UNSET ? a.v[A_CORRELATION] :
@@ -679,8 +614,8 @@ static int read_pass(struct report *r, struct tr_reader *tr)
 			if (tr_clock_offset_boot(&p, &boot))
 				r->has_boot = true, r->boot_minus_mono = off - boot;
 		}
-		if (p.ftrace.n)
-			rc_sched_bundle(r, p.ftrace.d, p.ftrace.n);
+		if (p.ftrace.n && r->kview)
+			r->kview->ftrace(r, p.ftrace.d, p.ftrace.n);
 		if (!r->pass && p.attrs.n && !p.end_marker)
 			trace_attrs(r, tr, &p);
 		if (p.event.n && tr_event(tr, &p, e))
@@ -737,13 +672,14 @@ int rd_read(struct report *r, struct tr_reader *tr)
 {
 	if (read_pass(r, tr) < 0)
 		return -1;
-	while (rc_next_pass(r)) {
+	while (next_pass(r)) {
 		if (tr_rewind(tr))
 			return -1;
 		r->pass++;
 		for (size_t i = 0; i < r->ntracks; i++)
 			r->track_v[i].depth = r->track_v[i].overflow = 0;
-		rc_new_pass(r);
+		if (r->kview)
+			r->kview->pass(r);
 		if (read_pass(r, tr) < 0)
 			return -1;
 	}
@@ -796,8 +732,7 @@ bool rd_init(struct report *r)
 	r->cat_syscall = rd_str_id(r, "syscall", 7);
 	r->cat_fault = rd_str_id(r, "fault", 5);
 	r->cat_sched = rd_str_id(r, "sched", 5);
-	r->name_running = rd_str_id(r, RC_RUNNING, strlen(RC_RUNNING));
-	return r->ns == r->arg_base + A_COUNT + 20;
+	return r->ns == r->arg_base + A_COUNT + 19;
 }
 
 void rd_free(struct report *r)

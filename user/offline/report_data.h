@@ -67,6 +67,9 @@ struct rd_args {
 	uint32_t grid[3], block[3];
 };
 
+/* (report_args.c) The arguments' names, by enum rd_arg. */
+extern const char *const rd_arg_names[A_COUNT];
+
 struct rd_frame {
 	uint32_t name, cat;
 	uint64_t ts, child;  /* child: time in the slices nested in it */
@@ -180,6 +183,19 @@ struct rd_hooks {
 	void *ctx;
 };
 
+/* What reads the kernel view into the step tables (report_causes.c), in
+ * every pass of the trace (hooks are the first pass's). */
+struct rd_kernel_view {
+	/* A slice ended; l: a GPU activity's launch (NULL if none is known,
+	 * and in passes after the first). */
+	void (*slice)(struct report *r, struct rd_track *t, const struct rd_frame *f,
+		      uint64_t end, const struct rd_launch *l);
+	/* A FtraceEventBundle. */
+	void (*ftrace)(struct report *r, const uint8_t *d, size_t n);
+	/* The trace is read again. */
+	void (*pass)(struct report *r);
+};
+
 struct report {
 	/* strings: interned, referred to by id */
 	struct str_set *set;
@@ -226,6 +242,7 @@ struct report {
 	struct rd_device devices[RD_MAX_DEVICES];
 	int ndevices;
 	const struct rd_hooks *hooks;
+	const struct rd_kernel_view *kview;
 	uint32_t arg_base;      /* string ids arg_base .. + A_COUNT: the argument names */
 	uint32_t cat_cpu, cat_kernel, cat_memcpy, cat_memset, cat_rt, cat_drv, cat_loader,
 		 cat_step, cat_bwd, cat_bwdfn, cat_user, name_corr, name_bwd_node,
@@ -243,7 +260,6 @@ struct report {
 	struct rd_map thread_tids;
 	int64_t boot_minus_mono;
 	bool has_boot;
-	uint32_t name_running;
 };
 
 /* Sets r up (want_shapes and hooks may be set before or after); false when
@@ -263,6 +279,11 @@ void rd_curve_add(struct rd_curve *c, uint64_t ts, int64_t v);
 void rd_curve_finish(struct rd_curve *c);
 /* A string by id; "" for RD_NONE or an id never given. */
 const char *rd_str(const struct report *r, uint32_t id);
+/* (report_args.c) A track event's arguments into a (those it does not
+ * have left as they were); cleared; an end's joining its begin's. */
+void rd_read_args(struct report *r, const struct tr_event *e, struct rd_args *a);
+void rd_args_clear(struct rd_args *a);
+void rd_args_merge(struct rd_args *to, const struct rd_args *from);
 
 /* The ops that allocated, most bytes first (caller frees; NULL if none). */
 const struct rd_op **rd_allocating_ops(const struct report *r, size_t *n);

@@ -79,6 +79,11 @@ struct step_table *steps_new(size_t max_intervals)
 	return t;
 }
 
+void steps_defer(struct step_table *t)
+{
+	t->dropped = true;
+}
+
 void steps_free(struct step_table *t)
 {
 	if (!t)

@@ -58,6 +58,10 @@ struct step_table;
 
 /* max_intervals: the budget (16 bytes each). */
 struct step_table *steps_new(size_t max_intervals);
+/* The table keeps no interval in the first pass: its rows are all made in
+ * windows in the passes after (for rows that are rare or come late, whose
+ * table should cost nothing in a trace that has none). */
+void steps_defer(struct step_table *t);
 void steps_free(struct step_table *t);
 /* A step of thread tid, found in the first pass. */
 void steps_add(struct step_table *t, uint64_t start, uint64_t end, uint32_t name, int64_t tid);

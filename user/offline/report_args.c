@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The slice arguments the report reads (report_data.h, enum rd_arg): by
+ * the names ptbpf gives them, into struct rd_args.
+ */
+#define _GNU_SOURCE
+#include "offline/report_data.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *const rd_arg_names[A_COUNT] = {
+	[A_CORRELATION] = "correlation", [A_ALLOC] = "alloc_bytes", [A_DIMS] = "Input Dims",
+	[A_TYPES] = "Input type", [A_STACK] = "py_stack", [A_GRID] = "grid", [A_BLOCK] = "block",
+	[A_REGISTERS] = "registers", [A_SHARED_MEM] = "shared_mem", [A_BYTES] = "bytes",
+	[A_CONTEXT] = "context", [A_SRC_KIND] = "src_kind", [A_DST_KIND] = "dst_kind",
+	[A_COPY_KIND] = "copy_kind", [A_MEMORY_KIND] = "memory_kind", [A_CBID] = "cbid",
+	[A_SEQ] = "seq", [A_SEQUENCE_NR] = "sequence_nr", [A_FWD_TID] = "fwd_thread_id",
+	[A_RF_ID] = "rf_id", [A_QUEUED] = "queued", [A_DEVICE] = "device",
+	[A_FILE] = "file", [A_BY] = "by", [A_LOCK] = "lock", [A_TID] = "tid",
+};
+
+/* The frame of a py_stack (innermost first, one per line) that the user
+ * wrote: the innermost outside torch's own package, else the innermost. */
+static uint32_t call_site(struct report *r, const char *s, size_t len)
+{
+	const char *p = s, *end = s + len;
+	size_t first = 0;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (p == s)
+			first = n;
+		if (!memmem(p, n, "/torch/", 7) && !memmem(p, n, "<frozen ", 8))
+			return rd_str_id(r, p, n);
+		p += n + 1;
+	}
+	return rd_str_id(r, s, first);
+}
+
+/* "x,y,z" (ptbpf's grid and block) */
+static void dims3(const struct tr_str *s, uint32_t out[3])
+{
+	char buf[64];
+	size_t len = s->len < sizeof(buf) - 1 ? s->len : sizeof(buf) - 1;
+	unsigned x = 0, y = 0, z = 0;
+
+	memcpy(buf, s->s, len);
+	buf[len] = 0;
+	if (sscanf(buf, "%u,%u,%u", &x, &y, &z) == 3)
+		out[0] = x, out[1] = y, out[2] = z;
+}
+
+void rd_read_args(struct report *r, const struct tr_event *e, struct rd_args *a)
+{
+	for (int i = 0; i < e->nargs; i++) {
+		const struct tr_arg *g = &e->args[i];
+		uint32_t k = rd_rid(r, &g->name) - r->arg_base;
+
+		if (k >= A_COUNT)
+			continue;
+		if (g->type == TR_ARG_INT)
+			a->v[k] = g->i;
+		else if (g->type == TR_ARG_UINT || g->type == TR_ARG_BOOL)
+			a->v[k] = (int64_t)g->u;
+		else if (g->type != TR_ARG_STR)
+			continue;
+		else if (k == A_DIMS || k == A_TYPES || k == A_FILE || k == A_BY || k == A_LOCK)
+			a->v[k] = rd_str_id(r, g->s.s, g->s.len);
+		else if (k == A_STACK)
+			a->v[k] = call_site(r, g->s.s, g->s.len);
+		else if (k == A_GRID || k == A_BLOCK)
+			dims3(&g->s, k == A_GRID ? a->grid : a->block), a->v[k] = 1;
+	}
+}
+
+void rd_args_clear(struct rd_args *a)
+{
+	for (int k = 0; k < A_COUNT; k++)
+		a->v[k] = RD_UNSET;
+	memset(a->grid, 0, sizeof(a->grid));
+	memset(a->block, 0, sizeof(a->block));
+}
+
+/* An end's arguments join the begin's (alloc_bytes, py_stack, seq, ...). */
+void rd_args_merge(struct rd_args *to, const struct rd_args *from)
+{
+	for (int k = 0; k < A_COUNT; k++)
+		if (from->v[k] != RD_UNSET)
+			to->v[k] = from->v[k];
+}
