@@ -286,10 +286,12 @@ static void json_steps(FILE *o, const struct report *r, const struct step_row *r
 			fprintf(o, "%s\"%s\": %lu", k ? ", " : "", report_breakdown_names[k],
 				(unsigned long)rows[i].brk[k]);
 		fputs("}, \"other_causes_ns\": {", o);
+		const struct step_cause *c = steps_causes(r->steps, &rows[i]);
+
 		for (int k = 0; k < rows[i].ncause; k++) {
 			fputs(k ? ", " : "", o);
-			json_str(o, rd_str(r, rows[i].cause[k].name));
-			fprintf(o, ": %lu", (unsigned long)rows[i].cause[k].ns);
+			json_str(o, rd_str(r, c[k].name));
+			fprintf(o, ": %lu", (unsigned long)c[k].ns);
 		}
 		fprintf(o, "}, \"other_causes_rest_ns\": %lu}", (unsigned long)rows[i].cause_rest);
 	}

@@ -242,8 +242,8 @@ static int by_ns(const void *a, const void *b)
 }
 
 /* The rows' causes (each row's cause_rest: into "other causes"). */
-bool rc_sum(const struct report *r, const struct step_row *rows, size_t nrows,
-	    struct rc_totals *out)
+bool rc_sum(const struct report *r, const struct step_table *t, const struct step_row *rows,
+	    size_t nrows, struct rc_totals *out)
 {
 	size_t cap = 0;
 	uint64_t rest = 0;
@@ -254,8 +254,10 @@ bool rc_sum(const struct report *r, const struct step_row *rows, size_t nrows,
 		out->other_ns += rows[i].brk[STEP_BREAKDOWN - 1];
 		rest += rows[i].cause_rest;
 		out->explained_ns += rows[i].cause_rest;
+		const struct step_cause *cs = steps_causes(t, &rows[i]);
+
 		for (int k = 0; k < rows[i].ncause; k++) {
-			const struct step_cause *c = &rows[i].cause[k];
+			const struct step_cause *c = &cs[k];
 			size_t j = 0;
 
 			while (j < out->n && out->v[j].name != c->name)

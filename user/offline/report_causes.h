@@ -53,8 +53,8 @@ struct rc_totals {
 	bool kernel_view;     /* the trace has scheduler bundles */
 };
 
-bool rc_sum(const struct report *r, const struct step_row *rows, size_t nrows,
-	    struct rc_totals *out);
+bool rc_sum(const struct report *r, const struct step_table *t, const struct step_row *rows,
+	    size_t nrows, struct rc_totals *out);
 /* Advice for a cause (the report's recommendations). */
 const char *rc_advice(const char *cause);
 

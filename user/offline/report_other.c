@@ -22,7 +22,7 @@ void report_other_text(const struct report *r, const struct step_row *rows, size
 {
 	struct rc_totals s;
 
-	if (!nrows || !rc_sum(r, rows, nrows, &s))
+	if (!nrows || !rc_sum(r, r->steps, rows, nrows, &s))
 		return;
 	if (s.other_ns && s.steps_ns) {
 		printf("\nOther (%.1f%% of step time), by what each step's thread was doing "
@@ -48,7 +48,7 @@ void report_other_json(FILE *o, const struct report *r, const struct step_row *r
 {
 	struct rc_totals s;
 
-	if (!rc_sum(r, rows, nrows, &s))
+	if (!rc_sum(r, r->steps, rows, nrows, &s))
 		return;
 	fprintf(o, ", \"other_causes\": {\"kernel_view\": %s, \"steps_ns\": %lu, "
 		"\"other_ns\": %lu, \"unexplained_ns\": %lu, \"causes\": [",
@@ -70,7 +70,7 @@ void report_other_advice(const struct report *r, const struct step_row *rows, si
 {
 	struct rc_totals s;
 
-	if (!rc_sum(r, rows, nrows, &s) || !s.kernel_view || !s.n || !s.steps_ns) {
+	if (!rc_sum(r, r->steps, rows, nrows, &s) || !s.kernel_view || !s.n || !s.steps_ns) {
 		snprintf(buf, size, "%.0f%% of the step is none of kernel, copy, CUDA call, "
 			 "DataLoader or op time (Python, waits, other threads)%s", share,
 			 s.kernel_view ? "" : ": trace with the kernel view (without --no-sched) "
@@ -135,10 +135,12 @@ static const char *gap_main(const struct report *r, const struct step_row *g)
 	for (int k = 0; k < STEP_BREAKDOWN - 1; k++)
 		if (g->brk[k] > best)
 			best = g->brk[k], name = gap_kinds[k];
+	const struct step_cause *cs = steps_causes(r->gaps, g);
+
 	for (int c = 0; c < g->ncause; c++) {
-		explained += g->cause[c].ns;
-		if (g->cause[c].ns > best)
-			best = g->cause[c].ns, name = rd_str(r, g->cause[c].name);
+		explained += cs[c].ns;
+		if (cs[c].ns > best)
+			best = cs[c].ns, name = rd_str(r, cs[c].name);
 	}
 	if (g->brk[STEP_BREAKDOWN - 1] - explained > best)
 		name = "unexplained";
@@ -153,7 +155,7 @@ void report_gaps_text(const struct report *r, const struct step_row *steps, size
 	struct rc_totals s;
 	uint64_t kinds[STEP_BREAKDOWN] = { 0 };
 
-	if (!g || !n || !rc_sum(r, g, n, &s)) {
+	if (!g || !n || !rc_sum(r, r->gaps, g, n, &s)) {
 		free(g);
 		return;
 	}
@@ -194,7 +196,7 @@ void report_gaps_json(FILE *o, const struct report *r, const struct step_row *st
 	struct rc_totals s = { 0 };
 	uint64_t kinds[STEP_BREAKDOWN] = { 0 };
 
-	if (g && n && !rc_sum(r, g, n, &s))
+	if (g && n && !rc_sum(r, r->gaps, g, n, &s))
 		n = 0;
 	for (size_t i = 0; i < n; i++)
 		for (int k = 0; k < STEP_BREAKDOWN; k++)

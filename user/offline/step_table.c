@@ -54,6 +54,8 @@ struct step_table {
 	struct step_row *out;  /* the rows, once all are done */
 	struct ivals lists[NLISTS]; /* the kinds, then the cause lists */
 	struct cause_list causes[STEP_CAUSE_LISTS];
+	struct step_cause *pool; /* the rows' causes, each row's in a run */
+	size_t npool, pool_cap;
 	int ncauses, last_cause;
 	uint64_t causes_dropped;
 	struct ivals kernels;  /* first pass: every kernel, for kernel_sum */
@@ -94,6 +96,7 @@ void steps_free(struct step_table *t)
 	free(t->steps);
 	free(t->out);
 	free(t->ends);
+	free(t->pool);
 	free(t);
 }
 
@@ -281,32 +284,61 @@ static uint64_t add_within(const struct step_table *t, int k, uint64_t s, uint64
 	return within(tmp, s, e);
 }
 
-/* A cause's share of the row's Other: kept if among the largest. */
-static void keep_cause(struct step_row *r, uint32_t name, uint64_t ns)
+/* A cause's share of the row's Other: kept in c if among the largest. */
+static void keep_cause(struct step_row *r, struct step_cause *c, uint32_t name, uint64_t ns)
 {
 	int min = 0;
 
 	if (r->ncause < STEP_CAUSES) {
-		r->cause[r->ncause++] = (struct step_cause){ name, ns };
+		c[r->ncause++] = (struct step_cause){ name, ns };
 		return;
 	}
 	for (int i = 1; i < STEP_CAUSES; i++)
-		if (r->cause[i].ns < r->cause[min].ns)
+		if (c[i].ns < c[min].ns)
 			min = i;
-	if (ns <= r->cause[min].ns) {
+	if (ns <= c[min].ns) {
 		r->cause_rest += ns;
 		return;
 	}
-	r->cause_rest += r->cause[min].ns;
-	r->cause[min] = (struct step_cause){ name, ns };
+	r->cause_rest += c[min].ns;
+	c[min] = (struct step_cause){ name, ns };
+}
+
+/* The row's causes into the pool (a row made again leaves its old run). */
+static void pool_causes(struct step_table *t, struct step_row *r, const struct step_cause *c)
+{
+	if (t->npool + (size_t)r->ncause > t->pool_cap) {
+		size_t cap = t->pool_cap ? t->pool_cap * 2 : 1024;
+		struct step_cause *g;
+
+		while (cap < t->npool + (size_t)r->ncause)
+			cap *= 2;
+		if (!(g = realloc(t->pool, cap * sizeof(*g)))) {
+			for (int i = 0; i < r->ncause; i++) /* told as the rest */
+				r->cause_rest += c[i].ns;
+			r->ncause = 0;
+			return;
+		}
+		t->pool = g;
+		t->pool_cap = cap;
+	}
+	r->cause_at = (uint32_t)t->npool;
+	memcpy(t->pool + t->npool, c, (size_t)r->ncause * sizeof(*c));
+	t->npool += (size_t)r->ncause;
+}
+
+const struct step_cause *steps_causes(const struct step_table *t, const struct step_row *row)
+{
+	return row->ncause ? t->pool + row->cause_at : NULL;
 }
 
 /* Other, split by the causes of the step's thread, class by class; tmp
  * holds the union of the kinds (covered: its length). */
-static void split_other(const struct step_table *t, struct step_row *r, struct ivals *tmp,
+static void split_other(struct step_table *t, struct step_row *r, struct ivals *tmp,
 			uint64_t covered)
 {
 	uint64_t s = r->start, e = r->start + r->dur;
+	struct step_cause kept[STEP_CAUSES];
 
 	r->ncause = 0;
 	r->cause_rest = 0;
@@ -319,10 +351,11 @@ static void split_other(const struct step_table *t, struct step_row *r, struct i
 				continue;
 			u = add_within(t, SL_COUNT + c, s, e, tmp);
 			if (u > covered)
-				keep_cause(r, l->name, u - covered);
+				keep_cause(r, kept, l->name, u - covered);
 			covered = u;
 		}
 	}
+	pool_causes(t, r, kept);
 }
 
 /* A row from the compacted lists (kernel_sum is made apart). */

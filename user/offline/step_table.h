@@ -46,10 +46,10 @@ struct step_row {
 	 * enum step_list order, else to Other. */
 	uint64_t brk[STEP_BREAKDOWN];
 	int64_t tid;         /* the thread the step ran on */
-	/* Other, split by the causes given for the step's thread (the
-	 * largest STEP_CAUSES; the others' time summed in cause_rest). What
-	 * they leave of brk[Other] is unexplained. */
-	struct step_cause cause[STEP_CAUSES];
+	/* Other, split by the causes given for the step's thread: the largest
+	 * STEP_CAUSES (steps_causes), the others' time summed in cause_rest.
+	 * What they leave of brk[Other] is unexplained. */
+	uint32_t cause_at;   /* where they are in the table's pool */
 	int ncause;
 	uint64_t cause_rest;
 };
@@ -78,5 +78,7 @@ uint64_t steps_causes_dropped(const struct step_table *t);
 bool steps_next_pass(struct step_table *t);
 /* The rows, by start. */
 const struct step_row *steps_rows(const struct step_table *t, size_t *n);
+/* A row's causes (row->ncause of them). */
+const struct step_cause *steps_causes(const struct step_table *t, const struct step_row *row);
 
 #endif /* PTBPF_STEP_TABLE_H */
