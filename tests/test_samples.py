@@ -90,6 +90,28 @@ def test_samples_explain_python_and_native_time(tmp_path):
         0.7 * len(mm)
     named = [s.frames[-1].name for s in native if s.frames[-1].name]
     assert named, "no native leaf was named"
+    report_shows_samples(run)
+
+
+def report_shows_samples(run):
+    """`ptbpf report`'s CPU samples section: the process's samples, its
+    top innermost Python frames (the hot function first among them, or
+    matmul_phase) and native functions (BLAS or libtorch among them)."""
+    r = subprocess.run([PTBPF, "report", "--json", run.path], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["cpu_sample_hz"] == HZ
+    procs = {p["pid"]: p for p in rep["cpu_samples"]}
+    p = procs[run.pid]
+    assert p["samples"] == sum(1 for s in run.trace.samples if s.pid == run.pid)
+    hot = sum(f["samples"] for f in p["python"] if f["frame"].endswith(": hot_python_loop"))
+    assert hot >= 0.7 * len(run.samples_in("python")), p["python"]
+    assert any(re.search(r"lib(torch|blas|openblas|mkl)", f["file"]) for f in p["native"][:3])
+    assert abs(sum(f["share"] for f in p["python"]) -
+               sum(f["samples"] for f in p["python"]) / p["samples"]) < 0.01
+    text = subprocess.run([PTBPF, "report", run.path], capture_output=True, text=True).stdout
+    assert "CPU samples of the traced threads (999 per second" in text
+    assert "hot_python_loop" in text.split("CPU samples of the traced threads")[1]
 
 
 def test_no_samples(tmp_path):

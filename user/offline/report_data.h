@@ -195,6 +195,7 @@ struct report {
 	 * total = inclusive host time) */
 	struct rd_optable rpc_calls, rpc_handled, rpc_remote;
 	bool want_shapes;       /* keep ops_shape */
+	struct rd_samples *samples; /* CPU samples (report_samples.c); NULL: none */
 	struct rd_map sites;    /* site id -> index + 1 into site_v */
 	struct rd_site *site_v;
 	size_t nsites, site_cap;
