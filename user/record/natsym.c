@@ -19,7 +19,8 @@
 #define MAX_PROCS 4096
 #define MAX_FILES 4096
 #define MAX_MAPS 8192 /* executable mappings of one process */
-#define REREAD_NS 200000000ull /* a miss reads the maps again at most this often */
+#define REREAD_NS 1000000000ull /* a miss reads the maps again at most this often */
+#define MAX_HITS (1u << 20) /* addresses named, remembered (then forgotten at once) */
 
 struct func {
 	uint64_t addr, size;
@@ -47,7 +48,15 @@ struct proc {
 	uint64_t read_ns;
 };
 
+/* An address of a process, named: samples hit the same ones over and over. */
+struct hit {
+	int pid;
+	uint64_t ip;
+	struct natsym_hit h;
+};
+
 struct natsym {
+	struct hash_table hits;  /* hash_pair(pid, ip) -> struct hit */
 	struct hash_table procs; /* pid -> struct proc */
 	struct hash_table files; /* hash of path -> struct file * */
 	struct str_set *names;
@@ -67,6 +76,7 @@ struct natsym *natsym_new(void)
 
 	if (!ns)
 		return NULL;
+	hash_init(&ns->hits, MAX_HITS, sizeof(struct hit));
 	hash_init(&ns->procs, MAX_PROCS, sizeof(struct proc));
 	hash_init(&ns->files, MAX_FILES, sizeof(struct file *));
 	ns->names = str_set_new(1u << 22);
@@ -91,6 +101,7 @@ void natsym_free(struct natsym *ns)
 		elf_file_close((*f)->ef);
 		free(*f);
 	}
+	hash_free(&ns->hits);
 	hash_free(&ns->procs);
 	hash_free(&ns->files);
 	str_set_free(ns->names);
@@ -222,7 +233,9 @@ static const char *func_of(struct natsym *ns, struct file *f, uint64_t off)
 	return f->funcs[lo].name;
 }
 
-void natsym_lookup(struct natsym *ns, int pid, uint64_t ip, struct natsym_hit *out)
+/* Names ip in pid's mappings (read again, at most every REREAD_NS, when
+ * ip is in none of them). */
+static void resolve(struct natsym *ns, int pid, uint64_t ip, struct natsym_hit *out)
 {
 	struct proc *p = hash_get(&ns->procs, hash_u64((uint64_t)pid));
 	struct map *m;
@@ -250,10 +263,34 @@ void natsym_lookup(struct natsym *ns, int pid, uint64_t ip, struct natsym_hit *o
 	out->function = func_of(ns, m->file, out->file_off);
 }
 
+static bool hit_eq(const void *val, const void *key)
+{
+	const struct hit *a = val, *b = key;
+
+	return a->pid == b->pid && a->ip == b->ip;
+}
+
+void natsym_lookup(struct natsym *ns, int pid, uint64_t ip, struct natsym_hit *out)
+{
+	struct hit k = { .pid = pid, .ip = ip }, *e;
+	uint64_t h = hash_pair((uint64_t)pid, ip);
+
+	if ((e = hash_get_eq(&ns->hits, h, hit_eq, &k))) {
+		*out = e->h;
+		return;
+	}
+	resolve(ns, pid, ip, out);
+	if (hash_full(&ns->hits))
+		hash_clear(&ns->hits);
+	if ((e = hash_add(&ns->hits, h)))
+		*e = (struct hit){ .pid = pid, .ip = ip, .h = *out };
+}
+
 void natsym_forget(struct natsym *ns, int pid)
 {
 	struct proc p;
 
 	if (hash_remove(&ns->procs, hash_u64((uint64_t)pid), &p))
 		free(p.maps);
+	hash_clear(&ns->hits); /* its addresses among them: rare enough to start over */
 }

@@ -96,6 +96,7 @@ static bool route_unthreaded(struct route *r, const struct ptbpf_event *e, uint6
 		return true;
 	case EV_PY_CODE: /* names for later stacks */
 		pystack_code(d->py, (const void *)e, size);
+		sample_view_code_named(d->samples);
 		return true;
 	case EV_NAMED_NODE_TYPE:
 		if (named)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/hash.h"
 #include "lib/names.h"
 #include "record/natsym.h"
 #include "record/pystack.h"
@@ -13,12 +14,23 @@
 
 #define PY_MAPPING "[python]" /* the mapping Python frames are put in */
 #define PY_NAME_MAX 512
+#define PY_CACHE_MAX (1u << 20) /* frames named, remembered (then forgotten at once) */
+
+/* A Python frame named: (process, code object, instruction) -> its name
+ * (NULL: could not be named), so the line table is decoded once. */
+struct py_named {
+	int pid;
+	uint64_t code, lasti;
+	const char *name;
+};
 
 struct sample_view {
 	struct pf_writer *w;
 	struct pystack *py;
 	struct natsym *nat;
 	struct str_set *py_names; /* "file(line): name" strings */
+	struct hash_table py_cache; /* struct py_named */
+	bool replay;              /* sample_view_replay */
 	struct sample_counts counts;
 };
 
@@ -31,6 +43,7 @@ struct sample_view *sample_view_new(struct pf_writer *w, struct pystack *py)
 	sv->w = w;
 	sv->py = py;
 	sv->nat = natsym_new();
+	hash_init(&sv->py_cache, PY_CACHE_MAX, sizeof(struct py_named));
 	sv->py_names = str_set_new(1u << 20);
 	if (!sv->nat || !sv->py_names) {
 		sample_view_free(sv);
@@ -44,6 +57,7 @@ void sample_view_free(struct sample_view *sv)
 	if (!sv)
 		return;
 	natsym_free(sv->nat);
+	hash_free(&sv->py_cache);
 	str_set_free(sv->py_names);
 	free(sv);
 }
@@ -59,18 +73,40 @@ static uint64_t name_pc(const char *s)
 	return h;
 }
 
+static bool py_named_eq(const void *val, const void *key)
+{
+	const struct py_named *a = val, *b = key;
+
+	return a->pid == b->pid && a->code == b->code && a->lasti == b->lasti;
+}
+
+/* Frame f of process pid as "file(line): name", or NULL. */
+static const char *py_name(struct sample_view *sv, int pid, const struct ptbpf_py_frame *f)
+{
+	struct py_named k = { .pid = pid, .code = f->code, .lasti = f->lasti }, *e;
+	uint64_t h = hash_pair(hash_pair((uint64_t)pid, f->code), f->lasti);
+	char name[PY_NAME_MAX];
+
+	if ((e = hash_get_eq(&sv->py_cache, h, py_named_eq, &k)))
+		return e->name;
+	k.name = pystack_frame_name(sv->py, pid, f, name, sizeof(name)) ? NULL :
+		 str_set_intern(sv->py_names, name);
+	if (hash_full(&sv->py_cache))
+		hash_clear(&sv->py_cache);
+	if (k.name && (e = hash_add(&sv->py_cache, h))) /* unnamed: tried again */
+		*e = k;
+	return k.name;
+}
+
 /* The sample's Python frames, outermost first, into fr; how many. */
 static int python_frames(struct sample_view *sv, const struct ptbpf_cpu_sample *s, int nf,
 			 struct pf_frame *fr)
 {
-	char name[PY_NAME_MAX];
 	int n = 0;
 
 	for (int i = nf - 1; i >= 0; i--) {
-		const char *v = NULL;
+		const char *v = py_name(sv, (int)s->ev.pid, &s->f[i]);
 
-		if (!pystack_frame_name(sv->py, (int)s->ev.pid, &s->f[i], name, sizeof(name)))
-			v = str_set_intern(sv->py_names, name);
 		if (!v)
 			sv->counts.py_unnamed++;
 		fr[n++] = (struct pf_frame){ .function = v ? v : "[python frame]",
@@ -78,6 +114,43 @@ static int python_frames(struct sample_view *sv, const struct ptbpf_cpu_sample *
 					     .rel_pc = v ? name_pc(v) : 0 };
 	}
 	return n;
+}
+
+/* The sample's native frames, outermost first, into fr; how many. A
+ * caller's address in no mapping means the frame-pointer chain broke
+ * there (code built without them): the frames from it on are left out. */
+static int native_frames(struct sample_view *sv, const struct ptbpf_cpu_sample *s, int nnat,
+			 struct pf_frame *fr)
+{
+	struct natsym_hit h[SAMPLE_NATIVE_MAX];
+	int n = 0;
+
+	for (int i = 0; i < nnat; i++, n++) {
+		h[i] = (struct natsym_hit){ .path = "[not symbolized]", .file_off = s->ips[i] };
+		if (sv->replay)
+			continue;
+		natsym_lookup(sv->nat, (int)s->ev.pid, s->ips[i], &h[i]);
+		if (i && !strcmp(h[i].path, "[unknown]"))
+			break;
+	}
+	for (int i = 0; i < n; i++) {
+		const struct natsym_hit *x = &h[n - 1 - i];
+
+		fr[i] = (struct pf_frame){ .function = x->function, .mapping = x->path,
+					   .rel_pc = x->file_off };
+		sv->counts.native_named += x->function != NULL;
+	}
+	return n;
+}
+
+void sample_view_code_named(struct sample_view *sv)
+{
+	hash_clear(&sv->py_cache);
+}
+
+void sample_view_replay(struct sample_view *sv)
+{
+	sv->replay = true;
 }
 
 void sample_view_record(struct sample_view *sv, const void *data, size_t size)
@@ -96,14 +169,8 @@ void sample_view_record(struct sample_view *sv, const void *data, size_t size)
 		npy = npy < PY_MAX_FRAMES ? npy : PY_MAX_FRAMES;
 	}
 	n = python_frames(sv, s, npy, fr);
-	for (int i = nnat - 1; i >= 0; i--) {
-		struct natsym_hit h;
-
-		natsym_lookup(sv->nat, (int)s->ev.pid, s->ips[i], &h);
-		fr[n++] = (struct pf_frame){ .function = h.function, .mapping = h.path,
-					     .rel_pc = h.file_off };
-		sv->counts.native_named += h.function != NULL;
-	}
+	nnat = native_frames(sv, s, nnat, fr + n);
+	n += nnat;
 	sv->counts.native_frames += (uint64_t)nnat;
 	sv->counts.with_python += npy > 0;
 	sv->counts.samples++;
