@@ -5,7 +5,8 @@ on one thread for a known CPU time each; the trace's perf samples (read
 with tests/pftrace.py, as trace_processor builds callsites) must number
 about hz x that CPU time, carry the hot function's Python frame in the
 Python phase and a native frame of libtorch or BLAS in the matmul phase.
-`--no-samples` leaves them out; `ptbpf merge` keeps them."""
+They are on by default (at 99 Hz); `--no-samples` leaves them out;
+`ptbpf merge` keeps them."""
 import json
 import os
 import re
@@ -57,7 +58,7 @@ def python_frames(sample):
 
 
 def test_samples_explain_python_and_native_time(tmp_path):
-    run = Traced(tmp_path)
+    run = Traced(tmp_path, ["--sample-hz", str(HZ)])
     t = run.trace
     assert t.validate() == []
     m = BPF_RING.search(run.err)
@@ -112,6 +113,16 @@ def report_shows_samples(run):
     text = subprocess.run([PTBPF, "report", run.path], capture_output=True, text=True).stdout
     assert "CPU samples of the traced threads (999 per second" in text
     assert "hot_python_loop" in text.split("CPU samples of the traced threads")[1]
+
+
+def test_samples_on_by_default(tmp_path):
+    run = Traced(tmp_path, py_ms=1000, mm_ms=200)
+    m = SAMPLES.search(run.err)
+    assert m and int(m.group(1)) == 99 and int(m.group(2)) == len(run.trace.samples), run.err
+    n = len(run.samples_in("python"))
+    want = 99 * run.phases["python"]["cpu_ns"] / 1e9
+    assert 0.7 * want <= n <= 1.3 * want, (n, want)
+    assert run.trace.attrs.get("dev.ptbpf.cpu_sample_hz") == 99
 
 
 def test_no_samples(tmp_path):

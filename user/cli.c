@@ -108,7 +108,7 @@ static const struct argp_option options[] = {
 	{ "no-samples", OPT_NO_SAMPLES, NULL, 0, "Leave out the CPU samples of the traced "
 	  "threads (native and Python stacks, on by default)", 0 },
 	{ "sample-hz", OPT_SAMPLE_HZ, "N", 0, "CPU samples per second of CPU time (1-10000, "
-	  "default 999)", 0 },
+	  "default 99)", 0 },
 	{ "verbose", 'v', NULL, 0, "Verbose output: how long each part of an attach took, "
 	  "libbpf's messages", 0 },
 	{ NULL, 0, NULL, 0, "ptbpf daemon (fleet mode; --all in bounded windows):", 1 },

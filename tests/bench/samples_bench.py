@@ -4,7 +4,7 @@ small torch MLP step on one intra-op thread, then a pure-Python loop)
 prints each step's time; phases, in an order shuffled anew each cycle:
 
   none        no ptbpf
-  samples     ptbpf -p PID (the default: kernel view and CPU samples)
+  samples     ptbpf -p PID --sample-hz HZ (kernel view and CPU samples)
   no-samples  ptbpf -p PID --no-samples (the kernel view alone)
 
 each recording SECS of steps after ptbpf says it is tracing (plus a
@@ -114,6 +114,9 @@ class BusyError(Exception):
     pass
 
 
+HZ = []  # --sample-hz for the samples phases (main sets it)
+
+
 def phase(mode, steps, secs, tmp, stats=False, pid=None):
     """phase_once, tried again while another ptbpf (another test's --all on
     a shared host) holds the process."""
@@ -135,6 +138,8 @@ def phase_once(mode, steps, secs, tmp, stats=False, pid=None):
         args = [PTBPF, "-p", str(pid or steps.p.pid), "-o", trace, "-F"]
         if mode == "no-samples":
             args.append("--no-samples")
+        else:
+            args += ["--sample-hz", str(HZ[0])]
         tracer = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
         for line in tracer.stderr:
             if "tracing pid" in line:
@@ -174,7 +179,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cycles", type=int, default=7)
     ap.add_argument("--secs", type=float, default=4)
+    ap.add_argument("--hz", type=int, default=999)
     a = ap.parse_args()
+    HZ.append(a.hz)
     steps = Steps()
     tmp = tempfile.mkdtemp(prefix="ptbpf-samples-bench-")
     rows = {k: [] for k in ("samples", "ptbpf", "samples_cpu", "ptbpf_cpu")}
@@ -212,8 +219,9 @@ def main():
                 f.write(old)
     finally:
         steps.p.kill()
-    print("#### CPU samples' cost, %s (%d cycles of %.0f s phases, %d CPUs, kernel %s)\n" %
-          (datetime.date.today(), a.cycles, a.secs, os.cpu_count(), os.uname().release))
+    print("#### CPU samples' cost at %d Hz, %s (%d cycles of %.0f s phases, %d CPUs, kernel %s)"
+          "\n" % (a.hz, datetime.date.today(), a.cycles, a.secs, os.cpu_count(),
+                  os.uname().release))
     print("| phase | step ms, wall (median of the cycles' medians; min .. max) | step ms, the "
           "thread's CPU time | the loader's CPU while tracing |\n|---|---|---|---|")
     for m in ("none", "no-samples", "samples"):

@@ -20,7 +20,7 @@ struct ptbpf_bpf;
 struct sched_probes;
 struct sample_probes;
 
-#define SAMPLE_HZ_DEFAULT 999
+#define SAMPLE_HZ_DEFAULT 99
 #define SAMPLE_HZ_MAX 10000
 
 /* Loads the program (sharing ops' maps, and sched's bitmap unless NULL)
