@@ -9,7 +9,6 @@
 
 #include "lib/c10_device.h"
 #include "lib/names.h"
-#include "offline/report_samples.h"
 
 #define MAX_DEPTH 512
 

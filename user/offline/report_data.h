@@ -246,6 +246,11 @@ void rd_curve_finish(struct rd_curve *c);
 /* A string by id; "" for RD_NONE or an id never given. */
 const char *rd_str(const struct report *r, uint32_t id);
 
+/* report_samples.c: one CPU sample of the trace into r's tables (false when
+ * out of memory), and their memory freed. */
+bool rd_samples_add(struct report *r, const struct tr_sample *s);
+void rd_samples_free(struct report *r);
+
 /* The ops that allocated, most bytes first (caller frees; NULL if none). */
 const struct rd_op **rd_allocating_ops(const struct report *r, size_t *n);
 
