@@ -125,6 +125,15 @@ def test_samples_on_by_default(tmp_path):
     assert run.trace.attrs.get("dev.ptbpf.cpu_sample_hz") == 99
 
 
+def test_samples_without_the_kernel_view(tmp_path):
+    """--no-sched: the sampler keeps its own bitmap of traced processes."""
+    run = Traced(tmp_path, ["--no-sched", "--sample-hz", "499"], py_ms=1000, mm_ms=200)
+    assert run.trace.switches == [] and run.trace.validate() == []
+    n = len(run.samples_in("python"))
+    want = 499 * run.phases["python"]["cpu_ns"] / 1e9
+    assert 0.7 * want <= n <= 1.3 * want, (n, want)
+
+
 def test_no_samples(tmp_path):
     run = Traced(tmp_path, ["--no-samples"], py_ms=300, mm_ms=300)
     assert run.trace.samples == []
