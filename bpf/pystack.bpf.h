@@ -83,9 +83,10 @@ static __always_inline struct ptbpf_py_proc *py_wanted(__u32 tgid, bool sample)
  * open-coded loops would be explored iteration by iteration). */
 struct py_walk {
 	struct ptbpf_py_proc *p;
-	struct ptbpf_py_stack *s; /* s->ev.id counts the frames: kept in map
+	struct ptbpf_event *ev;   /* ev->id counts the frames: kept in map
 				   * memory, the count is not tracked value by
 				   * value, so the walk verifies in few states */
+	struct ptbpf_py_frame *f; /* PY_MAX_FRAMES of them, in map memory too */
 	__u64 self, tstate, frame;
 };
 
@@ -167,7 +168,7 @@ static long py_frame(__u32 i, void *ctx)
 {
 	struct py_walk *w = ctx;
 	struct ptbpf_py_proc *p = w->p;
-	__u32 n = w->s->ev.id;
+	__u32 n = w->ev->id;
 	__u8 owner = 0;
 
 	if (!w->frame || n >= PY_MAX_FRAMES)
@@ -180,52 +181,65 @@ static long py_frame(__u32 i, void *ctx)
 		}
 	}
 	n &= PY_MAX_FRAMES - 1;
-	w->s->f[n].code = py_read(w->frame + p->f_code);
-	py_code_once(p, w->s->f[n].code, w->s->ev.ts);
-	w->s->f[n].lasti = py_read(w->frame + p->f_lasti) &
-			   (p->lasti_is_int ? 0xffffffffull : ~0ull);
-	w->s->ev.id = n + 1;
+	w->f[n].code = py_read(w->frame + p->f_code);
+	py_code_once(p, w->f[n].code, w->ev->ts);
+	w->f[n].lasti = py_read(w->frame + p->f_lasti) &
+			(p->lasti_is_int ? 0xffffffffull : ~0ull);
+	w->ev->id = n + 1;
 	w->frame = py_read(w->frame + p->f_back);
 	return 0;
+}
+
+/* Walks the current thread's frames into w->f, counting them in w->ev->id
+ * (zeroed by the caller); the PY_STACK_* status. Sets arg[0] of w->ev to 1
+ * if frames past PY_MAX_FRAMES were cut. Runs from uprobes and from the CPU
+ * sampler's perf_event program (bpf/samples.bpf.c) alike. */
+static __always_inline __u32 py_walk_thread(struct py_walk *w, struct task_struct *task)
+{
+	struct ptbpf_py_proc *p = w->p;
+	__u32 status = PY_STACK_NO_THREAD;
+
+	w->self = task->thread.fsbase;
+	w->tstate = py_read(py_read(p->runtime + p->interp_head) + p->threads_head);
+	bpf_loop(PY_MAX_THREADS, py_find_thread, w, 0);
+	if (w->tstate) {
+		status = PY_STACK_NO_FRAME;
+		w->frame = py_read(w->tstate + p->ts_frame);
+		if (w->frame && p->cframe_frame != PY_NO_FIELD)
+			w->frame = py_read(w->frame + p->cframe_frame);
+		bpf_loop(PY_MAX_FRAMES + 8, py_frame, w, 0);
+	}
+	w->ev->arg[0] = w->frame != 0;
+	return w->ev->id ? PY_STACK_OK : status;
 }
 
 /* Sends the calling thread's Python stack as an EV_PY_STACK stamped ts. */
 static __always_inline void py_stack_emit(struct ptbpf_py_proc *p, __u64 ts)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
+	struct ptbpf_py_stack *s;
 	struct py_walk w = { .p = p };
-	__u32 status = PY_STACK_NO_THREAD, n;
+	__u32 n;
 	__u64 flags;
 
-	w.s = bpf_task_storage_get(&py_scratch, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!w.s) {
+	s = bpf_task_storage_get(&py_scratch, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s) {
 		stat_inc(STAT_SENT);
 		stat_inc(STAT_DROP_PY_STACK);
 		return;
 	}
-	fill(&w.s->ev, EV_PY_STACK, SRC_ENTRY_PROBE, 0, 0);
-	w.s->ev.ts = ts;
-	w.self = task->thread.fsbase;
-	w.tstate = py_read(py_read(p->runtime + p->interp_head) + p->threads_head);
-	bpf_loop(PY_MAX_THREADS, py_find_thread, &w, 0);
-	if (w.tstate) {
-		status = PY_STACK_NO_FRAME;
-		w.frame = py_read(w.tstate + p->ts_frame);
-		if (w.frame && p->cframe_frame != PY_NO_FIELD)
-			w.frame = py_read(w.frame + p->cframe_frame);
-		bpf_loop(PY_MAX_FRAMES + 8, py_frame, &w, 0);
-	}
-	n = w.s->ev.id;
-	if (n)
-		status = PY_STACK_OK;
-	w.s->ev.arg[0] = w.frame != 0;
-	w.s->ev.arg[1] = status;
+	fill(&s->ev, EV_PY_STACK, SRC_ENTRY_PROBE, 0, 0);
+	s->ev.ts = ts;
+	w.ev = &s->ev;
+	w.f = s->f;
+	s->ev.arg[1] = py_walk_thread(&w, task);
+	n = s->ev.id;
 	stat_inc(STAT_SENT);
 	flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
 		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 	if (n > PY_MAX_FRAMES)
 		n = PY_MAX_FRAMES;
-	if (bpf_ringbuf_output(&events, w.s, sizeof(w.s->ev) + n * sizeof(w.s->f[0]), flags))
+	if (bpf_ringbuf_output(&events, s, sizeof(s->ev) + n * sizeof(s->f[0]), flags))
 		stat_inc(STAT_DROP_PY_STACK);
 }
 

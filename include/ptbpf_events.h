@@ -83,6 +83,8 @@ enum ptbpf_kind {
 	EV_OPS_NO_RING,           /* threads of pid found no free agent ring: they
 				   * lost arg0 op records, arg1 BEGINs (ops)
 				   * among them, since the last such event */
+	EV_CPU_SAMPLE,            /* struct ptbpf_cpu_sample: a CPU sample of a
+				   * traced thread (bpf/samples.bpf.c) */
 	EV_KIND_MAX, /* (new kinds go last: --raw captures keep the numbers) */
 };
 
@@ -253,6 +255,25 @@ struct ptbpf_py_stack {
 	struct ptbpf_py_frame f[PY_MAX_FRAMES]; /* ev.id of them are sent */
 };
 
+/*
+ * A CPU sample (EV_CPU_SAMPLE) of a traced thread, taken by a perf_event
+ * program on each CPU's cpu-clock (bpf/samples.bpf.c): ev.ts is the
+ * sample's time, ev.key the CPU, ev.id the Python frames in f (innermost
+ * first), arg0 = 1 if more Python frames were cut, arg1 = PY_STACK_* (or
+ * SAMPLE_NO_PYTHON: no interpreter layout for the process), arg2 = the
+ * native frames in ips (the user stack by frame pointers, leaf first: the
+ * leaf is the exact pc, the callers only where frame pointers are kept).
+ * Sent at its real size: f is cut to ev.id frames.
+ */
+#define SAMPLE_NATIVE_MAX 64
+#define SAMPLE_NO_PYTHON 0xff
+
+struct ptbpf_cpu_sample {
+	struct ptbpf_event ev;
+	u64_t ips[SAMPLE_NATIVE_MAX];
+	struct ptbpf_py_frame f[PY_MAX_FRAMES];
+};
+
 /* Why a record did not reach the ring, or was counted; index of the
  * per-CPU `stats` array. */
 enum ptbpf_stat {
@@ -267,6 +288,7 @@ enum ptbpf_stat {
 	STAT_DROP_PY_STACK,     /* ... for a Python stack */
 	STAT_DROP_PY_CODE,      /* ... for a code object's names */
 	STAT_DROP_RPC_FULL,     /* ... for a torch.distributed.rpc record */
+	STAT_DROP_CPU_SAMPLE,   /* ... for a CPU sample (or its scratch was missing) */
 	STAT_MAX,
 };
 

@@ -110,6 +110,11 @@ def _annotation_value(a, strings=None):
     return None
 
 
+Frame = collections.namedtuple("Frame", "name mapping rel_pc")
+# frames: outermost first; Python frames (mapping "[python]") above native ones
+Sample = collections.namedtuple("Sample", "ts cpu pid tid frames")
+
+
 class Trace:
     def __init__(self, path):
         pb = proto_module()
@@ -128,6 +133,7 @@ class Trace:
         self.wakings = []            # Waking tuples
         self.lost_cpus = set()       # CPUs with a bundle marked lost_events
         self.system_info = None
+        self.samples = []            # Sample tuples (perf samples), in order
         self._build()
 
     def _device_track(self, uuid):
@@ -210,6 +216,7 @@ class Trace:
                 for e in d.debug_annotation_string_values:
                     self._interned[(seq, "debug_annotation_string_values")][e.iid] = \
                         e.str.decode(errors="replace")
+                self._intern_callstacks(seq, d)
             if p.HasField("track_descriptor"):
                 self.tracks[p.track_descriptor.uuid] = p.track_descriptor
             if p.HasField("clock_snapshot"):
@@ -221,6 +228,8 @@ class Trace:
                 self._bundle(p.ftrace_events)
             if p.HasField("system_info"):
                 self.system_info = p.system_info
+            if p.HasField("perf_sample"):
+                self._sample(seq, p)
             if p.HasField("trace_attributes"):
                 for a in p.trace_attributes.attribute:
                     self.attrs[a.key] = a.long_value if a.HasField("long_value") else a.string_value
@@ -263,6 +272,47 @@ class Trace:
             if d.HasField("parent_uuid") and d.parent_uuid not in self.tracks:
                 self.errors.append("track %d has an undefined parent %d" % (uuid, d.parent_uuid))
         self._sched_to_mono()
+
+    def _intern_callstacks(self, seq, d):
+        for table in ("function_names", "mapping_paths"):
+            for e in getattr(d, table):
+                self._interned[(seq, table)][e.iid] = e.str.decode(errors="replace")
+        for e in d.mappings:
+            self._interned[(seq, "mappings")][e.iid] = "/".join(
+                self._interned[(seq, "mapping_paths")].get(i, "?") for i in e.path_string_ids)
+        for e in d.frames:
+            self._interned[(seq, "frames")][e.iid] = (e.function_name_id, e.mapping_id, e.rel_pc)
+        for e in d.callstacks:
+            self._interned[(seq, "callstacks")][e.iid] = list(e.frame_ids)
+
+    def _frame(self, seq, iid):
+        """A Frame tuple for frame iid of sequence seq (errors where an iid
+        is not interned: trace_processor would drop the sample's stack)."""
+        f = self._intern(seq, "frames", iid)
+        if f is None:
+            self.errors.append("frame iid %d not interned" % iid)
+            return Frame(None, "?", 0)
+        name_iid, map_iid, rel_pc = f
+        name = self._intern(seq, "function_names", name_iid) if name_iid else None
+        mapping = self._intern(seq, "mappings", map_iid)
+        if (name_iid and name is None) or mapping is None:
+            self.errors.append("frame %d: function name %d or mapping %d not interned" %
+                               (iid, name_iid, map_iid))
+        return Frame(name, mapping or "?", rel_pc)
+
+    def _sample(self, seq, p):
+        """A perf sample: its frames, outermost first, as trace_processor
+        builds its callsites."""
+        s = p.perf_sample
+        if p.timestamp_clock_id not in (0, 3):
+            self.errors.append("perf sample in clock %d" % p.timestamp_clock_id)
+        frames = []
+        if s.HasField("callstack_iid"):
+            ids = self._intern(seq, "callstacks", s.callstack_iid)
+            if ids is None:
+                self.errors.append("callstack iid %d not interned" % s.callstack_iid)
+            frames = [self._frame(seq, i) for i in ids or []]
+        self.samples.append(Sample(p.timestamp, s.cpu, s.pid, s.tid, frames))
 
     def _bundle(self, b):
         """A compact sched bundle: its switches and wakings (BOOTTIME)."""

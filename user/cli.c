@@ -17,6 +17,7 @@
 
 #include "lib/log.h"
 #include "lib/files.h"
+#include "attach/sample_probes.h"
 #include "attach/target.h"
 #include "version.h"
 
@@ -63,7 +64,7 @@ static const char doc[] =
 	"inputs is refused. A trace is written only once tracing has started (each -p\n"
 	"process attached): a run that fails before that leaves no file, no .partial.\n";
 
-enum { OPT_NO_SCHED = 0x100 }; /* long-only options */
+enum { OPT_NO_SCHED = 0x100, OPT_NO_SAMPLES, OPT_SAMPLE_HZ }; /* long-only options */
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Process to trace (repeatable)", 0 },
@@ -104,6 +105,10 @@ static const struct argp_option options[] = {
 	{ "no-sched", OPT_NO_SCHED, NULL, 0, "Leave out the kernel view: thread states (running, "
 	  "runnable, sleeping) and CPU tracks from the scheduler's tracepoints, the system "
 	  "calls and page faults threads blocked in (on by default)", 0 },
+	{ "no-samples", OPT_NO_SAMPLES, NULL, 0, "Leave out the CPU samples of the traced "
+	  "threads (native and Python stacks, on by default)", 0 },
+	{ "sample-hz", OPT_SAMPLE_HZ, "N", 0, "CPU samples per second of CPU time (1-10000, "
+	  "default 99)", 0 },
 	{ "verbose", 'v', NULL, 0, "Verbose output: how long each part of an attach took, "
 	  "libbpf's messages", 0 },
 	{ NULL, 0, NULL, 0, "ptbpf daemon (fleet mode; --all in bounded windows):", 1 },
@@ -352,7 +357,8 @@ static bool flag_opt(int key, struct options *o)
 	bool *flag = key == 'f' ? &o->follow_children : key == 'e' ? &o->entries_only :
 		     key == 'n' ? &o->no_agent : key == 'm' ? &o->memory :
 		     key == 's' ? &o->shapes : key == 'a' ? &o->all : key == 'F' ? &o->force :
-		     key == OPT_NO_SCHED ? &o->no_sched : NULL;
+		     key == OPT_NO_SCHED ? &o->no_sched : key == OPT_NO_SAMPLES ? &o->no_samples :
+		     NULL;
 
 	if (flag)
 		*flag = true;
@@ -390,6 +396,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case 'S':
 		return parse_py_stacks(arg, o) ? EINVAL : 0;
+	case OPT_SAMPLE_HZ: {
+		uint64_t hz;
+
+		if (parse_u64(arg, "--sample-hz", 1, SAMPLE_HZ_MAX, &hz))
+			return EINVAL;
+		o->sample_hz = (uint32_t)hz;
+		break;
+	}
 	case 'x':
 		return add_match_env(o, arg) ? EINVAL : 0;
 	case 'O':
@@ -478,6 +492,7 @@ int cli_parse(int argc, char **argv, struct options *opt)
 
 	memset(opt, 0, sizeof(*opt));
 	opt->ring_bytes = 16u << 20;
+	opt->sample_hz = SAMPLE_HZ_DEFAULT;
 	opt->every_s = 600;
 	opt->window_s = 5;
 	opt->max_bytes = 1ull << 30;

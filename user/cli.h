@@ -43,6 +43,8 @@ struct options {
 	bool shapes;           /* --shapes: ops' input shapes (agent ops) */
 	uint32_t py_stacks;    /* --py-stacks[=N]: a stack for one op in N (0: off) */
 	bool no_sched;         /* --no-sched: no kernel view (thread states, blocking calls) */
+	bool no_samples;       /* --no-samples: no CPU samples */
+	uint32_t sample_hz;    /* --sample-hz: CPU samples per second of CPU time */
 	/* `ptbpf daemon`: */
 	bool daemon;
 	bool daemon_opt;       /* a daemon option was given */

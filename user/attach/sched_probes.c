@@ -96,21 +96,27 @@ struct sched_probes *sched_probes_new(uint32_t ring_bytes, char *err, size_t err
 	return p;
 }
 
-int sched_probes_watch(struct sched_probes *p, int pid, bool on)
+int procs_bitmap_watch(const struct bpf_map *m, int pid, bool on)
 {
 	uint32_t word = (uint32_t)pid / 64;
 	uint64_t bits = 0, bit = 1ull << ((uint32_t)pid % 64);
-	const struct bpf_map *m;
 
-	if (!p)
-		return 0;
-	m = p->skel->maps.sched_procs;
 	if (pid <= 0 || word >= bpf_map__max_entries(m))
 		return -EINVAL;
 	if (bpf_map__lookup_elem(m, &word, sizeof(word), &bits, sizeof(bits), 0))
 		return -errno;
 	bits = on ? bits | bit : bits & ~bit;
 	return bpf_map__update_elem(m, &word, sizeof(word), &bits, sizeof(bits), BPF_ANY);
+}
+
+int sched_probes_watch(struct sched_probes *p, int pid, bool on)
+{
+	return p ? procs_bitmap_watch(p->skel->maps.sched_procs, pid, on) : 0;
+}
+
+int sched_probes_procs_fd(const struct sched_probes *p)
+{
+	return bpf_map__fd(p->skel->maps.sched_procs);
 }
 
 int sched_probes_ring_fd(const struct sched_probes *p)

@@ -23,6 +23,12 @@ struct sched_probes;
 struct sched_probes *sched_probes_new(uint32_t ring_bytes, char *err, size_t errlen);
 /* Starts (on) or stops recording process pid's threads; 0 or -errno. */
 int sched_probes_watch(struct sched_probes *p, int pid, bool on);
+/* The bitmap of traced processes (bit pid % 64 of word pid / 64) in map m,
+ * shared by the CPU sampler (sample_probes.c); 0 or -errno. */
+struct bpf_map;
+int procs_bitmap_watch(const struct bpf_map *m, int pid, bool on);
+/* That bitmap's map fd, for the sampler to share. */
+int sched_probes_procs_fd(const struct sched_probes *p);
 /* The ring's map fd (for ring_buffer__add). */
 int sched_probes_ring_fd(const struct sched_probes *p);
 /* What did not attach (a tracepoint this kernel lacks), "" if nothing. */

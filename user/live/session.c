@@ -24,6 +24,7 @@
 #include "attach/gpu_probes.h"
 #include "attach/leaving.h"
 #include "attach/probes.h"
+#include "attach/sample_probes.h"
 #include "attach/sched_probes.h"
 #include "record/route.h"
 #include "record/ops_ring.h"
@@ -63,7 +64,7 @@ uint64_t session_lost(const uint64_t st[STAT_MAX])
 {
 	return st[STAT_DROP_RINGBUF_FULL] + st[STAT_DROP_NAME_FULL] + st[STAT_DROP_GPU_FULL] +
 	       st[STAT_DROP_AGENT_FULL] + st[STAT_DROP_OPS_EXIT] + st[STAT_DROP_PY_STACK] +
-	       st[STAT_DROP_PY_CODE] + st[STAT_DROP_RPC_FULL];
+	       st[STAT_DROP_PY_CODE] + st[STAT_DROP_RPC_FULL] + st[STAT_DROP_CPU_SAMPLE];
 }
 
 int session_loop(struct session *s)
@@ -242,6 +243,20 @@ static void setup_sched(struct session *s)
 			 sched_probes_missing(s->sched));
 }
 
+/* CPU samples: a perf event per CPU, its records in the BPF ring. Without
+ * them tracing goes on, and says so. */
+static void setup_samples(struct session *s)
+{
+	char err[256];
+
+	s->samples = sample_probes_new(s->skel, s->sched, s->opt.sample_hz, err, sizeof(err));
+	if (!s->samples)
+		log_warn("no CPU samples: %s\n", err);
+	else
+		log_debug("CPU samples: %u Hz on %d CPUs\n", s->opt.sample_hz,
+			  sample_probes_cpus(s->samples));
+}
+
 int session_setup_trace(struct session *s)
 {
 	if (outfile_open(&s->out, s->opt.output, s->opt.force, NULL, 0, ""))
@@ -275,6 +290,8 @@ int session_setup_trace(struct session *s)
 	mark_trigger(s);
 	if (!s->opt.no_sched)
 		setup_sched(s);
+	if (!s->opt.no_samples)
+		setup_samples(s);
 	if (s->raw && s->sched) /* said, not lost silently: replay lacks it */
 		log_warn("the raw capture does not keep the kernel view (thread states, "
 			 "blocking calls): `ptbpf replay` re-makes the trace without it\n");
@@ -298,6 +315,7 @@ static void detach_all(struct session *s)
 	if (s->skel)
 		ptbpf_bpf__detach(s->skel);
 	sched_probes_detach(s->sched);
+	sample_probes_detach(s->samples);
 	if (s->find.fleet)
 		fleet_bpf__detach(s->find.fleet);
 	log_debug("stop: agents unloaded in %.0f ms, probes detached in %.0f ms\n",
@@ -391,6 +409,7 @@ int session_finish(struct session *s, int rc)
 	ring_buffer__free(s->rb);
 	sched_view_free(s->schedv);
 	sched_probes_free(s->sched);
+	sample_probes_free(s->samples);
 	ptbpf_bpf__destroy(s->skel);
 	for (int i = 0; i < s->ntargets; i++)
 		target_close(&s->targets[i]);

@@ -46,6 +46,8 @@ struct session {
 	struct sched_probes *sched;   /* the kernel view's programs (NULL: --no-sched) */
 	struct sched_view *schedv;    /* ... their records into the trace */
 	uint64_t sched_received;      /* records read from their ring */
+	struct sample_probes *samples; /* the CPU sampler (NULL: --no-samples); its
+					* records come through the BPF ring */
 
 	/* Attached (targets.c): probes on libtorch, the GPU libraries and
 	 * the agents' probe points; the processes. */

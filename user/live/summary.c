@@ -21,6 +21,7 @@
 #include "record/route.h"
 #include "record/memtrack.h"
 #include "record/ops_ring.h"
+#include "record/samples.h"
 #include "record/sched.h"
 #include "attach/sched_probes.h"
 #include "trace/perfetto.h"
@@ -119,7 +120,7 @@ static const char *const kind_names[EV_KIND_MAX] = {
 	[EV_RF_END] = "op end (agent)", [EV_RPC] = "rpc message", [EV_MEM] = "memory record",
 	[EV_PY_STACK] = "python stack", [EV_PY_CODE] = "python code object",
 	[EV_OPS_GAP] = "agent ring gap", [EV_OPS_NO_RING] = "agent no free ring",
-	[EV_EXEC] = "exec",
+	[EV_EXEC] = "exec", [EV_CPU_SAMPLE] = "cpu sample",
 };
 
 /* Every record the agents wrote is read or went unread with its process;
@@ -144,6 +145,19 @@ static void print_op_rings(const struct session *s, const struct ops_ring_counts
 		"(unexpected RecordFunction layout: no forward->backward flows)");
 }
 
+/* CPU samples: what reached the trace, and how well it is named. */
+static void print_samples(const struct session *s, const uint64_t st[STAT_MAX])
+{
+	const struct sample_counts *c = sample_view_counts(s->dec->samples);
+
+	log_msg("CPU samples (%u Hz): %lu in the trace, lost %lu; with Python frames %lu "
+		"(unnamed Python frames %lu); native frames %lu, in named functions %lu\n",
+		s->opt.sample_hz, (unsigned long)c->samples,
+		(unsigned long)st[STAT_DROP_CPU_SAMPLE], (unsigned long)c->with_python,
+		(unsigned long)c->py_unnamed, (unsigned long)c->native_frames,
+		(unsigned long)c->native_named);
+}
+
 void summary_print(struct session *s, const uint64_t st[STAT_MAX])
 {
 	const struct join_counts *c = join_counts(s->join);
@@ -163,18 +177,21 @@ void summary_print(struct session *s, const uint64_t st[STAT_MAX])
 	/* Every record a BPF program emitted is received or counted lost. */
 	log_msg("BPF ring: sent %lu = received %lu + lost %lu (ring full %lu, named "
 		"ring full %lu, GPU ring full %lu, agent ring full %lu, op rings at exit %lu, python "
-		"stacks %lu, python code objects %lu, rpc %lu)%s; unreadable names %lu\n",
+		"stacks %lu, python code objects %lu, rpc %lu, cpu samples %lu)%s; unreadable names "
+		"%lu\n",
 		(unsigned long)st[STAT_SENT], (unsigned long)s->received,
 		(unsigned long)session_lost(st), (unsigned long)st[STAT_DROP_RINGBUF_FULL],
 		(unsigned long)st[STAT_DROP_NAME_FULL], (unsigned long)st[STAT_DROP_GPU_FULL],
 		(unsigned long)st[STAT_DROP_AGENT_FULL], (unsigned long)st[STAT_DROP_OPS_EXIT],
 		(unsigned long)st[STAT_DROP_PY_STACK], (unsigned long)st[STAT_DROP_PY_CODE],
-		(unsigned long)st[STAT_DROP_RPC_FULL],
+		(unsigned long)st[STAT_DROP_RPC_FULL], (unsigned long)st[STAT_DROP_CPU_SAMPLE],
 		st[STAT_SENT] == s->received + session_lost(st) ? "" : " MISMATCH",
 		(unsigned long)st[STAT_NAME_FAULT]);
 	if (s->opsr)
 		print_op_rings(s, ops_rings_counts(s->opsr));
 	print_gpu_calls(s);
+	if (s->samples)
+		print_samples(s, st);
 	if (s->opt.py_stacks)
 		log_msg("python stacks: %lu on slices, %lu without Python frames\n",
 			(unsigned long)c->py_stacks, (unsigned long)c->py_stacks_empty);
@@ -231,6 +248,13 @@ void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX])
 	pf_trace_attr_int(s->w, "dev.ptbpf.lost_py_stacks", (int64_t)st[STAT_DROP_PY_STACK]);
 	pf_trace_attr_int(s->w, "dev.ptbpf.lost_py_code_objects", (int64_t)st[STAT_DROP_PY_CODE]);
 	pf_trace_attr_int(s->w, "dev.ptbpf.lost_rpc_records", (int64_t)st[STAT_DROP_RPC_FULL]);
+	if (s->samples) {
+		pf_trace_attr_int(s->w, "dev.ptbpf.cpu_sample_hz", (int64_t)s->opt.sample_hz);
+		pf_trace_attr_int(s->w, "dev.ptbpf.cpu_samples",
+				  (int64_t)sample_view_counts(s->dec->samples)->samples);
+		pf_trace_attr_int(s->w, "dev.ptbpf.lost_cpu_samples",
+				  (int64_t)st[STAT_DROP_CPU_SAMPLE]);
+	}
 	pf_trace_attr_int(s->w, "dev.ptbpf.rpc_calls", (int64_t)c->rpc_calls);
 	pf_trace_attr_int(s->w, "dev.ptbpf.rpc_requests_handled", (int64_t)c->rpc_handled);
 	pf_trace_attr_int(s->w, "dev.ptbpf.rpc_unmatched", (int64_t)c->rpc_unmatched);

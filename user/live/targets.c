@@ -27,6 +27,7 @@
 #include "attach/leaving.h"
 #include "attach/probes.h"
 #include "fleet/select.h"
+#include "attach/sample_probes.h"
 #include "attach/sched_probes.h"
 #include "record/route.h"
 #include "record/gpu_timeline.h"
@@ -274,9 +275,11 @@ static void watch_python(struct session *s, const struct target *t)
 	agent_words(s, !ret);
 }
 
-/* RPC calls (without --py-stacks): the caller's Python stack at each call
- * tells rpc_sync from rpc_async (record/join_rpc.c); ops take none. */
-static void watch_python_rpc(struct session *s, const struct target *t)
+/* Without --py-stacks: the interpreter's layout for the BPF side all the
+ * same, op probes taking no stacks (every = 0), for RPC calls (the
+ * caller's stack tells rpc_sync from rpc_async, record/join_rpc.c) and for
+ * CPU samples' Python frames. */
+static void watch_python_layout(struct session *s, const struct target *t)
 {
 	struct ptbpf_py_proc pp;
 	char err[512];
@@ -292,9 +295,13 @@ static void watch_python_rpc(struct session *s, const struct target *t)
 		if (ret)
 			snprintf(err, sizeof(err), "pid %d: %s", t->pid, strerror(-ret));
 	}
-	if (ret) /* -v: every torch has the RPC agent, few jobs call it */
-		log_debug("rpc calls of pid %d would be named without rpc_sync/rpc_async (no "
-			  "Python stacks: %s)\n", t->pid, err);
+	/* -v: a process without Python (a C++ program) is no fault */
+	if (ret && s->samples && ret != -ENOENT)
+		log_warn("CPU samples of pid %d have no Python frames: %s\n", t->pid, err);
+	else if (ret)
+		log_debug("no Python stacks for pid %d (RPC calls are named without "
+			  "rpc_sync/rpc_async, CPU samples have no Python frames): %s\n", t->pid,
+			  err);
 }
 
 /* A process that exited during its attach was never traced: -ESRCH, and
@@ -354,8 +361,8 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	if (rpc < 0)
 		log_warn("pid %d: no torch.distributed.rpc probes: %s\n",
 			pid, strerror(-rpc));
-	else if (rpc > 0)
-		watch_python_rpc(s, t);
+	if (rpc > 0 || s->samples)
+		watch_python_layout(s, t);
 	if (s->opt.memory && t->torch.fd >= 0 && probes_attach_mem(s->probes, t, err, sizeof(err)))
 		log_warn("no memory timeline: %s\n", err);
 	s->ntargets++;
@@ -379,6 +386,8 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	s->traced = true;
 	if (sched_probes_watch(s->sched, pid, true))
 		log_warn("pid %d: no thread states (the kernel view could not take it)\n", pid);
+	if (sample_probes_watch(s->samples, pid, true))
+		log_warn("pid %d: no CPU samples (the sampler could not take it)\n", pid);
 	print_attach(t, &rep, agent_ops); /* last: tests wait for this line */
 	return 0;
 }
@@ -517,6 +526,7 @@ bool targets_exec(struct session *s, int pid)
 		gpu_probes_forget_pid(s->gpu, pid);
 		probes_forget_pid(s->probes, pid);
 		sched_probes_watch(s->sched, pid, false);
+		sample_probes_watch(s->samples, pid, false);
 		target_close(t);
 		s->execs++;
 		return true;
@@ -540,6 +550,7 @@ int targets_reap(struct session *s)
 			 * its threads may still be on their way into the ring. */
 			ring_buffer__consume(s->rb);
 			sched_probes_watch(s->sched, t->pid, false); /* its pid may be reused */
+			sample_probes_watch(s->samples, t->pid, false);
 			close(t->pidfd);
 			t->pidfd = -1;
 			leaving_agent(t->pid, LEAVING_NONE, false);

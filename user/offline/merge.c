@@ -217,6 +217,8 @@ static int scan_input(struct input *in, int idx, bool by_collectives, struct mer
 			merge_rpc_track(rpc, idx, &d);
 		if (p.ftrace.n && merge_sched_cpu(p.ftrace.d, p.ftrace.n, &cpu) && cpu >= in->ncpus)
 			in->ncpus = cpu + 1;
+		if (p.sample.n && merge_sample_cpu(p.sample.d, p.sample.n, &cpu) && cpu >= in->ncpus)
+			in->ncpus = cpu + 1;
 		if (!p.event.n || !tr_event(in->tr, &p, e))
 			continue;
 		if (by_collectives)
@@ -467,6 +469,16 @@ static bool rewrite_packet(struct input *in, int idx, const struct tr_packet *tp
 			size_t at = pb_begin(pkt, f.num);
 
 			if (!merge_sched_bundle(&sh, f.d, f.len, pkt)) {
+				in->dropped++;
+				return false;
+			}
+			pb_end(pkt, at);
+		} else if (f.num == F_PKT_PERF_SAMPLE && f.wt == PB_LEN) {
+			struct merge_sched_shift sh = {
+				.pid_off = (int64_t)(idx + 1) * PID_STRIDE, .cpu_off = in->cpu_off };
+			size_t at = pb_begin(pkt, f.num);
+
+			if (!merge_perf_sample(&sh, f.d, f.len, pkt)) {
 				in->dropped++;
 				return false;
 			}

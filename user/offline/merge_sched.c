@@ -104,3 +104,38 @@ bool merge_sched_bundle(const struct merge_sched_shift *sh, const uint8_t *d, si
 	}
 	return ok && !bad;
 }
+
+bool merge_sample_cpu(const uint8_t *d, size_t n, uint32_t *cpu)
+{
+	const uint8_t *p = d;
+	struct field f;
+	bool bad = false;
+
+	while (next_field(&p, d + n, &f, &bad))
+		if (f.num == F_PS_CPU && f.wt == PB_VARINT && f.v <= UINT32_MAX) {
+			*cpu = (uint32_t)f.v;
+			return true;
+		}
+	return false;
+}
+
+bool merge_perf_sample(const struct merge_sched_shift *sh, const uint8_t *d, size_t n,
+		       struct pb *out)
+{
+	const uint8_t *p = d;
+	struct field f;
+	bool bad = false;
+
+	while (next_field(&p, d + n, &f, &bad)) {
+		uint64_t v = f.v;
+
+		if (f.wt == PB_VARINT && f.num == F_PS_CPU)
+			pb_uint(out, f.num, v + sh->cpu_off);
+		else if (f.wt == PB_VARINT && (f.num == F_PS_PID || f.num == F_PS_TID) &&
+			 move_pid(sh, &v, 0))
+			pb_uint(out, f.num, (uint32_t)v);
+		else
+			pb_raw(out, f.raw, f.rawlen);
+	}
+	return !bad;
+}

@@ -28,4 +28,10 @@ bool merge_sched_cpu(const uint8_t *d, size_t n, uint32_t *cpu);
 bool merge_sched_bundle(const struct merge_sched_shift *sh, const uint8_t *d, size_t n,
 			struct pb *out);
 
+/* The CPU of PerfSample d[0..n); false if it has none. */
+bool merge_sample_cpu(const uint8_t *d, size_t n, uint32_t *cpu);
+/* PerfSample d[0..n) moved by sh (pids, CPU), into out; false if malformed. */
+bool merge_perf_sample(const struct merge_sched_shift *sh, const uint8_t *d, size_t n,
+		       struct pb *out);
+
 #endif /* PTBPF_MERGE_SCHED_H */

@@ -34,6 +34,7 @@
 #include "offline/report_causes.h"
 #include "offline/report_other.h"
 #include "offline/report_rpc.h"
+#include "offline/report_samples.h"
 
 /* Intervals the step table keeps at most (16 bytes each): past them it
  * reads the trace again, a window of steps a pass. PTBPF_REPORT_INTERVALS
@@ -226,6 +227,7 @@ static void print_text(struct report *r, const char *path, const struct tr_reade
 	}
 	print_memory_text(r, opt->top);
 	report_rpc_text(r, opt->top);
+	report_samples_text(r, opt->top);
 	if (r->nsites) {
 		printf("\nPython call sites of the outermost ops (the innermost frame outside "
 		       "torch; host ms)\n  %-70s %8s %10s\n", "site", "ops", "host tot");
@@ -410,6 +412,7 @@ void report_json(FILE *o, struct report *r, const char *path, const struct tr_st
 	}
 	fputs("]", o);
 	report_rpc_json(o, r);
+	report_samples_json(o, r, opt->top);
 	json_trace_info(o, r);
 	fputs("}\n", o);
 }

@@ -598,6 +598,8 @@ static int read_pass(struct report *r, struct tr_reader *tr)
 {
 	struct tr_packet p;
 	struct tr_track d;
+	struct tr_sample smp;
+	uint64_t samples_left = 0;
 	struct tr_event *e = malloc(sizeof(*e));
 	int64_t off;
 	int got;
@@ -620,8 +622,13 @@ static int read_pass(struct report *r, struct tr_reader *tr)
 			trace_attrs(r, tr, &p);
 		if (p.event.n && tr_event(tr, &p, e))
 			track_event(r, e);
+		if (!r->pass && p.sample.n && tr_sample(tr, &p, &smp) && !rd_samples_add(r, &smp))
+			samples_left++;
 	}
 	free(e);
+	if (samples_left)
+		fprintf(stderr, "ptbpf: report: out of memory: %lu CPU samples left out of its "
+			"tables\n", (unsigned long)samples_left);
 	return got;
 }
 
@@ -737,6 +744,7 @@ bool rd_init(struct report *r)
 
 void rd_free(struct report *r)
 {
+	rd_samples_free(r);
 	for (size_t i = 0; i < r->ntracks; i++) {
 		free(r->track_v[i].stack);
 		free(r->track_v[i].curve.ts);

@@ -214,6 +214,7 @@ struct report {
 	 * total = inclusive host time) */
 	struct rd_optable rpc_calls, rpc_handled, rpc_remote;
 	bool want_shapes;       /* keep ops_shape */
+	struct rd_samples *samples; /* CPU samples (report_samples.c); NULL: none */
 	struct rd_map sites;    /* site id -> index + 1 into site_v */
 	struct rd_site *site_v;
 	size_t nsites, site_cap;
@@ -284,6 +285,11 @@ const char *rd_str(const struct report *r, uint32_t id);
 void rd_read_args(struct report *r, const struct tr_event *e, struct rd_args *a);
 void rd_args_clear(struct rd_args *a);
 void rd_args_merge(struct rd_args *to, const struct rd_args *from);
+
+/* report_samples.c: one CPU sample of the trace into r's tables (false when
+ * out of memory), and their memory freed. */
+bool rd_samples_add(struct report *r, const struct tr_sample *s);
+void rd_samples_free(struct report *r);
 
 /* The ops that allocated, most bytes first (caller frees; NULL if none). */
 const struct rd_op **rd_allocating_ops(const struct report *r, size_t *n);

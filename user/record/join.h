@@ -58,6 +58,7 @@ struct decoders {
 	struct gpu_timeline *timeline; /* the agent's CUPTI records (record/gpu_timeline.c) */
 	struct mem_state *mem;         /* allocator records (record/memtrack.c) */
 	struct pystack *py;            /* Python stacks and code objects (record/pystack.c) */
+	struct sample_view *samples;   /* CPU samples (record/samples.c) */
 };
 
 /* entries_only: op and backward begins become instants (no ends come).

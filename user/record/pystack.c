@@ -545,43 +545,73 @@ static const struct code_ent *code_of(struct pystack *ps, const struct proc *p, 
 	return e;
 }
 
+static const struct proc *proc_of(const struct pystack *ps, int pid)
+{
+	for (int i = 0; i < ps->nprocs; i++)
+		if (ps->procs[i].pid == pid)
+			return &ps->procs[i];
+	return NULL;
+}
+
+/* "file(line): qualname" of frame f of process p into buf; its length, or
+ * -1 (not named, or not room for it). */
+static int frame_name(struct pystack *ps, const struct proc *p, const struct ptbpf_py_frame *f,
+		      char *buf, size_t len)
+{
+	const struct code_ent *c = code_of(ps, p, f->code);
+	int line, w;
+
+	if (!c || !c->file)
+		return -1;
+	if (!c->nlinetable)
+		line = c->firstlineno;
+	else if (!p->l.code_adaptive) /* 3.10: f_lasti in code units */
+		line = pystack_line_310(c->linetable, c->nlinetable, c->firstlineno,
+					(int)f->lasti * 2);
+	else
+		line = pystack_line_311(c->linetable, c->nlinetable, c->firstlineno,
+					(int)(((int64_t)f->lasti - (int64_t)f->code -
+					       p->l.code_adaptive) / 2));
+	if (line < 0 && c->truncated)
+		line = c->firstlineno;
+	w = snprintf(buf, len, "%s(%d): %s", c->file, line, c->name);
+	return w < 0 || (size_t)w >= len ? -1 : w;
+}
+
+int pystack_frame_name(struct pystack *ps, int pid, const struct ptbpf_py_frame *f, char *buf,
+		       size_t len)
+{
+	const struct proc *p = proc_of(ps, pid);
+
+	buf[0] = 0;
+	return p && frame_name(ps, p, f, buf, len) >= 0 ? 0 : -1;
+}
+
 int pystack_format(struct pystack *ps, const struct ptbpf_py_stack *s, size_t size, char *buf,
 		   size_t len)
 {
-	const struct proc *p = NULL;
+	const struct proc *p = proc_of(ps, (int)s->ev.pid);
 	size_t used = 0;
 	int n = 0, nf;
 
 	buf[0] = 0;
-	for (int i = 0; i < ps->nprocs; i++)
-		if (ps->procs[i].pid == (int)s->ev.pid)
-			p = &ps->procs[i];
 	if (!p || size < sizeof(s->ev))
 		return 0;
 	nf = (int)((size - sizeof(s->ev)) / sizeof(s->f[0]));
 	nf = nf < (int)s->ev.id ? nf : (int)s->ev.id;
 	for (int i = 0; i < nf && i < PY_MAX_FRAMES; i++) {
-		const struct code_ent *c = code_of(ps, p, s->f[i].code);
-		int line, w;
+		int w;
 
-		if (!c || !c->file)
-			continue;
-		if (!c->nlinetable)
-			line = c->firstlineno;
-		else if (!p->l.code_adaptive) /* 3.10: f_lasti in code units */
-			line = pystack_line_310(c->linetable, c->nlinetable, c->firstlineno,
-					(int)s->f[i].lasti * 2);
-		else
-			line = pystack_line_311(c->linetable, c->nlinetable, c->firstlineno,
-					(int)(((int64_t)s->f[i].lasti - (int64_t)s->f[i].code -
-					       p->l.code_adaptive) / 2));
-		if (line < 0 && c->truncated)
-			line = c->firstlineno;
-		w = snprintf(buf + used, len - used, "%s%s(%d): %s", n ? "\n" : "", c->file,
-			     line, c->name);
-		if (w < 0 || (size_t)w >= len - used) {
+		if (n && used + 1 < len)
+			buf[used++] = '\n';
+		w = frame_name(ps, p, &s->f[i], buf + used, len - used);
+		if (w < 0) {
+			if (n && buf[used - 1] == '\n')
+				used--;
 			buf[used] = 0;
-			break;
+			if (used + 1 >= len)
+				break;
+			continue;
 		}
 		used += (size_t)w;
 		n++;

@@ -35,6 +35,11 @@ void pystack_code(struct pystack *ps, const struct ptbpf_py_code *c, size_t size
 int pystack_format(struct pystack *ps, const struct ptbpf_py_stack *s, size_t size, char *buf,
 		   size_t len);
 
+/* One frame of process pid as "file(line): qualname" into buf; 0, or -1
+ * if it cannot be named (buf then ""). */
+int pystack_frame_name(struct pystack *ps, int pid, const struct ptbpf_py_frame *f, char *buf,
+		       size_t len);
+
 /* A line from a line table (-1: no line there). 3.10's co_linetable and a
  * byte offset (f_lasti * 2); 3.11+'s location table and an index in
  * 2-byte code units. */

@@ -12,6 +12,7 @@
 #include "lib/log.h"
 #include "lib/files.h"
 #include "record/route.h"
+#include "record/samples.h"
 #include "trace/perfetto.h"
 #include "attach/target.h"
 
@@ -220,6 +221,8 @@ int raw_replay(const char *raw_path, const char *out_path, bool force)
 		goto done;
 	w = pf_writer_open(out.fd);
 	r = w ? route_new(w, &ops, false) : NULL;
+	if (r)
+		sample_view_replay(route_decoders(r)->samples);
 	if (!w || !r) {
 		outfile_cannot_write("replay", out.tmp, errno);
 		goto done;

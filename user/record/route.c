@@ -8,6 +8,7 @@
 #include "record/gpu_timeline.h"
 #include "record/memtrack.h"
 #include "record/pystack.h"
+#include "record/samples.h"
 
 struct route {
 	struct join *join;
@@ -28,8 +29,10 @@ struct route *route_new(struct pf_writer *w, struct op_table *ops, bool entries_
 		r->dec.timeline = gpu_timeline_new(w, join_process_track, r->join);
 		r->dec.mem = mem_state_new(w, join_process_track, r->join);
 		r->dec.py = pystack_new();
+		r->dec.samples = r->dec.py ? sample_view_new(w, r->dec.py) : NULL;
 	}
-	if (!r->join || !r->dec.calls || !r->dec.timeline || !r->dec.mem || !r->dec.py) {
+	if (!r->join || !r->dec.calls || !r->dec.timeline || !r->dec.mem || !r->dec.py ||
+	    !r->dec.samples) {
 		route_free(r);
 		return NULL;
 	}
@@ -44,6 +47,7 @@ void route_free(struct route *r)
 	gpu_state_free(r->dec.calls);
 	gpu_timeline_free(r->dec.timeline);
 	mem_state_free(r->dec.mem);
+	sample_view_free(r->dec.samples);
 	pystack_free(r->dec.py);
 	free(r);
 }
@@ -57,6 +61,7 @@ static bool route_unthreaded(struct route *r, const struct ptbpf_event *e, uint6
 	switch (e->kind) {
 	case EV_PROC_EXIT:
 		join_process_gone(r->join, e->pid, e->ts);
+		sample_view_process_gone(d->samples, (int)e->pid);
 		return true;
 	case EV_EXEC:
 		join_process_exec(r->join, e->pid, e->ts);
@@ -86,8 +91,12 @@ static bool route_unthreaded(struct route *r, const struct ptbpf_event *e, uint6
 		if (named)
 			gpu_note_name(d->calls, (const void *)e);
 		return true;
+	case EV_CPU_SAMPLE:
+		sample_view_record(d->samples, e, size);
+		return true;
 	case EV_PY_CODE: /* names for later stacks */
 		pystack_code(d->py, (const void *)e, size);
+		sample_view_code_named(d->samples);
 		return true;
 	case EV_NAMED_NODE_TYPE:
 		if (named)

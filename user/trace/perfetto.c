@@ -106,6 +106,7 @@ int pf_writer_close(struct pf_writer *w)
 	flush_out(w);
 	err = w->err;
 	seq_tables_free(w);
+	sample_seq_free(w);
 	hash_free(&w->flows);
 	free(w->out);
 	free(w);

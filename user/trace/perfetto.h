@@ -146,6 +146,32 @@ struct pf_sched_waking {
 #define PF_SCHED_BUNDLE_MAX 1024
 void pf_sched_bundle(struct pf_writer *w, uint32_t cpu, const struct pf_sched_switch *sw,
 		     int nsw, const struct pf_sched_waking *wk, int nwk, bool lost);
+/*
+ * A CPU sample as Perfetto's perf sampler writes it (TracePacket.perf_sample,
+ * perfetto_sample.c): trace_processor fills perf_sample and the
+ * stack_profile_* tables, the UI draws it on the thread's track and as a
+ * flame graph. Frames are given root first (the callstack's bottom frame
+ * first, as Perfetto's Callstack wants them), each in a mapping (a file
+ * path or a name like "[python]") at rel_pc. Names, mappings, frames and
+ * callstacks are interned on the samples' own sequence, bounded: when a
+ * table is full, the sequence starts over (its incremental state cleared).
+ */
+struct pf_frame {
+	const char *function; /* NULL: unknown (the frame shows its mapping and rel_pc) */
+	const char *mapping;
+	uint64_t rel_pc;
+};
+
+#define PF_SAMPLE_FRAMES_MAX 128
+struct pf_sample {
+	uint64_t ts; /* CLOCK_MONOTONIC ns */
+	uint32_t cpu;
+	int32_t pid, tid;
+	const struct pf_frame *frames; /* root first, at most PF_SAMPLE_FRAMES_MAX */
+	int nframes;
+};
+void pf_perf_sample(struct pf_writer *w, const struct pf_sample *s);
+
 /* The system's name, kernel release and CPUs (uname): trace_processor
  * reads prev_state by the kernel's version. */
 void pf_system_info(struct pf_writer *w);

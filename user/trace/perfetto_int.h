@@ -12,6 +12,8 @@
  *                     counters, args, flows with short ids)
  *   perfetto_ftrace.c scheduler events as ftrace's (compact sched bundles),
  *                     the system's description
+ *   perfetto_sample.c CPU samples as Perfetto's perf samples, their
+ *                     callstacks interned on a sequence of their own
  * Under -std=c11 its strnlen and clock_gettime need _GNU_SOURCE defined
  * before it is included.
  */
@@ -92,6 +94,8 @@ struct pf_writer {
 	struct hash_table seqs; /* mix64(track) -> struct seq */
 	uint32_t nseqs;         /* sequence ids given out */
 	struct seq main_seq; /* SEQ_ID */
+	/* perfetto_sample.c (NULL until the first sample) */
+	struct sample_seq *samples;
 	/* perfetto_track.c */
 	uint64_t uuid_base, uuid_seq;
 	struct hash_table flows; /* open flows: mix64(caller's id) -> its short one */
@@ -167,12 +171,20 @@ void packet_begin_on(struct pf_writer *w, uint32_t seq, uint32_t flags);
 void packet_end(struct pf_writer *w);
 void flush_out(struct pf_writer *w);
 
+/* perfetto_sample.c */
+void sample_seq_free(struct pf_writer *w);
+
 static inline void packet_begin(struct pf_writer *w, uint32_t flags)
 {
 	packet_begin_on(w, SEQ_ID, flags);
 }
 
 /* perfetto_seq.c */
+/* iid of s (len bytes) in t, adding it if there is room; 0 when it cannot be
+ * interned (table full, or out of memory): the caller writes it inline. */
+uint64_t intern(struct intern_table *t, const char *s, size_t len);
+/* Frees t's strings and empties it (its limits stay). */
+void intern_table_free(struct intern_table *t);
 void seq_tables_init(struct pf_writer *w);
 void seq_tables_free(struct pf_writer *w);
 struct seq *seq_for(struct pf_writer *w, uint64_t track, uint64_t ts);

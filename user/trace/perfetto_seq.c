@@ -50,9 +50,7 @@ static bool intern_eq(const void *val, const void *key)
 	return e->len == k->len && memcmp(e->str, k->s, k->len) == 0;
 }
 
-/* iid of s (len bytes) in t, adding it if there is room; 0 when it cannot be
- * interned (table full, or out of memory): the caller writes it inline. */
-static uint64_t intern(struct intern_table *t, const char *s, size_t len)
+uint64_t intern(struct intern_table *t, const char *s, size_t len)
 {
 	struct intern_key k = { s, len };
 	uint64_t hash = fnv1a(s, len);
@@ -114,6 +112,16 @@ void ref_intern(struct pf_writer *w, struct seq *q, int tab, const char *s,
 
 /* ---- event sequences ---- */
 
+void intern_table_free(struct intern_table *t)
+{
+	struct intern_str *e;
+
+	for (uint32_t i = 0; (e = hash_next(&t->h, &i));)
+		free(e->str);
+	hash_free(&t->h);
+	t->bytes = 0;
+}
+
 void seq_tables_init(struct pf_writer *w)
 {
 	for (int i = 0; i < TAB_COUNT; i++) {
@@ -133,14 +141,10 @@ static void seq_free(struct seq *q)
 
 void seq_tables_free(struct pf_writer *w)
 {
-	struct intern_str *e;
 	struct seq *q;
 
-	for (struct intern_table *t = w->tabs; t < w->tabs + TAB_COUNT; t++) {
-		for (uint32_t i = 0; (e = hash_next(&t->h, &i));)
-			free(e->str);
-		hash_free(&t->h);
-	}
+	for (struct intern_table *t = w->tabs; t < w->tabs + TAB_COUNT; t++)
+		intern_table_free(t);
 	for (uint32_t i = 0; (q = hash_next(&w->seqs, &i));)
 		seq_free(q);
 	hash_free(&w->seqs);

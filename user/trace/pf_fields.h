@@ -16,7 +16,7 @@ enum { /* TracePacket */
 	F_PKT_TRACK_EVENT = 11, F_PKT_INTERNED = 12, F_PKT_SEQ_FLAGS = 13,
 	F_PKT_PREV_DROPPED = 42, F_PKT_CLOCK_ID = 58, F_PKT_DEFAULTS = 59,
 	F_PKT_TRACK_DESC = 60, F_PKT_FIRST_ON_SEQ = 87, F_PKT_TRACE_ATTRS = 126,
-	F_PKT_SYSTEM_INFO = 45,
+	F_PKT_SYSTEM_INFO = 45, F_PKT_PERF_SAMPLE = 66,
 };
 /* The one byte that starts every packet record: Trace.packet, length-delimited. */
 #define PF_PACKET_TAG ((F_TRACE_PACKET << 3) | PB_LEN)
@@ -50,6 +50,18 @@ enum { /* InternedData; its entries (EventCategory, EventName, ..., InternedStri
 	F_ID_CATEGORIES = 1, F_ID_NAMES = 2, F_ID_ARG_NAMES = 3, F_ID_STRING_VALUES = 29,
 	F_ENTRY_IID = 1, F_ENTRY_NAME = 2,
 };
+
+enum { /* PerfSample; InternedData's callstack tables: Frame, Mapping,
+	* Callstack (profile_common.proto), function names and mapping paths
+	* as InternedString */
+	F_PS_CPU = 1, F_PS_PID = 2, F_PS_TID = 3, F_PS_CALLSTACK = 4, F_PS_CPU_MODE = 5,
+	F_ID_FUNCTION_NAMES = 5, F_ID_FRAMES = 6, F_ID_CALLSTACKS = 7, F_ID_MAPPING_PATHS = 17,
+	F_ID_MAPPINGS = 19,
+	F_FRAME_IID = 1, F_FRAME_NAME = 2, F_FRAME_MAPPING = 3, F_FRAME_REL_PC = 4,
+	F_MAP_IID = 1, F_MAP_PATHS = 7,
+	F_STACK_IID = 1, F_STACK_FRAMES = 2,
+};
+enum { CPU_MODE_USER = 2 }; /* Profiling.CpuMode */
 
 enum { /* FtraceEventBundle, its CompactSched (packed arrays); SystemInfo, Utsname */
 	F_FB_CPU = 1, F_FB_LOST = 3, F_FB_COMPACT = 4,

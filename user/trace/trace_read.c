@@ -29,7 +29,7 @@
 struct intern_entry {
 	uint64_t iid;
 	uint32_t seq;
-	uint8_t table;  /* F_ID_NAMES, F_ID_CATEGORIES, F_ID_ARG_NAMES, F_ID_STRING_VALUES */
+	uint8_t table;  /* F_ID_NAMES, F_ID_CATEGORIES, ... (InternedData's field) */
 	struct tr_str str; /* its own copy */
 };
 
@@ -151,6 +151,16 @@ static void intern_free(struct interns *t)
 	t->bytes = 0;
 }
 
+bool tr_lookup_quiet(struct tr_reader *r, uint32_t seq, uint8_t table, uint64_t iid,
+		     struct tr_str *out)
+{
+	struct intern_entry *e = intern_find(&r->in, seq, table, iid);
+
+	if (e)
+		*out = e->str;
+	return e != NULL;
+}
+
 void tr_lookup(struct tr_reader *r, uint32_t seq, uint8_t table, uint64_t iid,
 	       struct tr_str *out)
 {
@@ -165,8 +175,24 @@ void tr_lookup(struct tr_reader *r, uint32_t seq, uint8_t table, uint64_t iid,
 		r->st.unresolved++;
 }
 
-/* InternedData: event names, categories, arg names and string values
- * (other tables are not used by ptbpf). False if malformed. */
+/* Tables whose entries are InternedString{iid, str}. */
+static bool string_table(uint32_t num)
+{
+	return num == F_ID_NAMES || num == F_ID_CATEGORIES || num == F_ID_ARG_NAMES ||
+	       num == F_ID_STRING_VALUES || num == F_ID_FUNCTION_NAMES ||
+	       num == F_ID_MAPPING_PATHS;
+}
+
+/* Tables whose entries are kept whole, as their message's bytes (decoded
+ * where used: trace_sample.c). */
+static bool message_table(uint32_t num)
+{
+	return num == F_ID_FRAMES || num == F_ID_CALLSTACKS || num == F_ID_MAPPINGS;
+}
+
+/* InternedData: event names, categories, arg names and string values; the
+ * callstack tables of CPU samples (other tables are not used by ptbpf).
+ * False if malformed. */
 static bool apply_interned(struct tr_reader *r, uint32_t seq, struct tr_span d)
 {
 	const uint8_t *p = d.d;
@@ -178,8 +204,7 @@ static bool apply_interned(struct tr_reader *r, uint32_t seq, struct tr_span d)
 		size_t len = 0;
 		uint64_t iid = 0;
 
-		if (f.wt != PB_LEN || (f.num != F_ID_NAMES && f.num != F_ID_CATEGORIES &&
-				       f.num != F_ID_ARG_NAMES && f.num != F_ID_STRING_VALUES))
+		if (f.wt != PB_LEN || (!string_table(f.num) && !message_table(f.num)))
 			continue;
 		while (next_field(&q, f.d + f.len, &g, &bad)) {
 			if (g.num == F_ENTRY_IID && g.wt == PB_VARINT)
@@ -187,6 +212,8 @@ static bool apply_interned(struct tr_reader *r, uint32_t seq, struct tr_span d)
 			else if (g.num == F_ENTRY_NAME && g.wt == PB_LEN)
 				name = g.d, len = g.len;
 		}
+		if (message_table(f.num))
+			name = f.d, len = f.len;
 		if (name && !bad)
 			intern_add(r, seq, (uint8_t)f.num, iid, name, len);
 	}
@@ -314,6 +341,7 @@ static bool parse_packet(const uint8_t *d, size_t n, uint64_t offset, struct tr_
 			case F_PKT_TRACE_ATTRS: p->attrs = s; break;
 			case F_PKT_DEFAULTS: p->defaults = s; break;
 			case F_PKT_FTRACE_EVENTS: p->ftrace = s; break;
+			case F_PKT_PERF_SAMPLE: p->sample = s; break;
 			}
 		}
 	}

@@ -62,6 +62,7 @@ struct tr_packet {
 	struct tr_span event, desc, interned, snapshot, attrs, defaults;
 	struct tr_span ftrace; /* a FtraceEventBundle (the kernel view's scheduler
 				* events; its timestamps are BOOTTIME) */
+	struct tr_span sample; /* a PerfSample (a CPU sample) */
 	bool end_marker;     /* the writer's end marker (pf_fields.h) */
 };
 
@@ -146,6 +147,23 @@ const struct tr_status *tr_status(const struct tr_reader *r);
 void tr_describe(const struct tr_reader *r, char *buf, size_t len);
 /* For a cut or damaged trace, one line saying so (to stderr); else nothing. */
 void tr_warn_if_cut(const struct tr_reader *r, const char *who);
+
+/* A CPU sample (a PerfSample packet, trace/perfetto_sample.c), with the
+ * innermost frames of its callstack that say where its time went: the
+ * leaf Python frame ("file(line): name", in mapping "[python]") and the
+ * leaf native frame (its function, "" if unnamed, and its file). */
+struct tr_sample {
+	uint64_t ts;
+	uint32_t cpu;
+	int64_t pid, tid;
+	int nframes;
+	bool has_py, has_native;
+	struct tr_str py_leaf;
+	struct tr_str native_leaf, native_file;
+};
+
+/* The packet's CPU sample: false when it has none or it is malformed. */
+bool tr_sample(struct tr_reader *r, const struct tr_packet *p, struct tr_sample *s);
 
 /* The packet's track event / track descriptor: false when it has none or
  * it is malformed (then counted as undecodable). */

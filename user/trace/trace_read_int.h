@@ -13,6 +13,9 @@
  * or "?" (counted as unresolved on the first pass). */
 void tr_lookup(struct tr_reader *r, uint32_t seq, uint8_t table, uint64_t iid,
 	       struct tr_str *out);
+/* As tr_lookup, without counting a miss: false if iid is not there. */
+bool tr_lookup_quiet(struct tr_reader *r, uint32_t seq, uint8_t table, uint64_t iid,
+		     struct tr_str *out);
 /* One more packet whose contents are malformed (counted on the first pass). */
 void tr_count_undecodable(struct tr_reader *r);
 

@@ -367,9 +367,33 @@
       ], alloc));
   }
 
+  // CPU samples per process: where its CPU time went, by innermost Python
+  // frame and by native function (report_samples.c).
+  function cpuSamples(sec) {
+    const procs = D.cpu_samples || [];
+    sec.append(el("h2", { text: "CPU samples" }));
+    if (!procs.length) { sec.append(el("p", { cls: "note", text: "No CPU samples in this trace (traced with --no-samples, or no traced thread ran)." })); return; }
+    const pct = r => (100 * r.share).toFixed(1) + "%";
+    procs.forEach((p, i) => {
+      sec.append(el("p", { cls: "note", text: "pid " + p.pid + " " + p.name + ": " + p.samples + " samples" + (D.cpu_sample_hz ? " (" + (p.samples / D.cpu_sample_hz).toFixed(1) + " s of CPU at " + D.cpu_sample_hz + " Hz)" : "") + ", " + p.with_python + " in Python code." }));
+      sec.append(table("samples-python-" + i, [
+        { key: "frame", title: "innermost Python frame", cls: "name", v: r => r.frame },
+        { key: "samples", title: "samples", v: r => r.samples },
+        { key: "share", title: "share", v: r => r.share, fmt: pct },
+      ], p.python));
+      sec.append(table("samples-native-" + i, [
+        { key: "function", title: "native function (leaf)", cls: "name", v: r => r.function || "?" },
+        { key: "file", title: "file", cls: "name", v: r => r.file },
+        { key: "samples", title: "samples", v: r => r.samples },
+        { key: "share", title: "share", v: r => r.share, fmt: pct },
+      ], p.native));
+    });
+  }
+
   function python(sec) {
     const sites = D.python_sites || [];
-    if (!sites.length) { sec.append(el("p", { cls: "note", text: "No Python stacks in this trace (trace with --py-stacks)." })); return; }
+    cpuSamples(sec);
+    if (!sites.length) { sec.append(el("p", { cls: "note", text: "No Python stacks of ops in this trace (trace with --py-stacks)." })); return; }
     sec.append(el("p", { cls: "note", text: "The outermost ops, summed by the innermost Python frame outside torch's package (the user's line)." }));
     sec.append(el("div", { cls: "row" }, pie("Host time by call site, top 10", topN(sites.map(s => ({ name: s.site, value: s.host_total_ns })), 10), COLORS, "python-pie")));
     sec.append(table("python-table", [
