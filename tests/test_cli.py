@@ -38,7 +38,7 @@ def test_help_has_examples():
     (("--all", "--match-env", "=1"), "invalid --match-env"),
     (("-p", "1", "--match-env", "RANK=0"), "--match-env selects among the processes of --all"),
     (("daemon", "--out-dir", "/tmp", "--min-gap", "5x"), "invalid --min-gap '5x'"),
-    (("-p", "1", "--min-gap", "5s"), "--min-gap and --metrics-listen belong to"),
+    (("-p", "1", "--min-gap", "5s"), "--slow-step and --no-step-signal belong to"),
 ])
 def test_bad_arguments(args, needle):
     r = ptbpf(*args)
