@@ -123,9 +123,9 @@ static const struct argp_option options[] = {
 	{ "min-gap", 'G', "DURATION", 0, "Refuse (and count) a POST /capture trigger that comes "
 	  "less than DURATION after the last triggered window started (default 60s; 0: none)",
 	  1 },
-	{ "slow-step", OPT_SLOW_STEP, "K[,W]", OPTION_ARG_OPTIONAL, "Open a window when a step "
-	  "takes over K times the median of the W steps before it (default 3,50), or runs that "
-	  "long still unfinished; held to --min-gap", 1 },
+	{ "slow-step", OPT_SLOW_STEP, "K[,W]", 0, "Open a window when a step takes over K times "
+	  "the median of the W steps before it (W: default 50), or runs that long still "
+	  "unfinished; held to --min-gap (e.g. 3)", 1 },
 	{ "no-step-signal", OPT_NO_STEP_SIGNAL, NULL, 0, "No always-on layer: between windows "
 	  "the processes are left alone, and there are no step metrics", 1 },
 	{ 0 },
@@ -293,16 +293,16 @@ static int parse_ops(const char *arg, enum ops_source *ops)
 	return 0;
 }
 
-/* --slow-step[=K[,W]]: K above 1, W 3 to 1000 steps. */
+/* --slow-step K[,W]: K above 1, W 3 to 1000 steps. */
 static int parse_slow_step(const char *arg, struct options *o)
 {
 	uint64_t w = 50;
 	char *end = NULL;
 
-	o->slow_k = arg ? strtod(arg, &end) : 3;
-	if (arg && end != arg && *end == ',' && parse_u64(end + 1, "--slow-step's W", 3, 1000, &w))
+	o->slow_k = strtod(arg, &end);
+	if (end != arg && *end == ',' && parse_u64(end + 1, "--slow-step's W", 3, 1000, &w))
 		return -1;
-	if (arg && (end == arg || (*end && *end != ',') || !(o->slow_k > 1 && o->slow_k <= 1000))) {
+	if (end == arg || (*end && *end != ',') || !(o->slow_k > 1 && o->slow_k <= 1000)) {
 		log_msg("invalid --slow-step '%s': K[,W], K a factor over 1 (e.g. 3), W a number of "
 			"steps (e.g. 50)\n", arg);
 		return -1;

@@ -49,6 +49,7 @@ struct sproc {
 	struct target t;
 	struct agent_link a;
 	bool linked;          /* its agent answers: a holds it */
+	bool told;            /* "step signal on" was said (once its block said so) */
 	uint64_t since;       /* when it was found (CLOCK_MONOTONIC ns) */
 	uint64_t sent_at;     /* the last OFF+steps sent */
 	uint64_t seen;        /* steps already held against the median */
@@ -169,8 +170,6 @@ static int link_agent(struct step_signal *s, struct sproc *p)
 		return -1;
 	p->sent_at = mono_ns();
 	p->linked = true;
-	log_msg("daemon: pid %d (%s%s%s): step signal on\n", p->t.pid, p->t.comm,
-		target_label(&p->t, "RANK") ? ", rank " : "", target_label(&p->t, "RANK") ?: "");
 	return 1;
 }
 
@@ -327,6 +326,11 @@ static bool tick_one(struct step_signal *s, struct sproc *p, uint64_t now)
 		agent_send(&p->a, PTBPF_CMD_OFF, OPS_WORD_STEPS, 0, 0, false);
 		p->sent_at = now;
 	}
+	if (b.on && !p->told)
+		log_msg("daemon: pid %d (%s%s%s): step signal on\n", p->t.pid, p->t.comm,
+			target_label(&p->t, "RANK") ? ", rank " : "",
+			target_label(&p->t, "RANK") ?: "");
+	p->told |= b.on;
 	metrics_steps(s->metrics, &p->t, &b);
 	if (s->opt->slow_k && s->capture)
 		judge(s, p, &b);
