@@ -34,6 +34,7 @@
 #include "attach/agent_ctl.h"
 #include "attach/claim.h"
 #include "attach/inject.h"
+#include "attach/leaving.h"
 #include "attach/target.h"
 #include "fleet/capture.h"
 #include "fleet/metrics.h"
@@ -113,6 +114,8 @@ static void refuse(struct step_signal *s, int pid)
 
 static void drop(struct step_signal *s, int i)
 {
+	if (leaving_agent_state(s->p[i].t.pid) == LEAVING_STEPS)
+		leaving_agent(s->p[i].t.pid, LEAVING_NONE, false);
 	metrics_steps(s->metrics, &s->p[i].t, NULL);
 	target_close(&s->p[i].t);
 	free(s->p[i].last);
@@ -331,6 +334,9 @@ static bool tick_one(struct step_signal *s, struct sproc *p, uint64_t now)
 			target_label(&p->t, "RANK") ? ", rank " : "",
 			target_label(&p->t, "RANK") ?: "");
 	p->told |= b.on;
+	/* What a second Ctrl-C leaves (a window's end said "off"). */
+	if (b.on && leaving_agent_state(p->t.pid) != LEAVING_STEPS)
+		leaving_agent(p->t.pid, LEAVING_STEPS, !p->t.agent_in_env);
 	metrics_steps(s->metrics, &p->t, &b);
 	if (s->opt->slow_k && s->capture)
 		judge(s, p, &b);
@@ -356,31 +362,41 @@ void step_signal_tick(struct step_signal *s)
 	}
 }
 
-void step_signal_free(struct step_signal *s)
+/* After the switch-off: the agent acknowledged, then goes if a ptbpf
+ * loaded it. */
+static void finish_one(struct sproc *p, bool unload)
 {
 	char err[512];
 
+	for (int w = 0; w < 100 && agent_acked(&p->a) == -EAGAIN; w++)
+		usleep(10000);
+	if (agent_acked(&p->a))
+		log_warn("daemon: pid %d: its agent did not answer the switch-off; its step signal "
+			 "goes by itself within %d s\n", p->t.pid, PTBPF_STEPS_LEASE_MS / 1000);
+	else if (unload && agent_unload(&p->a, err, sizeof(err)))
+		log_warn("daemon: %s; its agent stays mapped, switched off\n", err);
+	else
+		log_msg("daemon: pid %d: step signal off%s\n", p->t.pid,
+			unload ? ", agent unloaded" : " (its agent is its own: it stays)");
+}
+
+void step_signal_free(struct step_signal *s)
+{
+	bool unload[MAX_PROCS], sent[MAX_PROCS];
+
 	if (!s)
 		return;
+	/* Every agent is told first, so that they switch off side by side. */
 	for (int i = 0; i < s->n; i++) {
 		struct sproc *p = &s->p[i];
-		bool unload = p->linked && agent_injected(&p->a);
 
-		if (!p->linked ||
-		    agent_send(&p->a, unload ? PTBPF_CMD_EXIT : PTBPF_CMD_OFF, "", 0, 0, false))
-			continue;
-		for (int w = 0; w < 100 && agent_acked(&p->a) == -EAGAIN; w++)
-			usleep(10000);
-		if (agent_acked(&p->a))
-			log_warn("daemon: pid %d: its agent did not answer the switch-off; its step "
-				 "signal goes by itself within %d s\n", p->t.pid,
-				 PTBPF_STEPS_LEASE_MS / 1000);
-		else if (unload && agent_unload(&p->a, err, sizeof(err)))
-			log_warn("daemon: %s; its agent stays mapped, switched off\n", err);
-		else
-			log_msg("daemon: pid %d: step signal off%s\n", p->t.pid,
-				unload ? ", agent unloaded" : " (its agent is its own: it stays)");
+		unload[i] = p->linked && agent_injected(&p->a);
+		sent[i] = p->linked && !agent_send(&p->a, unload[i] ? PTBPF_CMD_EXIT :
+						   PTBPF_CMD_OFF, "", 0, 0, false);
 	}
+	for (int i = 0; i < s->n; i++)
+		if (sent[i])
+			finish_one(&s->p[i], unload[i]);
 	while (s->n)
 		drop(s, s->n - 1);
 	free(s);
