@@ -122,7 +122,7 @@ static int run_window(const struct options *opt, const char *path, struct metric
 	}
 	/* The always-on layer's agents go back to their step signal at the
 	 * end, and the ones this window loads join it. */
-	if (!opt->no_step_signal)
+	if (!opt->no_step_signal && !opt->no_agent)
 		agent_probes_keep(s.agents, OPS_WORD_STEPS);
 	metrics_window(m, true);
 	targets_scan_all(&s);
