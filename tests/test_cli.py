@@ -39,6 +39,11 @@ def test_help_has_examples():
     (("-p", "1", "--match-env", "RANK=0"), "--match-env selects among the processes of --all"),
     (("daemon", "--out-dir", "/tmp", "--min-gap", "5x"), "invalid --min-gap '5x'"),
     (("-p", "1", "--min-gap", "5s"), "--slow-step and --no-step-signal belong to"),
+    (("daemon", "--out-dir", "/tmp", "--slow-step", "1"), "invalid --slow-step '1'"),
+    (("daemon", "--out-dir", "/tmp", "--slow-step", "3x"), "invalid --slow-step '3x'"),
+    (("daemon", "--out-dir", "/tmp", "--slow-step", "3,2"), "--slow-step's W"),
+    (("daemon", "--out-dir", "/tmp", "--slow-step", "3", "--no-step-signal"),
+     "--slow-step needs the step signal"),
 ])
 def test_bad_arguments(args, needle):
     r = ptbpf(*args)
