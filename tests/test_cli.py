@@ -44,6 +44,7 @@ def test_help_has_examples():
     (("daemon", "--out-dir", "/tmp", "--slow-step", "3,2"), "--slow-step's W"),
     (("daemon", "--out-dir", "/tmp", "--slow-step", "3", "--no-step-signal"),
      "--slow-step needs the step signal"),
+    (("daemon", "--out-dir", "/tmp", "--steps", "5"), "--steps counts the steps of a slow"),
 ])
 def test_bad_arguments(args, needle):
     r = ptbpf(*args)

@@ -132,8 +132,9 @@ def test_step_signal_counts_what_the_job_measures(tmp_path):
 
 def test_slow_step_opens_one_window_each_held_to_min_gap(tmp_path):
     """Slow steps 100 and 700 (0-based: the step signal's 101st and 701st)
-    each open a window while they run, whose trace holds their work; 702,
-    slow too but within --min-gap of 700's window, is refused and counted.
+    each open a window while they run, whose trace holds their work and the
+    5 whole steps after (--steps 5); 702, slow too but within --min-gap of
+    700's window, is refused and counted.
     Steps take 20 ms; a slow one 4 s, over 10x the median; 100 and 700 are
     16 s apart, 700 and 702 4 s."""
     require(PTBPF)
@@ -144,8 +145,8 @@ def test_slow_step_opens_one_window_each_held_to_min_gap(tmp_path):
         "--slow", "702", "--slow-s", "4"])
     daemon = None
     try:
-        daemon = start_daemon(tmp_path, tag, port, ["--window", "2s", "--min-gap", "12s",
-                                                    "--slow-step", "10,20"])
+        daemon = start_daemon(tmp_path, tag, port, ["--window", "9s", "--min-gap", "12s",
+                                                    "--slow-step", "10,20", "--steps", "5"])
         wait_signal_on(daemon, [work.p.pid])
         (tmp_path / "go").write_text("")
         w = done(work)
@@ -176,3 +177,9 @@ def test_slow_step_opens_one_window_each_held_to_min_gap(tmp_path):
         assert [i for i in t.instants if i.name == "trigger"], f
         names = {s.name for s in t.slices}
         assert "slow_work#%d" % step in names, (f, sorted(names)[:20])
+        # --steps 5: the window ends once the 5 steps after the slow one
+        # (under way when tracing started) are in, before --window.
+        assert t.attrs.get("dev.ptbpf.window_end") == \
+            "5 whole steps of pid %d captured (--steps)" % work.p.pid, t.attrs
+        for k in range(step + 1, step + 6):
+            assert "ProfilerStep#%d" % k in names, (f, k)

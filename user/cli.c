@@ -63,7 +63,7 @@ static const char doc[] =
 	"inputs is refused. A trace is written only once tracing has started (each -p\n"
 	"process attached): a run that fails before that leaves no file, no .partial.\n";
 
-enum { OPT_NO_SCHED = 0x100, OPT_SLOW_STEP, OPT_NO_STEP_SIGNAL }; /* long-only options */
+enum { OPT_NO_SCHED = 0x100, OPT_SLOW_STEP, OPT_NO_STEP_SIGNAL, OPT_STEPS }; /* long-only */
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Process to trace (repeatable)", 0 },
@@ -126,6 +126,9 @@ static const struct argp_option options[] = {
 	{ "slow-step", OPT_SLOW_STEP, "K[,W]", 0, "Open a window when a step takes over K times "
 	  "the median of the W steps before it (W: default 50), or runs that long still "
 	  "unfinished; held to --min-gap (e.g. 3)", 1 },
+	{ "steps", OPT_STEPS, "N", 0, "A window a slow step opened ends once N whole steps of "
+	  "that process (those after the step under way at its start) are in it, or at "
+	  "--window", 1 },
 	{ "no-step-signal", OPT_NO_STEP_SIGNAL, NULL, 0, "No always-on layer: between windows "
 	  "the processes are left alone, and there are no step metrics", 1 },
 	{ 0 },
@@ -363,6 +366,14 @@ static error_t daemon_opt(int key, const char *arg, struct options *o)
 		break;
 	case OPT_SLOW_STEP:
 		return parse_slow_step(arg, o) ? EINVAL : 0;
+	case OPT_STEPS: {
+		uint64_t n;
+
+		if (parse_u64(arg, "--steps", 1, 100000, &n))
+			return EINVAL;
+		o->window_steps = (uint32_t)n;
+		break;
+	}
 	case 'L':
 		if (!*arg || strlen(arg) >= sizeof(o->metrics_listen)) {
 			log_msg("invalid --metrics-listen\n");
@@ -395,7 +406,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		return 0;
 
 	if ((key > 0 && key < 128 && strchr(DAEMON_KEYS, key)) || key == OPT_SLOW_STEP ||
-	    key == OPT_NO_STEP_SIGNAL) {
+	    key == OPT_NO_STEP_SIGNAL || key == OPT_STEPS) {
 		o->daemon_opt = true;
 		return daemon_opt(key, arg, o);
 	}
@@ -476,6 +487,11 @@ static int check_options(struct options *opt)
 			log_msg("daemon: --window is longer than --every\n");
 			return -1;
 		}
+		if (opt->window_steps && !opt->slow_k) {
+			log_msg("daemon: --steps counts the steps of a slow step's window: give "
+				"--slow-step too\n");
+			return -1;
+		}
 		if (opt->slow_k && (opt->no_step_signal || opt->no_agent)) {
 			log_msg("daemon: --slow-step needs the step signal (the agent's), which "
 				"--no-step-signal and --no-agent leave out\n");
@@ -485,8 +501,8 @@ static int check_options(struct options *opt)
 	}
 	if (opt->daemon_opt) {
 		log_msg("--out-dir, --every, --window, --align, --max-bytes, --keep, "
-			"--budget, --min-gap, --metrics-listen, --slow-step and --no-step-signal belong "
-			"to `ptbpf daemon`\n");
+			"--budget, --min-gap, --metrics-listen, --slow-step, --steps and --no-step-signal "
+			"belong to `ptbpf daemon`\n");
 		return -1;
 	}
 	if (opt->nmatch_env && !opt->all) {

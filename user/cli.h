@@ -58,6 +58,7 @@ struct options {
 	double slow_k;         /* --slow-step K[,W]: a window when a step takes over K
 				* times the median of the W before it (0: off) */
 	uint32_t slow_w;
+	uint32_t window_steps; /* --steps N: a slow step's window ends after N whole steps */
 	char raw_output[4096]; /* --raw: also keep the ring's records here */
 };
 

@@ -127,6 +127,7 @@ static int run_window(const struct options *opt, const char *path, struct metric
 	metrics_window(m, true);
 	targets_scan_all(&s);
 	s.win.targets_cpu0 = budget_targets_cpu(&s);
+	budget_steps_start(&s);
 	if (session_loop(&s) && !s.win.stopped_why[0])
 		snprintf(s.win.stopped_why, sizeof(s.win.stopped_why), "reading failed");
 	if (exiting && !s.win.stopped_why[0])

@@ -288,6 +288,13 @@ void agent_probes_off(struct agent_probes *d, int pid)
 		leaving_agent(pid, LEAVING_OFF, agent_injected(&d->ag[i].a));
 }
 
+int agent_probes_steps(const struct agent_probes *d, int pid, struct ptbpf_agent_steps *out)
+{
+	int i = d ? agent_index(d, pid) : -1;
+
+	return i < 0 ? -ENOENT : agent_steps_read(&d->ag[i].a, out);
+}
+
 int agent_probes_acked(const struct agent_probes *d, int pid)
 {
 	int i = agent_index(d, pid);

@@ -38,6 +38,9 @@ int agent_probes_acked(const struct agent_probes *d, int pid);
  * daemon's always-on step signal, OPS_WORD_STEPS), which every command
  * carries: they are neither sent EXIT nor unloaded. */
 void agent_probes_keep(struct agent_probes *d, const char *words);
+/* pid's agent's step counters (agent_steps_read); -ENOENT if no agent. */
+struct ptbpf_agent_steps;
+int agent_probes_steps(const struct agent_probes *d, int pid, struct ptbpf_agent_steps *out);
 /* What agents switched on with ops record besides (OPS_WORD_* joined). */
 void agent_probes_ops_words(struct agent_probes *d, const char *words);
 /* Copies what t's op rings (at loc) hold into the ring buffer

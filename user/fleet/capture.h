@@ -37,6 +37,7 @@ struct capture_req {
 	char reason[256];
 	struct capture_sel sel[CAPTURE_MAX_SEL];
 	int nsel; /* 0: every process (that --match-env selects) */
+	int step_pid; /* a slow step's process (whose steps --steps counts), or 0 */
 };
 
 const char *capture_source_name(enum capture_source s);

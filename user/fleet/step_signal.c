@@ -274,6 +274,7 @@ static void fire(struct step_signal *s, struct sproc *p, uint64_t step, uint64_t
 		snprintf(r.sel[0].job, sizeof(r.sel[0].job), "%s", job);
 		r.nsel = 1;
 	}
+	r.step_pid = p->t.pid;
 	p->fired = step;
 	capture_offer(s->capture, &r);
 }
