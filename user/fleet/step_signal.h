@@ -16,7 +16,8 @@ struct capture;
 struct metrics;
 
 /* NULL with a line said if it cannot be had (no memory). */
-struct step_signal *step_signal_new(const struct options *opt, struct capture *c, struct metrics *m);
+struct step_signal *step_signal_new(const struct options *opt, struct capture *c,
+				    struct metrics *m);
 /* Every tick of the daemon's loop, between windows: finds new processes
  * (every 2 s), renews each agent's lease, reads its counters into the
  * metrics, drops the processes that exited, offers slow steps to c. */
