@@ -121,6 +121,8 @@ enum ptbpf_agent_code {
 	PTBPF_AGENT_VERSIONS = 9,       /* once per session: "cuda versions:
 					 * cupti_version=V cuda_runtime_version=V
 					 * cuda_driver_version=V" */
+	PTBPF_AGENT_STEPS = 10,         /* the step signal (" steps") went on or
+					 * off; message says which and why */
 	PTBPF_AGENT_ERR_LOAD = -1,      /* libcupti.so.13 could not be loaded */
 	PTBPF_AGENT_ERR_SYMBOL = -2,    /* a CUPTI function is missing */
 	PTBPF_AGENT_ERR_CUPTI = -3,     /* a CUPTI call failed (no device,
@@ -129,6 +131,8 @@ enum ptbpf_agent_code {
 	PTBPF_AGENT_ERR_OPS = -6,       /* ops were asked for but cannot be
 					 * recorded (no libtorch RecordFunction
 					 * API, or no memory); message says why */
+	PTBPF_AGENT_ERR_STEPS = -7,     /* the step signal was asked for but
+					 * torch has no RecordFunction API */
 };
 
 /*
@@ -237,6 +241,63 @@ enum { OPS_IN_OTHER = 0, OPS_IN_TENSOR = 1, OPS_IN_SCALAR = 2, OPS_IN_UNKNOWN = 
 #define OPS_MAX_RANK   8
 #define OPS_SHAPES_MAX (1 + OPS_MAX_INPUTS * (3 + 8 * OPS_MAX_RANK))
 
+
+/*
+ * The always-on step signal (user/agent/steps.c), asked for by " steps" in
+ * the control block's words, with any command but EXIT: one RecordFunction
+ * callback on USER_SCOPE only (ATen ops, FUNCTION scope, never reach it),
+ * which keeps step counters in the exported object ptbpf_agent_steps. No
+ * ring, no record per op: the daemon reads the block whenever it likes.
+ * Steps are ProfilerStep#N regions (torch.profiler's step()), or, in a job
+ * without them, the time from one Optimizer.step#... region's end to the
+ * next one's. The layer stays on between capture windows, while no probe
+ * of ptbpf's is there: the daemon changes heartbeat at least every
+ * PTBPF_STEPS_LEASE_MS / 4, and an agent that saw no heartbeat, command or
+ * probe of ptbpf's for PTBPF_STEPS_LEASE_MS (or whose owner's pid is
+ * gone) removes its callback.
+ *
+ * Consistency: the agent makes seq odd before it writes and even after;
+ * a reader takes a copy whose seq was even and the same before and after.
+ */
+#define PTBPF_STEPS_MAGIC    0x7370657473667062ULL /* "bpfsteps" */
+#define PTBPF_STEPS_VERSION  1
+#define PTBPF_STEPS_LEASE_MS 10000
+#define PTBPF_STEPS_BUCKETS  16 /* the last one is +Inf */
+#define PTBPF_STEPS_RECENT   64
+#define OPS_WORD_STEPS       " steps"
+
+/* Upper bounds of the step-time histogram's buckets, ns (Prometheus' le). */
+#define PTBPF_STEPS_BOUNDS_NS { 1000000ull, 2500000ull, 5000000ull, 10000000ull,	\
+		25000000ull, 50000000ull, 100000000ull, 250000000ull, 500000000ull,	\
+		1000000000ull, 2500000000ull, 5000000000ull, 10000000000ull,		\
+		30000000000ull, 60000000000ull }
+
+enum ptbpf_steps_source {
+	PTBPF_STEPS_NONE = 0,      /* no step seen yet */
+	PTBPF_STEPS_PROFILER = 1,  /* ProfilerStep#N regions */
+	PTBPF_STEPS_OPTIMIZER = 2, /* Optimizer.step ends */
+};
+
+struct ptbpf_agent_steps {
+	uint64_t magic;      /*   0: PTBPF_STEPS_MAGIC */
+	uint32_t version;    /*   8: PTBPF_STEPS_VERSION */
+	uint32_t on;         /*  12: (agent) 1 while its callback is registered */
+	uint64_t heartbeat;  /*  16: (ptbpf) any new value renews the lease */
+	uint64_t seq;        /*  24: (agent, the rest too) odd while writing */
+	uint64_t source;     /*  32: enum ptbpf_steps_source */
+	uint64_t steps;      /*  40: steps ended */
+	uint64_t cur_start;  /*  48: CLOCK_MONOTONIC ns the step under way began
+			      *      (0: none known) */
+	uint64_t last_end;   /*  56: when the last step ended */
+	uint64_t sum_ns;     /*  64: all steps' time */
+	uint64_t bucket[PTBPF_STEPS_BUCKETS]; /* 72: steps per bucket (not cumulative) */
+	uint64_t loader_ns;  /* 200: in enumerate(DataLoader)#...__next__ regions */
+	uint64_t loader_n;   /* 208: ... how many */
+	uint64_t optim_ns;   /* 216: in Optimizer.step#... regions */
+	uint64_t optim_n;    /* 224 */
+	uint64_t recent[PTBPF_STEPS_RECENT]; /* 232: step k's ns (k from 1) at
+					      * recent[(k - 1) % PTBPF_STEPS_RECENT] */
+};
 
 /* Argument of ptbpf_agent_kernel(): one CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
  * record (CUpti_ActivityKernel10 in CUDA 13). 104 bytes. */

@@ -20,10 +20,11 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_looping_rank(tmp_path, rank):
+def start_looping_rank(tmp_path, rank, tag):
     go = tmp_path / ("go%d" % rank)
     go.write_text("")
-    env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", TORCHELASTIC_RUN_ID="daemon-test")
+    env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", TORCHELASTIC_RUN_ID="daemon-test",
+               PTBPF_DAEMON_TEST=tag)
     p = Proc([PYTHON, WORKLOAD, "mlp", "--steps", "20", "--go", str(go), "--loop"], env=env)
     p.wait_line("ready")
     return p
@@ -44,11 +45,13 @@ def test_daemon_windows_retention_trigger_and_prometheus(tmp_path):
         "scrape_configs:\n"
         "  - job_name: ptbpf\n"
         "    static_configs: [{targets: ['127.0.0.1:%d']}]\n" % mport)
-    work = start_looping_rank(tmp_path, 0)
+    tag = "%d-%d" % (os.getpid(), int(time.time()))
+    work = start_looping_rank(tmp_path, 0, tag)
     daemon = prom = None
     try:
         daemon = Proc([PTBPF, "daemon", "--out-dir", str(out_dir), "--every", "4s",
                        "--window", "1s", "--max-bytes", "200M", "--budget", "0", "--ops", "agent",
+                       "--match-env", "PTBPF_DAEMON_TEST=" + tag,
                        "--metrics-listen", "127.0.0.1:%d" % mport])
         daemon.wait_line("ptbpf: daemon: a 1s window every 4s", stream="stderr", timeout=60)
         prom = subprocess.Popen(
@@ -63,7 +66,7 @@ def test_daemon_windows_retention_trigger_and_prometheus(tmp_path):
         time.sleep(3)
         (out_dir / "capture-now").write_text("")
         time.sleep(4)
-        # Between windows nothing is attached.
+        # Between windows no probe is attached (the agents keep their step signal).
         deadline = time.time() + 10
         while ptbpf_links([daemon.p.pid]) and time.time() < deadline:
             time.sleep(0.2)
@@ -119,7 +122,7 @@ def test_daemon_retention_keeps_the_cap(tmp_path):
         os.utime(f, (1000 + i, 1000 + i))
     (out_dir / "notes.txt").write_text("not ours")
     d = Proc([PTBPF, "daemon", "--out-dir", str(out_dir), "--every", "1h", "--window", "1s",
-              "--keep", "2", "--align"])
+              "--keep", "2", "--align", "--match-env", "PTBPF_DAEMON_TEST=none-%d" % os.getpid()])
     try:
         d.wait_line("ptbpf: daemon: a 1s window every 3600s", stream="stderr", timeout=60)
         d.p.send_signal(signal.SIGINT)

@@ -64,7 +64,8 @@ static const char doc[] =
 	"inputs is refused. A trace is written only once tracing has started (each -p\n"
 	"process attached): a run that fails before that leaves no file, no .partial.\n";
 
-enum { OPT_NO_SCHED = 0x100, OPT_NO_SAMPLES, OPT_SAMPLE_HZ }; /* long-only options */
+enum { OPT_NO_SCHED = 0x100, OPT_NO_SAMPLES, OPT_SAMPLE_HZ, OPT_SLOW_STEP, OPT_NO_STEP_SIGNAL,
+       OPT_STEPS }; /* long-only options */
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Process to trace (repeatable)", 0 },
@@ -128,6 +129,14 @@ static const struct argp_option options[] = {
 	{ "min-gap", 'G', "DURATION", 0, "Refuse (and count) a POST /capture trigger that comes "
 	  "less than DURATION after the last triggered window started (default 60s; 0: none)",
 	  1 },
+	{ "slow-step", OPT_SLOW_STEP, "K[,W]", 0, "Open a window when a step takes over K times "
+	  "the median of the W steps before it (W: default 50), or runs that long still "
+	  "unfinished; held to --min-gap (e.g. 3)", 1 },
+	{ "steps", OPT_STEPS, "N", 0, "A window a slow step opened ends once N whole steps of "
+	  "that process (those after the step under way at its start) are in it, or at "
+	  "--window", 1 },
+	{ "no-step-signal", OPT_NO_STEP_SIGNAL, NULL, 0, "No always-on layer: between windows "
+	  "the processes are left alone, and there are no step metrics", 1 },
 	{ 0 },
 };
 
@@ -293,6 +302,24 @@ static int parse_ops(const char *arg, enum ops_source *ops)
 	return 0;
 }
 
+/* --slow-step K[,W]: K above 1, W 3 to 1000 steps. */
+static int parse_slow_step(const char *arg, struct options *o)
+{
+	uint64_t w = 50;
+	char *end = NULL;
+
+	o->slow_k = strtod(arg, &end);
+	if (end != arg && *end == ',' && parse_u64(end + 1, "--slow-step's W", 3, 1000, &w))
+		return -1;
+	if (end == arg || (*end && *end != ',') || !(o->slow_k > 1 && o->slow_k <= 1000)) {
+		log_msg("invalid --slow-step '%s': K[,W], K a factor over 1 (e.g. 3), W a number of "
+			"steps (e.g. 50)\n", arg);
+		return -1;
+	}
+	o->slow_w = (uint32_t)w;
+	return 0;
+}
+
 /* The options of `ptbpf daemon` (DAEMON_KEYS). */
 static error_t daemon_opt(int key, const char *arg, struct options *o)
 {
@@ -340,6 +367,19 @@ static error_t daemon_opt(int key, const char *arg, struct options *o)
 		if (!strcmp(arg, "0"))
 			o->min_gap_s = 0;
 		break;
+	case OPT_NO_STEP_SIGNAL:
+		o->no_step_signal = true;
+		break;
+	case OPT_SLOW_STEP:
+		return parse_slow_step(arg, o) ? EINVAL : 0;
+	case OPT_STEPS: {
+		uint64_t n;
+
+		if (parse_u64(arg, "--steps", 1, 100000, &n))
+			return EINVAL;
+		o->window_steps = (uint32_t)n;
+		break;
+	}
 	case 'L':
 		if (!*arg || strlen(arg) >= sizeof(o->metrics_listen)) {
 			log_msg("invalid --metrics-listen\n");
@@ -372,7 +412,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	if (flag_opt(key, o))
 		return 0;
 
-	if (key > 0 && key < 128 && strchr(DAEMON_KEYS, key)) {
+	if ((key > 0 && key < 128 && strchr(DAEMON_KEYS, key)) || key == OPT_SLOW_STEP ||
+	    key == OPT_NO_STEP_SIGNAL || key == OPT_STEPS) {
 		o->daemon_opt = true;
 		return daemon_opt(key, arg, o);
 	}
@@ -461,11 +502,22 @@ static int check_options(struct options *opt)
 			log_msg("daemon: --window is longer than --every\n");
 			return -1;
 		}
+		if (opt->window_steps && !opt->slow_k) {
+			log_msg("daemon: --steps counts the steps of a slow step's window: give "
+				"--slow-step too\n");
+			return -1;
+		}
+		if (opt->slow_k && (opt->no_step_signal || opt->no_agent)) {
+			log_msg("daemon: --slow-step needs the step signal (the agent's), which "
+				"--no-step-signal and --no-agent leave out\n");
+			return -1;
+		}
 		return 0;
 	}
 	if (opt->daemon_opt) {
 		log_msg("--out-dir, --every, --window, --align, --max-bytes, --keep, "
-			"--budget, --min-gap and --metrics-listen belong to `ptbpf daemon`\n");
+			"--budget, --min-gap, --metrics-listen, --slow-step, --steps and --no-step-signal "
+			"belong to `ptbpf daemon`\n");
 		return -1;
 	}
 	if (opt->nmatch_env && !opt->all) {

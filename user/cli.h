@@ -56,6 +56,11 @@ struct options {
 	double budget_pct;     /* estimated slowdown that ends a window early (0: off) */
 	char metrics_listen[256];
 	uint64_t min_gap_s;    /* a trigger this soon after a window's start is refused */
+	bool no_step_signal;   /* --no-step-signal: no always-on layer between windows */
+	double slow_k;         /* --slow-step K[,W]: a window when a step takes over K
+				* times the median of the W before it (0: off) */
+	uint32_t slow_w;
+	uint32_t window_steps; /* --steps N: a slow step's window ends after N whole steps */
 	char raw_output[4096]; /* --raw: also keep the ring's records here */
 };
 

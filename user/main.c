@@ -23,6 +23,7 @@
 #include "live/session.h"
 #include "lib/log.h"
 #include "attach/agent_ctl.h"
+#include "attach/agent_probes.h"
 #include "attach/claim.h"
 #include "attach/leaving.h"
 #include "attach/target.h"
@@ -32,6 +33,7 @@
 #include "offline/merge.h"
 #include "offline/report.h"
 #include "record/raw.h"
+#include "ptbpf_agent.h"
 
 /* A second Ctrl-C leaves at once, which is safe at every instant (the
  * kernel drops ptbpf's probes; an agent whose ptbpf is gone switches
@@ -118,9 +120,14 @@ static int run_window(const struct options *opt, const char *path, struct metric
 		s.discard_output = true;
 		return session_finish(&s, 1);
 	}
+	/* The always-on layer's agents go back to their step signal at the
+	 * end, and the ones this window loads join it. */
+	if (!opt->no_step_signal && !opt->no_agent)
+		agent_probes_keep(s.agents, OPS_WORD_STEPS);
 	metrics_window(m, true);
 	targets_scan_all(&s);
 	s.win.targets_cpu0 = budget_targets_cpu(&s);
+	budget_steps_start(&s);
 	if (session_loop(&s) && !s.win.stopped_why[0])
 		snprintf(s.win.stopped_why, sizeof(s.win.stopped_why), "reading failed");
 	if (exiting && !s.win.stopped_why[0])

@@ -31,6 +31,20 @@ void ptbpf_agent_pystack(uint64_t ts)
 {
 }
 
+/* rf.c's, filled with the stand-ins below. */
+struct rf_api rfapi;
+
+int rf_resolve(char *why, size_t len)
+{
+	return 0;
+}
+
+uint64_t rf_add(int start_stub, void **(*start)(void **, const void *), int end_stub,
+		void (*end)(const void *, void *), const int *scopes, int n, bool inputs)
+{
+	return 0;
+}
+
 /* The stand-ins for torch: a FUNCTION-scope RecordFunction of an op with a
  * sequence number, its name, and the thread's next sequence number. */
 static uint8_t fake_rf[512];
@@ -112,9 +126,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ring_bench: %s\n", why);
 		return 1;
 	}
-	p_name = fake_name;
-	p_peek = fake_peek;
-	p_uncaught = fake_uncaught;
+	rfapi.name = fake_name;
+	rfapi.peek = fake_peek;
+	rfapi.uncaught = fake_uncaught;
 	fake_rf[RF_SCOPE_OFF] = SC_FUNCTION;
 	*(int64_t *)(fake_rf + RF_SEQ_OFF) = 5;
 	atomic_store(&recording, 1);

@@ -11,6 +11,12 @@ Optimizer.step and ProfilerStep# are made of, a few per step):
               (build/libptbpf-floor.so, floor_rf_on(7))
   sampled     one empty callback on every scope, torch-sampled, p = 1e-3
   all_cb      one empty callback on every scope (the agent's floor)
+  agent_steps the agent's always-on step signal as `ptbpf daemon` leaves it
+              between windows (build/libptbpf-agent.so loaded in-process,
+              switched through its control block, OFF with " steps"): one
+              USER_SCOPE callback that compares each region's name and times
+              ProfilerStep/Optimizer.step/DataLoader regions into its
+              counter block
   uprobe      an entry uprobe whose BPF program only counts, on the function
               every record_function region enters with its name, callbacks
               or not: torch::autograd::profiler::record_function_enter_new
@@ -38,7 +44,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.path.join(ROOT, "build")
 ENTER_2X = "_ZN5torch8autograd8profiler25record_function_enter_new*"
 ENTER_113 = "_ZN2at14RecordFunctionC1ENS_11RecordScopeE"
-PHASES = ["none", "user_cb", "sampled", "all_cb", "uprobe"]
+PHASES = ["none", "user_cb", "sampled", "all_cb", "agent_steps", "uprobe"]
+# include/ptbpf_agent.h: struct ptbpf_agent_ctl's words, cmd, seq, ack.
+CTL_WORDS, CTL_CMD, CTL_SEQ, CTL_ACK = 56, 24, 16, 184
 
 
 def time_ops(n):
@@ -64,6 +72,23 @@ class Phases:
         self.floor.floor_rf_sampled_on.argtypes = [ctypes.c_double]
         self.probe = None
         self.enter = ENTER_113 if torch.__version__.startswith("1.") else ENTER_2X
+        self.agent = ctypes.CDLL(os.path.join(BUILD, "libptbpf-agent.so"))
+        self.ctl = ctypes.addressof(ctypes.c_uint8.in_dll(self.agent, "ptbpf_agent_ctl"))
+        self.steps = ctypes.addressof(ctypes.c_uint8.in_dll(self.agent, "ptbpf_agent_steps"))
+
+    def agent_words(self, words):
+        """PTBPF_CMD_OFF with these words, as ptbpf sends it; waits for the ack."""
+        raw = words.encode() + b"\0"
+        ctypes.memmove(self.ctl + CTL_WORDS, raw, len(raw))
+        ctypes.c_uint32.from_address(self.ctl + CTL_CMD).value = 0
+        seq = ctypes.c_uint64.from_address(self.ctl + CTL_SEQ)
+        seq.value += 1
+        deadline = time.time() + 5
+        while ctypes.c_uint64.from_address(self.ctl + CTL_ACK).value != seq.value:
+            if time.time() > deadline:
+                sys.exit("the agent did not answer its control block")
+            time.sleep(0.002)
+        return ctypes.c_uint32.from_address(self.steps + 12).value  # its `on`
 
     def on(self, name):
         rc = 0
@@ -73,6 +98,9 @@ class Phases:
             rc = self.floor.floor_rf_sampled_on(1e-3)
         elif name == "all_cb":
             rc = self.floor.floor_rf_on(1)
+        elif name == "agent_steps":
+            if self.agent_words(" steps") != 1:
+                sys.exit("the agent's step signal did not go on")
         elif name == "uprobe":
             self.probe = subprocess.Popen([os.path.join(BUILD, "uprobe_floor"), str(os.getpid()),
                                            self.enter], stdout=subprocess.PIPE, text=True)
@@ -88,7 +116,9 @@ class Phases:
             hits = self.probe.communicate()[0]
             self.probe = None
             return hits.strip()
-        if name != "none":
+        if name == "agent_steps":
+            self.agent_words("")
+        elif name != "none":
             self.floor.floor_rf_off()
         return ""
 

@@ -119,6 +119,7 @@ int agent_busy_assign(void)
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool active, active_by_ctl, gpu_on, ops_on, process_exiting;
 static bool ever_on; /* callbacks were handed out once */
+static int64_t steps_heard; /* the last sign of ptbpf's life the step signal saw */
 static uint8_t probe_byte; /* ptbpf_agent_status's first byte, unprobed */
 /* The agent thread's stack, the agent's own (glibc would keep a stack it
  * made in its cache after the thread ends): unmapped when unloaded. */
@@ -151,13 +152,55 @@ void agent_report(int code, uint64_t value, const char *fmt, ...)
 /* Whether ptbpf lives: its uprobe still sits on ptbpf_agent_status, and,
  * where it shares the agent's pid namespace (owner set), its pid is there
  * (the kernel may take seconds to remove a dead ptbpf's probes). */
-static bool ptbpf_alive(void)
+static bool owner_gone(void)
 {
 	uint32_t owner = __atomic_load_n(&ptbpf_agent_ctl.owner, __ATOMIC_RELAXED);
 
-	if (owner && kill((pid_t)owner, 0) && errno == ESRCH)
-		return false;
+	return owner && kill((pid_t)owner, 0) && errno == ESRCH;
+}
+
+static bool probe_there(void)
+{
 	return *(volatile const uint8_t *)(uintptr_t)ptbpf_agent_status != probe_byte;
+}
+
+static bool ptbpf_alive(void)
+{
+	return !owner_gone() && probe_there();
+}
+
+/* The step signal follows the words of every command (EXIT: off). */
+static void steps_command_locked(bool want, const char *why_off)
+{
+	char why[200];
+
+	steps_heard = agent_now(CLOCK_MONOTONIC);
+	if (want && !agent_steps_is_on()) {
+		if (agent_steps_on(why, sizeof(why)))
+			agent_report(PTBPF_AGENT_STEPS, 1, "steps: on (a USER_SCOPE RecordFunction "
+				     "callback counts steps)");
+		else
+			agent_report(PTBPF_AGENT_ERR_STEPS, 0, "steps: %s", why);
+	} else if (!want && agent_steps_is_on()) {
+		agent_steps_off();
+		agent_report(PTBPF_AGENT_STEPS, 0, "steps: off (%s)", why_off);
+	}
+}
+
+/* Between capture windows no probe of ptbpf's is there: the step signal
+ * lives on ptbpf's heartbeat, and goes once ptbpf is silent for
+ * PTBPF_STEPS_LEASE_MS or its pid is gone. */
+static void steps_check_locked(int64_t now)
+{
+	if (!agent_steps_is_on())
+		return;
+	if (agent_steps_heartbeat() || probe_there())
+		steps_heard = now;
+	if (owner_gone())
+		steps_command_locked(false, "ptbpf is gone (its pid)");
+	else if (now - steps_heard > PTBPF_STEPS_LEASE_MS * 1000000LL)
+		steps_command_locked(false, "ptbpf is silent (no heartbeat, command or probe for "
+				     "10 s)");
 }
 
 static bool cuda_loaded(void)
@@ -246,6 +289,8 @@ static bool command_locked(uint64_t seq)
 	 * before the agent noticed): it starts over, so the new one hears
 	 * how it went. */
 	deactivate_locked(cmd == PTBPF_CMD_ON ? "a new ptbpf session" : "ptbpf switched it off");
+	steps_command_locked(cmd != PTBPF_CMD_EXIT && strstr(words, OPS_WORD_STEPS),
+			     "ptbpf switched it off");
 	if (cmd == PTBPF_CMD_ON) {
 		activate_locked(true, words);
 		c->state = active ? PTBPF_STATE_ON : PTBPF_STATE_DORMANT;
@@ -299,6 +344,7 @@ static void *agent_thread(void *arg)
 			}
 			if (active && gpu_on)
 				cupti_tick(now);
+			steps_check_locked(now);
 		}
 		pthread_mutex_unlock(&state_lock);
 		if (!done)

@@ -3,6 +3,10 @@
  * The in-process agent's modules (libptbpf-agent.so, never part of ptbpf):
  *   agent.c  lifecycle: its thread, ptbpf's control block, the probe points
  *   ops.c    RecordFunction callbacks -> per-thread op rings
+ *   steps.c  the always-on step signal: one USER_SCOPE callback -> step
+ *            counters in ptbpf_agent_steps
+ *   rf.c     torch's RecordFunction API, found in the process (ops.c and
+ *            steps.c use it)
  *   cupti.c  CUPTI: the GPU timeline, CUDA call callbacks, sharing CUPTI
  *            with the job's own profiler (with cupti_job.c, the job's calls
  *            into libcupti; cupti_activity.c, the activity buffers and
@@ -21,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "ptbpf_agent.h"
+#include "rf_abi.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -65,8 +70,10 @@ static inline void busy_leave(uint8_t *b)
 /* --- stubs.c --- */
 
 enum agent_stub {
-	STUB_RF_FUNCTION, STUB_RF_BACKWARD, STUB_RF_USER, STUB_RF_OTHER, /* -> null start */
+	STUB_RF_FUNCTION, STUB_RF_BACKWARD, STUB_RF_USER, STUB_RF_OTHER,
+	STUB_RF_STEPS,       /* -> null start */
 	STUB_RF_END,         /* -> ret */
+	STUB_RF_STEPS_END,   /* -> ret */
 	STUB_CUPTI_API,      /* -> ret */
 	STUB_BUF_REQUESTED,  /* -> no buffer */
 	STUB_BUF_COMPLETED,  /* -> ret */
@@ -100,6 +107,36 @@ struct hook {
 int hooks_install(const struct hook *h, int n);
 /* Puts every hooked GOT slot back. */
 void hooks_remove(void);
+
+/* --- rf.c --- */
+
+struct rf_api {
+	uint64_t (*add)(struct rf_callback cb);  /* at::addGlobalCallback */
+	void (*remove)(uint64_t handle);         /* at::removeCallback */
+	const char *(*name)(const void *rf);     /* at::RecordFunction::name() */
+	int64_t (*peek)(void);                   /* at::sequence_number::peek() */
+	int (*uncaught)(void);                   /* std::uncaught_exceptions(), or NULL */
+	const void *undefined_tensor;            /* c10::UndefinedTensorImpl::_singleton */
+};
+extern struct rf_api rfapi;
+/* Finds the API in the process (once): 0, or -1 with a one-line reason. */
+int rf_resolve(char *why, size_t len);
+/* Registers a global callback on the given scopes, handing torch the
+ * stubs start_stub and end_stub (which lead to start and end); its handle. */
+uint64_t rf_add(int start_stub, void **(*start)(void **, const void *), int end_stub,
+		void (*end)(const void *, void *), const int *scopes, int n, bool inputs);
+
+/* --- steps.c --- */
+
+/* The exported counter block (include/ptbpf_agent.h). */
+extern struct ptbpf_agent_steps ptbpf_agent_steps;
+/* Registers the USER_SCOPE callback (once); false with a reason in why. */
+bool agent_steps_on(char *why, size_t len);
+/* Removes it. */
+void agent_steps_off(void);
+bool agent_steps_is_on(void);
+/* Whether ptbpf's heartbeat in the block changed since the last call. */
+bool agent_steps_heartbeat(void);
 
 /* --- ops.c --- */
 

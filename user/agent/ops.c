@@ -72,7 +72,6 @@ enum { TAG_TENSOR = 1, TAG_FIRST_SCALAR = 3, TAG_LAST_SCALAR = 8 };
 #define SAS_GIVE_UP 100000
 static _Atomic int sas_off = -1; /* -1: not known yet; 0: not found */
 static _Atomic uint32_t sas_tries;
-static const void *undefined_tensor; /* c10::UndefinedTensorImpl::_singleton */
 static bool want_shapes;
 static unsigned stacks_every;
 /* Ops (FUNCTION scope) open on this thread: only the outermost asks for a
@@ -81,17 +80,6 @@ static unsigned stacks_every;
 static TLS unsigned stacks_seen, open_depth;
 
 enum { SC_FUNCTION = 0, SC_BACKWARD = 1, SC_USER = 7, SC_OTHER = 0xff };
-
-static const char *const sym_add = RF_SYM_ADD;
-static const char *const sym_remove = RF_SYM_REMOVE;
-static const char *const sym_name = RF_SYM_NAME;
-static const char *const sym_peek = RF_SYM_PEEK;
-
-static uint64_t (*p_add)(struct rf_callback cb);
-static void (*p_remove)(uint64_t handle);
-static const char *(*p_name)(const void *rf);
-static int64_t (*p_peek)(void);
-static int (*p_uncaught)(void); /* std::uncaught_exceptions() */
 
 static struct ptbpf_ops_desc desc;
 static uint8_t *slot_mem;
@@ -290,7 +278,7 @@ static size_t shape_of(const uint8_t *impl, uint8_t *out)
 	if (off < 0 && impl)
 		sas_find(impl), off = atomic_load_explicit(&sas_off, memory_order_relaxed);
 	/* (More than 64 dims: no tensor has that many, not a layout to trust.) */
-	if (off <= 0 || !impl || impl == undefined_tensor ||
+	if (off <= 0 || !impl || impl == rfapi.undefined_tensor ||
 	    (dim = *(const uint64_t *)(impl + off)) > 64)
 		goto unknown;
 	sizes = dim <= 5 ? (const int64_t *)(impl + off + 8) : *(int64_t *const *)(impl + off + 8);
@@ -347,7 +335,7 @@ static void begin(const void *rf, uint8_t scope)
 			seq = *(const int64_t *)((const uint8_t *)rf + RF_SEQ_OFF);
 		}
 	}
-	name = p_name(rf);
+	name = rfapi.name(rf);
 	if (!name)
 		name = "";
 	if (want_shapes && scope == SC_FUNCTION && __atomic_load_n(&desc.layout_ok, __ATOMIC_RELAXED))
@@ -384,7 +372,7 @@ static int64_t end_seq(const void *rf)
 	if (__atomic_load_n(&desc.layout_ok, __ATOMIC_RELAXED) &&
 	    *(const int64_t *)((const uint8_t *)rf + RF_SEQ_OFF) < 0)
 		return -1;
-	return p_peek();
+	return rfapi.peek();
 }
 
 /* Ends of RecordFunctions begun while recording still come here after the
@@ -401,7 +389,7 @@ static void end_any(const void *rf, void *ctx)
 	    *((const uint8_t *)rf + RF_SCOPE_OFF) == SC_FUNCTION)
 		open_depth--;
 	if (atomic_load_explicit(&recording, memory_order_relaxed))
-		put(OPS_REC_END, p_uncaught && p_uncaught() > 0 ? OPS_END_UNWINDING : 0, rf,
+		put(OPS_REC_END, rfapi.uncaught && rfapi.uncaught() > 0 ? OPS_END_UNWINDING : 0, rf,
 		    end_seq(rf), NULL, 0, NULL, 0);
 	busy_leave(busy);
 }
@@ -424,50 +412,6 @@ bool agent_ops_api(bool enter, uint32_t domain, uint32_t cbid, uint32_t correlat
 		put(OPS_REC_END, 0, (const void *)(uintptr_t)key, correlation, NULL, 0, NULL, 0);
 	}
 	return true;
-}
-
-static int find_torch(struct dl_phdr_info *info, size_t size, void *ctx)
-{
-	const char *base = strrchr(info->dlpi_name, '/');
-
-	base = base ? base + 1 : info->dlpi_name;
-	if (strncmp(base, "libtorch_cpu.so", 15))
-		return 0;
-	*(void **)ctx = dlopen(info->dlpi_name, RTLD_NOW | RTLD_NOLOAD);
-	return *(void **)ctx != NULL;
-}
-
-/* libtorch_cpu is loaded RTLD_LOCAL under Python: find it by name among
- * the loaded objects and look symbols up in it. */
-static int resolve(char *why, size_t len)
-{
-	void *torch = NULL;
-
-	struct { const char *name; void **slot; } syms[] = {
-		{ sym_add, (void **)&p_add }, { sym_remove, (void **)&p_remove },
-		{ sym_name, (void **)&p_name }, { sym_peek, (void **)&p_peek },
-	};
-
-	dl_iterate_phdr(find_torch, &torch);
-	if (!torch) {
-		snprintf(why, len, "libtorch_cpu.so is not loaded in the process");
-		return -1;
-	}
-	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-		*syms[i].slot = dlsym(torch, syms[i].name);
-		if (!*syms[i].slot) {
-			snprintf(why, len, "libtorch_cpu.so has no %s: a torch without the "
-				 "RecordFunction API of 1.13-2.x", syms[i].name);
-			dlclose(torch);
-			return -1;
-		}
-	}
-	/* libstdc++'s, through torch's dependencies; without it, frames an
-	 * exception unwinds are not marked. */
-	p_uncaught = (int (*)(void))dlsym(torch, "_ZSt19uncaught_exceptionsv");
-	/* libc10's, through torch's dependencies: an undefined tensor input. */
-	undefined_tensor = dlsym(torch, "_ZN3c1019UndefinedTensorImpl10_singletonE");
-	return 0; /* the handle is kept: torch stays loaded while called */
 }
 
 /* A forked child (a DataLoader worker) has no agent thread to switch its
@@ -505,21 +449,6 @@ static int alloc_slots(char *why, size_t len)
 	return 0;
 }
 
-static void add(int stub, void **(*start)(void **, const void *), const int *scopes, int n,
-		bool inputs)
-{
-	struct rf_callback cb;
-
-	memset(&cb, 0, sizeof(cb));
-	cb.start = stub_entry(stub, start);
-	cb.end = stub_entry(STUB_RF_END, end_any);
-	cb.sampling_prob = 1.0;
-	cb.needs_inputs = inputs;
-	for (int i = 0; i < n; i++)
-		cb.scopes[scopes[i]] = true;
-	handles[nhandles++] = p_add(cb);
-}
-
 const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes,
 					     unsigned every)
 {
@@ -528,7 +457,7 @@ const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes,
 
 	if (nhandles)
 		return &desc;
-	if (resolve(why, len) || alloc_slots(why, len))
+	if (rf_resolve(why, len) || alloc_slots(why, len))
 		return NULL;
 	want_shapes = shapes;
 	stacks_every = every;
@@ -537,10 +466,14 @@ const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes,
 	for (uint32_t i = 0; i < desc.nslots; i++)
 		((struct ptbpf_ops_slot *)(slot_mem + (size_t)i * desc.slot_bytes))->gap_lost = 0;
 	atomic_store(&recording, 1);
-	add(STUB_RF_FUNCTION, start_function, function, 1, shapes);
-	add(STUB_RF_BACKWARD, start_backward, backward, 1, false);
-	add(STUB_RF_USER, start_user, user, 1, false);
-	add(STUB_RF_OTHER, start_other, other, sizeof(other) / sizeof(other[0]), false);
+	handles[nhandles++] = rf_add(STUB_RF_FUNCTION, start_function, STUB_RF_END, end_any,
+				     function, 1, shapes);
+	handles[nhandles++] = rf_add(STUB_RF_BACKWARD, start_backward, STUB_RF_END, end_any,
+				     backward, 1, false);
+	handles[nhandles++] = rf_add(STUB_RF_USER, start_user, STUB_RF_END, end_any, user, 1,
+				     false);
+	handles[nhandles++] = rf_add(STUB_RF_OTHER, start_other, STUB_RF_END, end_any, other,
+				     sizeof(other) / sizeof(other[0]), false);
 	return &desc;
 }
 
@@ -570,7 +503,7 @@ void agent_ops_stop(void)
 {
 	atomic_store(&recording, 0);
 	for (int i = 0; i < nhandles; i++)
-		p_remove(handles[i]);
+		rfapi.remove(handles[i]);
 	nhandles = 0;
 }
 

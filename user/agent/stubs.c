@@ -116,7 +116,7 @@ bool stubs_init(void)
 		}
 	}
 	for (int i = 0; i < STUB_MAX; i++)
-		inert[i] = (uint64_t)(uintptr_t)(p + (i <= STUB_RF_OTHER ? NULL_RF_START :
+		inert[i] = (uint64_t)(uintptr_t)(p + (i <= STUB_RF_STEPS ? NULL_RF_START :
 						     i == STUB_BUF_REQUESTED ? NULL_BUF_REQ :
 						     NULL_RET));
 	T = (uint64_t *)(p + PAGE);

@@ -70,7 +70,7 @@ int agent_wait_for_libraries(pid_t pid, int timeout_ms, int *status)
 }
 
 struct ctl_syms {
-	uint64_t ctl, busy;
+	uint64_t ctl, busy, steps;
 };
 
 static int find_ctl(const char *name, uint64_t addr, uint64_t size, void *ctx)
@@ -82,6 +82,8 @@ static int find_ctl(const char *name, uint64_t addr, uint64_t size, void *ctx)
 		s->ctl = addr;
 	else if (!strcmp(name, "ptbpf_agent_busy"))
 		s->busy = addr;
+	else if (!strcmp(name, "ptbpf_agent_steps"))
+		s->steps = addr;
 	return 0;
 }
 
@@ -146,6 +148,7 @@ int agent_link_open(const struct target *t, struct agent_link *a, char *err, siz
 	}
 	a->ctl = lib.map_start - first + syms.ctl;
 	a->busy = lib.map_start - first + syms.busy;
+	a->steps = syms.steps ? lib.map_start - first + syms.steps : 0;
 	return 0;
 }
 
@@ -188,6 +191,36 @@ int agent_send(struct agent_link *a, uint32_t cmd, const char *words, uint64_t j
 		a->cmd = cmd;
 	}
 	return ret;
+}
+
+int agent_steps_read(const struct agent_link *a, struct ptbpf_agent_steps *out)
+{
+	uint64_t seq;
+	int ret;
+
+	if (!a->steps)
+		return -ENOTSUP;
+	/* The agent writes a few words per step: a retry or two at most. */
+	for (int i = 0; i < 16; i++) {
+		ret = target_mem_read(a->t, a->steps, out, sizeof(*out));
+		if (ret)
+			return ret;
+		if (out->magic != PTBPF_STEPS_MAGIC || out->version != PTBPF_STEPS_VERSION)
+			return -ENOTSUP;
+		if (out->seq & 1 || target_mem_read(a->t, a->steps + offsetof(struct
+			ptbpf_agent_steps, seq), &seq, sizeof(seq)) || seq != out->seq)
+			continue;
+		return 0;
+	}
+	return -EAGAIN;
+}
+
+int agent_steps_renew(const struct agent_link *a, uint64_t heartbeat)
+{
+	if (!a->steps)
+		return -ENOTSUP;
+	return target_mem_write(a->t, a->steps + offsetof(struct ptbpf_agent_steps, heartbeat),
+				&heartbeat, sizeof(heartbeat));
 }
 
 int agent_acked(const struct agent_link *a)

@@ -29,6 +29,7 @@ int agent_wait_for_libraries(pid_t pid, int timeout_ms, int *status);
 struct agent_link {
 	const struct target *t;
 	uint64_t ctl, busy;        /* ptbpf_agent_ctl, ptbpf_agent_busy */
+	uint64_t steps;            /* ptbpf_agent_steps (0: an agent without it) */
 	uint64_t text_lo, text_hi; /* its executable mapping(s) */
 	uint64_t seq;              /* of the last command sent */
 	uint32_t tid;              /* its thread when the last command was sent */
@@ -43,6 +44,13 @@ int agent_link_open(const struct target *t, struct agent_link *a, char *err, siz
  * -EPROTO: an agent of another version). */
 int agent_send(struct agent_link *a, uint32_t cmd, const char *words, uint64_t job_req,
 	       uint64_t job_done, bool injected);
+/* A consistent copy of the agent's step counters (include/ptbpf_agent.h):
+ * 0, -ENOTSUP (an agent without them), -EAGAIN (the agent kept writing),
+ * or -errno. */
+struct ptbpf_agent_steps;
+int agent_steps_read(const struct agent_link *a, struct ptbpf_agent_steps *out);
+/* Renews the step signal's lease (any new value will do). 0 or -errno. */
+int agent_steps_renew(const struct agent_link *a, uint64_t heartbeat);
 /* 0 once the agent acted on the last command, -EAGAIN before, -ESRCH if
  * the image is gone. */
 int agent_acked(const struct agent_link *a);

@@ -44,6 +44,7 @@ struct agent_probes {
 	const struct target *injected[MAX_AGENTS];
 	int ninjected;
 	char ops_words[64]; /* what the op recorder adds (OPS_WORD_*) */
+	char keep_words[16]; /* agent_probes_keep's, or "" */
 	bool signal_probe;  /* ops_signal attached (once, for every process) */
 };
 
@@ -121,6 +122,12 @@ static int attach_records(struct agent_probes *d, int pid, const char *path,
 void agent_probes_ops_words(struct agent_probes *d, const char *words)
 {
 	snprintf(d->ops_words, sizeof(d->ops_words), "%s", words);
+}
+
+void agent_probes_keep(struct agent_probes *d, const char *words)
+{
+	if (d)
+		snprintf(d->keep_words, sizeof(d->keep_words), "%s", words);
 }
 
 void agent_probes_injected(struct agent_probes *d, const struct target *t)
@@ -223,7 +230,7 @@ static void kineto_callbacks(const struct target *t, uint64_t *req, uint64_t *do
 int agent_probes_scan(struct agent_probes *d, const struct target *t, bool ops)
 {
 	uint64_t req, done;
-	char words[96], err[512];
+	char words[128], err[512];
 	bool injected = false;
 	int i, ret;
 
@@ -253,7 +260,8 @@ int agent_probes_scan(struct agent_probes *d, const struct target *t, bool ops)
 	ret = attach_agent(d, t);
 	if (!ret) {
 		kineto_callbacks(t, &req, &done);
-		snprintf(words, sizeof(words), "%s%s", ops ? OPS_WORD_OPS : "", ops ? d->ops_words : "");
+		snprintf(words, sizeof(words), "%s%s%s", ops ? OPS_WORD_OPS : "",
+			 ops ? d->ops_words : "", d->keep_words);
 		ret = agent_send(&d->ag[i].a, PTBPF_CMD_ON, words, req, done, injected);
 		d->ag[i].sent = !ret;
 	}
@@ -275,9 +283,16 @@ void agent_probes_off(struct agent_probes *d, int pid)
 
 	if (i < 0 || !d->ag[i].sent)
 		return;
-	d->ag[i].sent = !agent_send(&d->ag[i].a, PTBPF_CMD_OFF, "", 0, 0, false);
+	d->ag[i].sent = !agent_send(&d->ag[i].a, PTBPF_CMD_OFF, d->keep_words, 0, 0, false);
 	if (d->ag[i].sent)
 		leaving_agent(pid, LEAVING_OFF, agent_injected(&d->ag[i].a));
+}
+
+int agent_probes_steps(const struct agent_probes *d, int pid, struct ptbpf_agent_steps *out)
+{
+	int i = d ? agent_index(d, pid) : -1;
+
+	return i < 0 ? -ENOENT : agent_steps_read(&d->ag[i].a, out);
 }
 
 int agent_probes_acked(const struct agent_probes *d, int pid)
@@ -348,10 +363,12 @@ static void adopt_late_agents(struct agent_probes *d)
 			continue;
 		d->ag[i].pid = t->pid;
 		d->ag[i].injected = true;
-		d->ag[i].sent = !agent_send(&d->ag[i].a, PTBPF_CMD_EXIT, "", 0, 0, true);
+		d->ag[i].sent = !agent_send(&d->ag[i].a, d->keep_words[0] ? PTBPF_CMD_OFF :
+					    PTBPF_CMD_EXIT, d->keep_words, 0, 0, true);
 		d->n++;
 		log_msg("pid %d: the agent whose load did not finish in time has loaded since; it was "
-			"never switched on and is unloaded now\n", t->pid);
+			"never switched on and is %s now\n", t->pid, d->keep_words[0] ?
+			"left to the always-on layer" : "unloaded");
 	}
 }
 
@@ -374,10 +391,11 @@ void agent_probes_switch_off(struct agent_probes *d)
 		/* One loaded by a ptbpf goes, also if it was never switched on. */
 		if ((!d->ag[i].sent && !d->ag[i].injected) || a->t->pidfd < 0)
 			continue;
-		/* An agent ptbpf loaded ends its thread, to be unloaded. */
-		injected = d->ag[i].injected || agent_injected(a);
-		d->ag[i].sent = !agent_send(a, injected ? PTBPF_CMD_EXIT : PTBPF_CMD_OFF, "", 0, 0,
-					    d->ag[i].injected);
+		/* An agent ptbpf loaded ends its thread, to be unloaded, unless
+		 * it is kept. */
+		injected = (d->ag[i].injected || agent_injected(a)) && !d->keep_words[0];
+		d->ag[i].sent = !agent_send(a, injected ? PTBPF_CMD_EXIT : PTBPF_CMD_OFF,
+					    d->keep_words, 0, 0, d->ag[i].injected);
 		if (d->ag[i].sent)
 			leaving_agent(d->ag[i].pid, LEAVING_OFF, injected);
 	}

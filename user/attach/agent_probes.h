@@ -34,6 +34,13 @@ int agent_probes_unload_ended(const struct target *t);
  * ring buffer then), -EAGAIN before, -ESRCH if its image is gone,
  * -ENOENT if no command went to it. */
 int agent_probes_acked(const struct agent_probes *d, int pid);
+/* The agents stay loaded at the end, switched OFF with these words (the
+ * daemon's always-on step signal, OPS_WORD_STEPS), which every command
+ * carries: they are neither sent EXIT nor unloaded. */
+void agent_probes_keep(struct agent_probes *d, const char *words);
+/* pid's agent's step counters (agent_steps_read); -ENOENT if no agent. */
+struct ptbpf_agent_steps;
+int agent_probes_steps(const struct agent_probes *d, int pid, struct ptbpf_agent_steps *out);
 /* What agents switched on with ops record besides (OPS_WORD_* joined). */
 void agent_probes_ops_words(struct agent_probes *d, const char *words);
 /* Copies what t's op rings (at loc) hold into the ring buffer
@@ -46,7 +53,8 @@ int agent_probes_ops_exit(struct agent_probes *d, const struct target *t,
  * not 0); -ENOENT if it saved none. */
 int agent_probes_ops_final(const struct agent_probes *d, int pid, struct ptbpf_ops_loc *out);
 /* Switches every agent off (EXIT for those a ptbpf loaded, also if never
- * switched on): each flushes its last records, then acknowledges. */
+ * switched on, unless kept): each flushes its last records, then
+ * acknowledges. */
 void agent_probes_switch_off(struct agent_probes *d);
 /* Whether every agent switched off has acknowledged (or is gone, or its
  * process is stopped: it cannot answer). */

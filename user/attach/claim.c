@@ -164,6 +164,10 @@ int target_claim(struct target *t, char *err, size_t errlen)
 	}
 	close(fd);
 	holder = claim_holder(&a, alen);
+	/* This ptbpf holds it already (the daemon's always-on layer, beside
+	 * which a capture window traces the process): still one ptbpf. */
+	if (holder == getpid())
+		return 0;
 	if (holder)
 		snprintf(err, errlen, "pid %d is already traced by another ptbpf (pid %d): stop that "
 			 "one first (two would both switch its agent and lose each other's "

@@ -49,6 +49,10 @@ static const struct {
 			 "probe is gone" },
 	{ LEAVING_OFF, 1, "ptbpf's agent stays mapped in %s, switched off" },
 	{ LEAVING_OFF, 0, "the agent in %s (started with it) stays, switched off" },
+	{ LEAVING_STEPS, 1, "ptbpf's agent stays mapped in %s; its step signal switches itself "
+			    "off once ptbpf's pid is gone (or, where it cannot see it, within 10 s)" },
+	{ LEAVING_STEPS, 0, "the agent in %s (started with it) switches its step signal off once "
+			    "ptbpf's pid is gone (or, where it cannot see it, within 10 s)" },
 	{ LEAVING_UNLOADING, -1, "ptbpf was unloading its agent from %s: it is gone, or stays "
 				 "mapped, switched off" },
 };

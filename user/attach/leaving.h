@@ -15,6 +15,8 @@ enum leaving_agent {
 	LEAVING_DORMANT,   /* mapped, never switched on */
 	LEAVING_ON,        /* switched on: off once ptbpf's probe is gone */
 	LEAVING_OFF,       /* told to switch off */
+	LEAVING_STEPS,     /* only its step signal on (the daemon's always-on
+			    * layer): off once ptbpf is gone or silent */
 	LEAVING_UNLOADING, /* being unloaded */
 };
 

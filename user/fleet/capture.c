@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include "fleet/capture.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,6 +205,20 @@ void capture_http(struct capture *c, struct evhttp_request *req)
 			 out == OUT_MERGED ? "joined the pending trigger" : "accepted", r.reason);
 		reply(req, 202, "Accepted", line);
 	}
+}
+
+int capture_offer(struct capture *c, const struct capture_req *r)
+{
+	enum outcome out;
+	uint64_t ago = 0;
+
+	pthread_mutex_lock(&c->lock);
+	out = offer(c, r, &ago);
+	c->counts[r->source][out]++;
+	if (out == OUT_RATE_LIMITED)
+		log_refused(c, r, ago);
+	pthread_mutex_unlock(&c->lock);
+	return out == OUT_RATE_LIMITED ? -EBUSY : 0;
 }
 
 bool capture_take(struct capture *c, struct capture_req *out)

@@ -21,6 +21,7 @@ enum capture_source {
 	CAPTURE_ALERTMANAGER, /* POST /capture with Alertmanager's webhook payload */
 	CAPTURE_SIGNAL,       /* SIGUSR1 */
 	CAPTURE_FILE,         /* the capture-now file */
+	CAPTURE_SLOW_STEP,    /* the always-on layer saw a slow step (--slow-step) */
 	CAPTURE_NSOURCES,
 };
 
@@ -36,6 +37,7 @@ struct capture_req {
 	char reason[256];
 	struct capture_sel sel[CAPTURE_MAX_SEL];
 	int nsel; /* 0: every process (that --match-env selects) */
+	int step_pid; /* a slow step's process (whose steps --steps counts), or 0 */
 };
 
 const char *capture_source_name(enum capture_source s);
@@ -58,6 +60,10 @@ struct capture *capture_new(uint64_t min_gap_s);
 void capture_free(struct capture *c);
 /* Serves POST /capture (the metrics thread). */
 void capture_http(struct capture *c, struct evhttp_request *req);
+/* Offers a trigger from the daemon itself (a slow step), counted as
+ * POST /capture's are: 0 (a window starts, or it joined the pending one),
+ * or -EBUSY (refused: --min-gap). */
+int capture_offer(struct capture *c, const struct capture_req *r);
 /* The pending trigger, taken (the daemon's loop); false if none. */
 bool capture_take(struct capture *c, struct capture_req *out);
 /* A window starts now, triggered by r (NULL: on schedule, which the

@@ -2,15 +2,17 @@
 /*
  * `ptbpf daemon`: fleet mode. Every --every it opens a window of --window
  * seconds in which every process that maps libtorch is traced (--all), into
- * its own file in --out-dir; between windows nothing is attached. It also
+ * its own file in --out-dir; between windows no probe is attached. It also
  * captures on demand: SIGUSR1, a file named "capture-now" in --out-dir,
  * or POST /capture on the metrics server (capture.c: Alertmanager's
- * webhook among others), for the processes the trigger names.
+ * webhook among others), for the processes the trigger names, or when the
+ * always-on layer (step_signal.c) sees a slow step.
  * Windows can start at epoch multiples of --every (--align), so every host
  * of a job captures the same steps. The directory is kept under
  * --max-bytes (and --keep files), oldest first, and a window is skipped
- * rather than fill the disk. Nothing is kept in memory across windows but
- * the metrics, so a restarted daemon simply goes on.
+ * rather than fill the disk. Between windows the always-on layer keeps
+ * the agents' step signals on and reads them (step_signal.c); nothing else is
+ * kept in memory but the metrics, so a restarted daemon simply goes on.
  */
 #define _GNU_SOURCE
 #include "fleet/daemon.h"
@@ -29,6 +31,7 @@
 #include "lib/log.h"
 #include "fleet/capture.h"
 #include "fleet/metrics.h"
+#include "fleet/step_signal.h"
 
 #define TRIGGER_FILE "capture-now"
 
@@ -148,8 +151,8 @@ static int local_trigger(struct capture_req *r, enum capture_source source, cons
 
 /* Waits until `when` (REALTIME seconds) or a trigger: 1 if triggered
  * (*r says by what), 0 at `when`, -1 once stopping. */
-static int wait_until(const struct options *opt, struct capture *c, uint64_t when,
-		      struct capture_req *r, volatile sig_atomic_t *stop)
+static int wait_until(const struct options *opt, struct capture *c, struct step_signal *st,
+		      uint64_t when, struct capture_req *r, volatile sig_atomic_t *stop)
 {
 	char trigger[4096];
 
@@ -161,6 +164,7 @@ static int wait_until(const struct options *opt, struct capture *c, uint64_t whe
 		}
 		if (!unlink(trigger))
 			return local_trigger(r, CAPTURE_FILE, TRIGGER_FILE " file");
+		step_signal_tick(st);
 		if (capture_take(c, r))
 			return 1;
 		if (realtime_s() >= when)
@@ -175,6 +179,7 @@ int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_
 	struct sigaction sa = { .sa_handler = on_usr1 };
 	struct metrics *m = NULL;
 	struct capture *c = NULL;
+	struct step_signal *st = NULL;
 	struct capture_req trig;
 	uint64_t next;
 	char err[512], host[64] = "host";
@@ -190,12 +195,18 @@ int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_
 			strerror(errno));
 		return 1;
 	}
-	if (opt->metrics_listen[0] && !(c = capture_new(opt->min_gap_s))) {
+	if ((opt->metrics_listen[0] || opt->slow_k) && !(c = capture_new(opt->min_gap_s))) {
 		log_msg("daemon: out of memory\n");
 		return 1;
 	}
-	if (c && !(m = metrics_start(opt->metrics_listen, c, err, sizeof(err)))) {
+	if (opt->metrics_listen[0] && !(m = metrics_start(opt->metrics_listen, c, err,
+							   sizeof(err)))) {
 		log_msg("daemon: %s\n", err);
+		capture_free(c);
+		return 1;
+	}
+	if (!opt->no_step_signal && !opt->no_agent && !(st = step_signal_new(opt, c, m))) {
+		metrics_stop(m);
 		capture_free(c);
 		return 1;
 	}
@@ -209,7 +220,12 @@ int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_
 		(unsigned long)opt->window_s, (unsigned long)opt->every_s, opt->out_dir,
 		opt->align ? ", epoch-aligned" : "", m ? "; metrics at http://" : "",
 		m ? opt->metrics_listen : "");
-	while ((why = wait_until(opt, c, next, &trig, stop)) >= 0) {
+	if (st && opt->slow_k)
+		log_msg("daemon: step signal on; a window when a step takes over %gx the median of "
+			"the %u before it\n", opt->slow_k, (unsigned)opt->slow_w);
+	else if (st)
+		log_msg("daemon: step signal on\n");
+	while ((why = wait_until(opt, c, st, next, &trig, stop)) >= 0) {
 		char path[4096], stamp[32];
 		time_t now = time(NULL);
 
@@ -237,6 +253,7 @@ int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_
 		window(opt, path, m, why ? &trig : NULL);
 		retention(opt);
 	}
+	step_signal_free(st);
 	metrics_stop(m);
 	capture_free(c);
 	return 0;

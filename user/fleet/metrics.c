@@ -31,6 +31,7 @@
 #include "record/gpu_timeline.h"
 #include "record/join.h"
 #include "attach/target.h"
+#include "ptbpf_agent.h"
 
 #define MAX_PROCS   512
 #define MAX_KERNELS 4096
@@ -38,8 +39,9 @@
 struct mproc {
 	int pid;
 	char comm[64], rank[32], job[96];
-	uint64_t base[3], cur[3]; /* ops, launches, steps */
-	double last_step_s;
+	uint64_t base[2], cur[2]; /* ops, launches */
+	bool has_steps;           /* the step signal's counters, while it reads them */
+	struct ptbpf_agent_steps steps;
 };
 
 struct mkernel {
@@ -117,18 +119,78 @@ static void render_kernels(const struct metrics *m, struct evbuffer *b, const ch
 	}
 }
 
+/* One value of the step signal per process that has it. */
+static void render_step_value(const struct metrics *m, struct evbuffer *b, const char *metric,
+			      const char *type, const char *help, int field)
+{
+	evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n", metric, help, metric, type);
+	for (int i = 0; i < m->nprocs; i++) {
+		const struct ptbpf_agent_steps *st = &m->procs[i].steps;
+		double v = field == 0 ? st->steps : field == 1 ? st->loader_ns / 1e9 :
+			   field == 2 ? st->optim_ns / 1e9 :
+			   st->steps ? st->recent[(st->steps - 1) % PTBPF_STEPS_RECENT] / 1e9 : 0;
+
+		if (!m->procs[i].has_steps || (field == 3 && !st->steps))
+			continue;
+		evbuffer_add_printf(b, "%s{", metric);
+		labels(b, &m->procs[i]);
+		evbuffer_add_printf(b, "} %.9g\n", v);
+	}
+}
+
+/* The always-on step signal (user/fleet/step_signal.c reads it from each
+ * process's agent): the step-time histogram, and counters. */
+static void render_steps(const struct metrics *m, struct evbuffer *b)
+{
+	static const uint64_t le[PTBPF_STEPS_BUCKETS - 1] = PTBPF_STEPS_BOUNDS_NS;
+
+	evbuffer_add_printf(b, "# HELP ptbpf_step_seconds Step time (ProfilerStep#N regions, or "
+			    "from one Optimizer.step end to the next), per process, always on.\n"
+			    "# TYPE ptbpf_step_seconds histogram\n");
+	for (int i = 0; i < m->nprocs; i++) {
+		const struct ptbpf_agent_steps *st = &m->procs[i].steps;
+		uint64_t cum = 0;
+
+		if (!m->procs[i].has_steps)
+			continue;
+		for (int k = 0; k < PTBPF_STEPS_BUCKETS; k++) {
+			cum += st->bucket[k];
+			evbuffer_add(b, "ptbpf_step_seconds_bucket{", 26);
+			labels(b, &m->procs[i]);
+			if (k < PTBPF_STEPS_BUCKETS - 1)
+				evbuffer_add_printf(b, ",le=\"%g\"} %lu\n", le[k] / 1e9,
+						    (unsigned long)cum);
+			else
+				evbuffer_add_printf(b, ",le=\"+Inf\"} %lu\n", (unsigned long)cum);
+		}
+		evbuffer_add(b, "ptbpf_step_seconds_sum{", 23);
+		labels(b, &m->procs[i]);
+		evbuffer_add_printf(b, "} %.9f\n", st->sum_ns / 1e9);
+		evbuffer_add(b, "ptbpf_step_seconds_count{", 25);
+		labels(b, &m->procs[i]);
+		evbuffer_add_printf(b, "} %lu\n", (unsigned long)cum);
+	}
+	render_step_value(m, b, "ptbpf_steps_total", "counter", "Steps ended, per process, "
+			  "always on.", 0);
+	render_step_value(m, b, "ptbpf_dataloader_wait_seconds_total", "counter", "Time in "
+			  "enumerate(DataLoader)#...__next__ regions, always on.", 1);
+	render_step_value(m, b, "ptbpf_optimizer_seconds_total", "counter", "Time in "
+			  "Optimizer.step#... regions, always on.", 2);
+	render_step_value(m, b, "ptbpf_last_step_seconds", "gauge", "The last step's time, "
+			  "always on.", 3);
+}
+
 static void render(struct metrics *m, struct evbuffer *b)
 {
-	static const char *const counters[3][2] = {
+	static const char *const counters[2][2] = {
 		{ "ptbpf_ops_total", "Ops (ATen ops, with the agent every RecordFunction) recorded" },
 		{ "ptbpf_launches_total", "CUDA/HIP kernel and graph launches recorded" },
-		{ "ptbpf_steps_total", "Training steps (ProfilerStep#N, between Optimizer.step ends)" },
 	};
 	struct rusage ru;
 	long rss_pages = 0;
 	FILE *f;
 
-	for (int c = 0; c < 3; c++) {
+	for (int c = 0; c < 2; c++) {
 		evbuffer_add_printf(b, "# HELP %s %s, per process, in capture windows.\n"
 				    "# TYPE %s counter\n", counters[c][0], counters[c][1],
 				    counters[c][0]);
@@ -139,15 +201,7 @@ static void render(struct metrics *m, struct evbuffer *b)
 									  m->procs[i].cur[c]));
 		}
 	}
-	evbuffer_add_printf(b, "# HELP ptbpf_step_seconds The last step's length.\n"
-			    "# TYPE ptbpf_step_seconds gauge\n");
-	for (int i = 0; i < m->nprocs; i++) {
-		if (!m->procs[i].last_step_s)
-			continue;
-		evbuffer_add(b, "ptbpf_step_seconds{", 19);
-		labels(b, &m->procs[i]);
-		evbuffer_add_printf(b, "} %.9f\n", m->procs[i].last_step_s);
-	}
+	render_steps(m, b);
 	render_kernels(m, b, "ptbpf_gpu_kernel_seconds_total",
 		       "GPU time by kernel (from the agent's CUPTI records).", true);
 	render_kernels(m, b, "ptbpf_gpu_kernels_total", "GPU kernels by name.", false);
@@ -287,7 +341,7 @@ void metrics_window(struct metrics *m, bool open)
 		m->windows++;
 	} else { /* fold this window's totals into the carried ones */
 		for (int i = 0; i < m->nprocs; i++)
-			for (int c = 0; c < 3; c++) {
+			for (int c = 0; c < 2; c++) {
 				m->procs[i].base[c] += m->procs[i].cur[c];
 				m->procs[i].cur[c] = 0;
 			}
@@ -303,6 +357,8 @@ void metrics_window(struct metrics *m, bool open)
 	pthread_mutex_unlock(&m->lock);
 }
 
+/* The process's row, made on first sight; NULL if the table is full.
+ * With m->lock held. */
 static struct mproc *mproc_for(struct metrics *m, const struct target *t)
 {
 	const char *rank = target_label(t, "RANK"), *job = target_label(t, "TORCHELASTIC_RUN_ID");
@@ -350,9 +406,6 @@ void metrics_update(struct metrics *m, const struct join *j, const struct gpu_ti
 			continue;
 		p->cur[0] = st[i].ops;
 		p->cur[1] = st[i].launches;
-		p->cur[2] = st[i].steps;
-		if (st[i].last_step_ns)
-			p->last_step_s = st[i].last_step_ns / 1e9;
 	}
 	for (int i = 0; i < nk; i++) {
 		int k;
@@ -375,5 +428,22 @@ void metrics_update(struct metrics *m, const struct join *j, const struct gpu_ti
 		m->kernels[k].cur_ns = ks[i].ns;
 	}
 	m->lost_cur = lost;
+	pthread_mutex_unlock(&m->lock);
+}
+
+void metrics_steps(struct metrics *m, const struct target *t, const struct ptbpf_agent_steps *st)
+{
+	struct mproc *p;
+
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	p = mproc_for(m, t);
+	if (p && st) {
+		p->steps = *st;
+		p->has_steps = true;
+	} else if (p) {
+		p->has_steps = false;
+	}
 	pthread_mutex_unlock(&m->lock);
 }

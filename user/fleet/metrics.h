@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * metrics: ptbpf daemon's Prometheus endpoint (user/fleet/metrics.c). Per
- * process (pid, comm, rank, run_id: TORCHELASTIC_RUN_ID or SLURM_JOB_ID): ops, launches and steps (counters), the
- * last step's length, GPU time and kernels by kernel name; and ptbpf's
- * lost events, windows, CPU time and memory.
+ * process (pid, comm, rank, run_id: TORCHELASTIC_RUN_ID or SLURM_JOB_ID):
+ * ops and launches in windows (counters), GPU time and kernels by kernel
+ * name; the always-on step signal (a step-time histogram, steps,
+ * DataLoader and optimizer time); and ptbpf's lost events, windows, CPU
+ * time and memory.
  */
 #ifndef PTBPF_METRICS_H
 #define PTBPF_METRICS_H
@@ -23,6 +25,10 @@ struct capture;
 struct metrics *metrics_start(const char *listen, struct capture *capture, char *err,
 			      size_t errlen);
 void metrics_stop(struct metrics *m);
+/* The always-on step signal's counters of t's process (step_signal.c),
+ * or NULL: it has none any more (its series go). */
+struct ptbpf_agent_steps;
+void metrics_steps(struct metrics *m, const struct target *t, const struct ptbpf_agent_steps *st);
 /* A capture window opens (probes attached) or closes. */
 void metrics_window(struct metrics *m, bool open);
 /* The open window's running totals (join's per-process and per-kernel

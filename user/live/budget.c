@@ -13,7 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attach/agent_probes.h"
 #include "fleet/metrics.h"
+#include "ptbpf_agent.h"
 #include "record/route.h"
 #include "trace/perfetto.h"
 
@@ -77,14 +79,42 @@ double budget_cost_s(const struct session *s)
 	return total;
 }
 
-/* Daemon windows end early at the size cap or over the budget; the
- * reason goes into the trace. */
+/* --steps: a slow step's window counts the steps of its process from the
+ * start of tracing; the step under way then is not a whole one. */
+void budget_steps_start(struct session *s)
+{
+	const struct capture_req *r = s->win.trigger;
+	struct ptbpf_agent_steps b;
+
+	if (!r || !r->step_pid || !s->opt.window_steps ||
+	    agent_probes_steps(s->agents, r->step_pid, &b))
+		return;
+	s->win.steps_pid = r->step_pid;
+	s->win.steps_end = b.steps + 1 + s->opt.window_steps;
+}
+
+static bool budget_steps_done(struct session *s)
+{
+	struct ptbpf_agent_steps b;
+
+	if (!s->win.steps_pid || agent_probes_steps(s->agents, s->win.steps_pid, &b) ||
+	    b.steps < s->win.steps_end)
+		return false;
+	snprintf(s->win.stopped_why, sizeof(s->win.stopped_why), "%u whole steps of pid %d "
+		 "captured (--steps)", s->opt.window_steps, s->win.steps_pid);
+	return true;
+}
+
+/* Daemon windows end early at the size cap, over the budget, or once
+ * --steps whole steps are in; the reason goes into the trace. */
 bool budget_window_must_end(struct session *s)
 {
 	double cpu, cost;
 
 	if (!s->opt.daemon)
 		return false;
+	if (budget_steps_done(s))
+		return true;
 	if (pf_bytes_written(s->w) > s->win.max_trace_bytes) {
 		snprintf(s->win.stopped_why, sizeof(s->win.stopped_why), "size cap: %.1f MB written",
 			 pf_bytes_written(s->w) / 1e6);

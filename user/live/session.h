@@ -89,6 +89,8 @@ struct session {
 		double targets_cpu0;      /* the traced processes' CPU seconds at the start */
 		char stopped_why[256];    /* why it ended early */
 		const struct capture_req *trigger; /* what opened it; NULL: the schedule */
+		int steps_pid;            /* --steps: it ends once this process's */
+		uint64_t steps_end;       /*   step count reaches steps_end */
 	} win;
 	double cpu_at_trace_start;   /* CPU seconds spent planning and attaching */
 };
@@ -160,6 +162,8 @@ void budget_publish_metrics(struct session *s);
 double budget_targets_cpu(const struct session *s);
 double budget_cost_s(const struct session *s);
 bool budget_window_must_end(struct session *s);
+/* Once tracing started: where a slow step's window ends (--steps). */
+void budget_steps_start(struct session *s);
 
 /* summary.c */
 void summary_status_line(struct session *s, uint64_t *last_events, uint64_t *last_ns);

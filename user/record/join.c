@@ -380,8 +380,6 @@ void end_frame(struct join *j, struct thread *t, const struct ptbpf_event *e,
 			pf_slice_end(j->w, &(struct pf_event){ .track = p->steps_track,
 				     .ts = e->ts });
 			j->counts.steps++;
-			p->steps++;
-			p->last_step_ns = e->ts - p->last_step_end;
 		}
 		if (p) {
 			p->last_step_end = e->ts;
@@ -743,8 +741,7 @@ int join_process_stats(const struct join *j, struct join_proc_stats *out, int ma
 	for (int i = 0; i < j->nprocs && n < max; i++)
 		out[n++] = (struct join_proc_stats){
 			.pid = j->procs[i].pid, .ops = j->procs[i].ops,
-			.launches = j->procs[i].launches, .steps = j->procs[i].steps,
-			.last_step_ns = j->procs[i].last_step_ns };
+			.launches = j->procs[i].launches };
 	return n;
 }
 

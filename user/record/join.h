@@ -94,7 +94,7 @@ const struct join_counts *join_counts(const struct join *j);
  * length. */
 struct join_proc_stats {
 	int pid;
-	uint64_t ops, launches, steps, last_step_ns;
+	uint64_t ops, launches;
 };
 int join_process_stats(const struct join *j, struct join_proc_stats *out, int max);
 /* Ops sorted by total host time, descending; returns how many (<= max). */

@@ -68,7 +68,7 @@ struct process {
 	int pid;
 	uint64_t track, steps_track;
 	uint64_t step, last_step_end;
-	uint64_t ops, launches, steps, last_step_ns; /* for metrics */
+	uint64_t ops, launches; /* for metrics */
 	struct str_map *node_names; /* vptr -> "AddmmBackward0" */
 };
 
