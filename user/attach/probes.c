@@ -397,6 +397,7 @@ int probes_attach_mem(struct probes *p, const struct target *t, char *err, size_
 {
 	struct target_lib c10 = { .fd = -1 };
 	const struct lib_sites *r;
+	uint64_t off;
 	int ret;
 
 	ret = target_find_lib(t->pid, "libc10.so", &c10);
@@ -412,8 +413,9 @@ int probes_attach_mem(struct probes *p, const struct target *t, char *err, size_
 		close(c10.fd);
 		return -ENOENT;
 	}
+	off = r->off[0];
 	ret = attach_multi(p, p->skel->progs.mem_report, t->pid, c10.attach_path,
-			   &(struct site_list){ .off = r->off, .n = 1 });
+			   &(struct site_list){ .off = &off, .n = 1 });
 	close(c10.fd);
 	if (ret)
 		snprintf(err, errlen, "pid %d: attaching the memory probe to %s failed: %s",
