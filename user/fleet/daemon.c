@@ -174,6 +174,20 @@ static int wait_until(const struct options *opt, struct capture *c, struct step_
 	return -1;
 }
 
+/* The output folder, made if need be: 0, or 1 with one line why. */
+static int out_dir_ok(const struct options *opt)
+{
+	if (mkdir(opt->out_dir, 0750) && errno != EEXIST) {
+		log_msg("daemon: cannot create %s: %s\n", opt->out_dir, strerror(errno));
+		return 1;
+	}
+	if (access(opt->out_dir, W_OK)) {
+		log_msg("daemon: cannot write into %s: %s\n", opt->out_dir, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
 int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_atomic_t *stop)
 {
 	struct sigaction sa = { .sa_handler = on_usr1 };
@@ -185,16 +199,8 @@ int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_
 	char err[512], host[64] = "host";
 	int why;
 
-	if (mkdir(opt->out_dir, 0750) && errno != EEXIST) {
-		log_msg("daemon: cannot create %s: %s\n", opt->out_dir,
-			strerror(errno));
+	if (out_dir_ok(opt))
 		return 1;
-	}
-	if (access(opt->out_dir, W_OK)) {
-		log_msg("daemon: cannot write into %s: %s\n", opt->out_dir,
-			strerror(errno));
-		return 1;
-	}
 	if ((opt->metrics_listen[0] || opt->slow_k) && !(c = capture_new(opt->min_gap_s))) {
 		log_msg("daemon: out of memory\n");
 		return 1;
