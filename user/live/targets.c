@@ -35,6 +35,7 @@
 #include "record/pystack.h"
 #include "record/raw.h"
 #include "record/reorder.h"
+#include "record/samples.h"
 #include "ptbpf_agent.h"
 #include "ptbpf.skel.h"
 
@@ -388,6 +389,8 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 		log_warn("pid %d: no thread states (the kernel view could not take it)\n", pid);
 	if (sample_probes_watch(s->samples, pid, true))
 		log_warn("pid %d: no CPU samples (the sampler could not take it)\n", pid);
+	else if (s->samples)
+		sample_view_warm(s->dec->samples, pid);
 	print_attach(t, &rep, agent_ops); /* last: tests wait for this line */
 	return 0;
 }

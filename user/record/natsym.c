@@ -233,20 +233,35 @@ static const char *func_of(struct natsym *ns, struct file *f, uint64_t off)
 	return f->funcs[lo].name;
 }
 
+/* pid's mappings, read (their files' symbols too) when first asked for. */
+static struct proc *proc_of(struct natsym *ns, int pid)
+{
+	struct proc *p = hash_get(&ns->procs, hash_u64((uint64_t)pid));
+
+	if (!p) {
+		if (!(p = hash_add(&ns->procs, hash_u64((uint64_t)pid))))
+			return NULL;
+		*p = (struct proc){ .pid = pid };
+		read_maps(ns, p);
+	}
+	return p;
+}
+
+void natsym_warm(struct natsym *ns, int pid)
+{
+	proc_of(ns, pid);
+}
+
 /* Names ip in pid's mappings (read again, at most every REREAD_NS, when
  * ip is in none of them). */
 static void resolve(struct natsym *ns, int pid, uint64_t ip, struct natsym_hit *out)
 {
-	struct proc *p = hash_get(&ns->procs, hash_u64((uint64_t)pid));
+	struct proc *p = proc_of(ns, pid);
 	struct map *m;
 
 	*out = (struct natsym_hit){ .path = "[unknown]", .file_off = ip };
-	if (!p) {
-		if (!(p = hash_add(&ns->procs, hash_u64((uint64_t)pid))))
-			return;
-		*p = (struct proc){ .pid = pid };
-		read_maps(ns, p);
-	}
+	if (!p)
+		return;
 	m = map_of(p, ip);
 	if (!m && mono_ns() - p->read_ns >= REREAD_NS) {
 		read_maps(ns, p);

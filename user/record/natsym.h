@@ -24,6 +24,10 @@ struct natsym *natsym_new(void);
 void natsym_free(struct natsym *ns);
 /* Names ip in process pid; strings live as long as ns. */
 void natsym_lookup(struct natsym *ns, int pid, uint64_t ip, struct natsym_hit *out);
+/* Reads pid's mappings and their files' symbols now (tens to hundreds
+ * of ms for libtorch), not at its first sample, when the loader has
+ * rings to drain. */
+void natsym_warm(struct natsym *ns, int pid);
 /* Forgets pid (it exited: its pid may be reused). */
 void natsym_forget(struct natsym *ns, int pid);
 

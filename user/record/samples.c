@@ -52,6 +52,12 @@ struct sample_view *sample_view_new(struct pf_writer *w, struct pystack *py)
 	return sv;
 }
 
+void sample_view_warm(struct sample_view *sv, int pid)
+{
+	if (sv && !sv->replay)
+		natsym_warm(sv->nat, pid);
+}
+
 void sample_view_free(struct sample_view *sv)
 {
 	if (!sv)

@@ -26,6 +26,8 @@ struct sample_counts {
 
 struct sample_view *sample_view_new(struct pf_writer *w, struct pystack *py);
 void sample_view_free(struct sample_view *sv);
+/* A process about to be traced: its native symbols read now (natsym_warm). */
+void sample_view_warm(struct sample_view *sv, int pid);
 /* Records read back from a raw capture (ptbpf replay): the processes may be
  * gone or their pids reused, so native frames keep their bare addresses
  * (mapping "[not symbolized]"), never another process's names. */
