@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size -= 2;
 	fa = fuzz_file(data, split, a, sizeof(a));
 	fb = fuzz_file(data + split, size - split, b, sizeof(b));
-	merge_traces((char *[]){ a, b }, 2, fuzz_output("m.pftrace"), true, false);
+	merge_traces((const char *[]){ a, b }, 2, fuzz_output("m.pftrace"), true, false);
 	close(fa);
 	close(fb);
 	return 0;

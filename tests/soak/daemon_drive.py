@@ -34,8 +34,12 @@ class DaemonRun:
         self.fleet, self.action, self.rc = fleet, None, None
         self.head, self.windows = [], []
         self.lock = threading.Lock()
+        # Windows alone: the always-on step signal keeps an agent in every
+        # job between windows by design (tests/test_step_signal.py), which
+        # the between-windows check here would take for one left behind.
         argv = [o.ptbpf, "daemon", "--out-dir", out_dir, "--every", o.every, "--window",
-                o.window, "--budget", o.budget, "--max-bytes", o.max_bytes, "--ops", o.ops, "-v"]
+                o.window, "--budget", o.budget, "--max-bytes", o.max_bytes, "--ops", o.ops, "-v",
+                "--no-step-signal"]
         self.tr = Tracer(argv, on_line=self.on_line)
 
     def on_line(self, t, text):

@@ -250,12 +250,14 @@ int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_
 		for (int k = 2; !access(path, F_OK) && k < 100; k++) /* same second */
 			snprintf(path, sizeof(path), "%s/ptbpf-%s-%s%s-%d.pftrace", opt->out_dir,
 				 host, stamp, why ? "-triggered" : "", k);
+		/* Started before it is said: a request that follows the line
+		 * meets --min-gap. */
+		capture_window_started(c, why ? &trig : NULL);
 		if (why)
 			log_msg("daemon: window %s (%s: %s)\n", path,
 				capture_source_name(trig.source), trig.reason);
 		else
 			log_msg("daemon: window %s\n", path);
-		capture_window_started(c, why ? &trig : NULL);
 		window(opt, path, m, why ? &trig : NULL);
 		retention(opt);
 	}

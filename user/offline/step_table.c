@@ -307,6 +307,9 @@ static void keep_cause(struct step_row *r, struct step_cause *c, uint32_t name, 
 /* The row's causes into the pool (a row made again leaves its old run). */
 static void pool_causes(struct step_table *t, struct step_row *r, const struct step_cause *c)
 {
+	r->cause_at = 0;
+	if (!r->ncause)
+		return;
 	if (t->npool + (size_t)r->ncause > t->pool_cap) {
 		size_t cap = t->pool_cap ? t->pool_cap * 2 : 1024;
 		struct step_cause *g;
