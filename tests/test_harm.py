@@ -137,7 +137,8 @@ def test_two_ptbpf_on_one_pid_the_second_is_refused(tmp_path):
         assert rc == 0
         rc, _, err = a.finish(timeout=120)
         assert rc == 0, err
-        assert pftrace.Trace(str(tmp_path / "a.pftrace")).op_counts()["aten::add"] == 300000
+        # Every add is in the trace or counted lost (a busy host can fill a ring).
+        assert ops_unaccounted(err, str(tmp_path / "a.pftrace"), 300000) == 0, err
     finally:
         target.kill()
 
@@ -454,6 +455,11 @@ def test_sigkill_of_ptbpf_in_every_phase(tmp_path):
 def check_second_interrupt(err, pid, mapped_before, mapped_after):
     """The one line a second Ctrl-C prints: what stays, and it is true."""
     lines = re.findall(r"ptbpf: second interrupt: leaving now; ([^\n]*)\n", err)
+    if not lines and err.rstrip().endswith("interrupted during attach; detaching, nothing "
+                                            "written"):
+        # The first one's detach ended as the second came: nothing to say.
+        assert mapped_after <= mapped_before, err
+        return "detached before the second"
     assert len(lines) == 1 and err.count("second interrupt") == 1, err
     said = lines[0]
     if said.startswith("nothing this ptbpf attached stays"):

@@ -147,15 +147,23 @@ def test_rpc_calls_as_the_profiler_shows_them(tmp_path):
     prof = profiler_calls(json.load(open(out)))
     ours = sorted((s for s in t.slices if is_call(s) and s.name.startswith(("rpc_", "to_here#"))
                    and "_broadcast_to_followers" not in s.name), key=lambda s: s.ts)
-    assert collections.Counter(s.name for s in ours) == collections.Counter(
-        c["name"] for c in prof)
-    assert len(prof) == 5 * n
+    # The recipe makes n calls of each of 5 kinds; ptbpf has every one.
+    # torch's profiler now and then loses one on a busy host: its calls are
+    # compared one by one only for the kinds where it kept them all.
+    mine = collections.Counter(s.name for s in ours)
+    theirs = collections.Counter(c["name"] for c in prof)
+    assert len(mine) == 5 and set(mine.values()) == {n}, mine
+    assert set(theirs) == set(mine) and all(theirs[k] <= n for k in theirs), theirs
+    whole = {k for k in theirs if theirs[k] == n}
+    assert len(whole) >= 4, theirs
     handling, ops = call_handlings(t), remote_ops(t)
     ratios, compared = collections.defaultdict(list), 0
     by_name = collections.defaultdict(list)
     for s in ours:
         by_name[s.name].append(s)
     for c in prof:
+        if c["name"] not in whole:
+            continue
         s = by_name[c["name"]].pop(0)
         ms_prof, ms_ours = (c["end_us"] - c["start_us"]) / 1e3, s.dur / 1e6
         ratios[c["name"]].append(ms_ours / ms_prof)
@@ -178,7 +186,7 @@ def test_rpc_calls_as_the_profiler_shows_them(tmp_path):
                                     text=True, check=True).stdout)
     calls = {c["name"]: c["calls"] for c in rep["rpc_calls"]}
     remote = {c["name"]: c["calls"] for c in rep["rpc_remote_ops"]}
-    for name, count in collections.Counter(c["name"] for c in prof).items():
+    for name, count in mine.items():
         assert calls[name] == count, (name, calls)
     for fn in ("rpc_async", "rpc_sync", "rpc_remote"):
         for op in UDF_OPS:
