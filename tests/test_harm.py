@@ -496,8 +496,8 @@ def test_double_sigint_during_attach_leaves_the_job_unharmed(tmp_path):
             time.sleep(rng.uniform(0, 0.4))
             tracer.p.send_signal(signal.SIGINT)
             time.sleep(rng.uniform(0, 0.05))
-            assert tracer.p.poll() is None, tracer.finish()[2]
-            tracer.p.send_signal(signal.SIGINT)
+            if tracer.p.poll() is None:  # else the first one's detach is over already
+                tracer.p.send_signal(signal.SIGINT)
             rc, _, err = tracer.finish(timeout=60)
             err = head + err
             assert rc == 130, err
