@@ -177,27 +177,44 @@ static uint64_t object_addr(struct elf_file *ef, const char *name)
 	return object_addr_size(ef, name, NULL);
 }
 
+/* The interpreter file pid maps whose name starts with prefix, its
+ * symbols open, and where it is loaded (*base); NULL if there is none. */
+static struct elf_file *open_interp(int pid, const char *prefix, struct target_lib *lib,
+				    uint64_t *base)
+{
+	struct elf_file *ef;
+	uint64_t v0;
+	char why[256];
+
+	*lib = (struct target_lib){ .fd = -1 };
+	if (target_find_lib(pid, prefix, lib))
+		return NULL;
+	ef = elf_file_open_exported(lib->fd, why, sizeof(why));
+	close(lib->fd);
+	if (ef && (v0 = elf_file_off_to_vaddr(ef, lib->map_off)) == UINT64_MAX) {
+		elf_file_close(ef);
+		ef = NULL;
+	}
+	if (ef)
+		*base = lib->map_start - v0;
+	return ef;
+}
+
 /* _PyRuntime in the interpreter file pid maps whose name starts with
  * prefix: 0, or -1 if it is not there. */
 static int runtime_in(int pid, const char *prefix, uint64_t *start, uint64_t *size)
 {
-	struct target_lib lib = { .fd = -1 };
-	struct elf_file *ef;
-	uint64_t rt, v0;
-	char why[256];
+	struct target_lib lib;
+	uint64_t rt, base;
+	struct elf_file *ef = open_interp(pid, prefix, &lib, &base);
 
-	if (target_find_lib(pid, prefix, &lib))
-		return -1;
-	ef = elf_file_open_exported(lib.fd, why, sizeof(why));
-	close(lib.fd);
 	if (!ef)
 		return -1;
 	rt = object_addr_size(ef, "_PyRuntime", size);
-	v0 = elf_file_off_to_vaddr(ef, lib.map_off);
 	elf_file_close(ef);
-	if (!rt || !*size || v0 == UINT64_MAX)
+	if (!rt || !*size)
 		return -1;
-	*start = lib.map_start - v0 + rt;
+	*start = base + rt;
 	return 0;
 }
 
@@ -268,26 +285,19 @@ static int from_debug_offsets(int pid, uint64_t runtime, struct py_layout *l, ch
 static int try_lib(int pid, const char *prefix, struct py_layout *l, uint64_t *runtime,
 		   uint64_t *code_type, char *err, size_t errlen)
 {
-	struct target_lib lib = { .fd = -1 };
-	struct elf_file *ef;
-	uint64_t rt, ct, vv, base, v0;
-	char why[256];
+	struct target_lib lib;
+	uint64_t rt, ct, vv, base;
+	struct elf_file *ef = open_interp(pid, prefix, &lib, &base);
 	int minor, ret = 0;
 
-	if (target_find_lib(pid, prefix, &lib))
-		return 0;
-	ef = elf_file_open_exported(lib.fd, why, sizeof(why));
-	close(lib.fd);
 	if (!ef)
 		return 0;
 	rt = object_addr(ef, "_PyRuntime");
 	ct = object_addr(ef, "PyCode_Type");
 	vv = object_addr(ef, "Py_Version");
-	v0 = elf_file_off_to_vaddr(ef, lib.map_off);
 	elf_file_close(ef);
-	if (!rt || !ct || v0 == UINT64_MAX)
+	if (!rt || !ct)
 		return 0;
-	base = lib.map_start - v0;
 	minor = minor_from_name(basename_of(lib.path));
 	if (minor < 0 && vv) { /* Py_Version (3.11+): 0x030c03f0 */
 		uint32_t hex;
