@@ -182,6 +182,7 @@ def check_causes(run):
     assert got.get("page faults", 0) >= 0.9 * d, (got, d)
     other = rep["other_causes"]["other_ns"]
     assert rep["other_causes"]["unexplained_ns"] <= 0.05 * other, rep["other_causes"]
+    assert rep["other_causes"]["causes_left_out"] == 0
     assert sum(s["other_causes_rest_ns"] + sum(s["other_causes_ns"].values())
                for s in rep["steps"]) == other - rep["other_causes"]["unexplained_ns"]
     r = subprocess.run([PTBPF, "report", run.path], capture_output=True, text=True)

@@ -38,6 +38,11 @@ void report_other_text(const struct report *r, const struct step_row *rows, size
 			       (s.other_ns - s.explained_ns) / 1e6 / nrows,
 			       100.0 * (s.other_ns - s.explained_ns) / s.steps_ns,
 			       "unexplained (no record of the thread then)");
+			if (steps_causes_dropped(r->steps))
+				printf("  (%lu intervals of causes past the table's %d (thread, cause) "
+				       "pairs were left out: their time is in unexplained)\n",
+				       (unsigned long)steps_causes_dropped(r->steps),
+				       STEP_CAUSE_LISTS);
 		}
 	}
 	free(s.v);
@@ -51,9 +56,10 @@ void report_other_json(FILE *o, const struct report *r, const struct step_row *r
 	if (!rc_sum(r, r->steps, rows, nrows, &s))
 		return;
 	fprintf(o, ", \"other_causes\": {\"kernel_view\": %s, \"steps_ns\": %lu, "
-		"\"other_ns\": %lu, \"unexplained_ns\": %lu, \"causes\": [",
-		s.kernel_view ? "true" : "false", (unsigned long)s.steps_ns,
-		(unsigned long)s.other_ns, (unsigned long)(s.other_ns - s.explained_ns));
+		"\"other_ns\": %lu, \"unexplained_ns\": %lu, \"causes_left_out\": %lu, "
+		"\"causes\": [", s.kernel_view ? "true" : "false", (unsigned long)s.steps_ns,
+		(unsigned long)s.other_ns, (unsigned long)(s.other_ns - s.explained_ns),
+		(unsigned long)steps_causes_dropped(r->steps));
 	for (size_t i = 0; i < s.n; i++) {
 		fprintf(o, "%s{\"cause\": ", i ? ", " : "");
 		json_str(o, cause_str(r, &s.v[i]));
