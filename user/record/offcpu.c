@@ -28,6 +28,7 @@
 #define MAX_THREADS 65536
 #define MAX_FD_NAMES 4096
 #define FD_NAME_LEN 96
+#define MAX_RUNTIMES 4096 /* processes whose CPython _PyRuntime is known */
 #define EXIT_STATES 0x30 /* EXIT_DEAD | EXIT_ZOMBIE: the thread is gone */
 #define BLOCKED_TRACK "blocked in"
 #define RUNNABLE_TRACK "waiting for a CPU" /* apart: such a stretch may lie inside a
@@ -84,7 +85,7 @@ struct offcpu *offcpu_new(struct pf_writer *w, offcpu_thread_track_fn *track, vo
 	o->ctx = ctx;
 	hash_init(&o->threads, MAX_THREADS, sizeof(struct thread));
 	hash_init(&o->fd_names, MAX_FD_NAMES, sizeof(struct fd_name));
-	hash_init(&o->runtimes, MAX_FD_NAMES, sizeof(struct py_runtime));
+	hash_init(&o->runtimes, MAX_RUNTIMES, sizeof(struct py_runtime));
 	return o;
 }
 
