@@ -35,16 +35,16 @@ print("sum", float(a.sum()), flush=True)
 """
 
 
-def stutter(pid, stop):
+def stutter(pid, stop, stopped=0.004, running=0.002):
     """SIGSTOP/SIGCONT pid every few ms until stop is set."""
     while not stop.is_set():
         try:
             os.kill(pid, signal.SIGSTOP)
-            time.sleep(0.004)
+            time.sleep(stopped)
             os.kill(pid, signal.SIGCONT)
         except ProcessLookupError:
             return
-        time.sleep(0.002)
+        time.sleep(running)
 
 
 def agent_mapped(pid):
@@ -93,3 +93,42 @@ def test_lost_readback_is_answered_by_the_agent(tmp_path):
         finally:
             target.kill()
     print("trials %d, result read back from the agent in %d" % (trials, readback_lost))
+
+
+def test_job_control_during_load_is_not_a_failure(tmp_path):
+    """The verifier gives up with EAGAIN whenever a signal is pending, and
+    libbpf tries only five times: a ptbpf stopped and continued while it
+    loads (job control, a debugger) failed to start 5 times in 8 before
+    ptbpf loaded again from a fresh object. Stopped every 3 ms here."""
+    end = str(tmp_path / "end")
+    target = Proc([PYTHON, "-c", JOB, end])
+    failures = []
+    try:
+        target.wait_line("ready")
+        for i in range(6):
+            out = str(tmp_path / ("t%d.pftrace" % i))
+            tracer = subprocess.Popen([PTBPF, "-p", str(target.p.pid), "-d", "1", "--no-agent",
+                                       "-o", out], stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE)
+            stop = threading.Event()
+            th = threading.Thread(target=stutter, args=(tracer.pid, stop, 0.002, 0.001))
+            th.start()
+            try:
+                _, err = tracer.communicate(timeout=120)
+            finally:
+                stop.set()
+                th.join()
+                if tracer.poll() is None:
+                    os.kill(tracer.pid, signal.SIGCONT)
+            if tracer.returncode != 0:
+                failures.append(err.decode(errors="replace")[-400:])
+            else:
+                t = pftrace.Trace(out)
+                assert t.validate() == []
+                assert t.op_counts().get("aten::add", 0) > 0
+        open(end, "w").close()
+        rc, sout, _ = target.finish(timeout=60)
+        assert rc == 0 and "sum" in sout
+    finally:
+        target.kill()
+    assert not failures, failures

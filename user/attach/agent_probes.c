@@ -51,15 +51,21 @@ struct agent_probes {
 struct agent_probes *agent_probes_new(struct ptbpf_bpf *ops)
 {
 	struct agent_probes *d = calloc(1, sizeof(*d));
+	uint64_t again = 0;
 	int err;
 
 	if (!d)
 		return NULL;
-	d->skel = agent_bpf__open();
-	if (!d->skel)
-		goto fail;
-	d->skel->rodata->wakeup_bytes = ops->rodata->wakeup_bytes;
-	if ((err = probes_share_maps(ops, d->skel->obj)) || (err = agent_bpf__load(d->skel))) {
+	do {
+		agent_bpf__destroy(d->skel);
+		d->skel = agent_bpf__open();
+		if (!d->skel)
+			goto fail;
+		d->skel->rodata->wakeup_bytes = ops->rodata->wakeup_bytes;
+		if (!(err = probes_share_maps(ops, d->skel->obj)))
+			err = agent_bpf__load(d->skel);
+	} while (probes_load_again(err, &again));
+	if (err) {
 		errno = -err;
 		goto fail;
 	}

@@ -155,15 +155,21 @@ struct gpu_probes {
 struct gpu_probes *gpu_probes_new(struct ptbpf_bpf *ops)
 {
 	struct gpu_probes *g = calloc(1, sizeof(*g));
+	uint64_t again = 0;
 	int err;
 
 	if (!g)
 		return NULL;
-	g->skel = gpu_bpf__open();
-	if (!g->skel)
-		goto fail;
-	g->skel->rodata->wakeup_bytes = ops->rodata->wakeup_bytes;
-	if ((err = probes_share_maps(ops, g->skel->obj)) || (err = gpu_bpf__load(g->skel))) {
+	do {
+		gpu_bpf__destroy(g->skel);
+		g->skel = gpu_bpf__open();
+		if (!g->skel)
+			goto fail;
+		g->skel->rodata->wakeup_bytes = ops->rodata->wakeup_bytes;
+		if (!(err = probes_share_maps(ops, g->skel->obj)))
+			err = gpu_bpf__load(g->skel);
+	} while (probes_load_again(err, &again));
+	if (err) {
 		errno = -err;
 		goto fail;
 	}

@@ -458,6 +458,20 @@ int probes_share_maps(struct ptbpf_bpf *ops, struct bpf_object *obj)
 	return 0;
 }
 
+bool probes_load_again(int err, uint64_t *first_ns)
+{
+	struct timespec t;
+	uint64_t now;
+
+	if (err != -EAGAIN)
+		return false;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	now = (uint64_t)t.tv_sec * 1000000000ull + t.tv_nsec;
+	if (!*first_ns)
+		*first_ns = now;
+	return now - *first_ns < 10000000000ull;
+}
+
 void probes_free(struct probes *p)
 {
 	if (!p)

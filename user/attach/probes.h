@@ -60,4 +60,11 @@ void probes_free(struct probes *p);
 struct bpf_object;
 int probes_share_maps(struct ptbpf_bpf *ops, struct bpf_object *obj);
 
+/* Whether a load that failed with err should be tried again from a fresh
+ * open. The verifier gives up with EAGAIN whenever a signal is pending (job
+ * control stopping ptbpf, say) and libbpf tries only five times; a loaded
+ * object cannot load again. Yes for EAGAIN for 10 s from the first failure;
+ * *first_ns starts at 0 and keeps that time. */
+bool probes_load_again(int err, uint64_t *first_ns);
+
 #endif /* PTBPF_PROBES_H */

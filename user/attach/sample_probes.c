@@ -96,17 +96,19 @@ struct sample_probes *sample_probes_new(struct ptbpf_bpf *ops, struct sched_prob
 					uint32_t hz, char *err, size_t errlen)
 {
 	struct sample_probes *p = calloc(1, sizeof(*p));
+	uint64_t again = 0;
 	int e;
 
-	if (!p || !(p->skel = samples_bpf__open())) {
-		snprintf(err, errlen, "opening its BPF object failed: %s", strerror(errno));
-		free(p);
-		return NULL;
-	}
+	if (!p)
+		goto no_open;
 	p->own_bitmap = !sched;
-	e = share_maps(p->skel, ops, sched);
-	if (!e)
-		e = samples_bpf__load(p->skel);
+	do {
+		samples_bpf__destroy(p->skel);
+		if (!(p->skel = samples_bpf__open()))
+			goto no_open;
+		if (!(e = share_maps(p->skel, ops, sched)))
+			e = samples_bpf__load(p->skel);
+	} while (probes_load_again(e, &again));
 	if (e) {
 		snprintf(err, errlen, "loading its BPF program failed: %s (run with -v for the "
 			 "verifier log)", strerror(-e));
@@ -118,6 +120,10 @@ struct sample_probes *sample_probes_new(struct ptbpf_bpf *ops, struct sched_prob
 		return NULL;
 	}
 	return p;
+no_open:
+	snprintf(err, errlen, "opening its BPF object failed: %s", strerror(errno));
+	free(p);
+	return NULL;
 }
 
 int sample_probes_watch(struct sample_probes *p, int pid, bool on)

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "attach/sched_probes.h"
+#include "attach/probes.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -28,22 +29,26 @@ struct sched_probes {
 
 static struct sched_bpf *open_skel(uint32_t ring_bytes, bool faults, int *err)
 {
-	struct sched_bpf *skel = sched_bpf__open();
+	uint64_t again = 0;
 
-	if (!skel) {
-		*err = -errno;
-		return NULL;
-	}
-	bpf_map__set_max_entries(skel->maps.sched_events, ring_bytes);
-	skel->rodata->wakeup_bytes = ring_bytes / 16;
-	if (!faults)
-		bpf_program__set_autoload(skel->progs.on_fault, false);
-	*err = sched_bpf__load(skel);
-	if (*err) {
+	for (;;) {
+		struct sched_bpf *skel = sched_bpf__open();
+
+		if (!skel) {
+			*err = -errno;
+			return NULL;
+		}
+		bpf_map__set_max_entries(skel->maps.sched_events, ring_bytes);
+		skel->rodata->wakeup_bytes = ring_bytes / 16;
+		if (!faults)
+			bpf_program__set_autoload(skel->progs.on_fault, false);
+		*err = sched_bpf__load(skel);
+		if (!*err)
+			return skel;
 		sched_bpf__destroy(skel);
-		return NULL;
+		if (!probes_load_again(*err, &again))
+			return NULL;
 	}
-	return skel;
 }
 
 /* Attaches each program on its own: one the kernel refuses is named. */

@@ -140,20 +140,23 @@ int session_loop(struct session *s)
 
 int session_setup_bpf(struct session *s)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = now_ns(), again = 0;
 	int err;
 
 	if (!log_verbose())
 		libbpf_set_print(quiet_libbpf);
-	s->skel = ptbpf_bpf__open();
-	if (!s->skel) {
-		log_msg("opening the BPF object failed: %s\n", strerror(errno));
-		return -1;
-	}
-	bpf_map__set_max_entries(s->skel->maps.events, s->opt.ring_bytes);
-	s->skel->rodata->wakeup_bytes = s->opt.ring_bytes / 16;
-	s->skel->rodata->py_stacks = s->opt.py_stacks > 0;
-	err = ptbpf_bpf__load(s->skel);
+	do {
+		ptbpf_bpf__destroy(s->skel);
+		s->skel = ptbpf_bpf__open();
+		if (!s->skel) {
+			log_msg("opening the BPF object failed: %s\n", strerror(errno));
+			return -1;
+		}
+		bpf_map__set_max_entries(s->skel->maps.events, s->opt.ring_bytes);
+		s->skel->rodata->wakeup_bytes = s->opt.ring_bytes / 16;
+		s->skel->rodata->py_stacks = s->opt.py_stacks > 0;
+		err = ptbpf_bpf__load(s->skel);
+	} while (probes_load_again(err, &again));
 	if (!err)
 		err = ptbpf_bpf__attach(s->skel); /* the sched tracepoints */
 	if (err) {
@@ -169,11 +172,18 @@ int session_setup_bpf(struct session *s)
 	{
 		int e = 0;
 
-		s->find.fleet = fleet_bpf__open();
-		if (s->find.fleet)
-			s->find.fleet->rodata->all_procs = s->opt.all || s->opt.daemon;
-		if (!s->find.fleet || (e = probes_share_maps(s->skel, s->find.fleet->obj)) ||
-		    (e = fleet_bpf__load(s->find.fleet)) || (e = fleet_bpf__attach(s->find.fleet))) {
+		uint64_t again_fleet = 0;
+
+		do {
+			fleet_bpf__destroy(s->find.fleet);
+			s->find.fleet = fleet_bpf__open();
+			if (s->find.fleet) {
+				s->find.fleet->rodata->all_procs = s->opt.all || s->opt.daemon;
+				if (!(e = probes_share_maps(s->skel, s->find.fleet->obj)))
+					e = fleet_bpf__load(s->find.fleet);
+			}
+		} while (s->find.fleet && probes_load_again(e, &again_fleet));
+		if (!s->find.fleet || e || (e = fleet_bpf__attach(s->find.fleet))) {
 			log_warn("no exec tracepoint (%s): %s\n",
 				strerror(e ? -e : errno), s->opt.all || s->opt.daemon ?
 				"new torch processes are found by scanning /proc every second" :
