@@ -50,6 +50,7 @@ UNIT = {"smallop": ("µs/op", 1e6), "step": ("ms/step", 1e3), "transformer": ("m
         "gpubound": ("ms/step", 1e3)}
 LABEL = {
     "ptbpf": "ptbpf (agent){}",
+    "ptbpf_lean": "ptbpf{}",
     "profiler": "torch.profiler ({})",
     "profiler_cuda": "torch.profiler (CUDA only)",
     "profiler_cpu": "torch.profiler (CPU only)",
@@ -199,7 +200,8 @@ def bench_workload(args, workload, log):
         main.ready()
         if twin:
             twin.ready()
-        phases = (["untraced", "ptbpf"] + args.floors +
+        phases = (["untraced", "ptbpf"] + (["ptbpf_lean"] if args.lean_args else []) +
+                  args.floors +
                   ([] if twin else args.profilers))
         twin_phases = ["twin_untraced"] + ["twin_" + p for p in args.profilers] if twin else []
         for c in range(args.cycles + 1):
@@ -215,6 +217,12 @@ def bench_workload(args, workload, log):
                     s = pt.stop()
                     s.update(attach_s=pt.attach_s, stop_s=pt.done_s)
                     runs.append(s)
+                    time.sleep(args.settle_s)
+                elif name == "ptbpf_lean":
+                    pt = Ptbpf(args, tgt.pid, os.path.join(tmp, "t.pftrace"),
+                               args.ptbpf_args + args.lean_args)
+                    values[ph], _ = tgt.run("plain")
+                    pt.stop()
                     time.sleep(args.settle_s)
                 elif name == "uprobe":
                     up = UprobeFloor(args, tgt.pid)
@@ -283,10 +291,11 @@ def report(args, workload, res):
              "profiler)" % (workload, base * scale, name, len(res["cycles"]), res["units"],
                            res["prof_units"]), "",
              "| phase | overhead (median) | quartiles | min .. max |", "|---|---|---|---|"]
-    keys = ["ptbpf", prof_key] + ["twin_" + p if args.profiler_in == "twin" else p
+    keys = ["ptbpf"] + (["ptbpf_lean"] if args.lean_args else []) + [prof_key] + ["twin_" + p if args.profiler_in == "twin" else p
                                   for p in args.profilers if p != "profiler"] + args.floors
     what = {"ptbpf": (" (ops + CUDA calls + GPU timeline)" if cuda else " (ops)") +
             ("".join(" " + a for a in args.ptbpf_args)),
+            "ptbpf_lean": "".join(" " + a for a in args.ptbpf_args + args.lean_args),
             "profiler": "CPU+CUDA" if cuda else "CPU",
             "floors": "RecordFunction + CUPTI callbacks + activity" if cuda else "RecordFunction"}
     for k in keys:
@@ -299,6 +308,10 @@ def report(args, workload, res):
     fsum = None
     if all(f in args.floors for f in floor_parts):
         fsum = [sum(c[f] / c["untraced"] - 1 for f in floor_parts) for c in res["cycles"]]
+    if args.lean_args:
+        lines.append("| what %s leaves out (ptbpf / ptbpf%s, per cycle) %s" % (
+            " ".join(args.lean_args), "".join(" " + a for a in args.lean_args),
+            fmt_spread([c["ptbpf"] / c["ptbpf_lean"] - 1 for c in res["cycles"]])))
     lines.append("| ptbpf's overhead / the profiler's (per cycle) %s" %
                  fmt_spread(ratios(p, r), pct=False))
     if fsum:
@@ -470,6 +483,9 @@ def main():
     ap.add_argument("--ptbpf-args", default="",
                     help="more arguments for ptbpf, e.g. --shapes (compare with "
                     "--profilers profiler,profiler_shapes)")
+    ap.add_argument("--lean-args", default="",
+                    help="also a phase of ptbpf with these arguments added, e.g. "
+                    "\"--no-sched --no-samples\": the cost of what they turn off")
     ap.add_argument("--profiler-in", choices=["same", "twin"],
                     help="default: same on the CPU, twin on CUDA (see above)")
     ap.add_argument("--loader-ops", type=int, default=0,
@@ -494,6 +510,7 @@ def main():
                    ["rf1", "rf4", "uprobe"])
     args.profilers = args.profilers.split(",")
     args.ptbpf_args = args.ptbpf_args.split()
+    args.lean_args = args.lean_args.split()
     args.profiler_in = args.profiler_in or ("twin" if cuda else "same")
     # On CUDA the profiler's post-processing (seconds for a tenth of a
     # second of the launch-bound step) is most of a cycle: short phases.

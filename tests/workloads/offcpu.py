@@ -213,6 +213,12 @@ def main():
     if a.hog_ms:
         os.close(hog_go)
         os.waitpid(hog_pid, 0)
+    if a.device == "cuda":
+        # The agent hands CUPTI's records over every 200 ms; a job that
+        # _exit()s at once takes its last step's kernels with it, and the
+        # gap before them would not close.
+        torch.cuda.synchronize()
+        time.sleep(0.5)
     spent["end"] = time.monotonic_ns()  # the loop's end (CLOCK_MONOTONIC)
     print(json.dumps(spent), flush=True)
     os._exit(0)
