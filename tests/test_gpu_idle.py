@@ -25,13 +25,15 @@ def gap_trace(path):
     s = Synth()
     proc = s.process(100, "python3")
     thread = s.thread(100, 101, "python3")
+    s.thread(100, 102, "loader")
     steps = s.child(proc, "steps")
     blocked = s.child(thread, "blocked in")
     runnable = s.child(thread, "waiting for a CPU")
     s7, s8 = s.child(proc, "GPU 0 / stream 7"), s.child(proc, "GPU 0 / stream 8")
     s.slice(s7, T0 + 1 * MS, MS, "k1", "kernel")
     s.slice(s8, T0 + 1 * MS + MS // 2, 7 * MS // 10, "k0", "kernel")
-    s.slice(blocked, T0 + 2 * MS, 22 * MS // 10, "read", "syscall", {"fd": 3, "file": "pipe:[7]"})
+    s.slice(blocked, T0 + 2 * MS, 22 * MS // 10, "read", "syscall",
+            {"fd": 3, "file": "pipe:[7]", "woken_by": "loader", "woken_by_tid": 102})
     s.slice(thread, T0 + 9 * MS // 2, MS // 2, "aten::add", "cpu_op")
     s.slice(runnable, T0 + 42 * MS // 10, 3 * MS // 10, "preempted", "sched",
             {"by": "stress", "by_tid": 999, "cpu": 0, "state": "R+"})
@@ -62,5 +64,9 @@ def test_gap_split_by_host_and_launching_thread(tmp_path):
     assert idle["largest"][0]["stream"] == "GPU 0 / stream 7"
     assert idle["largest"][0]["launching_tid"] == 101
     assert idle["largest"][0]["mostly"] == "read on a pipe"
+    # The chain: the gap, the launching thread blocked on the pipe, woken
+    # by the thread that wrote it.
+    assert idle["largest"][0]["woken_by"] == "loader (tid 102)"
     text = subprocess.run([PTBPF, "report", path], capture_output=True, text=True).stdout
     assert "GPU idle gaps" in text and "launching thread: read on a pipe" in text, text
+    assert "mostly read on a pipe; woken by loader (tid 102)" in text, text

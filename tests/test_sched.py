@@ -122,12 +122,23 @@ def test_injected_causes(tmp_path):
                              lambda s: str(s.args.get("file", "")).startswith("pipe:["))
     assert len(calls) == STEPS, [c.args for c in blocked_slices(t, tid) if c.name == "read"]
     assert asleep >= 0.9 * run.spent["pipe"], (asleep, run.spent)
-    # time.sleep: clock_nanosleep; the Event: futex (a wait on its address).
-    _, asleep = in_calls(t, tid, "clock_nanosleep", {"S"})
+    # Who woke it: the helper thread that wrote the pipe (another thread
+    # of the job, by its name).
+    threads = {d.thread.tid for d in t.tracks.values()
+               if d.HasField("thread") and d.thread.pid == run.pid}
+    for c in calls:
+        assert c.args.get("woken_by") and not c.args["woken_by"].startswith("a"), c.args
+        assert c.args["woken_by_tid"] in threads - {tid}, (c.args, threads)
+    # time.sleep: clock_nanosleep, ended by a timer; the Event: futex (a
+    # wait on its address), woken by the thread that set it.
+    calls, asleep = in_calls(t, tid, "clock_nanosleep", {"S"})
     assert asleep >= 0.9 * run.spent["sleep"], (asleep, run.spent)
+    assert all(c.args.get("woken_by") == "a timer" for c in calls), [c.args for c in calls]
     calls, asleep = in_calls(t, tid, "futex", {"S"})
     assert asleep >= 0.9 * run.spent["futex"], (asleep, run.spent)
     assert all(c.args["addr"] for c in calls)
+    woken = [c.args.get("woken_by_tid") for c in calls if c.dur >= MS * 1_000_000 // 2]
+    assert len(woken) >= STEPS and all(w in threads - {tid} for w in woken), (woken, threads)
     # The hog: the training thread Runnable while the hog ran on its CPU,
     # and the switches name the hog as the task that took the CPU.
     hog_ran = running_on(t, 0)[run.hog]

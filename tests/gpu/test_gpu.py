@@ -288,3 +288,5 @@ def test_gpu_idle_gaps_named_by_the_launching_thread(tmp_path):
                        ("futex (a lock or condition wait)", "futex")]:
         assert got.get(cause, 0) >= 0.9 * run.spent[key] * share, (cause, idle, run.spent)
     assert idle["unexplained_ns"] <= 0.05 * idle["idle_ns"], idle
+    # The chain: what woke the launching thread last in a gap.
+    assert any(g["woken_by"] for g in idle["largest"]), idle["largest"]

@@ -18,6 +18,7 @@ const char *const rd_arg_names[A_COUNT] = {
 	[A_SEQ] = "seq", [A_SEQUENCE_NR] = "sequence_nr", [A_FWD_TID] = "fwd_thread_id",
 	[A_RF_ID] = "rf_id", [A_QUEUED] = "queued", [A_DEVICE] = "device",
 	[A_FILE] = "file", [A_BY] = "by", [A_LOCK] = "lock", [A_TID] = "tid",
+	[A_WOKEN_BY] = "woken_by", [A_WOKEN_TID] = "woken_by_tid",
 };
 
 /* The frame of a py_stack (innermost first, one per line) that the user
@@ -67,7 +68,8 @@ void rd_read_args(struct report *r, const struct tr_event *e, struct rd_args *a)
 			a->v[k] = (int64_t)g->u;
 		else if (g->type != TR_ARG_STR)
 			continue;
-		else if (k == A_DIMS || k == A_TYPES || k == A_FILE || k == A_BY || k == A_LOCK)
+		else if (k == A_DIMS || k == A_TYPES || k == A_FILE || k == A_BY || k == A_LOCK ||
+			 k == A_WOKEN_BY)
 			a->v[k] = rd_str_id(r, g->s.s, g->s.len);
 		else if (k == A_STACK)
 			a->v[k] = call_site(r, g->s.s, g->s.len);

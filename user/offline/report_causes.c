@@ -74,6 +74,52 @@ static void call_cause(const char *call, const char *file, const char *lock, cha
 		snprintf(buf, size, "%s", call);
 }
 
+/* The call's woken_by, kept for the gaps' chains (first pass only). */
+static void wake(struct report *r, const struct rd_track *t, const struct rd_frame *f,
+		 uint64_t end)
+{
+	char buf[96];
+	const char *by = arg_str(r, f, A_WOKEN_BY);
+	struct rc_wake *w;
+
+	if (!by || r->pass || !r->gaps)
+		return;
+	if (r->nwakes >= RC_MAX_WAKES) {
+		r->wakes_dropped++;
+		return;
+	}
+	if (r->nwakes == r->wakes_cap) {
+		size_t n = r->wakes_cap ? 2 * r->wakes_cap : 256;
+
+		if (!(w = realloc(r->wakes, n * sizeof(*w)))) {
+			r->wakes_dropped++;
+			return;
+		}
+		r->wakes = w;
+		r->wakes_cap = n;
+	}
+	if (f->a.v[A_WOKEN_TID] != RD_UNSET)
+		snprintf(buf, sizeof(buf), "%s (tid %ld)", by, (long)f->a.v[A_WOKEN_TID]);
+	else
+		snprintf(buf, sizeof(buf), "%s", by);
+	r->wakes[r->nwakes++] = (struct rc_wake){ .tid = t->owner_tid, .ts = end,
+						  .name = rd_str_id(r, buf, strlen(buf)) };
+}
+
+uint32_t rc_woken_by(const struct report *r, int64_t tid, uint64_t from, uint64_t to)
+{
+	uint64_t best = 0;
+	uint32_t name = RD_NONE;
+
+	for (size_t i = 0; i < r->nwakes; i++) {
+		const struct rc_wake *w = &r->wakes[i];
+
+		if (w->tid == tid && w->ts >= from && w->ts <= to && w->ts >= best)
+			best = w->ts, name = w->name;
+	}
+	return name;
+}
+
 static void blocked(struct report *r, const struct rd_track *t, const struct rd_frame *f,
 		    uint64_t end)
 {
@@ -88,6 +134,7 @@ static void blocked(struct report *r, const struct rd_track *t, const struct rd_
 		snprintf(buf, sizeof(buf), "preempted by %s", by && *by ? by : "another task");
 	} else if (f->cat == r->cat_syscall) {
 		cls = SC_CALL;
+		wake(r, t, f, end);
 		call_cause(rd_str(r, f->name), arg_str(r, f, A_FILE), arg_str(r, f, A_LOCK), buf,
 			   sizeof(buf));
 	} else {

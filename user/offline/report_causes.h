@@ -35,6 +35,18 @@ struct rc_cpu {
 /* Gaps analysed at most (each row is about 300 bytes); the rest counted. */
 #define RC_MAX_GAPS 50000
 
+/* A blocking call of thread tid that a wakeup ended at ts, by name (the
+ * report's string: "python3 (tid 12)", "a timer"). */
+struct rc_wake {
+	int64_t tid;
+	uint64_t ts;
+	uint32_t name;
+};
+#define RC_MAX_WAKES 1000000
+
+/* Who woke thread tid last in [from, to]: the name's string id, or RD_NONE. */
+uint32_t rc_woken_by(const struct report *r, int64_t tid, uint64_t from, uint64_t to);
+
 /* The hooks that feed both tables (struct report's kview). */
 extern const struct rd_kernel_view rc_kernel_view;
 

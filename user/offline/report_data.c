@@ -778,4 +778,5 @@ void rd_free(struct report *r)
 	steps_free(r->gaps);
 	rd_map_free(&r->thread_tids);
 	free(r->cpus);
+	free(r->wakes);
 }

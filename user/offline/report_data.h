@@ -57,7 +57,7 @@ enum rd_arg {
 	A_GRID, A_BLOCK, A_REGISTERS, A_SHARED_MEM, A_BYTES, A_CONTEXT,
 	A_SRC_KIND, A_DST_KIND, A_COPY_KIND, A_MEMORY_KIND, A_CBID,
 	A_SEQ, A_SEQUENCE_NR, A_FWD_TID, A_RF_ID, A_QUEUED, A_DEVICE,
-	A_FILE, A_BY, A_LOCK, A_TID,
+	A_FILE, A_BY, A_LOCK, A_TID, A_WOKEN_BY, A_WOKEN_TID,
 	A_COUNT
 };
 
@@ -258,6 +258,11 @@ struct report {
 	uint64_t sched_bundles;
 	struct rc_cpu *cpus;
 	size_t ncpus;
+	/* Who woke a traced thread at the end of a blocking call (the calls'
+	 * woken_by), for the GPU idle gaps' chains; past RC_MAX_WAKES, counted */
+	struct rc_wake *wakes;
+	size_t nwakes, wakes_cap;
+	uint64_t wakes_dropped;
 	struct rd_map thread_tids;
 	int64_t boot_minus_mono;
 	bool has_boot;

@@ -186,10 +186,16 @@ void report_gaps_text(const struct report *r, const struct step_row *steps, size
 	if (r->gaps_skipped)
 		printf("  (%lu more gaps, past the first %u, not analysed)\n",
 		       (unsigned long)r->gaps_skipped, RC_MAX_GAPS);
-	printf("  the largest:\n");
-	for (size_t i = 0; i < n && (int)i < (top < 5 ? top : 5); i++)
-		printf("  %10.3f ms at %.6f s on %s: mostly %s\n", g[i].dur / 1e6, g[i].start / 1e9,
-		       g[i].name != RD_NONE ? rd_str(r, g[i].name) : "a stream", gap_main(r, &g[i]));
+	printf("  the largest (and what woke the launching thread last in it%s):\n",
+	       r->wakes_dropped ? "; some wakeups past the limit left out" : "");
+	for (size_t i = 0; i < n && (int)i < (top < 5 ? top : 5); i++) {
+		uint32_t by = rc_woken_by(r, g[i].tid, g[i].start, g[i].start + g[i].dur);
+
+		printf("  %10.3f ms at %.6f s on %s: mostly %s%s%s\n", g[i].dur / 1e6,
+		       g[i].start / 1e9, g[i].name != RD_NONE ? rd_str(r, g[i].name) : "a stream",
+		       gap_main(r, &g[i]), by != RD_NONE ? "; woken by " : "",
+		       by != RD_NONE ? rd_str(r, by) : "");
+	}
 	free(s.v);
 	free(g);
 }
@@ -221,7 +227,8 @@ void report_gaps_json(FILE *o, const struct report *r, const struct step_row *st
 		json_str(o, cause_str(r, &s.v[i]));
 		fprintf(o, ", \"ns\": %lu}", (unsigned long)s.v[i].ns);
 	}
-	fprintf(o, "], \"not_analysed\": %lu, \"largest\": [", (unsigned long)r->gaps_skipped);
+	fprintf(o, "], \"not_analysed\": %lu, \"wakeups_left_out\": %lu, \"largest\": [",
+		(unsigned long)r->gaps_skipped, (unsigned long)r->wakes_dropped);
 	if (n)
 		qsort(g, n, sizeof(*g), gap_by_dur);
 	for (size_t i = 0; i < n && i < 20; i++) {
@@ -231,6 +238,13 @@ void report_gaps_json(FILE *o, const struct report *r, const struct step_row *st
 			"\"mostly\": ", (unsigned long)g[i].start, (unsigned long)g[i].dur,
 			(long)g[i].tid);
 		json_str(o, gap_main(r, &g[i]));
+		uint32_t by = rc_woken_by(r, g[i].tid, g[i].start, g[i].start + g[i].dur);
+
+		fputs(", \"woken_by\": ", o);
+		if (by != RD_NONE)
+			json_str(o, rd_str(r, by));
+		else
+			fputs("null", o);
 		fputs("}", o);
 	}
 	fputs("]}", o);

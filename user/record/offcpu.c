@@ -7,6 +7,14 @@
  * its fault counters. A call still blocked at the end is known from its
  * switch-out alone, and drawn up to where tracing stopped.
  *
+ * A call's slice says who woke the thread, from its last wakeup inside
+ * the call, where that is known: BPF sees the task current on the waking
+ * CPU and not whether an interrupt ran on it, so the task is named (from
+ * /proc, once per task) only for calls that tasks end (a futex, a pipe, an
+ * eventfd); a sleep is ended by a timer, and a wakeup while the CPU was
+ * idle by an interrupt. Other calls (a socket, a device, a file) say
+ * nothing of it.
+ *
  * A file descriptor is named without a system call where its inode says
  * enough (a pipe, a socket), else from /proc/PID/fd (a device such as
  * /dev/nvidia0, a file, an eventfd), once per process, descriptor and
@@ -15,6 +23,7 @@
 #define _GNU_SOURCE
 #include "record/offcpu.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +38,8 @@
 #define MAX_FD_NAMES 4096
 #define FD_NAME_LEN 96
 #define MAX_RUNTIMES 4096 /* processes whose CPython _PyRuntime is known */
+#define ERESTARTSYS_ 512   /* the kernel's -ERESTART* (512-516): a signal came */
+#define MAX_WAKERS 4096   /* tasks that woke a traced thread, named */
 #define EXIT_STATES 0x30 /* EXIT_DEAD | EXIT_ZOMBIE: the thread is gone */
 #define BLOCKED_TRACK "blocked in"
 #define RUNNABLE_TRACK "waiting for a CPU" /* apart: such a stretch may lie inside a
@@ -50,6 +61,8 @@ struct thread {
 	uint64_t fault_ts, fault_addr; /* blocked in a fault since, 0: not */
 	uint64_t preempt_ts;           /* off CPU, runnable, since (0: not) */
 	uint32_t preempt_state, by_tid, cpu; /* R+ or R; the task that took the CPU; where */
+	uint64_t wake_ts;              /* its last wakeup, by: */
+	uint32_t waker_tid, waker_pid; /* the task current on the waking CPU (0: idle) */
 	char by[SCHED_COMM_LEN];
 	uint64_t min0, maj0, min, maj; /* fault counters: first seen, last written */
 	bool counted;
@@ -58,6 +71,10 @@ struct thread {
 
 struct fd_name {
 	char s[FD_NAME_LEN];
+};
+
+struct waker {
+	char comm[SCHED_COMM_LEN];
 };
 
 struct py_runtime { /* a process's CPython _PyRuntime (the GIL is inside); size 0: none */
@@ -71,6 +88,7 @@ struct offcpu {
 	struct hash_table threads; /* tid -> struct thread */
 	struct hash_table fd_names; /* (pid, fd, inode) -> struct fd_name */
 	struct hash_table runtimes; /* pid -> struct py_runtime */
+	struct hash_table wakers; /* tid -> struct waker */
 	struct offcpu_counts counts;
 };
 
@@ -86,6 +104,7 @@ struct offcpu *offcpu_new(struct pf_writer *w, offcpu_thread_track_fn *track, vo
 	hash_init(&o->threads, MAX_THREADS, sizeof(struct thread));
 	hash_init(&o->fd_names, MAX_FD_NAMES, sizeof(struct fd_name));
 	hash_init(&o->runtimes, MAX_RUNTIMES, sizeof(struct py_runtime));
+	hash_init(&o->wakers, MAX_WAKERS, sizeof(struct waker));
 	return o;
 }
 
@@ -96,6 +115,7 @@ void offcpu_free(struct offcpu *o)
 	hash_free(&o->threads);
 	hash_free(&o->fd_names);
 	hash_free(&o->runtimes);
+	hash_free(&o->wakers);
 	free(o);
 }
 
@@ -194,6 +214,78 @@ static int call_args(struct offcpu *o, int pid, int32_t nr, const uint64_t arg[2
 	return n;
 }
 
+/* The name of the task that woke t. */
+static const char *waker_name(struct offcpu *o, const struct thread *t)
+{
+	uint64_t key = hash_u64((uint64_t)t->waker_tid + 1);
+	struct waker *k;
+	static struct waker tmp;
+	char path[64];
+	FILE *f;
+
+	if ((k = hash_get(&o->wakers, key)))
+		return k->comm;
+	if (!(k = hash_add(&o->wakers, key)))
+		k = &tmp; /* past the limit: named, not kept */
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", t->waker_pid, t->waker_tid);
+	f = fopen(path, "re");
+	if (!f || !fgets(k->comm, sizeof(k->comm), f)) { /* gone: its process's name */
+		if (f)
+			fclose(f);
+		snprintf(path, sizeof(path), "/proc/%u/comm", t->waker_pid);
+		f = fopen(path, "re");
+		if (!f || !fgets(k->comm, sizeof(k->comm), f))
+			snprintf(k->comm, sizeof(k->comm), "pid %u", t->waker_pid);
+	}
+	if (f)
+		fclose(f);
+	k->comm[strcspn(k->comm, "\n")] = 0;
+	return k->comm;
+}
+
+void offcpu_waking(struct offcpu *o, const struct ptbpf_sched_waking *r)
+{
+	struct thread *t = thread_of(o, (int)r->tgid, (int)r->tid);
+
+	if (!t)
+		return;
+	t->wake_ts = r->h.ts;
+	t->waker_tid = r->waker_tid;
+	t->waker_pid = r->waker_tgid;
+}
+
+/* Who woke t inside the call nr (on file, or NULL) that returned ret:
+ * args added to a. */
+static int woken_by(struct offcpu *o, const struct thread *t, int32_t nr, const char *file,
+		    int64_t ret, struct pf_arg *a)
+{
+	char name[32];
+	const char *call = syscall_name(nr, name, sizeof(name));
+	bool by_task = !strcmp(call, "futex") || (file && (!strncmp(file, "pipe:", 5) ||
+							    !strcmp(file, "anon_inode:[eventfd]")));
+
+	bool signal = ret == -EINTR || (ret <= -ERESTARTSYS_ && ret >= -ERESTARTSYS_ - 4);
+
+	if (signal || ret == -ETIMEDOUT || !strcmp(call, "clock_nanosleep") ||
+	    !strcmp(call, "nanosleep")) {
+		a[0] = (struct pf_arg){ .name = "woken_by", .type = PF_ARG_STR,
+					.s = signal ? "a signal" :
+					     ret == -ETIMEDOUT ? "a timer (the call's timeout)" :
+					     "a timer" };
+		return 1;
+	}
+	if (!t->waker_tid) {
+		a[0] = (struct pf_arg){ .name = "woken_by", .type = PF_ARG_STR,
+					.s = "an interrupt (the CPU was idle)" };
+		return 1;
+	}
+	if (!by_task)
+		return 0;
+	a[0] = (struct pf_arg){ .name = "woken_by", .type = PF_ARG_STR, .s = waker_name(o, t) };
+	a[1] = (struct pf_arg){ .name = "woken_by_tid", .type = PF_ARG_UINT, .u = t->waker_tid };
+	return 2;
+}
+
 /* The thread's "blocked in" track, made at its first slice. */
 static uint64_t blocked_track(struct offcpu *o, struct thread *t)
 {
@@ -218,7 +310,7 @@ static void call_slice(struct offcpu *o, struct thread *t, int32_t nr, uint64_t 
 void offcpu_syscall(struct offcpu *o, const struct ptbpf_sched_syscall *r)
 {
 	struct thread *t = thread_of(o, (int)r->tgid, (int)r->tid);
-	struct pf_arg a[6];
+	struct pf_arg a[8];
 	int n;
 
 	if (!t || !t->thread_track)
@@ -229,6 +321,14 @@ void offcpu_syscall(struct offcpu *o, const struct ptbpf_sched_syscall *r)
 	a[n++] = (struct pf_arg){ .name = "off_cpu_ns", .type = PF_ARG_UINT, .u = r->off_cpu_ns };
 	a[n++] = (struct pf_arg){ .name = "blocked", .type = PF_ARG_UINT, .u = r->switches };
 	a[n++] = (struct pf_arg){ .name = "ret", .type = PF_ARG_INT, .i = r->ret };
+	if (t->wake_ts >= r->enter_ts && t->wake_ts <= r->h.ts) {
+		const char *file = NULL;
+
+		for (int i = 0; i < n; i++)
+			if (!strcmp(a[i].name, "file"))
+				file = a[i].s;
+		n += woken_by(o, t, r->nr, file, r->ret, a + n);
+	}
 	call_slice(o, t, r->nr, r->enter_ts, r->h.ts, a, n);
 	o->counts.syscalls++;
 }

@@ -42,6 +42,8 @@ void offcpu_free(struct offcpu *o);
 /* A switch record: what its traced prev left the CPU in, its traced next
  * coming back. */
 void offcpu_switch(struct offcpu *o, const struct ptbpf_sched_switch *r);
+/* A traced thread woken: by whom, for its call's slice. */
+void offcpu_waking(struct offcpu *o, const struct ptbpf_sched_waking *r);
 /* A blocking system call, now over: its slice. */
 void offcpu_syscall(struct offcpu *o, const struct ptbpf_sched_syscall *r);
 /* Tracing stopped at ts: calls and faults still blocked end there. */

@@ -172,6 +172,7 @@ static void on_waking(struct sched_view *v, const struct ptbpf_sched_waking *r)
 					     .prio = r->prio, .common_flags = r->common_flags,
 					     .comm = b->wk_comm[i] };
 	v->counts.wakings++;
+	offcpu_waking(v->off, r);
 }
 
 int sched_view_record(struct sched_view *v, const void *data, size_t size)
