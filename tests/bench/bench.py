@@ -108,7 +108,8 @@ class Target:
         while True:
             words = self.read().split()
             if words[0] == "value":
-                return float(words[2]), (float(words[3]) if len(words) > 3 else None)
+                self.cpu = float(words[4])  # the thread's CPU time per unit
+                return float(words[2]), (float(words[3]) if words[3] != "-" else None)
 
     def quit(self):
         """Asks it to exit; the moment it is gone."""
@@ -214,6 +215,7 @@ def bench_workload(args, workload, log):
                 if name == "ptbpf":
                     pt = Ptbpf(args, tgt.pid, os.path.join(tmp, "t.pftrace"), args.ptbpf_args)
                     values[ph], _ = tgt.run("plain")
+                    values["cpu:" + ph] = tgt.cpu
                     s = pt.stop()
                     s.update(attach_s=pt.attach_s, stop_s=pt.done_s)
                     runs.append(s)
@@ -222,6 +224,7 @@ def bench_workload(args, workload, log):
                     pt = Ptbpf(args, tgt.pid, os.path.join(tmp, "t.pftrace"),
                                args.ptbpf_args + args.lean_args)
                     values[ph], _ = tgt.run("plain")
+                    values["cpu:" + ph] = tgt.cpu
                     pt.stop()
                     time.sleep(args.settle_s)
                 elif name == "uprobe":
@@ -231,9 +234,10 @@ def bench_workload(args, workload, log):
                     time.sleep(args.settle_s)
                 else:
                     values[ph], post[ph] = tgt.run("plain" if name == "untraced" else name)
+                    values["cpu:" + ph] = tgt.cpu
             log("%s cycle %d: %s" % (workload, c, " ".join(
                 "%s=%.4g" % (k, v * UNIT[workload][1]) for k, v in values.items()
-                if not k.endswith("_hits"))))
+                if not k.endswith("_hits") and not k.startswith("cpu:"))))
             if c > 0:  # cycle 0 warms up
                 values["post"] = post
                 cycles.append(values)
@@ -265,8 +269,10 @@ def quartiles(v):
 
 
 def overheads(res, phase):
-    """Per-cycle overhead of phase over its own process's untraced phase."""
-    base = "twin_untraced" if phase.startswith("twin_") else "untraced"
+    """Per-cycle overhead of phase over its own process's untraced phase
+    ("cpu:PHASE": in the timing thread's CPU time)."""
+    cpu = "cpu:" if phase.startswith("cpu:") else ""
+    base = cpu + ("twin_untraced" if phase[len(cpu):].startswith("twin_") else "untraced")
     return [c[phase] / c[base] - 1 for c in res["cycles"] if phase in c]
 
 
@@ -317,6 +323,19 @@ def report(args, workload, res):
     if fsum:
         lines.append("| ptbpf's overhead / the sum of its floors (%s) %s" % (
             " + ".join(floor_parts), fmt_spread(ratios(p, fsum), pct=False)))
+    # The same in the timing thread's CPU time: what the job's thread
+    # spent itself, less exposed to other processes on a shared host
+    # (and blind to waits, e.g. on a GPU that work made slower).
+    for k in ["ptbpf"] + (["ptbpf_lean"] if args.lean_args else []) + [prof_key]:
+        bare = k[5:] if k.startswith("twin_") else k
+        lines.append("| CPU time: %s %s" % (LABEL[bare].format(what.get(bare, "")),
+                                           fmt_spread(overheads(res, "cpu:" + k))))
+    if args.lean_args:
+        lines.append("| CPU time: what %s leaves out %s" % (
+            " ".join(args.lean_args),
+            fmt_spread([c["cpu:ptbpf"] / c["cpu:ptbpf_lean"] - 1 for c in res["cycles"]])))
+    lines.append("| CPU time: ptbpf's overhead / the profiler's %s" % fmt_spread(
+        ratios(overheads(res, "cpu:ptbpf"), overheads(res, "cpu:" + prof_key)), pct=False))
     runs = res["runs"]
     med = lambda k: statistics.median(x.get(k, 0) for x in runs)  # noqa: E731
     post = [c["post"].get(prof_key) for c in res["cycles"] if c["post"].get(prof_key)]

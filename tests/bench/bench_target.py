@@ -6,7 +6,8 @@ seconds, prints "ready PID UNITS", then serves commands from stdin, one a
 line:
 
   run PHASE     times UNITS units of the workload under PHASE and prints
-                "value PHASE SECONDS_PER_UNIT [POSTPROCESS_S]"
+                "value PHASE SECONDS_PER_UNIT POSTPROCESS_S|- CPU_S_PER_UNIT"
+                (CPU: the timing thread's own CPU time, time.thread_time)
   quit
 
 PHASE is what the process itself switches on around the timed units:
@@ -219,13 +220,14 @@ def main():
         if not words or words[0] == "quit":
             break
         phase = words[1]
-        extra = ""
+        extra = " -"
         if phase in acts:
             prof = profile(activities=acts[phase][0], **acts[phase][1])
             prof.__enter__()
-            t0 = time.perf_counter()
+            c0, t0 = time.thread_time(), time.perf_counter()
             run(prof_units)
             v = (time.perf_counter() - t0) / prof_units
+            cpu = (time.thread_time() - c0) / prof_units
             t0 = time.perf_counter()
             prof.__exit__(None, None, None)
             prof.key_averages()
@@ -233,11 +235,12 @@ def main():
         else:
             if phase != "plain":
                 floors.on(phase, args.device)
-            t0 = time.perf_counter()
+            c0, t0 = time.thread_time(), time.perf_counter()
             run(units)
             v = (time.perf_counter() - t0) / units
+            cpu = (time.thread_time() - c0) / units
             floors.off()
-        print("value", phase, "%.9g" % v + extra, flush=True)
+        print("value", phase, "%.9g" % v + extra, "%.9g" % cpu, flush=True)
     sys.stdout.flush()
     os._exit(0)
 
