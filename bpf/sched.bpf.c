@@ -431,6 +431,66 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
+/* Block I/O requests of the traced processes in flight: request -> start. */
+struct block_start {
+	__u64 ts;
+	__u32 tid, tgid, bytes, pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u64);
+	__type(value, struct block_start);
+} block_rqs SEC(".maps");
+
+SEC("tp_btf/block_io_start")
+int BPF_PROG(on_block_start, struct request *rq)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct block_start b = {};
+	__u64 key = (__u64)rq;
+
+	if (!is_traced(t->tgid))
+		return 0;
+	b.ts = bpf_ktime_get_ns();
+	b.tid = t->pid;
+	b.tgid = t->tgid;
+	b.bytes = rq->__data_len;
+	if (bpf_map_update_elem(&block_rqs, &key, &b, BPF_ANY))
+		stat_inc(SCHED_BLOCK_UNTRACKED);
+	return 0;
+}
+
+/* Runs for every request on the host: one hash lookup for the others. */
+SEC("tp_btf/block_io_done")
+int BPF_PROG(on_block_done, struct request *rq)
+{
+	__u64 key = (__u64)rq;
+	struct block_start *b = bpf_map_lookup_elem(&block_rqs, &key);
+	struct ptbpf_sched_block *r;
+	struct block_device *part;
+
+	if (!b)
+		return 0;
+	r = reserve(sizeof(*r), SCHED_DROP_BLOCK);
+	if (r) {
+		hdr_fill(&r->h, NULL, bpf_ktime_get_ns(), SCHED_REC_BLOCK);
+		r->tid = b->tid;
+		r->tgid = b->tgid;
+		r->start_ts = b->ts;
+		r->bytes = b->bytes;
+		r->sector = rq->__sector;
+		part = rq->part;
+		r->dev = part ? part->bd_dev : 0;
+		r->op = rq->cmd_flags & 0xff; /* REQ_OP_MASK */
+		r->pad = 0;
+		submit(r);
+	}
+	bpf_map_delete_elem(&block_rqs, &key);
+	return 0;
+}
+
 SEC("tp_btf/page_fault_user")
 int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {

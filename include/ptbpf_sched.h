@@ -25,6 +25,7 @@ enum ptbpf_sched_kind {
 	SCHED_REC_SWITCH = 1, /* struct ptbpf_sched_switch */
 	SCHED_REC_WAKING,     /* struct ptbpf_sched_waking */
 	SCHED_REC_SYSCALL,    /* struct ptbpf_sched_syscall */
+	SCHED_REC_BLOCK,      /* struct ptbpf_sched_block */
 };
 
 struct ptbpf_sched_hdr {
@@ -103,6 +104,19 @@ struct ptbpf_sched_syscall {
 	u32_t rdev;       /* its i_rdev (the kernel's dev_t: major << 20 | minor) */
 };
 
+/* A block I/O request a traced thread started (block_io_start runs in the
+ * task that submits it), now done (block_io_done); h.ts is its end. */
+struct ptbpf_sched_block {
+	struct ptbpf_sched_hdr h;
+	u32_t tid, tgid;  /* the thread that started it */
+	u64_t start_ts;
+	u64_t sector;
+	u32_t bytes;
+	u32_t dev;        /* the partition's dev_t (major << 20 | minor), 0: none */
+	u32_t op;         /* REQ_OP_*: 0 read, 1 write, 2 flush, 3 discard, ... */
+	u32_t pad;
+};
+
 /* Why a record did not reach the ring, or what could not be followed;
  * index of the per-CPU `sched_stats` array. */
 enum ptbpf_sched_stat {
@@ -111,6 +125,9 @@ enum ptbpf_sched_stat {
 	SCHED_DROP_WAKING,        /* ... for a wakeup */
 	SCHED_DROP_SYSCALL,       /* ... for a blocking system call */
 	SCHED_NO_THREAD_STATE,    /* no per-thread storage: a call or fault not followed */
+	SCHED_DROP_BLOCK,         /* the ring was full for a block I/O request */
+	SCHED_BLOCK_UNTRACKED,    /* a request started while the table of those in
+				   * flight was full: not followed */
 	SCHED_STAT_MAX,
 };
 

@@ -73,11 +73,11 @@ def attach(argv):
     raise AssertionError("the workload stayed traced by another ptbpf")
 
 
-def blocked_slices(trace, tid):
-    """The slices on tid's "blocked in" track."""
+def blocked_slices(trace, tid, track="blocked in"):
+    """The slices on tid's "blocked in" track (or another of its own)."""
     thread = {u for u, d in trace.tracks.items() if d.HasField("thread") and d.thread.tid == tid}
     mine = {u for u, d in trace.tracks.items() if d.parent_uuid in thread and
-            d.name == "blocked in"}
+            d.name == track}
     return [s for s in trace.slices if s.track in mine]
 
 
@@ -157,6 +157,15 @@ def test_injected_causes(tmp_path):
     d_all = overlap(states, run.t0, 2**63, {"D"})
     d_in = sum(overlap(states, f.ts, f.ts + f.dur, {"D"}) for f in faults)
     assert faults and d_in >= 0.9 * d_all, (len(faults), d_in, d_all)
+    # The block I/O those major faults started, on the thread's "block I/O"
+    # tracks (requests in flight at once take one each): each request from
+    # its start to its completion, with its bytes.
+    reads = [s for k in ["block I/O"] + ["block I/O %d" % i for i in range(2, 9)]
+             for s in blocked_slices(t, tid, k) if s.name == "read"]
+    got = sum(s.args["bytes"] for s in reads)
+    assert got >= 0.9 * STEPS * (4 << 20), (len(reads), got)
+    assert all(s.category == "block" and re.match(r"\d+:\d+$", s.args["dev"]) for s in reads)
+    assert t.attrs.get("dev.ptbpf.block_io_bytes", 0) >= got, t.attrs
     # The C reader takes these traces in its stride; merge keeps the view.
     check_report_and_merge(tmp_path, run)
 

@@ -27,7 +27,7 @@ struct sched_probes {
 	char missing[128];
 };
 
-static struct sched_bpf *open_skel(uint32_t ring_bytes, bool faults, int *err)
+static struct sched_bpf *open_skel(uint32_t ring_bytes, bool faults, bool block, int *err)
 {
 	uint64_t again = 0;
 
@@ -42,6 +42,10 @@ static struct sched_bpf *open_skel(uint32_t ring_bytes, bool faults, int *err)
 		skel->rodata->wakeup_bytes = ring_bytes / 16;
 		if (!faults)
 			bpf_program__set_autoload(skel->progs.on_fault, false);
+		if (!block) { /* block_io_start/done: kernels 6.5+ */
+			bpf_program__set_autoload(skel->progs.on_block_start, false);
+			bpf_program__set_autoload(skel->progs.on_block_done, false);
+		}
 		*err = sched_bpf__load(skel);
 		if (!*err)
 			return skel;
@@ -62,8 +66,14 @@ static int attach_all(struct sched_probes *p, char *err, size_t errlen)
 		if (!bpf_program__autoload(prog) || p->nlinks == MAX_PROGS)
 			continue;
 		l = bpf_program__attach(prog);
-		if (!l && prog == p->skel->progs.on_fault) {
-			snprintf(p->missing, sizeof(p->missing), "page_fault_user");
+		if (!l && (prog == p->skel->progs.on_fault || prog == p->skel->progs.on_block_start ||
+			   prog == p->skel->progs.on_block_done)) {
+			size_t n = strlen(p->missing);
+
+			snprintf(p->missing + n, sizeof(p->missing) - n, "%s%s", n ? ", " : "",
+				 prog == p->skel->progs.on_fault ? "page_fault_user" :
+				 prog == p->skel->progs.on_block_start ? "block_io_start" :
+				 "block_io_done");
 			continue;
 		}
 		if (!l) {
@@ -85,9 +95,11 @@ struct sched_probes *sched_probes_new(uint32_t ring_bytes, char *err, size_t err
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	p->skel = open_skel(ring_bytes, true, &e);
-	if (!p->skel && (p->skel = open_skel(ring_bytes, false, &e)))
-		snprintf(p->missing, sizeof(p->missing), "page_fault_user");
+	p->skel = open_skel(ring_bytes, true, true, &e);
+	if (!p->skel && (p->skel = open_skel(ring_bytes, true, false, &e)))
+		snprintf(p->missing, sizeof(p->missing), "block_io_start");
+	if (!p->skel && (p->skel = open_skel(ring_bytes, false, false, &e)))
+		snprintf(p->missing, sizeof(p->missing), "page_fault_user, block_io_start");
 	if (!p->skel) {
 		snprintf(err, errlen, "loading its BPF programs failed: %s (run with -v for the "
 			 "verifier log)", strerror(-e));

@@ -298,7 +298,8 @@ void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX])
 
 uint64_t summary_sched_lost(const uint64_t sst[SCHED_STAT_MAX])
 {
-	return sst[SCHED_DROP_SWITCH] + sst[SCHED_DROP_WAKING] + sst[SCHED_DROP_SYSCALL];
+	return sst[SCHED_DROP_SWITCH] + sst[SCHED_DROP_WAKING] + sst[SCHED_DROP_SYSCALL] +
+	       sst[SCHED_DROP_BLOCK];
 }
 
 /* The kernel view: every record its programs sent is received or counted
@@ -312,19 +313,22 @@ void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 	log_msg("kernel view: switches %lu (%lu replayed, %lu of them untimed), wakeups %lu; "
 		"blocking system calls %lu "
 		"(%lu still blocked at the end), blocked in page faults %lu, preempted "
-		"%lu; page faults of the traced threads: minor %lu, major %lu\n",
+		"%lu; page faults of the traced threads: minor %lu, major %lu; block I/O requests "
+		"%lu (%.1f MB; not drawn: %lu past a thread's 8 at once, %lu past the in-flight "
+		"table)\n",
 		(unsigned long)c->switches,
 		(unsigned long)c->replayed, (unsigned long)c->untimed, (unsigned long)c->wakings,
 		(unsigned long)o->syscalls, (unsigned long)o->unfinished, (unsigned long)o->faults,
 		(unsigned long)o->preempted, (unsigned long)o->minor,
-		(unsigned long)o->major);
+		(unsigned long)o->major, (unsigned long)o->block_io, o->block_bytes / 1e6,
+		(unsigned long)o->block_undrawn, (unsigned long)sst[SCHED_BLOCK_UNTRACKED]);
 	log_msg("kernel view ring: sent %lu = received %lu + lost %lu (switches %lu, wakeups %lu, "
-		"system calls %lu)%s; runs the kernel skipped (nested) %lu; threads without "
+		"system calls %lu, block I/O %lu)%s; runs the kernel skipped (nested) %lu; threads without "
 		"state %lu; CPU bundles %lu, %lu marked as after a loss; malformed %lu%s%s\n",
 		(unsigned long)sst[SCHED_STAT_SENT], (unsigned long)s->sched_received,
 		(unsigned long)lost, (unsigned long)sst[SCHED_DROP_SWITCH],
 		(unsigned long)sst[SCHED_DROP_WAKING], (unsigned long)sst[SCHED_DROP_SYSCALL],
-		sst[SCHED_STAT_SENT] == s->sched_received + lost ? "" : " MISMATCH",
+		(unsigned long)sst[SCHED_DROP_BLOCK], sst[SCHED_STAT_SENT] == s->sched_received + lost ? "" : " MISMATCH",
 		(unsigned long)sched_probes_missed(s->sched),
 		(unsigned long)(sst[SCHED_NO_THREAD_STATE] + o->no_thread),
 		(unsigned long)c->bundles, (unsigned long)c->cpus_lost, (unsigned long)c->bad,
@@ -343,6 +347,8 @@ void summary_write_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 		{ "dev.ptbpf.sched_lost_switch_ringbuf_full", sst[SCHED_DROP_SWITCH] },
 		{ "dev.ptbpf.sched_lost_waking_ringbuf_full", sst[SCHED_DROP_WAKING] },
 		{ "dev.ptbpf.sched_lost_syscall_ringbuf_full", sst[SCHED_DROP_SYSCALL] },
+		{ "dev.ptbpf.sched_lost_block_ringbuf_full", sst[SCHED_DROP_BLOCK] },
+		{ "dev.ptbpf.sched_block_untracked", sst[SCHED_BLOCK_UNTRACKED] },
 		{ "dev.ptbpf.sched_runs_skipped_nested", sched_probes_missed(s->sched) },
 		{ "dev.ptbpf.sched_threads_without_state", sst[SCHED_NO_THREAD_STATE] + o->no_thread },
 		{ "dev.ptbpf.sched_switches", c->switches },
@@ -352,6 +358,9 @@ void summary_write_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 		{ "dev.ptbpf.sched_preempted", o->preempted },
 		{ "dev.ptbpf.page_faults_minor", o->minor },
 		{ "dev.ptbpf.page_faults_major", o->major },
+		{ "dev.ptbpf.block_io_requests", o->block_io },
+		{ "dev.ptbpf.block_io_bytes", o->block_bytes },
+		{ "dev.ptbpf.block_io_undrawn", o->block_undrawn },
 	};
 
 	for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++)

@@ -42,6 +42,8 @@
 #define MAX_WAKERS 4096   /* tasks that woke a traced thread, named */
 #define EXIT_STATES 0x30 /* EXIT_DEAD | EXIT_ZOMBIE: the thread is gone */
 #define BLOCKED_TRACK "blocked in"
+#define BLOCK_TRACK "block I/O"
+#define BLOCK_LANES 8 /* tracks a thread's requests in flight at once take */
 #define RUNNABLE_TRACK "waiting for a CPU" /* apart: such a stretch may lie inside a
 					    * call that is written later */
 
@@ -57,6 +59,8 @@ struct thread {
 	uint64_t thread_track;
 	uint64_t track; /* "blocked in", under the thread's track; made when first used */
 	uint64_t runnable_track; /* "waiting for a CPU", the same way */
+	uint64_t block_track[BLOCK_LANES]; /* "block I/O", "block I/O 2", ...: made when used */
+	uint64_t block_end[BLOCK_LANES];   /* ... the end of each one's last slice */
 	struct blocked_call call;
 	uint64_t fault_ts, fault_addr; /* blocked in a fault since, 0: not */
 	uint64_t preempt_ts;           /* off CPU, runnable, since (0: not) */
@@ -331,6 +335,55 @@ void offcpu_syscall(struct offcpu *o, const struct ptbpf_sched_syscall *r)
 	}
 	call_slice(o, t, r->nr, r->enter_ts, r->h.ts, a, n);
 	o->counts.syscalls++;
+}
+
+/* A request's slice, under the thread that started it: from its start to
+ * its completion (queued and on the device), named by its operation.
+ * Requests overlap without nesting (a readahead's, queued at once), and a
+ * track's slices must nest: each goes on the first of the thread's block
+ * I/O tracks that is free by its start. More at once than there are
+ * tracks: counted, not drawn. */
+void offcpu_block(struct offcpu *o, const struct ptbpf_sched_block *r)
+{
+	static const char *const ops[] = { "read", "write", "flush", "discard" };
+	struct thread *t = thread_of(o, (int)r->tgid, (int)r->tid);
+	char dev[24], op[16];
+	struct pf_arg a[3] = {
+		{ .name = "bytes", .type = PF_ARG_UINT, .u = r->bytes },
+		{ .name = "sector", .type = PF_ARG_UINT, .u = r->sector },
+		{ .name = "dev", .type = PF_ARG_STR, .s = dev },
+	};
+	struct pf_event e = { .ts = r->start_ts, .category = "block", .args = a, .nargs = 3 };
+
+	int lane = 0;
+
+	if (!t || !t->thread_track)
+		return;
+	while (lane < BLOCK_LANES && t->block_track[lane] && t->block_end[lane] > r->start_ts)
+		lane++;
+	if (lane == BLOCK_LANES) {
+		o->counts.block_undrawn++;
+		return;
+	}
+	snprintf(dev, sizeof(dev), "%u:%u", r->dev >> 20, r->dev & 0xfffff);
+	if (r->op < sizeof(ops) / sizeof(ops[0]))
+		e.name = ops[r->op];
+	else
+		snprintf(op, sizeof(op), "op %u", r->op), e.name = op;
+	if (!t->block_track[lane]) {
+		char name[32];
+
+		snprintf(name, sizeof(name), lane ? BLOCK_TRACK " %d" : BLOCK_TRACK, lane + 1);
+		t->block_track[lane] = pf_track_child(o->w, t->thread_track, name);
+	}
+	e.track = t->block_track[lane];
+	pf_slice_begin(o->w, &e);
+	e = (struct pf_event){ .track = t->block_track[lane],
+			       .ts = r->h.ts > r->start_ts ? r->h.ts : r->start_ts };
+	pf_slice_end(o->w, &e);
+	t->block_end[lane] = e.ts;
+	o->counts.block_io++;
+	o->counts.block_bytes += r->bytes;
 }
 
 /* A fault counter under the thread's track, made at its first change. */

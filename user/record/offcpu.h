@@ -35,6 +35,9 @@ struct offcpu_counts {
 	uint64_t preempted;      /* stretches runnable off CPU (preempted) */
 	uint64_t minor, major;   /* page faults of the traced threads since attach */
 	uint64_t no_thread;      /* records of threads past the table's limit */
+	uint64_t block_io;       /* block I/O requests, as slices */
+	uint64_t block_bytes;    /* ... their bytes */
+	uint64_t block_undrawn;  /* requests past a thread's tracks in flight at once */
 };
 
 struct offcpu *offcpu_new(struct pf_writer *w, offcpu_thread_track_fn *track, void *ctx);
@@ -44,6 +47,8 @@ void offcpu_free(struct offcpu *o);
 void offcpu_switch(struct offcpu *o, const struct ptbpf_sched_switch *r);
 /* A traced thread woken: by whom, for its call's slice. */
 void offcpu_waking(struct offcpu *o, const struct ptbpf_sched_waking *r);
+/* A block I/O request a traced thread started, now done: its slice. */
+void offcpu_block(struct offcpu *o, const struct ptbpf_sched_block *r);
 /* A blocking system call, now over: its slice. */
 void offcpu_syscall(struct offcpu *o, const struct ptbpf_sched_syscall *r);
 /* Tracing stopped at ts: calls and faults still blocked end there. */
