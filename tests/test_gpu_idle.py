@@ -7,10 +7,14 @@ that launched the next activity was doing (its "blocked in" and
 the trace here is made by hand (tests/synth_trace.py) in the shape the
 loader writes; tests/gpu checks the same table on real CUDA work."""
 import json
+import os
 import subprocess
 
+import pftrace
 from conftest import PTBPF
 from synth_trace import Synth
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "gpu")
 
 MS = 1_000_000
 T0 = 10 * MS
@@ -70,3 +74,36 @@ def test_gap_split_by_host_and_launching_thread(tmp_path):
     text = subprocess.run([PTBPF, "report", path], capture_output=True, text=True).stdout
     assert "GPU idle gaps" in text and "launching thread: read on a pipe" in text, text
     assert "mostly read on a pipe; woken by loader (tid 102)" in text, text
+
+
+def test_idle_track_in_a_replayed_capture(tmp_path):
+    """A capture with a GPU timeline gets, once written, a "GPU idle" track
+    under each stream: a slice per gap the report finds, named by what it
+    mostly was (the H200 recording, replayed as a capture is written);
+    the trace stays complete and valid, the report and the Kineto export
+    read it as before (the export leaves the track out)."""
+    raw = os.path.join(DATA, "agent_mlp.raw")
+    path = str(tmp_path / "r.pftrace")
+    r = subprocess.run([PTBPF, "replay", raw, "-o", path], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    t = pftrace.Trace(path)
+    assert t.validate() == []
+    idle = {u: d for u, d in t.tracks.items() if d.name == "GPU idle"}
+    assert idle and all(t.tracks[d.parent_uuid].name.startswith("GPU ") for d in idle.values())
+    gaps = [s for s in t.slices if s.track in idle]
+    assert gaps and all(s.category == "gpu_idle" and s.dur >= 10_000 for s in gaps)
+    assert t.attrs["dev.ptbpf.gpu_idle_gaps"] == len(gaps)
+    assert t.attrs["dev.ptbpf.gpu_idle_gaps_not_drawn"] == 0
+    rep = subprocess.run([PTBPF, "report", "--json", path], capture_output=True, text=True)
+    assert rep.returncode == 0, rep.stderr
+    report = json.loads(rep.stdout)
+    assert report["trace_status"]["complete"], report["trace_status"]
+    largest = report["gpu_idle"]["largest"][0]
+    match = [s for s in gaps if s.ts == largest["start_ns"] and s.dur == largest["dur_ns"]]
+    assert len(match) == 1 and match[0].name == largest["mostly"], (largest, match)
+    assert match[0].args["launching_tid"] == largest["launching_tid"]
+    ex = str(tmp_path / "k.json")
+    r = subprocess.run([PTBPF, "export", "-k", ex, path], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    with open(ex) as f:
+        assert not [e for e in json.load(f)["traceEvents"] if e.get("cat") == "gpu_idle"]

@@ -26,6 +26,8 @@
 #include "attach/probes.h"
 #include "attach/sample_probes.h"
 #include "attach/sched_probes.h"
+#include "offline/gap_track.h"
+#include "record/gpu_timeline.h"
 #include "record/route.h"
 #include "record/ops_ring.h"
 #include "record/raw.h"
@@ -363,6 +365,23 @@ static void stop_sources(struct session *s, uint64_t *st, uint64_t *sst)
 	read_op_rings(s, UINT64_MAX);
 }
 
+/* The GPU idle track, appended to a complete trace that has a GPU
+ * timeline (gap_track.h); said in one line. */
+static void idle_track(struct session *s)
+{
+	const struct gpu_timeline_counts *d = s->dec ? gpu_timeline_counts(s->dec->timeline) : NULL;
+	uint64_t t0 = now_ns();
+	long n;
+
+	if (s->opt.no_idle_track || s->out.fd < 0 || !s->out.tmp[0] || !d ||
+	    !(d->kernels + d->memcpys + d->memsets))
+		return;
+	n = gap_track_append(s->out.tmp, s->out.fd);
+	if (n >= 0)
+		log_msg("GPU idle track: %ld gaps of 10 us or more, named by cause (%.0f ms; "
+			"--no-idle-track leaves it out)\n", n, (now_ns() - t0) / 1e6);
+}
+
 int session_finish(struct session *s, int rc)
 {
 	uint64_t st[STAT_MAX] = { 0 }, sst[SCHED_STAT_MAX] = { 0 }, stopped_at = now_ns();
@@ -391,6 +410,8 @@ int session_finish(struct session *s, int rc)
 	if (s->raw && raw_close(s->raw, keep))
 		rc = 1;
 	err = s->w ? pf_writer_close(s->w) : 0;
+	if (!err && s->w && keep)
+		idle_track(s);
 	size = s->out.fd >= 0 && !fstat(s->out.fd, &fst) ? fst.st_size : 0;
 	if (!s->out.tmp[0] || s->out.fd < 0) {
 		/* setup failed before the file was made: nothing to do */

@@ -598,8 +598,9 @@ static void on_slice(struct report *r, struct rd_track *t, const struct rd_frame
 	memory_flush(r, x);
 	if (t->pid < 0) /* not a thread, process or GPU track: a counter */
 		return;
-	if (f->cat == r->cat_syscall || f->cat == r->cat_fault || f->cat == r->cat_sched)
-		return; /* the kernel view: Kineto has no such events */
+	if (f->cat == r->cat_syscall || f->cat == r->cat_fault || f->cat == r->cat_sched ||
+	    f->cat == r->cat_block || f->cat == r->cat_gpu_idle)
+		return; /* the kernel view, ptbpf's analysis: Kineto has no such events */
 	if (f->cat == r->cat_step && !t->thread) {
 		step_slice(r, x, t, f, end);
 		return;

@@ -31,7 +31,8 @@ static void gpu_activity(struct report *r, struct rd_track *t, uint64_t start, u
 {
 	if (r->gaps && t->last_end && start >= t->last_end + RC_GAP_MIN_NS) {
 		if (r->ngaps < RC_MAX_GAPS)
-			steps_add(r->gaps, t->last_end, start, t->name, l ? l->tid : 0);
+			steps_add_key(r->gaps, t->last_end, start, t->name, l ? l->tid : 0,
+				      t->uuid);
 		else
 			r->gaps_skipped++;
 		r->ngaps++;

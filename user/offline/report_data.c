@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lib/c10_device.h"
+#include "lib/log.h"
 #include "offline/merge.h"
 #include "lib/names.h"
 
@@ -23,8 +24,10 @@ static struct rd_track *track_of(struct report *r, uint64_t uuid)
 	struct rd_track *t = rd_keyed(&r->tracks, uuid, (void **)&r->track_v, &r->ntracks,
 				   &r->track_cap, sizeof(*r->track_v), &added);
 
-	if (t && added)
+	if (t && added) {
 		t->name = RD_NONE;
+		t->uuid = uuid;
+	}
 	return t;
 }
 
@@ -714,8 +717,10 @@ int rd_read(struct report *r, struct tr_reader *tr)
 bool rd_init(struct report *r)
 {
 	r->set = str_set_new(1 << 20);
-	if (!r->set)
+	if (!r->set) {
+		log_msg("reading the trace: out of memory\n");
 		return false;
+	}
 	r->arg_base = (uint32_t)r->ns;
 	for (int k = 0; k < A_COUNT; k++)
 		rd_str_id(r, rd_arg_names[k], strlen(rd_arg_names[k]));
@@ -739,7 +744,13 @@ bool rd_init(struct report *r)
 	r->cat_syscall = rd_str_id(r, "syscall", 7);
 	r->cat_fault = rd_str_id(r, "fault", 5);
 	r->cat_sched = rd_str_id(r, "sched", 5);
-	return r->ns == r->arg_base + A_COUNT + 19;
+	r->cat_block = rd_str_id(r, "block", 5); /* also an argument's name (A_BLOCK) */
+	r->cat_gpu_idle = rd_str_id(r, "gpu_idle", 8);
+	if (r->ns != r->arg_base + A_COUNT + 20) { /* a string table that failed */
+		log_msg("reading the trace: out of memory\n");
+		return false;
+	}
+	return true;
 }
 
 void rd_free(struct report *r)

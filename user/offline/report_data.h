@@ -94,6 +94,7 @@ struct rd_track {
 	struct rd_frame *stack;
 	int depth, overflow; /* overflow: begins past the kept depth */
 	bool thread, gpu, process;
+	uint64_t uuid;       /* its descriptor's */
 	int64_t pid, tid;    /* threads; GPU stream tracks: device, stream */
 	int64_t owner_tid;   /* a thread's child track ("blocked in"): the thread; else 0 */
 	uint64_t last_end;   /* GPU stream tracks: the latest end of its activities */
@@ -252,6 +253,7 @@ struct report {
 	 * in, not work of the op around it (its self time keeps them, as
 	 * torch.profiler's does), and not Kineto's. */
 	uint32_t cat_syscall, cat_fault, cat_sched;
+	uint32_t cat_block, cat_gpu_idle; /* block I/O; the GPU idle track (gap_track.c) */
 	/* The kernel view's scheduler bundles (report_causes.c): how many, the
 	 * last switch each CPU had in this pass, the traced threads (tid -> 1),
 	 * and BOOTTIME - the events' clock. */
@@ -268,8 +270,8 @@ struct report {
 	bool has_boot;
 };
 
-/* Sets r up (want_shapes and hooks may be set before or after); false when
- * out of memory. */
+/* Sets r up (want_shapes and hooks may be set before or after); false
+ * (said in one line) when out of memory. */
 bool rd_init(struct report *r);
 void rd_free(struct report *r);
 /* One pass over the trace: 0, or -1 on a read error (printed). With a step

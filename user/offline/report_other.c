@@ -132,8 +132,7 @@ static int gap_by_dur(const void *a, const void *b)
 	return x->dur < y->dur ? 1 : x->dur > y->dur ? -1 : 0;
 }
 
-/* A gap's largest part: a kind, a cause, or unexplained. */
-static const char *gap_main(const struct report *r, const struct step_row *g)
+const char *report_gap_main(const struct report *r, const struct step_row *g)
 {
 	uint64_t best = 0, explained = g->cause_rest;
 	const char *name = "unexplained";
@@ -193,7 +192,7 @@ void report_gaps_text(const struct report *r, const struct step_row *steps, size
 
 		printf("  %10.3f ms at %.6f s on %s: mostly %s%s%s\n", g[i].dur / 1e6,
 		       g[i].start / 1e9, g[i].name != RD_NONE ? rd_str(r, g[i].name) : "a stream",
-		       gap_main(r, &g[i]), by != RD_NONE ? "; woken by " : "",
+		       report_gap_main(r, &g[i]), by != RD_NONE ? "; woken by " : "",
 		       by != RD_NONE ? rd_str(r, by) : "");
 	}
 	free(s.v);
@@ -237,7 +236,7 @@ void report_gaps_json(FILE *o, const struct report *r, const struct step_row *st
 		fprintf(o, ", \"start_ns\": %lu, \"dur_ns\": %lu, \"launching_tid\": %ld, "
 			"\"mostly\": ", (unsigned long)g[i].start, (unsigned long)g[i].dur,
 			(long)g[i].tid);
-		json_str(o, gap_main(r, &g[i]));
+		json_str(o, report_gap_main(r, &g[i]));
 		uint32_t by = rc_woken_by(r, g[i].tid, g[i].start, g[i].start + g[i].dur);
 
 		fputs(", \"woken_by\": ", o);

@@ -175,6 +175,12 @@ static size_t first_step_after(const struct step_table *t, uint64_t x)
 
 void steps_add(struct step_table *t, uint64_t start, uint64_t end, uint32_t name, int64_t tid)
 {
+	steps_add_key(t, start, end, name, tid, 0);
+}
+
+void steps_add_key(struct step_table *t, uint64_t start, uint64_t end, uint32_t name,
+		   int64_t tid, uint64_t key)
+{
 	struct step *s;
 
 	if (t->passes)
@@ -190,7 +196,8 @@ void steps_add(struct step_table *t, uint64_t start, uint64_t end, uint32_t name
 	}
 	s = &t->steps[t->n];
 	*s = (struct step){ .row = { .name = name, .start = start,
-				     .dur = end > start ? end - start : 0, .tid = tid },
+				     .dur = end > start ? end - start : 0, .tid = tid,
+				     .key = key },
 			    .lost = t->dropped || start < t->drop };
 	t->sorted = t->sorted && (!t->n || t->steps[t->n - 1].row.start <= start);
 	t->sorted |= !t->n;

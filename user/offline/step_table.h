@@ -46,6 +46,7 @@ struct step_row {
 	 * enum step_list order, else to Other. */
 	uint64_t brk[STEP_BREAKDOWN];
 	int64_t tid;         /* the thread the step ran on */
+	uint64_t key;        /* the caller's (steps_add_key), else 0 */
 	/* Other, split by the causes given for the step's thread: the largest
 	 * STEP_CAUSES (steps_causes), the others' time summed in cause_rest.
 	 * What they leave of brk[Other] is unexplained. */
@@ -65,6 +66,10 @@ void steps_defer(struct step_table *t);
 void steps_free(struct step_table *t);
 /* A step of thread tid, found in the first pass. */
 void steps_add(struct step_table *t, uint64_t start, uint64_t end, uint32_t name, int64_t tid);
+/* The same, with a key of the caller's kept in the row (the gaps' stream
+ * track). */
+void steps_add_key(struct step_table *t, uint64_t start, uint64_t end, uint32_t name,
+		   int64_t tid, uint64_t key);
 /* An interval of one kind, in every pass. */
 void steps_interval(struct step_table *t, enum step_list kind, uint64_t start, uint64_t end);
 /* An interval of thread tid's time with a cause (name: the caller's

@@ -11,6 +11,8 @@
 
 #include "lib/log.h"
 #include "lib/files.h"
+#include "offline/gap_track.h"
+#include "record/gpu_timeline.h"
 #include "record/route.h"
 #include "record/samples.h"
 #include "trace/perfetto.h"
@@ -204,7 +206,9 @@ int raw_replay(const char *raw_path, const char *out_path, bool force)
 	struct outfile out = { .fd = -1 };
 	struct pf_writer *w = NULL;
 	struct route *r = NULL;
+	const struct gpu_timeline_counts *d;
 	int fd, err = 0, rc = 1;
+	bool gpu = false;
 	FILE *in = NULL;
 
 	fd = infile_open(raw_path, "replay");
@@ -239,6 +243,8 @@ int raw_replay(const char *raw_path, const char *out_path, bool force)
 			(unsigned long)end.offset, (unsigned long)end.items);
 	route_finish(r, 0);
 	pf_clock_snapshot(w);
+	d = gpu_timeline_counts(route_decoders(r)->timeline);
+	gpu = d->kernels + d->memcpys + d->memsets > 0;
 	route_free(r);
 	r = NULL;
 	err = pf_writer_close(w);
@@ -247,8 +253,11 @@ int raw_replay(const char *raw_path, const char *out_path, bool force)
 		outfile_keep_partial(&out);
 		log_msg("replay: writing %s failed: %s (what was written stays "
 			"there)\n", out.tmp, strerror(-err));
-	} else if (!outfile_commit(&out, "replay")) {
-		rc = 0;
+	} else {
+		if (gpu) /* as a capture has it */
+			gap_track_append(out.tmp, out.fd);
+		if (!outfile_commit(&out, "replay"))
+			rc = 0;
 	}
 done:
 	route_free(r);

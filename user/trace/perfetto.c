@@ -70,13 +70,14 @@ static struct pf_writer *open_failed(struct pf_writer *w)
 	return NULL;
 }
 
-struct pf_writer *pf_writer_open(int fd)
+static struct pf_writer *open_seq(int fd, uint32_t seq)
 {
 	struct pf_writer *w = writer_new(fd, false);
 	size_t defaults;
 
 	if (!w)
 		return NULL;
+	w->main_seq.id = seq;
 	/* Starts the sequence; event timestamps default to MONOTONIC from here. */
 	packet_begin(w, SEQ_INCREMENTAL_STATE_CLEARED);
 	pb_uint(&w->pb, F_PKT_FIRST_ON_SEQ, 1);
@@ -86,6 +87,16 @@ struct pf_writer *pf_writer_open(int fd)
 	packet_end(w);
 	pf_clock_snapshot(w);
 	return w->err ? open_failed(w) : w;
+}
+
+struct pf_writer *pf_writer_open(int fd)
+{
+	return open_seq(fd, SEQ_ID);
+}
+
+struct pf_writer *pf_writer_open_appending(int fd)
+{
+	return open_seq(fd, SEQ_MAX + SEQ_ID);
 }
 
 struct pf_writer *pf_writer_open_copy(int fd)
@@ -101,8 +112,8 @@ int pf_writer_close(struct pf_writer *w)
 
 	if (!w)
 		return -EINVAL;
-	if (!w->err) /* the end marker: its own offset */
-		trace_attr(w, PF_END_MARKER_KEY, NULL, (int64_t)w->bytes);
+	if (!w->err) /* the end marker: its own offset in the file */
+		trace_attr(w, PF_END_MARKER_KEY, NULL, (int64_t)(w->base + w->bytes));
 	flush_out(w);
 	err = w->err;
 	seq_tables_free(w);

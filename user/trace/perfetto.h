@@ -71,6 +71,10 @@ enum pf_counter_unit { PF_UNIT_COUNT = 2, PF_UNIT_BYTES = 3 };
  * that fail part way are cut back to a whole packet). Does not take
  * ownership of fd. NULL + errno on error. */
 struct pf_writer *pf_writer_open(int fd);
+/* The same for fd at the end of a whole trace that another writer wrote:
+ * what it writes goes on sequences of its own (ids past that writer's),
+ * and its end marker ends the trace. */
+struct pf_writer *pf_writer_open_appending(int fd);
 /* A writer of packets encoded elsewhere (ptbpf merge): pf_write_packet
  * only, no sequence of its own; pf_writer_close adds the end marker. */
 struct pf_writer *pf_writer_open_copy(int fd);

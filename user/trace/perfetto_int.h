@@ -93,7 +93,8 @@ struct pf_writer {
 	struct intern_table tabs[TAB_COUNT];
 	struct hash_table seqs; /* mix64(track) -> struct seq */
 	uint32_t nseqs;         /* sequence ids given out */
-	struct seq main_seq; /* SEQ_ID */
+	struct seq main_seq; /* SEQ_ID (an appending writer's: past SEQ_MAX); the
+			      * track sequences follow it */
 	/* perfetto_sample.c (NULL until the first sample) */
 	struct sample_seq *samples;
 	/* perfetto_track.c */
@@ -176,7 +177,7 @@ void sample_seq_free(struct pf_writer *w);
 
 static inline void packet_begin(struct pf_writer *w, uint32_t flags)
 {
-	packet_begin_on(w, SEQ_ID, flags);
+	packet_begin_on(w, w->main_seq.id, flags);
 }
 
 /* perfetto_seq.c */

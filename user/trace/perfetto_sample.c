@@ -90,7 +90,7 @@ static struct sample_seq *sample_seq(struct pf_writer *w)
 		return q;
 	if (w->nseqs + SEQ_ID + 1 >= SEQ_MAX || !(q = calloc(1, sizeof(*q))))
 		return NULL;
-	q->id = SEQ_ID + 1 + w->nseqs++;
+	q->id = w->main_seq.id + 1 + w->nseqs++;
 	tables_init(q);
 	return w->samples = q;
 }

@@ -196,7 +196,7 @@ struct seq *seq_for(struct pf_writer *w, uint64_t track, uint64_t ts)
 	if (w->nseqs + SEQ_ID + 1 >= SEQ_MAX || !(q = hash_add(&w->seqs, mix64(track))))
 		return &w->main_seq;
 	q->track = track;
-	q->id = SEQ_ID + 1 + w->nseqs++;
+	q->id = w->main_seq.id + 1 + w->nseqs++;
 	seq_start(w, q, ts);
 	return q;
 }
@@ -210,7 +210,7 @@ struct seq *seq_restart(struct pf_writer *w, struct seq *q, uint64_t ts)
 	if (w->nseqs + SEQ_ID + 1 >= SEQ_MAX)
 		return q;
 	seq_free(q);
-	*q = (struct seq){ .track = q->track, .id = SEQ_ID + 1 + w->nseqs++ };
+	*q = (struct seq){ .track = q->track, .id = w->main_seq.id + 1 + w->nseqs++ };
 	seq_start(w, q, ts);
 	return q;
 }
