@@ -366,16 +366,24 @@ static void stop_sources(struct session *s, uint64_t *st, uint64_t *sst)
 }
 
 /* The GPU idle track, appended to a complete trace that has a GPU
- * timeline (gap_track.h); said in one line. */
+ * timeline (gap_track.h); said in one line. Reading the trace again takes
+ * about 1 s per 20 MB on a small VM: larger traces get none. */
+#define IDLE_TRACK_MAX_BYTES (256 << 20)
 static void idle_track(struct session *s)
 {
 	const struct gpu_timeline_counts *d = s->dec ? gpu_timeline_counts(s->dec->timeline) : NULL;
 	uint64_t t0 = now_ns();
+	struct stat st;
 	long n;
 
 	if (s->opt.no_idle_track || s->out.fd < 0 || !s->out.tmp[0] || !d ||
-	    !(d->kernels + d->memcpys + d->memsets))
+	    !(d->kernels + d->memcpys + d->memsets) || fstat(s->out.fd, &st))
 		return;
+	if (st.st_size > IDLE_TRACK_MAX_BYTES) { /* reading it again would take long */
+		log_msg("no GPU idle track: the trace is over %d MB (`ptbpf report` lists the "
+			"gaps)\n", IDLE_TRACK_MAX_BYTES >> 20);
+		return;
+	}
 	n = gap_track_append(s->out.tmp, s->out.fd);
 	if (n >= 0)
 		log_msg("GPU idle track: %ld gaps of 10 us or more, named by cause (%.0f ms; "
