@@ -47,6 +47,23 @@ def stutter(pid, stop, stopped=0.004, running=0.002):
         time.sleep(running)
 
 
+def stuttered_run(args, stopped=0.004, running=0.002):
+    """ptbpf ARGS, stopped and continued (stutter) until it exits: its
+    exit status and stderr."""
+    tracer = subprocess.Popen([PTBPF] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    stop = threading.Event()
+    th = threading.Thread(target=stutter, args=(tracer.pid, stop, stopped, running))
+    th.start()
+    try:
+        _, err = tracer.communicate(timeout=120)
+    finally:
+        stop.set()
+        th.join()
+        if tracer.poll() is None:
+            os.kill(tracer.pid, signal.SIGCONT)
+    return tracer.returncode, err.decode(errors="replace")
+
+
 def agent_mapped(pid):
     with open("/proc/%d/maps" % pid) as f:
         return "libptbpf-agent.so" in f.read()
@@ -60,20 +77,8 @@ def test_lost_readback_is_answered_by_the_agent(tmp_path):
         try:
             target.wait_line("ready")
             out = str(tmp_path / ("t%d.pftrace" % i))
-            tracer = subprocess.Popen([PTBPF, "-v", "-p", str(target.p.pid), "-d", "1", "-o", out],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            stop = threading.Event()
-            th = threading.Thread(target=stutter, args=(tracer.pid, stop))
-            th.start()
-            try:
-                _, err = tracer.communicate(timeout=120)
-            finally:
-                stop.set()
-                th.join()
-                if tracer.poll() is None:
-                    os.kill(tracer.pid, signal.SIGCONT)
-            err = err.decode(errors="replace")
-            assert tracer.returncode == 0, err
+            rc, err = stuttered_run(["-v", "-p", str(target.p.pid), "-d", "1", "-o", out])
+            assert rc == 0, err
             readback_lost += "its control block says so" in err
             # Only what happened: the agent was loaded and gave the ops.
             assert "cannot load the agent" not in err, err
@@ -107,21 +112,10 @@ def test_job_control_during_load_is_not_a_failure(tmp_path):
         target.wait_line("ready")
         for i in range(6):
             out = str(tmp_path / ("t%d.pftrace" % i))
-            tracer = subprocess.Popen([PTBPF, "-p", str(target.p.pid), "-d", "1", "--no-agent",
-                                       "-o", out], stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.PIPE)
-            stop = threading.Event()
-            th = threading.Thread(target=stutter, args=(tracer.pid, stop, 0.002, 0.001))
-            th.start()
-            try:
-                _, err = tracer.communicate(timeout=120)
-            finally:
-                stop.set()
-                th.join()
-                if tracer.poll() is None:
-                    os.kill(tracer.pid, signal.SIGCONT)
-            if tracer.returncode != 0:
-                failures.append(err.decode(errors="replace")[-400:])
+            rc, err = stuttered_run(["-p", str(target.p.pid), "-d", "1", "--no-agent", "-o", out],
+                                    0.002, 0.001)
+            if rc != 0:
+                failures.append(err[-400:])
             else:
                 t = pftrace.Trace(out)
                 assert t.validate() == []
