@@ -451,8 +451,12 @@ int BPF_PROG(on_block_start, struct request *rq)
 	struct block_start b = {};
 	__u64 key = (__u64)rq;
 
-	if (!is_traced(t->tgid))
+	if (!is_traced(t->tgid)) {
+		/* A request freed without block_io_done (merged into another,
+		 * or not accounted) may come back at this address: not ours. */
+		bpf_map_delete_elem(&block_rqs, &key);
 		return 0;
+	}
 	b.ts = bpf_ktime_get_ns();
 	b.tid = t->pid;
 	b.tgid = t->tgid;

@@ -96,9 +96,11 @@ struct sched_probes *sched_probes_new(uint32_t ring_bytes, char *err, size_t err
 		return NULL;
 	}
 	p->skel = open_skel(ring_bytes, true, true, &e);
-	if (!p->skel && (p->skel = open_skel(ring_bytes, true, false, &e)))
+	/* Without a tracepoint an older kernel lacks; not for EAGAIN, which
+	 * went on for 10 s (probes_load_again) and would again. */
+	if (!p->skel && e != -EAGAIN && (p->skel = open_skel(ring_bytes, true, false, &e)))
 		snprintf(p->missing, sizeof(p->missing), "block_io_start");
-	if (!p->skel && (p->skel = open_skel(ring_bytes, false, false, &e)))
+	if (!p->skel && e != -EAGAIN && (p->skel = open_skel(ring_bytes, false, false, &e)))
 		snprintf(p->missing, sizeof(p->missing), "page_fault_user, block_io_start");
 	if (!p->skel) {
 		snprintf(err, errlen, "loading its BPF programs failed: %s (run with -v for the "
@@ -139,6 +141,24 @@ int sched_probes_procs_fd(const struct sched_probes *p)
 int sched_probes_ring_fd(const struct sched_probes *p)
 {
 	return bpf_map__fd(p->skel->maps.sched_events);
+}
+
+uint64_t sched_probes_block_in_flight(const struct sched_probes *p)
+{
+	uint64_t key, next, n = 0;
+	const struct bpf_map *m;
+	void *prev = NULL;
+
+	if (!p)
+		return 0;
+	m = p->skel->maps.block_rqs;
+	while (n < bpf_map__max_entries(m) &&
+	       !bpf_map__get_next_key(m, prev, &next, sizeof(next))) {
+		key = next;
+		prev = &key;
+		n++;
+	}
+	return n;
 }
 
 const char *sched_probes_missing(const struct sched_probes *p)

@@ -37,6 +37,9 @@ const char *sched_probes_missing(const struct sched_probes *p);
 void sched_probes_detach(struct sched_probes *p);
 /* The programs' counters summed over CPUs (enum ptbpf_sched_stat). */
 void sched_probes_stats(const struct sched_probes *p, uint64_t out[SCHED_STAT_MAX]);
+/* Block I/O requests of the traced processes started and not done (at the
+ * end: never drawn, so counted). */
+uint64_t sched_probes_block_in_flight(const struct sched_probes *p);
 /* Runs the kernel skipped because another of the program's runs was
  * active on that CPU (a wakeup from an interrupt inside a wakeup): lost
  * before any record was made. */

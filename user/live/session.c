@@ -177,6 +177,7 @@ int session_setup_bpf(struct session *s)
 		uint64_t again_fleet = 0;
 
 		do {
+			e = 0;
 			fleet_bpf__destroy(s->find.fleet);
 			s->find.fleet = fleet_bpf__open();
 			if (s->find.fleet) {
@@ -250,9 +251,14 @@ static void setup_sched(struct session *s)
 		s->sched = NULL;
 		return;
 	}
-	if (sched_probes_missing(s->sched)[0])
-		log_warn("no %s tracepoint: page faults threads block in are not named\n",
-			 sched_probes_missing(s->sched));
+	const char *m = sched_probes_missing(s->sched);
+	bool faults = strstr(m, "page_fault"), block = strstr(m, "block_io");
+
+	if (m[0])
+		log_warn("no %s tracepoint: %s%s%s\n", m,
+			 faults ? "page faults threads block in are not named" : "",
+			 faults && block ? "; " : "",
+			 block ? "no block I/O tracks (kernels 6.5+ have them)" : "");
 }
 
 /* CPU samples: a perf event per CPU, its records in the BPF ring. Without
@@ -366,9 +372,7 @@ static void stop_sources(struct session *s, uint64_t *st, uint64_t *sst)
 }
 
 /* The GPU idle track, appended to a complete trace that has a GPU
- * timeline (gap_track.h); said in one line. Reading the trace again takes
- * about 1 s per 20 MB on a small VM: larger traces get none. */
-#define IDLE_TRACK_MAX_BYTES (256 << 20)
+ * timeline (gap_track.h); said in one line. */
 static void idle_track(struct session *s)
 {
 	const struct gpu_timeline_counts *d = s->dec ? gpu_timeline_counts(s->dec->timeline) : NULL;
@@ -379,11 +383,9 @@ static void idle_track(struct session *s)
 	if (s->opt.no_idle_track || s->out.fd < 0 || !s->out.tmp[0] || !d ||
 	    !(d->kernels + d->memcpys + d->memsets) || fstat(s->out.fd, &st))
 		return;
-	if (st.st_size > IDLE_TRACK_MAX_BYTES) { /* reading it again would take long */
-		log_msg("no GPU idle track: the trace is over %d MB (`ptbpf report` lists the "
-			"gaps)\n", IDLE_TRACK_MAX_BYTES >> 20);
-		return;
-	}
+	if (st.st_size > 16 << 20) /* a second or more: say what it waits for */
+		log_msg("GPU idle track: reading the %.0f MB trace again (--no-idle-track "
+			"leaves it out)\n", st.st_size / 1e6);
 	n = gap_track_append(s->out.tmp, s->out.fd);
 	if (n >= 0)
 		log_msg("GPU idle track: %ld gaps of 10 us or more, named by cause (%.0f ms; "

@@ -315,13 +315,16 @@ void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 		"(%lu still blocked at the end), blocked in page faults %lu, preempted "
 		"%lu; page faults of the traced threads: minor %lu, major %lu; block I/O requests "
 		"%lu (%.1f MB; not drawn: %lu past a thread's 8 at once, %lu past the in-flight "
-		"table)\n",
+		"table, %lu still in flight at the end)%s\n",
 		(unsigned long)c->switches,
 		(unsigned long)c->replayed, (unsigned long)c->untimed, (unsigned long)c->wakings,
 		(unsigned long)o->syscalls, (unsigned long)o->unfinished, (unsigned long)o->faults,
 		(unsigned long)o->preempted, (unsigned long)o->minor,
 		(unsigned long)o->major, (unsigned long)o->block_io, o->block_bytes / 1e6,
-		(unsigned long)o->block_undrawn, (unsigned long)sst[SCHED_BLOCK_UNTRACKED]);
+		(unsigned long)o->block_undrawn, (unsigned long)sst[SCHED_BLOCK_UNTRACKED],
+		(unsigned long)sched_probes_block_in_flight(s->sched),
+		strstr(sched_probes_missing(s->sched), "block_io") ? " (not traced: no tracepoint)" :
+		"");
 	log_msg("kernel view ring: sent %lu = received %lu + lost %lu (switches %lu, wakeups %lu, "
 		"system calls %lu, block I/O %lu)%s; runs the kernel skipped (nested) %lu; threads without "
 		"state %lu; CPU bundles %lu, %lu marked as after a loss; malformed %lu%s%s\n",
@@ -361,6 +364,7 @@ void summary_write_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 		{ "dev.ptbpf.block_io_requests", o->block_io },
 		{ "dev.ptbpf.block_io_bytes", o->block_bytes },
 		{ "dev.ptbpf.block_io_undrawn", o->block_undrawn },
+		{ "dev.ptbpf.block_io_in_flight_at_end", sched_probes_block_in_flight(s->sched) },
 	};
 
 	for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++)

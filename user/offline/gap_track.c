@@ -107,7 +107,16 @@ long gap_track_append(const char *path, int fd)
 	long written = -1, past = 0;
 	off_t size = lseek(fd, 0, SEEK_END);
 
-	if (size < 0 || report_read(&r, path, &opt, &tr))
+	if (size < 0) {
+		log_warn("no GPU idle track: %s\n", strerror(errno));
+		goto out;
+	}
+	if (size > GAP_TRACK_MAX_BYTES) {
+		log_msg("no GPU idle track: the trace is over %d MB (`ptbpf report` lists the "
+			"gaps)\n", GAP_TRACK_MAX_BYTES >> 20);
+		goto out;
+	}
+	if (report_read(&r, path, &opt, &tr))
 		goto out;
 	g = r.gaps ? steps_rows(r.gaps, &n) : NULL;
 	if (!n) {

@@ -9,6 +9,10 @@
 
 #include <stddef.h>
 
+/* Reading a trace again takes about 1 s per 20 MB on a small VM: a larger
+ * one gets no track. */
+#define GAP_TRACK_MAX_BYTES (256 << 20)
+
 /* Reads the complete trace at path (fd: it, open for writing) and appends
  * the gaps' tracks to it, with an end marker of their own. The number of
  * gaps written, or -1 with one line printed; on failure the file is as it

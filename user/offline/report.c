@@ -427,11 +427,15 @@ int report_read(struct report *r, const char *path, const struct report_opts *op
 	*tr = tr_open(path, "report");
 	if (!*tr || !rd_init(r) ||
 	    !(r->steps = steps_new(budget ? strtoul(budget, NULL, 10) : REPORT_INTERVALS)) ||
-	    !(r->gaps = steps_new(budget ? strtoul(budget, NULL, 10) : REPORT_INTERVALS)))
+	    !(r->gaps = steps_new(budget ? strtoul(budget, NULL, 10) : REPORT_INTERVALS))) {
+		if (*tr && r->set)
+			log_msg("report: out of memory\n");
 		return -1;
+	}
 	steps_defer(r->gaps); /* GPU traces only: one more pass */
 	if (rd_read(r, *tr) < 0)
 		return -1;
+	rc_wakes_sort(r);
 	tr_warn_if_cut(*tr, "report");
 	return 0;
 }

@@ -107,18 +107,37 @@ static void wake(struct report *r, const struct rd_track *t, const struct rd_fra
 						  .name = rd_str_id(r, buf, strlen(buf)) };
 }
 
+static int by_tid_ts(const void *a, const void *b)
+{
+	const struct rc_wake *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+void rc_wakes_sort(struct report *r)
+{
+	if (r->nwakes)
+		qsort(r->wakes, r->nwakes, sizeof(*r->wakes), by_tid_ts);
+}
+
 uint32_t rc_woken_by(const struct report *r, int64_t tid, uint64_t from, uint64_t to)
 {
-	uint64_t best = 0;
-	uint32_t name = RD_NONE;
+	size_t lo = 0, hi = r->nwakes; /* the first wake after (tid, to) */
 
-	for (size_t i = 0; i < r->nwakes; i++) {
-		const struct rc_wake *w = &r->wakes[i];
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct rc_wake *w = &r->wakes[mid];
 
-		if (w->tid == tid && w->ts >= from && w->ts <= to && w->ts >= best)
-			best = w->ts, name = w->name;
+		if (w->tid < tid || (w->tid == tid && w->ts <= to))
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return name;
+	if (lo && r->wakes[lo - 1].tid == tid && r->wakes[lo - 1].ts >= from)
+		return r->wakes[lo - 1].name;
+	return RD_NONE;
 }
 
 static void blocked(struct report *r, const struct rd_track *t, const struct rd_frame *f,

@@ -44,6 +44,8 @@ struct rc_wake {
 };
 #define RC_MAX_WAKES 1000000
 
+/* Sorts the wakeups (once the trace is read): rc_woken_by needs it. */
+void rc_wakes_sort(struct report *r);
 /* Who woke thread tid last in [from, to]: the name's string id, or RD_NONE. */
 uint32_t rc_woken_by(const struct report *r, int64_t tid, uint64_t from, uint64_t to);
 

@@ -147,7 +147,7 @@ const char *report_gap_main(const struct report *r, const struct step_row *g)
 		if (cs[c].ns > best)
 			best = cs[c].ns, name = rd_str(r, cs[c].name);
 	}
-	if (g->brk[STEP_BREAKDOWN - 1] - explained > best)
+	if (g->brk[STEP_BREAKDOWN - 1] > explained && g->brk[STEP_BREAKDOWN - 1] - explained > best)
 		name = "unexplained";
 	return name;
 }

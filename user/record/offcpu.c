@@ -10,8 +10,8 @@
  * A call's slice says who woke the thread, from its last wakeup inside
  * the call, where that is known: BPF sees the task current on the waking
  * CPU and not whether an interrupt ran on it, so the task is named (from
- * /proc, once per task) only for calls that tasks end (a futex, a pipe, an
- * eventfd); a sleep is ended by a timer, and a wakeup while the CPU was
+ * /proc, once per task) only for calls that tasks end (a futex, a pipe; an
+ * eventfd may be signalled from an interrupt); a sleep is ended by a timer, and a wakeup while the CPU was
  * idle by an interrupt. Other calls (a socket, a device, a file) say
  * nothing of it.
  *
@@ -221,7 +221,7 @@ static int call_args(struct offcpu *o, int pid, int32_t nr, const uint64_t arg[2
 /* The name of the task that woke t. */
 static const char *waker_name(struct offcpu *o, const struct thread *t)
 {
-	uint64_t key = hash_u64((uint64_t)t->waker_tid + 1);
+	uint64_t key = hash_pair((uint64_t)t->waker_pid + 1, t->waker_tid); /* a tid comes back */
 	struct waker *k;
 	static struct waker tmp;
 	char path[64];
@@ -265,8 +265,7 @@ static int woken_by(struct offcpu *o, const struct thread *t, int32_t nr, const 
 {
 	char name[32];
 	const char *call = syscall_name(nr, name, sizeof(name));
-	bool by_task = !strcmp(call, "futex") || (file && (!strncmp(file, "pipe:", 5) ||
-							    !strcmp(file, "anon_inode:[eventfd]")));
+	bool by_task = !strcmp(call, "futex") || (file && !strncmp(file, "pipe:", 5));
 
 	bool signal = ret == -EINTR || (ret <= -ERESTARTSYS_ && ret >= -ERESTARTSYS_ - 4);
 
