@@ -30,6 +30,7 @@
 #include "fleet/daemon.h"
 #include "fleet/metrics.h"
 #include "offline/export.h"
+#include "offline/gap_track.h"
 #include "offline/merge.h"
 #include "offline/report.h"
 #include "record/raw.h"
@@ -238,12 +239,17 @@ static int cmd_merge(int argc, char **argv)
 	return rc;
 }
 
+static void idle_track(const char *path, int fd)
+{
+	gap_track_append(path, fd);
+}
+
 static int cmd_replay(int argc, char **argv)
 {
 	struct inputs_args a;
 	int rc = cli_parse_replay(argc, argv, &a);
 
-	return rc ? rc : raw_replay(a.inputs[0], a.out, a.force);
+	return rc ? rc : raw_replay(a.inputs[0], a.out, a.force, idle_track);
 }
 
 /* argv[1] names the command; any other first word is the live capture's

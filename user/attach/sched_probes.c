@@ -18,7 +18,7 @@
 
 #include "sched.skel.h"
 
-#define MAX_PROGS 8
+#define MAX_PROGS 16
 
 struct sched_probes {
 	struct sched_bpf *skel;

@@ -11,7 +11,6 @@
 
 #include "lib/log.h"
 #include "lib/files.h"
-#include "offline/gap_track.h"
 #include "record/gpu_timeline.h"
 #include "record/route.h"
 #include "record/samples.h"
@@ -199,7 +198,8 @@ static int check_magic(FILE *in, const char *path)
 	return 0;
 }
 
-int raw_replay(const char *raw_path, const char *out_path, bool force)
+int raw_replay(const char *raw_path, const char *out_path, bool force,
+	       void (*on_gpu_trace)(const char *path, int fd))
 {
 	struct op_table ops = { 0 };
 	struct replay_end end = { 0 };
@@ -254,8 +254,8 @@ int raw_replay(const char *raw_path, const char *out_path, bool force)
 		log_msg("replay: writing %s failed: %s (what was written stays "
 			"there)\n", out.tmp, strerror(-err));
 	} else {
-		if (gpu) /* as a capture has it */
-			gap_track_append(out.tmp, out.fd);
+		if (gpu && on_gpu_trace) /* as a capture has it */
+			on_gpu_trace(out.tmp, out.fd);
 		if (!outfile_commit(&out, "replay"))
 			rc = 0;
 	}

@@ -39,7 +39,9 @@ int raw_close(struct raw_writer *r, bool keep);
 
 /* Re-makes a trace from a capture: 0, or 1 with one line printed. A
  * capture cut short (its ptbpf was killed) is replayed up to the cut, with
- * a warning. */
-int raw_replay(const char *raw_path, const char *out_path, bool force);
+ * a warning. A trace with a GPU timeline is handed to on_gpu_trace (if
+ * given) once written, before it takes its name: the GPU idle track. */
+int raw_replay(const char *raw_path, const char *out_path, bool force,
+	       void (*on_gpu_trace)(const char *path, int fd));
 
 #endif /* PTBPF_RAW_H */
