@@ -239,17 +239,12 @@ static int cmd_merge(int argc, char **argv)
 	return rc;
 }
 
-static void idle_track(const char *path, int fd)
-{
-	gap_track_append(path, fd);
-}
-
 static int cmd_replay(int argc, char **argv)
 {
 	struct inputs_args a;
 	int rc = cli_parse_replay(argc, argv, &a);
 
-	return rc ? rc : raw_replay(a.inputs[0], a.out, a.force, idle_track);
+	return rc ? rc : raw_replay(a.inputs[0], a.out, a.force, gap_track_append);
 }
 
 /* argv[1] names the command; any other first word is the live capture's

@@ -50,7 +50,6 @@ static void gap_slice(struct pf_writer *w, const struct report *r, const struct 
 	};
 	struct pf_arg a[STEP_BREAKDOWN + 4];
 	uint32_t by = rc_woken_by(r, g->tid, g->start, g->start + g->dur);
-	uint64_t explained = g->cause_rest;
 	char causes[512];
 	int n = 0;
 
@@ -68,11 +67,8 @@ static void gap_slice(struct pf_writer *w, const struct report *r, const struct 
 	if (by != RD_NONE)
 		a[n++] = (struct pf_arg){ .name = "woken_by", .type = PF_ARG_STR,
 					  .s = rd_str(r, by) };
-	for (int c = 0; c < g->ncause; c++)
-		explained += steps_causes(r->gaps, g)[c].ns;
 	a[n++] = (struct pf_arg){ .name = "unexplained_ns", .type = PF_ARG_UINT,
-				  .u = g->brk[STEP_BREAKDOWN - 1] > explained ?
-				       g->brk[STEP_BREAKDOWN - 1] - explained : 0 };
+				  .u = report_gap_unexplained(r, g) };
 	struct pf_event e = { .track = track, .ts = g->start, .category = "gpu_idle",
 			      .name = report_gap_main(r, g), .args = a, .nargs = n };
 

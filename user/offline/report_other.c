@@ -132,22 +132,29 @@ static int gap_by_dur(const void *a, const void *b)
 	return x->dur < y->dur ? 1 : x->dur > y->dur ? -1 : 0;
 }
 
+uint64_t report_gap_unexplained(const struct report *r, const struct step_row *g)
+{
+	const struct step_cause *cs = steps_causes(r->gaps, g);
+	uint64_t explained = g->cause_rest, other = g->brk[STEP_BREAKDOWN - 1];
+
+	for (int c = 0; c < g->ncause; c++)
+		explained += cs[c].ns;
+	return other > explained ? other - explained : 0;
+}
+
 const char *report_gap_main(const struct report *r, const struct step_row *g)
 {
-	uint64_t best = 0, explained = g->cause_rest;
+	const struct step_cause *cs = steps_causes(r->gaps, g);
+	uint64_t best = 0;
 	const char *name = "unexplained";
 
 	for (int k = 0; k < STEP_BREAKDOWN - 1; k++)
 		if (g->brk[k] > best)
 			best = g->brk[k], name = gap_kinds[k];
-	const struct step_cause *cs = steps_causes(r->gaps, g);
-
-	for (int c = 0; c < g->ncause; c++) {
-		explained += cs[c].ns;
+	for (int c = 0; c < g->ncause; c++)
 		if (cs[c].ns > best)
 			best = cs[c].ns, name = rd_str(r, cs[c].name);
-	}
-	if (g->brk[STEP_BREAKDOWN - 1] > explained && g->brk[STEP_BREAKDOWN - 1] - explained > best)
+	if (report_gap_unexplained(r, g) > best)
 		name = "unexplained";
 	return name;
 }
@@ -206,6 +213,7 @@ void report_gaps_json(FILE *o, const struct report *r, const struct step_row *st
 	struct step_row *g = gaps_in_steps(r, steps, nsteps, &n);
 	struct rc_totals s = { 0 };
 	uint64_t kinds[STEP_BREAKDOWN] = { 0 };
+	uint32_t by;
 
 	if (g && n && !rc_sum(r, r->gaps, g, n, &s))
 		n = 0;
@@ -237,8 +245,7 @@ void report_gaps_json(FILE *o, const struct report *r, const struct step_row *st
 			"\"mostly\": ", (unsigned long)g[i].start, (unsigned long)g[i].dur,
 			(long)g[i].tid);
 		json_str(o, report_gap_main(r, &g[i]));
-		uint32_t by = rc_woken_by(r, g[i].tid, g[i].start, g[i].start + g[i].dur);
-
+		by = rc_woken_by(r, g[i].tid, g[i].start, g[i].start + g[i].dur);
 		fputs(", \"woken_by\": ", o);
 		if (by != RD_NONE)
 			json_str(o, rd_str(r, by));

@@ -22,6 +22,8 @@ void report_other_json(FILE *o, const struct report *r, const struct step_row *r
  * covered them, the launching thread's causes, the largest gaps. */
 void report_gaps_text(const struct report *r, const struct step_row *steps, size_t nsteps,
 		      int top);
+/* The part of a gap's Other its launching thread's causes leave. */
+uint64_t report_gap_unexplained(const struct report *r, const struct step_row *g);
 /* A gap's largest part: a kind, a cause, or "unexplained". */
 const char *report_gap_main(const struct report *r, const struct step_row *g);
 /* `, "gpu_idle": {...}` */

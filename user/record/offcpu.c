@@ -10,10 +10,10 @@
  * A call's slice says who woke the thread, from its last wakeup inside
  * the call, where that is known: BPF sees the task current on the waking
  * CPU and not whether an interrupt ran on it, so the task is named (from
- * /proc, once per task) only for calls that tasks end (a futex, a pipe; an
- * eventfd may be signalled from an interrupt); a sleep is ended by a timer, and a wakeup while the CPU was
- * idle by an interrupt. Other calls (a socket, a device, a file) say
- * nothing of it.
+ * /proc, once per task) only for calls that tasks end (a futex, a pipe);
+ * a sleep is ended by a timer, and a wakeup while the CPU was idle by an
+ * interrupt. Other calls (a socket, a device, a file, an eventfd, which an
+ * interrupt may signal) say nothing of it.
  *
  * A file descriptor is named without a system call where its inode says
  * enough (a pipe, a socket), else from /proc/PID/fd (a device such as
@@ -188,19 +188,21 @@ static bool is_gil(struct offcpu *o, int pid, uint64_t addr)
 
 /* The call's arguments as the slice shows them: the file descriptor and
  * what it is, the futex's address and operation (and "lock": "GIL" for
- * the GIL's), or the first argument. */
+ * the GIL's), or the first argument; *file: what the descriptor is, or
+ * NULL. */
 static int call_args(struct offcpu *o, int pid, int32_t nr, const uint64_t arg[2],
-		     uint64_t ino, uint32_t mode, struct pf_arg *a)
+		     uint64_t ino, uint32_t mode, struct pf_arg *a, const char **file)
 {
 	char name[32];
 	int n = 0;
 
+	*file = NULL;
 	switch (syscall_arg0(nr)) {
 	case SYSCALL_ARG_FD:
 		a[n++] = (struct pf_arg){ .name = "fd", .type = PF_ARG_INT, .i = (int64_t)arg[0] };
 		if (ino)
 			a[n++] = (struct pf_arg){ .name = "file", .type = PF_ARG_STR,
-						  .s = fd_name(o, pid, arg[0], ino, mode) };
+						  .s = *file = fd_name(o, pid, arg[0], ino, mode) };
 		break;
 	case SYSCALL_ARG_ADDR:
 		a[n++] = (struct pf_arg){ .name = "addr", .type = PF_ARG_PTR, .ptr = arg[0] };
@@ -266,7 +268,6 @@ static int woken_by(struct offcpu *o, const struct thread *t, int32_t nr, const 
 	char name[32];
 	const char *call = syscall_name(nr, name, sizeof(name));
 	bool by_task = !strcmp(call, "futex") || (file && !strncmp(file, "pipe:", 5));
-
 	bool signal = ret == -EINTR || (ret <= -ERESTARTSYS_ && ret >= -ERESTARTSYS_ - 4);
 
 	if (signal || ret == -ETIMEDOUT || !strcmp(call, "clock_nanosleep") ||
@@ -314,24 +315,19 @@ void offcpu_syscall(struct offcpu *o, const struct ptbpf_sched_syscall *r)
 {
 	struct thread *t = thread_of(o, (int)r->tgid, (int)r->tid);
 	struct pf_arg a[8];
+	const char *file;
 	int n;
 
 	if (!t || !t->thread_track)
 		return;
 	if (t->call.open && t->call.enter_ts <= r->enter_ts)
 		t->call.open = false;
-	n = call_args(o, t->pid, r->nr, r->arg, r->ino, r->mode, a);
+	n = call_args(o, t->pid, r->nr, r->arg, r->ino, r->mode, a, &file);
 	a[n++] = (struct pf_arg){ .name = "off_cpu_ns", .type = PF_ARG_UINT, .u = r->off_cpu_ns };
 	a[n++] = (struct pf_arg){ .name = "blocked", .type = PF_ARG_UINT, .u = r->switches };
 	a[n++] = (struct pf_arg){ .name = "ret", .type = PF_ARG_INT, .i = r->ret };
-	if (t->wake_ts >= r->enter_ts && t->wake_ts <= r->h.ts) {
-		const char *file = NULL;
-
-		for (int i = 0; i < n; i++)
-			if (!strcmp(a[i].name, "file"))
-				file = a[i].s;
+	if (t->wake_ts >= r->enter_ts && t->wake_ts <= r->h.ts)
 		n += woken_by(o, t, r->nr, file, r->ret, a + n);
-	}
 	call_slice(o, t, r->nr, r->enter_ts, r->h.ts, a, n);
 	o->counts.syscalls++;
 }
@@ -353,7 +349,6 @@ void offcpu_block(struct offcpu *o, const struct ptbpf_sched_block *r)
 		{ .name = "dev", .type = PF_ARG_STR, .s = dev },
 	};
 	struct pf_event e = { .ts = r->start_ts, .category = "block", .args = a, .nargs = 3 };
-
 	int lane = 0;
 
 	if (!t || !t->thread_track)
@@ -365,10 +360,12 @@ void offcpu_block(struct offcpu *o, const struct ptbpf_sched_block *r)
 		return;
 	}
 	snprintf(dev, sizeof(dev), "%u:%u", r->dev >> 20, r->dev & 0xfffff);
-	if (r->op < sizeof(ops) / sizeof(ops[0]))
+	if (r->op < sizeof(ops) / sizeof(ops[0])) {
 		e.name = ops[r->op];
-	else
-		snprintf(op, sizeof(op), "op %u", r->op), e.name = op;
+	} else {
+		snprintf(op, sizeof(op), "op %u", r->op);
+		e.name = op;
+	}
 	if (!t->block_track[lane]) {
 		char name[32];
 
@@ -507,6 +504,7 @@ void offcpu_finish(struct offcpu *o, uint64_t ts)
 
 	for (uint32_t i = 0; (t = hash_next(&o->threads, &i));) {
 		struct pf_arg a[4];
+		const char *file;
 		int n;
 
 		if (!t->thread_track)
@@ -517,7 +515,7 @@ void offcpu_finish(struct offcpu *o, uint64_t ts)
 			preempt_slice(o, t, ts);
 		if (!t->call.open || t->call.enter_ts > ts)
 			continue;
-		n = call_args(o, t->pid, t->call.nr, t->call.arg, 0, 0, a);
+		n = call_args(o, t->pid, t->call.nr, t->call.arg, 0, 0, a, &file);
 		a[n++] = (struct pf_arg){ .name = "unfinished", .type = PF_ARG_BOOL, .b = true };
 		call_slice(o, t, t->call.nr, t->call.enter_ts, ts, a, n);
 		t->call.open = false;

@@ -199,7 +199,7 @@ static int check_magic(FILE *in, const char *path)
 }
 
 int raw_replay(const char *raw_path, const char *out_path, bool force,
-	       void (*on_gpu_trace)(const char *path, int fd))
+	       long (*on_gpu_trace)(const char *path, int fd))
 {
 	struct op_table ops = { 0 };
 	struct replay_end end = { 0 };

@@ -42,6 +42,6 @@ int raw_close(struct raw_writer *r, bool keep);
  * a warning. A trace with a GPU timeline is handed to on_gpu_trace (if
  * given) once written, before it takes its name: the GPU idle track. */
 int raw_replay(const char *raw_path, const char *out_path, bool force,
-	       void (*on_gpu_trace)(const char *path, int fd));
+	       long (*on_gpu_trace)(const char *path, int fd));
 
 #endif /* PTBPF_RAW_H */
