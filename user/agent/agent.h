@@ -178,6 +178,11 @@ void cupti_unload(void);
  * PTBPF_AGENT_VERSIONS, PTBPF_AGENT_DEVICE): false if CUDA is not
  * initialised yet (ask again later), true once told (or nothing to tell). */
 bool cuda_props_send(uint32_t cupti_version);
+/* The job's cudaRuntimeGetVersion, looked up (not under cupti_lock), then
+ * called once, under cupti_lock while the agent holds the activity API, so
+ * that no job profiler session records it. */
+void cuda_runtime_find(void);
+void cuda_runtime_read_locked(void);
 /* Set around the agent's own CUDA runtime calls: not the job's. */
 extern __thread bool agent_own_cuda_call __attribute__((tls_model("initial-exec")));
 

@@ -8,7 +8,11 @@
  * Nothing here initialises CUDA: in a process that has not called cuInit
  * (cuDeviceGetCount says CUDA_ERROR_NOT_INITIALIZED) the agent asks again
  * at its next tick. The agent's own runtime call (cudaRuntimeGetVersion)
- * is marked so that its CUPTI callback does not record it as the job's.
+ * is marked so that its CUPTI callback does not record it as the job's,
+ * and it is made only while the agent holds CUPTI's activity API, under
+ * cupti_lock (cupti.c): a job's torch.profiler session records every
+ * runtime call of the process, and one of ptbpf's would be in it (seen in
+ * the soak as an extra cudaRuntimeGetVersion in 12 of ~500 sessions).
  */
 #define _GNU_SOURCE
 #include "agent.h"
@@ -69,30 +73,38 @@ static void send_device(const struct driver *drv, int ordinal)
 	agent_report(PTBPF_AGENT_DEVICE, (uint64_t)ordinal, "%s", msg);
 }
 
-/* The CUDA runtime the job loaded (torch's), if it is visible. */
-static int runtime_version(void)
+static int (*runtime_get_version)(int *);
+static int runtime_version; /* 0 until read */
+
+/* The CUDA runtime the job loaded (torch's), if it is visible. Outside
+ * cupti_lock: dlopen takes the loader's lock, which a job thread may hold
+ * while it calls into CUPTI. */
+void cuda_runtime_find(void)
 {
 	static const char *const libs[] = { "libcudart.so.13", "libcudart.so.12", "libcudart.so" };
-	int (*fn)(int *) = NULL;
-	int v = 0;
 
-	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]) && !fn; i++) {
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]) && !runtime_get_version; i++) {
 		void *h = dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD);
 
 		if (h) {
-			fn = (int (*)(int *))dlsym(h, "cudaRuntimeGetVersion");
+			runtime_get_version = (int (*)(int *))dlsym(h, "cudaRuntimeGetVersion");
 			dlclose(h); /* the job keeps it loaded */
 		}
 	}
-	if (!fn)
-		fn = (int (*)(int *))dlsym(RTLD_DEFAULT, "cudaRuntimeGetVersion");
-	if (fn) {
-		agent_own_cuda_call = true;
-		if (fn(&v))
-			v = 0;
-		agent_own_cuda_call = false;
-	}
-	return v;
+	if (!runtime_get_version)
+		runtime_get_version = (int (*)(int *))dlsym(RTLD_DEFAULT, "cudaRuntimeGetVersion");
+}
+
+void cuda_runtime_read_locked(void)
+{
+	int v = 0;
+
+	if (runtime_version || !runtime_get_version)
+		return;
+	agent_own_cuda_call = true;
+	if (!runtime_get_version(&v))
+		runtime_version = v;
+	agent_own_cuda_call = false;
 }
 
 bool cuda_props_send(uint32_t cupti_version)
@@ -123,7 +135,7 @@ bool cuda_props_send(uint32_t cupti_version)
 	drv.version(&driver);
 	agent_report(PTBPF_AGENT_VERSIONS, 0,
 		     "cuda versions: cupti_version=%u cuda_runtime_version=%d cuda_driver_version=%d",
-		     cupti_version, runtime_version(), driver);
+		     cupti_version, runtime_version, driver);
 	for (int i = 0; i < n; i++)
 		send_device(&drv, i);
 	dlclose(h);

@@ -263,6 +263,8 @@ void cupti_tick(int64_t now)
 	uint64_t calls = atomic_load(&job_calls);
 	int o;
 
+	if (!props_sent)
+		cuda_runtime_find();
 	pthread_mutex_lock(&cupti_lock);
 	if (!on) {
 		pthread_mutex_unlock(&cupti_lock);
@@ -298,7 +300,12 @@ void cupti_tick(int64_t now)
 	}
 	if (on)
 		rehook_locked(now);
+	o = atomic_load(&activity_owner);
+	if (on && o == OWN_US)
+		cuda_runtime_read_locked();
 	pthread_mutex_unlock(&cupti_lock);
-	if (!props_sent)
+	/* Once it is known who has the activity API (the runtime's version
+	 * is read only if the agent has it). */
+	if (!props_sent && o != OWN_NONE)
 		props_sent = cuda_props_send(cupti_version());
 }
