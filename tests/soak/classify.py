@@ -24,7 +24,7 @@ ORDINARY = re.compile(
     r"^ptbpf: (BPF programs loaded|writing |pid \d+: (agent|attach)|tracing pid|events by kind|"
     r"BPF ring:|agent op rings:|slices |top ops|loader peak RSS|wrote |daemon: |--all: |"
     r"GPU |CUPTI|no exec tracepoint|interrupted during attach|pid \d+ is already traced|"
-    r"\d+ events/s)|^  |^libbpf: ")
+    r"\d+ events/s|kernel view|stop: |CPU samples)|^  |^libbpf: ")
 P = r"^ptbpf: (?:warning: )?"
 TRACING = re.compile(P + r"tracing pid (\d+) \(([^)]*)\): (.*)")
 CANNOT_LOAD = re.compile(P + r"pid (\d+): cannot load the agent: (.*)")

@@ -29,9 +29,14 @@ class DaemonRun:
     """One daemon process, its windows (each with its own lines), and what
     the soak did to it."""
 
-    def __init__(self, fleet, out_dir):
+    def __init__(self, fleet, out_dir, group):
         o = fleet.o
         self.fleet, self.action, self.rc = fleet, None, None
+        self.group = group
+        self.jobs = [j for j in fleet.jobs if j.group == group]
+        with fleet.lock:
+            self.number = len(fleet.daemons) + 1
+            fleet.daemons.append(self)
         self.head, self.windows = [], []
         self.lock = threading.Lock()
         # Windows alone: the always-on step signal keeps an agent in every
@@ -40,6 +45,8 @@ class DaemonRun:
         argv = [o.ptbpf, "daemon", "--out-dir", out_dir, "--every", o.every, "--window",
                 o.window, "--budget", o.budget, "--max-bytes", o.max_bytes, "--ops", o.ops, "-v",
                 "--no-step-signal"]
+        if o.daemons > 1:
+            argv += ["--match-env", "PTBPF_SOAK_GROUP=%d" % group]
         self.tr = Tracer(argv, on_line=self.on_line)
 
     def on_line(self, t, text):
@@ -66,14 +73,15 @@ class DaemonRun:
     def between_windows(self, n):
         """Right after a window's end, before the next one can load BPF: no
         agent in any job, and a sample of each job's footprint."""
-        jobs = [j for j in self.fleet.jobs if j.alive()]
+        jobs = [j for j in self.jobs if j.alive()]
         mapped = [j.name for j in jobs if probes.agent_mapped(j.pid)]
         states = {j.name: probes.steady_state(j.pid) for j in jobs}
         with self.lock:
             if len(self.windows) != n:  # the next window began meanwhile
                 return
         bw = self.fleet.between_windows
-        bw["checked"] += 1
+        with self.fleet.lock:
+            bw["checked"] += 1
         # Another user's ptbpf (--all, a daemon) may trace a job now.
         foreign = {name: probes.foreign_tracer(j.pid, [self.tr.p.pid]) for j in jobs
                    for name in [j.name] if name in mapped}
@@ -216,31 +224,44 @@ def drive_one(fleet, run, rng, deadline):
     if run.rc is None:
         run.tr.signal(signal.SIGKILL)
         run.tr.wait(timeout=60)
-    with open(os.path.join(fleet.work, "daemon-run%d.log" % len(fleet.daemons)), "w") as f:
+    with open(os.path.join(fleet.work, "daemon-run%d.log" % run.number), "w") as f:
         f.write("".join("%9.3f %s\n" % (t, text) for t, text in run.tr.lines))
 
 
 def run_daemon(fleet):
+    """--daemons daemons at once, each over its group of jobs, each
+    restarted after a kill until the windows written (by all) are enough."""
     o = fleet.o
-    out_dir = os.path.join(fleet.work, "daemon")
-    rng = random.Random(o.seed * 31 + 7)
     deadline = time.monotonic() + o.max_seconds
     fleet.daemon_t0 = time.monotonic()
+    groups = sorted({j.group for j in fleet.jobs})
+    threads = [threading.Thread(target=daemon_loop, args=(fleet, g, deadline)) for g in groups]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    judge(fleet)
+
+
+def daemon_loop(fleet, group, deadline):
+    o = fleet.o
+    out_dir = os.path.join(fleet.work, "daemon" if o.daemons == 1 else "daemon%d" % group)
+    rng = random.Random(o.seed * 31 + 7 + group)
     while True:
-        run = DaemonRun(fleet, out_dir)
-        fleet.daemons.append(run)
+        run = DaemonRun(fleet, out_dir, group)
         drive_one(fleet, run, rng, deadline)
-        print("daemon run %d: exit %s after %s; %d windows written in all" % (
-            len(fleet.daemons), run.rc, run.action, written(fleet)), flush=True)
+        print("daemon run %d (jobs %s): exit %s after %s; %d windows written in all" % (
+            run.number, ",".join(j.name for j in run.jobs), run.rc, run.action, written(fleet)),
+            flush=True)
         if run.action == "final" or written(fleet) >= o.windows or time.monotonic() > deadline:
             break
         time.sleep(rng.uniform(0, 1.0))
-    judge(fleet)
 
 
 def judge(fleet):
     """Every window and daemon run judged, once all are over."""
     pids = [j.pid for j in fleet.jobs]
+    fleet.daemons.sort(key=lambda r: r.number)
     deleted = {m.group(1) for r in fleet.daemons for w in r.windows for _, t in w["lines"]
                for m in [DELETED.match(t)] if m}
     every = fleet.o.validate_every
@@ -249,8 +270,8 @@ def judge(fleet):
         run.outcome = run_outcome(run)
         run.false = list(run.tr.dead_refusals)
         for w in run.windows:
-            rec = window_record(w, run, pids)
-            rec["run"] = i
+            rec = window_record(w, run, [j.pid for j in run.jobs])
+            rec["run"], rec["group"] = i, run.group
             rec["false"] = classify.false_messages(w["lines"], None, pids, deleted)
             # "traced": true where the window was stopped before it attached.
             none = classify.lines_say(w["lines"], "no PyTorch process in this window") or (

@@ -26,6 +26,7 @@ line per differing epoch or session, and at the end "verdict {json}".
 import argparse
 import collections
 import ctypes
+import faulthandler
 import gc
 import hashlib
 import json
@@ -47,6 +48,13 @@ BOOKKEEPING = ("Activity Buffer Request", "Iteration Start: PyTorch Profiler",
 # runs in, and the device synchronization Kineto itself does at the end:
 # their counts are timing, not work.
 ONDEMAND_RACY = ("Optimizer.step#", "cudaDeviceSynchronize")
+# A DDP job over NCCL: ProcessGroupNCCL's watchdog thread polls each
+# collective's end event (cudaEventQuery, with the stream-capture checks
+# around it), so how many of these fall inside a trace is timing, not work
+# (2026-11-27, H100 x2, no ptbpf: cudaEventQuery 0..45 per trace, and
+# cudaEventRecordWithFlags 6 -> 11 in 2 of 20 sessions).
+NCCL_POLLING = ("cudaEventQuery", "cudaThreadExchangeStreamCaptureMode", "cudaStreamIsCapturing",
+                "cudaEventRecordWithFlags")
 ONDEMAND_CATS = {"cpu_op", "user_annotation", "kernel", "gpu_memcpy", "gpu_memset",
                  "cuda_runtime", "cuda_driver", "gpu_user_annotation"}
 
@@ -179,9 +187,12 @@ class Graphs(Mlp):
 
 
 def ddp_job(args, device):
+    import datetime
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
-    dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    # A rank whose peer died ends after 60 s instead of NCCL's 10 minutes.
+    dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
+                            timeout=datetime.timedelta(seconds=60))
     ids = [device.index] if device.type == "cuda" else None
     return Mlp(args, device, wrap=lambda m: DDP(m, device_ids=ids))
 
@@ -193,7 +204,7 @@ def event_counts(prof):
     c = collections.Counter()
     for e in prof.profiler.kineto_results.events():
         name = e.name()
-        if name.startswith(BOOKKEEPING):
+        if name.startswith(BOOKKEEPING) or (ARGS.kind == "ddp" and name in NCCL_POLLING):
             continue
         if e.device_type() != torch.autograd.DeviceType.CPU:
             c["gpu:" + name] += 1
@@ -261,9 +272,12 @@ class ProfilerSessions:
         """Kineto keeps only GPU work that ended before the trace's end (and
         began after its start): a kernel still running at a step boundary
         would be in or out by timing alone. The job waits for its GPU work
-        at each boundary, so every session records the same steps."""
+        at each boundary, and then 2 ms more (the GPU's timestamps are
+        converted to the host's clock, a few microseconds off), so every
+        session records the same steps."""
         if self.job.device.type == "cuda":
             torch.cuda.synchronize()
+            time.sleep(0.002)
         p.step()
 
     def close(self):
@@ -312,13 +326,19 @@ class OnDemandSessions:
         deadline = time.time() + 120
         while time.time() < deadline:
             # A pause before each step while a trace may be open: Kineto ends
-            # it on another thread, which must be done before the next step.
-            check(self.job.epoch(before_step=lambda: time.sleep(0.03)))
+            # it on another thread, which must be done before the next step;
+            # and the GPU's work done first, as ProfilerSessions.step says.
+            check(self.job.epoch(before_step=self._between_steps))
             trace = self._trace_file(base)
             if trace:
                 return [self._counts(trace)]
         raise RuntimeError("no on-demand trace %s*.json within 120 s (config %s)" % (
             base, "taken" if self.dyno.taken() else "never polled"))
+
+    def _between_steps(self):
+        if self.job.device.type == "cuda":
+            torch.cuda.synchronize()
+        time.sleep(0.03)
 
     @staticmethod
     def _trace_file(base):
@@ -442,6 +462,9 @@ def build(args):
 
 
 def main():
+    # A fatal signal prints where each thread was to the job's stderr,
+    # which the soak shows when a job dies.
+    faulthandler.enable(all_threads=True)
     args = ARGS
     job, device, rank = build(args)
     verdict = Verdict(args.kind, rank)

@@ -13,9 +13,11 @@ any harm, difference, false message, unexplained run or accumulation.
       $PTBPF_TEST_PYTHON tests/soak/soak.py --mode cycles --cycles 1000
 """
 import argparse
+import faulthandler
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -58,6 +60,9 @@ def options(argv=None):
       "SIGKILL, SIGINT (once or twice) or SIGSTOP+SIGCONT at a random moment")
     a("--windows", type=int, default=20, help="daemon windows to write")
     a("--every", default="2s")
+    a("--daemons", type=int, default=1, help="daemons at once, each owning its share of the "
+      "jobs through --match-env PTBPF_SOAK_GROUP=K (a job's ranks together), as a host that "
+      "several jobs share runs one daemon per job")
     a("--window", default="1s")
     a("--budget", default="2", help="the daemon's --budget")
     a("--max-bytes", default="1G", help="the daemon's --max-bytes")
@@ -112,11 +117,18 @@ def environment(o):
     return env
 
 
+def exit_text(rc):
+    if rc is not None and rc < 0:
+        return "killed by %s" % signal.Signals(-rc).name
+    return "exit %s" % rc
+
+
 class Job:
     """One job process (a DDP rank is one), read line by line."""
 
     def __init__(self, name, argv, cue, env):
         self.name, self.cue = name, cue
+        self.group = int(env.get("PTBPF_SOAK_GROUP", "0"))
         os.makedirs(cue, exist_ok=True)
         self.err = open(os.path.join(cue, "stderr"), "w")
         self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.err,
@@ -141,6 +153,15 @@ class Job:
                     self.control = text
                 print("[%s %d] %s" % (self.name, self.pid, text[:400]), flush=True)
         self.ready.set()
+        # Said at once, with the time: a job that dies mid-soak (a DDP rank's
+        # peer then waits in its collective) is the finding to look at.
+        rc = self.p.wait()
+        self.died_at = None if os.path.exists(os.path.join(self.cue, "end")) else time.time()
+        if self.died_at:
+            print("[%s %d] DIED at %s: %s; its stderr ends: %s" % (
+                self.name, self.pid, time.strftime("%H:%M:%S"), exit_text(rc),
+                open(os.path.join(self.cue, "stderr"), errors="replace").read()[-1500:]),
+                flush=True)
 
     def after_clean(self, key, state):
         """The job's footprint after a clean detach (or between windows):
@@ -192,10 +213,11 @@ def start_jobs(o, env, work):
         name = kind + ("%d" % seen[kind] if seen[kind] > 1 else "")
         if kind == "graphs" and o.device != "cuda":
             sys.exit("graphs needs CUDA")
+        group = dict(PTBPF_SOAK_GROUP=str(i % o.daemons))
         if kind != "ddp":
             cue = os.path.join(work, "jobs", name)
             jobs.append(Job(name, job_argv(o, kind, o.device, o.seed + i, cue), cue,
-                            dict(os.environ)))
+                            dict(os.environ, **group)))
             continue
         # NCCL on cuda:0 and cuda:1; with fewer GPUs, gloo on the CPU.
         nccl = o.device == "cuda" and env["gpus"] >= 2
@@ -204,7 +226,7 @@ def start_jobs(o, env, work):
             rname = "%s.r%d%s" % (name, rank, "" if nccl else ".gloo")
             cue = os.path.join(work, "jobs", rname)
             e = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2",
-                     MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+                     MASTER_ADDR="127.0.0.1", MASTER_PORT=port, **group)
             jobs.append(Job(rname, job_argv(o, kind, "cuda" if nccl else "cpu", o.seed + i, cue),
                             cue, e))
     for j in jobs:
@@ -224,6 +246,10 @@ def measure(o, jobs, label):
         j.cue_file("pause", True)
     deadline = time.time() + 300
     while time.time() < deadline and not all(j.quiet() or not j.alive() for j in live):
+        # A rank whose peer died waits in its collective until NCCL's
+        # timeout (jobs.py sets 60 s) ends it: no longer than that.
+        if any(not j.alive() for j in jobs):
+            deadline = min(deadline, time.time() + 90)
         time.sleep(0.1)
     # Another user's ptbpf (--all, a daemon) may be tracing a job: wait for
     # it to leave (two minutes at most), or say so.
@@ -258,12 +284,14 @@ def settle_host(o, jobs, base, end):
         time.sleep(1)
         end["host"] = probes.host_state(o.ptbpf)
     end["settle_s"] = round(time.time() - t0)
+    print("host settled in %d s" % end["settle_s"], flush=True)
 
 
 def end_jobs(jobs):
     for j in jobs:
         j.cue_file("end", True)
-    deadline = time.time() + 600
+    t0 = time.time()
+    deadline = t0 + 600
     for j in jobs:
         try:
             j.p.wait(timeout=max(1, deadline - time.time()))
@@ -271,6 +299,8 @@ def end_jobs(jobs):
             j.p.kill()
             j.p.wait()
             j.killed_at_end = True
+    print("jobs ended in %.1f s%s" % (time.time() - t0, "".join(
+        "; %s killed" % j.name for j in jobs if getattr(j, "killed_at_end", False))), flush=True)
     time.sleep(0.5)  # the readers take the verdict lines
 
 
@@ -300,6 +330,8 @@ def soak(o, env, work):
 
 
 def main(argv=None):
+    # SIGUSR1 (e.g. from `timeout -s USR1`): where every thread is, then on.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     o = options(argv)
     if not os.path.exists(o.ptbpf):
         sys.exit("%s is missing: run `make all` first" % o.ptbpf)
