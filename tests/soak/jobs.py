@@ -40,9 +40,13 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Kineto's bookkeeping in a trace, not events of the job: their number
-# follows buffer sizes and timing, not the work.
+# follows buffer sizes and timing, not the work. "Buffer Flush" and
+# "Resource" are CUPTI's own overhead records (CUPTI_ACTIVITY_KIND_OVERHEAD):
+# CUPTI creating its resources, which any CUPTI user, ptbpf's agent
+# included, can start (once in ~500 sessions on the H100s).
 BOOKKEEPING = ("Activity Buffer Request", "Iteration Start: PyTorch Profiler",
-               "Record Window End", "Trace", "overhead", "Buffer Flush", "PyTorch Profiler")
+               "Record Window End", "Trace", "overhead", "Buffer Flush", "Resource",
+               "PyTorch Profiler")
 # Kineto ends an on-demand trace on a thread of its own (the step hook
 # starts that), racing the end of the optimizer step region that the hook
 # runs in, and the device synchronization Kineto itself does at the end:
