@@ -33,6 +33,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -467,8 +468,10 @@ def build(args):
 
 def main():
     # A fatal signal prints where each thread was to the job's stderr,
-    # which the soak shows when a job dies.
+    # which the soak shows when a job dies; so does SIGUSR1 (`timeout -s
+    # USR1` signals the soak's whole process group), and the job goes on.
     faulthandler.enable(all_threads=True)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     args = ARGS
     job, device, rank = build(args)
     verdict = Verdict(args.kind, rank)
