@@ -20,7 +20,7 @@ MS = 1_000_000
 T0 = 10 * MS
 
 
-def gap_trace(path):
+def gap_trace(path, step=True):
     """One step (10 ms) of thread 101; stream 7 runs kernels at 1-2 ms and
     at 6-7 ms, the second launched at 5 ms. In the gap (2-6 ms) the
     thread blocks 2.2 ms in read on a pipe, is preempted 0.3 ms, runs an
@@ -46,7 +46,8 @@ def gap_trace(path):
               {"correlation": 5}, flows=[77])
     s.end(thread, T0 + 5 * MS + 10_000)
     s.slice(s7, T0 + 6 * MS, MS, "k2", "kernel", {"correlation": 5}, term=[77])
-    s.slice(steps, T0, 10 * MS, "ProfilerStep#1", "step", {"tid": 101})
+    if step:
+        s.slice(steps, T0, 10 * MS, "ProfilerStep#1", "step", {"tid": 101})
     s.write(path)
 
 
@@ -74,6 +75,21 @@ def test_gap_split_by_host_and_launching_thread(tmp_path):
     text = subprocess.run([PTBPF, "report", path], capture_output=True, text=True).stdout
     assert "GPU idle gaps" in text and "launching thread: read on a pipe" in text, text
     assert "mostly read on a pipe; woken by loader (tid 102)" in text, text
+
+
+def test_gaps_without_a_step(tmp_path):
+    """GPU idle gaps and no whole step (a daemon window cut before its first
+    step ended): no gap is in a step, and both reports say so. (The JSON
+    report once walked the gaps' count over a list it never made, and
+    crashed: SIGSEGV on a cut window of the H100 soak.)"""
+    path = str(tmp_path / "g.pftrace")
+    gap_trace(path, step=False)
+    r = subprocess.run([PTBPF, "report", "--json", path], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    idle = json.loads(r.stdout)["gpu_idle"]
+    assert idle["gaps"] == 0 and idle["idle_ns"] == 0 and idle["largest"] == [], idle
+    r = subprocess.run([PTBPF, "report", path], capture_output=True, text=True)
+    assert r.returncode == 0 and "GPU idle gaps" not in r.stdout, r.stderr
 
 
 def test_idle_track_in_a_replayed_capture(tmp_path):

@@ -102,7 +102,9 @@ static const char *const gap_kinds[STEP_BREAKDOWN - 1] = {
 	"a CUDA API call (any thread)", "DataLoader (any thread)", "host ops (any thread)",
 };
 
-/* The gaps that overlap a step, largest first; NULL if none (or no memory). */
+/* The gaps that overlap a step, largest first; NULL and *n 0 if none (or
+ * no memory). A trace with gaps and no step (one cut before its first
+ * step ended) has none: *n must not stay the count of all gaps. */
 static struct step_row *gaps_in_steps(const struct report *r, const struct step_row *steps,
 				      size_t nsteps, size_t *n)
 {
@@ -110,8 +112,10 @@ static struct step_row *gaps_in_steps(const struct report *r, const struct step_
 	struct step_row *v;
 	size_t k = 0, j = 0;
 
-	if (!g || !*n || !nsteps || !(v = malloc(*n * sizeof(*v))))
+	if (!g || !*n || !nsteps || !(v = malloc(*n * sizeof(*v)))) {
+		*n = 0;
 		return NULL;
+	}
 	for (size_t i = 0; i < *n; i++) { /* both by start */
 		while (j < nsteps && steps[j].start + steps[j].dur <= g[i].start)
 			j++;
