@@ -34,9 +34,6 @@ class DaemonRun:
         self.fleet, self.action, self.rc = fleet, None, None
         self.group = group
         self.jobs = [j for j in fleet.jobs if j.group == group]
-        with fleet.lock:
-            self.number = len(fleet.daemons) + 1
-            fleet.daemons.append(self)
         self.head, self.windows = [], []
         self.lock = threading.Lock()
         # Windows alone: the always-on step signal keeps an agent in every
@@ -48,6 +45,9 @@ class DaemonRun:
         if o.daemons > 1:
             argv += ["--match-env", "PTBPF_SOAK_GROUP=%d" % group]
         self.tr = Tracer(argv, on_line=self.on_line)
+        with fleet.lock:  # judged from here on
+            self.number = len(fleet.daemons) + 1
+            fleet.daemons.append(self)
 
     def on_line(self, t, text):
         m = WINDOW.match(text)

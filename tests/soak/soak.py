@@ -338,6 +338,14 @@ def main(argv=None):
     env = environment(o)
     work = os.path.abspath(o.work or tempfile.mkdtemp(prefix="ptbpf-soak-", dir="/tmp"))
     os.makedirs(work, exist_ok=True)
+    # The soak tests one build: its own copy of ptbpf and of the agent
+    # beside it (where ptbpf looks for it), so a rebuild meanwhile changes
+    # nothing here.
+    own = os.path.join(work, "bin")
+    os.makedirs(own, exist_ok=True)
+    for name in ("ptbpf", "libptbpf-agent.so"):
+        shutil.copy2(os.path.join(os.path.dirname(o.ptbpf), name), own)
+    o.ptbpf = os.path.join(own, "ptbpf")
     print("soak: %s, torch %s, %s (%s), ptbpf %s, modes %s, work %s" % (
         env["host"], env["torch"], o.device, ", ".join(env["names"]) or "no GPU", env["ptbpf"],
         "+".join(o.modes), work), flush=True)
