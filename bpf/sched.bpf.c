@@ -88,7 +88,8 @@ struct thread_state {
 	__s32 sys_nr;
 	__u32 switches;   /* blocking switches inside the current call */
 	__u8 in_sys;
-	__u8 pad[7];
+	__u8 entered;     /* it entered a system call since tracing began */
+	__u8 pad[6];
 };
 
 struct {
@@ -371,6 +372,7 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 	if (!is_traced(t->tgid) || !(st = thread_of(t, true)))
 		return 0;
 	st->in_sys = 1;
+	st->entered = 1;
 	st->sys_nr = id;
 	st->sys_enter_ts = bpf_ktime_get_ns();
 	st->sys_arg[0] = regs->di;
@@ -406,8 +408,30 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	struct ptbpf_sched_syscall *r;
 	struct thread_state *st;
 
-	if (!is_traced(t->tgid) || !(st = thread_of(t, false)) || !st->in_sys)
+	if (!is_traced(t->tgid) || !(st = thread_of(t, true)))
 		return 0;
+	if (!st->in_sys) {
+		/* The end of a call the thread was in when tracing began (once
+		 * per thread): enter_ts 0, the loader knows when it began. */
+		if (st->entered)
+			return 0;
+		st->entered = 1;
+		r = reserve(sizeof(*r), SCHED_DROP_SYSCALL);
+		if (!r)
+			return 0;
+		__builtin_memset(r, 0, sizeof(*r));
+		hdr_fill(&r->h, NULL, bpf_ktime_get_ns(), SCHED_REC_SYSCALL);
+		r->tid = t->pid;
+		r->tgid = t->tgid;
+		r->nr = regs->orig_ax;
+		r->ret = ret;
+		r->arg[0] = regs->di;
+		r->arg[1] = regs->si;
+		if (regs->di < (1u << 20))
+			fd_file(t, regs->di, r);
+		submit(r);
+		return 0;
+	}
 	st->in_sys = 0;
 	if (!st->switches)
 		return 0;

@@ -89,7 +89,9 @@ struct ptbpf_sched_waking {
 
 /* A system call of a traced thread that went off CPU (blocked) at least
  * once. h.ts is its exit. For a first argument that is an open file
- * descriptor of the thread, what the file is (ino 0: not one). */
+ * descriptor of the thread, what the file is (ino 0: not one). enter_ts 0:
+ * the call a thread was in when tracing began, now over (sent once per
+ * thread, blocked or not; switches and off_cpu_ns are not known). */
 struct ptbpf_sched_syscall {
 	struct ptbpf_sched_hdr h;
 	u32_t tid, tgid;

@@ -34,6 +34,7 @@ class Traced:
         target = Proc([PYTHON, OFFCPU, "--go", go] + list(args))
         try:
             line, _ = target.wait_line("ready")
+            self.ready = line
             m = re.match(r"ready tid (\d+) hog (\S+)", line)
             self.tid = int(m.group(1))
             self.hog = int(m.group(2)) if m.group(2) != "None" else None
@@ -305,6 +306,34 @@ def ptbpf_offcpu(trace, t0, t1):
         out[tid] = sum(b.start - a.end for a, b in zip(runs, runs[1:])
                        if a.end is not None and a.end >= t0 and b.start <= t1)
     return out
+
+
+def test_calls_blocked_since_before_tracing(tmp_path):
+    """Threads blocked in a call when ptbpf attaches (a hung rank's are, all
+    of them): each gets the call's slice from the attach, named and with
+    its file, ending when the call returns or, still blocked, at the end.
+    The workload's "held" thread reads a pipe from before "ready" until
+    half the steps ran; "stuck" reads another until the process exits (the
+    exit ends the call: -ERESTARTSYS, woken by "a signal")."""
+    run = Traced(tmp_path, ["--steps", str(STEPS), "--ms", str(MS), "--held"])
+    tids = dict(re.findall(r"(held|stuck) (\d+)", run.ready))
+    held = [s for s in blocked_slices(run.trace, int(tids["held"])) if s.name == "read"]
+    assert len(held) == 1, held
+    h = held[0]
+    assert h.args.get("begun_before_tracing") and h.args["file"].startswith("pipe:"), h.args
+    assert h.ts < run.t0, (h.ts, run.t0)  # from the attach, before the go
+    end = h.ts + h.dur
+    assert 0 <= end - run.spent["held_released"] < 200_000_000, (end, run.spent)
+    assert not h.args.get("unfinished"), h.args
+    stuck = [s for s in blocked_slices(run.trace, int(tids["stuck"])) if s.name == "read"]
+    assert len(stuck) == 1, stuck
+    s = stuck[0]
+    assert s.args.get("begun_before_tracing"), s.args
+    assert s.args.get("unfinished") or s.args["ret"] == -512, s.args
+    assert s.args["file"].startswith("pipe:") and s.ts < run.t0, s.args
+    assert s.ts + s.dur >= run.spent["end"], (s.ts + s.dur, run.spent["end"])
+    assert run.trace.attrs["dev.ptbpf.sched_blocked_before_tracing"] >= 2
+    assert "blocked since before tracing" in run.err
 
 
 def test_offcpu_matches_bcc(tmp_path):

@@ -134,6 +134,23 @@ class Sleepy(torch.utils.data.Dataset):
         return torch.zeros(4)
 
 
+def hold(name):
+    """A thread blocked in a read of a pipe until it is written: (its tid,
+    the pipe's write end)."""
+    r, w = os.pipe()
+    tids = []
+    started = threading.Event()
+
+    def run():
+        tids.append(threading.get_native_id())
+        started.set()
+        os.read(r, 1)
+    threading.Thread(target=run, name=name, daemon=True).start()
+    started.wait()
+    time.sleep(0.05)  # in its read
+    return tids[0], w
+
+
 def timed(fn):
     t0 = time.monotonic_ns()
     fn()
@@ -150,6 +167,8 @@ def main():
     ap.add_argument("--gil-ms", type=int, default=0)
     ap.add_argument("--loader-ms", type=int, default=0)
     ap.add_argument("--workers", type=int, default=0)
+    ap.add_argument("--held", action="store_true", help="two threads blocked in a pipe read "
+                    "from before 'ready': 'held' is let go after half the steps, 'stuck' never")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--go", required=True)
     a = ap.parse_args()
@@ -167,14 +186,22 @@ def main():
     if a.loader_ms:
         batches = iter(torch.utils.data.DataLoader(Sleepy(a.loader_ms), batch_size=1,
                                                    num_workers=a.workers))
-    print("ready tid %d hog %s" % (threading.get_native_id(), hog_pid), flush=True)
+    held = {}
+    if a.held:
+        for name in ("held", "stuck"):
+            held[name] = hold(name)
+    print("ready tid %d hog %s%s" % (threading.get_native_id(), hog_pid, "".join(
+        " %s %d" % (k, v[0]) for k, v in held.items())), flush=True)
     while not os.path.exists(a.go):
         time.sleep(0.01)
     spent = {"pipe": 0, "sleep": 0, "futex": 0, "hog": 0, "hog_cpu": 0, "fault": 0, "major": 0,
              "gil": 0, "loader": 0}
     major = a.go + ".data"
     r, w = os.pipe()
-    for _ in range(a.steps):
+    for step in range(a.steps):
+        if held and step == a.steps // 2:
+            spent["held_released"] = time.monotonic_ns()
+            os.write(held["held"][1], b"x")
         opt.zero_grad()
         nn.functional.cross_entropy(model(x), y).backward()
         opt.step()

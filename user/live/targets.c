@@ -28,6 +28,7 @@
 #include "attach/probes.h"
 #include "fleet/select.h"
 #include "attach/sample_probes.h"
+#include "record/sched.h"
 #include "attach/sched_probes.h"
 #include "record/route.h"
 #include "record/gpu_timeline.h"
@@ -387,6 +388,8 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	s->traced = true;
 	if (sched_probes_watch(s->sched, pid, true))
 		log_warn("pid %d: no thread states (the kernel view could not take it)\n", pid);
+	else if (s->schedv) /* the calls its threads are blocked in already */
+		sched_view_started(s->schedv, pid, now_ns());
 	if (sample_probes_watch(s->samples, pid, true))
 		log_warn("pid %d: no CPU samples (the sampler could not take it)\n", pid);
 	else if (s->samples)

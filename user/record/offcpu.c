@@ -23,7 +23,9 @@
 #define _GNU_SOURCE
 #include "record/offcpu.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +54,7 @@ struct blocked_call { /* a system call seen blocking, not yet over */
 	uint64_t arg[2];
 	int32_t nr;
 	bool open;
+	bool before; /* found blocked in it as tracing began; enter_ts is then */
 };
 
 struct thread {
@@ -318,18 +321,81 @@ void offcpu_syscall(struct offcpu *o, const struct ptbpf_sched_syscall *r)
 	const char *file;
 	int n;
 
+	uint64_t from = r->enter_ts;
+	bool before = !from;
+
 	if (!t || !t->thread_track)
 		return;
-	if (t->call.open && t->call.enter_ts <= r->enter_ts)
+	if (before) { /* the call it was in as tracing began: drawn if it was blocked */
+		if (!t->call.open || !t->call.before || t->call.nr != r->nr)
+			return;
+		from = t->call.enter_ts;
+	}
+	if (t->call.open && t->call.enter_ts <= from)
 		t->call.open = false;
 	n = call_args(o, t->pid, r->nr, r->arg, r->ino, r->mode, a, &file);
-	a[n++] = (struct pf_arg){ .name = "off_cpu_ns", .type = PF_ARG_UINT, .u = r->off_cpu_ns };
-	a[n++] = (struct pf_arg){ .name = "blocked", .type = PF_ARG_UINT, .u = r->switches };
+	if (before) {
+		a[n++] = (struct pf_arg){ .name = "begun_before_tracing", .type = PF_ARG_BOOL,
+					  .b = true };
+	} else {
+		a[n++] = (struct pf_arg){ .name = "off_cpu_ns", .type = PF_ARG_UINT,
+					  .u = r->off_cpu_ns };
+		a[n++] = (struct pf_arg){ .name = "blocked", .type = PF_ARG_UINT,
+					  .u = r->switches };
+	}
 	a[n++] = (struct pf_arg){ .name = "ret", .type = PF_ARG_INT, .i = r->ret };
-	if (t->wake_ts >= r->enter_ts && t->wake_ts <= r->h.ts)
+	if (t->wake_ts >= from && t->wake_ts <= r->h.ts)
 		n += woken_by(o, t, r->nr, file, r->ret, a + n);
-	call_slice(o, t, r->nr, r->enter_ts, r->h.ts, a, n);
+	call_slice(o, t, r->nr, from, r->h.ts, a, n);
 	o->counts.syscalls++;
+}
+
+/* One thread's state and system call from /proc: true if it is blocked
+ * (S or D) in call *nr with those first two arguments. */
+static bool blocked_in(int pid, int tid, int32_t *nr, uint64_t arg[2])
+{
+	char path[64], buf[512], *p;
+	long long n;
+	FILE *f;
+	bool ok;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	if (!(f = fopen(path, "r")))
+		return false;
+	ok = fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) && p[1] == ' ' &&
+	     (p[2] == 'S' || p[2] == 'D');
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
+	if (!ok || !(f = fopen(path, "r")))
+		return false;
+	/* "NR ARG1 ... ARG6 SP PC", "-1 SP PC" (not in a call), "running" */
+	ok = fscanf(f, "%lld %" SCNx64 " %" SCNx64, &n, &arg[0], &arg[1]) == 3 && n >= 0;
+	fclose(f);
+	*nr = (int32_t)n;
+	return ok;
+}
+
+void offcpu_started(struct offcpu *o, int pid, uint64_t ts)
+{
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	if (!(dir = opendir(path)))
+		return;
+	while ((d = readdir(dir))) {
+		int tid = atoi(d->d_name);
+		struct blocked_call c = { .enter_ts = ts, .open = true, .before = true };
+		struct thread *t;
+
+		if (tid <= 0 || !blocked_in(pid, tid, &c.nr, c.arg) ||
+		    !(t = thread_of(o, pid, tid)) || !t->thread_track)
+			continue;
+		t->call = c;
+		o->counts.before++;
+	}
+	closedir(dir);
 }
 
 /* A request's slice, under the thread that started it: from its start to
@@ -503,7 +569,7 @@ void offcpu_finish(struct offcpu *o, uint64_t ts)
 	struct thread *t;
 
 	for (uint32_t i = 0; (t = hash_next(&o->threads, &i));) {
-		struct pf_arg a[4];
+		struct pf_arg a[6];
 		const char *file;
 		int n;
 
@@ -516,7 +582,14 @@ void offcpu_finish(struct offcpu *o, uint64_t ts)
 		if (!t->call.open || t->call.enter_ts > ts)
 			continue;
 		n = call_args(o, t->pid, t->call.nr, t->call.arg, 0, 0, a, &file);
+		/* Still blocked on it: the descriptor names its file now. */
+		if (!file && syscall_arg0(t->call.nr) == SYSCALL_ARG_FD)
+			a[n++] = (struct pf_arg){ .name = "file", .type = PF_ARG_STR,
+						  .s = fd_name(o, t->pid, t->call.arg[0], 0, 0) };
 		a[n++] = (struct pf_arg){ .name = "unfinished", .type = PF_ARG_BOOL, .b = true };
+		if (t->call.before)
+			a[n++] = (struct pf_arg){ .name = "begun_before_tracing",
+						  .type = PF_ARG_BOOL, .b = true };
 		call_slice(o, t, t->call.nr, t->call.enter_ts, ts, a, n);
 		t->call.open = false;
 		o->counts.unfinished++;

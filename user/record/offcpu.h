@@ -38,6 +38,7 @@ struct offcpu_counts {
 	uint64_t block_io;       /* block I/O requests, as slices */
 	uint64_t block_bytes;    /* ... their bytes */
 	uint64_t block_undrawn;  /* requests past a thread's tracks in flight at once */
+	uint64_t before;         /* threads found blocked in a call as tracing began */
 };
 
 struct offcpu *offcpu_new(struct pf_writer *w, offcpu_thread_track_fn *track, void *ctx);
@@ -51,6 +52,10 @@ void offcpu_waking(struct offcpu *o, const struct ptbpf_sched_waking *r);
 void offcpu_block(struct offcpu *o, const struct ptbpf_sched_block *r);
 /* A blocking system call, now over: its slice. */
 void offcpu_syscall(struct offcpu *o, const struct ptbpf_sched_syscall *r);
+/* Tracing of process pid began at ts: each of its threads blocked in a
+ * system call then (/proc/PID/task/TID/syscall) gets that call's slice,
+ * from ts to its end. */
+void offcpu_started(struct offcpu *o, int pid, uint64_t ts);
 /* Tracing stopped at ts: calls and faults still blocked end there. */
 void offcpu_finish(struct offcpu *o, uint64_t ts);
 const struct offcpu_counts *offcpu_counts(const struct offcpu *o);

@@ -195,6 +195,11 @@ int sched_view_record(struct sched_view *v, const void *data, size_t size)
 	return 0;
 }
 
+void sched_view_started(struct sched_view *v, int pid, uint64_t ts)
+{
+	offcpu_started(v->off, pid, ts);
+}
+
 void sched_view_finish(struct sched_view *v, uint64_t ts)
 {
 	sched_view_flush(v);
