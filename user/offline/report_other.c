@@ -213,19 +213,23 @@ void report_gaps_text(const struct report *r, const struct step_row *steps, size
 void report_gaps_json(FILE *o, const struct report *r, const struct step_row *steps,
 		      size_t nsteps)
 {
-	size_t n = 0;
+	size_t n = 0, all = 0, outside;
 	struct step_row *g = gaps_in_steps(r, steps, nsteps, &n);
 	struct rc_totals s = { 0 };
 	uint64_t kinds[STEP_BREAKDOWN] = { 0 };
 	uint32_t by;
 
+	if (r->gaps) /* the gaps analysed: in a whole step, or not */
+		steps_rows(r->gaps, &all);
+	outside = all > n ? all - n : 0;
 	if (g && n && !rc_sum(r, r->gaps, g, n, &s))
 		n = 0;
 	for (size_t i = 0; i < n; i++)
 		for (int k = 0; k < STEP_BREAKDOWN; k++)
 			kinds[k] += g[i].brk[k];
-	fprintf(o, ", \"gpu_idle\": {\"min_gap_ns\": %u, \"gaps\": %zu, \"idle_ns\": %lu, "
-		"\"covered_ns\": {", RC_GAP_MIN_NS, n, (unsigned long)s.steps_ns);
+	fprintf(o, ", \"gpu_idle\": {\"min_gap_ns\": %u, \"gaps\": %zu, \"not_in_steps\": %zu, "
+		"\"idle_ns\": %lu, \"covered_ns\": {", RC_GAP_MIN_NS, n, outside,
+		(unsigned long)s.steps_ns);
 	for (int k = 0; k < STEP_BREAKDOWN - 1; k++) {
 		fputs(k ? ", " : "", o);
 		json_str(o, gap_kinds[k]);
