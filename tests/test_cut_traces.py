@@ -14,6 +14,7 @@ import time
 import pytest
 
 from conftest import PTBPF, PYTHON, WORKLOAD, Proc, pftrace
+from synth_trace import Synth
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "gpu")
 
@@ -188,3 +189,91 @@ def test_disk_full_at_start(small_fs, looping_torch):
         "elsewhere" % out], r.stderr
     assert sorted(os.listdir(small_fs)) == ["filler"]
     assert looping_torch.p.poll() is None
+
+
+US, MS = 1_000, 1_000_000
+
+
+def graph_window():
+    """A daemon window of a CUDA-graph training job in the shape of the H100
+    soak's (its trace is lost): ops, each step one cuGraphLaunch (a uprobe's
+    driver call, its op -> launch flow) whose graph runs 4 kernels on stream
+    7, a copy on stream 8, the thread blocked in the GPU driver; no
+    launch -> kernel correlation (the job's Kineto held CUPTI's callbacks),
+    so no kernel is joined to its launch. Written as the loader writes:
+    each slice when it ends, a step after its work. (trace, the GPU
+    activities as (stream, start, end) and the steps as (start, end), each
+    with the index of the packet that ends it.)"""
+    s = Synth()
+    proc = s.process(100, "python3")
+    thread = s.thread(100, 101, "python3")
+    blocked = s.child(thread, "blocked in")
+    steps = s.child(proc, "steps")
+    streams = {7: s.child(proc, "GPU 0 / stream 7"), 8: s.child(proc, "GPU 0 / stream 8")}
+    activities, step_ends = [], []
+    for i in range(3):
+        t = 10 * MS + i * 10 * MS
+        s.begin(thread, t + 100 * US, "graph.replay", "cpu_op")
+        s.instant(thread, t + 200 * US, "launch", "launch_flow", flows=[1000 + i])
+        s.slice(thread, t + 200 * US, 30 * US, "cuGraphLaunch", "cuda_driver",
+                {"cbid": 514}, term=[1000 + i])
+        s.end(thread, t + 400 * US)
+        for k in range(4):  # the graph's kernels, 20 us apart (gaps)
+            start = t + 300 * US + k * 420 * US
+            s.slice(streams[7], start, 400 * US, "void cutlass::Kernel2<Gemm%d>()" % k,
+                    "kernel", {"grid": "1,1,1", "block": "128,1,1"})
+            activities.append((7, start, start + 400 * US, len(s.trace.packet) - 1))
+        s.slice(streams[8], t + 2500 * US, 100 * US, "Memcpy DtoH", "gpu_memcpy",
+                {"bytes": 4096})
+        activities.append((8, t + 2500 * US, t + 2600 * US, len(s.trace.packet) - 1))
+        s.slice(blocked, t + 2600 * US, 5 * MS, "ioctl", "syscall",
+                {"file": "/dev/nvidia0", "woken_by": "a GPU interrupt"})
+        s.slice(steps, t, 10 * MS, "ProfilerStep#%d" % i, "step", {"tid": 101})
+        step_ends.append((t, t + 10 * MS, len(s.trace.packet) - 1))
+    return s.trace, activities, step_ends
+
+
+def gpu_gaps(activities, steps):
+    """The report's GPU idle gaps (10 us or more between two activities of
+    a stream): those that overlap a whole step, and the others."""
+    last, inside, outside = {}, 0, 0
+    for stream, start, end, _ in activities:
+        if last.get(stream) and start >= last[stream] + 10 * US:
+            if any(s < start and e > last[stream] for s, e in steps):
+                inside += 1
+            else:
+                outside += 1
+        last[stream] = max(last.get(stream, 0), end)
+    return inside, outside
+
+
+def test_every_cut_of_a_gpu_window_without_correlations(tmp_path):
+    """A daemon window of a CUDA-graph job, cut after each of its packets,
+    is read up to the cut by both reports, which count what it holds: its
+    kernels, its whole steps, its GPU idle gaps in them and those outside
+    (all of them before the first step ends). (The JSON report once
+    crashed, SIGSEGV, on such a window cut before its first step ended: it
+    walked the count of all gaps over a list of the gaps in steps it never
+    made.)"""
+    trace, activities, steps = graph_window()
+    pb = pftrace.proto_module()
+    cut = tmp_path / "w.pftrace.partial"
+    for n in range(1, len(trace.packet) + 1):
+        cut.write_bytes(pb.Trace(packet=trace.packet[:n]).SerializeToString())
+        r = ptbpf("report", cut, "--json")
+        assert r.returncode == 0, (n, r.returncode, r.stderr)
+        warnings = [l for l in r.stderr.splitlines() if l]
+        assert len(warnings) == 1 and "no end marker" in warnings[0], (n, r.stderr)
+        rep = json.loads(r.stdout)
+        assert rep["trace_status"]["packets"] == n, (n, rep["trace_status"])
+        whole = [(s, e) for s, e, at in steps if at < n]
+        ended = [a for a in activities if a[3] < n]
+        assert [(s["start_ns"], s["start_ns"] + s["dur_ns"]) for s in rep["steps"]] == whole
+        assert sum(k["calls"] for k in rep["kernels"]) == sum(a[0] == 7 for a in ended), n
+        idle = rep["gpu_idle"]
+        assert (idle["gaps"], idle["not_in_steps"]) == gpu_gaps(ended, whole), (n, idle)
+        assert len(idle["largest"]) == idle["gaps"] and (idle["idle_ns"] > 0) == (idle["gaps"] > 0)
+        r = ptbpf("report", cut)
+        assert r.returncode == 0 and r.stdout.startswith("ptbpf report"), (n, r.stderr)
+        assert ("GPU idle gaps" in r.stdout) == (idle["gaps"] > 0), (n, r.stdout)
+    assert idle["gaps"] > 0 and not idle["launching_thread"], idle
