@@ -8,14 +8,15 @@ import subprocess
 
 from conftest import PTBPF, PYTHON, require, run_traced, workload_argv
 from launches import profiler_kernel_counts, short_kernel_name
+from synth_trace import Synth
 from test_fidelity import profiler_counts
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "gpu")
 
 
-def report(path, *args):
+def report(path, *args, timeout=300):
     r = subprocess.run([PTBPF, "report", path] + list(args), capture_output=True, text=True,
-                       timeout=300)
+                       timeout=timeout)
     assert r.returncode == 0, r.stderr
     return r.stdout
 
@@ -108,6 +109,22 @@ def test_report_refuses_bad_input(tmp_path):
     for args in ([str(bad)], [str(tmp_path / "missing.pftrace")], [], [str(bad), "--top", "0"]):
         r = subprocess.run([PTBPF, "report"] + args, capture_output=True, text=True)
         assert r.returncode != 0 and r.stderr.count("\n") == 1, (args, r.stderr)
+
+
+def test_a_kernel_name_nested_deep(tmp_path):
+    """A kernel name whose brackets nest 200,000 deep (a trace may hold any
+    name): both reports shorten it within their column, in time linear in
+    its length. (Its short name was once made by a call per level, and a
+    scan per level: minutes, then a stack overflow, SIGSEGV.)"""
+    s = Synth()
+    stream = s.child(s.process(100, "python3"), "GPU 0 / stream 7")
+    name = "f" + "<a" * 200_000 + ">" * 200_000
+    s.slice(stream, 1_000_000, 1_000, name, "kernel")
+    path = s.write(tmp_path / "deep.pftrace")
+    k = json.loads(report(path, "--json", timeout=60))["kernels"]
+    assert [(x["name"], x["calls"]) for x in k] == [(name, 1)]
+    assert k[0]["display_name"].startswith("f<a<") and len(k[0]["display_name"]) <= 80, k
+    assert "f<a<" in report(path, timeout=60).split("Kernels by total device time")[1]
 
 
 KINETO_CATS = {"cpu_op", "user_annotation", "gpu_user_annotation", "kernel", "gpu_memcpy",

@@ -61,11 +61,18 @@ static bool ident_char(char c)
 	       c == '_' || c == '>';
 }
 
-static void simplify(struct buf *b, const char *s, size_t len, int d, int depth);
+/* Brackets simplified at most this deep, those deeper shown as "<...>" and
+ * "(...)": each level is a call, and a scan of what it encloses, and a
+ * name read from a trace may be anything (real kernel names nest a few
+ * dozen deep at most; one nested 200,000 deep overflowed the stack). */
+#define MAX_NEST 64
+
+static void simplify(struct buf *b, const char *s, size_t len, int d, int depth, int nest);
 
 /* One template argument or name: its last "::" component, with parameter
- * lists dropped and template arguments simplified one level down. */
-static void component(struct buf *b, const char *s, size_t len, int d, int depth)
+ * lists dropped and template arguments simplified one level down; nest:
+ * the brackets around it. */
+static void component(struct buf *b, const char *s, size_t len, int d, int depth, int nest)
 {
 	size_t start = 0, i;
 
@@ -93,17 +100,19 @@ static void component(struct buf *b, const char *s, size_t len, int d, int depth
 			put(b, s + i, len - i);
 			return;
 		}
-		if (s[i] == '<' && d >= depth && depth >= 0) {
+		if (s[i] == '<' && ((d >= depth && depth >= 0) || nest >= MAX_NEST)) {
 			put(b, "<...>", 5);
 		} else if (s[i] == '<') {
 			put(b, "<", 1);
-			simplify(b, s + i + 1, end - i - 1, d + 1, depth);
+			simplify(b, s + i + 1, end - i - 1, d + 1, depth, nest + 1);
 			put(b, ">", 1);
 		} else if (s[i] == '(' && i > start && ident_char(s[i - 1])) {
 			; /* a parameter list */
+		} else if (s[i] == '(' && nest >= MAX_NEST) {
+			put(b, "(...)", 5);
 		} else if (s[i] == '(') { /* a cast: "(at::native::ADAM_MODE)0" */
 			put(b, "(", 1);
-			simplify(b, s + i + 1, end - i - 1, d, depth);
+			simplify(b, s + i + 1, end - i - 1, d, depth, nest + 1);
 			put(b, ")", 1);
 		} else {
 			put(b, s + i, end - i + 1);
@@ -113,7 +122,7 @@ static void component(struct buf *b, const char *s, size_t len, int d, int depth
 }
 
 /* A comma-separated list of template arguments at nesting depth d. */
-static void simplify(struct buf *b, const char *s, size_t len, int d, int depth)
+static void simplify(struct buf *b, const char *s, size_t len, int d, int depth, int nest)
 {
 	size_t from = 0;
 
@@ -128,7 +137,7 @@ static void simplify(struct buf *b, const char *s, size_t len, int d, int depth)
 			from++;
 		if (from)
 			put(b, ", ", 2);
-		component(b, s + from, i - from, d, depth);
+		component(b, s + from, i - from, d, depth, nest);
 		from = i + 1;
 	}
 }
@@ -146,7 +155,7 @@ static char *simplified(const char *name, int depth)
 	b.p[0] = 0;
 	if (len > 5 && !strncmp(name, "void ", 5))
 		name += 5, len -= 5;
-	component(&b, name, len, 0, depth);
+	component(&b, name, len, 0, depth, 0);
 	if (!b.n)
 		put(&b, name, len);
 	return b.p;
