@@ -412,7 +412,11 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 	if (!st->in_sys) {
 		/* The end of a call the thread was in when tracing began (once
-		 * per thread): enter_ts 0, the loader knows when it began. */
+		 * per thread): enter_ts 0, the loader knows when it began. Its
+		 * record is filled apart from the one below: merged, clang loads
+		 * the arguments from regs or from st with one instruction, which
+		 * the verifier refuses ("same insn cannot be used with different
+		 * pointers"). */
 		if (st->entered)
 			return 0;
 		st->entered = 1;

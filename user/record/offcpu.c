@@ -319,10 +319,9 @@ void offcpu_syscall(struct offcpu *o, const struct ptbpf_sched_syscall *r)
 	struct thread *t = thread_of(o, (int)r->tgid, (int)r->tid);
 	struct pf_arg a[8];
 	const char *file;
-	int n;
-
 	uint64_t from = r->enter_ts;
 	bool before = !from;
+	int n;
 
 	if (!t || !t->thread_track)
 		return;
