@@ -17,23 +17,20 @@ from conftest import PTBPF, PYTHON, ROOT, WORKLOAD, Proc
 SIZE = 86_000_000
 
 
-@pytest.fixture(scope="module")
-def big_trace(tmp_path_factory):
+def record(out, size, *args):
     """The demo's training loop traced (agent ops, Python stacks) until the
-    trace passes 86 MB, then cut there: a cut trace of that size."""
-    d = tmp_path_factory.mktemp("big")
-    out = d / "big.pftrace"
+    trace passes size bytes, then cut there: a cut trace of that size."""
     target = Proc([PYTHON, WORKLOAD, "dataloader", "--steps", "50", "--loop"])
     try:
         target.wait_line("ready")
         tracer = Proc([PTBPF, "-p", str(target.p.pid), "--ops", "agent", "--py-stacks=20",
-                       "-o", str(out)])
+                       "-o", str(out)] + list(args))
         try:
             tracer.wait_line("ptbpf: tracing pid", stream="stderr")
             partial = str(out) + ".partial"
             deadline = time.time() + 120
             while time.time() < deadline and (not os.path.exists(partial) or
-                                               os.path.getsize(partial) < SIZE + 4_000_000):
+                                               os.path.getsize(partial) < size + 4_000_000):
                 time.sleep(0.2)
             tracer.p.send_signal(signal.SIGINT)
             rc, _, err = tracer.finish()
@@ -42,10 +39,16 @@ def big_trace(tmp_path_factory):
             tracer.kill()
     finally:
         target.kill()
-    assert os.path.getsize(out) > SIZE, "the loop gave less than 86 MB in 2 minutes"
+    assert os.path.getsize(out) > size, "the loop gave less than %d bytes in 2 minutes" % size
     with open(out, "r+b") as f:
-        f.truncate(SIZE)
+        f.truncate(size)
     return str(out)
+
+
+@pytest.fixture(scope="module")
+def big_trace(tmp_path_factory):
+    """86 MB of the demo, with the kernel view."""
+    return record(tmp_path_factory.mktemp("big") / "big.pftrace", SIZE)
 
 
 # ru_maxrss counts what a child inherits before it execs (the mm it forked
@@ -76,23 +79,29 @@ def test_report_of_86_mb_in_under_32_mb(big_trace, tmp_path):
 
 
 def test_step_table_is_the_same_within_any_budget(big_trace, tmp_path):
-    """The report is the same within an ample budget (one pass, all kept)
-    and within a few thousand intervals (older steps finished during the
-    pass); and on the H200 recording, whose GPU kernels come late (in
-    batches), within 200 (the steps they reach back into are made again,
-    in windows over more passes)."""
+    """The report is the same within an ample budget (all kept) and within
+    a small one. A trace in time order (no kernel view) takes
+    one pass within a few thousand intervals: older steps are finished
+    during it. The kernel view's intervals come late (a thread's run is
+    written when it ends, a CPU's switches every second), and so do the
+    H200 recording's GPU kernels (in batches): the steps they reach back
+    into are made again, in windows over more passes."""
+    ordered = record(tmp_path / "ordered.pftrace", 20_000_000, "--no-sched")
     gpu = tmp_path / "gpu.pftrace"
     r = subprocess.run([PTBPF, "replay", os.path.join(ROOT, "tests", "data", "gpu",
                                                       "agent_mlp.raw"), "-o", str(gpu)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    for trace, small in ((big_trace, "3000"), (str(gpu), "200")):
+    for trace, small, passes in ((ordered, "3000", 1), (big_trace, "100000", None),
+                                 (str(gpu), "200", None)):
         tables = []
         for budget in (small, "100000000"):
             env = dict(os.environ, PTBPF_REPORT_INTERVALS=budget)
             rc, out, err, _ = peak_rss_mb(["report", trace, "--json"], tmp_path, env=env)
             assert rc == 0, err
             tables.append(json.loads(out))
+        n = [t.pop("passes") for t in tables]
+        assert n[0] == passes if passes else n[0] > n[1], (trace, n)
         assert tables[0]["steps"] and tables[0] == tables[1]
 
 

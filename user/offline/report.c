@@ -207,8 +207,11 @@ static void print_text(struct report *r, const char *path, const struct tr_reade
 	char how[512];
 
 	tr_describe(tr, how, sizeof(how));
-	printf("ptbpf report %s: %s; %lu track events in %.2f s (%.1f M/s)\n", path, how,
+	printf("ptbpf report %s: %s; %lu track events in %.2f s (%.1f M/s", path, how,
 	       (unsigned long)r->events, secs, r->events / (secs > 0 ? secs : 1e-9) / 1e6);
+	if (r->pass) /* the step tables did not fit their budget in one pass */
+		printf(", the trace read %d times", r->pass + 1);
+	printf(")\n");
 	if (nrows)
 		print_steps_text(r, opt->top, rows, nrows);
 	printf("\nOperators by host total time (ms; device = GPU time of the kernels they "
@@ -377,7 +380,8 @@ void report_json(FILE *o, struct report *r, const char *path, const struct tr_st
 		st->cut ? "true" : "false", st->damaged ? "true" : "false",
 		(unsigned long)st->packets, (unsigned long)st->bytes, (unsigned long)st->dropped,
 		(unsigned long)st->undecodable);
-	fprintf(o, ", \"track_events\": %lu, \"steps\": [", (unsigned long)r->events);
+	fprintf(o, ", \"passes\": %d, \"track_events\": %lu, \"steps\": [", r->pass + 1,
+		(unsigned long)r->events);
 	json_steps(o, r, rows, nrows);
 	fputs("]", o);
 	report_other_json(o, r, rows, nrows);

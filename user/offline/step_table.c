@@ -7,7 +7,9 @@
  * pass the budget, the older half is finished: the steps known by then
  * that end before the median interval end get their rows, and the
  * intervals before the earliest step still open are dropped. A trace is
- * written in about time order, so that is all a pass needs. An interval
+ * written in about time order, so that is all a pass needs, but for the
+ * kernel view's intervals: a thread's run or blocking call is written when
+ * it ends, a quiet CPU's switches once a second. An interval
  * that comes later but reaches back before the drop point undoes the rows
  * it touches, and a step that starts before it cannot be made in the
  * first pass; such steps (and all steps left, should nothing be droppable)
