@@ -321,7 +321,7 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	struct target *t = &s->targets[s->ntargets];
 	struct attach_report rep = { 0 };
 	bool agent_ops = false;
-	uint64_t t0 = now_ns(), t_open = 0, t_ops = 0, t_gpu;
+	uint64_t t0 = now_ns(), t_open = 0, t_ops = 0, t_gpu, t_watch;
 	char err[512];
 	int ret, rpc;
 
@@ -386,10 +386,11 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	if (exited(t))
 		return exited_during_attach(pid, quiet_if_gone);
 	s->traced = true;
+	t_watch = now_ns(); /* before: a wakeup just after the watch is inside the call */
 	if (sched_probes_watch(s->sched, pid, true))
 		log_warn("pid %d: no thread states (the kernel view could not take it)\n", pid);
 	else if (s->schedv) /* the calls its threads are blocked in already */
-		sched_view_started(s->schedv, pid, now_ns());
+		sched_view_started(s->schedv, pid, t_watch);
 	if (sample_probes_watch(s->samples, pid, true))
 		log_warn("pid %d: no CPU samples (the sampler could not take it)\n", pid);
 	else if (s->samples)

@@ -37,8 +37,9 @@ void sched_view_free(struct sched_view *v);
 int sched_view_record(struct sched_view *v, const void *data, size_t size);
 /* Writes what each CPU holds (e.g. once a second: memory stays bounded). */
 void sched_view_flush(struct sched_view *v);
-/* Tracing of process pid began at ts (CLOCK_MONOTONIC): the calls its
- * threads are blocked in then get slices from ts (offcpu_started). */
+/* Tracing of process pid began at ts (CLOCK_MONOTONIC, read just before its
+ * threads were watched: every wakeup and call end seen is later): the calls
+ * its threads are blocked in then get slices from ts (offcpu_started). */
 void sched_view_started(struct sched_view *v, int pid, uint64_t ts);
 /* Tracing stopped at ts: everything written, blocked calls end at ts. */
 void sched_view_finish(struct sched_view *v, uint64_t ts);
