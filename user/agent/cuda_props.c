@@ -83,6 +83,8 @@ void cuda_runtime_find(void)
 {
 	static const char *const libs[] = { "libcudart.so.13", "libcudart.so.12", "libcudart.so" };
 
+	if (runtime_get_version)
+		return;
 	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]) && !runtime_get_version; i++) {
 		void *h = dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD);
 

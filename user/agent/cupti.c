@@ -260,11 +260,15 @@ void cupti_deactivate(void)
 
 void cupti_tick(int64_t now)
 {
+	static int64_t next_find;
 	uint64_t calls = atomic_load(&job_calls);
 	int o;
 
-	if (!props_sent)
+	/* At most once a second: a job without CUDA never has the runtime. */
+	if (!props_sent && now >= next_find) {
+		next_find = now + 1000000000;
 		cuda_runtime_find();
+	}
 	pthread_mutex_lock(&cupti_lock);
 	if (!on) {
 		pthread_mutex_unlock(&cupti_lock);
