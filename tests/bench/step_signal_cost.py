@@ -11,6 +11,7 @@ Optimizer.step and ProfilerStep# are made of, a few per step):
               (build/libptbpf-floor.so, floor_rf_on(7))
   sampled     one empty callback on every scope, torch-sampled, p = 1e-3
   all_cb      one empty callback on every scope (the agent's floor)
+  agent4_cb   four empty callbacks, by scope, as the agent registers them
   agent_steps the agent's always-on step signal as `ptbpf daemon` leaves it
               between windows (build/libptbpf-agent.so loaded in-process,
               switched through its control block, OFF with " steps"): one
@@ -25,10 +26,20 @@ Optimizer.step and ProfilerStep# are made of, a few per step):
               RecordFunction(RecordScope) constructor, which regions call
               (ops build theirs from StepCallbacks, and only with callbacks)
               (build/uprobe_floor PID PATTERN): no callback at all
+  ptbpf_ops   `ptbpf -p PID --no-sched --no-samples`: the agent's op
+              recording as a capture has it (callbacks on every scope, the
+              per-thread rings, ptbpf draining them), nothing else of the
+              kernel view (issue 23: its cost against all_cb, the floor)
+  ptbpf       `ptbpf -p PID` as users run it (the kernel view, CPU samples)
 
-Prints, per phase, the median ns per op and per region over the cycles
+Prints, per phase, the median ns per op (wall, and the thread's CPU time)
+and per region over the cycles
 with the min-max spread, and the median difference from `none` of the
-same cycle. Needs root (the uprobe)."""
+same cycle, with a 95% interval of that median (order statistics), and
+each ptbpf phase's ops against its records. Needs root (the uprobe,
+ptbpf).
+
+usage: step_signal_cost.py [--cycles N] [--ops N] [--regions N] [--phases a,b]"""
 import argparse
 import ctypes
 import os
@@ -36,6 +47,7 @@ import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import torch
@@ -44,17 +56,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.path.join(ROOT, "build")
 ENTER_2X = "_ZN5torch8autograd8profiler25record_function_enter_new*"
 ENTER_113 = "_ZN2at14RecordFunctionC1ENS_11RecordScopeE"
-PHASES = ["none", "user_cb", "sampled", "all_cb", "agent_steps", "uprobe"]
+PHASES = ["none", "user_cb", "sampled", "all_cb", "agent4_cb", "agent_steps", "uprobe",
+          "ptbpf_ops", "ptbpf"]
+PTBPF_ARGS = {"ptbpf_ops": ["--no-sched", "--no-samples"], "ptbpf": []}
 # include/ptbpf_agent.h: struct ptbpf_agent_ctl's words, cmd, seq, ack.
 CTL_WORDS, CTL_CMD, CTL_SEQ, CTL_ACK = 56, 24, 16, 184
 
 
 def time_ops(n):
     a, b, c = torch.ones(1), torch.ones(1), torch.empty(1)
-    t0 = time.perf_counter_ns()
+    t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
     for _ in range(n):
         torch.add(a, b, out=c)
-    return (time.perf_counter_ns() - t0) / n
+    return (time.perf_counter_ns() - t0) / n, (time.thread_time_ns() - c0) / n
 
 
 def time_regions(n):
@@ -75,6 +89,7 @@ class Phases:
         self.agent = ctypes.CDLL(os.path.join(BUILD, "libptbpf-agent.so"))
         self.ctl = ctypes.addressof(ctypes.c_uint8.in_dll(self.agent, "ptbpf_agent_ctl"))
         self.steps = ctypes.addressof(ctypes.c_uint8.in_dll(self.agent, "ptbpf_agent_steps"))
+        self.tmp = tempfile.mkdtemp(prefix="ptbpf-cost-")
 
     def agent_words(self, words):
         """PTBPF_CMD_OFF with these words, as ptbpf sends it; waits for the ack."""
@@ -98,6 +113,8 @@ class Phases:
             rc = self.floor.floor_rf_sampled_on(1e-3)
         elif name == "all_cb":
             rc = self.floor.floor_rf_on(1)
+        elif name == "agent4_cb":
+            rc = self.floor.floor_rf_on(4)
         elif name == "agent_steps":
             if self.agent_words(" steps") != 1:
                 sys.exit("the agent's step signal did not go on")
@@ -107,10 +124,28 @@ class Phases:
             line = self.probe.stdout.readline()
             if not line.startswith("attached"):
                 sys.exit("uprobe_floor did not attach: %r" % line)
+        elif name in PTBPF_ARGS:
+            self.trace = os.path.join(self.tmp, name + ".pftrace")
+            self.probe = subprocess.Popen([os.path.join(BUILD, "ptbpf"), "-p", str(os.getpid()),
+                                           "-o", self.trace, "--force"] + PTBPF_ARGS[name],
+                                          stderr=subprocess.PIPE, text=True)
+            for line in self.probe.stderr:
+                if "ptbpf: tracing pid" in line:
+                    break
+            else:
+                sys.exit("ptbpf did not attach: %s" % self.probe.communicate()[1][-2000:])
         if rc:
             sys.exit("floor: %s" % ctypes.c_char_p(self.floor.floor_why()).value)
 
     def off(self, name):
+        if name in PTBPF_ARGS:
+            self.probe.send_signal(2)
+            err = self.probe.communicate(timeout=120)[1]
+            rc, self.probe = self.probe.returncode, None
+            if rc:
+                sys.exit("ptbpf exited %d: %s" % (rc, err[-2000:]))
+            rings = [l.strip() for l in err.splitlines() if "agent op rings:" in l]
+            return rings[-1] if rings else "no agent op rings line"
         if name == "uprobe":
             self.probe.terminate()
             hits = self.probe.communicate()[0]
@@ -123,37 +158,64 @@ class Phases:
         return ""
 
 
+def median_interval(v):
+    """A 95% interval of the median of v: the order statistics at
+    n/2 -+ 0.98 sqrt(n) (the normal approximation of the binomial)."""
+    v = sorted(v)
+    n = len(v)
+    k = 0.98 * n ** 0.5
+    return v[max(0, int(n / 2 - k))], v[min(n - 1, int(n / 2 + k))]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cycles", type=int, default=9)
     ap.add_argument("--ops", type=int, default=200000)
     ap.add_argument("--regions", type=int, default=20000)
+    ap.add_argument("--phases", default=",".join(PHASES))
     args = ap.parse_args()
+    phases = args.phases.split(",")
+    if "none" not in phases or set(phases) - set(PHASES):
+        sys.exit("--phases: some of %s, none among them" % ",".join(PHASES))
     torch.set_num_threads(1)
     ph = Phases()
-    res = {p: {"op": [], "region": []} for p in PHASES}
+    res = {p: {"op": [], "op_cpu": [], "region": []} for p in PHASES}
     for cycle in range(args.cycles + 1):  # the first one warms up
-        order = PHASES[:]
+        order = phases[:]
         random.shuffle(order)
         for p in order:
             ph.on(p)
-            op, region = time_ops(args.ops), time_regions(args.regions)
+            (op, op_cpu), region = time_ops(args.ops), time_regions(args.regions)
             hits = ph.off(p)
             if cycle:
                 res[p]["op"].append(op)
+                res[p]["op_cpu"].append(op_cpu)
                 res[p]["region"].append(region)
             if cycle == 1 and hits:
-                print("# uprobe phase: %s (expected %d regions)" % (hits, args.regions))
-    print("| phase | ns/op (median, min-max) | vs none | ns/region (median, min-max) | vs none |")
-    print("|---|---|---|---|---|")
-    for p in PHASES:
+                print("# %s phase: %s" % (p, hits))
+    print("| phase | ns/op (median, min-max) | vs none (95% interval) | the thread's CPU ns/op "
+          "| vs none (95% interval) | ns/region (median, min-max) | vs none (95% interval) |")
+    print("|---|---|---|---|---|---|---|")
+    for p in phases:
         row = [p]
-        for k in ("op", "region"):
+        for k in ("op", "op_cpu", "region"):
             v = res[p][k]
             d = [x - y for x, y in zip(v, res["none"][k])]
+            lo, hi = median_interval(d)
             row.append("%.0f (%.0f-%.0f)" % (statistics.median(v), min(v), max(v)))
-            row.append("%+.0f" % statistics.median(d))
+            row.append("%+.0f (%+.0f..%+.0f)" % (statistics.median(d), lo, hi))
         print("| " + " | ".join(row) + " |")
+    for a, b in (("ptbpf_ops", "all_cb"), ("ptbpf_ops", "agent4_cb"), ("ptbpf", "all_cb")):
+        if a in phases and b in phases:
+            for k in ("op", "op_cpu"):
+                r = [(x - n) / (y - n) for x, y, n in zip(res[a][k], res[b][k], res["none"][k])
+                     if y > n]
+                if r:
+                    lo, hi = median_interval(r)
+                    print("# %s's cost per op / %s's (%s, per cycle where %s cost > 0): "
+                          "median %.2f, 95%% interval %.2f..%.2f, %d cycles" %
+                          (a, b, "wall" if k == "op" else "thread CPU", b,
+                           statistics.median(r), lo, hi, len(r)))
 
 
 if __name__ == "__main__":
