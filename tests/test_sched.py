@@ -315,7 +315,8 @@ def test_calls_blocked_since_before_tracing(tmp_path):
     its file, ending when the call returns or, still blocked, at the end.
     The workload's "held" thread reads a pipe from before "ready" until
     half the steps ran; "stuck" reads another until the process exits (the
-    exit ends the call: -ERESTARTSYS, woken by "a signal")."""
+    exit ends the call: -ERESTARTSYS, woken by "a signal"). Each slice
+    carries the thread's Python stack at the attach."""
     run = Traced(tmp_path, ["--steps", str(STEPS), "--ms", str(MS), "--held"])
     tids = dict(re.findall(r"(held|stuck) (\d+)", run.ready))
     held = [s for s in blocked_slices(run.trace, int(tids["held"])) if s.name == "read"]
@@ -335,6 +336,15 @@ def test_calls_blocked_since_before_tracing(tmp_path):
     assert s.ts + s.dur >= run.spent["end"], (s.ts + s.dur, run.spent["end"])
     assert run.trace.attrs["dev.ptbpf.sched_blocked_before_tracing"] >= 2
     assert "blocked since before tracing" in run.err
+    # What each was doing in Python: the stack read at the attach, innermost
+    # first: hold()'s thread function in its os.read, under threading's.
+    line = next(i for i, l in enumerate(open(OFFCPU), 1) if "os.read(r, 1)" in l)
+    for c in (h, s):
+        frames = c.args.get("py_stack", "").split("\n")
+        assert re.fullmatch(r".*offcpu\.py\(%d\): hold\.<locals>\.run" % line, frames[0]), \
+            c.args
+        assert any(re.search(r"threading\.py\(\d+\): Thread\._bootstrap$", f) for f in frames)
+    assert run.trace.attrs["dev.ptbpf.sched_blocked_before_tracing_py_stacks"] >= 2
 
 
 def test_offcpu_matches_bcc(tmp_path):

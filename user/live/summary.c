@@ -312,7 +312,8 @@ void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 
 	log_msg("kernel view: switches %lu (%lu replayed, %lu of them untimed), wakeups %lu; "
 		"blocking system calls %lu "
-		"(%lu still blocked at the end, %lu blocked since before tracing), blocked in page "
+		"(%lu still blocked at the end, %lu blocked since before tracing, %lu of them with "
+		"their Python stack), blocked in page "
 		"faults %lu, preempted "
 		"%lu; page faults of the traced threads: minor %lu, major %lu; block I/O requests "
 		"%lu (%.1f MB; not drawn: %lu past a thread's 8 at once, %lu past the in-flight "
@@ -320,7 +321,7 @@ void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 		(unsigned long)c->switches,
 		(unsigned long)c->replayed, (unsigned long)c->untimed, (unsigned long)c->wakings,
 		(unsigned long)o->syscalls, (unsigned long)o->unfinished, (unsigned long)o->before,
-		(unsigned long)o->faults,
+		(unsigned long)o->before_py, (unsigned long)o->faults,
 		(unsigned long)o->preempted, (unsigned long)o->minor,
 		(unsigned long)o->major, (unsigned long)o->block_io, o->block_bytes / 1e6,
 		(unsigned long)o->block_undrawn, (unsigned long)sst[SCHED_BLOCK_UNTRACKED],
@@ -360,6 +361,7 @@ void summary_write_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 		{ "dev.ptbpf.sched_wakings", c->wakings },
 		{ "dev.ptbpf.sched_blocking_syscalls", o->syscalls },
 		{ "dev.ptbpf.sched_blocked_before_tracing", o->before },
+		{ "dev.ptbpf.sched_blocked_before_tracing_py_stacks", o->before_py },
 		{ "dev.ptbpf.sched_fault_blocks", o->faults },
 		{ "dev.ptbpf.sched_preempted", o->preempted },
 		{ "dev.ptbpf.page_faults_minor", o->minor },

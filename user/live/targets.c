@@ -390,7 +390,7 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	if (sched_probes_watch(s->sched, pid, true))
 		log_warn("pid %d: no thread states (the kernel view could not take it)\n", pid);
 	else if (s->schedv) /* the calls its threads are blocked in already */
-		sched_view_started(s->schedv, pid, t_watch);
+		sched_view_started(s->schedv, pid, t_watch, s->dec->py);
 	if (sample_probes_watch(s->samples, pid, true))
 		log_warn("pid %d: no CPU samples (the sampler could not take it)\n", pid);
 	else if (s->samples)

@@ -55,6 +55,7 @@ struct blocked_call { /* a system call seen blocking, not yet over */
 	int32_t nr;
 	bool open;
 	bool before; /* found blocked in it as tracing began; enter_ts is then */
+	char *py_stack; /* before: the thread's Python stack then (malloc'd), or NULL */
 };
 
 struct thread {
@@ -99,6 +100,14 @@ struct offcpu {
 	struct offcpu_counts counts;
 };
 
+/* The call is over (or the thread): its Python stack goes with it. */
+static void call_closed(struct blocked_call *c)
+{
+	c->open = false;
+	free(c->py_stack);
+	c->py_stack = NULL;
+}
+
 struct offcpu *offcpu_new(struct pf_writer *w, offcpu_thread_track_fn *track, void *ctx)
 {
 	struct offcpu *o = calloc(1, sizeof(*o));
@@ -117,8 +126,12 @@ struct offcpu *offcpu_new(struct pf_writer *w, offcpu_thread_track_fn *track, vo
 
 void offcpu_free(struct offcpu *o)
 {
+	struct thread *t;
+
 	if (!o)
 		return;
+	for (uint32_t i = 0; (t = hash_next(&o->threads, &i));)
+		call_closed(&t->call);
 	hash_free(&o->threads);
 	hash_free(&o->fd_names);
 	hash_free(&o->runtimes);
@@ -317,7 +330,7 @@ static void call_slice(struct offcpu *o, struct thread *t, int32_t nr, uint64_t 
 void offcpu_syscall(struct offcpu *o, const struct ptbpf_sched_syscall *r)
 {
 	struct thread *t = thread_of(o, (int)r->tgid, (int)r->tid);
-	struct pf_arg a[8];
+	struct pf_arg a[10];
 	const char *file;
 	uint64_t from = r->enter_ts;
 	bool before = !from;
@@ -330,12 +343,13 @@ void offcpu_syscall(struct offcpu *o, const struct ptbpf_sched_syscall *r)
 			return;
 		from = t->call.enter_ts;
 	}
-	if (t->call.open && t->call.enter_ts <= from)
-		t->call.open = false;
 	n = call_args(o, t->pid, r->nr, r->arg, r->ino, r->mode, a, &file);
 	if (before) {
 		a[n++] = (struct pf_arg){ .name = "begun_before_tracing", .type = PF_ARG_BOOL,
 					  .b = true };
+		if (t->call.py_stack)
+			a[n++] = (struct pf_arg){ .name = "py_stack", .type = PF_ARG_STR,
+						  .s = t->call.py_stack };
 	} else {
 		a[n++] = (struct pf_arg){ .name = "off_cpu_ns", .type = PF_ARG_UINT,
 					  .u = r->off_cpu_ns };
@@ -346,6 +360,8 @@ void offcpu_syscall(struct offcpu *o, const struct ptbpf_sched_syscall *r)
 	if (t->wake_ts >= from && t->wake_ts <= r->h.ts)
 		n += woken_by(o, t, r->nr, file, r->ret, a + n);
 	call_slice(o, t, r->nr, from, r->h.ts, a, n);
+	if (t->call.open && t->call.enter_ts <= from)
+		call_closed(&t->call);
 	o->counts.syscalls++;
 }
 
@@ -374,8 +390,9 @@ static bool blocked_in(int pid, int tid, int32_t *nr, uint64_t arg[2])
 	return ok;
 }
 
-void offcpu_started(struct offcpu *o, int pid, uint64_t ts)
+void offcpu_started(struct offcpu *o, int pid, uint64_t ts, struct pystack *ps)
 {
+	char stack[4096];
 	char path[64];
 	struct dirent *d;
 	DIR *dir;
@@ -391,6 +408,11 @@ void offcpu_started(struct offcpu *o, int pid, uint64_t ts)
 		if (tid <= 0 || !blocked_in(pid, tid, &c.nr, c.arg) ||
 		    !(t = thread_of(o, pid, tid)) || !t->thread_track)
 			continue;
+		if (ps && pystack_thread(ps, pid, tid, stack, sizeof(stack)) > 0) {
+			c.py_stack = strdup(stack);
+			o->counts.before_py += c.py_stack != NULL;
+		}
+		call_closed(&t->call);
 		t->call = c;
 		o->counts.before++;
 	}
@@ -526,7 +548,7 @@ static void prev_left(struct offcpu *o, const struct ptbpf_sched_switch *r)
 		return;
 	count_faults(o, t, r);
 	if (r->prev_state & EXIT_STATES) {
-		t->call.open = false;
+		call_closed(&t->call);
 		t->fault_ts = 0;
 		t->preempt_ts = 0;
 	} else if ((r->prev_state == SCHED_STATE_PREEMPTED ||
@@ -539,6 +561,7 @@ static void prev_left(struct offcpu *o, const struct ptbpf_sched_switch *r)
 		t->by[sizeof(t->by) - 1] = 0;
 	} else if ((r->flags & SW_SYSCALL) &&
 		   !(t->call.open && t->call.enter_ts == r->sys_enter_ts)) {
+		call_closed(&t->call);
 		t->call = (struct blocked_call){ .enter_ts = r->sys_enter_ts, .nr = r->sys_nr,
 						 .arg = { r->sys_arg[0], r->sys_arg[1] },
 						 .open = true };
@@ -568,7 +591,7 @@ void offcpu_finish(struct offcpu *o, uint64_t ts)
 	struct thread *t;
 
 	for (uint32_t i = 0; (t = hash_next(&o->threads, &i));) {
-		struct pf_arg a[6];
+		struct pf_arg a[8];
 		const char *file;
 		int n;
 
@@ -589,8 +612,11 @@ void offcpu_finish(struct offcpu *o, uint64_t ts)
 		if (t->call.before)
 			a[n++] = (struct pf_arg){ .name = "begun_before_tracing",
 						  .type = PF_ARG_BOOL, .b = true };
+		if (t->call.py_stack)
+			a[n++] = (struct pf_arg){ .name = "py_stack", .type = PF_ARG_STR,
+						  .s = t->call.py_stack };
 		call_slice(o, t, t->call.nr, t->call.enter_ts, ts, a, n);
-		t->call.open = false;
+		call_closed(&t->call);
 		o->counts.unfinished++;
 	}
 }

@@ -24,6 +24,7 @@
 #include "trace/perfetto.h"
 
 struct offcpu;
+struct pystack;
 
 /* A traced thread's track (made when new), 0 if there is none. */
 typedef uint64_t offcpu_thread_track_fn(void *ctx, int pid, int tid);
@@ -39,6 +40,7 @@ struct offcpu_counts {
 	uint64_t block_bytes;    /* ... their bytes */
 	uint64_t block_undrawn;  /* requests past a thread's tracks in flight at once */
 	uint64_t before;         /* threads found blocked in a call as tracing began */
+	uint64_t before_py;      /* ... of them with their Python stack */
 };
 
 struct offcpu *offcpu_new(struct pf_writer *w, offcpu_thread_track_fn *track, void *ctx);
@@ -54,8 +56,9 @@ void offcpu_block(struct offcpu *o, const struct ptbpf_sched_block *r);
 void offcpu_syscall(struct offcpu *o, const struct ptbpf_sched_syscall *r);
 /* Tracing of process pid began at ts: each of its threads blocked in a
  * system call then (/proc/PID/task/TID/syscall) gets that call's slice,
- * from ts to its end. */
-void offcpu_started(struct offcpu *o, int pid, uint64_t ts);
+ * from ts to its end, with its Python stack then (read through ps, where
+ * pystack_find has run for pid; ps may be NULL). */
+void offcpu_started(struct offcpu *o, int pid, uint64_t ts, struct pystack *ps);
 /* Tracing stopped at ts: calls and faults still blocked end there. */
 void offcpu_finish(struct offcpu *o, uint64_t ts);
 const struct offcpu_counts *offcpu_counts(const struct offcpu *o);

@@ -31,6 +31,13 @@ struct py_layout {
 	uint16_t code_adaptive; /* co_code_adaptive; 0 in 3.10 (f_lasti counts units) */
 };
 
+/* PyThreadState.native_thread_id (3.11+: right after thread_id; 3.10 has
+ * none), for pystack_thread, which walks from outside the thread. */
+static uint16_t native_tid_off(const struct py_layout *l)
+{
+	return l->minor >= 11 ? (uint16_t)(l->bpf.ts_thread_id + 8) : 0;
+}
+
 #define NO PY_NO_FIELD
 static const struct py_layout layouts[] = {
 	{ 10, { .interp_head = 32, .threads_head = 8, .ts_next = 8, .ts_thread_id = 176,
@@ -622,6 +629,72 @@ int pystack_format(struct pystack *ps, const struct ptbpf_py_stack *s, size_t si
 			if (used + 1 >= len)
 				break;
 			continue;
+		}
+		used += (size_t)w;
+		n++;
+	}
+	return n;
+}
+
+/* A pointer-sized word of pid at addr; 0 if it cannot be read. */
+static uint64_t word(int pid, uint64_t addr)
+{
+	uint64_t v = 0;
+
+	return addr && !target_read(pid, addr, &v, sizeof(v)) ? v : 0;
+}
+
+int pystack_thread(struct pystack *ps, int pid, int tid, char *buf, size_t len)
+{
+	const struct proc *p = proc_of(ps, pid);
+	const struct ptbpf_py_proc *l;
+	uint64_t ts, frame;
+	size_t used = 0;
+	bool found = false;
+	int n = 0;
+
+	buf[0] = 0;
+	if (!p || !native_tid_off(&p->l))
+		return 0;
+	l = &p->l.bpf;
+	/* interpreters.head -> threads.head -> the thread state of tid (the
+	 * bounds: as the BPF walk's, a list changing under the read) */
+	ts = word(pid, word(pid, l->runtime + l->interp_head) + l->threads_head);
+	for (int i = 0; ts && i < PY_MAX_THREADS && !found; i++) {
+		uint32_t native = 0;
+
+		found = !target_read(pid, ts + native_tid_off(&p->l), &native, sizeof(native)) &&
+			native == (uint32_t)tid;
+		if (!found)
+			ts = word(pid, ts + l->ts_next);
+	}
+	if (!found)
+		return 0;
+	frame = word(pid, ts + l->ts_frame);
+	if (frame && l->cframe_frame != PY_NO_FIELD)
+		frame = word(pid, frame + l->cframe_frame);
+	for (int i = 0; frame && i < PY_MAX_FRAMES + 8 && n < PY_MAX_FRAMES; i++) {
+		struct ptbpf_py_frame f;
+		uint8_t owner = 0;
+		int w;
+
+		if (l->f_owner != PY_NO_FIELD &&
+		    (target_read(pid, frame + l->f_owner, &owner, 1) || owner == l->owner_cstack)) {
+			frame = word(pid, frame + l->f_back); /* a C-stack shim */
+			continue;
+		}
+		f.code = word(pid, frame + l->f_code);
+		f.lasti = word(pid, frame + l->f_lasti) & (l->lasti_is_int ? 0xffffffffull : ~0ull);
+		frame = word(pid, frame + l->f_back);
+		if (used + 2 >= len)
+			break;
+		if (n)
+			buf[used++] = '\n';
+		w = frame_name(ps, p, &f, buf + used, len - used);
+		if (w < 0) { /* not a code object: the chain moved; what was read stands */
+			used -= n ? 1 : 0;
+			buf[used] = 0;
+			break;
 		}
 		used += (size_t)w;
 		n++;

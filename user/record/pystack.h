@@ -40,6 +40,14 @@ int pystack_format(struct pystack *ps, const struct ptbpf_py_stack *s, size_t si
 int pystack_frame_name(struct pystack *ps, int pid, const struct ptbpf_py_frame *f, char *buf,
 		       size_t len);
 
+/* The Python stack of thread tid of pid, read from the process now (for
+ * a thread blocked in a call, whose frames hold still), innermost first, as
+ * pystack_format writes it. The number of frames; 0: none (not a Python
+ * thread, Python 3.10, whose thread states do not name the kernel's
+ * thread, pystack_find not run for pid, or the frames changed under the
+ * read). */
+int pystack_thread(struct pystack *ps, int pid, int tid, char *buf, size_t len);
+
 /* A line from a line table (-1: no line there). 3.10's co_linetable and a
  * byte offset (f_lasti * 2); 3.11+'s location table and an index in
  * 2-byte code units. */

@@ -195,9 +195,9 @@ int sched_view_record(struct sched_view *v, const void *data, size_t size)
 	return 0;
 }
 
-void sched_view_started(struct sched_view *v, int pid, uint64_t ts)
+void sched_view_started(struct sched_view *v, int pid, uint64_t ts, struct pystack *ps)
 {
-	offcpu_started(v->off, pid, ts);
+	offcpu_started(v->off, pid, ts, ps);
 }
 
 void sched_view_finish(struct sched_view *v, uint64_t ts)

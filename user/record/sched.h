@@ -39,8 +39,9 @@ int sched_view_record(struct sched_view *v, const void *data, size_t size);
 void sched_view_flush(struct sched_view *v);
 /* Tracing of process pid began at ts (CLOCK_MONOTONIC, read just before its
  * threads were watched: every wakeup and call end seen is later): the calls
- * its threads are blocked in then get slices from ts (offcpu_started). */
-void sched_view_started(struct sched_view *v, int pid, uint64_t ts);
+ * its threads are blocked in then get slices from ts, with their Python
+ * stacks (offcpu_started). */
+void sched_view_started(struct sched_view *v, int pid, uint64_t ts, struct pystack *ps);
 /* Tracing stopped at ts: everything written, blocked calls end at ts. */
 void sched_view_finish(struct sched_view *v, uint64_t ts);
 const struct sched_counts *sched_view_counts(const struct sched_view *v);
