@@ -315,13 +315,28 @@ static int exited_during_attach(int pid, bool quiet)
 	return -ESRCH;
 }
 
+/* The kernel view and the sampler take pid's threads: its attach is over. */
+static void watch_threads(struct session *s, int pid)
+{
+	uint64_t ts = now_ns(); /* before: a wakeup just after the watch is inside the call */
+
+	if (sched_probes_watch(s->sched, pid, true))
+		log_warn("pid %d: no thread states (the kernel view could not take it)\n", pid);
+	else if (s->schedv) /* the calls its threads are blocked in already */
+		sched_view_started(s->schedv, pid, ts, s->dec->py);
+	if (sample_probes_watch(s->samples, pid, true))
+		log_warn("pid %d: no CPU samples (the sampler could not take it)\n", pid);
+	else if (s->samples)
+		sample_view_warm(s->dec->samples, pid);
+}
+
 /* Opens and attaches one more process; 0, or -errno with a message printed. */
 int targets_add(struct session *s, int pid, bool quiet_if_gone)
 {
 	struct target *t = &s->targets[s->ntargets];
 	struct attach_report rep = { 0 };
 	bool agent_ops = false;
-	uint64_t t0 = now_ns(), t_open = 0, t_ops = 0, t_gpu, t_watch;
+	uint64_t t0 = now_ns(), t_open = 0, t_ops = 0, t_gpu;
 	char err[512];
 	int ret, rpc;
 
@@ -386,15 +401,7 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	if (exited(t))
 		return exited_during_attach(pid, quiet_if_gone);
 	s->traced = true;
-	t_watch = now_ns(); /* before: a wakeup just after the watch is inside the call */
-	if (sched_probes_watch(s->sched, pid, true))
-		log_warn("pid %d: no thread states (the kernel view could not take it)\n", pid);
-	else if (s->schedv) /* the calls its threads are blocked in already */
-		sched_view_started(s->schedv, pid, t_watch, s->dec->py);
-	if (sample_probes_watch(s->samples, pid, true))
-		log_warn("pid %d: no CPU samples (the sampler could not take it)\n", pid);
-	else if (s->samples)
-		sample_view_warm(s->dec->samples, pid);
+	watch_threads(s, pid);
 	print_attach(t, &rep, agent_ops); /* last: tests wait for this line */
 	return 0;
 }
