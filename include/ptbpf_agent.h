@@ -17,6 +17,12 @@
 
 #include <stdint.h>
 
+/* The agent's path as ptbpf's ptrace dlopen names it: its directory, then
+ * "/./" and the file, a name no other loader uses. The agent takes it for
+ * "injected"; a process that loads the agent itself names it otherwise
+ * (LD_PRELOAD, CUDA_INJECTION64_PATH, dlopen) and keeps it. */
+#define PTBPF_AGENT_INJECTED_NAME "/./libptbpf-agent.so"
+
 /*
  * The agent's control block, the exported object ptbpf_agent_ctl. ptbpf
  * finds it by symbol and writes it through /proc/PID/mem (so a process that
@@ -67,7 +73,9 @@ struct ptbpf_agent_ctl {
 	uint64_t job_buf_requested; /*  32: the job's own CUPTI buffer callbacks */
 	uint64_t job_buf_completed; /*  40:   (Kineto's), 0 if not known */
 	uint32_t injected;          /*  48: 1: ptbpf loaded it (ptrace), so a
-				     *      ptbpf unloads it at detach */
+				     *      ptbpf unloads it at detach; the
+				     *      agent sets it itself when loaded
+				     *      as PTBPF_AGENT_INJECTED_NAME */
 	uint32_t pad0;
 	char words[128];            /*  56: " ops" and OPS_WORD_*: what to record */
 	/* Written by the agent: */

@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from conftest import (PTBPF, PYTHON, Proc, links_after_exit, op_ring_totals, ops_lost_marked,
-                      run_untraced, workload_argv)
+from conftest import (BUILD, PTBPF, PYTHON, Proc, links_after_exit, op_ring_totals,
+                      ops_lost_marked, run_untraced, workload_argv)
 import pftrace
 
 
@@ -88,8 +88,10 @@ def test_detach_leaves_nothing_and_reattach_works(tmp_path):
     no thread, no RecordFunction callback, the rings' memory given back;
     a second attach loads it afresh and records the same ops again."""
     # Two captures of 2 s and their attaches fit, with room on a loaded VM
-    # (at 6000 steps, one capture on a loaded CI VM held only 26 addmm).
-    argv = workload_argv("checked", 9000)
+    # (at 6000 steps, one capture on a loaded CI VM held only 26 addmm; at
+    # 9000, a second capture came after the training loop's end, when the
+    # first trace was read in between). The traces are read at the end.
+    argv = workload_argv("checked", 15000)
     expected = expected_lines(tmp_path, argv)
     target, go = start(argv, tmp_path)
     try:
@@ -104,9 +106,6 @@ def test_detach_leaves_nothing_and_reattach_works(tmp_path):
             assert r.returncode == 0, r.stderr
             assert "ops from the agent's RecordFunction callbacks" in r.stderr, r.stderr
             assert "stays mapped" not in r.stderr, r.stderr
-            t = pftrace.Trace(out)
-            assert t.validate() == []
-            assert t.op_counts()["aten::addmm"] > 20
             assert not agent_mapped(pid)
             names = thread_names(pid)
             assert "ptbpf-agent" not in names and len(names) <= len(threads0), names
@@ -115,7 +114,53 @@ def test_detach_leaves_nothing_and_reattach_works(tmp_path):
             assert rss_kb(pid) < rss0 + 4096, (rss0, rss_kb(pid))
         assert record_function_calls(pid, 1.0) == 0
         assert not [f for f in os.listdir("/dev/shm") if str(pid) in f]
+        for n in range(2):
+            t = pftrace.Trace(str(tmp_path / ("t%d.pftrace" % n)))
+            assert t.validate() == []
+            assert t.op_counts()["aten::addmm"] > 20, n
         finish_checked(target, expected)
+    finally:
+        target.kill()
+
+
+# A job that loads the agent itself (as tests/bench/step_signal_cost.py
+# does, to switch its step signal on in-process), then uses it after ptbpf
+# left: its control block's `on` word, through its own handle.
+OWN_AGENT = """
+import ctypes, os, sys, time, torch
+agent = ctypes.CDLL(sys.argv[1])
+steps = ctypes.c_uint8.in_dll(agent, "ptbpf_agent_steps")
+a = torch.ones(4)
+print("ready", flush=True)
+while not os.path.exists(sys.argv[2]):
+    torch.add(a, a)
+print("on", ctypes.c_uint32.from_address(ctypes.addressof(steps) + 12).value, flush=True)
+"""
+
+
+def test_an_agent_the_process_loaded_itself_stays(tmp_path):
+    """ptbpf unloads at detach the agent it loaded by ptrace, not one the
+    process loaded itself (dlopen, LD_PRELOAD): that one it uses, switches
+    off and leaves mapped, and the process goes on using it (before, ptbpf
+    took any agent the environment did not name for one it had injected,
+    and its dlclose unmapped the process's own: SIGSEGV at its next use)."""
+    done = str(tmp_path / "done")
+    target = Proc([PYTHON, "-c", OWN_AGENT, os.path.join(BUILD, "libptbpf-agent.so"), done])
+    try:
+        target.wait_line("ready")
+        pid = target.p.pid
+        for n in range(2):
+            out = str(tmp_path / ("t%d.pftrace" % n))
+            r = subprocess.run([PTBPF, "-p", str(pid), "-o", out, "-d", "1", "--ops", "agent"],
+                               capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, r.stderr
+            assert "ops from the agent's RecordFunction callbacks" in r.stderr, r.stderr
+            assert pftrace.Trace(out).op_counts()["aten::add"] > 100
+            assert agent_mapped(pid), r.stderr
+        assert record_function_calls(pid, 1.0) == 0
+        open(done, "w").close()
+        rc, out, err = target.finish(timeout=60)
+        assert rc == 0 and "on 0" in out, (rc, out, err)
     finally:
         target.kill()
 

@@ -55,7 +55,7 @@ static int start_command(struct options *opt, pid_t *child)
 	char agent[PATH_MAX];
 	int status = 0, ret;
 
-	if (agent_library_path(agent, sizeof(agent))) {
+	if (agent_library_path(agent, sizeof(agent), false)) {
 		log_msg("run: %s not found next to ptbpf\n", agent);
 		return -1;
 	}

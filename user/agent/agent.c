@@ -367,8 +367,15 @@ static void agent_start(void)
 
 	log_to_stderr = log && *log && strcmp(log, "0");
 	probe_byte = *(volatile const uint8_t *)(uintptr_t)ptbpf_agent_status;
-	if (dladdr1((void *)agent_start, &di, (void **)&self, RTLD_DL_LINKMAP) && self)
+	if (dladdr1((void *)agent_start, &di, (void **)&self, RTLD_DL_LINKMAP) && self) {
+		/* Loaded by a ptbpf's ptrace, under the name only that uses (a
+		 * process that loads it itself keeps it): a ptbpf unloads it at
+		 * detach, even if the one that loaded it died first. Before the
+		 * handle: ptbpf reads the block once that is set. */
+		if (self->l_name && strstr(self->l_name, PTBPF_AGENT_INJECTED_NAME))
+			ptbpf_agent_ctl.injected = 1;
 		ptbpf_agent_ctl.handle = (uintptr_t)self;
+	}
 	stack = mmap(NULL, STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
 		     MAP_STACK, -1, 0);
 	if (stack == MAP_FAILED)

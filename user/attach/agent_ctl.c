@@ -22,7 +22,7 @@
 #include "ptbpf_agent.h"
 #include "attach/target.h"
 
-int agent_library_path(char *buf, size_t len)
+int agent_library_path(char *buf, size_t len, bool to_inject)
 {
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -30,7 +30,8 @@ int agent_library_path(char *buf, size_t len)
 	if (n <= 0)
 		return -ENOENT;
 	exe[n] = 0;
-	snprintf(buf, len, "%s/libptbpf-agent.so", dirname(exe));
+	snprintf(buf, len, "%s%s", dirname(exe),
+		 to_inject ? PTBPF_AGENT_INJECTED_NAME : "/libptbpf-agent.so");
 	return access(buf, R_OK) ? -ENOENT : 0;
 }
 

@@ -16,8 +16,10 @@
 
 struct target;
 
-/* The agent shipped next to this ptbpf binary; 0 or -ENOENT. */
-int agent_library_path(char *buf, size_t len);
+/* The agent shipped next to this ptbpf binary, named for a ptrace dlopen
+ * (to_inject: PTBPF_AGENT_INJECTED_NAME) or for the process to load; 0 or
+ * -ENOENT. */
+int agent_library_path(char *buf, size_t len, bool to_inject);
 /* Starts argv with CUDA_INJECTION64_PATH naming the agent. The child's pid,
  * or -1 with a message printed. */
 pid_t agent_run_command(char **argv, const char *agent);

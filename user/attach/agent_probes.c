@@ -258,8 +258,9 @@ int agent_probes_scan(struct agent_probes *d, const struct target *t, bool ops)
 		return 0;
 	}
 	/* Loaded by this ptbpf, or by one that left before it could say so
-	 * (the process did not start with it). */
-	injected = !t->agent_in_env;
+	 * (the agent notes a load by a ptbpf's ptrace); not one the process
+	 * loaded itself, which stays. */
+	injected = agent_injected(&d->ag[i].a);
 	for (int k = 0; k < d->ninjected; k++)
 		injected |= d->injected[k]->pid == t->pid;
 	d->ag[i].injected = injected;

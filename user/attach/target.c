@@ -98,17 +98,6 @@ static int read_ns_pid(int pid)
 	return last ? atoi(last) : pid;
 }
 
-/* Whether an environment (n bytes) names the agent where it would be
- * loaded at start: then ptbpf did not load it. */
-static bool env_names_agent(const char *env, ssize_t n)
-{
-	for (ssize_t i = 0; i < n; i += strlen(env + i) + 1)
-		if ((!strncmp(env + i, "CUDA_INJECTION64_PATH=", 22) ||
-		     !strncmp(env + i, "LD_PRELOAD=", 11)) && strstr(env + i, "libptbpf-agent"))
-			return true;
-	return false;
-}
-
 /* The distributed-training variables of its environment, as labels. */
 static void read_dist_env(struct target *t)
 {
@@ -123,7 +112,6 @@ static void read_dist_env(struct target *t)
 	t->nlabels = 0;
 	snprintf(path, sizeof(path), "/proc/%d/environ", t->pid);
 	n = read_file(path, env, sizeof(env) - 1);
-	t->agent_in_env = n <= 0 || env_names_agent(env, n);
 	if (n <= 0)
 		return;
 	env[n] = 0;

@@ -39,8 +39,6 @@ struct target {
 	int nlabels;
 	struct target_lib torch;  /* libtorch_cpu.so; fd -1 in a CUDA/HIP-only program */
 	struct target_lib stdcxx; /* libstdc++.so.6 */
-	bool agent_in_env;        /* its environment names the agent (it may
-				   * start with it), or cannot be read */
 	bool ops_from_agent;      /* set by main: its agent records ops (and,
 				   * with CUPTI on, CUDA API calls) */
 };

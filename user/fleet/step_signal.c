@@ -90,7 +90,7 @@ struct step_signal *step_signal_new(const struct options *opt, struct capture *c
 	s->opt = opt;
 	s->capture = c;
 	s->metrics = m;
-	if (agent_library_path(s->agent, sizeof(s->agent)))
+	if (agent_library_path(s->agent, sizeof(s->agent), true))
 		log_warn("daemon: %s not found next to ptbpf: the step signal reaches only processes "
 			 "that have the agent already\n", s->agent);
 	return s;
@@ -169,7 +169,7 @@ static int link_agent(struct step_signal *s, struct sproc *p)
 	}
 	agent_steps_renew(&p->a, mono_ns());
 	/* injected: whoever loaded it by ptrace, this ptbpf unloads it at the end. */
-	if (agent_send(&p->a, PTBPF_CMD_OFF, OPS_WORD_STEPS, 0, 0, !p->t.agent_in_env))
+	if (agent_send(&p->a, PTBPF_CMD_OFF, OPS_WORD_STEPS, 0, 0, agent_injected(&p->a)))
 		return -1;
 	p->sent_at = mono_ns();
 	p->linked = true;
@@ -337,7 +337,7 @@ static bool tick_one(struct step_signal *s, struct sproc *p, uint64_t now)
 	p->told |= b.on;
 	/* What a second Ctrl-C leaves (a window's end said "off"). */
 	if (b.on && leaving_agent_state(p->t.pid) != LEAVING_STEPS)
-		leaving_agent(p->t.pid, LEAVING_STEPS, !p->t.agent_in_env);
+		leaving_agent(p->t.pid, LEAVING_STEPS, agent_injected(&p->a));
 	metrics_steps(s->metrics, &p->t, &b);
 	if (s->opt->slow_k && s->capture)
 		judge(s, p, &b);

@@ -91,7 +91,7 @@ static bool load_agent(struct session *s, const struct target *t, bool for_ops)
 	if ((!for_ops && !target_maps(t->pid, "libcuda.so")) ||
 	    target_maps(t->pid, "libptbpf-agent.so"))
 		return true;
-	if (agent_library_path(agent, sizeof(agent))) {
+	if (agent_library_path(agent, sizeof(agent), true)) {
 		log_warn("%s not found: no GPU timeline\n", agent);
 		return false;
 	}
@@ -134,13 +134,13 @@ static bool load_agent_noted(struct session *s, const struct target *t, bool for
 	if (s->opt.no_agent || t->memfd < 0)
 		return true;
 	has_one = target_maps(t->pid, "libptbpf-agent.so") && agent_probes_unload_ended(t);
-	if (!has_one)
-		leaving_agent(t->pid, LEAVING_LOADING, !t->agent_in_env);
+	if (!has_one) /* this ptbpf loads it: it unloads it */
+		leaving_agent(t->pid, LEAVING_LOADING, true);
 	ok = load_agent(s, t, for_ops);
 	/* Not loaded, or its load failed after the call had run. */
 	if (!has_one && leaving_agent_state(t->pid) == LEAVING_LOADING)
 		leaving_agent(t->pid, target_maps(t->pid, "libptbpf-agent.so") ?
-			      LEAVING_DORMANT : LEAVING_NONE, !t->agent_in_env);
+			      LEAVING_DORMANT : LEAVING_NONE, true);
 	return ok;
 }
 
