@@ -59,8 +59,8 @@ ENTER_113 = "_ZN2at14RecordFunctionC1ENS_11RecordScopeE"
 PHASES = ["none", "user_cb", "sampled", "all_cb", "agent4_cb", "agent_steps", "uprobe",
           "ptbpf_ops", "ptbpf"]
 PTBPF_ARGS = {"ptbpf_ops": ["--no-sched", "--no-samples"], "ptbpf": []}
-# include/ptbpf_agent.h: struct ptbpf_agent_ctl's words, cmd, seq, ack.
-CTL_WORDS, CTL_CMD, CTL_SEQ, CTL_ACK = 56, 24, 16, 184
+# include/ptbpf_agent.h: struct ptbpf_agent_ctl's words, cmd, seq, ack, owner.
+CTL_WORDS, CTL_CMD, CTL_SEQ, CTL_ACK, CTL_OWNER = 56, 24, 16, 184, 28
 
 
 def time_ops(n):
@@ -96,6 +96,9 @@ class Phases:
         raw = words.encode() + b"\0"
         ctypes.memmove(self.ctl + CTL_WORDS, raw, len(raw))
         ctypes.c_uint32.from_address(self.ctl + CTL_CMD).value = 0
+        # This process is its owner (a ptbpf phase before named itself,
+        # and the agent switches off once its owner is gone).
+        ctypes.c_uint32.from_address(self.ctl + CTL_OWNER).value = os.getpid()
         seq = ctypes.c_uint64.from_address(self.ctl + CTL_SEQ)
         seq.value += 1
         deadline = time.time() + 5
