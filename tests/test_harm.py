@@ -69,6 +69,16 @@ int hit(void *ctx) { int k = 0; u64 *v = hits.lookup(&k); if (v) __sync_fetch_an
     return n
 
 
+def capture_with_agent(pid, out, seconds):
+    """`ptbpf -p PID -d SECONDS --ops agent` into out, which must end well
+    with ops from the agent: its stderr."""
+    r = subprocess.run([PTBPF, "-p", str(pid), "-o", str(out), "-d", str(seconds), "--ops",
+                        "agent"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "ops from the agent's RecordFunction callbacks" in r.stderr, r.stderr
+    return r.stderr
+
+
 def expected_lines(tmp_path, argv):
     """What the job prints after "ready" (its warm-up prints before)."""
     _, out = run_untraced(tmp_path, argv)
@@ -100,12 +110,8 @@ def test_detach_leaves_nothing_and_reattach_works(tmp_path):
         time.sleep(0.5)
         rss0, threads0 = rss_kb(pid), thread_names(pid)
         for n in range(2):
-            out = str(tmp_path / ("t%d.pftrace" % n))
-            r = subprocess.run([PTBPF, "-p", str(pid), "-o", out, "-d", "2", "--ops", "agent"],
-                               capture_output=True, text=True, timeout=120)
-            assert r.returncode == 0, r.stderr
-            assert "ops from the agent's RecordFunction callbacks" in r.stderr, r.stderr
-            assert "stays mapped" not in r.stderr, r.stderr
+            err = capture_with_agent(pid, tmp_path / ("t%d.pftrace" % n), 2)
+            assert "stays mapped" not in err, err
             assert not agent_mapped(pid)
             names = thread_names(pid)
             assert "ptbpf-agent" not in names and len(names) <= len(threads0), names
@@ -150,13 +156,10 @@ def test_an_agent_the_process_loaded_itself_stays(tmp_path):
         target.wait_line("ready")
         pid = target.p.pid
         for n in range(2):
-            out = str(tmp_path / ("t%d.pftrace" % n))
-            r = subprocess.run([PTBPF, "-p", str(pid), "-o", out, "-d", "1", "--ops", "agent"],
-                               capture_output=True, text=True, timeout=120)
-            assert r.returncode == 0, r.stderr
-            assert "ops from the agent's RecordFunction callbacks" in r.stderr, r.stderr
-            assert pftrace.Trace(out).op_counts()["aten::add"] > 100
-            assert agent_mapped(pid), r.stderr
+            out = tmp_path / ("t%d.pftrace" % n)
+            err = capture_with_agent(pid, out, 1)
+            assert pftrace.Trace(str(out)).op_counts()["aten::add"] > 100
+            assert agent_mapped(pid), err
         assert record_function_calls(pid, 1.0) == 0
         open(done, "w").close()
         rc, out, err = target.finish(timeout=60)

@@ -604,6 +604,26 @@ int pystack_frame_name(struct pystack *ps, int pid, const struct ptbpf_py_frame 
 	return p && frame_name(ps, p, f, buf, len) >= 0 ? 0 : -1;
 }
 
+/* Frame f's name after the n frames in buf (used bytes, one per line):
+ * true; false, buf as it was, if it cannot be named or has no room. */
+static bool add_frame(struct pystack *ps, const struct proc *p, const struct ptbpf_py_frame *f,
+		      char *buf, size_t len, size_t *used, int *n)
+{
+	size_t at = *used;
+	int w;
+
+	if (*n && at + 1 < len)
+		buf[at++] = '\n';
+	w = frame_name(ps, p, f, buf + at, len - at);
+	if (w < 0) {
+		buf[*used] = 0;
+		return false;
+	}
+	*used = at + (size_t)w;
+	(*n)++;
+	return true;
+}
+
 int pystack_format(struct pystack *ps, const struct ptbpf_py_stack *s, size_t size, char *buf,
 		   size_t len)
 {
@@ -616,23 +636,9 @@ int pystack_format(struct pystack *ps, const struct ptbpf_py_stack *s, size_t si
 		return 0;
 	nf = (int)((size - sizeof(s->ev)) / sizeof(s->f[0]));
 	nf = nf < (int)s->ev.id ? nf : (int)s->ev.id;
-	for (int i = 0; i < nf && i < PY_MAX_FRAMES; i++) {
-		int w;
-
-		if (n && used + 1 < len)
-			buf[used++] = '\n';
-		w = frame_name(ps, p, &s->f[i], buf + used, len - used);
-		if (w < 0) {
-			if (n && buf[used - 1] == '\n')
-				used--;
-			buf[used] = 0;
-			if (used + 1 >= len)
-				break;
-			continue;
-		}
-		used += (size_t)w;
-		n++;
-	}
+	for (int i = 0; i < nf && i < PY_MAX_FRAMES; i++)
+		if (!add_frame(ps, p, &s->f[i], buf, len, &used, &n) && used + 1 >= len)
+			break;
 	return n;
 }
 
@@ -676,7 +682,6 @@ int pystack_thread(struct pystack *ps, int pid, int tid, char *buf, size_t len)
 	for (int i = 0; frame && i < PY_MAX_FRAMES + 8 && n < PY_MAX_FRAMES; i++) {
 		struct ptbpf_py_frame f;
 		uint8_t owner = 0;
-		int w;
 
 		if (l->f_owner != PY_NO_FIELD &&
 		    (target_read(pid, frame + l->f_owner, &owner, 1) || owner == l->owner_cstack)) {
@@ -686,18 +691,9 @@ int pystack_thread(struct pystack *ps, int pid, int tid, char *buf, size_t len)
 		f.code = word(pid, frame + l->f_code);
 		f.lasti = word(pid, frame + l->f_lasti) & (l->lasti_is_int ? 0xffffffffull : ~0ull);
 		frame = word(pid, frame + l->f_back);
-		if (used + 2 >= len)
+		/* Not a code object (the chain moved), or no room: what was read stands. */
+		if (!add_frame(ps, p, &f, buf, len, &used, &n))
 			break;
-		if (n)
-			buf[used++] = '\n';
-		w = frame_name(ps, p, &f, buf + used, len - used);
-		if (w < 0) { /* not a code object: the chain moved; what was read stands */
-			used -= n ? 1 : 0;
-			buf[used] = 0;
-			break;
-		}
-		used += (size_t)w;
-		n++;
 	}
 	return n;
 }
