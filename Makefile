@@ -30,7 +30,7 @@ OBJ := $(OUTPUT)/obj
 USER_OBJS := $(patsubst user/%.c,$(OBJ)/%.o,$(USER_SRCS))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/%,$(wildcard tests/unit/test_*.c))
 TESTPROGS := $(OUTPUT)/simfail $(OUTPUT)/cuda_rt $(OUTPUT)/cuda_drv $(OUTPUT)/hip_calls \
-	     $(OUTPUT)/stubs/libcuda.so.1 $(OUTPUT)/inject_target $(OUTPUT)/inject_lib.so \
+	     $(OUTPUT)/stubs/libcuda.so.1 $(OUTPUT)/inject_target $(OUTPUT)/vfork_hold $(OUTPUT)/inject_lib.so \
 	     $(OUTPUT)/stubs/libnccl.so.2 $(OUTPUT)/nccl_calls \
 	     $(OUTPUT)/inject_cli $(OUTPUT)/exit_at_agent.so
 # The benchmark's floors (tests/bench): empty callbacks, a counting uprobe;
@@ -152,6 +152,10 @@ $(OUTPUT)/hip_calls: tests/progs/hip_calls.c | $(OUTPUT)
 $(OUTPUT)/inject_target: tests/progs/inject_target.c | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -g -Wall -Wextra -Wno-unused-parameter $< -o $@ -pthread -lm
+
+$(OUTPUT)/vfork_hold: tests/progs/vfork_hold.c | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Wall -Wextra $< -o $@ -pthread
 
 $(OUTPUT)/inject_lib.so: tests/progs/inject_lib.c | $(OUTPUT)
 	$(call msg,CC,$@)

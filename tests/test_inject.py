@@ -340,3 +340,47 @@ def test_inject_the_agent_into_python(tmp_path):
     lines = (p.seen + stdout).splitlines()
     assert lines[1:-1] == ["step %d %d" % (i, 262144 * i * i) for i in range(n)]
     assert handle
+
+
+def tracer_of(pid, tid):
+    with open("/proc/%d/task/%d/status" % (pid, tid)) as f:
+        return int(re.search(r"TracerPid:\s+(\d+)", f.read()).group(1))
+
+
+def test_a_thread_that_cannot_stop_leaves_nothing_stopped():
+    """The main thread waits in vfork() (uninterruptible) for 6 s: the call
+    is refused with a true message, and while the injector lives on (as
+    ptbpf does), no other thread stays stopped or traced by it; the main
+    thread is let go as soon as it leaves the kernel. Once every thread
+    that could not be detached stayed stopped until ptbpf exited (a DDP
+    rank frozen for a whole trace)."""
+    p = Target([require(os.path.join(BUILD, "vfork_hold")), "6000"])
+    try:
+        p.wait("holding", timeout=10)
+        time.sleep(0.3)
+        pid = p.p.pid
+        assert thread_states(pid)[pid] == "D"
+        inj = subprocess.Popen([require(CLI), "--linger", "9000", str(pid), require(LIB)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # Its one line comes once the stop has timed out (2 s) and every
+        # other thread is let go: from then on none is stopped or traced.
+        err = inj.stderr.readline()
+        assert re.fullmatch(r"inject: pid %d: thread %d did not stop within 2000 ms \(state D, "
+                            r"in \w+: blocked in the kernel\); nothing in the process was "
+                            r"changed\n" % (pid, pid), err), err
+        for _ in range(5):
+            states = thread_states(pid)
+            assert all(tracer_of(pid, t) == 0 and states[t] != "t"
+                       for t in states if t != pid), states
+            time.sleep(0.1)
+        assert states[pid] == "D"
+        assert tracer_of(pid, pid) == inj.pid  # interrupted, still in the kernel
+        rc, stdout, stderr = p.finish(timeout=20)  # the child exits at 6 s
+        assert rc == 0, stderr
+        # It went on while the injector still lived: it was let go.
+        assert inj.poll() is None
+        assert re.fullmatch(r"counts \d+ \d+ \d+\n", stdout), stdout
+        inj.kill()
+        inj.communicate(timeout=10)
+    finally:
+        p.kill()

@@ -6,6 +6,8 @@
  *   inject_cli --dlclose PID HANDLE       dlclose; prints "ret R"
  *   inject_cli --dlclose-checked PID HANDLE TEXT_LO TEXT_HI BUSY_ADDR BUSY_LEN
  *                                         dlclose once the library is idle
+ *   inject_cli --linger MS ARGS...        any of the above, then stays MS ms as
+ *                                         a loader does, calling inject_reap()
  * Errors go to stderr as one line; the exit code is 1.
  */
 #include "attach/inject.h"
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int parse_u64(const char *s, uint64_t *out)
 {
@@ -28,8 +31,13 @@ static int parse_u64(const char *s, uint64_t *out)
 int main(int argc, char **argv)
 {
 	char err[512] = "";
-	uint64_t pid, v, addr, ret, lo, hi, len;
+	uint64_t pid, v, addr, ret, lo, hi, len, linger = 0;
 	int rc, r;
+
+	if (argc > 2 && !strcmp(argv[1], "--linger") && !parse_u64(argv[2], &linger)) {
+		argv += 2;
+		argc -= 2;
+	}
 
 	if (argc == 3 && !parse_u64(argv[1], &pid)) {
 		rc = inject_dlopen((int)pid, argv[2], &v, err, sizeof(err));
@@ -63,9 +71,14 @@ int main(int argc, char **argv)
 			"BUSY_ADDR BUSY_LEN\n");
 		return 2;
 	}
-	if (rc) {
+	if (rc)
 		fprintf(stderr, "inject: %s\n", err);
-		return 1;
+	fflush(NULL);
+	for (uint64_t ms = 0; ms < linger; ms += 10) {
+		struct timespec ts = { 0, 10000000 };
+
+		inject_reap();
+		nanosleep(&ts, NULL);
 	}
-	return 0;
+	return rc ? 1 : 0;
 }

@@ -82,6 +82,7 @@
 #include <unistd.h>
 
 #define STOP_TIMEOUT_MS 2000
+#define RELEASE_WAIT_MS 500 /* after a failed stop, for the threads not yet waited for */
 #define SAFE_POINT_TRIES 200
 #define UNLOAD_TRIES 100
 #define ERASE_TRIES 100
@@ -131,6 +132,54 @@ static int wait_tid(int tid, int *status, int timeout_ms)
 static bool is_event_stop(int status)
 {
 	return WIFSTOPPED(status) && (status >> 16) == PTRACE_EVENT_STOP;
+}
+
+/*
+ * Threads still traced by this process that were interrupted but did not
+ * stop in time (blocked in the kernel: an uninterruptible driver call, a
+ * vfork, a core dump). The interrupt cannot be taken back: such a thread
+ * stops as soon as it leaves the kernel, and would stay stopped, with every
+ * thread ptbpf could not detach, until ptbpf exits. inject_reap() detaches
+ * each as soon as it has stopped; the loader calls it with every read.
+ */
+#define MAX_PENDING 1024
+static int pending[MAX_PENDING];
+static int npending;
+
+/* Detaches a thread that reported status, handing back a signal it was
+ * stopped to deliver (a group stop or an interrupt hands back none). */
+static void detach_stopped(int tid, int status)
+{
+	int sig = WIFSTOPPED(status) && !is_event_stop(status) ? WSTOPSIG(status) : 0;
+
+	ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)sig);
+}
+
+static void leave_pending(int tid)
+{
+	if (npending < MAX_PENDING)
+		pending[npending++] = tid;
+	/* else the kernel detaches it when ptbpf exits */
+}
+
+int inject_reap(void)
+{
+	int left = 0;
+
+	for (int i = 0; i < npending; i++) {
+		int status;
+		pid_t r = waitpid(pending[i], &status, __WALL | WNOHANG);
+
+		if (!r || (r < 0 && errno == EINTR)) {
+			pending[left++] = pending[i];
+			continue;
+		}
+		if (r == pending[i] && WIFSTOPPED(status))
+			detach_stopped(pending[i], status);
+		/* else it exited, or is not ours any more */
+	}
+	npending = left;
+	return npending;
 }
 
 static bool is_group_stop_sig(int sig)
@@ -330,6 +379,29 @@ static struct inj_thread *find_thread(struct inj_session *s, int tid)
 	return NULL;
 }
 
+/* The first word of path, or of what follows its last sep (0: the start):
+ * a thread's state in .../stat after ')', its .../wchan. "" if unreadable. */
+static void read_word_after(const char *path, char sep, char *out, size_t len)
+{
+	char buf[1024], *p = buf;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	out[0] = 0;
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	if (sep && !(p = strrchr(buf, sep)))
+		return;
+	p += sep != 0;
+	sscanf(p, " %63s", out);
+	out[len - 1] = 0;
+}
+
 /* Records the stop a thread just reported. */
 static void note_stop(struct inj_session *s, struct inj_thread *t, int status)
 {
@@ -351,6 +423,19 @@ static int wait_thread_stop(struct inj_session *s, struct inj_thread *t)
 	if (ret == -ECHILD || (!ret && !WIFSTOPPED(status))) {
 		t->tid = 0; /* it exited */
 		return 0;
+	}
+	if (ret == -ETIMEDOUT) {
+		char path[64], state[64] = "", wchan[64] = "";
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", s->pid, t->tid);
+		read_word_after(path, ')', state, sizeof(state));
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/wchan", s->pid, t->tid);
+		read_word_after(path, 0, wchan, sizeof(wchan));
+		snprintf(s->err, s->errlen, "pid %d: thread %d did not stop within %d ms (state "
+			 "%s%s%s: blocked in the kernel); nothing in the process was changed",
+			 s->pid, t->tid, STOP_TIMEOUT_MS, state[0] ? state : "?",
+			 wchan[0] && strcmp(wchan, "0") ? ", in " : "", strcmp(wchan, "0") ? wchan : "");
+		return -ETIME;
 	}
 	if (ret) {
 		snprintf(s->err, s->errlen, "pid %d: thread %d did not stop: %s", s->pid,
@@ -470,16 +555,32 @@ static int run_briefly(struct inj_session *s, long us)
 	return find_thread(s, s->pid) && find_thread(s, s->pid)->tid ? 0 : -ESRCH;
 }
 
-/* Detaches every stopped thread, handing back the signal each was stopped
- * with. One not stopped (it timed out) cannot be detached: the kernel does
- * it when ptbpf exits. */
+/* Detaches every thread, handing back the signal each was stopped with.
+ * After a failed stop some were never waited for (or never interrupted):
+ * each gets RELEASE_WAIT_MS in all to stop, and one that does not is left
+ * to inject_reap(). */
 static void release_all(struct inj_session *s)
 {
+	long budget_us = RELEASE_WAIT_MS * 1000L;
+
 	for (int i = 0; i < s->nth; i++) {
 		struct inj_thread *t = &s->th[i];
+		struct timespec a, b;
+		int status, ret;
 
-		if (t->tid && t->stopped)
+		if (t->tid && t->stopped) {
 			ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(long)t->sig);
+		} else if (t->tid && !(ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) &&
+				       errno == ESRCH)) {
+			clock_gettime(CLOCK_MONOTONIC, &a);
+			ret = wait_tid(t->tid, &status, budget_us > 0 ? budget_us / 1000 : 0);
+			clock_gettime(CLOCK_MONOTONIC, &b);
+			budget_us -= (b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000;
+			if (ret == -ETIMEDOUT)
+				leave_pending(t->tid);
+			else if (!ret && WIFSTOPPED(status))
+				detach_stopped(t->tid, status);
+		}
 		t->tid = 0;
 	}
 }
@@ -616,18 +717,20 @@ static void erase_trampoline(int pid, int mem_fd, const struct tramp_ticket *tk)
 {
 	for (int i = 0; i < ERASE_TRIES; i++) {
 		struct inj_thread t = { .tid = tk->tid };
-		int status, sig = 0, ret = 0;
+		int status, ret;
 
 		if (ptrace(PTRACE_SEIZE, t.tid, NULL, NULL))
 			return; /* gone, or someone else traces it */
-		if (!ptrace(PTRACE_INTERRUPT, t.tid, NULL, NULL) &&
-		    !wait_tid(t.tid, &status, STOP_TIMEOUT_MS) && WIFSTOPPED(status)) {
-			if (!is_event_stop(status))
-				sig = WSTOPSIG(status);
-			t.have_regs = !ptrace(PTRACE_GETREGS, t.tid, NULL, &t.regs);
-			ret = tramp_erase(pid, mem_fd, tk, &t);
-			ptrace(PTRACE_DETACH, t.tid, NULL, (void *)(long)sig);
-		}
+		if (ptrace(PTRACE_INTERRUPT, t.tid, NULL, NULL))
+			return; /* gone */
+		ret = wait_tid(t.tid, &status, STOP_TIMEOUT_MS);
+		if (ret == -ETIMEDOUT)
+			leave_pending(t.tid); /* detached once it stops; the slot stays */
+		if (ret || !WIFSTOPPED(status))
+			return;
+		t.have_regs = !ptrace(PTRACE_GETREGS, t.tid, NULL, &t.regs);
+		ret = tramp_erase(pid, mem_fd, tk, &t);
+		detach_stopped(t.tid, status);
 		if (ret != -EBUSY)
 			return;
 		sleep_us(100);
@@ -646,6 +749,7 @@ static int inject_run(int pid, struct tramp_call *c, const struct inj_unload *u,
 	uint64_t slot;
 	int ret, mem_fd = -1;
 
+	inject_reap(); /* threads an earlier session could not detach */
 	if (!tramp_cpu_ok()) {
 		snprintf(err, errlen, "this CPU has no XSAVE that ptbpf can use: no injection");
 		return -EOPNOTSUPP;

@@ -40,6 +40,11 @@ int inject_dlclose_checked(int pid, uint64_t handle, uint64_t text_lo, uint64_t 
 /* Calls fn_addr(arg0, arg1) on a borrowed thread of pid; *ret gets RAX. */
 int inject_call(int pid, uint64_t fn_addr, uint64_t arg0, uint64_t arg1, uint64_t *ret,
 		char *err, size_t errlen);
+/* Detaches the threads an earlier call had to leave traced (they did not
+ * stop within 2 s: blocked in the kernel) once they have stopped; returns
+ * how many are still waited for. Call it often: such a thread stays stopped
+ * from the moment it leaves the kernel until then. Every call above does. */
+int inject_reap(void);
 /* Runtime address in pid of the exported function sym of the first library
  * whose basename starts with lib_prefix. 0, -ENOENT, or -errno. */
 int inject_symbol_addr(int pid, const char *lib_prefix, const char *sym, uint64_t *addr);

@@ -22,6 +22,7 @@
 #include "attach/agent_probes.h"
 #include "attach/claim.h"
 #include "attach/gpu_probes.h"
+#include "attach/inject.h"
 #include "attach/leaving.h"
 #include "attach/probes.h"
 #include "attach/sample_probes.h"
@@ -93,6 +94,7 @@ int session_loop(struct session *s)
 		for (int i = 0; i < s->npending; i++)
 			targets_add(s, s->pending_forks[i], true);
 		s->npending = 0;
+		inject_reap();
 		if (!targets_reap(s) && !s->opt.all && !s->find.nmapped) {
 			log_more("%s", isatty(2) ? "\n" : "");
 			log_msg("every traced process has exited\n");
