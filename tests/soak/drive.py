@@ -200,7 +200,8 @@ def one_cycle(fleet, job, n, rng, action=None):
         # Another user's ptbpf (--all, a daemon) may trace the job now.
         rec["foreign"] = probes.foreign_tracer(job.pid)
         rec["agent_left"] = not rec["foreign"]
-    if rec["outcome"] != "ok" or rec["false"] or rec["agent_left"] or rec["warnings"]:
+    if (o.all_logs or rec["outcome"] != "ok" or rec["false"] or rec["agent_left"]
+            or rec["warnings"]):
         with open(os.path.join(fleet.work, "cycle%05d.log" % n), "w") as f:
             f.write("%s\n%s: %s\n" % (" ".join(argv), action, ", ".join(tr.signals)))
             f.write("".join("%9.3f %s\n" % (t, text) for t, text in lines))

@@ -77,6 +77,8 @@ def options(argv=None):
       "unless --keep)")
     a("--keep", action="store_true")
     a("--keep-traces", action="store_true")
+    a("--all-logs", action="store_true", help="keep every cycle's ptbpf -v output in the "
+      "work directory (by default only runs with something to look at)")
     a("--validate-every", type=int, default=25, help="read every Nth trace with ptbpf report "
       "(cut ones always); 0: none")
     a("--no-rf", action="store_true", help="skip the RecordFunction count (BCC)")
