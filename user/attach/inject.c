@@ -58,6 +58,7 @@
 #include "attach/inject.h"
 
 #include "lib/elfsym.h"
+#include "attach/inject_prep.h"
 #include "attach/inject_tramp.h"
 #include "attach/target.h"
 
@@ -187,152 +188,11 @@ static bool is_group_stop_sig(int sig)
 	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
 }
 
-static int read_status_field(int pid, int tid, const char *key, char *out, size_t len)
-{
-	char path[64], line[256];
-	size_t klen = strlen(key);
-	int ret = -ENOENT;
-	FILE *f;
-
-	if (tid)
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
-	else
-		snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, key, klen) || line[klen] != ':')
-			continue;
-		snprintf(out, len, "%s", line + klen + 1 + strspn(line + klen + 1, " \t"));
-		out[strcspn(out, "\n")] = 0;
-		ret = 0;
-		break;
-	}
-	fclose(f);
-	return ret;
-}
-
-/* The refusals that need no ptrace: one line each. */
-static int preflight(int pid, const char *lib_path, char *err, size_t errlen)
-{
-	char buf[64], path[PATH_MAX + 64];
-	struct stat st;
-	FILE *f;
-	int fd;
-
-	if (pid <= 0 || !target_alive(pid)) {
-		snprintf(err, errlen, "no live process with pid %d", pid);
-		return -ESRCH;
-	}
-	f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
-	if (f) {
-		int scope = 0;
-
-		if (fscanf(f, "%d", &scope) == 1 && scope >= 2) {
-			fclose(f);
-			snprintf(err, errlen, "ptrace is not permitted: kernel.yama.ptrace_scope "
-				 "is %d (%s)", scope, scope == 3 ? "no ptrace at all" :
-				 "CAP_SYS_PTRACE only");
-			return -EPERM;
-		}
-		fclose(f);
-	}
-	if (!read_status_field(pid, 0, "TracerPid", buf, sizeof(buf)) && atoi(buf) != 0) {
-		snprintf(err, errlen, "pid %d is already traced by pid %d (a debugger or "
-			 "strace): detach it first", pid, atoi(buf));
-		return -EBUSY;
-	}
-	if (!lib_path)
-		return 0;
-	if (lib_path[0] != '/') {
-		snprintf(err, errlen, "library path %s is not absolute", lib_path);
-		return -EINVAL;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, lib_path);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		int e = fd < 0 ? errno : EINVAL;
-
-		if (fd >= 0)
-			close(fd);
-		snprintf(err, errlen, "library %s is not a readable file in pid %d's mount "
-			 "namespace: %s", lib_path, pid, strerror(e));
-		return -e;
-	}
-	close(fd);
-	return 0;
-}
-
-/* Runtime addresses in pid of n exported functions of the first library
- * whose basename starts with lib_prefix, from one parse of its symbols.
- * 0, or -ENOENT (*bad: which one) or -errno. */
-static int lib_symbols(int pid, const char *lib_prefix, const char *const *syms,
-		       uint64_t *addrs, int n, int *bad)
-{
-	char path[64], line[PATH_MAX + 256], err[256];
-	uint64_t file_off[4];
-	struct target_lib lib;
-	struct elf_file *ef;
-	int ret = 0, found = 0;
-	FILE *f;
-
-	*bad = 0;
-	if (n > 4)
-		return -E2BIG;
-	ret = target_find_lib(pid, lib_prefix, &lib);
-	if (ret)
-		return ret;
-	ef = elf_file_open_exported(lib.fd, err, sizeof(err));
-	close(lib.fd);
-	if (!ef)
-		return -ENOEXEC;
-	for (int i = 0; !ret && i < n; i++) {
-		struct elf_func fn;
-
-		ret = elf_file_find_func(ef, syms[i], &fn);
-		file_off[i] = fn.file_off;
-		addrs[i] = 0;
-		*bad = i;
-	}
-	elf_file_close(ef);
-	if (ret)
-		return ret;
-	/* The mapping of that inode whose file range holds each symbol. */
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (found < n && fgets(line, sizeof(line), f)) {
-		unsigned long start, end, off, ino;
-		unsigned int major, minor;
-		char perms[8];
-
-		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &start, &end, perms, &off,
-			   &major, &minor, &ino) != 7 ||
-		    ino != lib.ino || makedev(major, minor) != lib.dev || perms[2] != 'x')
-			continue;
-		for (int i = 0; i < n; i++) {
-			if (addrs[i] || file_off[i] < off || file_off[i] >= off + (end - start))
-				continue;
-			addrs[i] = start + (file_off[i] - off);
-			found++;
-		}
-	}
-	fclose(f);
-	for (int i = 0; i < n; i++)
-		if (!addrs[i]) {
-			*bad = i;
-			return -ENOENT;
-		}
-	return 0;
-}
-
 int inject_symbol_addr(int pid, const char *lib_prefix, const char *sym, uint64_t *addr)
 {
 	int bad;
 
-	return lib_symbols(pid, lib_prefix, &sym, addr, 1, &bad);
+	return inject_lib_symbols(pid, lib_prefix, &sym, addr, 1, &bad);
 }
 
 /* Executable ranges of libc.so.6 and ld.so, for the safe-point test, and
@@ -795,23 +655,11 @@ int inject_call(int pid, uint64_t fn_addr, uint64_t arg0, uint64_t arg1, uint64_
 	int rc;
 
 	err[0] = 0;
-	rc = preflight(pid, NULL, err, errlen);
+	rc = inject_preflight(pid, NULL, err, errlen);
 	if (!rc)
 		rc = inject_run(pid, &c, NULL, err, errlen);
 	if (!rc)
 		*ret = c.result;
-	return rc;
-}
-
-/* Addresses of n functions of libc (dlopen and friends). */
-static int resolve(int pid, const char *const *syms, uint64_t *addrs, int n, char *err,
-		   size_t errlen)
-{
-	int bad, rc = lib_symbols(pid, "libc.so.6", syms, addrs, n, &bad);
-
-	if (rc)
-		snprintf(err, errlen, "pid %d: cannot find %s in its libc.so.6 (glibc >= 2.34 "
-			 "needed): %s", pid, syms[bad], strerror(-rc));
 	return rc;
 }
 
@@ -823,9 +671,9 @@ int inject_dlopen(int pid, const char *lib_path, uint64_t *handle, char *err, si
 	int rc;
 
 	err[0] = 0;
-	rc = preflight(pid, lib_path, err, errlen);
+	rc = inject_preflight(pid, lib_path, err, errlen);
 	if (!rc)
-		rc = resolve(pid, syms, addrs, 2, err, errlen);
+		rc = inject_resolve(pid, syms, addrs, 2, err, errlen);
 	c.fn = addrs[0];
 	c.errfn = addrs[1];
 	if (!rc)
@@ -859,9 +707,9 @@ int inject_dlclose_checked(int pid, uint64_t handle, uint64_t text_lo, uint64_t 
 		snprintf(err, errlen, "busy range of %zu bytes is too long", busy_len);
 		return -EINVAL;
 	}
-	rc = preflight(pid, NULL, err, errlen);
+	rc = inject_preflight(pid, NULL, err, errlen);
 	if (!rc)
-		rc = resolve(pid, (const char *const[]){ "dlclose" }, &c.fn, 1, err, errlen);
+		rc = inject_resolve(pid, (const char *const[]){ "dlclose" }, &c.fn, 1, err, errlen);
 	if (!rc)
 		rc = inject_run(pid, &c, checked ? &u : NULL, err, errlen);
 	if (!rc)
