@@ -234,6 +234,7 @@ struct ptbpf_ops_rec {
 /* Words of the control block after " ops": what else the recorder
  * records. */
 #define OPS_WORD_OPS    " ops"
+#define OPS_WORD_NO_GPU " nogpu"     /* no GPU timeline: CUPTI left alone */
 #define OPS_WORD_SHAPES " shapes"
 #define OPS_WORD_STACKS " pystacks=" /* N: call ptbpf_agent_pystack for one
 				      * op or CUDA call in N per thread */

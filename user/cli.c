@@ -65,7 +65,7 @@ static const char doc[] =
 	"process attached): a run that fails before that leaves no file, no .partial.\n";
 
 enum { OPT_NO_SCHED = 0x100, OPT_NO_SAMPLES, OPT_SAMPLE_HZ, OPT_SLOW_STEP, OPT_NO_STEP_SIGNAL,
-       OPT_STEPS, OPT_NO_IDLE_TRACK }; /* long-only options */
+       OPT_STEPS, OPT_NO_IDLE_TRACK, OPT_GPU_TIMELINE }; /* long-only options */
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Process to trace (repeatable)", 0 },
@@ -94,6 +94,11 @@ static const struct argp_option options[] = {
 	  "the in-process agent, loaded by ptrace if need be: exact spans at a fraction of the "
 	  "cost), 'probes' (uprobes on every op's entry and exits; nothing loaded), or 'auto' "
 	  "(default: the agent wherever it can be loaded, else probes)", 0 },
+	{ "gpu-timeline", OPT_GPU_TIMELINE, "WHEN", 0, "Where the agent records the GPU's own "
+	  "timeline (CUPTI activity): 'auto' (default) in every CUDA process except those "
+	  "running NCCL (DDP, FSDP), where CUPTI 13.0's activity thread crashed jobs under it "
+	  "(README, known limits); 'on' there too; 'off' nowhere. CUDA and NCCL calls are "
+	  "traced either way", 0 },
 	{ "memory", 'm', NULL, 0, "Record GPU memory: every block PyTorch's CUDA caching "
 	  "allocator hands out or takes back, as allocated/reserved counters per device, with "
 	  "the bytes each op allocated (one uprobe hit per allocation)", 0 },
@@ -452,6 +457,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		return add_match_env(o, arg) ? EINVAL : 0;
 	case 'O':
 		return parse_ops(arg, &o->ops) ? EINVAL : 0;
+	case OPT_GPU_TIMELINE:
+		if (!strcmp(arg, "auto") || !strcmp(arg, "on") || !strcmp(arg, "off")) {
+			o->gpu_timeline = arg[0] == 'a' ? GPU_TL_AUTO : arg[1] == 'n' ? GPU_TL_ON :
+					  GPU_TL_OFF;
+			break;
+		}
+		log_msg("invalid --gpu-timeline '%s': auto, on or off\n", arg);
+		return EINVAL;
 	case 'w':
 		if (!*arg || strlen(arg) >= sizeof(o->raw_output)) {
 			log_msg("invalid raw capture path\n");

@@ -22,6 +22,13 @@ enum ops_source {
 	OPS_PROBES,   /* uprobes on every op's entry and ret sites */
 };
 
+/* --gpu-timeline: where the agent records the GPU's own timeline (CUPTI). */
+enum gpu_timeline_when {
+	GPU_TL_AUTO = 0, /* every CUDA process but those running NCCL */
+	GPU_TL_ON,       /* every CUDA process */
+	GPU_TL_OFF,      /* none: CUDA calls from uprobes only */
+};
+
 struct options {
 	int pids[CLI_MAX_PIDS];
 	int npids;
@@ -34,6 +41,7 @@ struct options {
 	char **run_argv;       /* `ptbpf run -- CMD ...`: the command, else NULL */
 	bool no_agent;         /* never load the agent into a running process */
 	enum ops_source ops;
+	enum gpu_timeline_when gpu_timeline;
 	bool all;              /* --all: every process that maps libtorch_cpu.so */
 	/* --match-env KEY=VALUE (--all, daemon): only processes whose
 	 * environment has every one of these */

@@ -224,7 +224,9 @@ static void activate_locked(bool by_ctl, const char *words)
 	if (active)
 		return;
 	stubs_init();
-	if (cuda_loaded()) {
+	if (strstr(words, OPS_WORD_NO_GPU)) {
+		gpu_on = false; /* ptbpf says why */
+	} else if (cuda_loaded()) {
 		gpu_on = cupti_activate(want_ops, &ptbpf_agent_ctl);
 	} else {
 		gpu_on = false;

@@ -267,8 +267,9 @@ int agent_probes_scan(struct agent_probes *d, const struct target *t, bool ops)
 	ret = attach_agent(d, t);
 	if (!ret) {
 		kineto_callbacks(t, &req, &done);
-		snprintf(words, sizeof(words), "%s%s%s", ops ? OPS_WORD_OPS : "",
-			 ops ? d->ops_words : "", d->keep_words);
+		snprintf(words, sizeof(words), "%s%s%s%s", ops ? OPS_WORD_OPS : "",
+			 ops ? d->ops_words : "", d->keep_words,
+			 t->no_gpu_timeline ? OPS_WORD_NO_GPU : "");
 		ret = agent_send(&d->ag[i].a, PTBPF_CMD_ON, words, req, done, injected);
 		d->ag[i].sent = !ret;
 	}
@@ -280,7 +281,8 @@ int agent_probes_scan(struct agent_probes *d, const struct target *t, bool ops)
 	}
 	leaving_agent(t->pid, LEAVING_ON, agent_injected(&d->ag[i].a));
 	log_msg("pid %d: agent switched on (%s)\n", t->pid,
-		ops ? "ops, and the GPU timeline if CUDA is used" : "GPU timeline");
+		!ops ? "GPU timeline" : t->no_gpu_timeline ? "ops; no GPU timeline" :
+		"ops, and the GPU timeline if CUDA is used");
 	return 1;
 }
 

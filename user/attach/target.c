@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "attach/target.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
@@ -230,6 +231,36 @@ bool target_maps(int pid, const char *prefix)
 		return false;
 	close(lib.fd);
 	return true;
+}
+
+bool target_runs_nccl(int pid, char *thread, size_t len)
+{
+	char path[64], comm[32];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	while (d && !found && (de = readdir(d))) {
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/comm", pid, de->d_name);
+		f = fopen(path, "re");
+		if (f && fgets(comm, sizeof(comm), f)) {
+			comm[strcspn(comm, "\n")] = 0;
+			found = !strncmp(comm, "pt_nccl", 7) || !strncmp(comm, "NCCL", 4);
+			if (found)
+				snprintf(thread, len, "%s", comm);
+		}
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return found;
 }
 
 static bool maps_gpu_library(int pid)

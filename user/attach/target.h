@@ -39,6 +39,8 @@ struct target {
 	int nlabels;
 	struct target_lib torch;  /* libtorch_cpu.so; fd -1 in a CUDA/HIP-only program */
 	struct target_lib stdcxx; /* libstdc++.so.6 */
+	bool no_gpu_timeline;     /* set by main: its agent leaves CUPTI alone
+				   * (--gpu-timeline) */
 	bool ops_from_agent;      /* set by main: its agent records ops (and,
 				   * with CUPTI on, CUDA API calls) */
 };
@@ -56,6 +58,9 @@ const char *target_label(const struct target *t, const char *key);
 int target_find_lib(int pid, const char *prefix, struct target_lib *lib);
 /* Whether pid maps a file whose basename starts with prefix. */
 bool target_maps(int pid, const char *prefix);
+/* Whether pid runs NCCL: a thread of torch's ProcessGroupNCCL (pt_nccl_*)
+ * or of NCCL's own (NCCL *); its name goes to thread. */
+bool target_runs_nccl(int pid, char *thread, size_t len);
 /* Whether pid is alive (not exited, not a zombie). */
 int target_alive(int pid);
 /* Whether pid is stopped: 'T' (a stop signal), 't' (by its tracer), 0 if

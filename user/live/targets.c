@@ -88,7 +88,7 @@ static bool load_agent(struct session *s, const struct target *t, bool for_ops)
 
 	if (s->opt.no_agent || t->memfd < 0)
 		return true;
-	if ((!for_ops && !target_maps(t->pid, "libcuda.so")) ||
+	if ((!for_ops && (t->no_gpu_timeline || !target_maps(t->pid, "libcuda.so"))) ||
 	    target_maps(t->pid, "libptbpf-agent.so"))
 		return true;
 	if (agent_library_path(agent, sizeof(agent), true)) {
@@ -176,6 +176,31 @@ bool targets_wait_for_agent(struct session *s, int pid)
 void targets_scan_gpu(struct session *s, const struct target *t)
 {
 	gpu_probes_scan(s->gpu, t->pid, t->ops_from_agent && gpu_timeline_agent_calls(s->dec->timeline, t->pid));
+}
+
+/* --gpu-timeline: in a process that runs NCCL, CUPTI 13.0's activity thread
+ * crashed the job under ptbpf's agent (a SIGSEGV inside libcupti during a
+ * forced flush, 3 of 3 two-GPU DDP soaks, within 40-66 attaches a rank;
+ * not without the agent), so by default the agent leaves CUPTI alone
+ * there. Said once per process (of the last 64). */
+static bool wants_gpu_timeline(struct session *s, const struct target *t)
+{
+	static int said[64]; /* the daemon's windows: once per process */
+	static unsigned nsaid;
+	char thread[32];
+
+	if (s->opt.gpu_timeline != GPU_TL_AUTO)
+		return s->opt.gpu_timeline == GPU_TL_ON;
+	if (!target_runs_nccl(t->pid, thread, sizeof(thread)))
+		return true;
+	for (unsigned i = 0; i < nsaid && i < 64; i++)
+		if (said[i] == t->pid)
+			return false;
+	said[nsaid++ % 64] = t->pid;
+	log_warn("pid %d runs NCCL (thread %s): no GPU timeline (CUPTI crashed NCCL jobs under "
+		 "ptbpf's agent; README, known limits); CUDA and NCCL calls are traced, and "
+		 "--gpu-timeline on records it anyway\n", t->pid, thread);
+	return false;
 }
 
 /* Whether pid's ops should come from its agent: wherever it loads (auto or
@@ -350,6 +375,7 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	if (!ret) {
 		t_open = now_ns();
 		join_add_process(s->join, t);
+		t->no_gpu_timeline = !wants_gpu_timeline(s, t);
 		if (s->opt.py_stacks) /* before any op can ask for a stack */
 			watch_python(s, t);
 		else
