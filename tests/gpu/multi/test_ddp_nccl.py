@@ -73,7 +73,9 @@ def test_nccl_ddp_all(tmp_path):
     require(PTBPF)
     ranks, go = start_job(tmp_path, 29710, "all")
     trace = str(tmp_path / "all.pftrace")
-    tracer = Proc([PTBPF, "--all", "-o", trace])
+    # The GPU timeline is off by default in NCCL processes (README, known
+    # limits): these checks need its kernels.
+    tracer = Proc([PTBPF, "--all", "--gpu-timeline", "on", "-o", trace])
     try:
         tracer.wait_line("ptbpf: --all: tracing 2 processes", stream="stderr", timeout=300)
         open(go, "w").close()
@@ -96,7 +98,7 @@ def test_nccl_ddp_per_rank_merged(tmp_path):
     tracers = []
     try:
         for r, p in enumerate(ranks):
-            tracers.append(Proc([PTBPF, "-p", str(p.p.pid), "-o",
+            tracers.append(Proc([PTBPF, "-p", str(p.p.pid), "--gpu-timeline", "on", "-o",
                                  str(tmp_path / ("rank%d.pftrace" % r))]))
         for tr in tracers:
             tr.wait_line("ptbpf: tracing pid", stream="stderr", timeout=300)
