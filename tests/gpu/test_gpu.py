@@ -290,3 +290,49 @@ def test_gpu_idle_gaps_named_by_the_launching_thread(tmp_path):
     assert idle["unexplained_ns"] <= 0.05 * idle["idle_ns"], idle
     # The chain: what woke the launching thread last in a gap.
     assert any(g["woken_by"] for g in idle["largest"]), idle["largest"]
+
+
+SYNC_JOB = r"""
+import os, sys, torch
+x = torch.ones(1024, device="cuda")
+cycles = int(sys.argv[2])
+a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+a.record(); torch.cuda._sleep(cycles); b.record(); torch.cuda.synchronize()
+print("ready", flush=True)
+while not os.path.exists(sys.argv[1]):
+    pass
+for i in range(40):
+    torch.cuda._sleep(cycles)
+    torch.cuda.synchronize()
+    torch.cuda._sleep(cycles)
+    v = x.sum().item()
+print("sleep_ms", a.elapsed_time(b), flush=True)
+"""
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_synchronizing_calls_show_the_wait(tmp_path, source):
+    """An explicit torch.cuda.synchronize() and a .item() after a kernel of
+    known length (issue 20): each shows as a CUDA call that lasts as long
+    as the GPU kept the thread waiting, on the thread that made it."""
+    job = tmp_path / "sync_job.py"
+    job.write_text(SYNC_JOB)
+    run = run_traced(tmp_path, [sys.executable, str(job), "{go}", "20000000"],
+                     ["--ops", source])
+    assert run.rc == 0 and run.target_rc == 0, run.err
+    sleep_ns = float(run.target_out.split("sleep_ms")[1].split()[0]) * 1e6
+    assert sleep_ns > 2e6, run.target_out
+    t = run.trace
+    assert not t.errors, t.errors[:5]
+    waits = [s for s in t.slices if s.category in ("cuda_runtime", "cuda_driver") and
+             s.dur >= 0.8 * sleep_ns]
+    # synchronize(): cudaDeviceSynchronize (cuCtxSynchronize); .item(): its
+    # copy to pageable memory waits (cudaMemcpyAsync, cuMemcpyDtoHAsync) or
+    # the stream synchronize after it does. Runtime and driver slices nest:
+    # each wait is counted once by its start (ms).
+    device = {round(s.ts / 1e6) for s in waits if "DeviceSynchronize" in s.name or
+              "CtxSynchronize" in s.name}
+    item = {round(s.ts / 1e6) for s in waits if "StreamSynchronize" in s.name or
+            "Memcpy" in s.name}
+    assert len(device) >= 40 and len(item) >= 40, (
+        sorted({(s.name, s.category) for s in waits}), len(device), len(item))
