@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "lib/log.h"
+#include "attach/inject.h"
 #include "fleet/capture.h"
 #include "fleet/metrics.h"
 #include "fleet/step_signal.h"
@@ -169,7 +170,9 @@ static int wait_until(const struct options *opt, struct capture *c, struct step_
 			return 1;
 		if (realtime_s() >= when)
 			return 0;
-		nanosleep(&(struct timespec){ 0, 200000000 }, NULL);
+		/* A thread an injection could not stop is let go as soon
+		 * as it stops (attach/inject.h): look often while one is. */
+		nanosleep(&(struct timespec){ 0, inject_reap() ? 10000000 : 200000000 }, NULL);
 	}
 	return -1;
 }
