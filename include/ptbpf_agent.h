@@ -43,7 +43,7 @@
  * its probe: the agent records on, and what its full rings drop is counted.
  */
 #define PTBPF_CTL_MAGIC   0x6c74636670627470ULL /* "ptbpfctl" */
-#define PTBPF_CTL_VERSION 1
+#define PTBPF_CTL_VERSION 2
 #define PTBPF_AGENT_POLL_MS 20
 #define PTBPF_AGENT_MSG_MAX 1024 /* a status message's bytes, NUL included */
 

@@ -99,7 +99,7 @@ class Ctl(ctypes.Structure):  # include/ptbpf_agent.h: struct ptbpf_agent_ctl
 
 lib = ctypes.CDLL(sys.argv[1])  # the preloaded copy: same object
 ctl = Ctl.in_dll(lib, "ptbpf_agent_ctl")
-assert ctl.magic == 0x6c74636670627470 and ctl.version == 1, hex(ctl.magic)
+assert ctl.magic == 0x6c74636670627470 and ctl.version == 2, hex(ctl.magic)
 
 def command(cmd, words=b""):
     ctl.cmd, ctl.words = cmd, words

@@ -60,11 +60,13 @@ def test_nccl_process_gets_no_gpu_timeline_by_default(tmp_path):
     warn = [l for l in err.splitlines() if "runs NCCL" in l]
     assert len(warn) == 1 and re.fullmatch(
         r"ptbpf: warning: pid \d+ runs NCCL \(thread pt_nccl_watchdg\): no GPU timeline "
-        r"\(CUPTI crashed NCCL jobs under ptbpf's agent; README, known limits\); CUDA and NCCL "
+        r"\(CUPTI crashed NCCL jobs under ptbpf's agent; README, known blind spots\); CUDA and NCCL "
         r"calls are traced, and --gpu-timeline on records it anyway", warn[0]), err
     assert "agent switched on (ops; no GPU timeline)" in err
     assert not agent_tried_cupti(err), err
     assert int(re.search(r"op begin \(agent\) (\d+)", err).group(1)) > 0, err
+    # CUDA calls still traced: by uprobes, as the warning says.
+    assert re.search(r"pid \d+: \d+ GPU API probes on \S*libcuda", err), err
 
 
 def test_gpu_timeline_on_and_off(tmp_path):

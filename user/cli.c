@@ -96,9 +96,9 @@ static const struct argp_option options[] = {
 	  "(default: the agent wherever it can be loaded, else probes)", 0 },
 	{ "gpu-timeline", OPT_GPU_TIMELINE, "WHEN", 0, "Where the agent records the GPU's own "
 	  "timeline (CUPTI activity): 'auto' (default) in every CUDA process except those "
-	  "running NCCL (DDP, FSDP), where CUPTI 13.0's activity thread crashed jobs under it "
-	  "(README, known limits); 'on' there too; 'off' nowhere. CUDA and NCCL calls are "
-	  "traced either way", 0 },
+	  "that run NCCL (DDP, FSDP) when ptbpf attaches, where CUPTI 13.0's activity thread "
+	  "crashed jobs under it (README, known blind spots); 'on' there too; 'off' nowhere. "
+	  "CUDA and NCCL calls are traced either way", 0 },
 	{ "memory", 'm', NULL, 0, "Record GPU memory: every block PyTorch's CUDA caching "
 	  "allocator hands out or takes back, as allocated/reserved counters per device, with "
 	  "the bytes each op allocated (one uprobe hit per allocation)", 0 },

@@ -240,8 +240,9 @@ int agent_probes_scan(struct agent_probes *d, const struct target *t, bool ops)
 	bool injected = false;
 	int i, ret;
 
-	if (agent_index(d, t->pid) >= 0 || d->n == MAX_AGENTS)
-		return 0;
+	if (agent_index(d, t->pid) >= 0 || d->n == MAX_AGENTS ||
+	    (!ops && t->no_gpu_timeline && !d->keep_words[0]))
+		return 0; /* nothing to switch on */
 	i = d->n;
 	ret = agent_link_open(t, &d->ag[i].a, err, sizeof(err));
 	if (ret == -ENOENT)
@@ -281,7 +282,8 @@ int agent_probes_scan(struct agent_probes *d, const struct target *t, bool ops)
 	}
 	leaving_agent(t->pid, LEAVING_ON, agent_injected(&d->ag[i].a));
 	log_msg("pid %d: agent switched on (%s)\n", t->pid,
-		!ops ? "GPU timeline" : t->no_gpu_timeline ? "ops; no GPU timeline" :
+		!ops ? (t->no_gpu_timeline ? "its step signal; no GPU timeline" : "GPU timeline") :
+		t->no_gpu_timeline ? "ops; no GPU timeline" :
 		"ops, and the GPU timeline if CUDA is used");
 	return 1;
 }

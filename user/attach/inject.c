@@ -147,20 +147,28 @@ static bool is_event_stop(int status)
 static int pending[MAX_PENDING];
 static int npending;
 
-/* Detaches a thread that reported status, handing back a signal it was
- * stopped to deliver (a group stop or an interrupt hands back none). */
-static void detach_stopped(int tid, int status)
-{
-	int sig = WIFSTOPPED(status) && !is_event_stop(status) ? WSTOPSIG(status) : 0;
-
-	ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)sig);
-}
-
 static void leave_pending(int tid)
 {
 	if (npending < MAX_PENDING)
 		pending[npending++] = tid;
 	/* else the kernel detaches it when ptbpf exits */
+}
+
+/* Detaches a thread that reported status, handing back a signal it was
+ * stopped to deliver (a group stop or an interrupt hands back none). False
+ * if it was killed meanwhile: it exits as a zombie that only its tracer
+ * can reap, which inject_reap's waitpid does. */
+static bool detach(int tid, int status)
+{
+	int sig = WIFSTOPPED(status) && !is_event_stop(status) ? WSTOPSIG(status) : 0;
+
+	return !ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)sig) || errno != ESRCH;
+}
+
+static void detach_stopped(int tid, int status)
+{
+	if (!detach(tid, status))
+		leave_pending(tid);
 }
 
 int inject_reap(void)
@@ -171,13 +179,10 @@ int inject_reap(void)
 		int status;
 		pid_t r = waitpid(pending[i], &status, __WALL | WNOHANG);
 
-		if (!r || (r < 0 && errno == EINTR)) {
+		if (!r || (r < 0 && errno == EINTR) ||
+		    (r == pending[i] && WIFSTOPPED(status) && !detach(pending[i], status)))
 			pending[left++] = pending[i];
-			continue;
-		}
-		if (r == pending[i] && WIFSTOPPED(status))
-			detach_stopped(pending[i], status);
-		/* else it exited, or is not ours any more */
+		/* else let go, reaped, or not ours any more */
 	}
 	npending = left;
 	return npending;
@@ -287,14 +292,16 @@ static int wait_thread_stop(struct inj_session *s, struct inj_thread *t)
 	if (ret == -ETIMEDOUT) {
 		char path[64], state[64] = "", wchan[64] = "";
 
+		t->blocked = true;
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", s->pid, t->tid);
 		read_word_after(path, ')', state, sizeof(state));
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/wchan", s->pid, t->tid);
 		read_word_after(path, 0, wchan, sizeof(wchan));
 		snprintf(s->err, s->errlen, "pid %d: thread %d did not stop within %d ms (state "
-			 "%s%s%s: blocked in the kernel); nothing in the process was changed",
-			 s->pid, t->tid, STOP_TIMEOUT_MS, state[0] ? state : "?",
-			 wchan[0] && strcmp(wchan, "0") ? ", in " : "", strcmp(wchan, "0") ? wchan : "");
+			 "%s%s%s%s); nothing in the process was changed", s->pid, t->tid,
+			 STOP_TIMEOUT_MS, state[0] ? state : "?",
+			 wchan[0] && strcmp(wchan, "0") ? ", in " : "", strcmp(wchan, "0") ? wchan : "",
+			 state[0] == 'D' ? ": blocked in the kernel" : "");
 		return -ETIME;
 	}
 	if (ret) {
@@ -392,8 +399,10 @@ static int run_briefly(struct inj_session *s, long us)
 
 		if (!t->tid)
 			continue;
-		if (ptrace(PTRACE_CONT, t->tid, NULL, (void *)(long)t->sig) && errno == ESRCH)
+		if (ptrace(PTRACE_CONT, t->tid, NULL, (void *)(long)t->sig) && errno == ESRCH) {
+			leave_pending(t->tid); /* killed while stopped: to be reaped */
 			t->tid = 0;
+		}
 		t->stopped = false;
 		t->sig = 0;
 	}
@@ -416,33 +425,47 @@ static int run_briefly(struct inj_session *s, long us)
 }
 
 /* Detaches every thread, handing back the signal each was stopped with.
- * After a failed stop some were never waited for (or never interrupted):
- * each gets RELEASE_WAIT_MS in all to stop, and one that does not is left
- * to inject_reap(). */
+ * After a failed stop some were never waited for (or never interrupted
+ * again after run_briefly): they are interrupted, and get RELEASE_WAIT_MS
+ * in all to stop; one that does not, and the one known to be blocked, are
+ * left to inject_reap(). */
 static void release_all(struct inj_session *s)
 {
 	long budget_us = RELEASE_WAIT_MS * 1000L;
 
 	for (int i = 0; i < s->nth; i++) {
 		struct inj_thread *t = &s->th[i];
+
+		if (t->tid && t->stopped) {
+			if (ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(long)t->sig) &&
+			    errno == ESRCH)
+				leave_pending(t->tid);
+			t->tid = 0;
+		} else if (t->tid && ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL)) {
+			leave_pending(t->tid);
+			t->tid = 0;
+		}
+	}
+	for (int i = 0; i < s->nth; i++) {
+		struct inj_thread *t = &s->th[i];
 		struct timespec a, b;
 		int status, ret;
 
-		if (t->tid && t->stopped) {
-			ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(long)t->sig);
-		} else if (t->tid && !(ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) &&
-				       errno == ESRCH)) {
-			clock_gettime(CLOCK_MONOTONIC, &a);
-			ret = wait_tid(t->tid, &status, budget_us > 0 ? budget_us / 1000 : 0);
-			clock_gettime(CLOCK_MONOTONIC, &b);
-			budget_us -= (b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000;
-			if (ret == -ETIMEDOUT)
-				leave_pending(t->tid);
-			else if (!ret && WIFSTOPPED(status))
-				detach_stopped(t->tid, status);
-		}
+		if (!t->tid || t->blocked)
+			continue;
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		ret = wait_tid(t->tid, &status, budget_us > 0 ? budget_us / 1000 : 0);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		budget_us -= (b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000;
+		if (ret == -ETIMEDOUT)
+			leave_pending(t->tid);
+		else if (!ret && WIFSTOPPED(status))
+			detach_stopped(t->tid, status);
 		t->tid = 0;
 	}
+	for (int i = 0; i < s->nth; i++)
+		if (s->th[i].tid) /* blocked */
+			leave_pending(s->th[i].tid);
 }
 
 static void fetch_regs(struct inj_session *s)
@@ -581,8 +604,10 @@ static void erase_trampoline(int pid, int mem_fd, const struct tramp_ticket *tk)
 
 		if (ptrace(PTRACE_SEIZE, t.tid, NULL, NULL))
 			return; /* gone, or someone else traces it */
-		if (ptrace(PTRACE_INTERRUPT, t.tid, NULL, NULL))
-			return; /* gone */
+		if (ptrace(PTRACE_INTERRUPT, t.tid, NULL, NULL)) {
+			leave_pending(t.tid); /* reaped, or detached once it stops */
+			return;
+		}
 		ret = wait_tid(t.tid, &status, STOP_TIMEOUT_MS);
 		if (ret == -ETIMEDOUT)
 			leave_pending(t.tid); /* detached once it stops; the slot stays */
@@ -609,7 +634,6 @@ static int inject_run(int pid, struct tramp_call *c, const struct inj_unload *u,
 	uint64_t slot;
 	int ret, mem_fd = -1;
 
-	inject_reap(); /* threads an earlier session could not detach */
 	if (!tramp_cpu_ok()) {
 		snprintf(err, errlen, "this CPU has no XSAVE that ptbpf can use: no injection");
 		return -EOPNOTSUPP;
@@ -648,14 +672,35 @@ static int inject_run(int pid, struct tramp_call *c, const struct inj_unload *u,
 	return ret;
 }
 
+/* What every call checks first: threads an earlier call could not let go
+ * are let go if they have stopped by now; one of pid's that is still
+ * blocked refuses the call (seizing it again would fail), then the
+ * refusals that need no ptrace. */
+static int before_ptrace(int pid, const char *lib_path, char *err, size_t errlen)
+{
+	char path[64];
+
+	err[0] = 0;
+	inject_reap();
+	for (int i = 0; i < npending; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, pending[i]);
+		if (!access(path, F_OK)) {
+			snprintf(err, errlen, "pid %d: thread %d has not stopped since an earlier "
+				 "attempt (blocked in the kernel; it is let go as soon as it stops): "
+				 "not tried again until then", pid, pending[i]);
+			return -ETIME;
+		}
+	}
+	return inject_preflight(pid, lib_path, err, errlen);
+}
+
 int inject_call(int pid, uint64_t fn_addr, uint64_t arg0, uint64_t arg1, uint64_t *ret,
 		char *err, size_t errlen)
 {
 	struct tramp_call c = { .fn = fn_addr, .arg0 = arg0, .arg1 = arg1 };
 	int rc;
 
-	err[0] = 0;
-	rc = inject_preflight(pid, NULL, err, errlen);
+	rc = before_ptrace(pid, NULL, err, errlen);
 	if (!rc)
 		rc = inject_run(pid, &c, NULL, err, errlen);
 	if (!rc)
@@ -670,8 +715,7 @@ int inject_dlopen(int pid, const char *lib_path, uint64_t *handle, char *err, si
 	uint64_t addrs[2] = { 0 };
 	int rc;
 
-	err[0] = 0;
-	rc = inject_preflight(pid, lib_path, err, errlen);
+	rc = before_ptrace(pid, lib_path, err, errlen);
 	if (!rc)
 		rc = inject_resolve(pid, syms, addrs, 2, err, errlen);
 	c.fn = addrs[0];
@@ -707,7 +751,7 @@ int inject_dlclose_checked(int pid, uint64_t handle, uint64_t text_lo, uint64_t 
 		snprintf(err, errlen, "busy range of %zu bytes is too long", busy_len);
 		return -EINVAL;
 	}
-	rc = inject_preflight(pid, NULL, err, errlen);
+	rc = before_ptrace(pid, NULL, err, errlen);
 	if (!rc)
 		rc = inject_resolve(pid, (const char *const[]){ "dlclose" }, &c.fn, 1, err, errlen);
 	if (!rc)

@@ -16,6 +16,10 @@
  * bounded.
  *
  * All return 0 or a negative errno and, on error, write one line into err.
+ * Two errors say what became of the process: -ETIME, a thread did not stop
+ * (or has not since an earlier call): nothing in the process was changed;
+ * -ETIMEDOUT, the call was started and its end was not seen (it may still
+ * run, and its effects are the process's from then on).
  */
 #ifndef PTBPF_INJECT_H
 #define PTBPF_INJECT_H

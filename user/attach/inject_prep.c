@@ -70,7 +70,10 @@ int inject_preflight(int pid, const char *lib_path, char *err, size_t errlen)
 		}
 		fclose(f);
 	}
-	if (!read_status_field(pid, 0, "TracerPid", buf, sizeof(buf)) && atoi(buf) != 0) {
+	/* ptbpf itself, still holding a thread that did not stop: inject.c
+	 * says so. */
+	if (!read_status_field(pid, 0, "TracerPid", buf, sizeof(buf)) && atoi(buf) != 0 &&
+	    atoi(buf) != getpid()) {
 		snprintf(err, errlen, "pid %d is already traced by pid %d (a debugger or "
 			 "strace): detach it first", pid, atoi(buf));
 		return -EBUSY;

@@ -31,6 +31,7 @@ struct inj_thread {
 	bool stopped;
 	bool have_regs;        /* regs hold its registers at this stop */
 	bool in_call;          /* it runs an earlier injected call */
+	bool blocked;          /* it did not stop in time: blocked in the kernel */
 	int sig;               /* to hand back on release: a signal-delivery stop */
 	struct user_regs_struct regs;
 };

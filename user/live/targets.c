@@ -175,7 +175,8 @@ bool targets_wait_for_agent(struct session *s, int pid)
  * only add cost then. */
 void targets_scan_gpu(struct session *s, const struct target *t)
 {
-	gpu_probes_scan(s->gpu, t->pid, t->ops_from_agent && gpu_timeline_agent_calls(s->dec->timeline, t->pid));
+	gpu_probes_scan(s->gpu, t->pid, t->ops_from_agent && !t->no_gpu_timeline &&
+			gpu_timeline_agent_calls(s->dec->timeline, t->pid));
 }
 
 /* --gpu-timeline: in a process that runs NCCL, CUPTI 13.0's activity thread
@@ -191,6 +192,8 @@ static bool wants_gpu_timeline(struct session *s, const struct target *t)
 
 	if (s->opt.gpu_timeline != GPU_TL_AUTO)
 		return s->opt.gpu_timeline == GPU_TL_ON;
+	if (s->opt.no_agent || !s->agents) /* no GPU timeline anyway */
+		return true;
 	if (!target_runs_nccl(t->pid, thread, sizeof(thread)))
 		return true;
 	for (unsigned i = 0; i < nsaid && i < 64; i++)
@@ -198,7 +201,7 @@ static bool wants_gpu_timeline(struct session *s, const struct target *t)
 			return false;
 	said[nsaid++ % 64] = t->pid;
 	log_warn("pid %d runs NCCL (thread %s): no GPU timeline (CUPTI crashed NCCL jobs under "
-		 "ptbpf's agent; README, known limits); CUDA and NCCL calls are traced, and "
+		 "ptbpf's agent; README, known blind spots); CUDA and NCCL calls are traced, and "
 		 "--gpu-timeline on records it anyway\n", t->pid, thread);
 	return false;
 }
