@@ -277,9 +277,11 @@ void offcpu_waking(struct offcpu *o, const struct ptbpf_sched_waking *r)
 }
 
 /* Who woke t inside the call nr (on file, or NULL) that returned ret:
- * args added to a. */
+ * args added to a. A timer or a signal is known from the call itself; a
+ * task or an interrupt only from a wakeup seen inside the call (woke: the
+ * ring may hand it over after the call's end, then nothing is said). */
 static int woken_by(struct offcpu *o, const struct thread *t, int32_t nr, const char *file,
-		    int64_t ret, struct pf_arg *a)
+		    int64_t ret, bool woke, struct pf_arg *a)
 {
 	char name[32];
 	const char *call = syscall_name(nr, name, sizeof(name));
@@ -294,6 +296,8 @@ static int woken_by(struct offcpu *o, const struct thread *t, int32_t nr, const 
 					     "a timer" };
 		return 1;
 	}
+	if (!woke)
+		return 0;
 	if (!t->waker_tid) {
 		a[0] = (struct pf_arg){ .name = "woken_by", .type = PF_ARG_STR,
 					.s = "an interrupt (the CPU was idle)" };
@@ -357,8 +361,8 @@ void offcpu_syscall(struct offcpu *o, const struct ptbpf_sched_syscall *r)
 					  .u = r->switches };
 	}
 	a[n++] = (struct pf_arg){ .name = "ret", .type = PF_ARG_INT, .i = r->ret };
-	if (t->wake_ts >= from && t->wake_ts <= r->h.ts)
-		n += woken_by(o, t, r->nr, file, r->ret, a + n);
+	n += woken_by(o, t, r->nr, file, r->ret, t->wake_ts >= from && t->wake_ts <= r->h.ts,
+		      a + n);
 	call_slice(o, t, r->nr, from, r->h.ts, a, n);
 	if (t->call.open && t->call.enter_ts <= from)
 		call_closed(&t->call);
