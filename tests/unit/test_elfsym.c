@@ -865,6 +865,31 @@ static uint64_t symtab_walk_find(const uint8_t *img, size_t len, struct elf_file
 	return 0;
 }
 
+/* Whether some defined FUNC symbol whose name holds needle is at off. */
+static bool symtab_walk_has(const uint8_t *img, size_t len, struct elf_file *ef,
+			    const char *needle, uint64_t off)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
+	const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
+
+	for (int i = 0; i < eh->e_shnum; i++) {
+		const Elf64_Shdr *str = &sh[sh[i].sh_link];
+		const Elf64_Sym *syms = (const Elf64_Sym *)(img + sh[i].sh_offset);
+
+		if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_offset + sh[i].sh_size > len)
+			continue;
+		for (size_t k = 1; k < sh[i].sh_size / sizeof(*syms); k++) {
+			const char *name = (const char *)img + str->sh_offset + syms[k].st_name;
+
+			if (ELF64_ST_TYPE(syms[k].st_info) == STT_FUNC &&
+			    syms[k].st_shndx != SHN_UNDEF && syms[k].st_shndx != SHN_ABS &&
+			    strstr(name, needle) && elf_file_vaddr_to_off(ef, syms[k].st_value) == off)
+				return true;
+		}
+	}
+	return false;
+}
+
 static void test_symtab_search(void)
 {
 	static const char *const needles[] = { "t_callee", "allee", "check_failed", "test_own_",
@@ -888,8 +913,14 @@ static void test_symtab_search(void)
 		for (int i = 0; i < n; i++) {
 			uint64_t want = symtab_walk_find(img, len, ef, needles[i]);
 
-			CHECK(off[i] == want, "'%s': %#llx, the walk found %#llx", needles[i],
-			      (unsigned long long)off[i], (unsigned long long)want);
+			/* "e" is in more names than the search considers (64, in
+			 * string table order): any function holding it will do. */
+			if (!strcmp(needles[i], "e"))
+				CHECK(symtab_walk_has(img, len, ef, "e", off[i]),
+				      "'e': %#llx is no function holding it", (unsigned long long)off[i]);
+			else
+				CHECK(off[i] == want, "'%s': %#llx, the walk found %#llx", needles[i],
+				      (unsigned long long)off[i], (unsigned long long)want);
 			CHECK((off[i] != 0) == (i != 7), "'%s' found: %d", needles[i], off[i] != 0);
 		}
 	}
