@@ -839,10 +839,11 @@ static void test_malformed(void)
 }
 
 /* elf_file_find_in_symtab (two chunked passes: names, then name offsets)
- * against a plain walk of this executable's .symtab with strstr, the
- * first defined FUNC symbol in table order whose name holds the needle. */
+ * against a plain walk of this executable's .symtab with strstr: the file
+ * offset of the first defined FUNC symbol in table order whose name holds
+ * the needle (at: 0), or of one at file offset at; 0 if there is none. */
 static uint64_t symtab_walk_find(const uint8_t *img, size_t len, struct elf_file *ef,
-				 const char *needle)
+				 const char *needle, uint64_t at)
 {
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
 	const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
@@ -855,39 +856,18 @@ static uint64_t symtab_walk_find(const uint8_t *img, size_t len, struct elf_file
 			continue;
 		for (size_t k = 1; k < sh[i].sh_size / sizeof(*syms); k++) {
 			const char *name = (const char *)img + str->sh_offset + syms[k].st_name;
+			uint64_t off;
 
-			if (ELF64_ST_TYPE(syms[k].st_info) == STT_FUNC &&
-			    syms[k].st_shndx != SHN_UNDEF && syms[k].st_shndx != SHN_ABS &&
-			    strstr(name, needle))
-				return elf_file_vaddr_to_off(ef, syms[k].st_value);
+			if (ELF64_ST_TYPE(syms[k].st_info) != STT_FUNC ||
+			    syms[k].st_shndx == SHN_UNDEF || syms[k].st_shndx == SHN_ABS ||
+			    !strstr(name, needle))
+				continue;
+			off = elf_file_vaddr_to_off(ef, syms[k].st_value);
+			if (!at || off == at)
+				return off;
 		}
 	}
 	return 0;
-}
-
-/* Whether some defined FUNC symbol whose name holds needle is at off. */
-static bool symtab_walk_has(const uint8_t *img, size_t len, struct elf_file *ef,
-			    const char *needle, uint64_t off)
-{
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
-	const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
-
-	for (int i = 0; i < eh->e_shnum; i++) {
-		const Elf64_Shdr *str = &sh[sh[i].sh_link];
-		const Elf64_Sym *syms = (const Elf64_Sym *)(img + sh[i].sh_offset);
-
-		if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_offset + sh[i].sh_size > len)
-			continue;
-		for (size_t k = 1; k < sh[i].sh_size / sizeof(*syms); k++) {
-			const char *name = (const char *)img + str->sh_offset + syms[k].st_name;
-
-			if (ELF64_ST_TYPE(syms[k].st_info) == STT_FUNC &&
-			    syms[k].st_shndx != SHN_UNDEF && syms[k].st_shndx != SHN_ABS &&
-			    strstr(name, needle) && elf_file_vaddr_to_off(ef, syms[k].st_value) == off)
-				return true;
-		}
-	}
-	return false;
 }
 
 static void test_symtab_search(void)
@@ -911,12 +891,12 @@ static void test_symtab_search(void)
 		CHECK(elf_file_find_func(ef, "main", &f) != 0, "open_sections indexed functions");
 		CHECK_EQ(elf_file_find_in_symtab(ef, needles, n, off), 0);
 		for (int i = 0; i < n; i++) {
-			uint64_t want = symtab_walk_find(img, len, ef, needles[i]);
+			uint64_t want = symtab_walk_find(img, len, ef, needles[i], 0);
 
 			/* "e" is in more names than the search considers (64, in
 			 * string table order): any function holding it will do. */
 			if (!strcmp(needles[i], "e"))
-				CHECK(symtab_walk_has(img, len, ef, "e", off[i]),
+				CHECK(off[i] && symtab_walk_find(img, len, ef, "e", off[i]) == off[i],
 				      "'e': %#llx is no function holding it", (unsigned long long)off[i]);
 			else
 				CHECK(off[i] == want, "'%s': %#llx, the walk found %#llx", needles[i],

@@ -244,29 +244,6 @@ static struct inj_thread *find_thread(struct inj_session *s, int tid)
 	return NULL;
 }
 
-/* The first word of path, or of what follows its last sep (0: the start):
- * a thread's state in .../stat after ')', its .../wchan. "" if unreadable. */
-static void read_word_after(const char *path, char sep, char *out, size_t len)
-{
-	char buf[1024], *p = buf;
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	out[0] = 0;
-	if (fd < 0)
-		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = 0;
-	if (sep && !(p = strrchr(buf, sep)))
-		return;
-	p += sep != 0;
-	sscanf(p, " %63s", out);
-	out[len - 1] = 0;
-}
-
 /* Records the stop a thread just reported. */
 static void note_stop(struct inj_session *s, struct inj_thread *t, int status)
 {
@@ -290,18 +267,13 @@ static int wait_thread_stop(struct inj_session *s, struct inj_thread *t)
 		return 0;
 	}
 	if (ret == -ETIMEDOUT) {
-		char path[64], state[64] = "", wchan[64] = "";
+		char wchan[64], state = target_thread_state(s->pid, t->tid, wchan, sizeof(wchan));
 
 		t->blocked = true;
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", s->pid, t->tid);
-		read_word_after(path, ')', state, sizeof(state));
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/wchan", s->pid, t->tid);
-		read_word_after(path, 0, wchan, sizeof(wchan));
 		snprintf(s->err, s->errlen, "pid %d: thread %d did not stop within %d ms (state "
-			 "%s%s%s%s); nothing in the process was changed", s->pid, t->tid,
-			 STOP_TIMEOUT_MS, state[0] ? state : "?",
-			 wchan[0] && strcmp(wchan, "0") ? ", in " : "", strcmp(wchan, "0") ? wchan : "",
-			 state[0] == 'D' ? ": blocked in the kernel" : "");
+			 "%c%s%s%s); nothing in the process was changed", s->pid, t->tid,
+			 STOP_TIMEOUT_MS, state ? state : '?', wchan[0] ? ", in " : "", wchan,
+			 state == 'D' ? ": blocked in the kernel" : "");
 		return -ETIME;
 	}
 	if (ret) {

@@ -19,39 +19,13 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-static int read_status_field(int pid, int tid, const char *key, char *out, size_t len)
-{
-	char path[64], line[256];
-	size_t klen = strlen(key);
-	int ret = -ENOENT;
-	FILE *f;
-
-	if (tid)
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
-	else
-		snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, key, klen) || line[klen] != ':')
-			continue;
-		snprintf(out, len, "%s", line + klen + 1 + strspn(line + klen + 1, " \t"));
-		out[strcspn(out, "\n")] = 0;
-		ret = 0;
-		break;
-	}
-	fclose(f);
-	return ret;
-}
-
 /* The refusals that need no ptrace: one line each. */
 int inject_preflight(int pid, const char *lib_path, char *err, size_t errlen)
 {
-	char buf[64], path[PATH_MAX + 64];
+	char path[PATH_MAX + 64];
 	struct stat st;
+	int fd, tracer;
 	FILE *f;
-	int fd;
 
 	if (pid <= 0 || !target_alive(pid)) {
 		snprintf(err, errlen, "no live process with pid %d", pid);
@@ -72,10 +46,10 @@ int inject_preflight(int pid, const char *lib_path, char *err, size_t errlen)
 	}
 	/* ptbpf itself, still holding a thread that did not stop: inject.c
 	 * says so. */
-	if (!read_status_field(pid, 0, "TracerPid", buf, sizeof(buf)) && atoi(buf) != 0 &&
-	    atoi(buf) != getpid()) {
+	target_stopped(pid, &tracer);
+	if (tracer && tracer != getpid()) {
 		snprintf(err, errlen, "pid %d is already traced by pid %d (a debugger or "
-			 "strace): detach it first", pid, atoi(buf));
+			 "strace): detach it first", pid, tracer);
 		return -EBUSY;
 	}
 	if (!lib_path)

@@ -58,29 +58,47 @@ int in_initial_pidns(void)
 	return st.st_ino == INIT_PIDNS_INO;
 }
 
+/* The state letter of a /proc .../stat file (after the name), or 0. */
+static char stat_state(const char *path)
+{
+	char buf[512], *p;
+
+	if (read_file(path, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')) || p[1] != ' ')
+		return 0;
+	return p[2];
+}
+
 int target_alive(int pid)
 {
-	char path[64], buf[512], *p;
+	char path[64], state;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (read_file(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+	state = stat_state(path);
+	return state && state != 'Z' && state != 'X';
 }
 
 int target_stopped(int pid, int *tracer)
 {
-	char path[64], buf[4096], *p;
+	char path[64], buf[4096], *p, state;
 
 	*tracer = 0;
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	if (read_file(path, buf, sizeof(buf)) > 0 && (p = strstr(buf, "\nTracerPid:")))
 		*tracer = atoi(p + strlen("\nTracerPid:"));
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (read_file(path, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')) || p[1] != ' ')
-		return 0;
-	return p[2] == 'T' || p[2] == 't' ? p[2] : 0;
+	state = stat_state(path);
+	return state == 'T' || state == 't' ? state : 0;
+}
+
+char target_thread_state(int pid, int tid, char *wchan, size_t len)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/wchan", pid, tid);
+	if (read_file(path, wchan, len) <= 0 || !strcmp(wchan, "0"))
+		wchan[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	return stat_state(path);
 }
 
 static int read_ns_pid(int pid)
@@ -243,20 +261,15 @@ bool target_runs_nccl(int pid, char *thread, size_t len)
 	snprintf(path, sizeof(path), "/proc/%d/task", pid);
 	d = opendir(path);
 	while (d && !found && (de = readdir(d))) {
-		FILE *f;
-
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/comm", pid, de->d_name);
-		f = fopen(path, "re");
-		if (f && fgets(comm, sizeof(comm), f)) {
-			comm[strcspn(comm, "\n")] = 0;
-			found = !strncmp(comm, "pt_nccl", 7) || !strncmp(comm, "NCCL", 4);
-			if (found)
-				snprintf(thread, len, "%s", comm);
-		}
-		if (f)
-			fclose(f);
+		if (read_file(path, comm, sizeof(comm)) <= 0)
+			continue;
+		comm[strcspn(comm, "\n")] = 0;
+		found = !strncmp(comm, "pt_nccl", 7) || !strncmp(comm, "NCCL", 4);
+		if (found)
+			snprintf(thread, len, "%s", comm);
 	}
 	if (d)
 		closedir(d);

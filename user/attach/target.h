@@ -63,6 +63,9 @@ bool target_maps(int pid, const char *prefix);
 bool target_runs_nccl(int pid, char *thread, size_t len);
 /* Whether pid is alive (not exited, not a zombie). */
 int target_alive(int pid);
+/* Thread tid's state letter ('D': blocked in the kernel), 0 if unreadable;
+ * wchan (len bytes) gets the kernel function it waits in, or "". */
+char target_thread_state(int pid, int tid, char *wchan, size_t len);
 /* Whether pid is stopped: 'T' (a stop signal), 't' (by its tracer), 0 if
  * it runs; *tracer: the pid that ptraces it (a debugger, strace), or 0. */
 int target_stopped(int pid, int *tracer);
