@@ -21,7 +21,12 @@ prints "done" and both shut down together.
   --hang     then a call whose handler sleeps past its 3 s timeout (worker 0
              prints "timed out"), then "calling" and a call whose handler
              sleeps 60 s, without a timeout: a test kills worker 1 then,
-             the call fails ("failed") and worker 0 exits at once.
+             the call fails ("failed") and worker 0 exits a second later:
+             torch's handleClientError completes each pending future (on
+             its pool) before it removes the call's id from the timeout
+             map, the record ptbpf ends the call on; a process that exits
+             at once can go between the two, and its call then ends
+             cut_by_exit.
 """
 import json
 import os
@@ -86,6 +91,7 @@ def hang():
         rpc.rpc_sync("worker1", sleeps, args=(60.0,), timeout=0)
     except RuntimeError:
         print("failed", flush=True)
+    time.sleep(1)  # torch's own bookkeeping of the failure (above)
     os._exit(0)  # worker 1 is gone: no shutdown
 
 
