@@ -9,6 +9,9 @@
  *                        on USER_SCOPE only: record_function regions)
  *   floor_rf_sampled_on(p) one callback on every scope, torch-sampled with
  *                        probability p (RecordFunctionCallback::samplingProb)
+ *   floor_rf_work_on(w)  one callback on every scope doing the pieces of the
+ *                        agent's work per op named by the bits of w (FLOOR_W_*
+ *                        below), to attribute its cost piece by piece
  *   floor_cupti_cb_on(v) CUPTI's callback API on the CUDA calls the agent
  *                        subscribes to, with an empty callback: v = 0 the
  *                        agent's set (launch, copy, set in both the runtime
@@ -31,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cupti.h>
 
@@ -63,6 +67,61 @@ static void empty_end(const void *rf, void *ctx)
 {
 }
 
+/* The agent's work per op, piece by piece (user/agent/ops.c): at begin the
+ * op's name from torch and its length; at end the thread's next sequence
+ * number and std::uncaught_exceptions(); a clock read at each (vDSO
+ * clock_gettime or the TSC). */
+enum {
+	FLOOR_W_NAME = 1,      /* RecordFunction::name(), strnlen */
+	FLOOR_W_PEEK = 2,      /* at::sequence_number::peek() at end */
+	FLOOR_W_UNCAUGHT = 4,  /* std::uncaught_exceptions() at end */
+	FLOOR_W_CLOCK = 8,     /* clock_gettime(CLOCK_MONOTONIC) at both */
+	FLOOR_W_TSC = 16,      /* rdtsc at both */
+};
+static unsigned work;
+static const char *(*p_name)(const void *rf);
+static int64_t (*p_peek)(void);
+static int (*p_uncaught)(void);
+static volatile uint64_t sink;
+
+static inline uint64_t work_clock(void)
+{
+	struct timespec ts;
+
+	if (work & FLOOR_W_CLOCK) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	}
+	if (work & FLOOR_W_TSC)
+		return __builtin_ia32_rdtsc();
+	return 0;
+}
+
+static void **work_start(void **ret, const void *rf)
+{
+	uint64_t v = work_clock();
+
+	if (work & FLOOR_W_NAME) {
+		const char *name = p_name(rf);
+
+		v += name ? strnlen(name, 256) : 0;
+	}
+	sink = v;
+	*ret = NULL;
+	return ret;
+}
+
+static void work_end(const void *rf, void *ctx)
+{
+	uint64_t v = work_clock();
+
+	if (work & FLOOR_W_PEEK)
+		v += (uint64_t)p_peek();
+	if (work & FLOOR_W_UNCAUGHT)
+		v += (uint64_t)p_uncaught();
+	sink = v;
+}
+
 static int find_torch(struct dl_phdr_info *info, size_t size, void *ctx)
 {
 	const char *base = strrchr(info->dlpi_name, '/');
@@ -79,8 +138,8 @@ static void add(const int *scopes, int n, double prob)
 	struct rf_callback cb;
 
 	memset(&cb, 0, sizeof(cb));
-	cb.start = empty_start;
-	cb.end = empty_end;
+	cb.start = work ? work_start : empty_start;
+	cb.end = work ? work_end : empty_end;
 	cb.sampling_prob = prob;
 	for (int i = 0; i < n; i++)
 		cb.scopes[scopes[i]] = true;
@@ -99,7 +158,10 @@ static int rf_resolve(void)
 		}
 		p_add = (uint64_t (*)(struct rf_callback))dlsym(torch, RF_SYM_ADD);
 		p_remove = (void (*)(uint64_t))dlsym(torch, RF_SYM_REMOVE);
-		if (!p_add || !p_remove) {
+		p_name = (const char *(*)(const void *))dlsym(torch, RF_SYM_NAME);
+		p_peek = (int64_t (*)(void))dlsym(torch, RF_SYM_PEEK);
+		p_uncaught = (int (*)(void))dlsym(torch, "_ZSt19uncaught_exceptionsv");
+		if (!p_add || !p_remove || !p_name || !p_peek || !p_uncaught) {
 			p_add = NULL;
 			snprintf(why, sizeof(why), "libtorch_cpu.so has no RecordFunction API");
 			return -1;
@@ -142,11 +204,23 @@ EXPORT int floor_rf_sampled_on(double p)
 	return 0;
 }
 
+EXPORT int floor_rf_work_on(unsigned w)
+{
+	if (nhandles)
+		return 0;
+	if (rf_resolve())
+		return -1;
+	work = w;
+	add(all, 10, 1.0);
+	return 0;
+}
+
 EXPORT void floor_rf_off(void)
 {
 	for (int i = 0; i < nhandles; i++)
 		p_remove(handles[i]);
 	nhandles = 0;
+	work = 0;
 }
 
 /* --- CUPTI --- */
