@@ -35,7 +35,8 @@ TESTPROGS := $(OUTPUT)/simfail $(OUTPUT)/cuda_rt $(OUTPUT)/cuda_drv $(OUTPUT)/hi
 	     $(OUTPUT)/inject_cli $(OUTPUT)/exit_at_agent.so
 # The benchmark's floors (tests/bench): empty callbacks, a counting uprobe;
 # the agent's op recorder alone.
-BENCHPROGS := $(OUTPUT)/libptbpf-floor.so $(OUTPUT)/uprobe_floor $(OUTPUT)/ring_bench
+BENCHPROGS := $(OUTPUT)/libptbpf-floor.so $(OUTPUT)/uprobe_floor $(OUTPUT)/ring_bench \
+	      $(OUTPUT)/tsc_check
 CUDA ?= /usr/local/cuda-13.0
 AGENT := $(OUTPUT)/libptbpf-agent.so
 # No endbr64, so each ptbpf_agent_* entry starts with an instruction x86
@@ -180,6 +181,10 @@ $(OUTPUT)/ring_bench: tests/bench/ring_bench.c $(AGENT_SRCS) $(wildcard user/age
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wno-unused-function -fcf-protection=none -Iinclude \
 		-Iuser/agent $< -o $@ -ldl -pthread
+
+$(OUTPUT)/tsc_check: tests/bench/tsc_check.c | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -std=gnu11 -Wall $< -o $@ -pthread
 
 $(OUTPUT)/uprobe_floor.bpf.o: tests/bench/uprobe_floor.bpf.c | $(OUTPUT)
 	$(call msg,BPF,$@)

@@ -158,7 +158,7 @@ enum ptbpf_agent_code {
  * among them: ops.
  */
 #define PTBPF_OPS_MAGIC      0x7074627066306f70ULL /* "pto0fbtp" */
-#define PTBPF_OPS_VERSION    4
+#define PTBPF_OPS_VERSION    5
 #define PTBPF_OPS_SLOTS      64
 #define PTBPF_OPS_SLOT_BYTES (4u << 20) /* header included */
 #define PTBPF_OPS_NAME_MAX   111        /* longer names are truncated */
@@ -173,8 +173,19 @@ struct ptbpf_ops_desc {
 	uint64_t no_slot_begins;  /* 40: ... BEGIN records among them */
 	uint32_t layout_ok;       /* 48: 1 while RecordFunction's scope byte sat where
 				   * expected, so sequence numbers are read */
-	uint32_t pad;
+	uint32_t clock;           /* 52: enum ptbpf_ops_clock: where the records'
+				   * CLOCK_MONOTONIC timestamps are read from */
+	uint64_t clock_checks;    /* 56: OPS_CLOCK_TSC: the TSC line checked against
+				   * CLOCK_MONOTONIC (every PTBPF_AGENT_POLL_MS) */
+	uint64_t clock_steps;     /* 64: ... checks that found it off by over 100 us
+				   * and set it anew (else it is slewed) */
+	uint64_t clock_max_err_ns; /* 72: ... the largest difference found */
 };
+
+/* OPS_CLOCK_TSC: the TSC (invariant), converted in the agent along a line
+ * its thread keeps near CLOCK_MONOTONIC (user/agent/clock.c); cheaper than
+ * clock_gettime() per record. OPS_WORD_KERNEL_CLOCK asks for the kernel's. */
+enum ptbpf_ops_clock { OPS_CLOCK_KERNEL = 0, OPS_CLOCK_TSC = 1 };
 
 /* A thread's ring: this header, then slot_bytes - 128 bytes of records. */
 enum ptbpf_ops_slot_state { OPS_SLOT_FREE = 0, OPS_SLOT_OWNED, OPS_SLOT_RETIRED };
@@ -238,6 +249,7 @@ struct ptbpf_ops_rec {
 #define OPS_WORD_SHAPES " shapes"
 #define OPS_WORD_STACKS " pystacks=" /* N: call ptbpf_agent_pystack for one
 				      * op or CUDA call in N per thread */
+#define OPS_WORD_KERNEL_CLOCK " kclock" /* timestamps from clock_gettime() */
 
 /*
  * Input shapes (record_shapes), after a BEGIN's name: u8 count, then per

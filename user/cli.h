@@ -42,6 +42,7 @@ struct options {
 	bool no_agent;         /* never load the agent into a running process */
 	enum ops_source ops;
 	enum gpu_timeline_when gpu_timeline;
+	bool kernel_clock; /* --op-clock kernel: the agent's records from clock_gettime */
 	bool all;              /* --all: every process that maps libtorch_cpu.so */
 	/* --match-env KEY=VALUE (--all, daemon): only processes whose
 	 * environment has every one of these */

@@ -5,11 +5,14 @@
  * (user/agent/ops.c, compiled in here) is driven in a tight loop with a
  * stand-in RecordFunction, as torch drives it for one op (a begin and an
  * end), and a consumer that frees the ring as ptbpf would. Prints the best
- * of several repetitions, in ns per op, next to an empty callback pair.
+ * of several repetitions, in ns per op, next to an empty callback pair,
+ * with the records' timestamps from clock_gettime() and from the TSC
+ * (user/agent/clock.c, compiled in too).
  *
  * usage: ring_bench [OPS_PER_REP]
  */
 #include "../../user/agent/ops.c"
+#include "../../user/agent/clock.c"
 
 #include <stdlib.h>
 
@@ -134,7 +137,17 @@ int main(int argc, char **argv)
 	atomic_store(&recording, 1);
 	best_ns(start_function, end_any, ops / 10, 1); /* warm: the ring's pages */
 	printf("empty callbacks %.1f ns/op\n", best_ns(empty_start, empty_end, ops, 7));
-	printf("agent callbacks %.1f ns/op (a begin and an end record)\n",
+	printf("agent callbacks %.1f ns/op (a begin and an end record, clock_gettime)\n",
+	       best_ns(start_function, end_any, ops, 7));
+	agent_clock_start(true);
+	agent_ops_clock_tick();
+	nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+	agent_ops_clock_tick();
+	if (!agent_clock.ready) {
+		printf("agent callbacks with the TSC: no invariant TSC here\n");
+		return 0;
+	}
+	printf("agent callbacks %.1f ns/op (a begin and an end record, the TSC)\n",
 	       best_ns(start_function, end_any, ops, 7));
 	return 0;
 }

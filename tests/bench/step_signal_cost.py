@@ -30,7 +30,21 @@ Optimizer.step and ProfilerStep# are made of, a few per step):
               recording as a capture has it (callbacks on every scope, the
               per-thread rings, ptbpf draining them), nothing else of the
               kernel view (issue 23: its cost against all_cb, the floor)
+  ptbpf_ops_kclock  ptbpf_ops with --op-clock kernel: every record's
+              timestamp from clock_gettime() instead of the TSC
   ptbpf       `ptbpf -p PID` as users run it (the kernel view, CPU samples)
+  spin        a process spinning on the other CPU, this one kept off it:
+              what a busy neighbour (ptbpf's loader) costs the thread
+              through the shared machine alone
+  w_name, w_peek, w_uncaught, w_clock, w_tsc, w_torch, w_agent
+              one callback on every scope (as all_cb) that does a piece of
+              the agent's work per op (floor_rf_work_on): torch's
+              RecordFunction::name() and strnlen at begin; the sequence
+              number's peek() at end; std::uncaught_exceptions() at end; a
+              clock_gettime at each; an rdtsc at each; w_torch: name, peek
+              and uncaught; w_agent: those and clock_gettime (all the agent
+              asks of torch and the clock, without its rings). Their cost
+              against all_cb attributes the agent's cost above the floor
 
 Prints, per phase, the median ns per op (wall, and the thread's CPU time)
 and per region over the cycles
@@ -56,9 +70,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.path.join(ROOT, "build")
 ENTER_2X = "_ZN5torch8autograd8profiler25record_function_enter_new*"
 ENTER_113 = "_ZN2at14RecordFunctionC1ENS_11RecordScopeE"
+# floor.c's FLOOR_W_* bits for the w_ phases.
+WORK = {"w_name": 1, "w_peek": 2, "w_uncaught": 4, "w_clock": 8, "w_tsc": 16, "w_torch": 7,
+        "w_agent": 15}
 PHASES = ["none", "user_cb", "sampled", "all_cb", "agent4_cb", "agent_steps", "uprobe",
-          "ptbpf_ops", "ptbpf"]
-PTBPF_ARGS = {"ptbpf_ops": ["--no-sched", "--no-samples"], "ptbpf": []}
+          "ptbpf_ops", "ptbpf_ops_kclock", "ptbpf", "spin"] + list(WORK)
+PTBPF_ARGS = {"ptbpf_ops": ["--no-sched", "--no-samples"],
+              "ptbpf_ops_kclock": ["--no-sched", "--no-samples", "--op-clock", "kernel"],
+              "ptbpf": []}
 # include/ptbpf_agent.h: struct ptbpf_agent_ctl's words, cmd, seq, ack, owner.
 CTL_WORDS, CTL_CMD, CTL_SEQ, CTL_ACK, CTL_OWNER = 56, 24, 16, 184, 28
 
@@ -118,6 +137,14 @@ class Phases:
             rc = self.floor.floor_rf_on(1)
         elif name == "agent4_cb":
             rc = self.floor.floor_rf_on(4)
+        elif name == "spin":
+            cpus = sorted(os.sched_getaffinity(0))
+            self.probe = subprocess.Popen(["taskset", "-c", str(cpus[-1]), sys.executable, "-c",
+                                           "while True: pass"])
+            os.sched_setaffinity(0, cpus[:-1] or cpus)
+            time.sleep(0.2)
+        elif name in WORK:
+            rc = self.floor.floor_rf_work_on(WORK[name])
         elif name == "agent_steps":
             if self.agent_words(" steps") != 1:
                 sys.exit("the agent's step signal did not go on")
@@ -148,7 +175,14 @@ class Phases:
             if rc:
                 sys.exit("ptbpf exited %d: %s" % (rc, err[-2000:]))
             rings = [l.strip() for l in err.splitlines() if "agent op rings:" in l]
-            return rings[-1] if rings else "no agent op rings line"
+            clock = [l.strip() for l in err.splitlines() if "op timestamps:" in l]
+            return "\n# ".join((rings[-1:] or ["no agent op rings line"]) + clock[-1:])
+        if name == "spin":
+            self.probe.kill()
+            self.probe.wait()
+            self.probe = None
+            os.sched_setaffinity(0, range(os.cpu_count()))
+            return ""
         if name == "uprobe":
             self.probe.terminate()
             hits = self.probe.communicate()[0]
@@ -208,7 +242,15 @@ def main():
             row.append("%.0f (%.0f-%.0f)" % (statistics.median(v), min(v), max(v)))
             row.append("%+.0f (%+.0f..%+.0f)" % (statistics.median(d), lo, hi))
         print("| " + " | ".join(row) + " |")
-    for a, b in (("ptbpf_ops", "all_cb"), ("ptbpf_ops", "agent4_cb"), ("ptbpf", "all_cb")):
+    for p in WORK:
+        if p in phases and "all_cb" in phases:
+            for k in ("op", "op_cpu"):
+                d = [x - y for x, y in zip(res[p][k], res["all_cb"][k])]
+                lo, hi = median_interval(d)
+                print("# %s above all_cb (%s): median %+.0f ns/op, 95%% interval %+.0f..%+.0f" %
+                      (p, "wall" if k == "op" else "thread CPU", statistics.median(d), lo, hi))
+    for a, b in (("ptbpf_ops", "all_cb"), ("ptbpf_ops", "agent4_cb"),
+                 ("ptbpf_ops_kclock", "all_cb"), ("ptbpf", "all_cb")):
         if a in phases and b in phases:
             for k in ("op", "op_cpu"):
                 r = [(x - n) / (y - n) for x, y, n in zip(res[a][k], res[b][k], res["none"][k])

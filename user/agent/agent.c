@@ -237,12 +237,15 @@ static void activate_locked(bool by_ctl, const char *words)
 		st = strstr(words, OPS_WORD_STACKS);
 		if (st && sscanf(st + strlen(OPS_WORD_STACKS), "%u", &every) != 1)
 			every = 0;
-		d = agent_ops_start(why, sizeof(why), strstr(words, OPS_WORD_SHAPES) != NULL, every);
+		d = agent_ops_start(why, sizeof(why), strstr(words, OPS_WORD_SHAPES) != NULL, every,
+				    !strstr(words, OPS_WORD_KERNEL_CLOCK));
 		if (d)
 			agent_report(PTBPF_AGENT_OPS_ON, (uintptr_t)d,
-				     "ops: RecordFunction callbacks on, %u rings of %u KiB at %#llx",
+				     "ops: RecordFunction callbacks on, %u rings of %u KiB at %#llx, "
+				     "timestamps from %s",
 				     d->nslots, (unsigned)(d->slot_bytes >> 10),
-				     (unsigned long long)d->slots);
+				     (unsigned long long)d->slots,
+				     d->clock == OPS_CLOCK_TSC ? "the TSC" : "clock_gettime");
 		else
 			agent_report(PTBPF_AGENT_ERR_OPS, 0, "ops: %s", why);
 		ops_on = d != NULL;
@@ -346,6 +349,8 @@ static void *agent_thread(void *arg)
 			}
 			if (active && gpu_on)
 				cupti_tick(now);
+			if (active && ops_on)
+				agent_ops_clock_tick();
 			steps_check_locked(now);
 		}
 		pthread_mutex_unlock(&state_lock);

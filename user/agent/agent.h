@@ -14,6 +14,7 @@
  *            they share is in cupti_int.h)
  *   stubs.c  entry points that outlive the library, and GOT hooks
  *   cuda_props.c  the devices' properties and CUDA versions, once a session
+ *   clock.c  the op records' clock: CLOCK_MONOTONIC from the TSC
  * Everything the outside world calls (torch, CUPTI, the job's calls into
  * libcupti) enters through stubs.c, so that the library can be unloaded
  * while those pointers live on; every such entry marks its thread busy.
@@ -24,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include "ptbpf_agent.h"
 #include "rf_abi.h"
 
@@ -143,9 +145,13 @@ bool agent_steps_heartbeat(void);
 /* Registers the RecordFunction callbacks (the rings are allocated at the
  * first start). The rings' descriptor, or NULL with a one-line reason in
  * why. shapes: also record aten ops' input shapes; stacks_every: call
- * ptbpf_agent_pystack for one op or CUDA call in that many per thread. */
+ * ptbpf_agent_pystack for one op or CUDA call in that many per thread;
+ * tsc: timestamps from the TSC where it is invariant (clock.c). */
 const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes,
-					     unsigned stacks_every);
+					     unsigned stacks_every, bool tsc);
+/* Every PTBPF_AGENT_POLL_MS on the agent's thread while recording: the
+ * clock's line checked and kept (clock.c), its numbers in the descriptor. */
+void agent_ops_clock_tick(void);
 /* Stops recording and removes the callbacks. */
 void agent_ops_stop(void);
 /* At process exit: stops recording and waits (250 ms at most) until
@@ -159,6 +165,63 @@ bool agent_ops_api(bool enter, uint32_t domain, uint32_t cbid, uint32_t correlat
 		   const char *name);
 /* agent.c's probe point for Python stacks. */
 void ptbpf_agent_pystack(uint64_t ts);
+
+/* --- clock.c --- */
+
+/* The op records' clock (CLOCK_MONOTONIC ns from the TSC): a line
+ * base_ns + (tsc - base_tsc) * mult / 2^32 that the agent's thread keeps
+ * near CLOCK_MONOTONIC, under a sequence count (odd while it changes). */
+struct agent_clock {
+	uint32_t seq;
+	uint32_t ready;          /* 0: read clock_gettime() */
+	uint64_t base_tsc;
+	int64_t base_ns;
+	uint64_t mult;           /* ns per tick, 32.32 fixed point */
+	/* The agent's thread's, for ptbpf (the ops descriptor): */
+	bool tsc;                /* the TSC is used */
+	uint64_t ticks, steps;   /* checks against CLOCK_MONOTONIC; those that set it */
+	uint64_t max_err_ns;     /* the largest difference a check found */
+};
+extern struct agent_clock agent_clock;
+
+/* At the start of a recording session (the TSC only if use_tsc and the
+ * CPU's is invariant), then every PTBPF_AGENT_POLL_MS while it records,
+ * on the agent's thread. */
+void agent_clock_start(bool use_tsc);
+void agent_clock_tick(void);
+
+static inline uint64_t agent_clock_at(uint64_t base_tsc, int64_t base_ns, uint64_t mult,
+				      uint64_t tsc)
+{
+	/* tsc may be a little before base_tsc: read unordered, or on a CPU
+	 * that read it just before the tick that set base_tsc. */
+	if (tsc >= base_tsc)
+		return (uint64_t)base_ns + (uint64_t)(((unsigned __int128)(tsc - base_tsc) * mult) >> 32);
+	return (uint64_t)base_ns - (uint64_t)(((unsigned __int128)(base_tsc - tsc) * mult) >> 32);
+}
+
+/* CLOCK_MONOTONIC nanoseconds, now. */
+static inline uint64_t agent_clock_ns(void)
+{
+	const struct agent_clock *c = &agent_clock;
+
+	for (;;) {
+		uint32_t seq = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
+		uint64_t base_tsc = c->base_tsc, mult = c->mult, tsc;
+		int64_t base_ns = c->base_ns;
+
+		if (!__atomic_load_n(&c->ready, __ATOMIC_RELAXED)) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		}
+		tsc = __builtin_ia32_rdtsc();
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (!(seq & 1) && __atomic_load_n(&c->seq, __ATOMIC_RELAXED) == seq)
+			return agent_clock_at(base_tsc, base_ns, mult, tsc);
+	}
+}
 
 /* --- cupti.c (cupti_activity.c: cupti_unload) --- */
 

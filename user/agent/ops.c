@@ -95,12 +95,17 @@ static TLS struct ptbpf_ops_slot *my_slot;
 static TLS uint64_t my_pos;
 static uint64_t ring_cap; /* bytes of records a ring holds */
 
+/* The thread's last timestamp: its records never go back in time, even
+ * where the clock's line is slewed or set anew (clock.c). */
+static TLS uint64_t my_last_ts;
+
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
+	uint64_t ts = agent_clock_ns();
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	if (__builtin_expect(ts < my_last_ts, 0))
+		return my_last_ts;
+	return my_last_ts = ts;
 }
 
 /* At thread exit: ptbpf frees the slot once it has read what is left. */
@@ -450,7 +455,7 @@ static int alloc_slots(char *why, size_t len)
 }
 
 const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes,
-					     unsigned every)
+					     unsigned every, bool tsc)
 {
 	static const int function[] = { SC_FUNCTION }, backward[] = { SC_BACKWARD },
 			 user[] = { SC_USER }, other[] = { 2, 3, 4, 5, 6, 8, 9 };
@@ -461,6 +466,8 @@ const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes,
 		return NULL;
 	want_shapes = shapes;
 	stacks_every = every;
+	agent_clock_start(tsc);
+	agent_ops_clock_tick();
 	/* Losses of an earlier session were reported to it (or not at all):
 	 * this one starts without them. Nothing writes while not recording. */
 	for (uint32_t i = 0; i < desc.nslots; i++)
@@ -475,6 +482,16 @@ const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes,
 	handles[nhandles++] = rf_add(STUB_RF_OTHER, start_other, STUB_RF_END, end_any, other,
 				     sizeof(other) / sizeof(other[0]), false);
 	return &desc;
+}
+
+/* The clock's line kept near CLOCK_MONOTONIC, and how near, for ptbpf. */
+void agent_ops_clock_tick(void)
+{
+	agent_clock_tick();
+	desc.clock = agent_clock.tsc ? OPS_CLOCK_TSC : OPS_CLOCK_KERNEL;
+	__atomic_store_n(&desc.clock_checks, agent_clock.ticks, __ATOMIC_RELAXED);
+	__atomic_store_n(&desc.clock_steps, agent_clock.steps, __ATOMIC_RELAXED);
+	__atomic_store_n(&desc.clock_max_err_ns, agent_clock.max_err_ns, __ATOMIC_RELAXED);
 }
 
 /* At process exit, while recording: stop, then give ptbpf (which reads

@@ -143,6 +143,13 @@ static void print_op_rings(const struct session *s, const struct ops_ring_counts
 		(unsigned long)o->begins_unread, (unsigned long)o->bad,
 		(unsigned long)o->lost_at_exit, o->layout_ok ? "read" : "NOT read "
 		"(unexpected RecordFunction layout: no forward->backward flows)");
+	if (o->clock_tsc)
+		log_msg("op timestamps: from the TSC in %d process%s (its line checked against "
+			"CLOCK_MONOTONIC %lu times: largest difference %lu ns, set anew %lu times)"
+			"%s\n", o->clock_tsc, o->clock_tsc == 1 ? "" : "es",
+			(unsigned long)o->clock_checks, (unsigned long)o->clock_max_err_ns,
+			(unsigned long)o->clock_steps,
+			o->clock_kernel ? ", from clock_gettime in the others" : "");
 }
 
 /* CPU samples: what reached the trace, and how well it is named. */
@@ -278,6 +285,9 @@ void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX])
 				  (int64_t)o->begins_unread);
 		pf_trace_attr_int(s->w, "dev.ptbpf.ops_lost_exit_probe_ring_full",
 				  (int64_t)st[STAT_DROP_OPS_EXIT]);
+		pf_trace_attr_int(s->w, "dev.ptbpf.op_clock_tsc_processes", o->clock_tsc);
+		pf_trace_attr_int(s->w, "dev.ptbpf.op_clock_max_difference_ns",
+				  (int64_t)o->clock_max_err_ns);
 	}
 	if (s->opt.daemon) {
 		pf_trace_attr_str(s->w, "dev.ptbpf.window_end", s->win.stopped_why[0] ? s->win.stopped_why :

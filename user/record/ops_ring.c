@@ -193,6 +193,10 @@ int ops_rings_add(struct ops_rings *r, const struct target *t, uint64_t desc_add
 	}
 	p->no_slot = p->desc.no_slot;
 	p->no_slot_begins = p->desc.no_slot_begins;
+	if (p->desc.clock == OPS_CLOCK_TSC)
+		r->counts.clock_tsc++;
+	else
+		r->counts.clock_kernel++;
 	r->n++;
 	return 0;
 }
@@ -482,6 +486,19 @@ static void free_ring(struct proc_rings *p, uint32_t i, emit_fn emit, void *ctx)
 			 &free_state, sizeof(free_state));
 }
 
+/* The agent's clock checks since the last read (its counters grow). */
+static void seen_clock(struct ops_rings *r, struct proc_rings *p, const struct ptbpf_ops_desc *d)
+{
+	if (d->clock_checks >= p->desc.clock_checks)
+		r->counts.clock_checks += d->clock_checks - p->desc.clock_checks;
+	if (d->clock_steps >= p->desc.clock_steps)
+		r->counts.clock_steps += d->clock_steps - p->desc.clock_steps;
+	if (d->clock_max_err_ns > r->counts.clock_max_err_ns)
+		r->counts.clock_max_err_ns = d->clock_max_err_ns;
+	p->desc.clock_checks = d->clock_checks;
+	p->desc.clock_steps = d->clock_steps;
+}
+
 static void drain_proc(struct ops_rings *r, struct proc_rings *p, emit_fn emit, void *ctx)
 {
 	struct ptbpf_ops_slot slots[PTBPF_OPS_SLOTS];
@@ -495,6 +512,7 @@ static void drain_proc(struct ops_rings *r, struct proc_rings *p, emit_fn emit, 
 	seen_no_slot(r, p, desc.no_slot, desc.no_slot_begins, now_mono_ns(), emit, ctx);
 	if (!desc.layout_ok)
 		r->counts.layout_ok = 0;
+	seen_clock(r, p, &desc);
 	for (uint32_t i = 0; i < p->desc.nslots; i++) {
 		struct ptbpf_ops_slot *s = &slots[i];
 		bool retired = s->state == OPS_SLOT_RETIRED;
