@@ -174,7 +174,8 @@ struct ptbpf_ops_desc {
 	uint32_t layout_ok;       /* 48: 1 while RecordFunction's scope byte sat where
 				   * expected, so sequence numbers are read */
 	uint32_t clock;           /* 52: enum ptbpf_ops_clock: where the records'
-				   * CLOCK_MONOTONIC timestamps are read from */
+				   * CLOCK_MONOTONIC timestamps are read from
+				   * (TSC: from some point of this session on) */
 	uint64_t clock_checks;    /* 56: OPS_CLOCK_TSC: the TSC line checked against
 				   * CLOCK_MONOTONIC (every PTBPF_AGENT_POLL_MS) */
 	uint64_t clock_steps;     /* 64: ... checks that found it off by over 100 us

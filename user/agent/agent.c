@@ -245,7 +245,8 @@ static void activate_locked(bool by_ctl, const char *words)
 				     "timestamps from %s",
 				     d->nslots, (unsigned)(d->slot_bytes >> 10),
 				     (unsigned long long)d->slots,
-				     d->clock == OPS_CLOCK_TSC ? "the TSC" : "clock_gettime");
+				     agent_clock.tsc ? "the TSC (once its line is set, in 10-40 ms)" :
+				     "clock_gettime");
 		else
 			agent_report(PTBPF_AGENT_ERR_OPS, 0, "ops: %s", why);
 		ops_on = d != NULL;

@@ -177,6 +177,7 @@ struct agent_clock {
 	uint64_t base_tsc;
 	int64_t base_ns;
 	uint64_t mult;           /* ns per tick, 32.32 fixed point */
+	uint64_t limit_tsc;      /* past it the line is not used (a late tick) */
 	/* The agent's thread's, for ptbpf (the ops descriptor): */
 	bool tsc;                /* the TSC is used */
 	uint64_t ticks, steps;   /* checks against CLOCK_MONOTONIC; those that set it */
@@ -207,20 +208,24 @@ static inline uint64_t agent_clock_ns(void)
 
 	for (;;) {
 		uint32_t seq = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
-		uint64_t base_tsc = c->base_tsc, mult = c->mult, tsc;
+		uint64_t base_tsc = c->base_tsc, mult = c->mult, limit = c->limit_tsc, tsc;
 		int64_t base_ns = c->base_ns;
 
-		if (!__atomic_load_n(&c->ready, __ATOMIC_RELAXED)) {
-			struct timespec ts;
-
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-		}
+		if (!__atomic_load_n(&c->ready, __ATOMIC_RELAXED))
+			break;
 		tsc = __builtin_ia32_rdtsc();
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (!(seq & 1) && __atomic_load_n(&c->seq, __ATOMIC_RELAXED) == seq)
-			return agent_clock_at(base_tsc, base_ns, mult, tsc);
+		if ((seq & 1) || __atomic_load_n(&c->seq, __ATOMIC_RELAXED) != seq)
+			continue;
+		if (__builtin_expect(tsc > limit, 0))
+			break;
+		return agent_clock_at(base_tsc, base_ns, mult, tsc);
 	}
+	/* No line (yet), or past it: the kernel's clock. */
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* --- cupti.c (cupti_activity.c: cupti_unload) --- */

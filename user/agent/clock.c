@@ -1,25 +1,33 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * The op records' clock: CLOCK_MONOTONIC nanoseconds, as every other record
- * of ptbpf carries, but read from the TSC where the CPU's TSC is invariant.
- * A clock_gettime() costs 27 ns on the CI VM (kvm-clock: an ordered TSC
- * read and the pvclock page) against 5-12 ns for an rdtsc and a multiply,
- * and an op takes two reads (BENCHMARKS.md, issue 23).
+ * of ptbpf carries, but read from the TSC where it is invariant and the
+ * kernel's clock is built on it. A clock_gettime() costs 27 ns on the CI VM
+ * (kvm-clock: an ordered TSC read and the pvclock page) against 5-12 ns for
+ * an rdtsc and a multiply, and an op takes two reads (BENCHMARKS.md, issue
+ * 23).
  *
  * The agent's thread keeps the conversion, every PTBPF_AGENT_POLL_MS while
  * ops are recorded (agent_clock_tick): a (TSC, CLOCK_MONOTONIC) pair read
  * as tightly as it can, the rate over the last ~1.3 s of pairs, and a line
- * through the current value that reaches CLOCK_MONOTONIC again by the next
- * tick (slewed, never stepped, unless it is off by more than
- * CLOCK_STEP_NS). Readers take it under a sequence count. Until the first
- * two pairs are 10 ms apart, and on CPUs without an invariant TSC, the
+ * through the current value that reaches CLOCK_MONOTONIC again SLEW_NS
+ * later (slewed, not stepped, unless it is off by more than CLOCK_STEP_NS).
+ * The line holds for LINE_NS past its tick: a reader past that (the
+ * agent's thread was late) takes clock_gettime(), so a late tick never
+ * stretches an error. Readers take it under a sequence count. Until the
+ * first pairs are 10 ms apart, and where the TSC is not to be trusted, the
  * reads are clock_gettime(). ptbpf reads how far the line was from
  * CLOCK_MONOTONIC at each tick (the ops descriptor) and says so.
+ *
+ * The reader's rdtsc is not ordered against the loads before it (as the
+ * vDSO's lfence;rdtsc is): a stamp may be taken some tens of ns early.
+ * Nothing joins records of different threads at that grain.
  */
 #define _GNU_SOURCE
 #include "agent.h"
 
 #include <cpuid.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <x86intrin.h>
@@ -28,14 +36,16 @@ struct agent_clock agent_clock;
 
 #define HIST 64                       /* pairs kept: 64 ticks, ~1.3 s */
 #define MIN_BASELINE_NS 10000000ll    /* pairs this far apart give a rate */
-#define MAX_BRACKET_NS 20000ll        /* a pair read slower than this is skipped */
+#define MAX_BRACKET_NS 5000ll         /* a pair read slower than this is skipped */
 #define CLOCK_STEP_NS 100000ll        /* off by more: set, not slewed */
+#define SLEW_NS 20000000ll            /* an error is slewed away over this */
+#define LINE_NS 60000000ll            /* a line holds this long past its tick */
 
 static struct {
 	uint64_t tsc[HIST];
 	int64_t ns[HIST];
 	int n, next;
-	uint64_t last_tsc;
+	int64_t min_bracket;
 	bool tsc_ok;
 } hist;
 
@@ -48,20 +58,40 @@ static int64_t mono_ns(void)
 }
 
 /* CPUID 0x80000007 EDX bit 8: the TSC runs at a constant rate in every
- * power state (Linux's constant_tsc and nonstop_tsc). */
-static bool tsc_invariant(void)
+ * power state (Linux's constant_tsc and nonstop_tsc); and the kernel keeps
+ * its own clock on it (a kernel that found the TSC unsynchronised between
+ * CPUs runs on hpet or acpi_pm). Unreadable (a container without /sys): no. */
+static bool tsc_trusted(void)
 {
+	static const char *const ok[] = { "tsc\n", "kvm-clock\n", "hyperv_clocksource_tsc_page\n" };
+	char cs[64] = "";
 	unsigned a, b, c, d;
+	FILE *f;
 
-	return __get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8));
+	if (!__get_cpuid(0x80000007, &a, &b, &c, &d) || !(d & (1u << 8)))
+		return false;
+	f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+	if (!f)
+		return false;
+	if (!fgets(cs, sizeof(cs), f))
+		cs[0] = 0;
+	fclose(f);
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (!strcmp(cs, ok[i]))
+			return true;
+	return false;
 }
 
 /* A (TSC, CLOCK_MONOTONIC) pair: the TSC read between two clock reads, the
- * tightest of three tries; false if every try took too long (preempted). */
+ * tightest of three tries; false if even that one was wide (preempted, or
+ * much wider than the tightest seen: its midpoint would carry the noise
+ * into the line). */
 static bool read_pair(uint64_t *tsc, int64_t *ns)
 {
 	int64_t best = MAX_BRACKET_NS;
 
+	*tsc = 0;
+	*ns = 0;
 	for (int i = 0; i < 3; i++) {
 		int64_t a = mono_ns();
 		uint64_t t;
@@ -77,10 +107,20 @@ static bool read_pair(uint64_t *tsc, int64_t *ns)
 			*ns = a + (b - a) / 2;
 		}
 	}
-	return best < MAX_BRACKET_NS;
+	if (best >= MAX_BRACKET_NS)
+		return false;
+	if (!hist.min_bracket || best < hist.min_bracket)
+		hist.min_bracket = best;
+	return best <= 3 * hist.min_bracket || best <= 500;
 }
 
-static void publish(uint64_t base_tsc, int64_t base_ns, uint64_t mult)
+/* ticks in ns nanoseconds at rate (ns per tick, 32.32) */
+static uint64_t ticks_in(int64_t ns, uint64_t rate)
+{
+	return (uint64_t)(((unsigned __int128)ns << 32) / rate);
+}
+
+static void publish(uint64_t base_tsc, int64_t base_ns, uint64_t mult, uint64_t rate)
 {
 	struct agent_clock *c = &agent_clock;
 	uint32_t seq = c->seq;
@@ -90,6 +130,7 @@ static void publish(uint64_t base_tsc, int64_t base_ns, uint64_t mult)
 	c->base_tsc = base_tsc;
 	c->base_ns = base_ns;
 	c->mult = mult;
+	c->limit_tsc = base_tsc + ticks_in(LINE_NS, rate);
 	__atomic_store_n(&c->ready, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->seq, seq + 2, __ATOMIC_RELEASE);
 }
@@ -100,7 +141,7 @@ void agent_clock_start(bool use_tsc)
 	__atomic_store_n(&agent_clock.ready, 0, __ATOMIC_RELEASE);
 	agent_clock.ticks = agent_clock.steps = 0;
 	agent_clock.max_err_ns = 0;
-	hist.tsc_ok = use_tsc && tsc_invariant();
+	hist.tsc_ok = use_tsc && tsc_trusted();
 	agent_clock.tsc = hist.tsc_ok;
 }
 
@@ -108,8 +149,8 @@ void agent_clock_tick(void)
 {
 	struct agent_clock *c = &agent_clock;
 	int oldest;
-	uint64_t tsc, mult, rate;
-	int64_t ns, now, err;
+	uint64_t tsc, rate, aerr;
+	int64_t ns, now, err, fix, cap;
 
 	if (!hist.tsc_ok || !read_pair(&tsc, &ns))
 		return;
@@ -124,27 +165,29 @@ void agent_clock_tick(void)
 	/* ns per tick, 32.32 fixed point */
 	rate = (uint64_t)(((unsigned __int128)(ns - hist.ns[oldest]) << 32) /
 			  (tsc - hist.tsc[oldest]));
-	if (!c->ready) {
-		publish(tsc, ns, rate);
-		hist.last_tsc = tsc;
+	if (!rate)
+		return;
+	/* No line yet, or readers went past it (they took clock_gettime):
+	 * start one at CLOCK_MONOTONIC. */
+	if (!c->ready || tsc > c->limit_tsc) {
+		publish(tsc, ns, rate, rate);
 		return;
 	}
 	now = (int64_t)agent_clock_at(c->base_tsc, c->base_ns, c->mult, tsc);
 	err = ns - now;
+	aerr = (uint64_t)(err < 0 ? -err : err);
 	c->ticks++;
-	if ((uint64_t)(err < 0 ? -err : err) > c->max_err_ns)
-		c->max_err_ns = (uint64_t)(err < 0 ? -err : err);
-	if (err > CLOCK_STEP_NS || err < -CLOCK_STEP_NS) {
+	if (aerr > c->max_err_ns)
+		c->max_err_ns = aerr;
+	if (aerr > CLOCK_STEP_NS) {
 		c->steps++;
-		publish(tsc, ns, rate);
-	} else {
-		/* From the value it has now, to CLOCK_MONOTONIC by the next
-		 * tick (about as far off as the last one). */
-		uint64_t span = tsc - hist.last_tsc;
-		int64_t fix = (int64_t)(((__int128)err << 32) / (__int128)(span ? span : 1));
-
-		mult = fix < 0 && (uint64_t)-fix > rate / 2 ? rate / 2 : rate + (uint64_t)fix;
-		publish(tsc, now, mult);
+		publish(tsc, ns, rate, rate);
+		return;
 	}
-	hist.last_tsc = tsc;
+	/* From the value it has now, to CLOCK_MONOTONIC over SLEW_NS, at
+	 * most 1000 ppm off the rate. */
+	fix = (int64_t)((__int128)err * ((__int128)1 << 32) / (__int128)ticks_in(SLEW_NS, rate));
+	cap = (int64_t)(rate / 1000);
+	fix = fix > cap ? cap : fix < -cap ? -cap : fix;
+	publish(tsc, now, (uint64_t)((int64_t)rate + fix), rate);
 }

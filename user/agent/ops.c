@@ -467,6 +467,7 @@ const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes,
 	want_shapes = shapes;
 	stacks_every = every;
 	agent_clock_start(tsc);
+	desc.clock = OPS_CLOCK_KERNEL;
 	agent_ops_clock_tick();
 	/* Losses of an earlier session were reported to it (or not at all):
 	 * this one starts without them. Nothing writes while not recording. */
@@ -488,7 +489,9 @@ const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes,
 void agent_ops_clock_tick(void)
 {
 	agent_clock_tick();
-	desc.clock = agent_clock.tsc ? OPS_CLOCK_TSC : OPS_CLOCK_KERNEL;
+	/* The TSC once a line is there (records before it: clock_gettime). */
+	if (__atomic_load_n(&agent_clock.ready, __ATOMIC_RELAXED))
+		desc.clock = OPS_CLOCK_TSC;
 	__atomic_store_n(&desc.clock_checks, agent_clock.ticks, __ATOMIC_RELAXED);
 	__atomic_store_n(&desc.clock_steps, agent_clock.steps, __ATOMIC_RELAXED);
 	__atomic_store_n(&desc.clock_max_err_ns, agent_clock.max_err_ns, __ATOMIC_RELAXED);

@@ -148,8 +148,8 @@ static void print_op_rings(const struct session *s, const struct ops_ring_counts
 			"CLOCK_MONOTONIC %lu times: largest difference %lu ns, set anew %lu times)"
 			"%s\n", o->clock_tsc, o->clock_tsc == 1 ? "" : "es",
 			(unsigned long)o->clock_checks, (unsigned long)o->clock_max_err_ns,
-			(unsigned long)o->clock_steps,
-			o->clock_kernel ? ", from clock_gettime in the others" : "");
+			(unsigned long)o->clock_steps, ops_rings_count(s->opsr) > o->clock_tsc ?
+			", from clock_gettime in the others" : "");
 }
 
 /* CPU samples: what reached the trace, and how well it is named. */

@@ -49,6 +49,7 @@ struct proc_rings {
 	uint64_t ended_ts;           /* when it was found gone */
 	struct ptbpf_ops_loc *final; /* its exit probe's counters (ENDED) */
 	struct ring_seen ring[PTBPF_OPS_SLOTS];
+	bool clock_tsc;              /* its records came from the TSC (some) */
 };
 
 struct ops_rings {
@@ -140,6 +141,25 @@ static int read_slots(const struct proc_rings *p, struct ptbpf_ops_slot *s)
 	return n == (ssize_t)want ? 0 : n < 0 ? -errno : -EIO;
 }
 
+/* The agent's clock: its checks since the last read (counters that grow,
+ * or start over with a new session of the agent), and whether its records
+ * came from the TSC. */
+static void seen_clock(struct ops_rings *r, struct proc_rings *p, const struct ptbpf_ops_desc *d)
+{
+	r->counts.clock_checks += d->clock_checks - (d->clock_checks >= p->desc.clock_checks ?
+						       p->desc.clock_checks : 0);
+	r->counts.clock_steps += d->clock_steps - (d->clock_steps >= p->desc.clock_steps ?
+						     p->desc.clock_steps : 0);
+	if (d->clock_max_err_ns > r->counts.clock_max_err_ns)
+		r->counts.clock_max_err_ns = d->clock_max_err_ns;
+	p->desc.clock_checks = d->clock_checks;
+	p->desc.clock_steps = d->clock_steps;
+	if (d->clock == OPS_CLOCK_TSC && !p->clock_tsc) {
+		p->clock_tsc = true;
+		r->counts.clock_tsc++;
+	}
+}
+
 int ops_rings_add(struct ops_rings *r, const struct target *t, uint64_t desc_addr, char *err,
 		  size_t errlen)
 {
@@ -193,10 +213,9 @@ int ops_rings_add(struct ops_rings *r, const struct target *t, uint64_t desc_add
 	}
 	p->no_slot = p->desc.no_slot;
 	p->no_slot_begins = p->desc.no_slot_begins;
-	if (p->desc.clock == OPS_CLOCK_TSC)
-		r->counts.clock_tsc++;
-	else
-		r->counts.clock_kernel++;
+	r->counts.clock_checks += p->desc.clock_checks;
+	r->counts.clock_steps += p->desc.clock_steps;
+	seen_clock(r, p, &p->desc);
 	r->n++;
 	return 0;
 }
@@ -484,19 +503,6 @@ static void free_ring(struct proc_rings *p, uint32_t i, emit_fn emit, void *ctx)
 	mark_drops(p, g, g->tid, g->gap_from, g->dropped, g->begins_dropped, emit, ctx);
 	target_mem_write(p->t, slot_addr(p, i) + offsetof(struct ptbpf_ops_slot, state),
 			 &free_state, sizeof(free_state));
-}
-
-/* The agent's clock checks since the last read (its counters grow). */
-static void seen_clock(struct ops_rings *r, struct proc_rings *p, const struct ptbpf_ops_desc *d)
-{
-	if (d->clock_checks >= p->desc.clock_checks)
-		r->counts.clock_checks += d->clock_checks - p->desc.clock_checks;
-	if (d->clock_steps >= p->desc.clock_steps)
-		r->counts.clock_steps += d->clock_steps - p->desc.clock_steps;
-	if (d->clock_max_err_ns > r->counts.clock_max_err_ns)
-		r->counts.clock_max_err_ns = d->clock_max_err_ns;
-	p->desc.clock_checks = d->clock_checks;
-	p->desc.clock_steps = d->clock_steps;
 }
 
 static void drain_proc(struct ops_rings *r, struct proc_rings *p, emit_fn emit, void *ctx)

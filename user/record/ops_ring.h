@@ -36,10 +36,10 @@ struct ops_ring_counts {
 				* wrote after ptbpf's last read is not counted */
 	int layout_ok;      /* all agents could read RecordFunction's fields */
 	/* The records' timestamps (include/ptbpf_agent.h, enum ptbpf_ops_clock):
-	 * processes whose agent read the TSC, or clock_gettime(); the TSC line's
-	 * checks against CLOCK_MONOTONIC, those that set it anew, and the
-	 * largest difference one found. */
-	int clock_tsc, clock_kernel;
+	 * processes whose agent stamped them from the TSC (the others, from
+	 * clock_gettime()); the TSC line's checks against CLOCK_MONOTONIC,
+	 * those that set it anew, and the largest difference one found. */
+	int clock_tsc;
 	uint64_t clock_checks, clock_steps, clock_max_err_ns;
 };
 
