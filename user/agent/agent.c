@@ -127,14 +127,6 @@ static uint8_t probe_byte; /* ptbpf_agent_status's first byte, unprobed */
 static void *stack;
 static bool log_to_stderr;
 
-int64_t agent_now(int clock)
-{
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* Every status goes to ptbpf's uprobe; with PTBPF_AGENT_LOG=1 also to stderr. */
 void agent_report(int code, uint64_t value, const char *fmt, ...)
 {

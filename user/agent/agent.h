@@ -36,7 +36,15 @@
 /* A status to ptbpf's probe (and stderr with PTBPF_AGENT_LOG=1). */
 __attribute__((format(printf, 3, 4)))
 void agent_report(int code, uint64_t value, const char *fmt, ...);
-int64_t agent_now(int clock);
+
+/* clock_gettime(clock) in nanoseconds. */
+static inline int64_t agent_now(int clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 
 /* Threads inside the agent's code (see ptbpf_agent.h): a per-thread count
  * of nested entries, in initial-exec TLS so that marking a thread busy
@@ -190,6 +198,10 @@ extern struct agent_clock agent_clock;
  * on the agent's thread. */
 void agent_clock_start(bool use_tsc);
 void agent_clock_tick(void);
+/* A (read(), CLOCK_MONOTONIC) pair: read() between two clock reads, the
+ * tightest of three tries (*ns their midpoint); that try's width in ns.
+ * For the TSC here, and CUPTI's clock (cupti_activity.c). */
+int64_t agent_clock_pair(int64_t (*read)(void), int64_t *x, int64_t *ns);
 
 static inline uint64_t agent_clock_at(uint64_t base_tsc, int64_t base_ns, uint64_t mult,
 				      uint64_t tsc)
@@ -221,11 +233,7 @@ static inline uint64_t agent_clock_ns(void)
 			break;
 		return agent_clock_at(base_tsc, base_ns, mult, tsc);
 	}
-	/* No line (yet), or past it: the kernel's clock. */
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return (uint64_t)agent_now(CLOCK_MONOTONIC); /* no line (yet), or past it */
 }
 
 /* --- cupti.c (cupti_activity.c: cupti_unload) --- */

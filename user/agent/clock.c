@@ -46,16 +46,7 @@ static struct {
 	int64_t ns[HIST];
 	int n, next;
 	int64_t min_bracket;
-	bool tsc_ok;
 } hist;
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
 
 /* CPUID 0x80000007 EDX bit 8: the TSC runs at a constant rate in every
  * power state (Linux's constant_tsc and nonstop_tsc); and the kernel keeps
@@ -82,31 +73,42 @@ static bool tsc_trusted(void)
 	return false;
 }
 
-/* A (TSC, CLOCK_MONOTONIC) pair: the TSC read between two clock reads, the
- * tightest of three tries; false if even that one was wide (preempted, or
- * much wider than the tightest seen: its midpoint would carry the noise
- * into the line). */
-static bool read_pair(uint64_t *tsc, int64_t *ns)
+int64_t agent_clock_pair(int64_t (*read)(void), int64_t *x, int64_t *ns)
 {
-	int64_t best = MAX_BRACKET_NS;
+	int64_t best = INT64_MAX;
 
-	*tsc = 0;
-	*ns = 0;
+	*x = *ns = 0;
 	for (int i = 0; i < 3; i++) {
-		int64_t a = mono_ns();
-		uint64_t t;
-		int64_t b;
+		int64_t a = agent_now(CLOCK_MONOTONIC), t = read(), b = agent_now(CLOCK_MONOTONIC);
 
-		_mm_lfence();
-		t = __rdtsc();
-		_mm_lfence();
-		b = mono_ns();
 		if (b - a < best) {
 			best = b - a;
-			*tsc = t;
+			*x = t;
 			*ns = a + (b - a) / 2;
 		}
 	}
+	return best;
+}
+
+/* The TSC, read after what comes before it and before what follows. */
+static int64_t tsc_ordered(void)
+{
+	int64_t t;
+
+	_mm_lfence();
+	t = (int64_t)__rdtsc();
+	_mm_lfence();
+	return t;
+}
+
+/* A (TSC, CLOCK_MONOTONIC) pair (agent_clock_pair); false if even the
+ * tightest try was wide (preempted, or much wider than the tightest seen:
+ * its midpoint would carry the noise into the line). */
+static bool read_pair(uint64_t *tsc, int64_t *ns)
+{
+	int64_t x, best = agent_clock_pair(tsc_ordered, &x, ns);
+
+	*tsc = (uint64_t)x;
 	if (best >= MAX_BRACKET_NS)
 		return false;
 	if (!hist.min_bracket || best < hist.min_bracket)
@@ -141,8 +143,7 @@ void agent_clock_start(bool use_tsc)
 	__atomic_store_n(&agent_clock.ready, 0, __ATOMIC_RELEASE);
 	agent_clock.ticks = agent_clock.steps = 0;
 	agent_clock.max_err_ns = 0;
-	hist.tsc_ok = use_tsc && tsc_trusted();
-	agent_clock.tsc = hist.tsc_ok;
+	agent_clock.tsc = use_tsc && tsc_trusted();
 }
 
 void agent_clock_tick(void)
@@ -152,7 +153,7 @@ void agent_clock_tick(void)
 	uint64_t tsc, rate, aerr;
 	int64_t ns, now, err, fix, cap;
 
-	if (!hist.tsc_ok || !read_pair(&tsc, &ns))
+	if (!c->tsc || !read_pair(&tsc, &ns))
 		return;
 	hist.tsc[hist.next] = tsc;
 	hist.ns[hist.next] = ns;

@@ -85,23 +85,6 @@ static int64_t cupti_now(void)
 	return (int64_t)t;
 }
 
-/* One (CUPTI, CLOCK_MONOTONIC) pair: the tightest of three. */
-static void clock_pair(int64_t *c, int64_t *m)
-{
-	int64_t best = INT64_MAX;
-
-	for (int i = 0; i < 3; i++) {
-		int64_t a = agent_now(CLOCK_MONOTONIC), t = cupti_now(),
-			b = agent_now(CLOCK_MONOTONIC);
-
-		if (b - a < best) {
-			best = b - a;
-			*c = t;
-			*m = a + (b - a) / 2;
-		}
-	}
-}
-
 static void cal_publish(int64_t c, int64_t m, double k)
 {
 	atomic_fetch_add_explicit(&cal.seq, 1, memory_order_acq_rel);
@@ -117,9 +100,9 @@ void calibrate_reset(void)
 {
 	int64_t c1, m1;
 
-	clock_pair(&cal_c0, &cal_m0);
+	agent_clock_pair(cupti_now, &cal_c0, &cal_m0);
 	nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
-	clock_pair(&c1, &m1);
+	agent_clock_pair(cupti_now, &c1, &m1);
 	cal_publish(c1, m1, c1 > cal_c0 ? (double)(m1 - cal_m0) / (double)(c1 - cal_c0) : 1.0);
 }
 
@@ -127,7 +110,7 @@ void calibrate(void)
 {
 	int64_t c, m;
 
-	clock_pair(&c, &m);
+	agent_clock_pair(cupti_now, &c, &m);
 	cal_publish(c, m, c > cal_c0 ? (double)(m - cal_m0) / (double)(c - cal_c0) : cal.k);
 }
 

@@ -50,6 +50,7 @@ struct proc_rings {
 	struct ptbpf_ops_loc *final; /* its exit probe's counters (ENDED) */
 	struct ring_seen ring[PTBPF_OPS_SLOTS];
 	bool clock_tsc;              /* its records came from the TSC (some) */
+	uint64_t clock_checks, clock_steps; /* its agent's, as last read */
 };
 
 struct ops_rings {
@@ -146,14 +147,14 @@ static int read_slots(const struct proc_rings *p, struct ptbpf_ops_slot *s)
  * came from the TSC. */
 static void seen_clock(struct ops_rings *r, struct proc_rings *p, const struct ptbpf_ops_desc *d)
 {
-	r->counts.clock_checks += d->clock_checks - (d->clock_checks >= p->desc.clock_checks ?
-						       p->desc.clock_checks : 0);
-	r->counts.clock_steps += d->clock_steps - (d->clock_steps >= p->desc.clock_steps ?
-						     p->desc.clock_steps : 0);
+	r->counts.clock_checks += d->clock_checks - (d->clock_checks >= p->clock_checks ?
+						       p->clock_checks : 0);
+	r->counts.clock_steps += d->clock_steps - (d->clock_steps >= p->clock_steps ?
+						     p->clock_steps : 0);
 	if (d->clock_max_err_ns > r->counts.clock_max_err_ns)
 		r->counts.clock_max_err_ns = d->clock_max_err_ns;
-	p->desc.clock_checks = d->clock_checks;
-	p->desc.clock_steps = d->clock_steps;
+	p->clock_checks = d->clock_checks;
+	p->clock_steps = d->clock_steps;
 	if (d->clock == OPS_CLOCK_TSC && !p->clock_tsc) {
 		p->clock_tsc = true;
 		r->counts.clock_tsc++;
@@ -213,8 +214,6 @@ int ops_rings_add(struct ops_rings *r, const struct target *t, uint64_t desc_add
 	}
 	p->no_slot = p->desc.no_slot;
 	p->no_slot_begins = p->desc.no_slot_begins;
-	r->counts.clock_checks += p->desc.clock_checks;
-	r->counts.clock_steps += p->desc.clock_steps;
 	seen_clock(r, p, &p->desc);
 	r->n++;
 	return 0;
