@@ -838,7 +838,7 @@ static void test_malformed(void)
 	close(dfd);
 }
 
-/* elf_file_find_in_symtab (two chunked passes: names, then name offsets)
+/* elf_file_find_containing (two chunked passes: names, then name offsets)
  * against a plain walk of this executable's .symtab with strstr: the file
  * offset of the first defined FUNC symbol in table order whose name holds
  * the needle (at: 0), or of one at file offset at; 0 if there is none. */
@@ -873,7 +873,7 @@ static uint64_t symtab_walk_find(const uint8_t *img, size_t len, struct elf_file
 static void test_symtab_search(void)
 {
 	static const char *const needles[] = { "t_callee", "allee", "check_failed", "test_own_",
-						"main", "elf_file_find_in_sym", "_fini",
+						"main", "elf_file_find_contain", "_fini",
 						"no_such_name_anywhere", "e" };
 	const int n = sizeof(needles) / sizeof(needles[0]);
 	uint64_t off[sizeof(needles) / sizeof(needles[0])];
@@ -889,7 +889,7 @@ static void test_symtab_search(void)
 	CHECK(ef != NULL, "open_sections: %s", err);
 	if (ef && img) {
 		CHECK(elf_file_find_func(ef, "main", &f) != 0, "open_sections indexed functions");
-		CHECK_EQ(elf_file_find_in_symtab(ef, needles, n, off), 0);
+		CHECK_EQ(elf_file_find_containing(ef, needles, n, off), 0);
 		for (int i = 0; i < n; i++) {
 			uint64_t want = symtab_walk_find(img, len, ef, needles[i], 0);
 

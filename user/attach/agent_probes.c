@@ -211,13 +211,16 @@ static int attach_agent(struct agent_probes *d, const struct target *t)
 	return err;
 }
 
-/* Kineto's CUPTI buffer callbacks in t's libtorch_cpu (static functions:
- * found in .symtab): the agent puts them back should it ever take CUPTI
- * from a profiler session it could not see. 0s if not found. */
+/* Kineto's CUPTI buffer callbacks in t's libtorch_cpu (static member
+ * functions, exported by torch 2.11's and in .symtab): the agent hands the
+ * job's buffers back through them should it ever take CUPTI from a
+ * profiler session it could not see. 0s if not found (the agent then
+ * waits for the job's next session to learn them). */
 static void kineto_callbacks(const struct target *t, uint64_t *req, uint64_t *done)
 {
-	static const char *const needles[2] = { "CuptiActivityApi26bufferRequestedTrampoline",
-						"CuptiActivityApi26bufferCompletedTrampoline" };
+	/* The length of each name before it, as the mangling has it. */
+	static const char *const needles[2] = { "CuptiActivityApi25bufferRequestedTrampoline",
+						"CuptiActivityApi25bufferCompletedTrampoline" };
 	uint64_t off[2];
 	struct elf_file *ef;
 	char why[256];
@@ -226,7 +229,7 @@ static void kineto_callbacks(const struct target *t, uint64_t *req, uint64_t *do
 	if (t->torch.fd < 0 || !target_maps(t->pid, "libcupti.so"))
 		return;
 	ef = elf_file_open_sections(t->torch.fd, why, sizeof(why));
-	if (ef && !elf_file_find_in_symtab(ef, needles, 2, off) && off[0] && off[1] &&
+	if (ef && !elf_file_find_containing(ef, needles, 2, off) && off[0] && off[1] &&
 	    (target_file_addr(t->pid, &t->torch, off[0], req) ||
 	     target_file_addr(t->pid, &t->torch, off[1], done)))
 		*req = *done = 0;

@@ -32,7 +32,7 @@ struct elf_file *elf_file_open(int fd, char *err, size_t errlen);
  * unstripped wheel is ~20x larger (553k symbols in torch 2.11's
  * libtorch_cpu), costing a second and 100+ MB to index. */
 struct elf_file *elf_file_open_exported(int fd, char *err, size_t errlen);
-/* No function index: elf_file_find_in_symtab, elf_file_find_func_prefix
+/* No function index: elf_file_find_containing, elf_file_find_func_prefix
  * (searched then, elfsym_find.c) and the lookups of objects, strings and
  * addresses; opening torch's takes no time then. */
 struct elf_file *elf_file_open_sections(int fd, char *err, size_t errlen);
@@ -52,12 +52,12 @@ int elf_file_find_func(struct elf_file *ef, const char *name, struct elf_func *o
  * file opened with elf_file_open_sections: the same, from .dynsym (else
  * .symtab), searched. */
 int elf_file_find_func_prefix(struct elf_file *ef, const char *prefix, struct elf_func *out);
-/* The file offsets of the first FUNC symbols of .symtab (searched, not
- * indexed: cheap even for torch's) whose names contain needles[i]; 0 for a
- * needle none matched (of the first 64 names holding it). 0, or -ENOENT
- * without a .symtab. */
-int elf_file_find_in_symtab(struct elf_file *ef, const char *const *needles, int n,
-			    uint64_t *file_off);
+/* The file offsets of the first FUNC symbols (of .dynsym, then of .symtab
+ * for the needles .dynsym lacks; searched, not indexed: cheap even for
+ * torch's) whose names contain needles[i]; 0 for a needle none matched (of
+ * the first 64 names holding it). 0, or -ENOENT without either table. */
+int elf_file_find_containing(struct elf_file *ef, const char *const *needles, int n,
+			     uint64_t *file_off);
 /* Calls cb for each defined OBJECT symbol whose name starts with prefix
  * (e.g. "_ZTV" for vtables), with its virtual address and size. */
 int elf_file_for_each_object(struct elf_file *ef, const char *prefix,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Name searches over a symbol table without an index: elf_file_find_in_symtab,
+ * Name searches over a symbol table without an index: elf_file_find_containing,
  * and elf_file_find_func_prefix on a file opened with elf_file_open_sections.
  * torch 2.11's libtorch_cpu has 553k symbols in .symtab (~100 MB of names),
  * and indexing its .dynsym takes tens of milliseconds of an attach. Two
@@ -108,14 +108,27 @@ static int search(struct elf_file *ef, Elf_Scn *scn, const char *const *needles,
 	return 0;
 }
 
-int elf_file_find_in_symtab(struct elf_file *ef, const char *const *needles, int n,
-			    uint64_t *file_off)
+int elf_file_find_containing(struct elf_file *ef, const char *const *needles, int n,
+			     uint64_t *file_off)
 {
 	Elf64_Sym *syms = calloc(n, sizeof(*syms));
-	int ret = syms ? search(ef, ef->symtab, needles, n, false, syms) : -ENOMEM;
+	int ret = -ENOENT, missing = n;
 
+	if (!syms)
+		return -ENOMEM;
 	for (int i = 0; i < n; i++)
-		file_off[i] = !ret && syms[i].st_name ? elf_file_vaddr_to_off(ef, syms[i].st_value) : 0;
+		file_off[i] = 0;
+	/* .dynsym first: small, and kept by a stripped library. */
+	for (int t = 0; t < 2 && missing; t++) {
+		if (!ef->symscn[t] || search(ef, ef->symscn[t], needles, n, false, syms))
+			continue;
+		ret = 0;
+		for (int i = 0; i < n; i++)
+			if (!file_off[i] && syms[i].st_name) {
+				file_off[i] = elf_file_vaddr_to_off(ef, syms[i].st_value);
+				missing--;
+			}
+	}
 	free(syms);
 	return ret;
 }
