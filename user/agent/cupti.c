@@ -19,10 +19,13 @@
  *     for a second), then takes it back;
  *   - at attach, takes the activity API only if no job session can be
  *     running: CUPTI's clock still its default (nobody ever configured
- *     activity), or no job call to libcupti within a first 0.3 s. Should
- *     its buffers then show kinds it never enabled (a session it could not
- *     see), it copies them into the job's buffers, puts the job's buffer
- *     callbacks back (ptbpf finds Kineto's in libtorch) and steps aside.
+ *     activity), or no job call to libcupti within a first 0.3 s and the
+ *     job's buffer callbacks known (ptbpf finds Kineto's in libtorch; else
+ *     it waits for the job's next session to end). Should its buffers
+ *     then show kinds it never enabled (a session it could not see), it
+ *     copies them into the job's buffers, puts the job's buffer callbacks
+ *     back and steps aside; a buffer the job's session had before the
+ *     take comes back through the job's own callback.
  * Every record of the agent's own buffers goes to ptbpf's uprobes on
  * ptbpf_agent_kernel/memcpy/memset, with its times on CLOCK_MONOTONIC.
  *
@@ -287,6 +290,15 @@ void cupti_tick(int64_t now)
 			agent_report(PTBPF_AGENT_GPU_PAUSED, (uint64_t)now, "GPU timeline waits: the "
 				     "job's own CUPTI user (torch.profiler/Kineto) has a session "
 				     "running; it keeps all its data");
+		} else if (!job_req || !job_done) {
+			/* A session of the job's may run unseen, and taking the
+			 * buffer callbacks from it would leave its buffers with
+			 * nobody to hand them to: its whole trace lost. */
+			atomic_store(&activity_owner, OWN_JOB);
+			agent_report(PTBPF_AGENT_GPU_PAUSED, (uint64_t)now, "GPU timeline waits: the "
+				     "job's own CUPTI user (torch.profiler/Kineto) has used CUPTI and "
+				     "its buffer callbacks are not known, so a session of its may be "
+				     "running; the timeline starts once the job's next session is over");
 		} else if (!take_locked(false)) {
 			on = false;
 		}
