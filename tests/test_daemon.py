@@ -138,6 +138,38 @@ def test_daemon_retention_keeps_the_cap(tmp_path):
                                            "ptbpf-old-4.pftrace"]
 
 
+def test_daemon_window_after_a_killed_daemon_in_the_same_second(tmp_path):
+    """A killed daemon leaves its window's FILE.partial; one restarted in
+    the same second names its window apart instead of refusing to write
+    (the H100 soak, 2026-11-28: 'exists; not replaced', window lost)."""
+    require(PTBPF)
+    out_dir = tmp_path / "traces"
+    out_dir.mkdir()
+    host = socket.gethostname()
+    now = int(time.time())
+    left = set()
+    for k in range(12):
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now + k))
+        f = out_dir / ("ptbpf-%s-%s.pftrace.partial" % (host, stamp))
+        f.write_text("a killed daemon's window")
+        left.add(f.name)
+    d = Proc([PTBPF, "daemon", "--out-dir", str(out_dir), "--every", "1s", "--window", "1s",
+              "--match-env", "PTBPF_DAEMON_TEST=none-%d" % os.getpid()])
+    try:
+        _, first = d.wait_line("ptbpf: daemon: no PyTorch process traced", stream="stderr",
+                               timeout=60)
+        d.p.send_signal(signal.SIGINT)
+        rc, _, err = d.finish(timeout=60)
+        err = first + err
+    finally:
+        d.kill()
+    assert rc == 0, err
+    assert "not replaced" not in err, err
+    windows = [ln.split()[-1] for ln in err.splitlines() if ln.startswith("ptbpf: daemon: window /")]
+    assert windows and all(w.endswith("-2.pftrace") for w in windows), err
+    assert left <= set(os.listdir(out_dir))  # another's unfinished trace stays
+
+
 def test_daemon_refuses_bad_options(tmp_path):
     require(PTBPF)
     for args, msg in ((["daemon"], "give --out-dir"),

@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include "fleet/daemon.h"
+#include "lib/files.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -191,6 +192,16 @@ static int out_dir_ok(const struct options *opt)
 	return 0;
 }
 
+/* A window's name in use: its trace, or the unfinished one a killed
+ * daemon left (outfile_open refuses to replace either). */
+static bool name_taken(const char *path)
+{
+	char tmp[4096 + sizeof(OUTFILE_SUFFIX)];
+
+	snprintf(tmp, sizeof(tmp), "%s" OUTFILE_SUFFIX, path);
+	return !access(path, F_OK) || !access(tmp, F_OK);
+}
+
 int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_atomic_t *stop)
 {
 	struct sigaction sa = { .sa_handler = on_usr1 };
@@ -250,7 +261,9 @@ int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_
 		strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", gmtime(&now));
 		snprintf(path, sizeof(path), "%s/ptbpf-%s-%s%s.pftrace", opt->out_dir, host, stamp,
 			 why ? "-triggered" : "");
-		for (int k = 2; !access(path, F_OK) && k < 100; k++) /* same second */
+		/* Same second: a window before, or a killed daemon's unfinished
+		 * one (FILE.partial), keeps its name. */
+		for (int k = 2; name_taken(path) && k < 100; k++)
 			snprintf(path, sizeof(path), "%s/ptbpf-%s-%s%s-%d.pftrace", opt->out_dir,
 				 host, stamp, why ? "-triggered" : "", k);
 		/* Started before it is said: a request that follows the line
