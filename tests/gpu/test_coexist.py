@@ -22,7 +22,8 @@ class Job:
     def __init__(self, tmp_path, name, *extra):
         self.cue = tmp_path / name
         self.cue.mkdir()
-        self.p = Proc([PYTHON, JOB, "--cue", str(self.cue)] + list(extra))
+        self.p = Proc([PYTHON, JOB, "--cue", str(self.cue)] + list(extra),
+                      env=dict(os.environ, PYTHONFAULTHANDLER="1"))
         self.p.wait_line("ready", timeout=300)
         self.pid = self.p.p.pid
         self.k = 0
@@ -33,7 +34,16 @@ class Job:
         self.k += 1
 
     def result(self, k, timeout=300):
-        line, _ = self.p.wait_line("session %d " % k, timeout=timeout)
+        try:
+            line, _ = self.p.wait_line("session %d " % k, timeout=timeout)
+        except AssertionError:
+            # The job ended (its stdout closed): say how, and its stderr.
+            try:
+                self.p.p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                pass
+            raise AssertionError("job: no session %d; exit %s; stderr:\n%s" % (
+                k, self.p.p.returncode, self.p.drain_err()[-6000:]))
         return eval(line.split("gpu_events", 1)[1])
 
     def end(self):

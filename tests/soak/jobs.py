@@ -199,7 +199,17 @@ def ddp_job(args, device):
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
                             timeout=datetime.timedelta(seconds=60))
     ids = [device.index] if device.type == "cuda" else None
-    return Mlp(args, device, wrap=lambda m: DDP(m, device_ids=ids))
+
+    def wrap(m):
+        ddp = DDP(m, device_ids=ids)
+        # DDP times its first 10 iterations and then every 100th (its
+        # runtime logging: 4 cudaEventElapsedTime and 8 cudaEventSynchronize
+        # on CUDA), so a profiler session held those calls or not by where
+        # it fell in the count (H100 x2, 2026-11-28: 4 of ~60 sessions
+        # differed by exactly these 12 calls). Past the control, never again.
+        ddp._set_ddp_runtime_logging_sample_rate(2**31 - 1)
+        return ddp
+    return Mlp(args, device, wrap=wrap)
 
 
 def event_counts(prof):
@@ -394,6 +404,10 @@ class Verdict:
         return "verdict " + json.dumps(v, sort_keys=True)
 
 
+def utc(t):
+    return time.strftime("%H:%M:%S", time.gmtime(t)) + ".%03d" % (t * 1000 % 1000)
+
+
 def control_session(sessions, verdict):
     """Three sessions at start-up, before any ptbpf: the first may include
     the profiler's own lazy start-up; the last two must agree, and are what
@@ -408,6 +422,7 @@ def control_session(sessions, verdict):
 
 def session(sessions, control, verdict):
     verdict.v["sessions"] += 1
+    t0 = time.time()
     try:
         counts = sessions.run(verdict.check)
     except Exception:
@@ -417,8 +432,8 @@ def session(sessions, control, verdict):
         return
     if not same(control, counts):
         verdict.v["sessions_differing"] += 1
-        print("session %d differs: %s -> %s; %s" % (
-            verdict.v["sessions"], summary(control), summary(counts),
+        print("session %d differs (%s to %s UTC): %s -> %s; %s" % (
+            verdict.v["sessions"], utc(t0), utc(time.time()), summary(control), summary(counts),
             "; ".join(diff(control, counts))), flush=True)
 
 
