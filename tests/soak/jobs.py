@@ -230,12 +230,26 @@ def event_counts(prof):
     return c
 
 
-def same(control, got):
+def kinds(counts):
+    """Event counts by kind ("kernel", "cuda_runtime", ...), from by name."""
+    out = collections.Counter()
+    for k, n in counts.items():
+        out[k.split(":", 1)[0]] += n
+    return out
+
+
+def same(control, got, by_kind=False):
     """Every trace's events equal the control's, by name; async ones (a
     collective recorded when it completes, on its communication thread,
-    which races the trace's end) within one of the control's count."""
+    which races the trace's end) within one of the control's count. By
+    kind (Kineto on demand, whose traces differ at their edges without
+    ptbpf too): every kind of event the control has (cpu_op, kernel,
+    cuda_runtime, ...), at least half as many."""
     if len(control) != len(got):
         return False
+    if by_kind:
+        return all(kinds(b)[k] * 2 >= n for a, b in zip(control, got)
+                   for k, n in kinds(a).items())
     for a, b in zip(control, got):
         for k in set(a) | set(b):
             slack = 1 if k.startswith("async:") else 0
@@ -266,6 +280,7 @@ class ProfilerSessions:
     """torch.profiler sessions, each over one epoch, compared with the first."""
 
     name = "torch.profiler"
+    by_kind = False
 
     def __init__(self, job, args, device):
         from torch.profiler import ProfilerActivity, profile, schedule
@@ -307,6 +322,10 @@ class OnDemandSessions:
     writes."""
 
     name = "kineto on-demand"
+    # Its traces differ at their edges with no ptbpf anywhere (H100 x2,
+    # 2026-11-28: 31 of 40 in a control soak, copies 19 -> 13..20, fill
+    # kernels), so they are judged by kind: a whole kind lost is harm.
+    by_kind = True
 
     def __init__(self, job, args, cue):
         sys.path.insert(0, HERE)
@@ -414,7 +433,7 @@ def control_session(sessions, verdict):
     every later session must record. (A fixed number: DDP ranks run the
     same epochs.)"""
     runs = [sessions.run(verdict.check) for _ in range(3)]
-    if not same(runs[1], runs[2]):
+    if not same(runs[1], runs[2], sessions.by_kind):
         verdict.v["control_unstable"] = True
         print("control unstable: %s" % "; ".join(diff(runs[1], runs[2])), flush=True)
     return runs[2]
@@ -430,7 +449,7 @@ def session(sessions, control, verdict):
         print("session %d: exception\n%s" % (verdict.v["sessions"], traceback.format_exc()),
               flush=True)
         return
-    if not same(control, counts):
+    if not same(control, counts, sessions.by_kind):
         verdict.v["sessions_differing"] += 1
         print("session %d differs (%s to %s UTC): %s -> %s; %s" % (
             verdict.v["sessions"], utc(t0), utc(time.time()), summary(control), summary(counts),
