@@ -162,8 +162,15 @@ def ptbpf_links(holders=None):
     With holders (pids), only the links those processes hold, or that no
     process holds: other tests' tracers may run beside this one."""
     import json
-    r = subprocess.run(["bpftool", "-j", "link", "list"], capture_output=True, text=True,
-                       check=True)
+    # bpftool walks link ids, then opens each: one freed in between (a
+    # daemon's window ending) fails the whole listing. Listed again then.
+    for _ in range(20):
+        r = subprocess.run(["bpftool", "-j", "link", "list"], capture_output=True, text=True)
+        if r.returncode == 0:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("bpftool link list failed 20 times: %s" % r.stderr.strip())
     out, held = [], None
     for link in json.loads(r.stdout or "[]"):
         if link.get("type") not in ("perf_event", "uprobe_multi"):
