@@ -102,8 +102,8 @@ static const struct argp_option options[] = {
 	{ "op-clock", OPT_OP_CLOCK, "CLOCK", 0, "Where the agent's op and CUDA-call timestamps "
 	  "come from: 'tsc' (default: the CPU's invariant TSC, converted in the process to "
 	  "CLOCK_MONOTONIC along a line checked every 20 ms; clock_gettime where the TSC is not "
-	  "invariant or the kernel's clock is not built on it) or 'kernel' (clock_gettime for every record: 10-40 ns more per op on a "
-	  "VM's kvm-clock)", 0 },
+	  "invariant or the kernel's clock is not built on it) or 'kernel' (clock_gettime for "
+	  "every record: 10-40 ns more per op on a VM's kvm-clock)", 0 },
 	{ "memory", 'm', NULL, 0, "Record GPU memory: every block PyTorch's CUDA caching "
 	  "allocator hands out or takes back, as allocated/reserved counters per device, with "
 	  "the bytes each op allocated (one uprobe hit per allocation)", 0 },
