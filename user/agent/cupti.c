@@ -21,11 +21,14 @@
  *     running: CUPTI's clock still its default (nobody ever configured
  *     activity), or no job call to libcupti within a first 0.3 s and the
  *     job's buffer callbacks known (ptbpf finds Kineto's in libtorch; else
- *     it waits for the job's next session to end). Should its buffers
- *     then show kinds it never enabled (a session it could not see), it
- *     copies them into the job's buffers, puts the job's buffer callbacks
- *     back and steps aside; a buffer the job's session had before the
- *     take comes back through the job's own callback.
+ *     it waits for the job's next session to end). Should a session it
+ *     could not see show up after all (its kinds in the agent's buffers,
+ *     or one of the job's buffers coming back through the agent's
+ *     callback), it copies what its own buffers hold into the job's, and
+ *     from then on passes the job's buffers through (cupti_activity.c),
+ *     steps aside, and never turns off a kind: the job's session has them
+ *     on too. At detach it hands every buffer back and puts the job's
+ *     buffer callbacks back in place.
  * Every record of the agent's own buffers goes to ptbpf's uprobes on
  * ptbpf_agent_kernel/memcpy/memset, with its times on CLOCK_MONOTONIC.
  *
@@ -77,6 +80,7 @@ static uint64_t ours_on;        /* kinds the agent enabled */
 static uint64_t job_calls_seen;
 static int64_t job_last_seen, observe_until, next_flush;
 static bool props_sent;         /* this session's devices and versions told */
+static bool closing;            /* cupti_deactivate waits with the lock free */
 
 const char *cupti_error(CUptiResult res)
 {
@@ -139,6 +143,9 @@ static bool take_locked(bool resumed)
 {
 	CUptiResult res;
 
+	/* The job's session, if one passed through, is over. */
+	anchor_close();
+	atomic_store(&pass_through, false);
 	calibrate_reset();
 	res = p_register_callbacks(
 		(CUpti_BuffersCallbackRequestFunc)stub_entry(STUB_BUF_REQUESTED, (void *)buffer_requested),
@@ -179,8 +186,8 @@ static bool take_locked(bool resumed)
  * session of its own: the agent steps out of its way. Starting: our kinds
  * off and our buffers flushed back to us, before the job's call goes on.
  * Running (a session the agent could not see at attach): its kinds stay,
- * our buffers go to the job as copies, and its buffer callbacks are put
- * back where the agent's were.
+ * our buffers go to the job as copies, and its buffers pass through the
+ * agent's callbacks from now on (the anchor held across the flush).
  */
 void yield_locked(bool starting, const char *why)
 {
@@ -191,11 +198,13 @@ void yield_locked(bool starting, const char *why)
 	} else {
 		atomic_store(&copy_to_job, true);
 		ours_on = 0;
+		if (job_req && job_done)
+			atomic_store(&pass_through, true);
 	}
+	if (atomic_load(&pass_through))
+		anchor_open();
 	p_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	atomic_store(&copy_to_job, false);
-	if (!starting && job_req && job_done)
-		p_register_callbacks(job_req, job_done);
 	atomic_store(&activity_owner, OWN_JOB);
 	job_last_seen = job_flushed_at = 0;
 	agent_report(PTBPF_AGENT_GPU_PAUSED, (uint64_t)agent_now(CLOCK_MONOTONIC),
@@ -239,6 +248,30 @@ bool cupti_activate(bool api_calls, const struct ptbpf_agent_ctl *ctl)
 	return on;
 }
 
+/*
+ * A job session runs with its buffers passing through the agent's
+ * callbacks: every buffer back to the job, then its own callbacks back in
+ * place. The anchor goes to CUPTI at its next request, which comes as soon
+ * as the job's session records anything; else (0.3 s) it goes back empty.
+ */
+static void hand_back_locked(void)
+{
+	ours_on = 0;
+	atomic_store(&activity_owner, OWN_JOB);
+	anchor_open();
+	atomic_store(&copy_to_job, true);
+	p_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	atomic_store(&copy_to_job, false);
+	closing = true;
+	pthread_mutex_unlock(&cupti_lock);
+	for (int i = 0; i < 300 && anchor_held(); i++)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	pthread_mutex_lock(&cupti_lock);
+	closing = false;
+	p_register_callbacks(job_req, job_done);
+	atomic_store(&pass_through, false);
+}
+
 void cupti_deactivate(void)
 {
 	pthread_mutex_lock(&cupti_lock);
@@ -247,13 +280,24 @@ void cupti_deactivate(void)
 		return;
 	}
 	hooks_remove();
-	if (atomic_load(&activity_owner) == OWN_US) {
-		disable_ours_locked();
+	if (atomic_load(&activity_owner) == OWN_US && !atomic_load(&pass_through)) {
+		/* A session of the job's that runs unseen shows in this flush
+		 * (its buffers come back through ours) before any kind goes off:
+		 * the job's session has them on too. */
 		p_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-		/* The job's buffer callbacks back where they were. */
-		if (job_registered && job_req && job_done)
-			p_register_callbacks(job_req, job_done);
+		if (!atomic_load(&pass_through)) {
+			disable_ours_locked();
+			p_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+			/* The job's buffer callbacks back where they were. */
+			if (job_registered && job_req && job_done)
+				p_register_callbacks(job_req, job_done);
+		}
 	}
+	if (atomic_load(&pass_through))
+		hand_back_locked();
+	/* Never left with the job: returned empty (the job's callbacks are
+	 * its own again, or the job is reading its buffers). */
+	anchor_close();
 	unsubscribe_locked();
 	atomic_store(&activity_owner, OWN_NONE);
 	on = false;
@@ -273,7 +317,7 @@ void cupti_tick(int64_t now)
 		cuda_runtime_find();
 	}
 	pthread_mutex_lock(&cupti_lock);
-	if (!on) {
+	if (!on || closing) {
 		pthread_mutex_unlock(&cupti_lock);
 		return;
 	}

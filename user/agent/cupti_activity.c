@@ -8,6 +8,16 @@
  * agent could not see at attach are copied into the job's buffers too
  * (cupti.c tells why). The buffer callbacks run on any thread, from inside
  * CUPTI, and so never take cupti_lock.
+ *
+ * Passing through: while a job session runs with the agent's callbacks
+ * registered (one it could not see at attach), CUPTI's new buffers come from
+ * the job's own allocator and go back to the job whole. Kineto reads its
+ * buffers at the end of a session only if it still has one CUPTI has not
+ * returned (CuptiActivityApi::activityBuffers: no allocated buffer, no GPU
+ * trace, and what it had shows up in its next trace), and a forced flush
+ * returns every one. So from the moment a job session is evident, the agent
+ * holds one buffer of the job's unreturned (the anchor) across each forced
+ * flush of its own, and hands it to CUPTI at CUPTI's next request.
  */
 #include "cupti_int.h"
 
@@ -23,7 +33,7 @@ static _Atomic uint32_t pool_free;
 
 /* Counters of the current activation; read for the deactivation message. */
 static _Atomic uint64_t n_kernels, n_memcpys, n_memsets, n_dropped, n_declined, n_foreign,
-	n_to_job, n_lost_to_job;
+	n_to_job, n_lost_to_job, n_passed, n_anchors_empty;
 
 /* CUPTI's clock -> CLOCK_MONOTONIC: mono = m + (cupti - c) * k, published
  * under a sequence count (the buffer callback may run on any thread). */
@@ -35,6 +45,53 @@ static struct {
 static int64_t cal_c0, cal_m0; /* the baseline k is measured over */
 
 _Atomic bool foreign_seen;
+_Atomic bool pass_through;
+
+/* The anchor: one buffer from the job's allocator that CUPTI has not seen. */
+static uint8_t *_Atomic anchor;
+static _Atomic size_t anchor_size;
+
+void anchor_open(void)
+{
+	uint8_t *b = NULL, *none = NULL;
+	size_t size = 0, max = 0;
+
+	if (atomic_load(&anchor) || !job_req || !job_done)
+		return;
+	job_req(&b, &size, &max);
+	if (!b)
+		return;
+	atomic_store(&anchor_size, size);
+	if (!atomic_compare_exchange_strong(&anchor, &none, b))
+		job_done(NULL, 0, b, size, 0); /* another thread's anchor holds the job's */
+}
+
+bool anchor_held(void)
+{
+	return atomic_load(&anchor) != NULL;
+}
+
+/* Completes the anchor empty: for when the job has another buffer, or is
+ * reading its buffers now. */
+void anchor_close(void)
+{
+	uint8_t *b = atomic_exchange(&anchor, NULL);
+
+	if (b) {
+		job_done(NULL, 0, b, atomic_load(&anchor_size), 0);
+		atomic_fetch_add(&n_anchors_empty, 1);
+	}
+}
+
+/* A job session is evident while the agent's callbacks are registered. */
+static void session_evident(void)
+{
+	if (!job_req || !job_done)
+		return;
+	anchor_open();
+	atomic_store(&pass_through, true);
+	atomic_store(&foreign_seen, true);
+}
 
 int pool_init(void)
 {
@@ -61,6 +118,8 @@ void activity_counts_reset(void)
 	atomic_store(&n_foreign, 0);
 	atomic_store(&n_to_job, 0);
 	atomic_store(&n_lost_to_job, 0);
+	atomic_store(&n_passed, 0);
+	atomic_store(&n_anchors_empty, 0);
 }
 
 void activity_counts_report(void)
@@ -68,11 +127,13 @@ void activity_counts_report(void)
 	agent_report(PTBPF_AGENT_DORMANT, 0,
 		     "GPU timeline off: %llu kernels, %llu copies, %llu sets, %llu dropped by CUPTI, "
 		     "%llu buffer requests declined, %llu foreign buffers, %llu buffers copied to "
-		     "the job's profiler, %llu not",
+		     "the job's profiler, %llu not, %llu of its own passed through (%llu returned "
+		     "empty)",
 		     (unsigned long long)n_kernels, (unsigned long long)n_memcpys,
 		     (unsigned long long)n_memsets, (unsigned long long)n_dropped,
 		     (unsigned long long)n_declined, (unsigned long long)n_foreign,
-		     (unsigned long long)n_to_job, (unsigned long long)n_lost_to_job);
+		     (unsigned long long)n_to_job, (unsigned long long)n_lost_to_job,
+		     (unsigned long long)n_passed, (unsigned long long)n_anchors_empty);
 }
 
 /* --- the clock --- */
@@ -155,6 +216,18 @@ void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_recor
 	*max_records = 0;
 	*buffer = NULL;
 	*size = 0;
+	if (atomic_load(&pass_through) && job_req) {
+		uint8_t *b = atomic_exchange(&anchor, NULL);
+
+		if (b) {
+			*buffer = b;
+			*size = atomic_load(&anchor_size);
+		} else {
+			job_req(buffer, size, max_records);
+		}
+		busy_leave(busy);
+		return;
+	}
 	do {
 		if (!m) {
 			/* CUPTI drops records and counts them (cuptiActivityGetNumDroppedRecords). */
@@ -273,14 +346,20 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, 
 
 	if (pool && buffer >= pool && buffer < pool + (size_t)POOL_BUFS * POOL_BUF_SIZE) {
 		if (emit_records(buffer, valid))
-			atomic_store(&foreign_seen, true);
+			session_evident();
 		if (valid && (atomic_load(&foreign_seen) || atomic_load(&copy_to_job)))
 			copy_to_job_buffer(ctx, stream, buffer, valid);
 		if (p_num_dropped(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
 			ptbpf_agent_dropped(dropped, atomic_fetch_add(&n_dropped, dropped) + dropped);
 		atomic_fetch_or(&pool_free, 1u << ((buffer - pool) / POOL_BUF_SIZE));
 	} else if (job_done) {
-		job_done(ctx, stream, buffer, size, valid); /* the job's own */
+		/* The job's own, through the agent's callbacks. While the
+		 * agent has the activity API, that is a session it did not see:
+		 * the anchor first, so that the job always has a buffer. */
+		if (atomic_load(&activity_owner) == OWN_US)
+			session_evident();
+		job_done(ctx, stream, buffer, size, valid);
+		atomic_fetch_add(&n_passed, 1);
 	} else {
 		atomic_fetch_add(&n_foreign, 1); /* another client's: not ours to free */
 	}

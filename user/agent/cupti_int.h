@@ -98,6 +98,11 @@ void rehook_locked(int64_t now);
 #define POOL_BUF_SIZE (1u << 20)
 
 extern _Atomic bool foreign_seen; /* our buffers held kinds someone else enabled */
+extern _Atomic bool pass_through; /* a job session runs: buffers are the job's */
+
+void anchor_open(void);
+bool anchor_held(void);
+void anchor_close(void);
 
 /* Allocates the buffer pool, once: -1 if it cannot be (reported). */
 int pool_init(void);

@@ -43,12 +43,17 @@ static int64_t next_hook;
 static CUptiResult CUPTIAPI job_register_callbacks(CUpti_BuffersCallbackRequestFunc req,
 						   CUpti_BuffersCallbackCompleteFunc done)
 {
+	CUptiResult r;
+
 	pthread_mutex_lock(&cupti_lock);
 	job_req = req;
 	job_done = done;
 	job_registered = true;
 	pthread_mutex_unlock(&cupti_lock);
-	return JOB_CALL(true, "cuptiActivityRegisterCallbacks", p_register_callbacks(req, done));
+	r = JOB_CALL(true, "cuptiActivityRegisterCallbacks", p_register_callbacks(req, done));
+	if (r == CUPTI_SUCCESS)
+		atomic_store(&pass_through, false); /* the agent's callbacks are gone */
+	return r;
 }
 
 static CUptiResult CUPTIAPI job_register_timestamp(CUpti_TimestampCallbackFunc f)
@@ -84,9 +89,18 @@ static CUptiResult CUPTIAPI job_set_attribute(CUpti_ActivityAttribute attr, size
 	return JOB_CALL(true, "cuptiActivitySetAttribute", p_set_attribute(attr, size, value));
 }
 
+/* A forced flush is how Kineto reads its buffers (after it has checked
+ * that it still has one out: the anchor, if the agent holds it). */
+static CUptiResult flush_for_job(uint32_t flag)
+{
+	if (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)
+		anchor_close();
+	return p_flush_all(flag);
+}
+
 static CUptiResult CUPTIAPI job_flush_all(uint32_t flag)
 {
-	CUptiResult r = JOB_CALL(false, "cuptiActivityFlushAll", p_flush_all(flag));
+	CUptiResult r = JOB_CALL(false, "cuptiActivityFlushAll", flush_for_job(flag));
 
 	if (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) {
 		pthread_mutex_lock(&cupti_lock);
