@@ -176,6 +176,8 @@ def one_cycle(fleet, job, n, rng, action=None):
     if use_d:
         argv += ["-d", "%d" % dur]
     before = probes.agent_mapped(job.pid)
+    t0 = time.time()
+    started = time.strftime("%H:%M:%S", time.gmtime(t0)) + ".%03d" % (t0 * 1000 % 1000)
     tr = Tracer(argv)
     rc = stop_run(tr, action, dur, use_d, rng, fleet.attach_estimate(), o.hang_seconds)
     after = probes.agent_mapped(job.pid)
@@ -203,7 +205,8 @@ def one_cycle(fleet, job, n, rng, action=None):
     if (o.all_logs or rec["outcome"] != "ok" or rec["false"] or rec["agent_left"]
             or rec["warnings"]):
         with open(os.path.join(fleet.work, "cycle%05d.log" % n), "w") as f:
-            f.write("%s\n%s: %s\n" % (" ".join(argv), action, ", ".join(tr.signals)))
+            f.write("%s\n%s: %s; started %s UTC\n" % (" ".join(argv), action,
+                                                       ", ".join(tr.signals), started))
             f.write("".join("%9.3f %s\n" % (t, text) for t, text in lines))
     for path in (out, out + ".partial"):
         if os.path.exists(path):
