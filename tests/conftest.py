@@ -26,6 +26,13 @@ PYTHON = os.environ.get("PTBPF_TEST_PYTHON", "/usr/bin/python3")
 WORKLOAD = os.path.join(ROOT, "tests", "workloads", "workload.py")
 SIMFAIL = os.path.join(BUILD, "simfail")
 
+# A shell without job control starts a background command with SIGINT
+# ignored, and an ignored signal stays ignored across fork and exec: every
+# ptbpf the tests start would then lose a SIGINT sent before it installs
+# its handler, and trace on (seen on the CI VM, 2026-11-28).
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 def require(path):
     if not os.path.exists(path):

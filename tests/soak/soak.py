@@ -334,6 +334,12 @@ def soak(o, env, work):
 def main(argv=None):
     # SIGUSR1 (e.g. from `timeout -s USR1`): where every thread is, then on.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    # Started in the background by a shell without job control, the soak
+    # has SIGINT ignored, and so would every ptbpf it starts until ptbpf
+    # installs its handler: a SIGINT in its first milliseconds was lost,
+    # and ptbpf traced on (cycle 799 of the 2026-11-28 CPU soak).
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     o = options(argv)
     if not os.path.exists(o.ptbpf):
         sys.exit("%s is missing: run `make all` first" % o.ptbpf)
