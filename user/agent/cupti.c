@@ -129,6 +129,18 @@ static uint32_t cupti_version(void)
 
 /* --- the activity API --- */
 
+/* Every buffer back from CUPTI. Passing a job session's buffers through,
+ * until that session has read its own, the job keeps one out: the anchor,
+ * held across the flush. */
+static void flush_forced_locked(void)
+{
+	atomic_store(&agent_flushing, true);
+	if (atomic_load(&pass_through) && !job_flushed_at)
+		anchor_open();
+	p_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	atomic_store(&agent_flushing, false);
+}
+
 static void disable_ours_locked(void)
 {
 	for (size_t i = 0; i < sizeof(our_kinds) / sizeof(our_kinds[0]); i++)
@@ -143,9 +155,11 @@ static bool take_locked(bool resumed)
 {
 	CUptiResult res;
 
-	/* The job's session, if one passed through, is over. */
+	/* The job's session, if one passed through, is over; a later one
+	 * has not read its buffers yet. */
 	anchor_close();
 	atomic_store(&pass_through, false);
+	job_flushed_at = 0;
 	calibrate_reset();
 	res = p_register_callbacks(
 		(CUpti_BuffersCallbackRequestFunc)stub_entry(STUB_BUF_REQUESTED, (void *)buffer_requested),
@@ -201,9 +215,7 @@ void yield_locked(bool starting, const char *why)
 		if (job_req && job_done)
 			atomic_store(&pass_through, true);
 	}
-	if (atomic_load(&pass_through))
-		anchor_open();
-	p_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	flush_forced_locked();
 	atomic_store(&copy_to_job, false);
 	atomic_store(&activity_owner, OWN_JOB);
 	job_last_seen = job_flushed_at = 0;
@@ -252,24 +264,33 @@ bool cupti_activate(bool api_calls, const struct ptbpf_agent_ctl *ctl)
  * A job session runs with its buffers passing through the agent's
  * callbacks: every buffer back to the job, then its own callbacks back in
  * place. The anchor goes to CUPTI at its next request, which comes as soon
- * as the job's session records anything; else (0.3 s) it goes back empty.
+ * as the job's session records anything. A session that has ended (its
+ * forced flush seen) needs none: it goes back empty. One still quiet after
+ * 0.5 s keeps it unreturned, counted: returned, it could leave the session
+ * with no buffer out when it ends.
  */
 static void hand_back_locked(void)
 {
 	ours_on = 0;
 	atomic_store(&activity_owner, OWN_JOB);
-	anchor_open();
 	atomic_store(&copy_to_job, true);
-	p_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	flush_forced_locked();
 	atomic_store(&copy_to_job, false);
-	closing = true;
-	pthread_mutex_unlock(&cupti_lock);
-	for (int i = 0; i < 300 && anchor_held(); i++)
-		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
-	pthread_mutex_lock(&cupti_lock);
-	closing = false;
+	if (!job_flushed_at) {
+		closing = true;
+		pthread_mutex_unlock(&cupti_lock);
+		/* The hooks are off: a flush of the job's now is not seen. */
+		for (int i = 0; i < 500 && anchor_held(); i++)
+			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+		pthread_mutex_lock(&cupti_lock);
+		closing = false;
+	}
 	p_register_callbacks(job_req, job_done);
 	atomic_store(&pass_through, false);
+	if (job_flushed_at)
+		anchor_close();
+	else
+		anchor_leave();
 }
 
 void cupti_deactivate(void)
@@ -284,10 +305,10 @@ void cupti_deactivate(void)
 		/* A session of the job's that runs unseen shows in this flush
 		 * (its buffers come back through ours) before any kind goes off:
 		 * the job's session has them on too. */
-		p_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		flush_forced_locked();
 		if (!atomic_load(&pass_through)) {
 			disable_ours_locked();
-			p_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+			flush_forced_locked();
 			/* The job's buffer callbacks back where they were. */
 			if (job_registered && job_req && job_done)
 				p_register_callbacks(job_req, job_done);
@@ -295,8 +316,8 @@ void cupti_deactivate(void)
 	}
 	if (atomic_load(&pass_through))
 		hand_back_locked();
-	/* Never left with the job: returned empty (the job's callbacks are
-	 * its own again, or the job is reading its buffers). */
+	/* One held past the job's own registration: returned empty (the
+	 * job's callbacks are its own again). */
 	anchor_close();
 	unsubscribe_locked();
 	atomic_store(&activity_owner, OWN_NONE);
@@ -352,7 +373,7 @@ void cupti_tick(int64_t now)
 		/* Deliver what the GPU finished, at most 200 ms late: a
 		 * forced flush hands over partly filled buffers too. */
 		calibrate();
-		p_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		flush_forced_locked();
 		next_flush = now + FLUSH_NS;
 	} else if (o == OWN_JOB && !job_kinds && job_flushed_at &&
 		   now - (job_last_seen > job_flushed_at ? job_last_seen : job_flushed_at) >= QUIET_NS) {

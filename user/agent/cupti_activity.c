@@ -33,7 +33,7 @@ static _Atomic uint32_t pool_free;
 
 /* Counters of the current activation; read for the deactivation message. */
 static _Atomic uint64_t n_kernels, n_memcpys, n_memsets, n_dropped, n_declined, n_foreign,
-	n_to_job, n_lost_to_job, n_passed, n_anchors_empty;
+	n_to_job, n_lost_to_job, n_passed, n_anchors_empty, n_anchors_left;
 
 /* CUPTI's clock -> CLOCK_MONOTONIC: mono = m + (cupti - c) * k, published
  * under a sequence count (the buffer callback may run on any thread). */
@@ -46,6 +46,7 @@ static int64_t cal_c0, cal_m0; /* the baseline k is measured over */
 
 _Atomic bool foreign_seen;
 _Atomic bool pass_through;
+_Atomic bool agent_flushing;
 
 /* The anchor: one buffer from the job's allocator that CUPTI has not seen. */
 static uint8_t *_Atomic anchor;
@@ -62,8 +63,10 @@ void anchor_open(void)
 	if (!b)
 		return;
 	atomic_store(&anchor_size, size);
-	if (!atomic_compare_exchange_strong(&anchor, &none, b))
+	if (!atomic_compare_exchange_strong(&anchor, &none, b)) {
 		job_done(NULL, 0, b, size, 0); /* another thread's anchor holds the job's */
+		atomic_fetch_add(&n_anchors_empty, 1);
+	}
 }
 
 bool anchor_held(void)
@@ -81,6 +84,14 @@ void anchor_close(void)
 		job_done(NULL, 0, b, atomic_load(&anchor_size), 0);
 		atomic_fetch_add(&n_anchors_empty, 1);
 	}
+}
+
+/* Left with the job unreturned: its session is quiet at detach, and an
+ * anchor returned now could leave it with no buffer out when it ends. */
+void anchor_leave(void)
+{
+	if (atomic_exchange(&anchor, NULL))
+		atomic_fetch_add(&n_anchors_left, 1);
 }
 
 /* A job session is evident while the agent's callbacks are registered. */
@@ -120,6 +131,7 @@ void activity_counts_reset(void)
 	atomic_store(&n_lost_to_job, 0);
 	atomic_store(&n_passed, 0);
 	atomic_store(&n_anchors_empty, 0);
+	atomic_store(&n_anchors_left, 0);
 }
 
 void activity_counts_report(void)
@@ -127,13 +139,14 @@ void activity_counts_report(void)
 	agent_report(PTBPF_AGENT_DORMANT, 0,
 		     "GPU timeline off: %llu kernels, %llu copies, %llu sets, %llu dropped by CUPTI, "
 		     "%llu buffer requests declined, %llu foreign buffers, %llu buffers copied to "
-		     "the job's profiler, %llu not, %llu of its own passed through (%llu returned "
-		     "empty)",
+		     "the job's profiler, %llu not, %llu of its own passed through, %llu empty ones "
+		     "handed back, %llu left with it",
 		     (unsigned long long)n_kernels, (unsigned long long)n_memcpys,
 		     (unsigned long long)n_memsets, (unsigned long long)n_dropped,
 		     (unsigned long long)n_declined, (unsigned long long)n_foreign,
 		     (unsigned long long)n_to_job, (unsigned long long)n_lost_to_job,
-		     (unsigned long long)n_passed, (unsigned long long)n_anchors_empty);
+		     (unsigned long long)n_passed, (unsigned long long)n_anchors_empty,
+		     (unsigned long long)n_anchors_left);
 }
 
 /* --- the clock --- */
@@ -217,7 +230,9 @@ void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_recor
 	*buffer = NULL;
 	*size = 0;
 	if (atomic_load(&pass_through) && job_req) {
-		uint8_t *b = atomic_exchange(&anchor, NULL);
+		/* Not while the agent's own forced flush runs: that would
+		 * return the anchor at once. */
+		uint8_t *b = atomic_load(&agent_flushing) ? NULL : atomic_exchange(&anchor, NULL);
 
 		if (b) {
 			*buffer = b;

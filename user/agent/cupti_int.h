@@ -100,9 +100,12 @@ void rehook_locked(int64_t now);
 extern _Atomic bool foreign_seen; /* our buffers held kinds someone else enabled */
 extern _Atomic bool pass_through; /* a job session runs: buffers are the job's */
 
+extern _Atomic bool agent_flushing; /* the agent's forced flush runs */
+
 void anchor_open(void);
 bool anchor_held(void);
 void anchor_close(void);
+void anchor_leave(void);
 
 /* Allocates the buffer pool, once: -1 if it cannot be (reported). */
 int pool_init(void);

@@ -51,8 +51,12 @@ static CUptiResult CUPTIAPI job_register_callbacks(CUpti_BuffersCallbackRequestF
 	job_registered = true;
 	pthread_mutex_unlock(&cupti_lock);
 	r = JOB_CALL(true, "cuptiActivityRegisterCallbacks", p_register_callbacks(req, done));
-	if (r == CUPTI_SUCCESS)
-		atomic_store(&pass_through, false); /* the agent's callbacks are gone */
+	if (r == CUPTI_SUCCESS) {
+		/* The agent's callbacks are gone, and the job starts anew:
+		 * an anchor goes back empty. */
+		atomic_store(&pass_through, false);
+		anchor_close();
+	}
 	return r;
 }
 
