@@ -181,16 +181,40 @@ static struct rc_cpu *cpu_of(struct report *r, uint64_t cpu)
 	return &r->cpus[cpu];
 }
 
-/* A switch on c at ts (the events' clock) to task next: the task it took
- * off ran since the CPU's last switch. */
+static bool traced(struct report *r, int64_t tid)
+{
+	uint64_t *t = tid > 0 ? rd_map_slot(&r->thread_tids, (uint64_t)tid, false) : NULL;
+
+	return t && *t;
+}
+
+/*
+ * A switch on c at ts (the events' clock) to task next: the task it took
+ * off ran since the CPU's last switch. A traced thread already running
+ * when the kernel view began is put on by a replayed switch without a time
+ * of its own, 1 ns before the switch that takes it off (bpf/sched.bpf.c).
+ * Every switch of a traced thread is recorded, so with no record of it
+ * before, and none lost, it ran since the kernel view's first switch.
+ */
 static void on_switch(struct report *r, struct rc_cpu *c, uint64_t ts, int64_t next)
 {
-	uint64_t *traced;
+	uint64_t *seen;
 
-	if (c->next > 0 && ts > c->ts &&
-	    (traced = rd_map_slot(&r->thread_tids, (uint64_t)c->next, false)) && *traced)
-		cause(r, c->next, rd_str_id(r, RC_RUNNING, strlen(RC_RUNNING)), SC_RUNNING, c->ts,
+	if (!r->sched_first_ts || ts < r->sched_first_ts)
+		r->sched_first_ts = ts;
+	if (c->next > 0 && ts > c->ts && traced(r, c->next)) {
+		uint64_t start = c->ts;
+
+		if (c->next_new && ts - c->ts <= 1 && !r->sched_broke && r->sched_first_ts < start)
+			start = r->sched_first_ts;
+		cause(r, c->next, rd_str_id(r, RC_RUNNING, strlen(RC_RUNNING)), SC_RUNNING, start,
 		      ts);
+	}
+	c->next_new = false;
+	if (traced(r, next) && (seen = rd_map_slot(&r->sched_seen, (uint64_t)next, true))) {
+		c->next_new = *seen != (uint64_t)r->pass + 1;
+		*seen = (uint64_t)r->pass + 1;
+	}
 	c->ts = ts;
 	c->next = next;
 }
@@ -247,8 +271,10 @@ static void sched_bundle(struct report *r, const uint8_t *d, size_t n)
 	}
 	if (bad || !compact || !(c = cpu_of(r, cpu)))
 		return;
-	if (lost)
+	if (lost) {
 		c->next = -1;
+		r->sched_broke = true;
+	}
 	switches(r, c, compact, ncompact);
 }
 
@@ -256,6 +282,8 @@ static void new_pass(struct report *r)
 {
 	for (size_t i = 0; i < r->ncpus; i++)
 		r->cpus[i] = (struct rc_cpu){ .next = -1 };
+	r->sched_first_ts = 0;
+	r->sched_broke = false;
 }
 
 /* Each slice that ends: a cause of its thread, or a GPU activity. */

@@ -28,6 +28,7 @@
 struct rc_cpu {
 	uint64_t ts;
 	int64_t next; /* the task it put on; -1: not known (the chain broke) */
+	bool next_new; /* next had no switch before in this pass */
 };
 
 /* GPU idle gaps shorter than this are not counted. */

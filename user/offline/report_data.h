@@ -260,6 +260,12 @@ struct report {
 	uint64_t sched_bundles;
 	struct rc_cpu *cpus;
 	size_t ncpus;
+	/* This pass: the kernel view's first switch, whether a CPU's records
+	 * broke (a loss), and the traced threads seen in a switch (tid -> pass
+	 * + 1). */
+	uint64_t sched_first_ts;
+	bool sched_broke;
+	struct rd_map sched_seen;
 	/* Who woke a traced thread at the end of a blocking call (the calls'
 	 * woken_by), for the GPU idle gaps' chains; past RC_MAX_WAKES, counted */
 	struct rc_wake *wakes;
