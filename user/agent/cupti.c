@@ -80,7 +80,6 @@ static uint64_t ours_on;        /* kinds the agent enabled */
 static uint64_t job_calls_seen;
 static int64_t job_last_seen, observe_until, next_flush;
 static bool props_sent;         /* this session's devices and versions told */
-static bool closing;            /* cupti_deactivate waits with the lock free */
 
 const char *cupti_error(CUptiResult res)
 {
@@ -277,13 +276,13 @@ static void hand_back_locked(void)
 	flush_forced_locked();
 	atomic_store(&copy_to_job, false);
 	if (!job_flushed_at) {
-		closing = true;
+		/* The lock free for the job's threads meanwhile (the tick, like
+		 * this, runs under agent.c's state_lock). The hooks are off: a
+		 * flush of the job's now is not seen. */
 		pthread_mutex_unlock(&cupti_lock);
-		/* The hooks are off: a flush of the job's now is not seen. */
 		for (int i = 0; i < 500 && anchor_held(); i++)
 			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 		pthread_mutex_lock(&cupti_lock);
-		closing = false;
 	}
 	p_register_callbacks(job_req, job_done);
 	atomic_store(&pass_through, false);
@@ -338,7 +337,7 @@ void cupti_tick(int64_t now)
 		cuda_runtime_find();
 	}
 	pthread_mutex_lock(&cupti_lock);
-	if (!on || closing) {
+	if (!on) {
 		pthread_mutex_unlock(&cupti_lock);
 		return;
 	}
