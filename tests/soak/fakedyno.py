@@ -12,12 +12,41 @@ int type, int n, int64 jobid, int32 pids[n]; answered with a config text,
 empty when nothing is asked). This serves one socket file; post() sets
 the config text that the next "req" gets.
 """
+import json
 import os
 import socket
 import struct
+import tempfile
 import threading
 
 HEADER = struct.Struct("=Q32s")
+
+
+def environment(conf_dir):
+    """Kineto's on-demand client, polling every second: what must be in
+    the environment before torch is imported. Returns the socket
+    directory (the caller removes it)."""
+    # Kineto's socket names must fit a sockaddr_un (108 bytes).
+    ipc = tempfile.mkdtemp(prefix="ptbpf-od-ipc-", dir="/tmp")
+    conf = os.path.join(conf_dir, "kineto.conf")
+    with open(conf, "w") as f:
+        f.write("ON_DEMAND_CONFIG_UPDATE_INTERVAL_SECS=1\n")
+    os.environ.update(KINETO_USE_DAEMON="1", KINETO_IPC_SOCKET_DIR=ipc, KINETO_CONFIG=conf)
+    return ipc
+
+
+def written_trace(base):
+    """The trace Kineto wrote for ACTIVITIES_LOG_FILE=base.json, parsed;
+    None while there is none, or it is still being written."""
+    d, stem = os.path.split(base)
+    for f in sorted(os.listdir(d)):  # Kineto may add _PID before .json
+        if f == stem + ".json" or (f.startswith(stem + "_") and f.endswith(".json")):
+            try:
+                with open(os.path.join(d, f)) as fh:
+                    return json.load(fh)
+            except ValueError:  # still being written
+                return None
+    return None
 
 
 class FakeDynolog:
@@ -38,6 +67,14 @@ class FakeDynolog:
     def post(self, config_text):
         with self.lock:
             self.pending = config_text
+
+    def request_trace(self, base, iterations, roundup, trace_id):
+        """A trace of iterations optimizer steps, from the next multiple of
+        roundup, written to base.json (or base_PID.json)."""
+        self.post("ACTIVITIES_ENABLED=true\nPROFILE_START_ITERATION=0\n"
+                  "PROFILE_START_ITERATION_ROUNDUP=%d\nACTIVITIES_ITERATIONS=%d\n"
+                  "ACTIVITIES_WARMUP_ITERATIONS=0\nACTIVITIES_LOG_FILE=%s.json\n"
+                  "REQUEST_TRACE_ID=%d\n" % (roundup, iterations, base, trace_id))
 
     def taken(self):
         with self.lock:

@@ -35,11 +35,11 @@ import random
 import shutil
 import signal
 import sys
-import tempfile
 import time
 import traceback
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+import fakedyno  # the soak's directory, this script's own
+
 # Kineto's bookkeeping in a trace, not events of the job: their number
 # follows buffer sizes and timing, not the work. "Buffer Flush" and
 # "Resource" are CUPTI's own overhead records (CUPTI_ACTIVITY_KIND_OVERHEAD):
@@ -84,13 +84,8 @@ def set_environment(args):
     """What must be in the environment before torch is imported."""
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     if args.kind == "ondemand":
-        # Kineto's socket names must fit a sockaddr_un (108 bytes).
-        ipc = tempfile.mkdtemp(prefix="ptbpf-soak-ipc-", dir="/tmp")
-        conf = os.path.join(args.cue, "kineto.conf")
-        with open(conf, "w") as f:
-            f.write("ON_DEMAND_CONFIG_UPDATE_INTERVAL_SECS=1\n")
-        os.environ.update(KINETO_USE_DAEMON="1", KINETO_IPC_SOCKET_DIR=ipc,
-                          KINETO_CONFIG=conf, KINETO_ONDEMAND_TRACE_DIR=args.cue)
+        fakedyno.environment(args.cue)
+        os.environ["KINETO_ONDEMAND_TRACE_DIR"] = args.cue
 
 
 ARGS = parse_args()
@@ -331,13 +326,11 @@ class OnDemandSessions:
     by_kind = True
 
     def __init__(self, job, args, cue):
-        sys.path.insert(0, HERE)
-        from fakedyno import FakeDynolog
         # Under KINETO_USE_DAEMON, importing torch.profiler hooks every
         # optimizer step to Kineto's iteration count.
         import torch.profiler  # noqa: F401
         self.job, self.cue, self.k = job, cue, 0
-        self.dyno = FakeDynolog(os.environ["KINETO_IPC_SOCKET_DIR"])
+        self.dyno = fakedyno.FakeDynolog(os.environ["KINETO_IPC_SOCKET_DIR"])
         self.unavailable = self._check()
 
     def _check(self):
@@ -356,17 +349,14 @@ class OnDemandSessions:
         steps = self.job.steps
         base = os.path.join(self.cue, "od%d" % self.k)
         self.k += 1
-        self.dyno.post("ACTIVITIES_ENABLED=true\nPROFILE_START_ITERATION=0\n"
-                       "PROFILE_START_ITERATION_ROUNDUP=%d\nACTIVITIES_ITERATIONS=%d\n"
-                       "ACTIVITIES_WARMUP_ITERATIONS=0\nACTIVITIES_LOG_FILE=%s.json\n"
-                       "REQUEST_TRACE_ID=%d\n" % (steps, steps, base, self.k))
+        self.dyno.request_trace(base, steps, steps, self.k)
         deadline = time.time() + 120
         while time.time() < deadline:
             # A pause before each step while a trace may be open: Kineto ends
             # it on another thread, which must be done before the next step;
             # and the GPU's work done first, as ProfilerSessions.step says.
             check(self.job.epoch(before_step=self._between_steps))
-            trace = self._trace_file(base)
+            trace = fakedyno.written_trace(base)
             if trace:
                 return [self._counts(trace)]
         raise RuntimeError("no on-demand trace %s*.json within 120 s (config %s)" % (
@@ -376,18 +366,6 @@ class OnDemandSessions:
         if self.job.device.type == "cuda":
             torch.cuda.synchronize()
         time.sleep(0.03)
-
-    @staticmethod
-    def _trace_file(base):
-        d, stem = os.path.split(base)
-        for f in sorted(os.listdir(d)):  # Kineto may add _PID before .json
-            if f == stem + ".json" or (f.startswith(stem + "_") and f.endswith(".json")):
-                try:
-                    with open(os.path.join(d, f)) as fh:
-                        return json.load(fh)
-                except ValueError:  # still being written
-                    return None
-        return None
 
     @staticmethod
     def _counts(trace):

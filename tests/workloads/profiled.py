@@ -24,13 +24,8 @@ def gpu_events(prof):
                if e.device_type() == torch.autograd.DeviceType.CUDA)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--cue", required=True)
-    ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("--pause", type=float, default=0.01)
-    ap.add_argument("--schedule", action="store_true")
-    args = ap.parse_args()
+def training():
+    """One training step of the job's model (also tests/workloads/ondemand.py's)."""
     torch.manual_seed(0)
     model = nn.Sequential(*[nn.Sequential(nn.Linear(256, 256), nn.LayerNorm(256), nn.GELU())
                             for _ in range(4)]).cuda()
@@ -41,6 +36,31 @@ def main():
         opt.zero_grad(set_to_none=True)
         model(x).square().mean().backward()
         opt.step()
+    return step
+
+
+def serve(cue, step, session):
+    """Says "ready PID", then runs step until CUE/end exists, and
+    session(k) instead once CUE/sessionK appears, K = 0, 1, ...
+    (also tests/workloads/ondemand.py's)."""
+    print("ready", os.getpid(), flush=True)
+    k = 0
+    while not os.path.exists(os.path.join(cue, "end")):
+        if os.path.exists(os.path.join(cue, "session%d" % k)):
+            session(k)
+            k += 1
+        else:
+            step()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cue", required=True)
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--pause", type=float, default=0.01)
+    ap.add_argument("--schedule", action="store_true")
+    args = ap.parse_args()
+    step = training()
 
     for _ in range(5):
         step()
@@ -65,15 +85,11 @@ def main():
             counts.append(gpu_events(p))
         print("session %d gpu_events %s" % (k, counts), flush=True)
 
-    print("ready", os.getpid(), flush=True)
-    k = 0
-    while not os.path.exists(os.path.join(args.cue, "end")):
-        if os.path.exists(os.path.join(args.cue, "session%d" % k)):
-            session(k)
-            k += 1
-        else:
-            step()
-            time.sleep(0.002)
+    def idle_step():
+        step()
+        time.sleep(0.002)
+
+    serve(args.cue, idle_step, session)
     torch.cuda.synchronize()
     print("done", flush=True)
 
