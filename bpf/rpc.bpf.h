@@ -119,7 +119,6 @@ int rpc_probe(struct pt_regs *ctx)
 	case RPC_COMPLETING: /* getStorages(ret, this) */
 		rpc_message(r, si, false);
 		break;
-	case RPC_DONE:
 	case RPC_BUSY: /* (this, int& counter) */
 		r->ev.arg[0] = si - di;
 		break;

@@ -311,7 +311,8 @@ enum ptbpf_rpc_probe {
 	RPC_RESPONSE,     /* markFutureAsComplete: a response arrived */
 	RPC_COMPLETING,   /* Message::getStorages: a pool thread is about to
 			   * complete the response's future */
-	RPC_DONE,         /* decreaseCallCount: e.g. that future's callbacks ran */
+	RPC_DONE,         /* (no longer probed: decreaseCallCount, after the
+			   * future's callbacks; kept for --raw captures) */
 	RPC_BUSY,         /* increaseCallCount: e.g. a request handler returned */
 	RPC_FAIL,         /* markFutureWithError; payload = the error's text */
 	RPC_UNTIMEOUT,    /* removeFromTimeoutMap(id): a call's end was seen */

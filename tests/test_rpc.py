@@ -131,6 +131,31 @@ def profiler_calls(events):
     return calls
 
 
+def match_calls(prof, ours, theirs, mine):
+    """The profiler's calls, each with the slice of ours that is the same
+    call. The profiler's clock starts at its first event: the offset comes
+    from the kinds that both have whole (matched in order), then each of
+    its calls takes the slice of its name that begins nearest."""
+    by_name = collections.defaultdict(list)
+    for s in ours:
+        by_name[s.name].append(s)
+    offsets = []
+    for name in theirs:
+        mine_k = by_name[name]
+        theirs_k = [c for c in prof if c["name"] == name]
+        if len(mine_k) == len(theirs_k):
+            offsets += [s.ts / 1e3 - c["start_us"] for c, s in zip(theirs_k, mine_k)]
+    assert offsets, (theirs, mine)
+    off = statistics.median(offsets)
+    pairs = []
+    for c in prof:
+        near = sorted(by_name[c["name"]], key=lambda s: abs(s.ts / 1e3 - off - c["start_us"]))
+        if near and abs(near[0].ts / 1e3 - off - c["start_us"]) < 1000:
+            pairs.append((c, near[0]))
+    assert len({id(s) for _, s in pairs}) == len(pairs), "a slice matched twice"
+    return pairs
+
+
 def test_rpc_calls_as_the_profiler_shows_them(tmp_path):
     """The recipe under torch's RPC profiler on worker 0, both workers
     traced by one ptbpf: every call the profiler records is in the trace
@@ -147,8 +172,9 @@ def test_rpc_calls_as_the_profiler_shows_them(tmp_path):
     ours = sorted((s for s in t.slices if is_call(s) and s.name.startswith(("rpc_", "to_here#"))
                    and "_broadcast_to_followers" not in s.name), key=lambda s: s.ts)
     # The recipe makes n calls of each of 5 kinds; ptbpf has every one.
-    # torch's profiler now and then loses one on a busy host: its calls are
-    # compared one by one only for the kinds where it kept them all.
+    # torch's profiler now and then loses one on a busy host (a whole
+    # kind in ~1 of 15 runs): each call it kept is matched to ours by
+    # time, on the clock offset of the kinds it kept whole.
     # A call whose caller's Python stack was not read (once in ~20 runs
     # on the loaded CI VM, twice in one run of the full suite on
     # 2026-11-28; not understood yet) keeps its function but not its mode:
@@ -164,26 +190,22 @@ def test_rpc_calls_as_the_profiler_shows_them(tmp_path):
     assert len(mine) == 5 and sum(mine.values()) + unknown == 5 * n, (mine, unknown)
     assert all(v >= n - unknown for v in mine.values()), (mine, unknown)
     assert set(theirs) == set(mine) and all(theirs[k] <= n for k in theirs), theirs
-    whole = {k for k in theirs if theirs[k] == n and mine[k] == n}
-    assert len(whole) >= 4 - unknown, (theirs, mine)
+    pairs = match_calls(prof, ours, theirs, mine)
+    assert len(pairs) >= len(prof) - unknown, (len(pairs), len(prof), unknown)
     handling, ops = call_handlings(t), remote_ops(t)
-    ratios, compared = collections.defaultdict(list), 0
-    by_name = collections.defaultdict(list)
-    for s in ours:
-        by_name[s.name].append(s)
-    for c in prof:
-        if c["name"] not in whole:
-            continue
-        s = by_name[c["name"]].pop(0)
+    durs, compared = collections.defaultdict(list), 0
+    for c, s in pairs:
         ms_prof, ms_ours = (c["end_us"] - c["start_us"]) / 1e3, s.dur / 1e6
-        ratios[c["name"]].append(ms_ours / ms_prof)
+        durs[c["name"]].append((ms_prof, ms_ours))
         # Ours begins where Python looked the destination up (the profiler
-        # starts a little later) and ends when the future's callbacks ran
-        # (to_here#: the profiler's ends once the caller thread woke up).
-        # One call on a loaded VM may be off by a scheduling delay (6.5 ms
-        # against the profiler's 3.4 ms seen): the medians below are the
-        # check; this only catches a call joined to the wrong one.
-        assert 0.3 * ms_prof - 2.0 <= ms_ours <= 2.5 * ms_prof + 2.0, (c["name"], ms_prof, ms_ours)
+        # starts ~0.2 ms later) and ends when the future is completed (the
+        # profiler's ends in one of its callbacks, after it has read the
+        # remote events out of the response: 0.1-0.8 ms later on this VM).
+        # One of the profiler's calls on a loaded VM may be long by a
+        # scheduling delay or a wait for the GIL (18.7 ms against our 2.9
+        # seen): the medians below are the check; this only catches ours
+        # running on past the call.
+        assert 0 < ms_ours <= 2.5 * ms_prof + 2.0, (c["name"], ms_prof, ms_ours)
         h = handling.get(id(s))
         assert h is not None and h.name == s.name, s
         assert s.ts <= h.ts and h.ts + h.dur <= s.ts + s.dur, (s, h)
@@ -192,9 +214,9 @@ def test_rpc_calls_as_the_profiler_shows_them(tmp_path):
             compared += 1
         if "udf_with_torch_ops" in s.name and not s.name.startswith("to_here"):
             assert ops[id(h)] == UDF_OPS, ops[id(h)]
-    assert compared >= 2 * n, compared
-    for name, r in ratios.items():
-        assert 0.7 <= statistics.median(r) <= 1.3, (name, r)
+    assert compared >= n, compared
+    for name, d in durs.items():  # 0.80-0.99 in 40 runs on the CI VM
+        assert 0.7 <= statistics.median(o / p for p, o in d) <= 1.3, (name, d)
     rep = json.loads(subprocess.run([PTBPF, "report", "--json", path], capture_output=True,
                                     text=True, check=True).stdout)
     calls = {c["name"]: c["calls"] for c in rep["rpc_calls"]}

@@ -24,7 +24,7 @@
 
 #define TP "_ZN5torch11distributed3rpc15TensorPipeAgent"
 #define TPK "_ZNK5torch11distributed3rpc15TensorPipeAgent"
-#define RPC_REQUIRED 6
+#define RPC_REQUIRED 5
 
 static const struct {
 	int probe;
@@ -35,7 +35,6 @@ static const struct {
 	{ RPC_CALL, TP "4sendE" },
 	{ RPC_RESPONSE, TP "20markFutureAsCompleteE" },
 	{ RPC_COMPLETING, "_ZNK5torch11distributed3rpc7Message11getStoragesE" },
-	{ RPC_DONE, TP "17decreaseCallCountE" },
 	/* optional */
 	{ RPC_LOOKUP, TPK "13getWorkerInfoERKNSt7__cxx1112basic_string" },
 	{ RPC_BUSY, TP "17increaseCallCountE" },

@@ -161,6 +161,13 @@ static struct thread *get_thread(struct join *j, int pid, int tid)
 	return t;
 }
 
+struct thread *find_thread(struct join *j, int pid, int tid)
+{
+	struct thread *t = hash_get(&j->threads, hash_u64((uint64_t)pid << 32 | (uint32_t)tid));
+
+	return t && t->track ? t : NULL;
+}
+
 uint64_t join_thread_track(void *ctx, int pid, int tid)
 {
 	struct thread *t = get_thread(ctx, pid, tid);

@@ -111,6 +111,8 @@ void rf_begin(struct join *j, struct thread *t, const struct ptbpf_named_event *
 void rf_end(struct join *j, struct thread *t, const struct ptbpf_event *e);
 /* join_gpu.c */
 void count_launch(struct join *j, int pid);
+/* pid/tid's thread if the joiner has it, else NULL (nothing is added). */
+struct thread *find_thread(struct join *j, int pid, int tid);
 bool in_op(const struct thread *t);
 uint64_t launch_flow(struct join *j, struct thread *t, const struct ptbpf_event *e);
 void gpu_begin(struct join *j, struct thread *t, const struct ptbpf_gpu_call *c);

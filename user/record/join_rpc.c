@@ -47,10 +47,8 @@ const char *rpc_intern(struct join *j, const char *s)
 
 struct rpc_thread *rpc_thread(struct thread *t)
 {
-	if (!t->rpc && (t->rpc = calloc(1, sizeof(*t->rpc)))) {
-		t->rpc->completing = -1;
+	if (!t->rpc && (t->rpc = calloc(1, sizeof(*t->rpc))))
 		t->rpc->untimeout = -1;
-	}
 	return t->rpc;
 }
 
@@ -403,28 +401,17 @@ static void on_untimeout(struct join *j, struct thread *t, const struct ptbpf_rp
 	rt->fail_text = NULL;
 }
 
-/* The pool thread about to complete a call's future; its next counter
- * decrease comes once the future's callbacks (Python's wait() among
- * them, and torch.profiler's end of the call) have run. */
+/* The pool thread about to complete a call's future: the call ends here.
+ * The future's waiters wake next, then its callbacks run on this thread
+ * (torch.profiler's end of the call among the first); the later ones may
+ * wait for the GIL that the woken caller holds, so the counter decrease
+ * after them (RPC_DONE) can come milliseconds after the call's end. */
 static void on_completing(struct join *j, struct thread *t, const struct ptbpf_rpc *r)
 {
 	struct rpc_call *c = rpc_find_call(j->rpc, r->ev.pid, (int64_t)r->ev.arg[1]);
-	struct rpc_thread *rt = rpc_thread(t);
 
-	if (rt && c && c->responded && (r->ev.arg[0] & RPC_RESPONSE_FLAG))
-		rt->completing = c->id;
-}
-
-static void on_done(struct join *j, struct thread *t, const struct ptbpf_rpc *r)
-{
-	struct rpc_thread *rt = rpc_thread(t);
-	struct rpc_call *c;
-
-	if (!rt || rt->completing < 0)
-		return;
-	c = rpc_find_call(j->rpc, r->ev.pid, rt->completing);
-	rt->completing = -1;
-	if (c)
+	(void)t;
+	if (c && c->responded && (r->ev.arg[0] & RPC_RESPONSE_FLAG))
 		end_call(j, c, r->ev.ts, NULL);
 }
 
@@ -494,7 +481,6 @@ static void dispatch(struct join *j, struct thread *t, const struct ptbpf_rpc *r
 		break;
 	case RPC_RESPONSE: on_response(j, t, r); break;
 	case RPC_COMPLETING: on_completing(j, t, r); break;
-	case RPC_DONE: on_done(j, t, r); break;
 	case RPC_BUSY: rpc_handle_busy(j, t, r); break;
 	case RPC_FAIL: on_fail(j, t, r); break;
 	case RPC_UNTIMEOUT: on_untimeout(j, t, r); break;

@@ -79,7 +79,7 @@ void rpc_handle_request(struct join *j, struct thread *t, const struct ptbpf_rpc
 		return;
 	h = &s->handles[s->nhandles++];
 	*h = (struct rpc_handle){ .pid = r->ev.pid, .tid = r->ev.tid, .id = (int64_t)r->ev.arg[1],
-		.ts = r->ev.ts, .caller_pid = c ? c->pid : 0, .open = true,
+		.ts = r->ev.ts, .caller_pid = c ? c->pid : 0,
 		.flow_resp = c ? hash_u64(c->flow_req) | 1 : 0 };
 }
 
@@ -157,7 +157,7 @@ void rpc_handle_settle(struct join *j, struct thread *t, const struct ptbpf_rpc 
 	int i = handling_frame(t);
 	bool response = r && r->ev.id == RPC_SEND && !(r->ev.arg[0] & RPC_REQUEST_FLAG);
 
-	if (r && (r->ev.id == RPC_DONE || r->ev.id == RPC_COMPLETING))
+	if (r && r->ev.id == RPC_COMPLETING)
 		return; /* the agent's callback on the way to the response */
 	if (i >= 0)
 		close_handling(j, t, i, rt->returned,
@@ -167,7 +167,9 @@ void rpc_handle_settle(struct join *j, struct thread *t, const struct ptbpf_rpc 
 
 /* A response goes out: an instant on the sending thread, with the flow
  * back to the caller's call; a handling frame still open for it on this
- * thread (no counter probe in this torch) ends here. */
+ * thread (no counter probe in this torch) ends here. One that returned
+ * without its response (an RRef fetch before the value was there) ends
+ * at its return, if its thread had no record since that said so. */
 void rpc_handle_response(struct join *j, struct thread *t, const struct ptbpf_rpc *r)
 {
 	struct rpc_state *s = j->rpc;
@@ -187,6 +189,13 @@ void rpc_handle_response(struct join *j, struct thread *t, const struct ptbpf_rp
 	if (i >= 0 && t->stack[i].key == r->ev.arg[1])
 		close_handling(j, t, i, r->ev.ts, r);
 	n += response_args(j, r, args + n);
+	if (h && h->tid != (int)r->ev.tid) {
+		struct thread *o = find_thread(j, h->pid, h->tid);
+		int k = o ? handling_frame(o) : -1;
+
+		if (k >= 0 && o->rpc && o->rpc->returned && o->stack[k].key == (uint64_t)h->id)
+			rpc_handle_settle(j, o, NULL);
+	}
 	if (h) {
 		struct rpc_call *c = h->caller_pid ? rpc_find_call(s, h->caller_pid, h->id) : NULL;
 

@@ -8,8 +8,8 @@
  * (RPC_LOOKUP, when the same thread's next RPC step is its send), else at
  * TensorPipeAgent::send; it is written once its id is known (the request
  * written out), on a lane of the process's "RPC calls" tracks; it ends
- * when the pool thread that completed its future has run the future's
- * callbacks (RPC_DONE after RPC_COMPLETING), or at its failure. On the
+ * when a pool thread is about to complete its future (RPC_COMPLETING: its
+ * waiters wake, then its callbacks run), or at its failure. On the
  * callee, a request is handled on the thread that took it up, from
  * RequestCallback::operator() to its return (the agent's next counter
  * change there, RPC_BUSY, decided at the thread's next record).
@@ -43,7 +43,6 @@ struct rpc_handle {
 	uint64_t ts, flow_resp, frame_key;
 	const char *name;
 	int caller_pid; /* 0: not known */
-	bool open;      /* its frame is open on tid */
 };
 
 struct rpc_lane {
@@ -68,7 +67,6 @@ struct rpc_thread {
 	uint32_t call_type;
 	const char *call_dst, *call_mode, *call_fn, *call_stack, *call_begin_at;
 	uint64_t call_begin;
-	int64_t completing;          /* RPC_COMPLETING: this call's future, -1 */
 	int64_t untimeout;           /* the last step was RPC_UNTIMEOUT of this id, -1 */
 	const char *fail_text;       /* RPC_FAIL in a client error, its call next */
 	bool client_error;
