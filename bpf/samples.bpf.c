@@ -10,9 +10,16 @@
  * (common.bpf.h, shared with the op programs), so their code objects'
  * names (EV_PY_CODE) are ordered before them; every sample that does not
  * fit is counted (STAT_DROP_CPU_SAMPLE).
+ *
+ * A sample also tells the kernel view (its per-CPU `cpus`, shared) which
+ * traced thread runs on this CPU: where its latest switch put another task
+ * on, the kernel did not report the switch that put this one on, and the
+ * kernel view's next record here replays one at this sample's time
+ * (SW_UNSEEN, include/ptbpf_sched.h).
  */
 #include "common.bpf.h"
 #include "pystack.bpf.h"
+#include "ptbpf_sched.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -23,6 +30,13 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } sched_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ptbpf_sched_cpu);
+} cpus SEC(".maps");
 
 /* The sample is built here, then copied into the ring at its real size.
  * Per CPU: a perf_event program runs in interrupt context and never nests
@@ -47,12 +61,22 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), flags;
 	struct ptbpf_py_proc *p;
+	struct ptbpf_sched_cpu *c;
 	struct ptbpf_cpu_sample *s;
 	__u32 zero = 0, tgid = pid_tgid >> 32, n;
 	long bytes;
 
 	if (!tgid || !is_traced(tgid))
 		return 0;
+	/* An interrupt: no switch on this CPU runs meanwhile. */
+	c = bpf_map_lookup_elem(&cpus, &zero);
+	if (c && c->last_next && c->last_next != (__u32)pid_tgid) {
+		c->last_prev = c->last_next;
+		c->last_next = (__u32)pid_tgid;
+		c->last_ts = bpf_ktime_get_ns();
+		c->last_state = 0;
+		c->unseen = 1;
+	}
 	stat_inc(STAT_SENT);
 	s = bpf_map_lookup_elem(&sample_scratch, &zero);
 	if (!s) {

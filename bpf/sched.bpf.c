@@ -14,7 +14,9 @@
  * format leaves the previous task out (it is the last next on that CPU),
  * so each CPU remembers its latest switch and what the kept records show
  * running there; a kept record whose previous (or waking) task is not the
- * one shown is preceded by that latest switch, replayed.
+ * one shown is preceded by that latest switch, replayed. A task running
+ * where the latest switch put another one on came back by a switch the
+ * kernel did not report: it is put on by a replay marked SW_UNSEEN.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -58,22 +60,11 @@ struct {
  * on the CI VM), so a replay there has no time of its own. */
 #define WARM_JIFFIES 64
 
-/* What each CPU last did, and what the records sent so far show. */
-struct cpu_state {
-	__u64 last_ts;     /* the CPU's latest switch, 0 if not timed (cold) */
-	__u64 warm;        /* jiffies of its last kept record */
-	__u32 last_prev, last_next, last_state;
-	__u32 shown;       /* the task the records sent show running here */
-	__u32 lost;        /* records that could not be sent since the last one */
-	__u8 shown_valid;  /* 0: nothing sent yet, or the last send failed */
-	__u8 pad[3];
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct cpu_state);
+	__type(value, struct ptbpf_sched_cpu);
 } cpus SEC(".maps");
 
 /* A traced thread: the system call it is in, its last fault, its time off
@@ -135,7 +126,7 @@ static __always_inline void submit(void *rec)
 	bpf_ringbuf_submit(rec, flags);
 }
 
-static __always_inline struct cpu_state *this_cpu(void)
+static __always_inline struct ptbpf_sched_cpu *this_cpu(void)
 {
 	__u32 zero = 0;
 
@@ -154,7 +145,7 @@ static __always_inline struct thread_state *thread_of(struct task_struct *t, boo
 
 /* A record for the CPU's switch/wakeup chain: counts what could not be
  * sent, and marks the chain broken (the next record replays). */
-static __always_inline void *reserve_chain(struct cpu_state *c, __u64 size, __u32 cause)
+static __always_inline void *reserve_chain(struct ptbpf_sched_cpu *c, __u64 size, __u32 cause)
 {
 	void *r = reserve(size, cause);
 
@@ -165,7 +156,7 @@ static __always_inline void *reserve_chain(struct cpu_state *c, __u64 size, __u3
 	return r;
 }
 
-static __always_inline void hdr_fill(struct ptbpf_sched_hdr *h, struct cpu_state *c,
+static __always_inline void hdr_fill(struct ptbpf_sched_hdr *h, struct ptbpf_sched_cpu *c,
 				     __u64 ts, __u16 kind)
 {
 	h->ts = ts;
@@ -186,14 +177,24 @@ static __always_inline void next_fill(struct ptbpf_sched_switch *r, struct task_
 
 /* The switch that put cur (running now) on this CPU, sent late: so that
  * what Perfetto takes for the previous task of the next record (at now)
- * is cur. Untimed (the CPU was cold), it is placed just before now. */
-static __always_inline void replay_last(struct cpu_state *c, struct task_struct *cur, __u64 now)
+ * is cur. Untimed (the CPU was cold), it is placed just before now. Where
+ * the latest switch put another task on, the kernel did not report the
+ * one that put cur on (and no CPU sample of cur came since): it is sent
+ * untimed, from that task, marked SW_UNSEEN. */
+static __always_inline void replay_last(struct ptbpf_sched_cpu *c, struct task_struct *cur, __u64 now)
 {
 	struct ptbpf_sched_switch *r;
+	bool unseen = c->last_next != (__u32)cur->pid || c->unseen;
 
-	if ((c->shown_valid && c->shown == (__u32)cur->pid) || !c->last_next ||
-	    c->last_next != (__u32)cur->pid)
+	if ((c->shown_valid && c->shown == (__u32)cur->pid) || !c->last_next)
 		return;
+	if (c->last_next != (__u32)cur->pid) {
+		c->last_prev = c->last_next;
+		c->last_next = cur->pid;
+		c->last_ts = 0;
+		c->last_state = 0;
+	}
+	c->unseen = 0;
 	r = reserve_chain(c, sizeof(*r), SCHED_DROP_SWITCH);
 	if (!r)
 		return;
@@ -202,6 +203,8 @@ static __always_inline void replay_last(struct cpu_state *c, struct task_struct 
 	r->prev_tid = c->last_prev;
 	r->prev_state = c->last_state;
 	r->flags = SW_REPLAYED | (c->last_ts ? 0 : SW_UNTIMED);
+	if (unseen)
+		r->flags |= SW_UNSEEN | (is_traced(cur->tgid) ? SW_NEXT_TRACED : 0);
 	r->sys_nr = -1;
 	next_fill(r, cur);
 	submit(r);
@@ -276,7 +279,7 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	struct cpu_state *c = this_cpu();
+	struct ptbpf_sched_cpu *c = this_cpu();
 	__u32 flags = 0, state = switch_state(preempt, prev_state, prev);
 	struct ptbpf_sched_switch *r;
 	__u64 ts = 0, jiffies = bpf_jiffies64();
@@ -315,6 +318,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	c->last_prev = prev->pid;
 	c->last_next = next->pid;
 	c->last_state = state;
+	c->unseen = 0;
 	return 0;
 }
 
@@ -322,7 +326,7 @@ static __always_inline int send_waking(struct task_struct *p, __u16 new_task)
 {
 	struct task_struct *cur = bpf_get_current_task_btf();
 	struct ptbpf_sched_waking *r;
-	struct cpu_state *c;
+	struct ptbpf_sched_cpu *c;
 	__u64 now;
 
 	if (!is_traced(p->tgid) || !(c = this_cpu()))

@@ -15,6 +15,15 @@
  * before a traced thread, or woke it, is the right one. Its time is the
  * switch's own where the CPU had a record in the last ~64 jiffies (CPUs
  * the traced threads use), else unknown (SW_UNTIMED).
+ *
+ * Now and then the kernel reports no switch at all for a task coming back
+ * on a CPU (seen on the CI VM, kernel 6.18: a training thread preempted by
+ * another process's thread, then 517 ms with no record, then a switch that
+ * takes the training thread off that CPU; BCC's sched_switch tracepoint saw
+ * the same). Such a task is put on by a replayed switch marked SW_UNSEEN,
+ * at its first CPU sample there (bpf/samples.bpf.c shares each CPU's state,
+ * struct ptbpf_sched_cpu), else untimed, just before the record that shows
+ * it there.
  */
 #ifndef PTBPF_SCHED_H
 #define PTBPF_SCHED_H
@@ -46,6 +55,22 @@ struct ptbpf_sched_hdr {
 #define SW_FAULT       (1u << 4) /* prev blocked in a user page fault at fault_addr */
 #define SW_UNTIMED     (1u << 5) /* replayed from a CPU whose switches were not
 				  * timed: placed just before the next record */
+#define SW_UNSEEN      (1u << 6) /* replayed, but the kernel reported no switch
+				  * putting next on: at next's first CPU sample
+				  * there, else untimed (SW_UNTIMED) */
+
+/* What each CPU last did, and what the records sent so far show (the
+ * per-CPU `cpus` map of bpf/sched.bpf.c, which bpf/samples.bpf.c shares). */
+struct ptbpf_sched_cpu {
+	u64_t last_ts;     /* the CPU's latest switch, 0 if not timed (cold) */
+	u64_t warm;        /* jiffies of its last kept record */
+	u32_t last_prev, last_next, last_state;
+	u32_t shown;       /* the task the records sent show running here */
+	u32_t lost;        /* records that could not be sent since the last one */
+	u8_t shown_valid;  /* 0: nothing sent yet, or the last send failed */
+	u8_t unseen;       /* last_next came from a CPU sample, not a switch */
+	u8_t pad[2];
+};
 
 /* Perfetto's prev_state: TASK_REPORT bits, as the sched_switch tracepoint
  * reports them (kernels 4.14+). */

@@ -400,6 +400,17 @@ class Trace:
     def process_tracks(self):
         return {u: d for u, d in self.tracks.items() if d.HasField("process")}
 
+    def tid_of(self, uuid):
+        """The tid of the thread a track is (or lies under); None if none."""
+        while uuid in self.tracks:
+            d = self.tracks[uuid]
+            if d.HasField("thread"):
+                return d.thread.tid
+            if not d.HasField("parent_uuid"):
+                return None
+            uuid = d.parent_uuid
+        return None
+
     def pid_of(self, uuid):
         """The pid a track belongs to: a thread's, or (GPU stream tracks and
         other children of a process track) its process's; None if neither."""

@@ -257,3 +257,47 @@ def test_thread_running_since_before_the_kernel_view(tmp_path):
         oc = json.loads(r.stdout)["other_causes"]
         assert oc["kernel_view"] and oc["other_ns"] == 30 * ms, oc
         assert oc["unexplained_ns"] == unexplained, (lost, oc)
+
+
+def test_thread_return_the_kernel_did_not_report(tmp_path):
+    """The kernel now and then reports no switch for a thread coming back
+    on its CPU (CI VM, kernel 6.18). Without a CPU sample to place it, the
+    loader ends the thread's "preempted" slice where it was next seen,
+    marked return_not_reported: the report names that stretch for what it
+    is, not as a preemption, and says how to place it."""
+    ms, boot = 1_000_000, 7_000_000_000
+    s = Synth()
+    s.trace.packet[0].clock_snapshot.clocks.add(clock_id=6, timestamp=1_000 + boot)
+    s.process(100, "python3")
+    t = s.thread(100, 100, "python3")
+    for k in range(3):
+        s.slice(t, (10 + 10 * k) * ms, 10 * ms, "ProfilerStep#%d" % (k + 1), "step")
+    s.slice(s.child(t, "waiting for a CPU"), 12 * ms, 25 * ms, "preempted", "sched",
+            args={"by": "other", "by_tid": 999, "cpu": 0, "state": "R+",
+                  "return_not_reported": True})
+    b = s._packet().ftrace_events
+    b.cpu = 0
+    c = b.compact_sched
+    c.intern_table.extend(["other", "python3", "swapper/0"])
+    last = 0
+    for ts, pid, comm, state in ((5 * ms, 100, "python3", 0), (12 * ms, 999, "other", 0x100),
+                                 (38 * ms - 1, 100, "python3", 0), (38 * ms, 0, "swapper/0", 1)):
+        c.switch_timestamp.append(ts + boot - last)
+        last = ts + boot
+        c.switch_next_pid.append(pid)
+        c.switch_prev_state.append(state)
+        c.switch_next_prio.append(120)
+        c.switch_next_comm_index.append(list(c.intern_table).index(comm))
+    s.attribute("dev.ptbpf.events_lost", 0)
+    path = s.write(tmp_path / "t.pftrace")
+    r = subprocess.run([PTBPF, "report", "--json", path], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    oc = json.loads(r.stdout)["other_causes"]
+    causes = {c["cause"]: c for c in oc["causes"]}
+    name = "unreported return: preempted by other, or running"
+    assert causes[name]["ns"] == 25 * ms, oc
+    assert "no CPU sample" in causes[name]["advice"], oc
+    assert not any(k.startswith("preempted by") for k in causes), oc
+    running = [c for k, c in causes.items() if k.startswith("running")]
+    assert len(running) == 1 and running[0]["ns"] == 2 * ms + 1, oc
+    assert oc["unexplained_ns"] == 3 * ms - 1, oc

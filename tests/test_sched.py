@@ -368,13 +368,24 @@ def test_offcpu_matches_bcc(tmp_path):
             oracle[k.tid] += back.value - k.since
     bcc.cleanup()
     ours = ptbpf_offcpu(run.trace, t0, t1)
+    # The kernel now and then reports no switch for a thread's return to its
+    # CPU (this VM: after its agent's threads ran). BCC's program then counts
+    # none of the preemption before it (its interval ends at the switch it
+    # saw last); ptbpf ends it at the thread's first CPU sample back there
+    # and marks the slice: those are left out of the comparison.
+    unreported = collections.Counter()
+    for s in run.trace.slices:
+        if s.name == "preempted" and t0 <= s.ts <= t1 and (
+                s.args.get("return_from_cpu_sample") or s.args.get("return_not_reported")):
+            unreported[run.trace.tid_of(s.track)] += s.dur
     assert oracle.get(run.tid, 0) > STEPS * 3 * MS * 1e6 * 0.9, oracle
     compared = 0
     for tid, want in oracle.items():
         if want < 1e6:
             continue
-        got = ours.get(tid, 0)
-        print("tid %d off CPU: ptbpf %.3f ms, BCC %.3f ms" % (tid, got / 1e6, want / 1e6))
+        got = ours.get(tid, 0) - unreported[tid]
+        print("tid %d off CPU: ptbpf %.3f ms (%.3f before an unreported return), BCC %.3f ms" %
+              (tid, got / 1e6, unreported[tid] / 1e6, want / 1e6))
         assert abs(got - want) <= 0.02 * want + 2e6, (tid, got, want, RING.findall(run.err),
                                                       ours, run.err[-3000:])
         compared += 1
@@ -387,3 +398,87 @@ def test_no_sched(tmp_path):
     assert not blocked_slices(run.trace, run.tid)
     assert "kernel view" not in run.err
     assert run.trace.validate() == []
+
+
+BUSY = r"""
+import json, os, sys, time
+import torch  # ptbpf traces PyTorch processes
+tid = os.getpid()
+def cpu_ns():  # the kernel's own account of this thread's time on a CPU
+    with open("/proc/self/task/%d/schedstat" % tid) as f:
+        return int(f.read().split()[0])
+print("ready", tid, flush=True)
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+t0, c0, x = time.monotonic_ns(), cpu_ns(), 0
+while time.monotonic_ns() - t0 < float(sys.argv[2]) * 1e9:
+    x += 1
+t1, c1 = time.monotonic_ns(), cpu_ns()
+print(json.dumps({"t0": t0, "t1": t1, "cpu": c1 - c0}), flush=True)
+"""
+
+
+def test_running_time_is_the_kernels_cpu_time(tmp_path):
+    """One busy process per CPU, traced: each thread's Running time in the
+    trace, over its busy loop, is its time on a CPU by the kernel's own
+    account (/proc/.../schedstat). This VM's agent takes a CPU every second,
+    and the kernel reports no switch for the busy thread's return (7-10 in
+    each 4 s run): each such return is placed at the thread's first CPU
+    sample back there (999 Hz here: within 1 ms) and counted, on stderr and
+    in the trace. Before that, the thread's time from its return to its
+    next switch was lost: 6-40 ms short in 8 runs, against -4..+8 ms
+    since (Running runs long by interrupt time, which schedstat leaves
+    out)."""
+    go, secs = str(tmp_path / "go"), 4
+    path = str(tmp_path / "t.pftrace")
+    procs = [Proc([PYTHON, "-c", BUSY, go, str(secs)]) for _ in range(os.cpu_count())]
+    try:
+        tids = [int(p.wait_line("ready")[0].split()[1]) for p in procs]
+        argv = [require(PTBPF), "-o", path, "--sample-hz", "999"]
+        for p in procs:
+            argv += ["-p", str(p.p.pid)]
+        tracer = attach(argv)
+        try:
+            for _ in procs[1:]:
+                tracer.wait_line("ptbpf: tracing pid", stream="stderr")
+            open(go, "w").close()
+            done = []
+            for p in procs:
+                rc, out, err = p.finish(timeout=120)
+                assert rc == 0, err
+                done.append(json.loads(out.strip().splitlines()[-1]))
+            rc, _, err = tracer.finish(timeout=120)
+            assert rc == 0, err
+        finally:
+            tracer.kill()
+    finally:
+        for p in procs:
+            p.kill()
+    t = pftrace.Trace(path)
+    assert t.validate() == []
+    m = RING.search(err)
+    assert m and int(m.group(1)) == int(m.group(2)) and int(m.group(3)) == 0, err
+    m = re.search(r"(\d+) the kernel did not report, (\d+) of them placed by a CPU sample", err)
+    assert m, err
+    assert t.attrs["dev.ptbpf.sched_switches_unreported"] == int(m.group(1)), t.attrs
+    assert t.attrs["dev.ptbpf.sched_switches_unreported_sampled"] == int(m.group(2)), t.attrs
+    # What a thread's Running may miss: up to a sample period at each
+    # return placed by a sample, up to its whole "preempted" slice at one
+    # that no sample placed.
+    placed, unsure = collections.Counter(), collections.Counter()
+    for s in t.slices:
+        if s.name == "preempted" and s.args.get("return_from_cpu_sample"):
+            placed[t.tid_of(s.track)] += 1
+        elif s.name == "preempted" and s.args.get("return_not_reported"):
+            unsure[t.tid_of(s.track)] += s.dur
+    assert sum(placed.values()) <= int(m.group(2)), (placed, m.group(0))
+    states = t.thread_states()
+    for tid, d in zip(tids, done):
+        running = overlap(states.get(tid, []), d["t0"], d["t1"], {"Running"})
+        print("tid %d: Running %.1f ms, on a CPU %.1f ms; returns placed by a sample %d, "
+              "%.1f ms before others not placed (%s)" % (
+                  tid, running / 1e6, d["cpu"] / 1e6, placed[tid], unsure[tid] / 1e6,
+                  m.group(0)))
+        short = 3e6 + 0.002 * d["cpu"] + 1.1e6 * placed[tid] + unsure[tid]
+        assert -short <= running - d["cpu"] <= 3e6 + 0.005 * d["cpu"], \
+            (tid, running, d, placed, unsure, err)

@@ -27,7 +27,7 @@ struct sample_probes {
 };
 
 /* The maps the program shares: the ops object's ring, counters, Python
- * layouts and named code objects; the kernel view's bitmap. */
+ * layouts and named code objects; the kernel view's bitmap and CPUs. */
 static int share_maps(struct samples_bpf *skel, struct ptbpf_bpf *ops,
 		      struct sched_probes *sched)
 {
@@ -37,6 +37,8 @@ static int share_maps(struct samples_bpf *skel, struct ptbpf_bpf *ops,
 		err = bpf_map__reuse_fd(skel->maps.py_codes, bpf_map__fd(ops->maps.py_codes));
 	if (!err && sched)
 		err = bpf_map__reuse_fd(skel->maps.sched_procs, sched_probes_procs_fd(sched));
+	if (!err && sched)
+		err = bpf_map__reuse_fd(skel->maps.cpus, sched_probes_cpus_fd(sched));
 	return err;
 }
 

@@ -138,6 +138,11 @@ int sched_probes_procs_fd(const struct sched_probes *p)
 	return bpf_map__fd(p->skel->maps.sched_procs);
 }
 
+int sched_probes_cpus_fd(const struct sched_probes *p)
+{
+	return bpf_map__fd(p->skel->maps.cpus);
+}
+
 int sched_probes_ring_fd(const struct sched_probes *p)
 {
 	return bpf_map__fd(p->skel->maps.sched_events);

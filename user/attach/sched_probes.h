@@ -29,6 +29,8 @@ struct bpf_map;
 int procs_bitmap_watch(const struct bpf_map *m, int pid, bool on);
 /* That bitmap's map fd, for the sampler to share. */
 int sched_probes_procs_fd(const struct sched_probes *p);
+/* Each CPU's state (struct ptbpf_sched_cpu), which CPU samples update. */
+int sched_probes_cpus_fd(const struct sched_probes *p);
 /* The ring's map fd (for ring_buffer__add). */
 int sched_probes_ring_fd(const struct sched_probes *p);
 /* What did not attach (a tracepoint this kernel lacks), "" if nothing. */

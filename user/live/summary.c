@@ -320,7 +320,8 @@ void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 	const struct offcpu_counts *o = sched_view_offcpu(s->schedv);
 	uint64_t lost = summary_sched_lost(sst);
 
-	log_msg("kernel view: switches %lu (%lu replayed, %lu of them untimed), wakeups %lu; "
+	log_msg("kernel view: switches %lu (%lu replayed, %lu of them untimed; %lu the kernel did "
+		"not report, %lu of them placed by a CPU sample), wakeups %lu; "
 		"blocking system calls %lu "
 		"(%lu still blocked at the end, %lu blocked since before tracing, %lu of them with "
 		"their Python stack), blocked in page "
@@ -329,7 +330,8 @@ void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 		"%lu (%.1f MB; not drawn: %lu past a thread's 8 at once, %lu past the in-flight "
 		"table, %lu still in flight at the end)%s\n",
 		(unsigned long)c->switches,
-		(unsigned long)c->replayed, (unsigned long)c->untimed, (unsigned long)c->wakings,
+		(unsigned long)c->replayed, (unsigned long)c->untimed, (unsigned long)c->unseen,
+		(unsigned long)c->unseen_sampled, (unsigned long)c->wakings,
 		(unsigned long)o->syscalls, (unsigned long)o->unfinished, (unsigned long)o->before,
 		(unsigned long)o->before_py, (unsigned long)o->faults,
 		(unsigned long)o->preempted, (unsigned long)o->minor,
@@ -368,6 +370,8 @@ void summary_write_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 		{ "dev.ptbpf.sched_runs_skipped_nested", sched_probes_missed(s->sched) },
 		{ "dev.ptbpf.sched_threads_without_state", sst[SCHED_NO_THREAD_STATE] + o->no_thread },
 		{ "dev.ptbpf.sched_switches", c->switches },
+		{ "dev.ptbpf.sched_switches_unreported", c->unseen },
+		{ "dev.ptbpf.sched_switches_unreported_sampled", c->unseen_sampled },
 		{ "dev.ptbpf.sched_wakings", c->wakings },
 		{ "dev.ptbpf.sched_blocking_syscalls", o->syscalls },
 		{ "dev.ptbpf.sched_blocked_before_tracing", o->before },

@@ -19,6 +19,7 @@ const char *const rd_arg_names[A_COUNT] = {
 	[A_RF_ID] = "rf_id", [A_QUEUED] = "queued", [A_DEVICE] = "device",
 	[A_FILE] = "file", [A_BY] = "by", [A_LOCK] = "lock", [A_TID] = "tid",
 	[A_WOKEN_BY] = "woken_by", [A_WOKEN_TID] = "woken_by_tid",
+	[A_RETURN_NOT_REPORTED] = "return_not_reported",
 };
 
 /* The frame of a py_stack (innermost first, one per line) that the user

@@ -151,7 +151,11 @@ static void blocked(struct report *r, const struct rd_track *t, const struct rd_
 	} else if (f->cat == r->cat_sched) {
 		const char *by = arg_str(r, f, A_BY);
 
-		snprintf(buf, sizeof(buf), "preempted by %s", by && *by ? by : "another task");
+		snprintf(buf, sizeof(buf), "%s %s%s",
+			 f->a.v[A_RETURN_NOT_REPORTED] != RD_UNSET ? "unreported return: preempted by"
+								   : "preempted by",
+			 by && *by ? by : "another task",
+			 f->a.v[A_RETURN_NOT_REPORTED] != RD_UNSET ? ", or running" : "");
 	} else if (f->cat == r->cat_syscall) {
 		cls = SC_CALL;
 		wake(r, t, f, end);
@@ -307,6 +311,8 @@ const char *rc_advice(const char *cause)
 			     "or --py-stacks show where" },
 		{ "preempted by", "another task takes the thread's CPU: move it away (taskset, "
 				  "cgroups) or give the job more cores" },
+		{ "unreported return", "the kernel reported no switch for the thread's return to "
+				       "its CPU, and no CPU sample placed it (--no-samples?)" },
 		{ "waiting for the GIL", "another Python thread holds the GIL: the slice's "
 					 "waker is the holder" },
 		{ "page faults", "the thread faults memory in: reuse buffers, or preallocate and "

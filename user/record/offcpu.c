@@ -519,18 +519,23 @@ static void fault_slice(struct offcpu *o, struct thread *t, uint64_t to)
  * switch says R+ when the kernel preempted the thread in the kernel and R
  * when it gave up the CPU itself while runnable: sched_yield, but also
  * (lazy preemption, kernels 6.13+) a preemption on the way back to user
- * space. Both are "preempted"; "state" tells them apart. */
-static void preempt_slice(struct offcpu *o, struct thread *t, uint64_t to)
+ * space. Both are "preempted"; "state" tells them apart. Where the kernel
+ * did not report the thread's return (SW_UNSEEN), `mark` says so: the
+ * stretch ends at the thread's first CPU sample back there
+ * (return_from_cpu_sample), or, with none, where the thread was next seen
+ * (return_not_reported: it may have run for much of it). */
+static void preempt_slice(struct offcpu *o, struct thread *t, uint64_t to, const char *mark)
 {
-	struct pf_arg a[4] = {
+	struct pf_arg a[5] = {
 		{ .name = "by", .type = PF_ARG_STR, .s = t->by },
 		{ .name = "by_tid", .type = PF_ARG_UINT, .u = t->by_tid },
 		{ .name = "cpu", .type = PF_ARG_UINT, .u = t->cpu },
 		{ .name = "state", .type = PF_ARG_STR,
 		  .s = t->preempt_state == SCHED_STATE_PREEMPTED ? "R+" : "R" },
+		{ .name = mark, .type = PF_ARG_BOOL, .b = true },
 	};
 	struct pf_event e = { .ts = t->preempt_ts, .category = "sched", .name = "preempted",
-			      .args = a, .nargs = 4 };
+			      .args = a, .nargs = mark ? 5 : 4 };
 
 	if (!t->runnable_track)
 		t->runnable_track = pf_track_child(o->w, t->thread_track, RUNNABLE_TRACK);
@@ -587,7 +592,9 @@ void offcpu_switch(struct offcpu *o, const struct ptbpf_sched_switch *r)
 	if (t && t->thread_track && t->fault_ts)
 		fault_slice(o, t, r->h.ts);
 	if (t && t->thread_track && t->preempt_ts)
-		preempt_slice(o, t, r->h.ts);
+		preempt_slice(o, t, r->h.ts, !(r->flags & SW_UNSEEN) ? NULL :
+					     r->flags & SW_UNTIMED ? "return_not_reported" :
+					     "return_from_cpu_sample");
 }
 
 void offcpu_finish(struct offcpu *o, uint64_t ts)
@@ -604,7 +611,7 @@ void offcpu_finish(struct offcpu *o, uint64_t ts)
 		if (t->fault_ts)
 			fault_slice(o, t, ts);
 		if (t->preempt_ts)
-			preempt_slice(o, t, ts);
+			preempt_slice(o, t, ts, NULL);
 		if (!t->call.open || t->call.enter_ts > ts)
 			continue;
 		n = call_args(o, t->pid, t->call.nr, t->call.arg, 0, 0, a, &file);

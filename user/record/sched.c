@@ -151,6 +151,8 @@ static void on_switch(struct sched_view *v, const struct ptbpf_sched_switch *r)
 	v->counts.switches++;
 	v->counts.replayed += !!(r->flags & SW_REPLAYED);
 	v->counts.untimed += !!(r->flags & SW_UNTIMED);
+	v->counts.unseen += !!(r->flags & SW_UNSEEN);
+	v->counts.unseen_sampled += (r->flags & (SW_UNSEEN | SW_UNTIMED)) == SW_UNSEEN;
 	offcpu_switch(v->off, r);
 }
 

@@ -22,6 +22,8 @@ struct sched_counts {
 	uint64_t records;   /* read from the ring */
 	uint64_t switches, replayed, wakings, syscalls;
 	uint64_t untimed;   /* replayed from a cold CPU: placed just before the next record */
+	uint64_t unseen;    /* replayed where the kernel reported no switch (SW_UNSEEN) */
+	uint64_t unseen_sampled; /* ... placed at the thread's first CPU sample there */
 	uint64_t lost;      /* switch/wakeup records BPF could not send (per CPU) */
 	uint64_t cpus_lost; /* bundles written with lost_events */
 	uint64_t bad;       /* records of an unknown kind or size, or CPU */
