@@ -104,6 +104,23 @@ class Synth:
         e = self.event(track, ts, pftrace.TYPE_COUNTER)
         e.counter_value = value
 
+    def sched_bundle(self, cpu, rows, boot, lost_events=False):
+        """A compact sched bundle of CPU cpu: rows of (ts, next pid, next
+        comm, prev state), ts MONOTONIC, written BOOTTIME (+ boot)."""
+        b = self._packet().ftrace_events
+        b.cpu = cpu
+        b.lost_events = lost_events
+        c = b.compact_sched
+        c.intern_table.extend(sorted({r[2] for r in rows}))
+        last = 0
+        for ts, pid, comm, state in rows:
+            c.switch_timestamp.append(ts + boot - last)
+            last = ts + boot
+            c.switch_next_pid.append(pid)
+            c.switch_prev_state.append(state)
+            c.switch_next_prio.append(120)
+            c.switch_next_comm_index.append(list(c.intern_table).index(comm))
+
     def attribute(self, key, value):
         p = self._packet()
         a = p.trace_attributes.attribute.add(key=key)

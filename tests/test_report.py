@@ -228,24 +228,9 @@ def test_thread_running_since_before_the_kernel_view(tmp_path):
         t = s.thread(100, 100, "python3")
         for k in range(3):
             s.slice(t, (10 + 10 * k) * ms, 10 * ms, "ProfilerStep#%d" % (k + 1), "step")
-
-        def bundle(cpu, rows, lost_events=False):
-            b = s._packet().ftrace_events
-            b.cpu = cpu
-            b.lost_events = lost_events
-            c = b.compact_sched
-            c.intern_table.extend(sorted({r[2] for r in rows}))
-            last = 0
-            for ts, pid, comm, state in rows:
-                c.switch_timestamp.append(ts + boot - last)
-                last = ts + boot
-                c.switch_next_pid.append(pid)
-                c.switch_prev_state.append(state)
-                c.switch_next_prio.append(120)
-                c.switch_next_comm_index.append(list(c.intern_table).index(comm))
-
-        bundle(0, [(5 * ms, 999, "other", 1)])
-        bundle(1, [(40 * ms - 1, 100, "python3", 0), (40 * ms, 0, "swapper/1", 0)], lost)
+        s.sched_bundle(0, [(5 * ms, 999, "other", 1)], boot)
+        s.sched_bundle(1, [(40 * ms - 1, 100, "python3", 0), (40 * ms, 0, "swapper/1", 0)],
+                       boot, lost)
         s.attribute("dev.ptbpf.events_lost", 0)
         assert p
         return s.write(path)
@@ -275,19 +260,8 @@ def test_thread_return_the_kernel_did_not_report(tmp_path):
     s.slice(s.child(t, "waiting for a CPU"), 12 * ms, 25 * ms, "preempted", "sched",
             args={"by": "other", "by_tid": 999, "cpu": 0, "state": "R+",
                   "return_not_reported": True})
-    b = s._packet().ftrace_events
-    b.cpu = 0
-    c = b.compact_sched
-    c.intern_table.extend(["other", "python3", "swapper/0"])
-    last = 0
-    for ts, pid, comm, state in ((5 * ms, 100, "python3", 0), (12 * ms, 999, "other", 0x100),
-                                 (38 * ms - 1, 100, "python3", 0), (38 * ms, 0, "swapper/0", 1)):
-        c.switch_timestamp.append(ts + boot - last)
-        last = ts + boot
-        c.switch_next_pid.append(pid)
-        c.switch_prev_state.append(state)
-        c.switch_next_prio.append(120)
-        c.switch_next_comm_index.append(list(c.intern_table).index(comm))
+    s.sched_bundle(0, [(5 * ms, 100, "python3", 0), (12 * ms, 999, "other", 0x100),
+                       (38 * ms - 1, 100, "python3", 0), (38 * ms, 0, "swapper/0", 1)], boot)
     s.attribute("dev.ptbpf.events_lost", 0)
     path = s.write(tmp_path / "t.pftrace")
     r = subprocess.run([PTBPF, "report", "--json", path], capture_output=True, text=True)
