@@ -68,7 +68,9 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 
 	if (!tgid || !is_traced(tgid))
 		return 0;
-	/* An interrupt: no switch on this CPU runs meanwhile. */
+	/* An interrupt (cpu-clock is an hrtimer, not an NMI): no switch on
+	 * this CPU runs meanwhile, and none is between its tracepoint and
+	 * the task swap. */
 	c = bpf_map_lookup_elem(&cpus, &zero);
 	if (c && c->last_next && c->last_next != (__u32)pid_tgid) {
 		c->last_prev = c->last_next;

@@ -184,7 +184,6 @@ static __always_inline void next_fill(struct ptbpf_sched_switch *r, struct task_
 static __always_inline void replay_last(struct ptbpf_sched_cpu *c, struct task_struct *cur, __u64 now)
 {
 	struct ptbpf_sched_switch *r;
-	bool unseen = c->last_next != (__u32)cur->pid || c->unseen;
 
 	if ((c->shown_valid && c->shown == (__u32)cur->pid) || !c->last_next)
 		return;
@@ -193,8 +192,10 @@ static __always_inline void replay_last(struct ptbpf_sched_cpu *c, struct task_s
 		c->last_next = cur->pid;
 		c->last_ts = 0;
 		c->last_state = 0;
+		c->unseen = 1;
 	}
-	c->unseen = 0;
+	/* Not sent (the ring was full): the next record tries again, still
+	 * marked unseen. */
 	r = reserve_chain(c, sizeof(*r), SCHED_DROP_SWITCH);
 	if (!r)
 		return;
@@ -203,11 +204,12 @@ static __always_inline void replay_last(struct ptbpf_sched_cpu *c, struct task_s
 	r->prev_tid = c->last_prev;
 	r->prev_state = c->last_state;
 	r->flags = SW_REPLAYED | (c->last_ts ? 0 : SW_UNTIMED);
-	if (unseen)
+	if (c->unseen)
 		r->flags |= SW_UNSEEN | (is_traced(cur->tgid) ? SW_NEXT_TRACED : 0);
 	r->sys_nr = -1;
 	next_fill(r, cur);
 	submit(r);
+	c->unseen = 0;
 	c->shown = cur->pid;
 	c->shown_valid = 1;
 }

@@ -68,7 +68,10 @@ struct ptbpf_sched_cpu {
 	u32_t shown;       /* the task the records sent show running here */
 	u32_t lost;        /* records that could not be sent since the last one */
 	u8_t shown_valid;  /* 0: nothing sent yet, or the last send failed */
-	u8_t unseen;       /* last_next came from a CPU sample, not a switch */
+	u8_t unseen;       /* the kernel reported no switch putting last_next on
+			    * (a CPU sample or a record found it running): its
+			    * replay is not sent yet (the loader sends what is
+			    * left at the end, sched_probes_pending) */
 	u8_t pad[2];
 };
 

@@ -180,6 +180,78 @@ void sched_probes_detach(struct sched_probes *p)
 	p->nlinks = 0;
 }
 
+/* A thread's process, name and kernel priority (task->prio), from /proc;
+ * false if it is gone. */
+static bool thread_facts(uint32_t tid, uint32_t *tgid, char comm[SCHED_COMM_LEN], int32_t *prio)
+{
+	char path[64], buf[1024], *p;
+	FILE *f;
+	int pri = 20;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", tid);
+	if (!(f = fopen(path, "re")))
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* pid (comm) state ppid ... : the 18th field is the priority */
+	if ((p = strrchr(buf, ')')))
+		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %d", &pri);
+	*prio = pri + 100;
+	snprintf(path, sizeof(path), "/proc/%u/status", tid);
+	if (!(f = fopen(path, "re")))
+		return false;
+	*tgid = 0;
+	while (fgets(buf, sizeof(buf), f)) {
+		if (!strncmp(buf, "Name:\t", 6)) {
+			size_t len = strcspn(buf + 6, "\n");
+
+			len = len < SCHED_COMM_LEN - 1 ? len : SCHED_COMM_LEN - 1;
+			memcpy(comm, buf + 6, len);
+			comm[len] = 0;
+		}
+		if (sscanf(buf, "Tgid: %u", tgid) == 1)
+			break;
+	}
+	fclose(f);
+	return *tgid != 0;
+}
+
+int sched_probes_pending(const struct sched_probes *p,
+			 int (*fn)(void *ctx, void *data, size_t size), void *ctx)
+{
+	int ncpu = libbpf_num_possible_cpus(), n = 0;
+	struct ptbpf_sched_cpu *v;
+	uint32_t zero = 0;
+
+	if (!p || ncpu <= 0 || !(v = calloc((size_t)ncpu, sizeof(*v))))
+		return 0;
+	if (bpf_map__lookup_elem(p->skel->maps.cpus, &zero, sizeof(zero), v,
+				 sizeof(*v) * (size_t)ncpu, 0))
+		ncpu = 0;
+	for (int c = 0; c < ncpu; c++) {
+		struct ptbpf_sched_switch r;
+
+		/* Untimed: a replay the ring had no room for, counted lost. */
+		if (!v[c].unseen || !v[c].last_next || !v[c].last_ts)
+			continue;
+		memset(&r, 0, sizeof(r));
+		if (!thread_facts(v[c].last_next, &r.next_tgid, r.next_comm, &r.next_prio))
+			continue;
+		r.h = (struct ptbpf_sched_hdr){ .ts = v[c].last_ts, .kind = SCHED_REC_SWITCH,
+						.cpu = (uint16_t)c };
+		r.prev_tid = v[c].last_prev;
+		r.next_tid = v[c].last_next;
+		r.flags = SW_REPLAYED | SW_UNSEEN | SW_NEXT_TRACED;
+		r.sys_nr = -1;
+		fn(ctx, &r, sizeof(r));
+		n++;
+	}
+	free(v);
+	return n;
+}
+
 void sched_probes_stats(const struct sched_probes *p, uint64_t out[SCHED_STAT_MAX])
 {
 	int ncpu = libbpf_num_possible_cpus();

@@ -31,6 +31,11 @@ int procs_bitmap_watch(const struct bpf_map *m, int pid, bool on);
 int sched_probes_procs_fd(const struct sched_probes *p);
 /* Each CPU's state (struct ptbpf_sched_cpu), which CPU samples update. */
 int sched_probes_cpus_fd(const struct sched_probes *p);
+/* After detach: the replays of unreported switches that CPU samples found
+ * and no later record sent (the thread still ran when tracing stopped),
+ * each made as BPF would have sent it and given to fn; how many. */
+int sched_probes_pending(const struct sched_probes *p,
+			 int (*fn)(void *ctx, void *data, size_t size), void *ctx);
 /* The ring's map fd (for ring_buffer__add). */
 int sched_probes_ring_fd(const struct sched_probes *p);
 /* What did not attach (a tracepoint this kernel lacks), "" if nothing. */

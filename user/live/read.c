@@ -145,6 +145,14 @@ int read_sched_record(void *ctx, void *data, size_t size)
 	return s->schedv ? sched_view_record(s->schedv, data, size) : 0;
 }
 
+/* A replay BPF had not sent when tracing stopped: not a ring record. */
+static int pending_record(void *ctx, void *data, size_t size)
+{
+	struct session *s = ctx;
+
+	return s->schedv ? sched_view_record(s->schedv, data, size) : 0;
+}
+
 void read_sched_last(struct session *s, uint64_t sst[SCHED_STAT_MAX])
 {
 	uint64_t until = now_ns() + LAST_RECORD_WAIT_NS;
@@ -154,7 +162,8 @@ void read_sched_last(struct session *s, uint64_t sst[SCHED_STAT_MAX])
 		sched_probes_stats(s->sched, sst);
 		if (sst[SCHED_STAT_SENT] == s->sched_received + summary_sched_lost(sst) ||
 		    now_ns() >= until)
-			return;
+			break;
 		usleep(1000);
 	}
+	sched_probes_pending(s->sched, pending_record, s);
 }
