@@ -19,24 +19,9 @@
  */
 #include "common.bpf.h"
 #include "pystack.bpf.h"
-#include "ptbpf_sched.h"
+#include "sched_shared.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-/* The traced processes: bit tgid % 64 of word tgid / 64, as sched.bpf.c. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1u << 16);
-	__type(key, __u32);
-	__type(value, __u64);
-} sched_procs SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct ptbpf_sched_cpu);
-} cpus SEC(".maps");
 
 /* The sample is built here, then copied into the ring at its real size.
  * Per CPU: a perf_event program runs in interrupt context and never nests
@@ -47,14 +32,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct ptbpf_cpu_sample);
 } sample_scratch SEC(".maps");
-
-static __always_inline bool is_traced(__u32 tgid)
-{
-	__u32 word = tgid / 64;
-	__u64 *w = bpf_map_lookup_elem(&sched_procs, &word);
-
-	return w && (*w >> (tgid % 64) & 1);
-}
 
 SEC("perf_event")
 int cpu_sample(struct bpf_perf_event_data *ctx)
@@ -71,14 +48,9 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 	/* An interrupt (cpu-clock is an hrtimer, not an NMI): no switch on
 	 * this CPU runs meanwhile, and none is between its tracepoint and
 	 * the task swap. */
-	c = bpf_map_lookup_elem(&cpus, &zero);
-	if (c && c->last_next && c->last_next != (__u32)pid_tgid) {
-		c->last_prev = c->last_next;
-		c->last_next = (__u32)pid_tgid;
-		c->last_ts = bpf_ktime_get_ns();
-		c->last_state = 0;
-		c->unseen = 1;
-	}
+	c = this_cpu();
+	if (c && c->last_next && c->last_next != (__u32)pid_tgid)
+		put_on_unseen(c, (__u32)pid_tgid, bpf_ktime_get_ns());
 	stat_inc(STAT_SENT);
 	s = bpf_map_lookup_elem(&sample_scratch, &zero);
 	if (!s) {

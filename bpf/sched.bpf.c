@@ -23,6 +23,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "ptbpf_sched.h"
+#include "sched_shared.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -42,30 +43,11 @@ struct {
 	__type(value, __u64);
 } sched_stats SEC(".maps");
 
-/* The traced processes: bit tgid % 64 of word tgid / 64 (pids are below
- * 2^22), set and cleared by the loader. An array: its lookups are inlined,
- * so filtering out a switch of another process costs two loads. */
-#define PROC_WORDS (1u << 16)
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, PROC_WORDS);
-	__type(key, __u32);
-	__type(value, __u64);
-} sched_procs SEC(".maps");
-
 /* A CPU is warm for this many jiffies after its last kept record: its
  * switches are timed then. A cold CPU's switches are not (reading the
  * clock is most of what filtering one out would cost: ~80 ns of kvm-clock
  * on the CI VM), so a replay there has no time of its own. */
 #define WARM_JIFFIES 64
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct ptbpf_sched_cpu);
-} cpus SEC(".maps");
 
 /* A traced thread: the system call it is in, its last fault, its time off
  * CPU. Freed with the task. */
@@ -98,14 +80,6 @@ static __always_inline void stat_inc(__u32 idx)
 		(*v)++;
 }
 
-static __always_inline bool is_traced(__u32 tgid)
-{
-	__u32 word = tgid / 64;
-	__u64 *w = bpf_map_lookup_elem(&sched_procs, &word);
-
-	return w && (*w >> (tgid % 64) & 1);
-}
-
 static __always_inline void *reserve(__u64 size, __u32 drop_cause)
 {
 	void *r;
@@ -124,13 +98,6 @@ static __always_inline void submit(void *rec)
 	if (bpf_ringbuf_query(&sched_events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(rec, flags);
-}
-
-static __always_inline struct ptbpf_sched_cpu *this_cpu(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&cpus, &zero);
 }
 
 static __always_inline struct thread_state *thread_of(struct task_struct *t, bool create)
@@ -187,13 +154,8 @@ static __always_inline void replay_last(struct ptbpf_sched_cpu *c, struct task_s
 
 	if ((c->shown_valid && c->shown == (__u32)cur->pid) || !c->last_next)
 		return;
-	if (c->last_next != (__u32)cur->pid) {
-		c->last_prev = c->last_next;
-		c->last_next = cur->pid;
-		c->last_ts = 0;
-		c->last_state = 0;
-		c->unseen = 1;
-	}
+	if (c->last_next != (__u32)cur->pid)
+		put_on_unseen(c, cur->pid, 0);
 	/* Not sent (the ring was full): the next record tries again, still
 	 * marked unseen. */
 	r = reserve_chain(c, sizeof(*r), SCHED_DROP_SWITCH);

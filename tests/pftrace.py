@@ -400,30 +400,29 @@ class Trace:
     def process_tracks(self):
         return {u: d for u, d in self.tracks.items() if d.HasField("process")}
 
-    def tid_of(self, uuid):
-        """The tid of the thread a track is (or lies under); None if none."""
+    def _owner(self, uuid):
+        """The thread or process descriptor a track is or lies under; None."""
         while uuid in self.tracks:
             d = self.tracks[uuid]
-            if d.HasField("thread"):
-                return d.thread.tid
+            if d.HasField("thread") or d.HasField("process"):
+                return d
             if not d.HasField("parent_uuid"):
                 return None
             uuid = d.parent_uuid
         return None
 
+    def tid_of(self, uuid):
+        """The tid of the thread a track is (or lies under); None if none."""
+        d = self._owner(uuid)
+        return d.thread.tid if d is not None and d.HasField("thread") else None
+
     def pid_of(self, uuid):
         """The pid a track belongs to: a thread's, or (GPU stream tracks and
         other children of a process track) its process's; None if neither."""
-        while uuid in self.tracks:
-            d = self.tracks[uuid]
-            if d.HasField("thread"):
-                return d.thread.pid
-            if d.HasField("process"):
-                return d.process.pid
-            if not d.HasField("parent_uuid"):
-                return None
-            uuid = d.parent_uuid
-        return None
+        d = self._owner(uuid)
+        if d is None:
+            return None
+        return d.thread.pid if d.HasField("thread") else d.process.pid
 
     def counter_by_name(self, name):
         for u, d in self.tracks.items():

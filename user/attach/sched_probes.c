@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "attach/sched_probes.h"
 #include "attach/probes.h"
+#include "attach/target.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -180,8 +181,8 @@ void sched_probes_detach(struct sched_probes *p)
 	p->nlinks = 0;
 }
 
-/* A thread's process, name and kernel priority (task->prio), from /proc;
- * false if it is gone. */
+/* A thread's process, name and kernel priority (task->prio), from /proc
+ * (its name as its track has it); false if it is gone. */
 static bool thread_facts(uint32_t tid, uint32_t *tgid, char comm[SCHED_COMM_LEN], int32_t *prio)
 {
 	char path[64], buf[1024], *p;
@@ -203,19 +204,13 @@ static bool thread_facts(uint32_t tid, uint32_t *tgid, char comm[SCHED_COMM_LEN]
 	if (!(f = fopen(path, "re")))
 		return false;
 	*tgid = 0;
-	while (fgets(buf, sizeof(buf), f)) {
-		if (!strncmp(buf, "Name:\t", 6)) {
-			size_t len = strcspn(buf + 6, "\n");
-
-			len = len < SCHED_COMM_LEN - 1 ? len : SCHED_COMM_LEN - 1;
-			memcpy(comm, buf + 6, len);
-			comm[len] = 0;
-		}
-		if (sscanf(buf, "Tgid: %u", tgid) == 1)
-			break;
-	}
+	while (fgets(buf, sizeof(buf), f) && sscanf(buf, "Tgid: %u", tgid) != 1)
+		;
 	fclose(f);
-	return *tgid != 0;
+	if (!*tgid)
+		return false;
+	target_thread_name((int)*tgid, (int)tid, comm, SCHED_COMM_LEN);
+	return true;
 }
 
 int sched_probes_pending(const struct sched_probes *p,

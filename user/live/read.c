@@ -137,20 +137,19 @@ void read_bpf_last(struct session *s, uint64_t st[STAT_MAX])
 /* The kernel view's records: not ordered with the others (their switches
  * and wakeups go into per-CPU bundles, sorted there; their slices are
  * placed by their own timestamps). */
-int read_sched_record(void *ctx, void *data, size_t size)
+/* A record for the kernel view: from the ring, or a replay BPF had not
+ * sent when tracing stopped (not counted as received). */
+static int view_record(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
 
-	s->sched_received++;
 	return s->schedv ? sched_view_record(s->schedv, data, size) : 0;
 }
 
-/* A replay BPF had not sent when tracing stopped: not a ring record. */
-static int pending_record(void *ctx, void *data, size_t size)
+int read_sched_record(void *ctx, void *data, size_t size)
 {
-	struct session *s = ctx;
-
-	return s->schedv ? sched_view_record(s->schedv, data, size) : 0;
+	((struct session *)ctx)->sched_received++;
+	return view_record(ctx, data, size);
 }
 
 void read_sched_last(struct session *s, uint64_t sst[SCHED_STAT_MAX])
@@ -165,5 +164,5 @@ void read_sched_last(struct session *s, uint64_t sst[SCHED_STAT_MAX])
 			break;
 		usleep(1000);
 	}
-	sched_probes_pending(s->sched, pending_record, s);
+	sched_probes_pending(s->sched, view_record, s);
 }

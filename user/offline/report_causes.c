@@ -150,12 +150,10 @@ static void blocked(struct report *r, const struct rd_track *t, const struct rd_
 		snprintf(buf, sizeof(buf), "page faults");
 	} else if (f->cat == r->cat_sched) {
 		const char *by = arg_str(r, f, A_BY);
+		bool unsure = f->a.v[A_RETURN_NOT_REPORTED] != RD_UNSET;
 
-		snprintf(buf, sizeof(buf), "%s %s%s",
-			 f->a.v[A_RETURN_NOT_REPORTED] != RD_UNSET ? "unreported return: preempted by"
-								   : "preempted by",
-			 by && *by ? by : "another task",
-			 f->a.v[A_RETURN_NOT_REPORTED] != RD_UNSET ? ", or running" : "");
+		snprintf(buf, sizeof(buf), "%spreempted by %s%s", unsure ? "unreported return: " : "",
+			 by && *by ? by : "another task", unsure ? ", or running" : "");
 	} else if (f->cat == r->cat_syscall) {
 		cls = SC_CALL;
 		wake(r, t, f, end);

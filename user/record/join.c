@@ -143,9 +143,14 @@ uint64_t join_process_track(void *ctx, int pid)
 
 /* pid/tid's thread, added (with its track) when new; NULL when the table
  * is full (the caller counts the record). */
+static uint64_t thread_id(int pid, int tid)
+{
+	return (uint64_t)pid << 32 | (uint32_t)tid;
+}
+
 static struct thread *get_thread(struct join *j, int pid, int tid)
 {
-	uint64_t id = (uint64_t)pid << 32 | (uint32_t)tid, key = hash_u64(id);
+	uint64_t id = thread_id(pid, tid), key = hash_u64(id);
 	struct thread *t = hash_get(&j->threads, key);
 	char name[64];
 
@@ -163,7 +168,7 @@ static struct thread *get_thread(struct join *j, int pid, int tid)
 
 struct thread *find_thread(struct join *j, int pid, int tid)
 {
-	struct thread *t = hash_get(&j->threads, hash_u64((uint64_t)pid << 32 | (uint32_t)tid));
+	struct thread *t = hash_get(&j->threads, hash_u64(thread_id(pid, tid)));
 
 	return t && t->track ? t : NULL;
 }

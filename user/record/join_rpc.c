@@ -406,11 +406,10 @@ static void on_untimeout(struct join *j, struct thread *t, const struct ptbpf_rp
  * (torch.profiler's end of the call among the first); the later ones may
  * wait for the GIL that the woken caller holds, so the counter decrease
  * after them (RPC_DONE) can come milliseconds after the call's end. */
-static void on_completing(struct join *j, struct thread *t, const struct ptbpf_rpc *r)
+static void on_completing(struct join *j, const struct ptbpf_rpc *r)
 {
 	struct rpc_call *c = rpc_find_call(j->rpc, r->ev.pid, (int64_t)r->ev.arg[1]);
 
-	(void)t;
 	if (c && c->responded && (r->ev.arg[0] & RPC_RESPONSE_FLAG))
 		end_call(j, c, r->ev.ts, NULL);
 }
@@ -480,7 +479,7 @@ static void dispatch(struct join *j, struct thread *t, const struct ptbpf_rpc *r
 		}
 		break;
 	case RPC_RESPONSE: on_response(j, t, r); break;
-	case RPC_COMPLETING: on_completing(j, t, r); break;
+	case RPC_COMPLETING: on_completing(j, r); break;
 	case RPC_BUSY: rpc_handle_busy(j, t, r); break;
 	case RPC_FAIL: on_fail(j, t, r); break;
 	case RPC_UNTIMEOUT: on_untimeout(j, t, r); break;
