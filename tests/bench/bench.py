@@ -17,6 +17,11 @@ A cycle runs every phase once, in an order shuffled anew each cycle:
   floors           floor: those at once
   uprobe           reference: an entry uprobe on every op function whose BPF
                    program only counts (build/uprobe_floor): the eBPF floor for ops
+  steps            `ptbpf daemon`'s always-on layer between windows: the
+                   agent's step signal (one USER_SCOPE callback timing
+                   ProfilerStep, Optimizer.step and DataLoader regions; not
+                   a default phase: with it the target loads the agent
+                   itself at start, and every ptbpf phase uses that one)
 
 Each phase's overhead is its time per unit over the same cycle's untraced
 time per unit; the tables give the median over the cycles and the spread
@@ -65,6 +70,7 @@ LABEL = {
     "cupti_act_api": "floor: CUPTI activity + runtime API records",
     "floors": "floors at once ({})",
     "uprobe": "reference: entry uprobe per op (counting BPF program)",
+    "steps": "the daemon's always-on step signal (between windows)",
 }
 
 
@@ -84,7 +90,7 @@ class Target:
         self.p = subprocess.Popen(
             [args.python, os.path.join(HERE, "bench_target.py"), workload, "--device",
              args.device, "--phase-s", str(args.phase_s), "--profiler-s", str(args.profiler_s),
-             "--floor-lib", args.floor_lib],
+             "--floor-lib", args.floor_lib] + (["--steps"] if "steps" in args.floors else []),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
         self.pid = self.p.pid
 

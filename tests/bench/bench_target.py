@@ -152,16 +152,28 @@ WORKLOADS = dict(smallop=smallop, step=step, transformer=transformer, gpubound=g
 
 
 class Floors:
-    def __init__(self, path):
+    def __init__(self, path, steps):
         self.lib = ctypes.CDLL(path)
         self.lib.floor_why.restype = ctypes.c_char_p
         self.lib.floor_cupti_records.restype = ctypes.c_ulong
+        # The daemon's always-on layer: the agent loaded up front, so that
+        # every ptbpf phase finds this same agent (ptbpf then loads none).
+        self.steps = None
+        if steps:
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            import agentsteps
+            self.steps = agentsteps.StepSignal(os.path.dirname(path))
+        self.steps_on = False
 
     def check(self, rc, what):
         if rc:
             raise RuntimeError("%s: %s" % (what, self.lib.floor_why().decode()))
 
     def on(self, phase, device):
+        if phase == "steps":
+            self.steps.on()
+            self.steps_on = True
+            return
         parts = {"rf1": ["rf1"], "rf4": ["rf4"], "cupti_cb": ["cb0"], "cupti_cb_rt": ["cb1"],
                  "cupti_act": ["act0"], "cupti_act_api": ["act1"],
                  "floors": ["rf1"] + (["cb0", "act0"] if device == "cuda" else [])}[phase]
@@ -174,6 +186,9 @@ class Floors:
                 self.check(self.lib.floor_cupti_act_on(int(p[3:])), p)
 
     def off(self):
+        if self.steps_on:
+            self.steps.off()
+            self.steps_on = False
         self.lib.floor_rf_off()
         self.lib.floor_cupti_cb_off()
         self.lib.floor_cupti_act_off()
@@ -188,6 +203,8 @@ def main():
     ap.add_argument("--profiler-s", type=float, default=0.1,
                     help="the same for profiler phases")
     ap.add_argument("--floor-lib", default=os.path.join(ROOT, "build", "libptbpf-floor.so"))
+    ap.add_argument("--steps", action="store_true",
+                    help="load the agent for the `steps` phase (its always-on step signal)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     run = WORKLOADS[args.workload](args.device)
@@ -206,7 +223,7 @@ def main():
     prof_units = max(1, int(n * args.profiler_s / dt))
     if args.workload == "smallop":
         prof_units = min(prof_units, 5000 if args.device == "cuda" else 20000)
-    floors = Floors(args.floor_lib)
+    floors = Floors(args.floor_lib, args.steps)
     from torch.profiler import profile, ProfilerActivity
     both = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device == "cuda" else [])
     acts = {"profiler": (both, {}), "profiler_cuda": ([ProfilerActivity.CUDA], {}),

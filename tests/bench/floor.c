@@ -21,6 +21,13 @@
  *                        (v = 1: also the runtime API's own records, the
  *                        way torch.profiler gets CUDA calls), records only
  *                        walked and counted, no periodic flush
+ *   floor_cupti_cb_counts(buf, n) what the empty callbacks saw since the last
+ *                        floor_cupti_cb_on: "domain callback count" lines,
+ *                        so the callbacks per launch are counted, not guessed
+ *   floor_perf_open()    the calling thread's cycles and instructions
+ *   floor_perf_read(v)   (perf_event_open, user and kernel; v[0] cycles,
+ *                        v[1] instructions), -errno where the machine has
+ *                        no such counters
  *
  * and the matching *_off. Each returns 0 or a negative code and writes why
  * into floor_why(). libtorch and libcupti are found in the process by
@@ -34,7 +41,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
+#include <errno.h>
+
+#include <linux/perf_event.h>
 
 #include <cupti.h>
 
@@ -234,6 +247,7 @@ static __typeof__(&cuptiActivityDisable) p_disable;
 static __typeof__(&cuptiActivityFlushAll) p_flush_all;
 static __typeof__(&cuptiActivityGetNextRecord) p_next_record;
 static __typeof__(&cuptiGetResultString) p_result_string;
+static __typeof__(&cuptiGetCallbackName) p_callback_name;
 
 static int cupti_load(void)
 {
@@ -247,6 +261,7 @@ static int cupti_load(void)
 		{ "cuptiActivityFlushAll", (void **)&p_flush_all },
 		{ "cuptiActivityGetNextRecord", (void **)&p_next_record },
 		{ "cuptiGetResultString", (void **)&p_result_string },
+		{ "cuptiGetCallbackName", (void **)&p_callback_name },
 	};
 	void *h;
 
@@ -314,9 +329,36 @@ static const struct {
 
 static CUpti_SubscriberHandle subscriber;
 
+/* What the empty callback saw, by domain and id (the measured thread is the
+ * only one calling CUDA: a plain increment, as cheap as the floor allows). */
+#define CB_MAX 2048
+static unsigned long cb_seen[CUPTI_CB_DOMAIN_SIZE][CB_MAX];
+
 static void CUPTIAPI empty_api_callback(void *userdata, CUpti_CallbackDomain domain,
 					CUpti_CallbackId cbid, const void *data)
 {
+	if ((unsigned)domain < CUPTI_CB_DOMAIN_SIZE && cbid < CB_MAX)
+		cb_seen[domain][cbid]++;
+}
+
+EXPORT int floor_cupti_cb_counts(char *buf, int size)
+{
+	int len = 0;
+
+	buf[0] = 0;
+	for (int d = 0; d < CUPTI_CB_DOMAIN_SIZE; d++)
+		for (int i = 0; i < CB_MAX; i++) {
+			const char *name = NULL;
+
+			if (!cb_seen[d][i])
+				continue;
+			if (p_callback_name(d, i, &name) != CUPTI_SUCCESS || !name)
+				name = "?";
+			len += snprintf(buf + len, len < size ? size - len : 0, "%s %s %lu\n",
+					d == CUPTI_CB_DOMAIN_RUNTIME_API ? "runtime" : "driver", name,
+					cb_seen[d][i]);
+		}
+	return len;
 }
 
 /* Variant 1: the runtime API's callbacks alone. */
@@ -335,6 +377,7 @@ EXPORT int floor_cupti_cb_on(int variant)
 		return 0;
 	if (cupti_load())
 		return -1;
+	memset(cb_seen, 0, sizeof(cb_seen));
 	res = p_subscribe(&subscriber, empty_api_callback, NULL);
 	if (res != CUPTI_SUCCESS) {
 		subscriber = NULL;
@@ -427,4 +470,42 @@ EXPORT void floor_cupti_act_off(void)
 		p_disable(act_kinds[i]);
 	p_flush_all(1);
 	act_variant = -1;
+}
+
+/* --- the thread's hardware counters --- */
+
+static int perf_fd[2] = { -1, -1 };
+
+EXPORT int floor_perf_open(void)
+{
+	static const uint64_t what[2] = { PERF_COUNT_HW_CPU_CYCLES, PERF_COUNT_HW_INSTRUCTIONS };
+
+	for (int i = 0; i < 2; i++) {
+		struct perf_event_attr a;
+
+		if (perf_fd[i] >= 0)
+			continue;
+		memset(&a, 0, sizeof(a));
+		a.size = sizeof(a);
+		a.type = PERF_TYPE_HARDWARE;
+		a.config = what[i];
+		a.exclude_hv = 1;
+		perf_fd[i] = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+		if (perf_fd[i] < 0) {
+			int err = errno;
+
+			snprintf(why, sizeof(why), "perf_event_open(%s): %s",
+				 i ? "instructions" : "cycles", strerror(err));
+			return -err;
+		}
+	}
+	return 0;
+}
+
+EXPORT int floor_perf_read(uint64_t *v)
+{
+	for (int i = 0; i < 2; i++)
+		if (perf_fd[i] < 0 || read(perf_fd[i], &v[i], sizeof(v[i])) != sizeof(v[i]))
+			return -1;
+	return 0;
 }

@@ -46,6 +46,25 @@ Optimizer.step and ProfilerStep# are made of, a few per step):
               asks of torch and the clock, without its rings). Their cost
               against all_cb attributes the agent's cost above the floor
 
+With --device cuda, each phase also times a loop of CUDA launches
+(torch.add on 1-element CUDA tensors: one op and one cudaLaunchKernel
+each, then a synchronize), and the phases of the GPU path join in
+(issue 23's cost per launch):
+
+  cupti_cb    CUPTI callbacks on the CUDA calls the agent subscribes to,
+              empty (floor_cupti_cb_on(0)); what they saw per launch is
+              counted by callback id
+  cupti_act   CUPTI activity: kernels, copies and sets, records walked
+  cupti_both  both at once: the floor of a GPU timeline joined to its
+              launches
+  ptbpf_calls `ptbpf -p PID --no-sched --no-samples --gpu-timeline off`:
+              ops and CUDA calls from the agent, no GPU timeline
+  (ptbpf_ops is then ops, CUDA calls and the GPU timeline: the agent's
+  whole in-process path)
+
+Where the thread's hardware counters can be read (perf_event_open), the
+op loop's cycles and instructions per op are given too.
+
 Prints, per phase, the median ns per op (wall, and the thread's CPU time)
 and per region over the cycles
 with the min-max spread, and the median difference from `none` of the
@@ -53,7 +72,8 @@ same cycle, with a 95% interval of that median (order statistics), and
 each ptbpf phase's ops against its records. Needs root (the uprobe,
 ptbpf).
 
-usage: step_signal_cost.py [--cycles N] [--ops N] [--regions N] [--phases a,b]"""
+usage: step_signal_cost.py [--cycles N] [--ops N] [--regions N] [--launches N]
+                           [--device cpu|cuda] [--phases a,b]"""
 import argparse
 import ctypes
 import os
@@ -66,6 +86,9 @@ import time
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import agentsteps  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, "build")
 ENTER_2X = "_ZN5torch8autograd8profiler25record_function_enter_new*"
@@ -73,21 +96,49 @@ ENTER_113 = "_ZN2at14RecordFunctionC1ENS_11RecordScopeE"
 # floor.c's FLOOR_W_* bits for the w_ phases.
 WORK = {"w_name": 1, "w_peek": 2, "w_uncaught": 4, "w_clock": 8, "w_tsc": 16, "w_torch": 7,
         "w_agent": 15}
+CUPTI = {"cupti_cb": (True, False), "cupti_act": (False, True), "cupti_both": (True, True)}
 PHASES = ["none", "user_cb", "sampled", "all_cb", "agent4_cb", "agent_steps", "uprobe",
           "ptbpf_ops", "ptbpf_ops_kclock", "ptbpf", "spin"] + list(WORK)
+CUDA_PHASES = list(CUPTI) + ["ptbpf_calls"]
 PTBPF_ARGS = {"ptbpf_ops": ["--no-sched", "--no-samples"],
               "ptbpf_ops_kclock": ["--no-sched", "--no-samples", "--op-clock", "kernel"],
+              "ptbpf_calls": ["--no-sched", "--no-samples", "--gpu-timeline", "off"],
               "ptbpf": []}
-# include/ptbpf_agent.h: struct ptbpf_agent_ctl's words, cmd, seq, ack, owner.
-CTL_WORDS, CTL_CMD, CTL_SEQ, CTL_ACK, CTL_OWNER = 56, 24, 16, 184, 28
 
 
-def time_ops(n):
-    a, b, c = torch.ones(1), torch.ones(1), torch.empty(1)
+class Counters:
+    """The thread's cycles and instructions, where the machine has them."""
+
+    def __init__(self, floor):
+        self.floor = floor
+        self.why = None
+        if floor.floor_perf_open():
+            self.why = floor.floor_why().decode()
+        self.v = (ctypes.c_uint64 * 2)()
+
+    def read(self):
+        if self.why or self.floor.floor_perf_read(self.v):
+            return None
+        return self.v[0], self.v[1]
+
+
+def time_ops(n, counters, device="cpu"):
+    """ns per op (wall, thread CPU) and cycles and instructions per op."""
+    a, b, c = (torch.ones(1, device=device), torch.ones(1, device=device),
+               torch.empty(1, device=device))
+    if device == "cuda":
+        torch.cuda.synchronize()
+    k0 = counters.read()
     t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
     for _ in range(n):
         torch.add(a, b, out=c)
-    return (time.perf_counter_ns() - t0) / n, (time.thread_time_ns() - c0) / n
+    if device == "cuda":
+        torch.cuda.synchronize()
+    t, c = (time.perf_counter_ns() - t0) / n, (time.thread_time_ns() - c0) / n
+    k1 = counters.read()
+    if k0 and k1:
+        return t, c, (k1[0] - k0[0]) / n, (k1[1] - k0[1]) / n
+    return t, c, None, None
 
 
 def time_regions(n):
@@ -102,34 +153,19 @@ def time_regions(n):
 class Phases:
     def __init__(self):
         self.floor = ctypes.CDLL(os.path.join(BUILD, "libptbpf-floor.so"))
+        self.floor.floor_why.restype = ctypes.c_char_p
         self.floor.floor_rf_sampled_on.argtypes = [ctypes.c_double]
         self.probe = None
         self.enter = ENTER_113 if torch.__version__.startswith("1.") else ENTER_2X
-        self.agent = ctypes.CDLL(os.path.join(BUILD, "libptbpf-agent.so"))
-        self.ctl = ctypes.addressof(ctypes.c_uint8.in_dll(self.agent, "ptbpf_agent_ctl"))
-        self.steps = ctypes.addressof(ctypes.c_uint8.in_dll(self.agent, "ptbpf_agent_steps"))
+        self.steps = agentsteps.StepSignal(BUILD)
         self.tmp = tempfile.mkdtemp(prefix="ptbpf-cost-")
-
-    def agent_words(self, words):
-        """PTBPF_CMD_OFF with these words, as ptbpf sends it; waits for the ack."""
-        raw = words.encode() + b"\0"
-        ctypes.memmove(self.ctl + CTL_WORDS, raw, len(raw))
-        ctypes.c_uint32.from_address(self.ctl + CTL_CMD).value = 0
-        # This process is its owner (a ptbpf phase before named itself,
-        # and the agent switches off once its owner is gone).
-        ctypes.c_uint32.from_address(self.ctl + CTL_OWNER).value = os.getpid()
-        seq = ctypes.c_uint64.from_address(self.ctl + CTL_SEQ)
-        seq.value += 1
-        deadline = time.time() + 5
-        while ctypes.c_uint64.from_address(self.ctl + CTL_ACK).value != seq.value:
-            if time.time() > deadline:
-                sys.exit("the agent did not answer its control block")
-            time.sleep(0.002)
-        return ctypes.c_uint32.from_address(self.steps + 12).value  # its `on`
 
     def on(self, name):
         rc = 0
-        if name == "user_cb":
+        if name in CUPTI:
+            cb, act = CUPTI[name]
+            rc = (cb and self.floor.floor_cupti_cb_on(0)) or (act and self.floor.floor_cupti_act_on(0))
+        elif name == "user_cb":
             rc = self.floor.floor_rf_on(7)
         elif name == "sampled":
             rc = self.floor.floor_rf_sampled_on(1e-3)
@@ -146,8 +182,7 @@ class Phases:
         elif name in WORK:
             rc = self.floor.floor_rf_work_on(WORK[name])
         elif name == "agent_steps":
-            if self.agent_words(" steps") != 1:
-                sys.exit("the agent's step signal did not go on")
+            self.steps.on()
         elif name == "uprobe":
             self.probe = subprocess.Popen([os.path.join(BUILD, "uprobe_floor"), str(os.getpid()),
                                            self.enter], stdout=subprocess.PIPE, text=True)
@@ -165,7 +200,7 @@ class Phases:
             else:
                 sys.exit("ptbpf did not attach: %s" % self.probe.communicate()[1][-2000:])
         if rc:
-            sys.exit("floor: %s" % ctypes.c_char_p(self.floor.floor_why()).value)
+            sys.exit("floor: %s" % self.floor.floor_why().decode())
 
     def off(self, name):
         if name in PTBPF_ARGS:
@@ -176,7 +211,8 @@ class Phases:
                 sys.exit("ptbpf exited %d: %s" % (rc, err[-2000:]))
             rings = [l.strip() for l in err.splitlines() if "agent op rings:" in l]
             clock = [l.strip() for l in err.splitlines() if "op timestamps:" in l]
-            return "\n# ".join((rings[-1:] or ["no agent op rings line"]) + clock[-1:])
+            gpu = [l.strip() for l in err.splitlines() if "GPU" in l or "CUDA" in l]
+            return "\n# ".join((rings[-1:] or ["no agent op rings line"]) + clock[-1:] + gpu)
         if name == "spin":
             self.probe.kill()
             self.probe.wait()
@@ -189,7 +225,15 @@ class Phases:
             self.probe = None
             return hits.strip()
         if name == "agent_steps":
-            self.agent_words("")
+            self.steps.off()
+        elif name in CUPTI:
+            self.floor.floor_cupti_cb_off()
+            self.floor.floor_cupti_act_off()
+            if CUPTI[name][0]:
+                buf = ctypes.create_string_buffer(8192)
+                self.floor.floor_cupti_cb_counts(buf, len(buf))
+                return "callbacks seen:\n#   " + "\n#   ".join(
+                    buf.value.decode().strip().splitlines())
         elif name != "none":
             self.floor.floor_rf_off()
         return ""
@@ -204,63 +248,133 @@ def median_interval(v):
     return v[max(0, int(n / 2 - k))], v[min(n - 1, int(n / 2 + k))]
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--cycles", type=int, default=9)
-    ap.add_argument("--ops", type=int, default=200000)
-    ap.add_argument("--regions", type=int, default=20000)
-    ap.add_argument("--phases", default=",".join(PHASES))
-    args = ap.parse_args()
-    phases = args.phases.split(",")
-    if "none" not in phases or set(phases) - set(PHASES):
-        sys.exit("--phases: some of %s, none among them" % ",".join(PHASES))
-    torch.set_num_threads(1)
-    ph = Phases()
-    res = {p: {"op": [], "op_cpu": [], "region": []} for p in PHASES}
-    for cycle in range(args.cycles + 1):  # the first one warms up
-        order = phases[:]
-        random.shuffle(order)
-        for p in order:
-            ph.on(p)
-            (op, op_cpu), region = time_ops(args.ops), time_regions(args.regions)
-            hits = ph.off(p)
-            if cycle:
-                res[p]["op"].append(op)
-                res[p]["op_cpu"].append(op_cpu)
-                res[p]["region"].append(region)
-            if cycle == 1 and hits:
-                print("# %s phase: %s" % (p, hits))
-    print("| phase | ns/op (median, min-max) | vs none (95% interval) | the thread's CPU ns/op "
-          "| vs none (95% interval) | ns/region (median, min-max) | vs none (95% interval) |")
-    print("|---|---|---|---|---|---|---|")
+def table(res, phases, cols):
+    """One Markdown table: per column key (title, key), the phase's median
+    with its min-max, and the median difference from `none` of the same
+    cycle with its 95% interval."""
+    print("| phase | " + " | ".join("%s (median, min-max) | vs none (95%% interval)" % t
+                                    for t, _ in cols) + " |")
+    print("|---|" + "---|---|" * len(cols))
     for p in phases:
         row = [p]
-        for k in ("op", "op_cpu", "region"):
+        for _, k in cols:
             v = res[p][k]
+            if not v or None in v:
+                row += ["-", "-"]
+                continue
             d = [x - y for x, y in zip(v, res["none"][k])]
             lo, hi = median_interval(d)
             row.append("%.0f (%.0f-%.0f)" % (statistics.median(v), min(v), max(v)))
             row.append("%+.0f (%+.0f..%+.0f)" % (statistics.median(d), lo, hi))
         print("| " + " | ".join(row) + " |")
+
+
+def above(res, a, b, k):
+    """Per cycle, a's cost over b's (both over none), for key k: median and
+    95% interval."""
+    d = [x - y for x, y in zip(res[a][k], res[b][k])]
+    lo, hi = median_interval(d)
+    return statistics.median(d), lo, hi
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cycles", type=int, default=9)
+    ap.add_argument("--ops", type=int, default=200000)
+    ap.add_argument("--regions", type=int, default=20000)
+    ap.add_argument("--launches", type=int, default=50000)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--phases")
+    args = ap.parse_args()
+    cuda = args.device == "cuda"
+    known = PHASES + (CUDA_PHASES if cuda else [])
+    phases = args.phases.split(",") if args.phases else known
+    if "none" not in phases or set(phases) - set(known):
+        sys.exit("--phases: some of %s, none among them" % ",".join(known))
+    torch.set_num_threads(1)
+    ph = Phases()
+    counters = Counters(ph.floor)
+    keys = ["op", "op_cpu", "op_cyc", "op_ins", "region", "launch", "launch_cpu"]
+    res = {p: {k: [] for k in keys} for p in known}
+    print("# %d ops, %d regions%s a phase; %d cycles after a warm-up; torch %s%s" % (
+        args.ops, args.regions, ", %d launches" % args.launches if cuda else "", args.cycles,
+        torch.__version__, ", %s" % torch.cuda.get_device_name() if cuda else ""))
+    for cycle in range(args.cycles + 1):  # the first one warms up
+        order = phases[:]
+        random.shuffle(order)
+        for p in order:
+            ph.on(p)
+            got = dict(zip(("op", "op_cpu", "op_cyc", "op_ins"), time_ops(args.ops, counters)))
+            got["region"] = time_regions(args.regions)
+            if cuda:
+                got["launch"], got["launch_cpu"], _, _ = time_ops(args.launches, counters, "cuda")
+            hits = ph.off(p)
+            if cycle:
+                for k, v in got.items():
+                    res[p][k].append(v)
+            if cycle == 1 and hits:
+                print("# %s phase: %s" % (p, hits))
+    if counters.why:
+        print("# no hardware counters: %s" % counters.why)
+    table(res, phases, [("ns/op", "op"), ("the thread's CPU ns/op", "op_cpu"),
+                        ("ns/region", "region")])
+    if not counters.why:
+        print()
+        table(res, phases, [("cycles/op", "op_cyc"), ("instructions/op", "op_ins")])
+    if cuda:
+        print()
+        table(res, phases, [("ns/launch", "launch"), ("the thread's CPU ns/launch", "launch_cpu")])
     for p in WORK:
         if p in phases and "all_cb" in phases:
             for k in ("op", "op_cpu"):
-                d = [x - y for x, y in zip(res[p][k], res["all_cb"][k])]
-                lo, hi = median_interval(d)
+                m, lo, hi = above(res, p, "all_cb", k)
                 print("# %s above all_cb (%s): median %+.0f ns/op, 95%% interval %+.0f..%+.0f" %
-                      (p, "wall" if k == "op" else "thread CPU", statistics.median(d), lo, hi))
-    for a, b in (("ptbpf_ops", "all_cb"), ("ptbpf_ops", "agent4_cb"),
-                 ("ptbpf_ops_kclock", "all_cb"), ("ptbpf", "all_cb")):
+                      (p, "wall" if k == "op" else "thread CPU", m, lo, hi))
+    pairs = [("ptbpf_ops", "all_cb", "op"), ("ptbpf_ops", "agent4_cb", "op"),
+             ("ptbpf_ops_kclock", "all_cb", "op"), ("ptbpf", "all_cb", "op")]
+    if cuda:
+        # A launch is an op too: its cost above the op's floor is the
+        # launch's, against CUPTI's floors.
+        pairs += [("ptbpf_calls", "all_cb", "launch"), ("ptbpf_ops", "all_cb", "launch")]
+    for a, b, base in pairs:
         if a in phases and b in phases:
-            for k in ("op", "op_cpu"):
+            for k in (base, base + "_cpu"):
                 r = [(x - n) / (y - n) for x, y, n in zip(res[a][k], res[b][k], res["none"][k])
                      if y > n]
                 if r:
                     lo, hi = median_interval(r)
-                    print("# %s's cost per op / %s's (%s, per cycle where %s cost > 0): "
+                    print("# %s's cost per %s / %s's (%s, per cycle where %s cost > 0): "
                           "median %.2f, 95%% interval %.2f..%.2f, %d cycles" %
-                          (a, b, "wall" if k == "op" else "thread CPU", b,
+                          (a, base, b, "wall" if k == base else "thread CPU", b,
                            statistics.median(r), lo, hi, len(r)))
+    if cuda:
+        # Per launch above the op: (launch loop - none) - (op loop - none).
+        for p in phases:
+            if p == "none":
+                continue
+            for k, ko in (("launch", "op"), ("launch_cpu", "op_cpu")):
+                d = [(l - ln) - (o - on) for l, ln, o, on in
+                     zip(res[p][k], res["none"][k], res[p][ko], res["none"][ko])]
+                lo, hi = median_interval(d)
+                print("# %s per launch above its op (%s): median %+.0f ns, 95%% interval "
+                      "%+.0f..%+.0f" % (p, "wall" if k == "launch" else "thread CPU",
+                                        statistics.median(d), lo, hi))
+        for a, b in (("ptbpf_ops", "cupti_both"), ("ptbpf_calls", "cupti_cb")):
+            if a in phases and b in phases:
+                for k, ko in (("launch", "op"), ("launch_cpu", "op_cpu")):
+                    r = []
+                    for i in range(len(res["none"][k])):
+                        def cost(p):
+                            return ((res[p][k][i] - res["none"][k][i]) -
+                                    (res[p][ko][i] - res["none"][ko][i]))
+                        if cost(b) > 0:
+                            r.append(cost(a) / cost(b))
+                    if r:
+                        lo, hi = median_interval(r)
+                        print("# %s's cost per launch above its op / %s's (%s): median %.2f, "
+                              "95%% interval %.2f..%.2f, %d cycles" %
+                              (a, b, "wall" if k == "launch" else "thread CPU",
+                               statistics.median(r), lo, hi, len(r)))
 
 
 if __name__ == "__main__":
