@@ -140,13 +140,15 @@ void activity_counts_report(void)
 		     "GPU timeline off: %llu kernels, %llu copies, %llu sets, %llu dropped by CUPTI, "
 		     "%llu buffer requests declined, %llu foreign buffers, %llu buffers copied to "
 		     "the job's profiler, %llu not, %llu of its own passed through, %llu empty ones "
-		     "handed back, %llu left with it",
+		     "handed back, %llu left with it; %d of the agent's %d buffers still with CUPTI "
+		     "(their memory stays in the process after detach)",
 		     (unsigned long long)n_kernels, (unsigned long long)n_memcpys,
 		     (unsigned long long)n_memsets, (unsigned long long)n_dropped,
 		     (unsigned long long)n_declined, (unsigned long long)n_foreign,
 		     (unsigned long long)n_to_job, (unsigned long long)n_lost_to_job,
 		     (unsigned long long)n_passed, (unsigned long long)n_anchors_empty,
-		     (unsigned long long)n_anchors_left);
+		     (unsigned long long)n_anchors_left,
+		     pool ? POOL_BUFS - __builtin_popcount(atomic_load(&pool_free)) : 0, POOL_BUFS);
 }
 
 /* --- the clock --- */
