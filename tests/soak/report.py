@@ -203,6 +203,10 @@ class Result:
                     unclassified=top(uncl), false_about_other_processes=others)
 
     def accumulation(self):
+        """Each job's footprint at the end against before the first run and
+        after the first clean detach; and its RSS after every clean detach,
+        first tenth against last (median kB and how many), where a leak per
+        cycle shows as a slope that start-up costs do not have."""
         o, out = self.o, {}
         for label, m in (("before", self.base), ("end", self.end)):
             self.check("jobs measured %s without another user's ptbpf on them" % label,
@@ -217,6 +221,7 @@ class Result:
             d = {k: e[k] - b[k] for k in b}
             g = {k: e[k] - first[k] for k in b} if first else {}
             out[j.name] = dict(before=b, first_clean=first, end=e, delta=d, growth=g,
+                               rss_tenths=tenths(j.clean_rss),
                                rf_before=self.base["jobs"][j.name]["rf_calls"],
                                rf_end=self.end["jobs"][j.name]["rf_calls"],
                                rf_why=self.end["jobs"][j.name]["rf_why"])
@@ -332,6 +337,12 @@ def markdown(s):
                 dl["fds"], a["end"]["agent_maps"], a["rf_before"],
                 a["rf_end"] if a["rf_end"] is not None else a["rf_why"]))
     h = s["host"]
+    for name, a in sorted(s["accumulation"].items()):
+        t = a.get("rss_tenths")
+        if t and t["first"] is not None:
+            row("RSS after each detach in %s (first -> last tenth, median)" % name,
+                "%.1f -> %.1f MB (%+.1f MB over %d detaches)" % (
+                    t["first"] / 1024, t["last"] / 1024, (t["last"] - t["first"]) / 1024, t["n"]))
     row("host afterwards", "/dev/shm new %d (ptbpf's %d), BPF objects new and unheld %d, held "
         "by jobs %d, ptbpf processes %d" % (len(h["shm_new"]), len(h["shm_new_ours"]),
                                             len(h["bpf_unheld_new"]), len(h["bpf_held_by_jobs"]),

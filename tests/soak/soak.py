@@ -140,6 +140,7 @@ class Job:
         self.ready = threading.Event()
         self.lock = threading.Lock()
         self.first_clean = None
+        self.clean_rss = []  # RSS (kB) after every clean detach, in order
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
@@ -171,6 +172,7 @@ class Job:
         with self.lock:
             if self.first_clean is None:
                 self.first_clean = dict(state, at=key)
+            self.clean_rss.append(state["rss_kb"])
 
     def alive(self):
         return self.p.poll() is None
