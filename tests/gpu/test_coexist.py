@@ -42,14 +42,17 @@ class Job:
         try:
             line, _ = self.p.wait_line("session %d %s" % (k, self.counted), timeout=timeout)
         except AssertionError:
-            # The job ended (its stdout closed): say how, and its stderr.
-            try:
-                self.p.p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                pass
-            raise AssertionError("job: no session %d; exit %s; stderr:\n%s" % (
-                k, self.p.p.returncode, self.p.drain_err()[-6000:]))
+            raise AssertionError("job: no session %d; %s" % (k, self.how()))
         return eval(line.split(self.counted, 1)[1])
+
+    def how(self):
+        """The job's exit status and the end of its stderr (faulthandler's
+        stacks), once it ended."""
+        try:
+            self.p.p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            pass
+        return "exit %s; stderr:\n%s" % (self.p.p.returncode, self.p.drain_err()[-6000:])
 
     def end(self):
         (self.cue / "end").touch()
@@ -200,9 +203,9 @@ def test_attach_inside_a_kineto_on_demand_trace(tmp_path):
     got = {}
     job.session()
     job.tracing(1)
-    r = subprocess.run([PTBPF, "-p", str(job.pid), "-o", str(tmp_path / "a.pftrace"), "-d", "1"],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
+    r = subprocess.run([PTBPF, "-p", str(job.pid), "-o", str(tmp_path / "a.pftrace"), "-d", "1",
+                        "-v"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, (r.stderr, "job: " + job.how())
     got["ptbpf gone before the trace ended"] = job.result(1), r.stderr
     job.session()
     job.tracing(2)
@@ -216,4 +219,7 @@ def test_attach_inside_a_kineto_on_demand_trace(tmp_path):
         for cat, n in control.items():
             assert c.get(cat, 0) >= n // 2, (what, cat, c, control, err)
         if err is not None:
-            assert passed_through(err), (what, err)
+            # The agent knew of the session: it saw the job start it
+            # (paused), waited for it, or passed its buffers through.
+            assert (passed_through(err) or "GPU timeline paused" in err or
+                    "GPU timeline waits" in err), (what, err[-3000:])
