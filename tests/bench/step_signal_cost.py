@@ -285,7 +285,10 @@ def main():
     ap.add_argument("--launches", type=int, default=50000)
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--phases")
+    ap.add_argument("--max-seconds", type=float,
+                    help="start no cycle after this many seconds (at least 2 are run)")
     args = ap.parse_args()
+    deadline = time.time() + args.max_seconds if args.max_seconds else None
     cuda = args.device == "cuda"
     known = PHASES + (CUDA_PHASES if cuda else [])
     phases = args.phases.split(",") if args.phases else known
@@ -300,6 +303,9 @@ def main():
         args.ops, args.regions, ", %d launches" % args.launches if cuda else "", args.cycles,
         torch.__version__, ", %s" % torch.cuda.get_device_name() if cuda else ""))
     for cycle in range(args.cycles + 1):  # the first one warms up
+        if deadline and cycle > 2 and time.time() > deadline:
+            print("# stopped after %d cycles (--max-seconds)" % (cycle - 1))
+            break
         order = phases[:]
         random.shuffle(order)
         for p in order:
