@@ -39,6 +39,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import agentsteps  # beside this script
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -158,11 +160,7 @@ class Floors:
         self.lib.floor_cupti_records.restype = ctypes.c_ulong
         # The daemon's always-on layer: the agent loaded up front, so that
         # every ptbpf phase finds this same agent (ptbpf then loads none).
-        self.steps = None
-        if steps:
-            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-            import agentsteps
-            self.steps = agentsteps.StepSignal(os.path.dirname(path))
+        self.steps = agentsteps.StepSignal(os.path.dirname(path)) if steps else None
         self.steps_on = False
 
     def check(self, rc, what):

@@ -86,8 +86,7 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import agentsteps  # noqa: E402
+import agentsteps  # beside this script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, "build")
@@ -277,6 +276,13 @@ def above(res, a, b, k):
     return statistics.median(d), lo, hi
 
 
+def launch_above_op(res, p, k="launch", ko="op"):
+    """Per cycle, p's cost per launch above its op's: (launch loop - none)
+    - (op loop - none)."""
+    return [(l - ln) - (o - on) for l, ln, o, on in
+            zip(res[p][k], res["none"][k], res[p][ko], res["none"][ko])]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cycles", type=int, default=9)
@@ -359,8 +365,7 @@ def main():
             if p == "none":
                 continue
             for k, ko in (("launch", "op"), ("launch_cpu", "op_cpu")):
-                d = [(l - ln) - (o - on) for l, ln, o, on in
-                     zip(res[p][k], res["none"][k], res[p][ko], res["none"][ko])]
+                d = launch_above_op(res, p, k, ko)
                 lo, hi = median_interval(d)
                 print("# %s per launch above its op (%s): median %+.0f ns, 95%% interval "
                       "%+.0f..%+.0f" % (p, "wall" if k == "launch" else "thread CPU",
@@ -368,13 +373,8 @@ def main():
         for a, b in (("ptbpf_ops", "cupti_both"), ("ptbpf_calls", "cupti_cb")):
             if a in phases and b in phases:
                 for k, ko in (("launch", "op"), ("launch_cpu", "op_cpu")):
-                    r = []
-                    for i in range(len(res["none"][k])):
-                        def cost(p):
-                            return ((res[p][k][i] - res["none"][k][i]) -
-                                    (res[p][ko][i] - res["none"][ko][i]))
-                        if cost(b) > 0:
-                            r.append(cost(a) / cost(b))
+                    r = [x / y for x, y in zip(launch_above_op(res, a, k, ko),
+                                               launch_above_op(res, b, k, ko)) if y > 0]
                     if r:
                         lo, hi = median_interval(r)
                         print("# %s's cost per launch above its op / %s's (%s): median %.2f, "

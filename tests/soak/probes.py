@@ -164,8 +164,9 @@ def bpf_objects():
             objs = []
         # An object that went away while bpftool listed it is an entry
         # without an id (another tracer on the host loads and unloads).
-        objs = [o for o in objs if isinstance(o, dict) and "id" in o] if isinstance(objs, list) \
-            else []
+        if not isinstance(objs, list):
+            objs = []
+        objs = [o for o in objs if isinstance(o, dict) and "id" in o]
         out[kind] = {o["id"] for o in objs}
         if kind == "link":
             link_pids = {o["id"]: o["pid"] for o in objs if isinstance(o.get("pid"), int)}
