@@ -134,11 +134,10 @@ void read_bpf_last(struct session *s, uint64_t st[STAT_MAX])
 	}
 }
 
-/* The kernel view's records: not ordered with the others (their switches
- * and wakeups go into per-CPU bundles, sorted there; their slices are
- * placed by their own timestamps). */
-/* A record for the kernel view: from the ring, or a replay BPF had not
- * sent when tracing stopped (not counted as received). */
+/* A record for the kernel view, from the ring or a replay BPF had not sent
+ * when tracing stopped (not counted as received). Not ordered with the
+ * others: its switches and wakeups go into per-CPU bundles, sorted there;
+ * its slices are placed by their own timestamps. */
 static int view_record(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;

@@ -141,13 +141,13 @@ uint64_t join_process_track(void *ctx, int pid)
 	return p ? p->track : 0;
 }
 
-/* pid/tid's thread, added (with its track) when new; NULL when the table
- * is full (the caller counts the record). */
 static uint64_t thread_id(int pid, int tid)
 {
 	return (uint64_t)pid << 32 | (uint32_t)tid;
 }
 
+/* pid/tid's thread, added (with its track) when new; NULL when the table
+ * is full (the caller counts the record). */
 static struct thread *get_thread(struct join *j, int pid, int tid)
 {
 	uint64_t id = thread_id(pid, tid), key = hash_u64(id);
