@@ -244,7 +244,17 @@ bool cupti_activate(bool api_calls, const struct ptbpf_agent_ctl *ctl)
 	job_registered |= !clock_default;
 	/* Hooks first: from here on the agent sees each job call first. */
 	install_hooks_locked();
-	subscribe_locked();
+	/* CUPTI's callbacks only where no session of the job's can be
+	 * tracing: subscribing while one traced CUDA calls killed 10 of 127
+	 * jobs traced by Kineto on demand (SIGSEGV in libcupti's callback
+	 * dispatch, CUPTI 13.0.1, H200, 2026-11-28). */
+	if (clock_default)
+		subscribe_locked();
+	else
+		agent_report(PTBPF_AGENT_NO_CORRELATION, 0, "no CUDA call callbacks: the job's own "
+			     "CUPTI user (torch.profiler's Kineto) has used CUPTI's activity API and a "
+			     "session of its may be tracing unseen, when subscribing can crash the "
+			     "job; CUDA calls come from ptbpf's uprobes, without launch->kernel flows");
 	on = true;
 	job_calls_seen = atomic_load(&job_calls);
 	job_last_seen = job_flushed_at = 0;

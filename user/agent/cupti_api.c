@@ -102,3 +102,16 @@ void unsubscribe_locked(void)
 		p_unsubscribe(subscriber);
 	subscriber = NULL;
 }
+
+/* The job's own CUPTI user is about to subscribe or to start an activity
+ * session: CUPTI's callbacks are its from now on, before its call goes on
+ * (a subscription changed while its session runs can crash the job). */
+void give_up_subscriber_locked(const char *why)
+{
+	if (!subscriber)
+		return;
+	unsubscribe_locked();
+	agent_report(PTBPF_AGENT_NO_CORRELATION, 0, "the job %s (torch.profiler's Kineto): CUPTI's "
+		     "callbacks are its now; CUDA calls come from ptbpf's uprobes, without "
+		     "launch->kernel flows", why);
+}

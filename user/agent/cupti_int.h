@@ -133,5 +133,6 @@ extern CUpti_SubscriberHandle subscriber;
 /* Subscribes unless another tool holds CUPTI's one subscriber. */
 void subscribe_locked(void);
 void unsubscribe_locked(void);
+void give_up_subscriber_locked(const char *why);
 
 #endif /* PTBPF_AGENT_CUPTI_INT_H */

@@ -4,7 +4,9 @@
  * its GOT (stubs.c's hooks) so that the agent sees each one before it
  * takes effect: a subscribe takes CUPTI's one callback subscriber from the
  * agent first; a call that starts or runs an activity session makes the
- * agent step aside first (yield_locked, cupti.c). The job's call itself is
+ * agent step aside first (yield_locked, cupti.c), and one that starts a
+ * session takes the subscriber too: CUPTI 13.0 crashed jobs whose
+ * subscription changed while their session traced CUDA calls. The job's call itself is
  * then made unchanged, and what it did is noted here (its buffer
  * callbacks, its kinds, its flushes): cupti.c judges by it when the job's
  * session is over, and whose buffer callbacks to put back.
@@ -30,8 +32,11 @@ static int64_t next_hook;
 		CUptiResult r__;                                    \
                                                                     \
 		atomic_fetch_add(&job_calls, 1);                    \
-		if (atomic_load(&activity_owner) == OWN_US) {       \
+		if ((starting) || atomic_load(&activity_owner) == OWN_US) { \
 			pthread_mutex_lock(&cupti_lock);            \
+			if (starting)                               \
+				give_up_subscriber_locked(          \
+					"starts a CUPTI session (" why ")"); \
 			yield_locked(starting, why);                \
 			pthread_mutex_unlock(&cupti_lock);          \
 		}                                                   \
@@ -140,12 +145,7 @@ static void give_up_subscriber(void)
 	uint8_t *busy = busy_enter();
 
 	pthread_mutex_lock(&cupti_lock);
-	if (subscriber) {
-		unsubscribe_locked();
-		agent_report(PTBPF_AGENT_NO_CORRELATION, 0, "the job subscribed to CUPTI (torch.profiler's "
-			     "Kineto): CUPTI's one callback subscriber is its now; CUDA calls come "
-			     "from ptbpf's uprobes, without launch->kernel flows");
-	}
+	give_up_subscriber_locked("subscribed to CUPTI");
 	pthread_mutex_unlock(&cupti_lock);
 	busy_leave(busy);
 }
