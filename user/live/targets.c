@@ -165,7 +165,8 @@ bool targets_wait_for_agent(struct session *s, int pid)
 			 "it is switched off again\n", pid);
 	else if (target_alive(pid) == 1)
 		log_warn("pid %d: its agent can no longer be reached (%s); it is switched off "
-			 "again\n", pid, r == -ESRCH ? "its image is gone: an exec?" : strerror(-r));
+			 "again\n", pid,
+			 r == -ESRCH ? "its image is gone: it exec'd or is exiting" : strerror(-r));
 	agent_probes_off(s->agents, pid);
 	return false;
 }
