@@ -172,7 +172,8 @@ def one_cycle(fleet, job, n, rng, action=None):
     if use_d:
         dur = float(round(dur))  # -d takes whole seconds
     out = os.path.join(fleet.work, "c%05d.pftrace" % n)
-    argv = [o.ptbpf, "-p", str(job.pid), "-o", out, "-v", "--ops", o.ops]
+    argv = [o.ptbpf, "-p", str(job.pid), "-o", out, "-v", "--ops", o.ops,
+            "--gpu-timeline", o.gpu_timeline]
     if use_d:
         argv += ["-d", "%d" % dur]
     before = probes.agent_mapped(job.pid)

@@ -67,6 +67,8 @@ def options(argv=None):
     a("--budget", default="2", help="the daemon's --budget")
     a("--max-bytes", default="1G", help="the daemon's --max-bytes")
     a("--ops", default="auto")
+    a("--gpu-timeline", default="auto", help="ptbpf's --gpu-timeline (cycles): off tells the "
+      "agent's CUPTI side from the rest")
     a("--max-seconds", type=float, default=480, help="per mode, at most")
     a("--hang-seconds", type=int, default=60, help="a run that is not tracing, or a window "
       "that has not ended, this long after it should have is hung")

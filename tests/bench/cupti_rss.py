@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""What CUPTI's activity API alone leaves in a process each time it is
+switched on and off, as ptbpf's agent does at every attach and detach: the
+job's RSS over blocks of on/off cycles, interleaved with blocks of the same
+GPU work and no CUPTI call at all. No ptbpf, no agent, no Kineto: libcupti
+through ctypes, with buffers of Python's own.
+
+usage: cupti_rss.py [--blocks 3] [--cycles 50] [--graphs] [--agent LIB] [--kineto-first]
+
+Each cycle: buffer callbacks registered, the agent's kinds (concurrent
+kernel, memcpy, memset) on, some steps of GPU work, a forced flush, the
+kinds off, a forced flush. With --agent, a third phase switches ptbpf's
+agent (LIB, loaded with dlopen) on and off around the same work instead:
+its GPU side alone, without ptbpf. --kineto-first runs one torch.profiler
+session first, so that Kineto holds CUPTI's subscriber as in a job that
+has profiled itself. Prints the RSS after each block and the growth
+per cycle with CUPTI and without."""
+import argparse
+import ctypes
+import glob
+import os
+
+import torch
+
+KINDS = (10, 1, 2)  # CONCURRENT_KERNEL, MEMCPY, MEMSET
+FORCED = 1
+BUF = 8 << 20
+
+
+def rss_kb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def load_cupti():
+    base = os.path.dirname(torch.__file__)
+    for pat in (os.path.join(base, "..", "nvidia", "cu13", "lib", "libcupti.so.13"),
+                os.path.join(base, "lib", "libcupti.so*")):
+        for p in glob.glob(pat):
+            return ctypes.CDLL(p)
+    return ctypes.CDLL("libcupti.so.13")
+
+
+REQ = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t),
+                       ctypes.POINTER(ctypes.c_size_t))
+DONE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t,
+                        ctypes.c_size_t)
+
+
+class Cupti:
+    def __init__(self):
+        self.lib = load_cupti()
+        self.out = {}
+        self.records = 0
+        self.req = REQ(self._req)
+        self.done = DONE(self._done)
+
+    def _req(self, buf, size, maxrec):
+        b = ctypes.create_string_buffer(BUF + 8)
+        a = (ctypes.addressof(b) + 7) & ~7
+        self.out[a] = b
+        buf[0] = a
+        size[0] = BUF
+        maxrec[0] = 0
+
+    def _done(self, ctx, stream, buf, size, valid):
+        self.records += valid
+        self.out.pop(buf, None)
+
+    def cycle(self, work):
+        c = self.lib
+        assert c.cuptiActivityRegisterCallbacks(self.req, self.done) == 0
+        for k in KINDS:
+            assert c.cuptiActivityEnable(ctypes.c_int(k)) == 0
+        work()
+        c.cuptiActivityFlushAll(ctypes.c_uint32(FORCED))
+        for k in KINDS:
+            c.cuptiActivityDisable(ctypes.c_int(k))
+        c.cuptiActivityFlushAll(ctypes.c_uint32(FORCED))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--blocks", type=int, default=3)
+    ap.add_argument("--cycles", type=int, default=50)
+    ap.add_argument("--graphs", action="store_true", help="the work replays a CUDA graph")
+    ap.add_argument("--agent", help="libptbpf-agent.so: a phase with it switched on and off")
+    ap.add_argument("--kineto-first", action="store_true")
+    a = ap.parse_args()
+    m = torch.nn.Sequential(*[torch.nn.Linear(512, 512) for _ in range(8)]).cuda()
+    x = torch.randn(64, 512, device="cuda")
+    if a.graphs:
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                m(x)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            m(x)
+
+        def step():
+            g.replay()
+    else:
+        def step():
+            m(x).sum().item()
+
+    def work():
+        for _ in range(20):
+            step()
+        torch.cuda.synchronize()
+
+    if a.kineto_first:
+        import torch.profiler as tp
+        with tp.profile(activities=[tp.ProfilerActivity.CPU, tp.ProfilerActivity.CUDA]):
+            work()
+    cu = Cupti()
+    for _ in range(30):  # warm: the allocator, CUPTI loaded and once on
+        work()
+    cu.cycle(work)
+    phases = ["cupti", "none"]
+    if a.agent:
+        agent = ctypes.CDLL(os.path.abspath(a.agent))
+
+        def agent_cycle():
+            agent.ptbpf_agent_activate()
+            work()
+            agent.ptbpf_agent_deactivate()
+        agent_cycle()
+        phases.insert(1, "agent")
+    grow = {p: [] for p in phases}
+    for b in range(a.blocks):
+        for phase in phases:
+            r0 = rss_kb()
+            for _ in range(a.cycles):
+                if phase == "cupti":
+                    cu.cycle(work)
+                elif phase == "agent":
+                    agent_cycle()
+                else:
+                    work()
+            r1 = rss_kb()
+            grow[phase].append((r1 - r0) / a.cycles)
+            print("block %d %-5s RSS %d -> %d kB: %+.1f kB per cycle" % (
+                b, phase, r0, r1, (r1 - r0) / a.cycles), flush=True)
+    for phase, g in grow.items():
+        g = sorted(g)
+        print("%s: median %+.1f kB per cycle (blocks %s)" % (
+            phase, g[len(g) // 2], ", ".join("%+.1f" % v for v in g)))
+    print("records %d, buffers still out %d" % (cu.records, len(cu.out)))
+
+
+if __name__ == "__main__":
+    main()
