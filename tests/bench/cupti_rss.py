@@ -13,12 +13,15 @@ kinds off, a forced flush. With --agent, a third phase switches ptbpf's
 agent (LIB, loaded with dlopen) on and off around the same work instead:
 its GPU side alone, without ptbpf. --kineto-first runs one torch.profiler
 session first, so that Kineto holds CUPTI's subscriber as in a job that
-has profiled itself. Prints the RSS after each block and the growth
+has profiled itself. A phase "thread" makes the same CUPTI calls as
+"cupti" from a new thread each cycle, as the agent's thread is new at
+each attach: what CUPTI keeps per thread that ever called it. Prints the RSS after each block and the growth
 per cycle with CUPTI and without."""
 import argparse
 import ctypes
 import glob
 import os
+import threading
 
 import torch
 
@@ -122,7 +125,12 @@ def main():
     for _ in range(30):  # warm: the allocator, CUPTI loaded and once on
         work()
     cu.cycle(work)
-    phases = ["cupti", "none"]
+    def thread_cycle():
+        t = threading.Thread(target=cu.cycle, args=(work,))
+        t.start()
+        t.join()
+
+    phases = ["cupti", "thread", "none"]
     if a.agent:
         agent = ctypes.CDLL(os.path.abspath(a.agent))
 
@@ -141,6 +149,8 @@ def main():
                     cu.cycle(work)
                 elif phase == "agent":
                     agent_cycle()
+                elif phase == "thread":
+                    thread_cycle()
                 else:
                     work()
             r1 = rss_kb()
