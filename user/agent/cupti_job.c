@@ -6,10 +6,10 @@
  * agent first; a call that starts or runs an activity session makes the
  * agent step aside first (yield_locked, cupti.c), and one that starts a
  * session takes the subscriber too: CUPTI 13.0 crashed jobs whose
- * subscription changed while their session traced CUDA calls. The job's call itself is
- * then made unchanged, and what it did is noted here (its buffer
- * callbacks, its kinds, its flushes): cupti.c judges by it when the job's
- * session is over, and whose buffer callbacks to put back.
+ * subscription changed while their session traced CUDA calls. The job's
+ * call itself is then made unchanged, and what it did is noted here (its
+ * buffer callbacks, its kinds, its flushes): cupti.c judges by it when the
+ * job's session is over, and whose buffer callbacks to put back.
  */
 #include "cupti_int.h"
 
