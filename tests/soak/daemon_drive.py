@@ -42,7 +42,7 @@ class DaemonRun:
         argv = [o.ptbpf, "daemon", "--out-dir", out_dir, "--every", o.every, "--window",
                 o.window, "--budget", o.budget, "--max-bytes", o.max_bytes, "--ops", o.ops, "-v",
                 "--no-step-signal"]
-        if o.daemons > 1:
+        if o.daemons > 1 or fleet.untraced:
             argv += ["--match-env", "PTBPF_SOAK_GROUP=%d" % group]
         self.tr = Tracer(argv, on_line=self.on_line)
         with fleet.lock:  # judged from here on
@@ -95,6 +95,7 @@ class DaemonRun:
         for j in jobs:
             if states.get(j.name):
                 j.after_clean("w%d" % n, states[j.name])
+        self.fleet.sample_untraced("w%d" % n)
 
     def alive(self):
         return self.tr.p.poll() is None

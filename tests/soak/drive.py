@@ -84,14 +84,21 @@ def readable(ptbpf, path):
 class Fleet:
     """What the drivers share: options, counters, and the results."""
 
-    def __init__(self, opts, jobs, work):
+    def __init__(self, opts, jobs, work, untraced=()):
         self.o, self.jobs, self.work = opts, jobs, work
+        self.untraced = list(untraced)  # never traced: sampled beside each clean detach
         self.lock = threading.Lock()
         self.cycles, self.windows, self.daemons = [], [], []
         self.issued = 0
         self.walls = []
         self.unreadable = []
         self.between_windows = dict(checked=0, agent_mapped=[])
+
+    def sample_untraced(self, key):
+        for u in self.untraced:
+            state = probes.steady_state(u.pid)
+            if state:
+                u.after_clean(key, state)
 
     def take_cycle(self, deadline):
         with self.lock:
@@ -219,6 +226,7 @@ def one_cycle(fleet, job, n, rng, action=None):
         state = probes.steady_state(job.pid)
         if state:
             job.after_clean(n, state)
+            fleet.sample_untraced(n)
     return rec
 
 

@@ -29,6 +29,32 @@ def proc_state(pid):
                 maps=len(maps), agent_maps=sum(AGENT in m for m in maps), fds=fds)
 
 
+def rss_by_mapping(pid):
+    """{"START NAME": RSS kB} from /proc/PID/smaps; {} once the process is
+    gone. Anonymous mappings are named "[anon]": their start address is
+    what tells them apart from one reading to the next."""
+    out = {}
+    try:
+        with open("/proc/%d/smaps" % pid) as f:
+            key = None
+            for line in f:
+                head = re.match(r"([0-9a-f]+)-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$", line)
+                if head:
+                    key = "%s %s" % (head.group(1), head.group(2) or "[anon]")
+                elif key and line.startswith("Rss:"):
+                    out[key] = int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError):
+        return {}
+    return out
+
+
+def rss_growth_by_mapping(first, last, top=6):
+    """The mappings whose RSS grew most from first to last: [(kB, key)],
+    largest first; a mapping new since first counts whole."""
+    grew = [(kb - first.get(k, 0), k) for k, kb in last.items()]
+    return sorted((g for g in grew if g[0] > 0), reverse=True)[:top]
+
+
 def agent_mapped(pid):
     try:
         with open("/proc/%d/maps" % pid) as f:

@@ -7,6 +7,7 @@ import re
 import statistics
 
 import classify
+import probes
 
 
 def tenths(values):
@@ -222,6 +223,8 @@ class Result:
             g = {k: e[k] - first[k] for k in b} if first else {}
             out[j.name] = dict(before=b, first_clean=first, end=e, delta=d, growth=g,
                                rss_tenths=tenths(j.clean_rss),
+                               rss_grew_in=probes.rss_growth_by_mapping(
+                                   j.first_maps, self.end["jobs"][j.name].get("maps", {})),
                                rf_before=self.base["jobs"][j.name]["rf_calls"],
                                rf_end=self.end["jobs"][j.name]["rf_calls"],
                                rf_why=self.end["jobs"][j.name]["rf_why"])
@@ -343,6 +346,9 @@ def markdown(s):
             row("RSS after each detach in %s (first -> last tenth, median)" % name,
                 "%.1f -> %.1f MB (%+.1f MB over %d detaches)" % (
                     t["first"] / 1024, t["last"] / 1024, (t["last"] - t["first"]) / 1024, t["n"]))
+        if a.get("rss_grew_in"):
+            row("RSS grown since the first detach in %s, by mapping" % name, ", ".join(
+                "%s %+.1f MB" % (k, kb / 1024) for kb, k in a["rss_grew_in"]))
     row("host afterwards", "/dev/shm new %d (ptbpf's %d), BPF objects new and unheld %d, held "
         "by jobs %d, ptbpf processes %d" % (len(h["shm_new"]), len(h["shm_new_ours"]),
                                             len(h["bpf_unheld_new"]), len(h["bpf_held_by_jobs"]),

@@ -63,6 +63,9 @@ def options(argv=None):
     a("--daemons", type=int, default=1, help="daemons at once, each owning its share of the "
       "jobs through --match-env PTBPF_SOAK_GROUP=K (a job's ranks together), as a host that "
       "several jobs share runs one daemon per job")
+    a("--untraced", default="", help="jobs started like the others (KIND[,KIND...]) but "
+      "never traced, sampled after every clean detach as the traced ones are: the RSS trend "
+      "of the same work without ptbpf")
     a("--window", default="1s")
     a("--budget", default="2", help="the daemon's --budget")
     a("--max-bytes", default="1G", help="the daemon's --max-bytes")
@@ -133,6 +136,7 @@ class Job:
     def __init__(self, name, argv, cue, env):
         self.name, self.cue = name, cue
         self.group = int(env.get("PTBPF_SOAK_GROUP", "0"))
+        self.untraced = self.group < 0
         os.makedirs(cue, exist_ok=True)
         self.err = open(os.path.join(cue, "stderr"), "w")
         self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.err,
@@ -143,6 +147,7 @@ class Job:
         self.lock = threading.Lock()
         self.first_clean = None
         self.clean_rss = []  # RSS (kB) after every clean detach, in order
+        self.first_maps = {}  # RSS (kB) by mapping after the first clean detach
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
@@ -174,6 +179,7 @@ class Job:
         with self.lock:
             if self.first_clean is None:
                 self.first_clean = dict(state, at=key)
+                self.first_maps = probes.rss_by_mapping(self.pid)
             self.clean_rss.append(state["rss_kb"])
 
     def alive(self):
@@ -214,6 +220,13 @@ def job_argv(o, kind, device, seed, cue):
 
 def start_jobs(o, env, work):
     jobs, seen = [], {}
+    for kind in filter(None, o.untraced.split(",")):
+        if kind not in ("mlp", "graphs", "ondemand"):
+            sys.exit("--untraced: %s: mlp, graphs or ondemand" % kind)
+        name = kind + ".untraced"
+        cue = os.path.join(work, "jobs", name)
+        jobs.append(Job(name, job_argv(o, kind, o.device, o.seed, cue), cue,
+                        dict(os.environ, PTBPF_SOAK_GROUP="-1")))
     for i, kind in enumerate(job_plan(o, env)):
         seen[kind] = seen.get(kind, 0) + 1
         name = kind + ("%d" % seen[kind] if seen[kind] > 1 else "")
@@ -271,7 +284,8 @@ def measure(o, jobs, label):
         [j.pid for j in live])
     for j in live:
         out["jobs"][j.name] = dict(state=probes.steady_state(j.pid), rf_why=why,
-                                   rf_calls=rf.get(j.pid) if rf else None, quiet=j.quiet())
+                                   rf_calls=rf.get(j.pid) if rf else None, quiet=j.quiet(),
+                                   maps=probes.rss_by_mapping(j.pid))
     out["host"] = probes.host_state(o.ptbpf)
     for j in live:
         j.cue_file("pause", False)
@@ -315,7 +329,8 @@ def soak(o, env, work):
     jobs = start_jobs(o, env, work)
     try:
         base = measure(o, jobs, "before")
-        fleet = drive.Fleet(o, jobs, work)
+        fleet = drive.Fleet(o, [j for j in jobs if not j.untraced], work,
+                            [j for j in jobs if j.untraced])
         began = time.time()
         for mode in o.modes:
             t0 = time.time()
