@@ -218,7 +218,7 @@ class Result:
             if not b or not e or not b["state"] or not e["state"]:
                 self.check("job %s measured" % j.name, False, "gone before the end")
                 continue
-            b, e, first = b["state"], e["state"], j.first_clean
+            b, e, first = b["state"], e["state"], j.first_clean or None
             d = {k: e[k] - b[k] for k in b}
             g = {k: e[k] - first[k] for k in b} if first else {}
             out[j.name] = dict(before=b, first_clean=first, end=e, delta=d, growth=g,
@@ -334,9 +334,11 @@ def markdown(s):
     row("unexplained runs", len(s["messages"]["unexplained"]))
     for name, a in sorted(s["accumulation"].items()):
         dl = a["delta"]
-        row("accumulated in %s" % name, "RSS %+.1f MB, threads %+d, mappings %+d (%+d after "
-            "the first detach), fds %+d, agent mappings %d, RecordFunction calls/s %s -> %s" % (
-                dl["rss_kb"] / 1024, dl["threads"], dl["maps"], a["growth"].get("maps", 0),
+        row("accumulated in %s" % name, "RSS %+.1f MB (%+.1f MB after the first detach), "
+            "threads %+d, mappings %+d (%+d after the first detach), fds %+d, agent mappings "
+            "%d, RecordFunction calls/s %s -> %s" % (
+                dl["rss_kb"] / 1024, a["growth"].get("rss_kb", 0) / 1024, dl["threads"],
+                dl["maps"], a["growth"].get("maps", 0),
                 dl["fds"], a["end"]["agent_maps"], a["rf_before"],
                 a["rf_end"] if a["rf_end"] is not None else a["rf_why"]))
     h = s["host"]

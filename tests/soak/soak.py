@@ -175,12 +175,32 @@ class Job:
 
     def after_clean(self, key, state):
         """The job's footprint after a clean detach (or between windows):
-        the first one is the base that growth is measured from."""
+        the first one is the base that growth is measured from, taken as
+        the end is (the job paused, its freed memory given back), so that
+        the two compare."""
         with self.lock:
-            if self.first_clean is None:
-                self.first_clean = dict(state, at=key)
+            first = self.first_clean is None
+            if first:
+                self.first_clean = {}  # being measured
+        if first:
+            trimmed = self.trimmed_state() or state
+            with self.lock:
+                self.first_clean = dict(trimmed, at=key)
                 self.first_maps = probes.rss_by_mapping(self.pid)
+        with self.lock:
             self.clean_rss.append(state["rss_kb"])
+
+    def trimmed_state(self):
+        """steady_state with the job paused: no session of its own running,
+        gc run and malloc_trim'd (jobs.py does both on "pause")."""
+        self.cue_file("pause", True)
+        quiet = os.path.join(self.cue, "quiet")
+        deadline = time.time() + 120
+        while self.alive() and not os.path.exists(quiet) and time.time() < deadline:
+            time.sleep(0.05)
+        state = probes.steady_state(self.pid) if os.path.exists(quiet) else None
+        self.cue_file("pause", False)
+        return state
 
     def alive(self):
         return self.p.poll() is None
