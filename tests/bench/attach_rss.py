@@ -2,14 +2,15 @@
 """What each attach leaves in a job's memory, by what ptbpf switched on.
 
 usage: attach_rss.py [--kind graphs] [--jobs 2] [--rounds 3] [--per-block 25]
-                     [--variants default,gpu-off,probes,no-agent,killed,none] [--ptbpf build/ptbpf]
+                     [--variants default,gpu-off,probes,no-agent,killed,sigint2,none] [--ptbpf build/ptbpf]
 
 Starts --jobs soak jobs (tests/soak/jobs.py KIND; the first without
 profiler sessions of its own, the others with one every 3 s), then in each
 round runs each variant's block in a shuffled order: --per-block attaches
 of `ptbpf -p PID`, stopped 0.2 s into tracing, to every job at once with the variant's options
 ("none": the same time without ptbpf; "killed": SIGKILL instead of
-Ctrl-C). After each block the jobs pause,
+Ctrl-C, "sigint2": Ctrl-C twice; what those leave stays until the next
+clean detach, and the run ends with one). After each block the jobs pause,
 give freed memory back (gc, malloc_trim) and their RSS is read: the
 growth that is left is memory still held. Prints kB per attach for each
 variant and job (median over the rounds, and each round's), and the
@@ -31,7 +32,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "soak"))
 import probes  # noqa: E402
 
 VARIANTS = {"default": [], "gpu-off": ["--gpu-timeline", "off"], "probes": ["--ops", "probes"],
-            "no-agent": ["--no-agent"], "killed": ["KILL"], "none": None}
+            "no-agent": ["--no-agent"], "killed": ["KILL"],
+            "sigint2": ["INT2"], "none": None}
 
 
 class Job:
@@ -71,9 +73,11 @@ def attach_block(o, jobs, opts, n, work):
     """n attaches to each job, all jobs at once; failures counted. "KILL"
     in opts: SIGKILL instead of Ctrl-C (the agent finds ptbpf gone)."""
     failed = 0
-    sig = signal.SIGINT
+    sig, twice = signal.SIGINT, False
     if opts and opts[0] == "KILL":
         opts, sig = opts[1:], signal.SIGKILL
+    elif opts and opts[0] == "INT2":
+        opts, twice = opts[1:], True
     for k in range(n):
         if opts is None:
             time.sleep(0.6)
@@ -91,9 +95,14 @@ def attach_block(o, jobs, opts, n, work):
         time.sleep(0.2)
         for r in runs:
             r.send_signal(sig)
+        if twice:
+            time.sleep(0.01)
+            for r in runs:
+                r.send_signal(sig)
         for r in runs:
             _, err = r.communicate(timeout=120)
-            if r.returncode and not (sig == signal.SIGKILL and r.returncode == -9):
+            if r.returncode and not (sig == signal.SIGKILL and r.returncode == -9) and not (
+                    twice and r.returncode == 130):
                 failed += 1
                 if failed <= 3:
                     print("  ptbpf failed (%d): %s" % (r.returncode, ("".join(r.head) + err)
@@ -108,7 +117,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--per-block", type=int, default=25)
-    ap.add_argument("--variants", default="default,gpu-off,probes,no-agent,killed,none")
+    ap.add_argument("--variants", default="default,gpu-off,probes,no-agent,killed,sigint2,none")
     ap.add_argument("--ptbpf", default=os.path.join(ROOT, "build", "ptbpf"))
     ap.add_argument("--python", default=os.environ.get("PTBPF_TEST_PYTHON", "/usr/bin/python3"))
     ap.add_argument("--seed", type=int, default=1)
@@ -154,6 +163,8 @@ def main():
                 print("  %-8s %-11s %+7.1f  (rounds %s)" % (
                     v, "sessions" if j.sessions < 1000 else "no sessions", statistics.median(g),
                     ", ".join("%+.1f" % x for x in g)))
+        # A clean attach last: an agent a kill left loaded goes with it.
+        attach_block(o, jobs, [], 1, work)
         for j in jobs:
             end = j.trimmed_rss()
             print("job %d: %+.1f MB since the first two attaches (%+.1f MB since untouched)" % (
