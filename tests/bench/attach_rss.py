@@ -33,6 +33,7 @@ import probes  # noqa: E402
 
 VARIANTS = {"default": [], "gpu-off": ["--gpu-timeline", "off"], "probes": ["--ops", "probes"],
             "no-agent": ["--no-agent"], "killed": ["KILL"],
+            "killed-gpu-off": ["KILL", "--gpu-timeline", "off"],
             "sigint2": ["INT2"], "none": None}
 
 
