@@ -225,6 +225,7 @@ def one_cycle(fleet, job, n, rng, action=None):
     if rec["outcome"] == "ok":
         state = probes.steady_state(job.pid)
         if state:
+            rec["rss_kb"] = state["rss_kb"]
             job.after_clean(n, state)
             fleet.sample_untraced(n)
     return rec

@@ -77,7 +77,8 @@ class Result:
             cycles=[{k: r.get(k) for k in ("n", "job", "pid", "action", "dur", "use_d", "rc",
                                             "outcome", "wall_ms", "attach_ms", "bpf_ms",
                                             "trace_bytes", "agent_before", "agent_after",
-                                            "signals", "false")} for r in self.fleet.cycles],
+                                            "signals", "false", "rss_kb")}
+                    for r in self.fleet.cycles],
             windows=[{k: w.get(k) for k in ("run", "path", "state", "size", "ended_early",
                                              "wall_ms", "false")} for w in self.fleet.windows])
         return s
@@ -96,6 +97,7 @@ class Result:
                  agent_left=[r["n"] for r in self.fleet.cycles if r["agent_left"]],
                  traced_by_others=[r["foreign"] for r in self.fleet.cycles if r.get("foreign")])
         f["agent_left_since"] = self.agent_left_since()
+        f["rss_steps"] = self.rss_steps()
         if "cycles" in self.o.modes:
             self.check("cycles done", len(recs) >= self.o.cycles,
                        "%d of %d" % (len(recs), self.o.cycles))
@@ -105,6 +107,24 @@ class Result:
                    "mapped after cycles %s; %s" % (f["agent_left"][:20],
                                                    "; ".join(f["agent_left_since"])))
         return f
+
+    def rss_steps(self):
+        """A job's RSS from one clean detach to its next, by what ran on it
+        in between ("clean": nothing else; else the actions of the runs
+        that did not end cleanly): {what: [mean kB, how many]}. The RSS is
+        not trimmed, so one step is noise; a mean over many is not."""
+        steps = collections.defaultdict(list)
+        for job in {r["job"] for r in self.fleet.cycles}:
+            prev, between = None, set()
+            for r in sorted((r for r in self.fleet.cycles if r["job"] == job),
+                            key=lambda r: r["n"]):
+                if r.get("rss_kb") is None:
+                    between.add(r["action"])
+                    continue
+                if prev is not None:
+                    steps["+".join(sorted(between)) or "clean"].append(r["rss_kb"] - prev)
+                prev, between = r["rss_kb"], set()
+        return {k: [round(statistics.mean(v), 1), len(v)] for k, v in sorted(steps.items())}
 
     def agent_left_since(self):
         """For each job that kept an agent through a clean cycle: the run
@@ -330,6 +350,10 @@ def markdown(s):
     unavailable = [j["verdict"].get("unavailable") for j in jobs if j["verdict"].get("unavailable")]
     if unavailable:
         row("Kineto on demand", "not run: " + unavailable[0])
+    steps = s["cycles"].get("rss_steps")
+    if steps:
+        row("RSS from one clean detach to the next, by what ran between (mean, how many)",
+            ", ".join("%s %+.0f kB (%d)" % (k, v[0], v[1]) for k, v in steps.items()))
     row("false messages", len(s["messages"]["false"]))
     row("unexplained runs", len(s["messages"]["unexplained"]))
     for name, a in sorted(s["accumulation"].items()):
