@@ -19,7 +19,7 @@ SOAK = os.path.join(ROOT, "tests", "soak", "soak.py")
 def test_soak_cycles_and_daemon_windows(tmp_path):
     out = tmp_path / "soak.json"
     argv = [sys.executable, SOAK, "--mode", "both", "--python", PYTHON, "--ptbpf", PTBPF,
-            "--device", "cpu", "--jobs", "mlp,ddp", "--cycles", "30", "--windows", "10", "--daemons", "2",
+            "--device", "cpu", "--jobs", "mlp,ddp", "--untraced", "mlp", "--cycles", "30", "--windows", "10", "--daemons", "2",
             "--kill-fraction", "0.3", "--session-every", "2", "--hang-seconds", "20",
             "--max-seconds", "150", "--work", str(tmp_path / "work"), "--keep",
             "--json", str(out)]
@@ -33,3 +33,8 @@ def test_soak_cycles_and_daemon_windows(tmp_path):
     assert s["cycles"]["total"] == 30 and s["daemon"]["written"] >= 10
     assert s["daemon"]["daemons_at_once"] == 2
     assert sum(j["verdict"]["sessions"] for j in s["jobs"]) > 0
+    # The untraced twin: never a cycle's or a daemon's, measured as the others.
+    assert not [r for r in s["records"]["cycles"] if r["job"] == "mlp.untraced"]
+    assert "mlp.untraced" in s["accumulation"]
+    assert s["accumulation"]["mlp"]["rss_tenths"]["n"] > 0
+    assert s["cycles"]["rss_steps"]

@@ -50,6 +50,10 @@ class DaemonRun:
             fleet.daemons.append(self)
 
     def on_line(self, t, text):
+        traced = classify.TRACING.match(text)
+        if traced and int(traced.group(1)) in {u.pid for u in self.fleet.untraced}:
+            with self.fleet.lock:
+                self.fleet.untraced_traced.append("daemon %s: %s" % (getattr(self, "number", "?"), text))
         m = WINDOW.match(text)
         with self.lock:
             if m:

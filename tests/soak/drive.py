@@ -87,6 +87,7 @@ class Fleet:
     def __init__(self, opts, jobs, work, untraced=()):
         self.o, self.jobs, self.work = opts, jobs, work
         self.untraced = list(untraced)  # never traced: sampled beside each clean detach
+        self.untraced_traced = []  # daemon lines that say otherwise
         self.lock = threading.Lock()
         self.cycles, self.windows, self.daemons = [], [], []
         self.issued = 0

@@ -218,6 +218,8 @@ class Result:
         self.check("no false messages", not false, "; ".join(false[:10]))
         self.check("every run succeeded, was killed by the soak, or failed with a known "
                    "reason", not unexplained, "; ".join(unexplained[:10]))
+        self.check("untraced jobs never traced", not self.fleet.untraced_traced,
+                   "; ".join(self.fleet.untraced_traced[:5]))
         self.check("every trace sampled is readable", not self.fleet.unreadable,
                    "; ".join(self.fleet.unreadable[:5]))
         return dict(false=false, unexplained=unexplained, warnings=top(warn),
