@@ -1,20 +1,24 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""What each attach leaves in a job's memory, by what ptbpf switched on.
+"""What each attach leaves in a job's memory, by what ptbpf switched on
+and how it ended.
 
 usage: attach_rss.py [--kind graphs] [--jobs 2] [--rounds 3] [--per-block 25]
-                     [--variants default,gpu-off,probes,no-agent,killed,sigint2,none] [--ptbpf build/ptbpf]
+                     [--variants V,V...] [--ptbpf build/ptbpf]
 
 Starts --jobs soak jobs (tests/soak/jobs.py KIND; the first without
 profiler sessions of its own, the others with one every 3 s), then in each
 round runs each variant's block in a shuffled order: --per-block attaches
-of `ptbpf -p PID`, stopped 0.2 s into tracing, to every job at once with the variant's options
-("none": the same time without ptbpf; "killed": SIGKILL instead of
-Ctrl-C, "sigint2": Ctrl-C twice; what those leave stays until the next
-clean detach, and the run ends with one). After each block the jobs pause,
-give freed memory back (gc, malloc_trim) and their RSS is read: the
-growth that is left is memory still held. Prints kB per attach for each
-variant and job (median over the rounds, and each round's), and the
-mappings that grew most over the whole run."""
+of `ptbpf -p PID` to every job at once. Variants (default: all but the
+last four): default, gpu-off (`--gpu-timeline off`), probes (`--ops
+probes`), no-agent, none (the same time without ptbpf), each stopped by
+Ctrl-C 0.2 s into tracing; killed and killed-gpu-off (SIGKILL instead),
+sigint2 (Ctrl-C twice), early-int (Ctrl-C at a random moment of the
+attach), stopped (SIGSTOP for 2 s first). What a kill leaves stays until
+the next clean detach, and the run ends with one. After each block the
+jobs pause, give freed memory back (gc, malloc_trim) and their RSS is
+read: the growth that is left is memory still held. Prints kB per attach
+for each variant and job (median over the rounds, and each round's), and
+the mappings that grew most over the whole run."""
 import argparse
 import os
 import random
@@ -31,10 +35,12 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "soak"))
 import probes  # noqa: E402
 
-VARIANTS = {"default": [], "gpu-off": ["--gpu-timeline", "off"], "probes": ["--ops", "probes"],
-            "no-agent": ["--no-agent"], "killed": ["KILL"],
-            "killed-gpu-off": ["KILL", "--gpu-timeline", "off"],
-            "sigint2": ["INT2"], "none": None}
+# name: (how ptbpf ends, its options); None: no ptbpf.
+VARIANTS = {"default": ("int", []), "gpu-off": ("int", ["--gpu-timeline", "off"]),
+            "probes": ("int", ["--ops", "probes"]), "no-agent": ("int", ["--no-agent"]),
+            "killed": ("kill", []), "killed-gpu-off": ("kill", ["--gpu-timeline", "off"]),
+            "sigint2": ("int2", []), "early-int": ("early", []), "stopped": ("stop", []),
+            "none": None}
 
 
 class Job:
@@ -70,40 +76,48 @@ class Job:
         return rss
 
 
-def attach_block(o, jobs, opts, n, work):
-    """n attaches to each job, all jobs at once; failures counted. "KILL"
-    in opts: SIGKILL instead of Ctrl-C (the agent finds ptbpf gone)."""
+def attach_block(o, jobs, variant, n, work, rng):
+    """n attaches to each job, all jobs at once; failures counted. How
+    each ends: "int" Ctrl-C 0.2 s into tracing, "kill" SIGKILL then (the
+    agent finds ptbpf gone), "int2" Ctrl-C twice, "early" Ctrl-C at a
+    random moment of the attach, "stop" SIGSTOP for 2 s, SIGCONT, Ctrl-C."""
     failed = 0
-    sig, twice = signal.SIGINT, False
-    if opts and opts[0] == "KILL":
-        opts, sig = opts[1:], signal.SIGKILL
-    elif opts and opts[0] == "INT2":
-        opts, twice = opts[1:], True
+    if variant is None:
+        time.sleep(0.6 * n)
+        return 0
+    how, opts = variant
+    ok_rc = {"kill": (0, -9), "int2": (0, 130), "early": (0, 130)}.get(how, (0,))
     for k in range(n):
-        if opts is None:
-            time.sleep(0.6)
-            continue
         runs = [subprocess.Popen([o.ptbpf, "-p", str(j.pid), "--force", "-o",
                                   os.path.join(work, "t%d.pftrace" % j.pid)] + opts,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                 for j in jobs]
-        for r in runs:  # 0.2 s of tracing, then Ctrl-C, as a short window
-            r.head = []
-            for line in r.stderr:
-                r.head.append(line)
-                if line.startswith("ptbpf: tracing pid"):
-                    break
-        time.sleep(0.2)
         for r in runs:
-            r.send_signal(sig)
-        if twice:
+            r.head = []
+        if how == "early":
+            time.sleep(rng.uniform(0.02, 0.4))
+        else:
+            for r in runs:  # 0.2 s of tracing, as a short window
+                for line in r.stderr:
+                    r.head.append(line)
+                    if line.startswith("ptbpf: tracing pid"):
+                        break
+            time.sleep(0.2)
+        if how == "stop":
+            for r in runs:
+                r.send_signal(signal.SIGSTOP)
+            time.sleep(2)
+            for r in runs:
+                r.send_signal(signal.SIGCONT)
+        for r in runs:
+            r.send_signal(signal.SIGKILL if how == "kill" else signal.SIGINT)
+        if how == "int2":
             time.sleep(0.01)
             for r in runs:
-                r.send_signal(sig)
+                r.send_signal(signal.SIGINT)
         for r in runs:
             _, err = r.communicate(timeout=120)
-            if r.returncode and not (sig == signal.SIGKILL and r.returncode == -9) and not (
-                    twice and r.returncode == 130):
+            if r.returncode not in ok_rc:
                 failed += 1
                 if failed <= 3:
                     print("  ptbpf failed (%d): %s" % (r.returncode, ("".join(r.head) + err)
@@ -118,7 +132,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--per-block", type=int, default=25)
-    ap.add_argument("--variants", default="default,gpu-off,probes,no-agent,killed,sigint2,none")
+    ap.add_argument("--variants", default="default,gpu-off,probes,no-agent,none")
     ap.add_argument("--ptbpf", default=os.path.join(ROOT, "build", "ptbpf"))
     ap.add_argument("--python", default=os.environ.get("PTBPF_TEST_PYTHON", "/usr/bin/python3"))
     ap.add_argument("--seed", type=int, default=1)
@@ -134,8 +148,8 @@ def main():
     try:
         # One attach of each kind first: what the first one loads stays.
         untouched = {j.pid: j.trimmed_rss() for j in jobs}
-        attach_block(o, jobs, [], 1, work)
-        attach_block(o, jobs, ["--ops", "probes"], 1, work)
+        attach_block(o, jobs, VARIANTS["default"], 1, work, rng)
+        attach_block(o, jobs, VARIANTS["probes"], 1, work, rng)
         once = {j.pid: j.trimmed_rss() for j in jobs}
         print("the first two attaches left: %s" % ", ".join(
             "job %d %+.1f MB" % (p, (once[p] - untouched[p]) / 1024) for p in once), flush=True)
@@ -147,7 +161,7 @@ def main():
             for v in order:
                 before = {j.pid: j.trimmed_rss() for j in jobs}
                 t0 = time.time()
-                failed = attach_block(o, jobs, VARIANTS[v], o.per_block, work)
+                failed = attach_block(o, jobs, VARIANTS[v], o.per_block, work, rng)
                 after = {j.pid: j.trimmed_rss() for j in jobs}
                 for j in jobs:
                     grow[(v, j.pid)].append((after[j.pid] - before[j.pid]) / o.per_block)
@@ -165,7 +179,7 @@ def main():
                     v, "sessions" if j.sessions < 1000 else "no sessions", statistics.median(g),
                     ", ".join("%+.1f" % x for x in g)))
         # A clean attach last: an agent a kill left loaded goes with it.
-        attach_block(o, jobs, [], 1, work)
+        attach_block(o, jobs, VARIANTS["default"], 1, work, rng)
         for j in jobs:
             end = j.trimmed_rss()
             print("job %d: %+.1f MB since the first two attaches (%+.1f MB since untouched)" % (
