@@ -54,7 +54,7 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all test-progs FORCE clean deps test bench demo gpu-check gpu-bench gpu-check-multi pb2 fuzz
+.PHONY: all test-progs FORCE clean deps test bench demo gpu-check gpu-bench gpu-check-multi gpu-soak pb2 fuzz
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -242,6 +242,12 @@ gpu-check:
 gpu-bench:
 	py=$${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3}; \
 	$$py tests/bench/bench.py --device cuda --python $$py --out $${OUT:-.}/bench-gpu.md
+
+# On the GPU machine: issue 19's soak round (cycles, daemon windows, first
+# attaches, RSS by way of ending ptbpf), results under $OUT; two GPUs for
+# DDP on NCCL. About 7 minutes.
+gpu-soak:
+	tests/soak/gpu_soak.sh
 
 # On a machine with two GPUs: the NCCL DDP job, traced and merged.
 gpu-check-multi:
