@@ -41,6 +41,27 @@ NO_ANSWER = re.compile(P + r"pid (\d+): its agent did not answer within 3 s")
 ACKED = re.compile(P + r"pid (\d+): agent: loaded in .* acknowledged in ([\d.]+) ms")
 
 
+GPU_OFF = re.compile(r"GPU timeline off: .*?(\d+) buffers copied to the job's profiler, "
+                     r"(\d+) not, (\d+) of its own passed through, (\d+) empty ones handed "
+                     r"back, (\d+) left with it; (\d+) of the agent's \d+ buffers still with "
+                     r"CUPTI")
+BUFFER_KEYS = ("copied", "not_copied", "passed", "handed_back", "left", "still_with_cupti")
+
+
+def agent_buffers(lines):
+    """The agent's buffer counts from its "GPU timeline off" lines (each
+    switch-off of its GPU side), summed: buffers copied into the job's
+    profiler, anchors left with it (a Kineto buffer that is never freed),
+    its own buffers CUPTI kept."""
+    out = dict.fromkeys(BUFFER_KEYS, 0)
+    for _, text in lines:
+        m = GPU_OFF.search(text)
+        if m:
+            for k, v in zip(BUFFER_KEYS, m.groups()):
+                out[k] += int(v)
+    return out
+
+
 def ms_sum(text):
     return sum(float(x) for x in re.findall(r"in ([\d.]+) ms", text))
 

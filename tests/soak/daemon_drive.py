@@ -278,6 +278,7 @@ def judge(fleet):
             rec = window_record(w, run, [j.pid for j in run.jobs])
             rec["run"], rec["group"] = i, run.group
             rec["false"] = classify.false_messages(w["lines"], None, pids, deleted)
+            rec["agent_buffers"] = classify.agent_buffers(w["lines"])
             # "traced": true where the window was stopped before it attached.
             none = classify.lines_say(w["lines"], "no PyTorch process in this window") or (
                 classify.lines_say(w["lines"], "no PyTorch process traced in this window") and

@@ -192,8 +192,9 @@ def one_cycle(fleet, job, n, rng, action=None):
     after = probes.agent_mapped(job.pid)
     lines = list(tr.lines)
     timing, bpf_ms = classify.attach_timing(lines)
+    buffers = classify.agent_buffers(lines)
     rec = dict(n=n, pid=job.pid, job=job.name, action=action, dur=round(dur, 2), use_d=use_d,
-               rc=rc, outcome="hung: " + tr.hung if tr.hung else classify.outcome(
+               rc=rc, agent_buffers=buffers, outcome="hung: " + tr.hung if tr.hung else classify.outcome(
                    rc, lines, action, job.pid),
                bpf_ms=bpf_ms, wall_ms=timing.get(job.pid, {}).get("wall_ms"),
                attach_ms=timing.get(job.pid, {}).get("attach_ms"),

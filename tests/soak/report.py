@@ -77,10 +77,11 @@ class Result:
             cycles=[{k: r.get(k) for k in ("n", "job", "pid", "action", "dur", "use_d", "rc",
                                             "outcome", "wall_ms", "attach_ms", "bpf_ms",
                                             "trace_bytes", "agent_before", "agent_after",
-                                            "signals", "false", "rss_kb")}
+                                            "signals", "false", "rss_kb", "agent_buffers")}
                     for r in self.fleet.cycles],
             windows=[{k: w.get(k) for k in ("run", "path", "state", "size", "ended_early",
-                                             "wall_ms", "false")} for w in self.fleet.windows])
+                                             "wall_ms", "false", "agent_buffers")}
+                     for w in self.fleet.windows])
         return s
 
     def cycle_figures(self):
@@ -98,6 +99,10 @@ class Result:
                  traced_by_others=[r["foreign"] for r in self.fleet.cycles if r.get("foreign")])
         f["agent_left_since"] = self.agent_left_since()
         f["rss_steps"] = self.rss_steps()
+        f["agent_buffers"] = {job: {k: sum(r.get("agent_buffers", {}).get(k, 0)
+                                           for r in recs if r["job"] == job)
+                                    for k in classify.BUFFER_KEYS}
+                              for job in sorted({r["job"] for r in recs})}
         if "cycles" in self.o.modes:
             self.check("cycles done", len(recs) >= self.o.cycles,
                        "%d of %d" % (len(recs), self.o.cycles))
@@ -356,6 +361,15 @@ def markdown(s):
     if steps:
         row("RSS from one clean detach to the next, by what ran between (mean, how many)",
             ", ".join("%s %+.0f kB (%d)" % (k, v[0], v[1]) for k, v in steps.items()))
+    bufs = dict(s["cycles"].get("agent_buffers", {}))
+    wins = [w.get("agent_buffers") or {} for w in s["records"]["windows"]]
+    if wins:
+        bufs["daemon windows"] = {k: sum(w.get(k, 0) for w in wins) for k in classify.BUFFER_KEYS}
+    if any(any(b.values()) for b in bufs.values()):
+        row("the agent's CUPTI buffers at switch-off (copied to the job's profiler / anchors "
+            "left with it, 4 MiB each that Kineto never frees / its own still with CUPTI)",
+            ", ".join("%s %d/%d/%d" % (k, b["copied"], b["left"], b["still_with_cupti"])
+                      for k, b in sorted(bufs.items()) if any(b.values())))
     row("false messages", len(s["messages"]["false"]))
     row("unexplained runs", len(s["messages"]["unexplained"]))
     for name, a in sorted(s["accumulation"].items()):
