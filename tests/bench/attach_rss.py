@@ -160,16 +160,20 @@ def main():
             rng.shuffle(order)
             for v in order:
                 before = {j.pid: j.trimmed_rss() for j in jobs}
+                maps0 = probes.rss_by_mapping(jobs[0].pid)
                 t0 = time.time()
                 failed = attach_block(o, jobs, VARIANTS[v], o.per_block, work, rng)
                 after = {j.pid: j.trimmed_rss() for j in jobs}
+                where = probes.rss_growth_by_mapping(maps0, probes.rss_by_mapping(jobs[0].pid), 2)
                 for j in jobs:
                     grow[(v, j.pid)].append((after[j.pid] - before[j.pid]) / o.per_block)
-                print("round %d %-8s %4.0f s%s: %s" % (
+                print("round %d %-8s %4.0f s%s: %s; grown in job %d: %s" % (
                     rnd, v, time.time() - t0, " (%d failed)" % failed if failed else "",
                     ", ".join("job %d (%s) %+.1f kB/attach" % (
                         j.pid, "sessions" if j.sessions < 1000 else "no sessions",
-                        grow[(v, j.pid)][-1]) for j in jobs)), flush=True)
+                        grow[(v, j.pid)][-1]) for j in jobs), jobs[0].pid,
+                    ", ".join("%s %+d kB" % (k.split(" ", 1)[1].rsplit("/", 1)[-1], kb)
+                              for kb, k in where) or "-"), flush=True)
         print("\nkB of RSS left per attach (trimmed), median over %d rounds of %d:" % (
             o.rounds, o.per_block))
         for v in names:
