@@ -325,7 +325,7 @@ void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 		"blocking system calls %lu "
 		"(%lu still blocked at the end, %lu blocked since before tracing, %lu of them with "
 		"their Python stack), blocked in page "
-		"faults %lu, preempted "
+		"faults %lu (%lu not drawn: read after a later call's end), preempted "
 		"%lu; page faults of the traced threads: minor %lu, major %lu; block I/O requests "
 		"%lu (%.1f MB; not drawn: %lu past a thread's 8 at once, %lu past the in-flight "
 		"table, %lu still in flight at the end)%s\n",
@@ -334,6 +334,7 @@ void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 		(unsigned long)c->unseen_sampled, (unsigned long)c->wakings,
 		(unsigned long)o->syscalls, (unsigned long)o->unfinished, (unsigned long)o->before,
 		(unsigned long)o->before_py, (unsigned long)o->faults,
+		(unsigned long)o->faults_undrawn,
 		(unsigned long)o->preempted, (unsigned long)o->minor,
 		(unsigned long)o->major, (unsigned long)o->block_io, o->block_bytes / 1e6,
 		(unsigned long)o->block_undrawn, (unsigned long)sst[SCHED_BLOCK_UNTRACKED],
@@ -377,6 +378,7 @@ void summary_write_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 		{ "dev.ptbpf.sched_blocked_before_tracing", o->before },
 		{ "dev.ptbpf.sched_blocked_before_tracing_py_stacks", o->before_py },
 		{ "dev.ptbpf.sched_fault_blocks", o->faults },
+		{ "dev.ptbpf.sched_fault_blocks_undrawn", o->faults_undrawn },
 		{ "dev.ptbpf.sched_preempted", o->preempted },
 		{ "dev.ptbpf.page_faults_minor", o->minor },
 		{ "dev.ptbpf.page_faults_major", o->major },

@@ -67,6 +67,7 @@ struct thread {
 	uint64_t block_end[BLOCK_LANES];   /* ... the end of each one's last slice */
 	struct blocked_call call;
 	uint64_t fault_ts, fault_addr; /* blocked in a fault since, 0: not */
+	uint64_t blocked_end;          /* the end of the last slice on "blocked in" */
 	uint64_t preempt_ts;           /* off CPU, runnable, since (0: not) */
 	uint32_t preempt_state, by_tid, cpu; /* R+ or R; the task that took the CPU; where */
 	uint64_t wake_ts;              /* its last wakeup, by: */
@@ -318,6 +319,13 @@ static uint64_t blocked_track(struct offcpu *o, struct thread *t)
 	return t->track;
 }
 
+static void fault_slice(struct offcpu *o, struct thread *t, uint64_t to);
+
+/* A call's slice. A fault whose end (the thread's switch back in) has not
+ * been read yet, though this call, after it or around it, has returned
+ * (under load the CPUs' records arrive out of order), is drawn first or
+ * inside it, ending where it must have: by the call's start, or by its
+ * return. Drawn later, it would go back in time on the track. */
 static void call_slice(struct offcpu *o, struct thread *t, int32_t nr, uint64_t from,
 		       uint64_t to, struct pf_arg *args, int nargs)
 {
@@ -326,9 +334,14 @@ static void call_slice(struct offcpu *o, struct thread *t, int32_t nr, uint64_t 
 			      .name = syscall_name(nr, buf, sizeof(buf)), .args = args,
 			      .nargs = nargs };
 
+	if (t->fault_ts && t->fault_ts < from)
+		fault_slice(o, t, from);
 	pf_slice_begin(o->w, &e);
+	if (t->fault_ts && t->fault_ts <= to)
+		fault_slice(o, t, to);
 	e = (struct pf_event){ .track = t->track, .ts = to };
 	pf_slice_end(o->w, &e);
+	t->blocked_end = to;
 }
 
 void offcpu_syscall(struct offcpu *o, const struct ptbpf_sched_syscall *r)
@@ -502,16 +515,29 @@ static void count_faults(struct offcpu *o, struct thread *t, const struct ptbpf_
 	}
 }
 
+/* A fault the thread blocked in. Its switch-out record can come after the
+ * record of a later call of the thread's (records of different CPUs, under
+ * load): the part before that call's end is not drawn, and a fault wholly
+ * before it is counted, not drawn (a slice cannot go back in time). */
 static void fault_slice(struct offcpu *o, struct thread *t, uint64_t to)
 {
 	struct pf_arg a = { .name = "addr", .type = PF_ARG_PTR, .ptr = t->fault_addr };
-	struct pf_event e = { .track = blocked_track(o, t), .ts = t->fault_ts, .category = "fault",
+	uint64_t from = t->fault_ts, end = to > t->fault_ts ? to : t->fault_ts;
+	struct pf_event e = { .track = blocked_track(o, t), .ts = from, .category = "fault",
 			      .name = "page fault", .args = &a, .nargs = 1 };
 
-	pf_slice_begin(o->w, &e);
-	e = (struct pf_event){ .track = t->track, .ts = to > t->fault_ts ? to : t->fault_ts };
-	pf_slice_end(o->w, &e);
 	t->fault_ts = 0;
+	if (from < t->blocked_end) {
+		if (end <= t->blocked_end) {
+			o->counts.faults_undrawn++;
+			return;
+		}
+		e.ts = t->blocked_end;
+	}
+	pf_slice_begin(o->w, &e);
+	e = (struct pf_event){ .track = t->track, .ts = end };
+	pf_slice_end(o->w, &e);
+	t->blocked_end = end;
 	o->counts.faults++;
 }
 
@@ -608,12 +634,14 @@ void offcpu_finish(struct offcpu *o, uint64_t ts)
 
 		if (!t->thread_track)
 			continue;
-		if (t->fault_ts)
-			fault_slice(o, t, ts);
 		if (t->preempt_ts)
 			preempt_slice(o, t, ts, NULL);
-		if (!t->call.open || t->call.enter_ts > ts)
+		if (!t->call.open || t->call.enter_ts > ts) {
+			if (t->fault_ts)
+				fault_slice(o, t, ts);
 			continue;
+		}
+		/* call_slice draws a fault still open, before or inside it. */
 		n = call_args(o, t->pid, t->call.nr, t->call.arg, 0, 0, a, &file);
 		/* Still blocked on it: the descriptor names its file now. */
 		if (!file && syscall_arg0(t->call.nr) == SYSCALL_ARG_FD)

@@ -33,6 +33,7 @@ struct offcpu_counts {
 	uint64_t syscalls;       /* blocking system calls written as slices */
 	uint64_t unfinished;     /* ... still blocked when tracing stopped */
 	uint64_t faults;         /* page faults a thread blocked in, as slices */
+	uint64_t faults_undrawn; /* ... whose records came after a later call's end */
 	uint64_t preempted;      /* stretches runnable off CPU (preempted) */
 	uint64_t minor, major;   /* page faults of the traced threads since attach */
 	uint64_t no_thread;      /* records of threads past the table's limit */
