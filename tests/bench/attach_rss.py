@@ -27,13 +27,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "soak"))
 import probes  # noqa: E402
+import soak  # noqa: E402
 
 # name: (how ptbpf ends, its options); None: no ptbpf.
 VARIANTS = {"default": ("int", []), "gpu-off": ("int", ["--gpu-timeline", "off"]),
@@ -43,37 +43,23 @@ VARIANTS = {"default": ("int", []), "gpu-off": ("int", ["--gpu-timeline", "off"]
             "none": None}
 
 
-class Job:
-    def __init__(self, py, kind, device, sessions, seed, work):
-        self.cue = os.path.join(work, "job%d" % seed)
-        os.makedirs(self.cue)
-        self.err = open(os.path.join(self.cue, "stderr"), "w")
-        self.p = subprocess.Popen(
-            [py, os.path.join(ROOT, "tests", "soak", "jobs.py"), kind, "--device", device,
-             "--seed", str(seed), "--session-every", str(sessions), "--cue", self.cue],
-            stdout=subprocess.PIPE, stderr=self.err, stdin=subprocess.DEVNULL, text=True)
-        self.sessions = sessions
-        for line in self.p.stdout:
-            if line.startswith("ready"):
-                break
-        else:
-            sys.exit("job did not start: %s" % open(self.err.name).read()[-2000:])
-        self.pid = self.p.pid
-        threading.Thread(target=lambda: [print("  job %d: %s" % (self.pid, line.strip()[:300]))
-                                         for line in self.p.stdout], daemon=True).start()
+def start_job(py, kind, device, sessions, seed, work):
+    """A soak job (tests/soak/soak.py's Job) with a profiler session of
+    its own every `sessions` seconds on average; exits if it does not
+    start."""
+    cue = os.path.join(work, "job%d" % seed)
+    j = soak.Job("%s%d" % (kind, seed), [py, soak.JOBS, kind, "--device", device, "--seed",
+                                          str(seed), "--session-every", str(sessions),
+                                          "--cue", cue], cue, dict(os.environ))
+    if not j.ready.wait(timeout=900) or not j.alive():
+        sys.exit("job did not start: %s" % open(os.path.join(cue, "stderr")).read()[-2000:])
+    j.sessions = sessions
+    return j
 
-    def trimmed_rss(self):
-        """RSS (kB) with no session running and freed memory given back."""
-        open(os.path.join(self.cue, "pause"), "w").close()
-        quiet = os.path.join(self.cue, "quiet")
-        deadline = time.time() + 120
-        while not os.path.exists(quiet) and time.time() < deadline:
-            time.sleep(0.05)
-        rss = probes.steady_state(self.pid)["rss_kb"]
-        os.unlink(os.path.join(self.cue, "pause"))
-        while os.path.exists(quiet) and time.time() < deadline:
-            time.sleep(0.05)
-        return rss
+
+def trimmed_rss(j):
+    """RSS (kB) with no session running and freed memory given back."""
+    return j.trimmed_state()["rss_kb"]
 
 
 def attach_block(o, jobs, variant, n, work, rng):
@@ -142,15 +128,15 @@ def main():
         if v not in VARIANTS:
             sys.exit("--variants: %s: one of %s" % (v, ", ".join(VARIANTS)))
     work = tempfile.mkdtemp(prefix="attach-rss-")
-    jobs = [Job(o.python, o.kind, o.device, 100000 if i == 0 else 3, i + 1, work)
+    jobs = [start_job(o.python, o.kind, o.device, 100000 if i == 0 else 3, i + 1, work)
             for i in range(o.jobs)]
     rng = random.Random(o.seed)
     try:
         # One attach of each kind first: what the first one loads stays.
-        untouched = {j.pid: j.trimmed_rss() for j in jobs}
+        untouched = {j.pid: trimmed_rss(j) for j in jobs}
         attach_block(o, jobs, VARIANTS["default"], 1, work, rng)
         attach_block(o, jobs, VARIANTS["probes"], 1, work, rng)
-        once = {j.pid: j.trimmed_rss() for j in jobs}
+        once = {j.pid: trimmed_rss(j) for j in jobs}
         print("the first two attaches left: %s" % ", ".join(
             "job %d %+.1f MB" % (p, (once[p] - untouched[p]) / 1024) for p in once), flush=True)
         first = {j.pid: probes.rss_by_mapping(j.pid) for j in jobs}
@@ -159,11 +145,11 @@ def main():
             order = names[:]
             rng.shuffle(order)
             for v in order:
-                before = {j.pid: j.trimmed_rss() for j in jobs}
+                before = {j.pid: trimmed_rss(j) for j in jobs}
                 maps0 = probes.rss_by_mapping(jobs[0].pid)
                 t0 = time.time()
                 failed = attach_block(o, jobs, VARIANTS[v], o.per_block, work, rng)
-                after = {j.pid: j.trimmed_rss() for j in jobs}
+                after = {j.pid: trimmed_rss(j) for j in jobs}
                 where = probes.rss_growth_by_mapping(maps0, probes.rss_by_mapping(jobs[0].pid), 2)
                 for j in jobs:
                     grow[(v, j.pid)].append((after[j.pid] - before[j.pid]) / o.per_block)
@@ -185,7 +171,7 @@ def main():
         # A clean attach last: an agent a kill left loaded goes with it.
         attach_block(o, jobs, VARIANTS["default"], 1, work, rng)
         for j in jobs:
-            end = j.trimmed_rss()
+            end = trimmed_rss(j)
             print("job %d: %+.1f MB since the first two attaches (%+.1f MB since untouched)" % (
                 j.pid, (end - once[j.pid]) / 1024, (end - untouched[j.pid]) / 1024))
             print("grown most since the first attaches, job %d: %s" % (j.pid, ", ".join(
@@ -193,7 +179,7 @@ def main():
                 probes.rss_growth_by_mapping(first[j.pid], probes.rss_by_mapping(j.pid), 4))))
     finally:
         for j in jobs:
-            open(os.path.join(j.cue, "end"), "w").close()
+            j.cue_file("end", True)
         for j in jobs:
             try:
                 j.p.wait(timeout=120)

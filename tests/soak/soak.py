@@ -200,6 +200,10 @@ class Job:
             time.sleep(0.05)
         state = probes.steady_state(self.pid) if os.path.exists(quiet) else None
         self.cue_file("pause", False)
+        # Running again before the next reading, which would else take a
+        # "quiet" left from this one for a fresh one.
+        while self.alive() and os.path.exists(quiet) and time.time() < deadline:
+            time.sleep(0.05)
         return state
 
     def alive(self):
