@@ -3,7 +3,7 @@
 and how it ended.
 
 usage: attach_rss.py [--kind graphs] [--jobs 2] [--rounds 3] [--per-block 25]
-                     [--variants V,V...] [--ptbpf build/ptbpf]
+                     [--variants V,V...] [--ptbpf build/ptbpf] [--heap-strings N]
 
 Starts --jobs soak jobs (tests/soak/jobs.py KIND; the first without
 profiler sessions of its own, the others with one every 3 s), then in each
@@ -17,8 +17,10 @@ attach), stopped (SIGSTOP for 2 s first). What a kill leaves stays until
 the next clean detach, and the run ends with one. After each block the
 jobs pause, give freed memory back (gc, malloc_trim) and their RSS is
 read: the growth that is left is memory still held. Prints kB per attach
-for each variant and job (median over the rounds, and each round's), and
-the mappings that grew most over the whole run."""
+for each variant and job (median over the rounds, and each round's), with
+malloc's own totals (used, free) beside, the mappings that grew most over
+the whole run, and with --heap-strings the strings the first job's heap
+holds more of at the end (whose memory it is)."""
 import argparse
 import os
 import random
@@ -58,8 +60,17 @@ def start_job(py, kind, device, sessions, seed, work):
 
 
 def trimmed_rss(j):
-    """RSS (kB) with no session running and freed memory given back."""
-    return j.trimmed_state()["rss_kb"]
+    """RSS (kB) with no session running and freed memory given back; the
+    job's malloc totals of the same moment go to j.malloc."""
+    state = j.trimmed_state()
+    j.malloc = state.get("malloc", {})
+    return state["rss_kb"]
+
+
+def malloc_text(before, after, n):
+    """What malloc's own totals did per attach (kB): used and free."""
+    return "/".join("%+.0f" % ((after.get(k, 0) - before.get(k, 0)) / n)
+                    for k in ("used", "free")) if before and after else "-"
 
 
 def attach_block(o, jobs, variant, n, work, rng):
@@ -122,6 +133,8 @@ def main():
     ap.add_argument("--ptbpf", default=os.path.join(ROOT, "build", "ptbpf"))
     ap.add_argument("--python", default=os.environ.get("PTBPF_TEST_PYTHON", "/usr/bin/python3"))
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--heap-strings", type=int, default=0, metavar="N",
+                    help="at the end, the N strings job 1's heap holds most more of")
     o = ap.parse_args()
     names = o.variants.split(",")
     for v in names:
@@ -140,12 +153,15 @@ def main():
         print("the first two attaches left: %s" % ", ".join(
             "job %d %+.1f MB" % (p, (once[p] - untouched[p]) / 1024) for p in once), flush=True)
         first = {j.pid: probes.rss_by_mapping(j.pid) for j in jobs}
+        first_malloc = {j.pid: j.malloc for j in jobs}
+        strings0 = probes.heap_strings(jobs[0].pid) if o.heap_strings else None
         grow = {(v, j.pid): [] for v in names for j in jobs}
         for rnd in range(o.rounds):
             order = names[:]
             rng.shuffle(order)
             for v in order:
                 before = {j.pid: trimmed_rss(j) for j in jobs}
+                malloc0 = {j.pid: j.malloc for j in jobs}
                 maps0 = probes.rss_by_mapping(jobs[0].pid)
                 t0 = time.time()
                 failed = attach_block(o, jobs, VARIANTS[v], o.per_block, work, rng)
@@ -155,9 +171,11 @@ def main():
                     grow[(v, j.pid)].append((after[j.pid] - before[j.pid]) / o.per_block)
                 print("round %d %-8s %4.0f s%s: %s; grown in job %d: %s" % (
                     rnd, v, time.time() - t0, " (%d failed)" % failed if failed else "",
-                    ", ".join("job %d (%s) %+.1f kB/attach" % (
+                    ", ".join("job %d (%s) %+.1f kB/attach (malloc used/free %s)" % (
                         j.pid, "sessions" if j.sessions < 1000 else "no sessions",
-                        grow[(v, j.pid)][-1]) for j in jobs), jobs[0].pid,
+                        grow[(v, j.pid)][-1], malloc_text(malloc0[j.pid], j.malloc,
+                                                           o.per_block)) for j in jobs),
+                    jobs[0].pid,
                     ", ".join("%s %+d kB" % (k.split(" ", 1)[1].rsplit("/", 1)[-1], kb)
                               for kb, k in where) or "-"), flush=True)
         print("\nkB of RSS left per attach (trimmed), median over %d rounds of %d:" % (
@@ -172,11 +190,25 @@ def main():
         attach_block(o, jobs, VARIANTS["default"], 1, work, rng)
         for j in jobs:
             end = trimmed_rss(j)
-            print("job %d: %+.1f MB since the first two attaches (%+.1f MB since untouched)" % (
-                j.pid, (end - once[j.pid]) / 1024, (end - untouched[j.pid]) / 1024))
+            print("job %d: %+.1f MB since the first two attaches (%+.1f MB since untouched); "
+                  "malloc used/free %s kB" % (
+                      j.pid, (end - once[j.pid]) / 1024, (end - untouched[j.pid]) / 1024,
+                      malloc_text(first_malloc[j.pid], j.malloc, 1)))
             print("grown most since the first attaches, job %d: %s" % (j.pid, ", ".join(
                 "%s %+.1f MB" % (k, kb / 1024) for kb, k in
                 probes.rss_growth_by_mapping(first[j.pid], probes.rss_by_mapping(j.pid), 4))))
+        if strings0 is not None:
+            # The job paused, as for its RSS: no session's memory in the way.
+            jobs[0].cue_file("pause", True)
+            time.sleep(1)
+            more = probes.heap_strings(jobs[0].pid)
+            jobs[0].cue_file("pause", False)
+            more.subtract(strings0)
+            print("strings the heap of job %d holds more of than after the first attaches:"
+                  % jobs[0].pid)
+            for text, n in more.most_common(o.heap_strings):
+                if n > 0:
+                    print("  %+6d  %r" % (n, text))
     finally:
         for j in jobs:
             j.cue_file("end", True)

@@ -10,8 +10,8 @@
 #
 # SOAK_SECONDS: each soak mode's limit (default 170); SOAK_JOBS,
 # SOAK_UNTRACED: the soak's --jobs and --untraced; RSS_KIND, RSS_VARIANTS,
-# RSS_ROUNDS, RSS_DEVICE: attach_rss.py's --kind, --variants, --rounds,
-# --device; FIRST_ATTACH=0
+# RSS_ROUNDS, RSS_DEVICE, RSS_HEAP_STRINGS: attach_rss.py's --kind,
+# --variants, --rounds, --device, --heap-strings; FIRST_ATTACH=0
 # leaves first_attach.py out. The soak and attach_rss.py run at once (each
 # on its own jobs): about 7 minutes in all.
 set -u
@@ -36,6 +36,7 @@ timeout 500 "$py" tests/bench/attach_rss.py --kind "${RSS_KIND:-graphs}" \
 	--device "${RSS_DEVICE:-cuda}" --jobs 2 \
 	--rounds "${RSS_ROUNDS:-2}" --per-block 8 \
 	--variants "${RSS_VARIANTS:-default,killed,killed-gpu-off,early-int,stopped,sigint2}" \
+	--heap-strings "${RSS_HEAP_STRINGS:-40}" \
 	2>&1 | grep -v verdict > "$out/attach_rss.log" &
 rss=$!
 timeout -s USR1 "$((secs * 3 + 200))" "$py" tests/soak/soak.py --mode both \
@@ -60,6 +61,6 @@ for c in "$work"/core.*; do
 done
 echo "$pattern" > /proc/sys/kernel/core_pattern
 rm -rf "$work"
-grep -E "^\| (attach/detach cycles|daemon windows|jobs harmed|profiler sessions|false|unexplained|accumulated|RSS from|the agent.s CUPTI|result) " "$out/soak.md"
-sed -n '/kB of RSS left/,$p' "$out/attach_rss.log"
+grep -E "^\| (attach/detach cycles|daemon windows|jobs harmed|profiler sessions|false|unexplained|accumulated|RSS from|RSS grown since|malloc.s totals|the agent.s CUPTI|result) " "$out/soak.md"
+sed -n "/kB of RSS left/,\$p" "$out/attach_rss.log" | head -80
 [ "$soak" = 0 ] && [ "$fa_rc" = 0 ]

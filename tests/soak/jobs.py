@@ -437,6 +437,26 @@ def session(sessions, control, verdict):
             "; ".join(diff(control, counts))), flush=True)
 
 
+class Mallinfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+
+def malloc_totals():
+    """glibc malloc's own totals over all arenas, in kB, as one line: what
+    the job's allocations hold (used), what malloc keeps free and could not
+    give back (free), and its mmap'd chunks (mmapped). Empty without
+    mallinfo2 (glibc < 2.33)."""
+    try:
+        f = ctypes.CDLL("libc.so.6").mallinfo2
+    except AttributeError:
+        return ""
+    f.restype = Mallinfo2
+    m = f()
+    return "used %d free %d mmapped %d\n" % (m.uordblks >> 10, m.fordblks >> 10, m.hblkhd >> 10)
+
+
 def main_loop(job, sessions, control, args, verdict, ddp):
     rng = random.Random(args.seed * 7919 + os.getpid())
     cue = lambda n: os.path.join(args.cue, n)
@@ -455,7 +475,8 @@ def main_loop(job, sessions, control, args, verdict, ddp):
             if paused:  # memory the sessions freed goes back before it is measured
                 gc.collect()
                 ctypes.CDLL("libc.so.6").malloc_trim(0)
-                open(cue("quiet"), "w").close()
+                with open(cue("quiet"), "w") as f:
+                    f.write(malloc_totals())
             else:
                 os.unlink(cue("quiet"))
         if sessions and not paused and time.time() >= next_session:

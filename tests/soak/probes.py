@@ -48,6 +48,31 @@ def rss_by_mapping(pid):
     return out
 
 
+def heap_strings(pid, least=12):
+    """collections.Counter of the printable strings (least characters or
+    more, with a word of 6 letters in them: not random bytes) in the
+    process's main heap ([heap]): what a heap that grew holds more of tells
+    whose memory it is. Empty once the process is gone."""
+    import collections
+    got = collections.Counter()
+    try:
+        with open("/proc/%d/maps" % pid) as f:
+            spans = [[int(x, 16) for x in line.split()[0].split("-")]
+                     for line in f if line.rstrip().endswith("[heap]")]
+        pat = re.compile(rb"[\x20-\x7e]{%d,}" % least)
+        word = re.compile(rb"[A-Za-z_]{6}")
+        with open("/proc/%d/mem" % pid, "rb", buffering=0) as mem:
+            for lo, hi in spans:
+                for at in range(lo, hi, 64 << 20):
+                    mem.seek(at)
+                    chunk = mem.read(min(64 << 20, hi - at))
+                    got.update(m.group().decode()[:120] for m in pat.finditer(chunk)
+                               if word.search(m.group()))
+    except (FileNotFoundError, ProcessLookupError, OSError):
+        return collections.Counter()
+    return got
+
+
 def rss_growth_by_mapping(first, last, top=6):
     """The mappings whose RSS grew most from first to last: [(kB, key)],
     largest first; a mapping new since first counts whole."""

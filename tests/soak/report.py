@@ -250,6 +250,9 @@ class Result:
             g = {k: e[k] - first[k] for k in b} if first else {}
             out[j.name] = dict(before=b, first_clean=first, end=e, delta=d, growth=g,
                                rss_tenths=tenths(j.clean_rss),
+                               malloc_grew={k: v - first["malloc"][k] for k, v in
+                                            self.end["jobs"][j.name].get("malloc", {}).items()
+                                            if k in first.get("malloc", {})} if first else {},
                                rss_grew_in=probes.rss_growth_by_mapping(
                                    j.first_maps, self.end["jobs"][j.name].get("maps", {})),
                                rf_before=self.base["jobs"][j.name]["rf_calls"],
@@ -388,6 +391,9 @@ def markdown(s):
             row("RSS after each detach in %s (first -> last tenth, median)" % name,
                 "%.1f -> %.1f MB (%+.1f MB over %d detaches)" % (
                     t["first"] / 1024, t["last"] / 1024, (t["last"] - t["first"]) / 1024, t["n"]))
+        if a.get("malloc_grew"):
+            row("malloc's totals since the first detach in %s" % name, ", ".join(
+                "%s %+.1f MB" % (k, kb / 1024) for k, kb in sorted(a["malloc_grew"].items())))
         if a.get("rss_grew_in"):
             row("RSS grown since the first detach in %s, by mapping" % name, ", ".join(
                 "%s %+.1f MB" % (k, kb / 1024) for kb, k in a["rss_grew_in"]))

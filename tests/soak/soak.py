@@ -199,12 +199,23 @@ class Job:
         while self.alive() and not os.path.exists(quiet) and time.time() < deadline:
             time.sleep(0.05)
         state = probes.steady_state(self.pid) if os.path.exists(quiet) else None
+        if state:
+            state["malloc"] = self.malloc_totals()
         self.cue_file("pause", False)
         # Running again before the next reading, which would else take a
         # "quiet" left from this one for a fresh one.
         while self.alive() and os.path.exists(quiet) and time.time() < deadline:
             time.sleep(0.05)
         return state
+
+    def malloc_totals(self):
+        """While paused: malloc's totals the job wrote ({"used": kB,
+        "free": kB, "mmapped": kB}; {} where it cannot tell)."""
+        try:
+            words = open(os.path.join(self.cue, "quiet")).read().split()
+        except OSError:
+            return {}
+        return {words[i]: int(words[i + 1]) for i in range(0, len(words) - 1, 2)}
 
     def alive(self):
         return self.p.poll() is None
@@ -309,7 +320,7 @@ def measure(o, jobs, label):
     for j in live:
         out["jobs"][j.name] = dict(state=probes.steady_state(j.pid), rf_why=why,
                                    rf_calls=rf.get(j.pid) if rf else None, quiet=j.quiet(),
-                                   maps=probes.rss_by_mapping(j.pid))
+                                   maps=probes.rss_by_mapping(j.pid), malloc=j.malloc_totals())
     out["host"] = probes.host_state(o.ptbpf)
     for j in live:
         j.cue_file("pause", False)
