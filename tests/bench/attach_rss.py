@@ -67,6 +67,21 @@ def trimmed_rss(j):
     return state["rss_kb"]
 
 
+def paused(j, read):
+    """read(pid) with the job paused and quiet (no session, memory trimmed)."""
+    j.cue_file("pause", True)
+    quiet = os.path.join(j.cue, "quiet")
+    deadline = time.time() + 120
+    while j.alive() and not os.path.exists(quiet) and time.time() < deadline:
+        time.sleep(0.05)
+    try:
+        return read(j.pid)
+    finally:
+        j.cue_file("pause", False)
+        while j.alive() and os.path.exists(quiet) and time.time() < deadline:
+            time.sleep(0.05)
+
+
 def malloc_text(before, after, n):
     """What malloc's own totals did per attach (kB): used and free."""
     return "/".join("%+.0f" % ((after.get(k, 0) - before.get(k, 0)) / n)
@@ -154,7 +169,8 @@ def main():
             "job %d %+.1f MB" % (p, (once[p] - untouched[p]) / 1024) for p in once), flush=True)
         first = {j.pid: probes.rss_by_mapping(j.pid) for j in jobs}
         first_malloc = {j.pid: j.malloc for j in jobs}
-        strings0 = probes.heap_strings(jobs[0].pid) if o.heap_strings else None
+        strings0 = paused(jobs[0], probes.heap_strings) if o.heap_strings else None
+        chunks0 = paused(jobs[0], probes.heap_chunks) if o.heap_strings else None
         grow = {(v, j.pid): [] for v in names for j in jobs}
         for rnd in range(o.rounds):
             order = names[:]
@@ -198,17 +214,15 @@ def main():
                 "%s %+.1f MB" % (k, kb / 1024) for kb, k in
                 probes.rss_growth_by_mapping(first[j.pid], probes.rss_by_mapping(j.pid), 4))))
         if strings0 is not None:
-            # The job paused, as for its RSS: no session's memory in the way.
-            jobs[0].cue_file("pause", True)
-            time.sleep(1)
-            more = probes.heap_strings(jobs[0].pid)
-            jobs[0].cue_file("pause", False)
+            more = paused(jobs[0], probes.heap_strings)
             more.subtract(strings0)
             print("strings the heap of job %d holds more of than after the first attaches:"
                   % jobs[0].pid)
             for text, n in more.most_common(o.heap_strings):
                 if n > 0:
                     print("  %+6d  %r" % (n, text))
+            print("the heap of job %d since the first attaches: %s" % (
+                jobs[0].pid, paused(jobs[0], lambda pid: probes.new_chunks_report(pid, chunks0))))
     finally:
         for j in jobs:
             j.cue_file("end", True)

@@ -73,6 +73,95 @@ def heap_strings(pid, least=12):
     return got
 
 
+def heap_chunks(pid):
+    """The malloc chunks in use in the process's main heap ([heap], glibc's
+    main arena): {address: size}. Read while the job is quiet; a walk that
+    meets a chunk it cannot read stops there. (Chunks in tcache and fast
+    bins count as in use: a few per size.)"""
+    import struct
+    try:
+        with open("/proc/%d/maps" % pid) as f:
+            span = next(([int(x, 16) for x in line.split()[0].split("-")]
+                         for line in f if line.rstrip().endswith("[heap]")), None)
+        if not span:
+            return {}
+        with open("/proc/%d/mem" % pid, "rb", buffering=0) as mem:
+            mem.seek(span[0])
+            data = mem.read(span[1] - span[0])
+    except (FileNotFoundError, ProcessLookupError, OSError):
+        return {}
+    best = {}
+    for start in (0, 0x10):  # the first chunk: where the arena's break began
+        got, at, n = {}, start, len(data)
+        while at + 16 <= n:
+            size = struct.unpack_from("<Q", data, at + 8)[0] & ~7
+            nxt = at + size
+            if size < 32 or nxt + 16 > n:
+                break  # the top chunk, or not a chunk
+            if struct.unpack_from("<Q", data, nxt + 8)[0] & 1:
+                got[span[0] + at] = size
+            at = nxt
+        if len(got) > len(best):
+            best = got
+    return best
+
+
+def new_chunks_report(pid, before, top=8, samples=3):
+    """Text: the chunks in use now that were not before (heap_chunks of
+    an earlier moment), by size, largest total first; for each, what their
+    first words point at (a C++ object's first word is its vtable: the
+    library and offset name its class) and the text they hold."""
+    import collections
+    import struct
+    after = heap_chunks(pid)
+    new = {a: sz for a, sz in after.items() if before.get(a) != sz}
+    libs = []
+    try:
+        with open("/proc/%d/maps" % pid) as f:
+            for line in f:
+                part = line.split()
+                lo, hi = (int(x, 16) for x in part[0].split("-"))
+                libs.append((lo, hi, int(part[2], 16), part[5] if len(part) > 5 else "[anon]"))
+        mem = open("/proc/%d/mem" % pid, "rb", buffering=0)
+    except (FileNotFoundError, ProcessLookupError, OSError):
+        return "process gone"
+    base = {}
+    for lo, hi, off, name in libs:
+        base.setdefault(name, lo - off)
+
+    def where(v):
+        for lo, hi, off, name in libs:
+            if lo <= v < hi:
+                if name.startswith("/"):
+                    return "%s+%#x" % (name.rsplit("/", 1)[-1], v - base[name])
+                return name
+        return None
+
+    by_size = collections.defaultdict(list)
+    for a, sz in new.items():
+        by_size[sz].append(a)
+    lines = ["%d chunks in use now that were not (%+.1f MB), %d before" % (
+        len(new), sum(new.values()) / 2**20, len(before))]
+    heads = collections.Counter()
+    for a, sz in new.items():
+        mem.seek(a + 16)
+        w = struct.unpack("<Q", mem.read(8))[0]
+        heads[where(w) or "data"] += sz
+    lines.append("  by what their first word points at: " + ", ".join(
+        "%s %.1f MB" % (k, v / 2**20) for k, v in heads.most_common(8)))
+    for sz, addrs in sorted(by_size.items(), key=lambda kv: -kv[0] * len(kv[1]))[:top]:
+        lines.append("  size %d: %d chunks, %.1f MB" % (sz, len(addrs), sz * len(addrs) / 2**20))
+        for a in sorted(addrs)[:: max(1, len(addrs) // samples)][:samples]:
+            mem.seek(a + 16)
+            raw = mem.read(min(sz - 16, 160))
+            words = [struct.unpack_from("<Q", raw, i)[0] for i in range(0, min(len(raw), 48) - 7, 8)]
+            text = re.sub(rb"[^\x20-\x7e]", b".", raw)
+            lines.append("    %#x: %s | %s" % (a, " ".join(
+                where(w) or "%#x" % w for w in words[:6]), text.decode()[:100]))
+    mem.close()
+    return "\n".join(lines)
+
+
 def rss_growth_by_mapping(first, last, top=6):
     """The mappings whose RSS grew most from first to last: [(kB, key)],
     largest first; a mapping new since first counts whole."""
