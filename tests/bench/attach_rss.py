@@ -13,7 +13,8 @@ last four): default, gpu-off (`--gpu-timeline off`), probes (`--ops
 probes`), no-agent, none (the same time without ptbpf), each stopped by
 Ctrl-C 0.2 s into tracing; killed and killed-gpu-off (SIGKILL instead),
 sigint2 (Ctrl-C twice), early-int (Ctrl-C at a random moment of the
-attach), stopped (SIGSTOP for 2 s first). What a kill leaves stays until
+attach), stopped (SIGSTOP for 2 s first), long (2.2 s of tracing, as
+stopped has, not stopped). What a kill leaves stays until
 the next clean detach, and the run ends with one. After each block the
 jobs pause, give freed memory back (gc, malloc_trim) and their RSS is
 read: the growth that is left is memory still held. Prints kB per attach
@@ -42,6 +43,7 @@ VARIANTS = {"default": ("int", []), "gpu-off": ("int", ["--gpu-timeline", "off"]
             "probes": ("int", ["--ops", "probes"]), "no-agent": ("int", ["--no-agent"]),
             "killed": ("kill", []), "killed-gpu-off": ("kill", ["--gpu-timeline", "off"]),
             "sigint2": ("int2", []), "early-int": ("early", []), "stopped": ("stop", []),
+            "long": ("long", []),
             "none": None}
 
 
@@ -115,6 +117,8 @@ def attach_block(o, jobs, variant, n, work, rng):
                     if line.startswith("ptbpf: tracing pid"):
                         break
             time.sleep(0.2)
+        if how == "long":  # as long as "stop" traces, never stopped
+            time.sleep(2)
         if how == "stop":
             for r in runs:
                 r.send_signal(signal.SIGSTOP)
@@ -170,7 +174,7 @@ def main():
         first = {j.pid: probes.rss_by_mapping(j.pid) for j in jobs}
         first_malloc = {j.pid: j.malloc for j in jobs}
         strings0 = paused(jobs[0], probes.heap_strings) if o.heap_strings else None
-        chunks0 = paused(jobs[0], probes.heap_chunks) if o.heap_strings else None
+        chunks0 = chunks_at = paused(jobs[0], probes.heap_chunks) if o.heap_strings else None
         grow = {(v, j.pid): [] for v in names for j in jobs}
         for rnd in range(o.rounds):
             order = names[:]
@@ -183,6 +187,11 @@ def main():
                 failed = attach_block(o, jobs, VARIANTS[v], o.per_block, work, rng)
                 after = {j.pid: trimmed_rss(j) for j in jobs}
                 where = probes.rss_growth_by_mapping(maps0, probes.rss_by_mapping(jobs[0].pid), 2)
+                if o.heap_strings:  # which chunk sizes the block left more of
+                    chunks1 = paused(jobs[0], probes.heap_chunks)
+                    where += [(n, "chunks %d" % sz) for n, sz in probes.chunks_grown(
+                        chunks_at, chunks1, 3)]
+                    chunks_at = chunks1
                 for j in jobs:
                     grow[(v, j.pid)].append((after[j.pid] - before[j.pid]) / o.per_block)
                 print("round %d %-8s %4.0f s%s: %s; grown in job %d: %s" % (
@@ -192,7 +201,8 @@ def main():
                         grow[(v, j.pid)][-1], malloc_text(malloc0[j.pid], j.malloc,
                                                            o.per_block)) for j in jobs),
                     jobs[0].pid,
-                    ", ".join("%s %+d kB" % (k.split(" ", 1)[1].rsplit("/", 1)[-1], kb)
+                    ", ".join("%s %+d %s" % (k.split(" ", 1)[1].rsplit("/", 1)[-1], kb,
+                                             "x" if k.startswith("chunks") else "kB")
                               for kb, k in where) or "-"), flush=True)
         print("\nkB of RSS left per attach (trimmed), median over %d rounds of %d:" % (
             o.rounds, o.per_block))

@@ -6,6 +6,7 @@ GPU work and no CUPTI call at all. No ptbpf, no agent, no Kineto: libcupti
 through ctypes, with buffers of Python's own.
 
 usage: cupti_rss.py [--blocks 3] [--cycles 50] [--graphs] [--agent LIB] [--kineto-first]
+                    [--phases P,P...] [--seconds S]
 
 Each cycle: buffer callbacks registered, the agent's kinds (concurrent
 kernel, memcpy, memset) on, some steps of GPU work, a forced flush, the
@@ -15,19 +16,34 @@ its GPU side alone, without ptbpf. --kineto-first runs one torch.profiler
 session first, so that Kineto holds CUPTI's subscriber as in a job that
 has profiled itself. A phase "thread" makes the same CUPTI calls as
 "cupti" from a new thread each cycle, as the agent's thread is new at
-each attach: what CUPTI keeps per thread that ever called it. Prints the RSS after each block and the growth
-per cycle with CUPTI and without."""
+each attach: what CUPTI keeps per thread that ever called it. Phases that
+trace for --seconds (as a real attach does) and flush meanwhile every
+0.2 s: "forced" (the agent's forced flush), "plain" (completed buffers
+only), "period" (CUPTI's own flush thread), "thread" (forced, from another
+thread while kernels run), "still" (no flush until the end), "agentlong"
+(the agent on for that long). Prints the RSS after each
+block and the growth per cycle with CUPTI and without, and how many host
+copies of CUPTI's device buffers each phase left in the heap."""
 import argparse
 import ctypes
 import glob
 import os
+import sys
 import threading
+import time
 
 import torch
 
 KINDS = (10, 1, 2)  # CONCURRENT_KERNEL, MEMCPY, MEMSET
 FORCED = 1
 BUF = 8 << 20
+# A chunk of CUPTI's host copy of one device buffer (its default
+# CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, 3,200,000 B, and malloc's 16).
+DEVBUF = 3200016
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "soak"))
+import probes  # noqa: E402
 
 
 def rss_kb():
@@ -73,12 +89,38 @@ class Cupti:
         self.records += valid
         self.out.pop(buf, None)
 
-    def cycle(self, work):
+    def cycle(self, work, seconds=0, flush=None, every=0.2):
+        """One on/off cycle around work; with seconds, work for that long,
+        flushing every `every` s meanwhile: "forced" (as the agent does),
+        "plain" (completed buffers only), "period" (CUPTI's own worker,
+        cuptiActivityFlushPeriod), "thread" (forced, from another thread
+        while the kernels run, as the agent's thread does) or None."""
         c = self.lib
         assert c.cuptiActivityRegisterCallbacks(self.req, self.done) == 0
         for k in KINDS:
             assert c.cuptiActivityEnable(ctypes.c_int(k)) == 0
+        if flush == "period":
+            c.cuptiActivityFlushPeriod(ctypes.c_uint32(int(every * 1000)))
+        stop = threading.Event()
+        flusher = None
+        if flush == "thread":  # as the agent's thread: forced, while kernels run
+            def flushing():
+                while not stop.wait(every):
+                    c.cuptiActivityFlushAll(ctypes.c_uint32(FORCED))
+            flusher = threading.Thread(target=flushing)
+            flusher.start()
         work()
+        end, next_flush = time.time() + seconds, time.time() + every
+        while time.time() < end:
+            work()
+            if flush in ("forced", "plain") and time.time() >= next_flush:
+                c.cuptiActivityFlushAll(ctypes.c_uint32(FORCED if flush == "forced" else 0))
+                next_flush += every
+        if flusher:
+            stop.set()
+            flusher.join()
+        if flush == "period":
+            c.cuptiActivityFlushPeriod(ctypes.c_uint32(0))
         c.cuptiActivityFlushAll(ctypes.c_uint32(FORCED))
         for k in KINDS:
             c.cuptiActivityDisable(ctypes.c_int(k))
@@ -92,6 +134,12 @@ def main():
     ap.add_argument("--graphs", action="store_true", help="the work replays a CUDA graph")
     ap.add_argument("--agent", help="libptbpf-agent.so: a phase with it switched on and off")
     ap.add_argument("--kineto-first", action="store_true")
+    ap.add_argument("--phases", default="cupti,thread,none",
+                    help="of cupti, thread, agent (with --agent), none, and with --seconds: "
+                         "forced, plain, period, thread, still (no flush until the end), "
+                         "agentlong")
+    ap.add_argument("--seconds", type=float, default=2.0,
+                    help="how long a forced/plain/period/still cycle works")
     a = ap.parse_args()
     m = torch.nn.Sequential(*[torch.nn.Linear(512, 512) for _ in range(8)]).cuda()
     x = torch.randn(64, 512, device="cuda")
@@ -130,17 +178,21 @@ def main():
         t.start()
         t.join()
 
-    phases = ["cupti", "thread", "none"]
+    phases = a.phases.split(",")
     if a.agent:
         agent = ctypes.CDLL(os.path.abspath(a.agent))
 
-        def agent_cycle():
+        def agent_cycle(seconds=0):
             agent.ptbpf_agent_activate()
             work()
+            end = time.time() + seconds
+            while time.time() < end:
+                work()
             agent.ptbpf_agent_deactivate()
         agent_cycle()
-        phases.insert(1, "agent")
     grow = {p: [] for p in phases}
+    devbufs = {p: 0 for p in phases}
+    chunks = probes.heap_chunks(os.getpid())
     for b in range(a.blocks):
         for phase in phases:
             r0 = rss_kb()
@@ -149,18 +201,29 @@ def main():
                     cu.cycle(work)
                 elif phase == "agent":
                     agent_cycle()
+                elif phase == "agentlong":
+                    agent_cycle(a.seconds)
                 elif phase == "thread":
                     thread_cycle()
+                elif phase in ("forced", "plain", "period", "still", "thread"):
+                    cu.cycle(work, a.seconds, None if phase == "still" else phase)
                 else:
                     work()
             r1 = rss_kb()
             grow[phase].append((r1 - r0) / a.cycles)
-            print("block %d %-5s RSS %d -> %d kB: %+.1f kB per cycle" % (
-                b, phase, r0, r1, (r1 - r0) / a.cycles), flush=True)
+            now = probes.heap_chunks(os.getpid())
+            more = dict((sz, n) for n, sz in probes.chunks_grown(chunks, now, 3))
+            chunks = now
+            devbufs[phase] += more.get(DEVBUF, 0)
+            print("block %d %-6s RSS %d -> %d kB: %+.1f kB per cycle; chunks in use grown: %s" % (
+                b, phase, r0, r1, (r1 - r0) / a.cycles,
+                ", ".join("%d B x%+d" % kv for kv in more.items()) or "-"), flush=True)
     for phase, g in grow.items():
         g = sorted(g)
-        print("%s: median %+.1f kB per cycle (blocks %s)" % (
-            phase, g[len(g) // 2], ", ".join("%+.1f" % v for v in g)))
+        print("%s: median %+.1f kB per cycle (blocks %s); CUPTI device buffers' host copies "
+              "(%d B chunks) new: %d in %d cycles" % (
+                  phase, g[len(g) // 2], ", ".join("%+.1f" % v for v in g), DEVBUF,
+                  devbufs[phase], a.blocks * a.cycles))
     print("records %d, buffers still out %d" % (cu.records, len(cu.out)))
 
 

@@ -106,6 +106,15 @@ def heap_chunks(pid):
     return best
 
 
+def chunks_grown(before, after, top=3):
+    """[(how many more, size)] of the chunk sizes in use that grew most in
+    bytes from before to after (heap_chunks readings)."""
+    import collections
+    n = collections.Counter(after.values())
+    n.subtract(collections.Counter(before.values()))
+    return sorted(((k, sz) for sz, k in n.items() if k > 0), key=lambda x: -x[0] * x[1])[:top]
+
+
 def new_chunks_report(pid, before, top=8, samples=3):
     """Text: the chunks in use now that were not before (heap_chunks of
     an earlier moment), by size, largest total first; for each, what their
