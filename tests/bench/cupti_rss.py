@@ -19,7 +19,7 @@ has profiled itself. A phase "thread" makes the same CUPTI calls as
 each attach: what CUPTI keeps per thread that ever called it. Phases that
 trace for --seconds (as a real attach does) and flush meanwhile every
 0.2 s: "forced" (the agent's forced flush), "plain" (completed buffers
-only), "period" (CUPTI's own flush thread), "thread" (forced, from another
+only), "period" (CUPTI's own flush thread), "tflush" (forced, from another
 thread while kernels run), "still" (no flush until the end), "agentlong"
 (the agent on for that long). Prints the RSS after each
 block and the growth per cycle with CUPTI and without, and how many host
@@ -93,7 +93,7 @@ class Cupti:
         """One on/off cycle around work; with seconds, work for that long,
         flushing every `every` s meanwhile: "forced" (as the agent does),
         "plain" (completed buffers only), "period" (CUPTI's own worker,
-        cuptiActivityFlushPeriod), "thread" (forced, from another thread
+        cuptiActivityFlushPeriod), "tflush" (forced, from another thread
         while the kernels run, as the agent's thread does) or None."""
         c = self.lib
         assert c.cuptiActivityRegisterCallbacks(self.req, self.done) == 0
@@ -103,7 +103,7 @@ class Cupti:
             c.cuptiActivityFlushPeriod(ctypes.c_uint32(int(every * 1000)))
         stop = threading.Event()
         flusher = None
-        if flush == "thread":  # as the agent's thread: forced, while kernels run
+        if flush == "tflush":  # as the agent's thread: forced, while kernels run
             def flushing():
                 while not stop.wait(every):
                     c.cuptiActivityFlushAll(ctypes.c_uint32(FORCED))
@@ -136,7 +136,7 @@ def main():
     ap.add_argument("--kineto-first", action="store_true")
     ap.add_argument("--phases", default="cupti,thread,none",
                     help="of cupti, thread, agent (with --agent), none, and with --seconds: "
-                         "forced, plain, period, thread, still (no flush until the end), "
+                         "forced, plain, period, tflush, still (no flush until the end), "
                          "agentlong")
     ap.add_argument("--seconds", type=float, default=2.0,
                     help="how long a forced/plain/period/still cycle works")
@@ -205,7 +205,7 @@ def main():
                     agent_cycle(a.seconds)
                 elif phase == "thread":
                     thread_cycle()
-                elif phase in ("forced", "plain", "period", "still", "thread"):
+                elif phase in ("forced", "plain", "period", "still", "tflush"):
                     cu.cycle(work, a.seconds, None if phase == "still" else phase)
                 else:
                     work()
