@@ -21,7 +21,7 @@ trace for --seconds (as a real attach does) and flush meanwhile every
 0.2 s: "forced" (the agent's forced flush), "plain" (completed buffers
 only), "period" (CUPTI's own flush thread), "tflush" (forced, from another
 thread while kernels run), "still" (no flush until the end), "agentlong"
-(the agent on for that long). Prints the RSS after each
+(the agent on for that long), "kineto" (a torch.profiler session as long). Prints the RSS after each
 block and the growth per cycle with CUPTI and without, and how many host
 copies of CUPTI's device buffers each phase left in the heap."""
 import argparse
@@ -137,7 +137,10 @@ def main():
     ap.add_argument("--phases", default="cupti,thread,none",
                     help="of cupti, thread, agent (with --agent), none, and with --seconds: "
                          "forced, plain, period, tflush, still (no flush until the end), "
-                         "agentlong")
+                         "agentlong, kineto")
+    ap.add_argument("--attr", action="append", default=[], metavar="N=V",
+                    help="cuptiActivitySetAttribute(N, V) once CUDA is up, as the agent "
+                         "could at attach (N: CUpti_ActivityAttribute's number)")
     ap.add_argument("--seconds", type=float, default=2.0,
                     help="how long a forced/plain/period/still cycle works")
     a = ap.parse_args()
@@ -170,6 +173,14 @@ def main():
         with tp.profile(activities=[tp.ProfilerActivity.CPU, tp.ProfilerActivity.CUDA]):
             work()
     cu = Cupti()
+    for nv in a.attr:
+        n, v = (int(x) for x in nv.split("="))
+        val, size = ctypes.c_size_t(v), ctypes.c_size_t(ctypes.sizeof(ctypes.c_size_t))
+        if n == 8:  # MEM_ALLOCATION_TYPE_HOST_PINNED is a uint8_t
+            val, size = ctypes.c_uint8(v), ctypes.c_size_t(1)
+        rc = cu.lib.cuptiActivitySetAttribute(ctypes.c_int(n), ctypes.byref(size),
+                                              ctypes.byref(val))
+        print("attribute %d = %d: %s" % (n, v, "ok" if rc == 0 else "error %d" % rc))
     for _ in range(30):  # warm: the allocator, CUPTI loaded and once on
         work()
     cu.cycle(work)
@@ -203,6 +214,12 @@ def main():
                     agent_cycle()
                 elif phase == "agentlong":
                     agent_cycle(a.seconds)
+                elif phase == "kineto":  # torch.profiler's own session, as long
+                    import torch.profiler as tp
+                    with tp.profile(activities=[tp.ProfilerActivity.CUDA]):
+                        end = time.time() + a.seconds
+                        while time.time() < end:
+                            work()
                 elif phase == "thread":
                     thread_cycle()
                 elif phase in ("forced", "plain", "period", "still", "tflush"):
