@@ -9,6 +9,10 @@ import statistics
 import classify
 import probes
 
+# The chunk that holds CUPTI's host copy of one device buffer: its default
+# CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE (3,200,000 B) and malloc's 16.
+CUPTI_DEVBUF = 3200016
+
 
 def tenths(values):
     """Medians of the first and last tenth and their ratio (from 10 values;
@@ -253,6 +257,8 @@ class Result:
                                malloc_grew={k: v - first["malloc"][k] for k, v in
                                             self.end["jobs"][j.name].get("malloc", {}).items()
                                             if k in first.get("malloc", {})} if first else {},
+                               chunks_grown=self.end["jobs"][j.name].get("chunks_grown"),
+                               new_chunks=self.end["jobs"][j.name].get("new_chunks"),
                                rss_grew_in=probes.rss_growth_by_mapping(
                                    j.first_maps, self.end["jobs"][j.name].get("maps", {})),
                                rf_before=self.base["jobs"][j.name]["rf_calls"],
@@ -394,6 +400,11 @@ def markdown(s):
         if a.get("malloc_grew"):
             row("malloc's totals since the first detach in %s" % name, ", ".join(
                 "%s %+.1f MB" % (k, kb / 1024) for k, kb in sorted(a["malloc_grew"].items())))
+        if a.get("chunks_grown"):
+            row("malloc chunks in use grown since the first detach in %s (CUPTI's host copy of "
+                "a device buffer is a %d B chunk)" % (name, CUPTI_DEVBUF), ", ".join(
+                    "%d B x%+d (%.1f MB)" % (sz, n, sz * n / 2**20)
+                    for n, sz in a["chunks_grown"]))
         if a.get("rss_grew_in"):
             row("RSS grown since the first detach in %s, by mapping" % name, ", ".join(
                 "%s %+.1f MB" % (k, kb / 1024) for kb, k in a["rss_grew_in"]))

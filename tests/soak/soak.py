@@ -148,6 +148,7 @@ class Job:
         self.first_clean = None
         self.clean_rss = []  # RSS (kB) after every clean detach, in order
         self.first_maps = {}  # RSS (kB) by mapping after the first clean detach
+        self.first_chunks = None  # heap chunks in use then (probes.heap_chunks)
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
@@ -183,16 +184,18 @@ class Job:
             if first:
                 self.first_clean = {}  # being measured
         if first:
-            trimmed = self.trimmed_state() or state
+            trimmed = self.trimmed_state(chunks=True) or state
             with self.lock:
                 self.first_clean = dict(trimmed, at=key)
                 self.first_maps = probes.rss_by_mapping(self.pid)
         with self.lock:
             self.clean_rss.append(state["rss_kb"])
 
-    def trimmed_state(self):
+    def trimmed_state(self, chunks=False):
         """steady_state with the job paused: no session of its own running,
-        gc run and malloc_trim'd (jobs.py does both on "pause")."""
+        gc run and malloc_trim'd (jobs.py does both on "pause"); with
+        chunks, the malloc chunks in use in its main heap go to
+        self.first_chunks (what is new at the end is told by size)."""
         self.cue_file("pause", True)
         quiet = os.path.join(self.cue, "quiet")
         deadline = time.time() + 120
@@ -201,6 +204,8 @@ class Job:
         state = probes.steady_state(self.pid) if os.path.exists(quiet) else None
         if state:
             state["malloc"] = self.malloc_totals()
+            if chunks:
+                self.first_chunks = probes.heap_chunks(self.pid)
         self.cue_file("pause", False)
         # Running again before the next reading, which would else take a
         # "quiet" left from this one for a fresh one.
@@ -321,6 +326,11 @@ def measure(o, jobs, label):
         out["jobs"][j.name] = dict(state=probes.steady_state(j.pid), rf_why=why,
                                    rf_calls=rf.get(j.pid) if rf else None, quiet=j.quiet(),
                                    maps=probes.rss_by_mapping(j.pid), malloc=j.malloc_totals())
+        if label == "end" and j.first_chunks:  # whose memory stayed, by chunk size
+            now = probes.heap_chunks(j.pid)
+            out["jobs"][j.name]["chunks_grown"] = probes.chunks_grown(j.first_chunks, now, 4)
+            out["jobs"][j.name]["new_chunks"] = probes.new_chunks_report(
+                j.pid, j.first_chunks, top=4, samples=2)
     out["host"] = probes.host_state(o.ptbpf)
     for j in live:
         j.cue_file("pause", False)
@@ -415,6 +425,9 @@ def main(argv=None):
     summary = result.summary()
     text = result.markdown(summary)
     print(text, flush=True)
+    for name, a in sorted(summary["accumulation"].items()):
+        if a.get("new_chunks"):
+            print("heap of %s since the first clean detach: %s" % (name, a["new_chunks"]))
     if o.json:
         with open(o.json, "w") as f:
             json.dump(summary, f, indent=1, sort_keys=True, default=str)
