@@ -104,6 +104,15 @@ void *stub_entry(int i, void *target);
 void stubs_retire(void);
 bool stubs_available(void);
 
+/* Words about the process that outlive the library with the stub pages
+ * (zero in new ones), for a later copy of the agent. */
+enum agent_keep {
+	KEEP_ANCHOR_LEFT, /* the job's buffer an earlier session left with it */
+	KEEP_MAX = 16,
+};
+/* Word i, or NULL without stubs. */
+uint64_t *stubs_keep(int i);
+
 /* GOT hooks: calls that other libraries (torch's Kineto) make to a libcupti
  * function go to wrapper first, through a stub. real is the function. */
 struct hook {

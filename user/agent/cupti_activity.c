@@ -33,7 +33,7 @@ static _Atomic uint32_t pool_free;
 
 /* Counters of the current activation; read for the deactivation message. */
 static _Atomic uint64_t n_kernels, n_memcpys, n_memsets, n_dropped, n_declined, n_foreign,
-	n_to_job, n_lost_to_job, n_passed, n_anchors_empty, n_anchors_left;
+	n_to_job, n_lost_to_job, n_passed, n_anchors_empty, n_anchors_left, n_anchors_spared;
 
 /* CUPTI's clock -> CLOCK_MONOTONIC: mono = m + (cupti - c) * k, published
  * under a sequence count (the buffer callback may run on any thread). */
@@ -87,11 +87,28 @@ void anchor_close(void)
 }
 
 /* Left with the job unreturned: its session is quiet at detach, and an
- * anchor returned now could leave it with no buffer out when it ends. */
+ * anchor returned now could leave it with no buffer out when it ends.
+ * Kineto frees a buffer only when CUPTI completes it, so a left one stays
+ * in its map for good, and counts against its buffer limit (about 33: at
+ * the limit its sessions get no GPU records). One is enough: with it the
+ * job always has a buffer out. So once one is left (the stub pages keep
+ * that across agents), every later anchor goes back empty. */
 void anchor_leave(void)
 {
-	if (atomic_exchange(&anchor, NULL))
-		atomic_fetch_add(&n_anchors_left, 1);
+	uint8_t *b = atomic_exchange(&anchor, NULL);
+	uint64_t *left = stubs_keep(KEEP_ANCHOR_LEFT);
+
+	if (!b)
+		return;
+	if (left && *left) {
+		job_done(NULL, 0, b, atomic_load(&anchor_size), 0);
+		atomic_fetch_add(&n_anchors_empty, 1);
+		atomic_fetch_add(&n_anchors_spared, 1);
+		return;
+	}
+	if (left)
+		*left = (uintptr_t)b;
+	atomic_fetch_add(&n_anchors_left, 1);
 }
 
 /* A job session is evident while the agent's callbacks are registered. */
@@ -132,6 +149,7 @@ void activity_counts_reset(void)
 	atomic_store(&n_passed, 0);
 	atomic_store(&n_anchors_empty, 0);
 	atomic_store(&n_anchors_left, 0);
+	atomic_store(&n_anchors_spared, 0);
 }
 
 void activity_counts_report(void)
@@ -141,14 +159,16 @@ void activity_counts_report(void)
 		     "%llu buffer requests declined, %llu foreign buffers, %llu buffers copied to "
 		     "the job's profiler, %llu not, %llu of its own passed through, %llu empty ones "
 		     "handed back, %llu left with it; %d of the agent's %d buffers still with CUPTI "
-		     "(their memory stays in the process after detach)",
+		     "(their memory stays in the process after detach)%s",
 		     (unsigned long long)n_kernels, (unsigned long long)n_memcpys,
 		     (unsigned long long)n_memsets, (unsigned long long)n_dropped,
 		     (unsigned long long)n_declined, (unsigned long long)n_foreign,
 		     (unsigned long long)n_to_job, (unsigned long long)n_lost_to_job,
 		     (unsigned long long)n_passed, (unsigned long long)n_anchors_empty,
 		     (unsigned long long)n_anchors_left,
-		     pool ? POOL_BUFS - __builtin_popcount(atomic_load(&pool_free)) : 0, POOL_BUFS);
+		     pool ? POOL_BUFS - __builtin_popcount(atomic_load(&pool_free)) : 0, POOL_BUFS,
+		     atomic_load(&n_anchors_spared) ? "; not left but handed back: the job keeps "
+		     "one its profiler never frees since an earlier detach, which is enough" : "");
 }
 
 /* --- the clock --- */

@@ -137,6 +137,16 @@ void *stub_entry(int i, void *target)
 	return S + STUB_AT(i);
 }
 
+/* The kept words sit in the targets' page after the targets, past room
+ * for more of those. */
+#define KEEP_AT (PAGE / 8 - KEEP_MAX)
+_Static_assert(STUB_MAX <= KEEP_AT, "stub targets and kept words overlap");
+
+uint64_t *stubs_keep(int i)
+{
+	return S && i >= 0 && i < KEEP_MAX ? &T[KEEP_AT + i] : NULL;
+}
+
 void stubs_retire(void)
 {
 	for (int i = 0; S && i < STUB_MAX; i++)
