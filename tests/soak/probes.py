@@ -115,6 +115,20 @@ def chunks_grown(before, after, top=3):
     return sorted(((k, sz) for sz, k in n.items() if k > 0), key=lambda x: -x[0] * x[1])[:top]
 
 
+# CUPTI's host copy of one activity device buffer (its default
+# CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, 3,200,000 B, and an index of half
+# that), as malloc chunks. CUPTI 13.0.1 keeps new ones after its activity
+# kinds go off, with or without ptbpf: tests/bench/cupti_rss.py.
+CUPTI_DEVBUF_CHUNKS = (3200016, 1600016)
+
+
+def cupti_devbuf_kb(before, after):
+    """kB in CUPTI's device-buffer copies in use after that were not before
+    (heap_chunks readings)."""
+    new = [sz for a, sz in after.items() if sz in CUPTI_DEVBUF_CHUNKS and before.get(a) != sz]
+    return sum(new) // 1024
+
+
 def new_chunks_report(pid, before, top=8, samples=3):
     """Text: the chunks in use now that were not before (heap_chunks of
     an earlier moment), by size, largest total first; for each, what their

@@ -91,7 +91,10 @@ def options(argv=None):
     a("--markdown")
     a("--rss-slack-mb", type=float, default=64, help="RSS end - before, at most (untraced, "
       "the CPU jobs' own profiler sessions add 11-13 MB in 4 minutes)")
-    a("--rss-growth-mb", type=float, default=32, help="RSS end - after the first detach")
+    a("--rss-growth-mb", type=float, default=32, help="RSS end - after the first detach, "
+      "less CUPTI's copies of its device buffers")
+    a("--malloc-growth-mb", type=float, default=16, help="memory held in malloc's chunks, end - "
+      "after the first detach, less CUPTI's copies of its device buffers")
     a("--threads-slack", type=int, default=0)
     a("--maps-slack", type=int, default=10, help="mappings end - before (the agent's two stub "
       "pages and its thread's arena stay: +4 documented; an untraced DDP rank adds up to 3)")
@@ -329,6 +332,7 @@ def measure(o, jobs, label):
         if label == "end" and j.first_chunks:  # whose memory stayed, by chunk size
             now = probes.heap_chunks(j.pid)
             out["jobs"][j.name]["chunks_grown"] = probes.chunks_grown(j.first_chunks, now, 4)
+            out["jobs"][j.name]["cupti_devbuf_kb"] = probes.cupti_devbuf_kb(j.first_chunks, now)
             out["jobs"][j.name]["new_chunks"] = probes.new_chunks_report(
                 j.pid, j.first_chunks, top=4, samples=2)
     out["host"] = probes.host_state(o.ptbpf)
