@@ -69,21 +69,6 @@ def trimmed_rss(j):
     return state["rss_kb"]
 
 
-def paused(j, read):
-    """read(pid) with the job paused and quiet (no session, memory trimmed)."""
-    j.cue_file("pause", True)
-    quiet = os.path.join(j.cue, "quiet")
-    deadline = time.time() + 120
-    while j.alive() and not os.path.exists(quiet) and time.time() < deadline:
-        time.sleep(0.05)
-    try:
-        return read(j.pid)
-    finally:
-        j.cue_file("pause", False)
-        while j.alive() and os.path.exists(quiet) and time.time() < deadline:
-            time.sleep(0.05)
-
-
 def malloc_text(before, after, n):
     """What malloc's own totals did per attach (kB): used and free."""
     return "/".join("%+.0f" % ((after.get(k, 0) - before.get(k, 0)) / n)
@@ -173,8 +158,8 @@ def main():
             "job %d %+.1f MB" % (p, (once[p] - untouched[p]) / 1024) for p in once), flush=True)
         first = {j.pid: probes.rss_by_mapping(j.pid) for j in jobs}
         first_malloc = {j.pid: j.malloc for j in jobs}
-        strings0 = paused(jobs[0], probes.heap_strings) if o.heap_strings else None
-        chunks0 = chunks_at = paused(jobs[0], probes.heap_chunks) if o.heap_strings else None
+        strings0 = jobs[0].paused(probes.heap_strings) if o.heap_strings else None
+        chunks0 = chunks_at = jobs[0].paused(probes.heap_chunks) if o.heap_strings else None
         grow = {(v, j.pid): [] for v in names for j in jobs}
         for rnd in range(o.rounds):
             order = names[:]
@@ -188,7 +173,7 @@ def main():
                 after = {j.pid: trimmed_rss(j) for j in jobs}
                 where = probes.rss_growth_by_mapping(maps0, probes.rss_by_mapping(jobs[0].pid), 2)
                 if o.heap_strings:  # which chunk sizes the block left more of
-                    chunks1 = paused(jobs[0], probes.heap_chunks)
+                    chunks1 = jobs[0].paused(probes.heap_chunks)
                     where += [(n, "chunks %d" % sz) for n, sz in probes.chunks_grown(
                         chunks_at, chunks1, 3)]
                     chunks_at = chunks1
@@ -224,7 +209,7 @@ def main():
                 "%s %+.1f MB" % (k, kb / 1024) for kb, k in
                 probes.rss_growth_by_mapping(first[j.pid], probes.rss_by_mapping(j.pid), 4))))
         if strings0 is not None:
-            more = paused(jobs[0], probes.heap_strings)
+            more = jobs[0].paused(probes.heap_strings)
             more.subtract(strings0)
             print("strings the heap of job %d holds more of than after the first attaches:"
                   % jobs[0].pid)
@@ -232,7 +217,7 @@ def main():
                 if n > 0:
                     print("  %+6d  %r" % (n, text))
             print("the heap of job %d since the first attaches: %s" % (
-                jobs[0].pid, paused(jobs[0], lambda pid: probes.new_chunks_report(pid, chunks0))))
+                jobs[0].pid, jobs[0].paused(lambda pid: probes.new_chunks_report(pid, chunks0))))
     finally:
         for j in jobs:
             j.cue_file("end", True)

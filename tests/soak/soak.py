@@ -199,22 +199,30 @@ class Job:
         gc run and malloc_trim'd (jobs.py does both on "pause"); with
         chunks, the malloc chunks in use in its main heap go to
         self.first_chunks (what is new at the end is told by size)."""
+        def read(pid):
+            state = probes.steady_state(pid)
+            if state:
+                state["malloc"] = self.malloc_totals()
+                if chunks:
+                    self.first_chunks = probes.heap_chunks(pid)
+            return state
+        return self.paused(read)
+
+    def paused(self, read):
+        """read(pid) while the job is paused and quiet (None if it never
+        got quiet); it runs again, its "quiet" gone, before this returns, so
+        that the next reading cannot take this one's for a fresh one."""
         self.cue_file("pause", True)
         quiet = os.path.join(self.cue, "quiet")
         deadline = time.time() + 120
         while self.alive() and not os.path.exists(quiet) and time.time() < deadline:
             time.sleep(0.05)
-        state = probes.steady_state(self.pid) if os.path.exists(quiet) else None
-        if state:
-            state["malloc"] = self.malloc_totals()
-            if chunks:
-                self.first_chunks = probes.heap_chunks(self.pid)
-        self.cue_file("pause", False)
-        # Running again before the next reading, which would else take a
-        # "quiet" left from this one for a fresh one.
-        while self.alive() and os.path.exists(quiet) and time.time() < deadline:
-            time.sleep(0.05)
-        return state
+        try:
+            return read(self.pid) if os.path.exists(quiet) else None
+        finally:
+            self.cue_file("pause", False)
+            while self.alive() and os.path.exists(quiet) and time.time() < deadline:
+                time.sleep(0.05)
 
     def malloc_totals(self):
         """While paused: malloc's totals the job wrote ({"used": kB,
