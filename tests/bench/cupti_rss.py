@@ -6,7 +6,7 @@ GPU work and no CUPTI call at all. No ptbpf, no agent, no Kineto: libcupti
 through ctypes, with buffers of Python's own.
 
 usage: cupti_rss.py [--blocks 3] [--cycles 50] [--graphs] [--agent LIB] [--kineto-first]
-                    [--phases P,P...] [--seconds S]
+                    [--phases P,P...] [--seconds S] [--marathon S]
 
 Each cycle: buffer callbacks registered, the agent's kinds (concurrent
 kernel, memcpy, memset) on, some steps of GPU work, a forced flush, the
@@ -21,7 +21,11 @@ trace for --seconds (as a real attach does) and flush meanwhile every
 0.2 s: "forced" (the agent's forced flush), "plain" (completed buffers
 only), "period" (CUPTI's own flush thread), "tflush" (forced, from another
 thread while kernels run), "still" (no flush until the end), "agentlong"
-(the agent on for that long), "kineto" (a torch.profiler session as long). Prints the RSS after each
+(the agent on for that long), "kineto" (a torch.profiler session as long).
+--marathon S instead: one session of S seconds, saying every 10 s how many
+kernel records came (from graphs, without a start time), malloc's memory
+in use and the GPU's free memory: whether CUPTI uses its device buffers
+again or keeps one per so many records. Prints the RSS after each
 block and the growth per cycle with CUPTI and without, and how many host
 copies of CUPTI's device buffers each phase left in the heap."""
 import argparse
@@ -37,6 +41,7 @@ import torch
 KINDS = (10, 1, 2)  # CONCURRENT_KERNEL, MEMCPY, MEMSET
 FORCED = 1
 BUF = 8 << 20
+KERNEL_START, KERNEL_GRAPH_ID = 16, 156  # offsets in CUpti_ActivityKernel10 (CUPTI 13.0)
 # A chunk of CUPTI's host copy of one device buffer (its default
 # CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, 3,200,000 B, and malloc's 16).
 DEVBUF = 3200016
@@ -52,6 +57,17 @@ def rss_kb():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+def malloc_used():
+    """Bytes in use in malloc's chunks (glibc's mallinfo2)."""
+    class Mallinfo2(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+            "fordblks", "keepcost")]
+    f = ctypes.CDLL("libc.so.6").mallinfo2
+    f.restype = Mallinfo2
+    return f().uordblks
 
 
 def load_cupti():
@@ -73,7 +89,9 @@ class Cupti:
     def __init__(self):
         self.lib = load_cupti()
         self.out = {}
-        self.records = 0
+        self.records = 0  # bytes of records
+        self.walk = False  # count kernel records (slower): kernels, from graphs, no start time
+        self.kernels = self.graph_kernels = self.no_time = 0
         self.req = REQ(self._req)
         self.done = DONE(self._done)
 
@@ -87,7 +105,52 @@ class Cupti:
 
     def _done(self, ctx, stream, buf, size, valid):
         self.records += valid
+        if self.walk and valid:
+            rec = ctypes.c_void_p()
+            nxt = self.lib.cuptiActivityGetNextRecord
+            while nxt(ctypes.c_void_p(buf), ctypes.c_size_t(valid), ctypes.byref(rec)) == 0:
+                kind = ctypes.c_uint32.from_address(rec.value).value
+                if kind in (3, 10):  # KERNEL, CONCURRENT_KERNEL: CUpti_ActivityKernel10
+                    self.kernels += 1
+                    if ctypes.c_uint32.from_address(rec.value + KERNEL_GRAPH_ID).value:
+                        self.graph_kernels += 1
+                    if not ctypes.c_uint64.from_address(rec.value + KERNEL_START).value:
+                        self.no_time += 1
         self.out.pop(buf, None)
+
+    def marathon(self, work, seconds, every=10.0):
+        """One session of `seconds` (kinds on once, a forced flush every
+        0.2 s, as the agent does), saying every `every` s how many kernel
+        records came (from graphs, without a start time), malloc's memory in
+        use and the GPU's free memory: whether CUPTI's device buffers are
+        used again or kept, one per so many records."""
+        c = self.lib
+        self.walk = True
+        assert c.cuptiActivityRegisterCallbacks(self.req, self.done) == 0
+        for k in KINDS:
+            assert c.cuptiActivityEnable(ctypes.c_int(k)) == 0
+        t0 = time.time()
+        next_flush, next_say = t0 + 0.2, t0
+        while True:
+            now = time.time()
+            if now >= next_say:
+                free, _ = torch.cuda.mem_get_info()
+                print("marathon %5.0f s: kernels %d (from graphs %d, no start time %d), "
+                      "malloc in use %.1f MB, GPU free %.1f MB" % (
+                          now - t0, self.kernels, self.graph_kernels, self.no_time,
+                          malloc_used() / 2**20, free / 2**20), flush=True)
+                next_say += every
+            if now - t0 >= seconds:
+                break
+            work()
+            if now >= next_flush:
+                c.cuptiActivityFlushAll(ctypes.c_uint32(FORCED))
+                next_flush = now + 0.2
+        c.cuptiActivityFlushAll(ctypes.c_uint32(FORCED))
+        for k in KINDS:
+            c.cuptiActivityDisable(ctypes.c_int(k))
+        c.cuptiActivityFlushAll(ctypes.c_uint32(FORCED))
+        self.walk = False
 
     def cycle(self, work, seconds=0, flush=None, every=0.2):
         """One on/off cycle around work; with seconds, work for that long,
@@ -141,6 +204,8 @@ def main():
     ap.add_argument("--attr", action="append", default=[], metavar="N=V",
                     help="cuptiActivitySetAttribute(N, V) once CUDA is up, as the agent "
                          "could at attach (N: CUpti_ActivityAttribute's number)")
+    ap.add_argument("--marathon", type=float, metavar="S",
+                    help="instead of the phases: one session of S seconds, read every 10 s")
     ap.add_argument("--seconds", type=float, default=2.0,
                     help="how long a forced/plain/period/still cycle works")
     a = ap.parse_args()
@@ -183,6 +248,13 @@ def main():
         print("attribute %d = %d: %s" % (n, v, "ok" if rc == 0 else "error %d" % rc))
     for _ in range(30):  # warm: the allocator, CUPTI loaded and once on
         work()
+    if a.marathon:
+        chunks = probes.heap_chunks(os.getpid())
+        cu.marathon(work, a.marathon)
+        print("CUPTI device buffers' host copies (%d B chunks) new: %d" % (
+            DEVBUF, probes.cupti_devbuf_kb(chunks, probes.heap_chunks(os.getpid())) * 1024 //
+            (DEVBUF + 1600016)))
+        return
     cu.cycle(work)
     def thread_cycle():
         t = threading.Thread(target=cu.cycle, args=(work,))
