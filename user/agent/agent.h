@@ -108,6 +108,7 @@ bool stubs_available(void);
  * (zero in new ones), for a later copy of the agent. */
 enum agent_keep {
 	KEEP_ANCHOR_LEFT, /* the job's buffer an earlier session left with it */
+	KEEP_GRAPH_KERNELS, /* kernels of CUDA graphs the agents recorded */
 	KEEP_MAX = 16,
 };
 /* Word i, or NULL without stubs. */

@@ -33,7 +33,8 @@ static _Atomic uint32_t pool_free;
 
 /* Counters of the current activation; read for the deactivation message. */
 static _Atomic uint64_t n_kernels, n_memcpys, n_memsets, n_dropped, n_declined, n_foreign,
-	n_to_job, n_lost_to_job, n_passed, n_anchors_empty, n_anchors_left, n_anchors_spared;
+	n_to_job, n_lost_to_job, n_passed, n_anchors_empty, n_anchors_left, n_anchors_spared,
+	n_graph_kernels;
 
 /* CUPTI's clock -> CLOCK_MONOTONIC: mono = m + (cupti - c) * k, published
  * under a sequence count (the buffer callback may run on any thread). */
@@ -150,17 +151,25 @@ void activity_counts_reset(void)
 	atomic_store(&n_anchors_empty, 0);
 	atomic_store(&n_anchors_left, 0);
 	atomic_store(&n_anchors_spared, 0);
+	atomic_store(&n_graph_kernels, 0);
 }
 
 void activity_counts_report(void)
 {
+	/* Kernels of CUDA graphs recorded by every agent in this process: CUPTI
+	 * 13.0 keeps host copies of device buffers they used (BENCHMARKS.md). */
+	uint64_t *graphs = stubs_keep(KEEP_GRAPH_KERNELS);
+	uint64_t all = graphs ? (*graphs += atomic_load(&n_graph_kernels)) : 0;
+
 	agent_report(PTBPF_AGENT_DORMANT, 0,
-		     "GPU timeline off: %llu kernels, %llu copies, %llu sets, %llu dropped by CUPTI, "
+		     "GPU timeline off: %llu kernels (%llu from CUDA graphs; %llu in this process "
+		     "since ptbpf first traced it), %llu copies, %llu sets, %llu dropped by CUPTI, "
 		     "%llu buffer requests declined, %llu foreign buffers, %llu buffers copied to "
 		     "the job's profiler, %llu not, %llu of its own passed through, %llu empty ones "
 		     "handed back, %llu left with it; %d of the agent's %d buffers still with CUPTI "
 		     "(their memory stays in the process after detach)%s",
-		     (unsigned long long)n_kernels, (unsigned long long)n_memcpys,
+		     (unsigned long long)n_kernels, (unsigned long long)n_graph_kernels,
+		     (unsigned long long)all, (unsigned long long)n_memcpys,
 		     (unsigned long long)n_memsets, (unsigned long long)n_dropped,
 		     (unsigned long long)n_declined, (unsigned long long)n_foreign,
 		     (unsigned long long)n_to_job, (unsigned long long)n_lost_to_job,
@@ -296,6 +305,8 @@ static void emit_kernel(const CUpti_ActivityKernel10 *k)
 
 	ptbpf_agent_kernel(&r);
 	atomic_fetch_add_explicit(&n_kernels, 1, memory_order_relaxed);
+	if (k->graphId)
+		atomic_fetch_add_explicit(&n_graph_kernels, 1, memory_order_relaxed);
 }
 
 static void emit_memcpy(const CUpti_ActivityMemcpy6 *c)
