@@ -23,6 +23,7 @@ malloc's own totals (used, free) beside, the mappings that grew most over
 the whole run, and with --heap-strings the strings the first job's heap
 holds more of at the end (whose memory it is)."""
 import argparse
+import collections
 import os
 import random
 import signal
@@ -65,6 +66,9 @@ def trimmed_rss(j):
     """RSS (kB) with no session running and freed memory given back; the
     job's malloc totals of the same moment go to j.malloc."""
     state = j.trimmed_state()
+    if not state:
+        sys.exit("job %d never paused (or died): %s" % (j.pid, open(
+            os.path.join(j.cue, "stderr")).read()[-2000:]))
     j.malloc = state.get("malloc", {})
     return state["rss_kb"]
 
@@ -158,8 +162,10 @@ def main():
             "job %d %+.1f MB" % (p, (once[p] - untouched[p]) / 1024) for p in once), flush=True)
         first = {j.pid: probes.rss_by_mapping(j.pid) for j in jobs}
         first_malloc = {j.pid: j.malloc for j in jobs}
-        strings0 = jobs[0].paused(probes.heap_strings) if o.heap_strings else None
-        chunks0 = chunks_at = jobs[0].paused(probes.heap_chunks) if o.heap_strings else None
+        strings0 = (jobs[0].paused(probes.heap_strings) or collections.Counter()
+                    if o.heap_strings else None)
+        chunks0 = chunks_at = (jobs[0].paused(probes.heap_chunks) or {}
+                               if o.heap_strings else None)
         grow = {(v, j.pid): [] for v in names for j in jobs}
         for rnd in range(o.rounds):
             order = names[:]
@@ -173,7 +179,7 @@ def main():
                 after = {j.pid: trimmed_rss(j) for j in jobs}
                 where = probes.rss_growth_by_mapping(maps0, probes.rss_by_mapping(jobs[0].pid), 2)
                 if o.heap_strings:  # which chunk sizes the block left more of
-                    chunks1 = jobs[0].paused(probes.heap_chunks)
+                    chunks1 = jobs[0].paused(probes.heap_chunks) or {}
                     where += [(n, "chunks %d" % sz) for n, sz in probes.chunks_grown(
                         chunks_at, chunks1, 3)]
                     chunks_at = chunks1
@@ -209,7 +215,7 @@ def main():
                 "%s %+.1f MB" % (k, kb / 1024) for kb, k in
                 probes.rss_growth_by_mapping(first[j.pid], probes.rss_by_mapping(j.pid), 4))))
         if strings0 is not None:
-            more = jobs[0].paused(probes.heap_strings)
+            more = jobs[0].paused(probes.heap_strings) or collections.Counter()
             more.subtract(strings0)
             print("strings the heap of job %d holds more of than after the first attaches:"
                   % jobs[0].pid)

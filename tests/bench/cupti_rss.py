@@ -59,6 +59,12 @@ def rss_kb():
     return 0
 
 
+def devbufs_new(before, after):
+    """How many of CUPTI's device-buffer host copies (DEVBUF chunks) are in
+    use in after and were not in before (heap_chunks readings)."""
+    return sum(1 for a, sz in after.items() if sz == DEVBUF and before.get(a) != sz)
+
+
 def malloc_used():
     """Bytes in use in malloc's chunks (glibc's mallinfo2)."""
     class Mallinfo2(ctypes.Structure):
@@ -241,7 +247,7 @@ def main():
     for nv in a.attr:
         n, v = (int(x) for x in nv.split("="))
         val, size = ctypes.c_size_t(v), ctypes.c_size_t(ctypes.sizeof(ctypes.c_size_t))
-        if n == 8:  # MEM_ALLOCATION_TYPE_HOST_PINNED is a uint8_t
+        if n in (5, 8, 9):  # ZEROED_OUT_ACTIVITY_BUFFER, HOST_PINNED, PER_THREAD: uint8_t
             val, size = ctypes.c_uint8(v), ctypes.c_size_t(1)
         rc = cu.lib.cuptiActivitySetAttribute(ctypes.c_int(n), ctypes.byref(size),
                                               ctypes.byref(val))
@@ -252,8 +258,7 @@ def main():
         chunks = probes.heap_chunks(os.getpid())
         cu.marathon(work, a.marathon)
         print("CUPTI device buffers' host copies (%d B chunks) new: %d" % (
-            DEVBUF, probes.cupti_devbuf_kb(chunks, probes.heap_chunks(os.getpid())) * 1024 //
-            (DEVBUF + 1600016)))
+            DEVBUF, devbufs_new(chunks, probes.heap_chunks(os.getpid()))))
         return
     cu.cycle(work)
     def thread_cycle():
@@ -262,6 +267,13 @@ def main():
         t.join()
 
     phases = a.phases.split(",")
+    known = {"cupti", "thread", "none", "forced", "plain", "period", "still", "tflush", "kineto"}
+    known |= {"agent", "agentlong"} if a.agent else set()
+    for p in phases:
+        if p not in known:
+            sys.exit("--phases: %s: one of %s%s" % (p, ", ".join(sorted(known)),
+                                                    "" if a.agent else " (agent phases need "
+                                                    "--agent)"))
     if a.agent:
         agent = ctypes.CDLL(os.path.abspath(a.agent))
 
@@ -302,8 +314,8 @@ def main():
             grow[phase].append((r1 - r0) / a.cycles)
             now = probes.heap_chunks(os.getpid())
             more = dict((sz, n) for n, sz in probes.chunks_grown(chunks, now, 3))
-            chunks = now
-            devbufs[phase] += more.get(DEVBUF, 0)
+            chunks_before, chunks = chunks, now
+            devbufs[phase] += devbufs_new(chunks_before, now)
             print("block %d %-6s RSS %d -> %d kB: %+.1f kB per cycle; chunks in use grown: %s" % (
                 b, phase, r0, r1, (r1 - r0) / a.cycles,
                 ", ".join("%d B x%+d" % kv for kv in more.items()) or "-"), flush=True)

@@ -277,27 +277,32 @@ def test_detaches_inside_on_demand_traces_leave_one_buffer_at_most(tmp_path):
     get no GPU records: 3 were left in one on-demand job over ~50 runs of the
     H200 soak of 2026-11-29 (12 MB). One is enough, since with it the job
     always has a buffer out: every later detach hands its anchor back
-    empty, and every trace of the job's stays whole."""
+    empty, and every trace of the job's stays whole. Each detach here comes
+    while the job's session is quiet (the job idles), after its buffers
+    passed through the agent."""
     job = OnDemandJob(tmp_path, "od", "--steps", "300")
     job.session()
     control = job.result(0)
     assert control.get("kernel", 0) > 100, control
     left = spared = 0
     runs = []
-    for k in range(1, 13):
+    for k in range(1, 9):
         job.session()
         job.tracing(k)
-        r = subprocess.run([PTBPF, "-p", str(job.pid), "-o", str(tmp_path / ("t%d.pftrace" % k)),
-                            "-d", "1", "-v"], capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, (r.stderr, "job: " + job.how())
-        a, b = anchors(r.stderr)
+        t, _ = tracer(tmp_path, job, "t%d" % k, "-v")
+        time.sleep(0.8)  # the session's buffers pass through the agent: it is evident
+        (job.cue / "idle").touch()
+        time.sleep(0.3)
+        err = stop(t)  # inside the session, while it is quiet
+        (job.cue / "idle").unlink()
+        a, b = anchors(err)
         left, spared = left + a, spared + b
-        runs.append((job.result(k), r.stderr))
+        runs.append((job.result(k), err))
     job.session()
-    runs.append((job.result(13), None))
+    runs.append((job.result(9), None))
     job.end()
-    assert left <= 1, (left, spared)
     for c, err in runs:
         for cat, n in control.items():
             assert c.get(cat, 0) >= n // 2, (cat, c, control, (err or "")[-3000:])
-    print("anchors left %d, handed back instead %d" % (left, spared))
+    # One left, and later ones handed back: the path ran, not only passed.
+    assert left == 1 and spared >= 1, (left, spared, runs[0][1][-3000:])

@@ -61,6 +61,6 @@ for c in "$work"/core.*; do
 done
 echo "$pattern" > /proc/sys/kernel/core_pattern
 rm -rf "$work"
-grep -E "^\| (attach/detach cycles|daemon windows|jobs harmed|profiler sessions|false|unexplained|accumulated|RSS from|RSS grown since|malloc.s totals|malloc chunks|CUPTI.s copies|the agent.s CUPTI|result) " "$out/soak.md"
+grep -E "^\| (attach/detach cycles|daemon windows|jobs harmed|profiler sessions|false|unexplained|accumulated|RSS from|RSS grown since|malloc.s totals|malloc chunks|CUPTI.s copies|GPU memory of|the agent.s CUPTI|result) " "$out/soak.md"
 sed -n "/kB of RSS left/,\$p" "$out/attach_rss.log" | head -80
 [ "$soak" = 0 ] && [ "$fa_rc" = 0 ]

@@ -475,8 +475,11 @@ def main_loop(job, sessions, control, args, verdict, ddp):
             if paused:  # memory the sessions freed goes back before it is measured
                 gc.collect()
                 ctypes.CDLL("libc.so.6").malloc_trim(0)
-                with open(cue("quiet"), "w") as f:
+                if job.device.type == "cuda":  # GPU memory is read too: the cache's goes back
+                    torch.cuda.empty_cache()
+                with open(cue("quiet.new"), "w") as f:  # whole when it appears
                     f.write(malloc_totals())
+                os.rename(cue("quiet.new"), cue("quiet"))
             else:
                 os.unlink(cue("quiet"))
         if sessions and not paused and time.time() >= next_session:

@@ -5,6 +5,7 @@ RecordFunction calls in it (BCC, where installed), and the host's
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 
@@ -77,8 +78,8 @@ def heap_chunks(pid):
     """The malloc chunks in use in the process's main heap ([heap], glibc's
     main arena): {address: size}. Read while the job is quiet; a walk that
     meets a chunk it cannot read stops there. (Chunks in tcache and fast
-    bins count as in use: a few per size.)"""
-    import struct
+    bins count as in use: a few per size. Chunks malloc mmap'd on their
+    own, and other threads' arenas, are not in it.)"""
     try:
         with open("/proc/%d/maps" % pid) as f:
             span = next(([int(x, 16) for x in line.split()[0].split("-")]
@@ -134,8 +135,14 @@ def new_chunks_report(pid, before, top=8, samples=3):
     an earlier moment), by size, largest total first; for each, what their
     first words point at (a C++ object's first word is its vtable: the
     library and offset name its class) and the text they hold."""
+    try:
+        return _new_chunks_report(pid, before, top, samples)
+    except (OSError, ValueError, struct.error):
+        return "process gone, or its heap changed while read"
+
+
+def _new_chunks_report(pid, before, top, samples):
     import collections
-    import struct
     after = heap_chunks(pid)
     new = {a: sz for a, sz in after.items() if before.get(a) != sz}
     libs = []
@@ -145,9 +152,14 @@ def new_chunks_report(pid, before, top=8, samples=3):
                 part = line.split()
                 lo, hi = (int(x, 16) for x in part[0].split("-"))
                 libs.append((lo, hi, int(part[2], 16), part[5] if len(part) > 5 else "[anon]"))
-        mem = open("/proc/%d/mem" % pid, "rb", buffering=0)
     except (FileNotFoundError, ProcessLookupError, OSError):
         return "process gone"
+    with open("/proc/%d/mem" % pid, "rb", buffering=0) as mem:
+        return "\n".join(_describe(mem, libs, new, before, top, samples))
+
+
+def _describe(mem, libs, new, before, top, samples):
+    import collections
     base = {}
     for lo, hi, off, name in libs:
         base.setdefault(name, lo - off)
@@ -181,8 +193,7 @@ def new_chunks_report(pid, before, top=8, samples=3):
             text = re.sub(rb"[^\x20-\x7e]", b".", raw)
             lines.append("    %#x: %s | %s" % (a, " ".join(
                 where(w) or "%#x" % w for w in words[:6]), text.decode()[:100]))
-    mem.close()
-    return "\n".join(lines)
+    return lines
 
 
 def rss_growth_by_mapping(first, last, top=6):
@@ -398,6 +409,27 @@ def processes_of(exe):
         except OSError:
             continue
     return pids
+
+
+def gpu_memory():
+    """{pid: MiB of GPU memory} of every process using a GPU, from
+    nvidia-smi (CUPTI's device buffers are in it, PyTorch's caching
+    allocator's too); {} without nvidia-smi."""
+    import shutil
+    if not shutil.which("nvidia-smi"):
+        return {}
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory",
+                              "--format=csv,noheader,nounits"], capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    got = {}
+    for line in out.splitlines():
+        part = [x.strip() for x in line.split(",")]
+        if len(part) == 2 and part[0].isdigit() and part[1].isdigit():
+            got[int(part[0])] = got.get(int(part[0]), 0) + int(part[1])
+    return got
 
 
 def host_state(ptbpf):

@@ -257,6 +257,8 @@ class Result:
                                chunks_grown=self.end["jobs"][j.name].get("chunks_grown"),
                                new_chunks=self.end["jobs"][j.name].get("new_chunks"),
                                cupti_devbuf_kb=self.end["jobs"][j.name].get("cupti_devbuf_kb", 0),
+                               gpu_mib=(self.base["jobs"][j.name].get("gpu_mib"), j.first_gpu_mib,
+                                        self.end["jobs"][j.name].get("gpu_mib")),
                                rss_grew_in=probes.rss_growth_by_mapping(
                                    j.first_maps, self.end["jobs"][j.name].get("maps", {})),
                                rf_before=self.base["jobs"][j.name]["rf_calls"],
@@ -405,6 +407,9 @@ def markdown(s):
             row("RSS after each detach in %s (first -> last tenth, median)" % name,
                 "%.1f -> %.1f MB (%+.1f MB over %d detaches)" % (
                     t["first"] / 1024, t["last"] / 1024, (t["last"] - t["first"]) / 1024, t["n"]))
+        if any(x is not None for x in a.get("gpu_mib", ())):
+            row("GPU memory of %s (nvidia-smi, MiB): before, after the first detach, end" % name,
+                " / ".join("-" if x is None else str(x) for x in a["gpu_mib"]))
         if a.get("malloc_grew"):
             row("malloc's totals since the first detach in %s" % name, ", ".join(
                 "%s %+.1f MB" % (k, kb / 1024) for k, kb in sorted(a["malloc_grew"].items())))

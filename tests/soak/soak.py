@@ -152,6 +152,7 @@ class Job:
         self.clean_rss = []  # RSS (kB) after every clean detach, in order
         self.first_maps = {}  # RSS (kB) by mapping after the first clean detach
         self.first_chunks = None  # heap chunks in use then (probes.heap_chunks)
+        self.first_gpu_mib = None  # its GPU memory then (nvidia-smi), None without
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
@@ -205,6 +206,7 @@ class Job:
                 state["malloc"] = self.malloc_totals()
                 if chunks:
                     self.first_chunks = probes.heap_chunks(pid)
+                    self.first_gpu_mib = probes.gpu_memory().get(pid)
             return state
         return self.paused(read)
 
@@ -333,11 +335,13 @@ def measure(o, jobs, label):
     out = dict(label=label, jobs={}, foreign=foreign)
     rf, why = (None, "skipped (--no-rf)") if o.no_rf else probes.record_function_calls(
         [j.pid for j in live])
+    gpu = probes.gpu_memory()
     for j in live:
         out["jobs"][j.name] = dict(state=probes.steady_state(j.pid), rf_why=why,
+                                   gpu_mib=gpu.get(j.pid),
                                    rf_calls=rf.get(j.pid) if rf else None, quiet=j.quiet(),
                                    maps=probes.rss_by_mapping(j.pid), malloc=j.malloc_totals())
-        if label == "end" and j.first_chunks:  # whose memory stayed, by chunk size
+        if label == "end" and j.first_chunks and j.quiet():  # whose memory stayed, by size
             now = probes.heap_chunks(j.pid)
             out["jobs"][j.name]["chunks_grown"] = probes.chunks_grown(j.first_chunks, now, 4)
             out["jobs"][j.name]["cupti_devbuf_kb"] = probes.cupti_devbuf_kb(j.first_chunks, now)

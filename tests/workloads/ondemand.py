@@ -6,7 +6,8 @@ runs, so an agent that attaches during one cannot see it.
 
 usage: ondemand.py --cue DIR [--steps N]
 
-Prints "ready PID", then trains step after step until DIR/end exists. Each
+Prints "ready PID", then trains step after step until DIR/end exists
+(and not while DIR/idle exists: a session then goes quiet). Each
 time DIR/sessionK appears (K = 0, 1, ...) it asks Kineto for a trace of N
 optimizer steps, prints "session K tracing" once Kineto has taken the
 request and begun, and "session K events {category: n}" (kernels, copies,
@@ -46,6 +47,8 @@ def main():
     train = training()
 
     def step():
+        while os.path.exists(os.path.join(args.cue, "idle")):  # no GPU work: a quiet session
+            time.sleep(0.01)
         train()
         torch.cuda.synchronize()
         time.sleep(0.005)

@@ -109,6 +109,7 @@ bool stubs_available(void);
 enum agent_keep {
 	KEEP_ANCHOR_LEFT, /* the job's buffer an earlier session left with it */
 	KEEP_GRAPH_KERNELS, /* kernels of CUDA graphs the agents recorded */
+	KEEP_ANCHOR_OWNER, /* the buffer callback of the job's that the anchor was left with */
 	KEEP_MAX = 16,
 };
 /* Word i, or NULL without stubs. */

@@ -92,23 +92,26 @@ void anchor_close(void)
  * Kineto frees a buffer only when CUPTI completes it, so a left one stays
  * in its map for good, and counts against its buffer limit (about 33: at
  * the limit its sessions get no GPU records). One is enough: with it the
- * job always has a buffer out. So once one is left (the stub pages keep
- * that across agents), every later anchor goes back empty. */
+ * job always has a buffer out. So once one is left with the same buffer
+ * callbacks (the stub pages keep both across agents), every later anchor
+ * goes back empty. */
 void anchor_leave(void)
 {
 	uint8_t *b = atomic_exchange(&anchor, NULL);
-	uint64_t *left = stubs_keep(KEEP_ANCHOR_LEFT);
+	uint64_t *left = stubs_keep(KEEP_ANCHOR_LEFT), *owner = stubs_keep(KEEP_ANCHOR_OWNER);
 
 	if (!b)
 		return;
-	if (left && *left) {
+	if (left && *left && owner && *owner == (uintptr_t)job_done) {
 		job_done(NULL, 0, b, atomic_load(&anchor_size), 0);
 		atomic_fetch_add(&n_anchors_empty, 1);
 		atomic_fetch_add(&n_anchors_spared, 1);
 		return;
 	}
-	if (left)
+	if (left && owner) {
 		*left = (uintptr_t)b;
+		*owner = (uintptr_t)job_done;
+	}
 	atomic_fetch_add(&n_anchors_left, 1);
 }
 
@@ -159,7 +162,8 @@ void activity_counts_report(void)
 	/* Kernels of CUDA graphs recorded by every agent in this process: CUPTI
 	 * 13.0 keeps host copies of device buffers they used (BENCHMARKS.md). */
 	uint64_t *graphs = stubs_keep(KEEP_GRAPH_KERNELS);
-	uint64_t all = graphs ? (*graphs += atomic_load(&n_graph_kernels)) : 0;
+	uint64_t graph_kernels = atomic_load(&n_graph_kernels);
+	uint64_t all = graphs ? (*graphs += graph_kernels) : 0;
 
 	agent_report(PTBPF_AGENT_DORMANT, 0,
 		     "GPU timeline off: %llu kernels (%llu from CUDA graphs; %llu in this process "
@@ -168,7 +172,7 @@ void activity_counts_report(void)
 		     "the job's profiler, %llu not, %llu of its own passed through, %llu empty ones "
 		     "handed back, %llu left with it; %d of the agent's %d buffers still with CUPTI "
 		     "(their memory stays in the process after detach)%s",
-		     (unsigned long long)n_kernels, (unsigned long long)n_graph_kernels,
+		     (unsigned long long)n_kernels, (unsigned long long)graph_kernels,
 		     (unsigned long long)all, (unsigned long long)n_memcpys,
 		     (unsigned long long)n_memsets, (unsigned long long)n_dropped,
 		     (unsigned long long)n_declined, (unsigned long long)n_foreign,

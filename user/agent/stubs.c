@@ -138,9 +138,11 @@ void *stub_entry(int i, void *target)
 }
 
 /* The kept words sit in the targets' page after the targets, past room
- * for more of those. */
-#define KEEP_AT (PAGE / 8 - KEEP_MAX)
+ * for more of those, at a place every agent of this page format (its
+ * magic) agrees on: a word's index never changes meaning. */
+#define KEEP_AT 480
 _Static_assert(STUB_MAX <= KEEP_AT, "stub targets and kept words overlap");
+_Static_assert(KEEP_AT + KEEP_MAX <= PAGE / 8, "kept words past the page");
 
 uint64_t *stubs_keep(int i)
 {
