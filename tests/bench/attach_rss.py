@@ -178,23 +178,24 @@ def main():
                 failed = attach_block(o, jobs, VARIANTS[v], o.per_block, work, rng)
                 after = {j.pid: trimmed_rss(j) for j in jobs}
                 where = probes.rss_growth_by_mapping(maps0, probes.rss_by_mapping(jobs[0].pid), 2)
+                sizes = []
                 if o.heap_strings:  # which chunk sizes the block left more of
                     chunks1 = jobs[0].paused(probes.heap_chunks) or {}
-                    where += [(n, "chunks %d" % sz) for n, sz in probes.chunks_grown(
-                        chunks_at, chunks1, 3)]
+                    sizes = probes.chunks_grown(chunks_at, chunks1, 3)
                     chunks_at = chunks1
                 for j in jobs:
                     grow[(v, j.pid)].append((after[j.pid] - before[j.pid]) / o.per_block)
-                print("round %d %-8s %4.0f s%s: %s; grown in job %d: %s" % (
+                print("round %d %-8s %4.0f s%s: %s; grown in job %d: %s%s" % (
                     rnd, v, time.time() - t0, " (%d failed)" % failed if failed else "",
                     ", ".join("job %d (%s) %+.1f kB/attach (malloc used/free %s)" % (
                         j.pid, "sessions" if j.sessions < 1000 else "no sessions",
                         grow[(v, j.pid)][-1], malloc_text(malloc0[j.pid], j.malloc,
                                                            o.per_block)) for j in jobs),
                     jobs[0].pid,
-                    ", ".join("%s %+d %s" % (k.split(" ", 1)[1].rsplit("/", 1)[-1], kb,
-                                             "x" if k.startswith("chunks") else "kB")
-                              for kb, k in where) or "-"), flush=True)
+                    ", ".join("%s %+d kB" % (k.split(" ", 1)[1].rsplit("/", 1)[-1], kb)
+                              for kb, k in where) or "-",
+                    "; chunks in use: " + ", ".join("%d B x%+d" % (sz, n) for n, sz in sizes)
+                    if sizes else ""), flush=True)
         print("\nkB of RSS left per attach (trimmed), median over %d rounds of %d:" % (
             o.rounds, o.per_block))
         for v in names:

@@ -42,13 +42,12 @@ KINDS = (10, 1, 2)  # CONCURRENT_KERNEL, MEMCPY, MEMSET
 FORCED = 1
 BUF = 8 << 20
 KERNEL_START, KERNEL_GRAPH_ID = 16, 156  # offsets in CUpti_ActivityKernel10 (CUPTI 13.0)
-# A chunk of CUPTI's host copy of one device buffer (its default
-# CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, 3,200,000 B, and malloc's 16).
-DEVBUF = 3200016
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "soak"))
 import probes  # noqa: E402
+
+DEVBUF = probes.CUPTI_DEVBUF_CHUNKS[0]  # CUPTI's host copy of one device buffer, as a chunk
 
 
 def rss_kb():
@@ -60,20 +59,9 @@ def rss_kb():
 
 
 def devbufs_new(before, after):
-    """How many of CUPTI's device-buffer host copies (DEVBUF chunks) are in
-    use in after and were not in before (heap_chunks readings)."""
-    return sum(1 for a, sz in after.items() if sz == DEVBUF and before.get(a) != sz)
-
-
-def malloc_used():
-    """Bytes in use in malloc's chunks (glibc's mallinfo2)."""
-    class Mallinfo2(ctypes.Structure):
-        _fields_ = [(n, ctypes.c_size_t) for n in (
-            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
-            "fordblks", "keepcost")]
-    f = ctypes.CDLL("libc.so.6").mallinfo2
-    f.restype = Mallinfo2
-    return f().uordblks
+    """How many of CUPTI's device-buffer host copies are in use in after
+    and were not in before (heap_chunks readings)."""
+    return probes.cupti_devbufs_new(before, after).count(DEVBUF)
 
 
 def load_cupti():
@@ -144,7 +132,7 @@ class Cupti:
                 print("marathon %5.0f s: kernels %d (from graphs %d, no start time %d), "
                       "malloc in use %.1f MB, GPU free %.1f MB" % (
                           now - t0, self.kernels, self.graph_kernels, self.no_time,
-                          malloc_used() / 2**20, free / 2**20), flush=True)
+                          probes.mallinfo().get("used", 0) / 1024, free / 2**20), flush=True)
                 next_say += every
             if now - t0 >= seconds:
                 break

@@ -39,6 +39,7 @@ import time
 import traceback
 
 import fakedyno  # the soak's directory, this script's own
+import probes
 
 # Kineto's bookkeeping in a trace, not events of the job: their number
 # follows buffer sizes and timing, not the work. "Buffer Flush" and
@@ -437,24 +438,9 @@ def session(sessions, control, verdict):
             "; ".join(diff(control, counts))), flush=True)
 
 
-class Mallinfo2(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
-        "fordblks", "keepcost")]
-
-
 def malloc_totals():
-    """glibc malloc's own totals over all arenas, in kB, as one line: what
-    the job's allocations hold (used), what malloc keeps free and could not
-    give back (free), and its mmap'd chunks (mmapped). Empty without
-    mallinfo2 (glibc < 2.33)."""
-    try:
-        f = ctypes.CDLL("libc.so.6").mallinfo2
-    except AttributeError:
-        return ""
-    f.restype = Mallinfo2
-    m = f()
-    return "used %d free %d mmapped %d\n" % (m.uordblks >> 10, m.fordblks >> 10, m.hblkhd >> 10)
+    """malloc's totals (probes.mallinfo), as "used KB free KB mmapped KB"."""
+    return "".join("%s %d " % kv for kv in probes.mallinfo().items()).strip() + "\n"
 
 
 def main_loop(job, sessions, control, args, verdict, ddp):

@@ -49,6 +49,33 @@ def rss_by_mapping(pid):
     return out
 
 
+def heap_spans(pid):
+    """[[start, end]] of the process's main heap ([heap]); [] without one."""
+    with open("/proc/%d/maps" % pid) as f:
+        return [[int(x, 16) for x in line.split()[0].split("-")]
+                for line in f if line.rstrip().endswith("[heap]")]
+
+
+def mallinfo():
+    """glibc malloc's own totals over all arenas of this process, in kB:
+    what its chunks hold in use (used), what it keeps free and could not
+    give back (free), and its mmap'd chunks (mmapped). {} without mallinfo2
+    (glibc < 2.33)."""
+    import ctypes
+
+    class Mallinfo2(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+            "fordblks", "keepcost")]
+    try:
+        f = ctypes.CDLL("libc.so.6").mallinfo2
+    except AttributeError:
+        return {}
+    f.restype = Mallinfo2
+    m = f()
+    return dict(used=m.uordblks >> 10, free=m.fordblks >> 10, mmapped=m.hblkhd >> 10)
+
+
 def heap_strings(pid, least=12):
     """collections.Counter of the printable strings (least characters or
     more, with a word of 6 letters in them: not random bytes) in the
@@ -57,9 +84,7 @@ def heap_strings(pid, least=12):
     import collections
     got = collections.Counter()
     try:
-        with open("/proc/%d/maps" % pid) as f:
-            spans = [[int(x, 16) for x in line.split()[0].split("-")]
-                     for line in f if line.rstrip().endswith("[heap]")]
+        spans = heap_spans(pid)
         pat = re.compile(rb"[\x20-\x7e]{%d,}" % least)
         word = re.compile(rb"[A-Za-z_]{6}")
         with open("/proc/%d/mem" % pid, "rb", buffering=0) as mem:
@@ -81,9 +106,7 @@ def heap_chunks(pid):
     bins count as in use: a few per size. Chunks malloc mmap'd on their
     own, and other threads' arenas, are not in it.)"""
     try:
-        with open("/proc/%d/maps" % pid) as f:
-            span = next(([int(x, 16) for x in line.split()[0].split("-")]
-                         for line in f if line.rstrip().endswith("[heap]")), None)
+        span = next(iter(heap_spans(pid)), None)
         if not span:
             return {}
         with open("/proc/%d/mem" % pid, "rb", buffering=0) as mem:
@@ -123,27 +146,26 @@ def chunks_grown(before, after, top=3):
 CUPTI_DEVBUF_CHUNKS = (3200016, 1600016)
 
 
-def cupti_devbuf_kb(before, after):
-    """kB in CUPTI's device-buffer copies in use after that were not before
-    (heap_chunks readings)."""
-    new = [sz for a, sz in after.items() if sz in CUPTI_DEVBUF_CHUNKS and before.get(a) != sz]
-    return sum(new) // 1024
+def cupti_devbufs_new(before, after):
+    """The sizes of CUPTI's device-buffer copies (CUPTI_DEVBUF_CHUNKS) in
+    use in after that were not in before (heap_chunks readings)."""
+    return [sz for a, sz in after.items() if sz in CUPTI_DEVBUF_CHUNKS and before.get(a) != sz]
 
 
-def new_chunks_report(pid, before, top=8, samples=3):
-    """Text: the chunks in use now that were not before (heap_chunks of
-    an earlier moment), by size, largest total first; for each, what their
-    first words point at (a C++ object's first word is its vtable: the
-    library and offset name its class) and the text they hold."""
+def new_chunks_report(pid, before, after=None, top=8, samples=3):
+    """Text: the chunks in use now (after, or read now) that were not
+    before (heap_chunks readings), by size, largest total first; for each,
+    what their first words point at (a C++ object's first word is its
+    vtable: the library and offset name its class) and the text they
+    hold."""
     try:
-        return _new_chunks_report(pid, before, top, samples)
+        return _new_chunks_report(pid, before, heap_chunks(pid) if after is None else after,
+                                  top, samples)
     except (OSError, ValueError, struct.error):
         return "process gone, or its heap changed while read"
 
 
-def _new_chunks_report(pid, before, top, samples):
-    import collections
-    after = heap_chunks(pid)
+def _new_chunks_report(pid, before, after, top, samples):
     new = {a: sz for a, sz in after.items() if before.get(a) != sz}
     libs = []
     try:

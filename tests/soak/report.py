@@ -10,7 +10,6 @@ import classify
 import probes
 
 
-
 def tenths(values):
     """Medians of the first and last tenth and their ratio (from 10 values;
     judged from 50: on a busy host a few runs' times are noise)."""

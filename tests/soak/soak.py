@@ -344,9 +344,10 @@ def measure(o, jobs, label):
         if label == "end" and j.first_chunks and j.quiet():  # whose memory stayed, by size
             now = probes.heap_chunks(j.pid)
             out["jobs"][j.name]["chunks_grown"] = probes.chunks_grown(j.first_chunks, now, 4)
-            out["jobs"][j.name]["cupti_devbuf_kb"] = probes.cupti_devbuf_kb(j.first_chunks, now)
+            out["jobs"][j.name]["cupti_devbuf_kb"] = sum(
+                probes.cupti_devbufs_new(j.first_chunks, now)) // 1024
             out["jobs"][j.name]["new_chunks"] = probes.new_chunks_report(
-                j.pid, j.first_chunks, top=4, samples=2)
+                j.pid, j.first_chunks, now, top=4, samples=2)
     out["host"] = probes.host_state(o.ptbpf)
     for j in live:
         j.cue_file("pause", False)
