@@ -140,6 +140,12 @@ int pool_init(void)
 	return 0;
 }
 
+/* Every buffer of the agent's back from CUPTI. */
+bool pool_all_back(void)
+{
+	return !pool || atomic_load(&pool_free) == (1u << POOL_BUFS) - 1;
+}
+
 void activity_counts_reset(void)
 {
 	atomic_store(&n_kernels, 0);

@@ -109,6 +109,7 @@ void anchor_leave(void);
 
 /* Allocates the buffer pool, once: -1 if it cannot be (reported). */
 int pool_init(void);
+bool pool_all_back(void);
 void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records);
 void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
 			       size_t valid);
