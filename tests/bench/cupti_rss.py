@@ -20,7 +20,15 @@ each attach: what CUPTI keeps per thread that ever called it. Phases that
 trace for --seconds (as a real attach does) and flush meanwhile every
 0.2 s: "forced" (the agent's forced flush), "plain" (completed buffers
 only), "period" (CUPTI's own flush thread), "tflush" (forced, from another
-thread while kernels run), "still" (no flush until the end), "agentlong"
+thread while kernels run), "tplain" (the same, not forced), "pend" (CUPTI's
+flush thread, then kinds off and a forced flush from another thread while
+kernels run, as a detach could), "tdrain" (tplain, then kinds off and plain
+flushes 20 ms apart until every buffer is back, at most 25, then a forced
+one only if not, from another thread while kernels run: the agent's way
+since 2026-11-29), "still" (no flush until the end), "subscribed" (forced, with callbacks on the
+launch calls the agent enables them on, subscribed for the cycle), "domain" (the same with every runtime and
+driver call's callback on), "pool"
+(forced, with the agent's buffers: at most 8 of 1 MiB out, more declined), "agentlong"
 (the agent on for that long), "kineto" (a torch.profiler session as long).
 --marathon S instead: one session of S seconds, saying every 10 s how many
 kernel records came (from graphs, without a start time), malloc's memory
@@ -77,6 +85,10 @@ REQ = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(cty
                        ctypes.POINTER(ctypes.c_size_t))
 DONE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t,
                         ctypes.c_size_t)
+CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p)
+# (domain, cbid) of launches the agent enables callbacks on (user/agent/launch_cbids.h):
+# cudaLaunchKernel, cudaGraphLaunch, cuLaunchKernel, cuGraphLaunch
+LAUNCH_CBIDS = ((2, 211), (2, 311), (1, 307), (1, 514))
 
 
 class Cupti:
@@ -88,14 +100,25 @@ class Cupti:
         self.kernels = self.graph_kernels = self.no_time = 0
         self.req = REQ(self._req)
         self.done = DONE(self._done)
+        self.callback = CALLBACK(lambda *a: None)
+        self.pool = None  # (buffers, bytes each): at most so many out, as the agent's pool
+        self.declined = 0
+        self.forced_at_end = 0  # tdrain: sessions whose plain flushes left buffers out
+        self.subscriber = ctypes.c_void_p()
 
     def _req(self, buf, size, maxrec):
-        b = ctypes.create_string_buffer(BUF + 8)
+        maxrec[0] = 0
+        if self.pool and len(self.out) >= self.pool[0]:  # as the agent's pool: declined
+            self.declined += 1
+            buf[0] = None
+            size[0] = 0
+            return
+        n = self.pool[1] if self.pool else BUF
+        b = ctypes.create_string_buffer(n + 8)
         a = (ctypes.addressof(b) + 7) & ~7
         self.out[a] = b
         buf[0] = a
-        size[0] = BUF
-        maxrec[0] = 0
+        size[0] = n
 
     def _done(self, ctx, stream, buf, size, valid):
         self.records += valid
@@ -153,17 +176,30 @@ class Cupti:
         cuptiActivityFlushPeriod), "tflush" (forced, from another thread
         while the kernels run, as the agent's thread does) or None."""
         c = self.lib
+        subscribed = flush in ("subscribed", "domain")  # forced, with launch callbacks on
+        domain = flush == "domain"  # every runtime and driver call's callback, as with --api
+        self.pool = (8, 1 << 20) if flush == "pool" else None  # forced, the agent's pool
+        if flush == "pool":
+            flush = "forced"
+        if subscribed:
+            flush = "forced"
+            assert c.cuptiSubscribe(ctypes.byref(self.subscriber), self.callback, None) == 0
+            for dom, cbid in LAUNCH_CBIDS:
+                c.cuptiEnableCallback(ctypes.c_uint32(1), self.subscriber, ctypes.c_int(dom),
+                                      ctypes.c_uint32(cbid))
+            for dom in (1, 2) if domain else ():
+                c.cuptiEnableDomain(ctypes.c_uint32(1), self.subscriber, ctypes.c_int(dom))
         assert c.cuptiActivityRegisterCallbacks(self.req, self.done) == 0
         for k in KINDS:
             assert c.cuptiActivityEnable(ctypes.c_int(k)) == 0
-        if flush == "period":
+        if flush in ("period", "pend"):
             c.cuptiActivityFlushPeriod(ctypes.c_uint32(int(every * 1000)))
         stop = threading.Event()
         flusher = None
-        if flush == "tflush":  # as the agent's thread: forced, while kernels run
+        if flush in ("tflush", "tplain", "tdrain"):  # as the agent's thread, while kernels run
             def flushing():
                 while not stop.wait(every):
-                    c.cuptiActivityFlushAll(ctypes.c_uint32(FORCED))
+                    c.cuptiActivityFlushAll(ctypes.c_uint32(FORCED if flush == "tflush" else 0))
             flusher = threading.Thread(target=flushing)
             flusher.start()
         work()
@@ -176,12 +212,31 @@ class Cupti:
         if flusher:
             stop.set()
             flusher.join()
-        if flush == "period":
+        if flush in ("period", "pend"):
             c.cuptiActivityFlushPeriod(ctypes.c_uint32(0))
-        c.cuptiActivityFlushAll(ctypes.c_uint32(FORCED))
-        for k in KINDS:
-            c.cuptiActivityDisable(ctypes.c_int(k))
-        c.cuptiActivityFlushAll(ctypes.c_uint32(FORCED))
+        if flush in ("pend", "tdrain"):  # kinds off, then a forced flush, from another thread,
+            def end():                    # kernels running (tdrain: plain ones first, as the agent)
+                for k in KINDS:
+                    c.cuptiActivityDisable(ctypes.c_int(k))
+                for _ in range(25 if flush == "tdrain" else 0):
+                    c.cuptiActivityFlushAll(ctypes.c_uint32(0))
+                    if not self.out:
+                        return
+                    time.sleep(0.02)
+                self.forced_at_end += 1
+                c.cuptiActivityFlushAll(ctypes.c_uint32(FORCED))
+            ender = threading.Thread(target=end)
+            ender.start()
+            while ender.is_alive():
+                work()
+            ender.join()
+        else:
+            c.cuptiActivityFlushAll(ctypes.c_uint32(FORCED))
+            for k in KINDS:
+                c.cuptiActivityDisable(ctypes.c_int(k))
+            c.cuptiActivityFlushAll(ctypes.c_uint32(FORCED))
+        if subscribed:
+            c.cuptiUnsubscribe(self.subscriber)
 
 
 def main():
@@ -255,7 +310,8 @@ def main():
         t.join()
 
     phases = a.phases.split(",")
-    known = {"cupti", "thread", "none", "forced", "plain", "period", "still", "tflush", "kineto"}
+    known = {"cupti", "thread", "none", "forced", "plain", "period", "still", "tflush", "kineto",
+             "subscribed", "pool", "domain", "tplain", "pend", "tdrain"}
     known |= {"agent", "agentlong"} if a.agent else set()
     for p in phases:
         if p not in known:
@@ -294,7 +350,8 @@ def main():
                             work()
                 elif phase == "thread":
                     thread_cycle()
-                elif phase in ("forced", "plain", "period", "still", "tflush"):
+                elif phase in ("forced", "plain", "period", "still", "tflush", "subscribed",
+                               "pool", "domain", "tplain", "pend", "tdrain"):
                     cu.cycle(work, a.seconds, None if phase == "still" else phase)
                 else:
                     work()
@@ -313,7 +370,8 @@ def main():
               "(%d B chunks) new: %d in %d cycles" % (
                   phase, g[len(g) // 2], ", ".join("%+.1f" % v for v in g), DEVBUF,
                   devbufs[phase], a.blocks * a.cycles))
-    print("records %d, buffers still out %d" % (cu.records, len(cu.out)))
+    print("records %d bytes, buffers still out %d, requests declined %d, sessions ended by "
+          "a forced flush (tdrain) %d" % (cu.records, len(cu.out), cu.declined, cu.forced_at_end))
 
 
 if __name__ == "__main__":
