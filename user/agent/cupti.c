@@ -158,15 +158,18 @@ static void disable_ours_locked(void)
 
 /*
  * Our kinds off, then every buffer back. A forced flush from the agent's
- * thread while the job's kernels run makes CUPTI 13.0 keep one of its
- * device buffers for good, with its host copies (3.2 MB of GPU memory and
- * 4.8 MB of malloc'd memory each), about once per session over CUDA graph
- * replays; plain flushes from another thread do not (H200, 2026-11-29,
- * tests/bench/cupti_rss.py: 20 and 19 kept in 18 sessions against 0 in
- * 18). So plain flushes while the records of kernels already launched
- * complete, until every buffer of the agent's is back, and a forced one
- * only if some are not by then: the agent cannot be unloaded while CUPTI
- * holds one of its buffers.
+ * thread while the job replays CUDA graphs makes CUPTI 13.0 keep one of
+ * its device buffers for good, with its host copies (3.2 MB of GPU memory
+ * and 4.8 MB of malloc'd memory each), about once per session; plain
+ * flushes from another thread, and forced ones from the launching thread,
+ * do not (H200, 2026-11-29, tests/bench/cupti_rss.py: 20 and 19 kept in
+ * 18 sessions against 0 in 18). So plain flushes while the records of
+ * kernels already launched complete, until every buffer of the agent's is
+ * back, and a forced one only if some are not by then: the agent cannot
+ * be unloaded while CUPTI holds one of its buffers. The lock is free
+ * while it waits, as in hand_back_locked, so that no CUPTI call of the
+ * job's waits for this; a session the job starts meanwhile has taken the
+ * activity API, and its flush (yield_locked) brought every buffer back.
  */
 static void disable_and_drain_locked(void)
 {
@@ -175,7 +178,11 @@ static void disable_and_drain_locked(void)
 		flush_locked(0);
 		if (pool_all_back())
 			return;
+		pthread_mutex_unlock(&cupti_lock);
 		nanosleep(&(struct timespec){ 0, DRAIN_WAIT_NS }, NULL);
+		pthread_mutex_lock(&cupti_lock);
+		if (atomic_load(&activity_owner) != OWN_US)
+			return;
 	}
 	flush_forced_locked();
 }
@@ -344,8 +351,13 @@ void cupti_deactivate(void)
 	if (atomic_load(&activity_owner) == OWN_US && !atomic_load(&pass_through)) {
 		/* A session of the job's that runs unseen shows in this flush
 		 * (its buffers come back through ours) before any kind goes off:
-		 * the job's session has them on too. */
-		flush_locked(0);
+		 * the job's session has them on too. Only a forced flush is sure
+		 * to return a buffer with records of kernels still running, so
+		 * it is forced where such a session can be: the job has used
+		 * CUPTI's activity API (its clock or callbacks set). Its
+		 * profiler's data counts for more than the device buffer CUPTI
+		 * may keep after it (disable_and_drain_locked). */
+		flush_locked(job_registered ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 		if (!atomic_load(&pass_through)) {
 			disable_and_drain_locked();
 			/* The job's buffer callbacks back where they were. */
@@ -415,9 +427,10 @@ void cupti_tick(int64_t now)
 	} else if (o == OWN_US && atomic_load(&foreign_seen)) {
 		yield_locked(false, "its kinds in the agent's buffers");
 	} else if (o == OWN_US && now >= next_flush) {
-		/* Deliver what the GPU finished, at most 200 ms late: a
-		 * plain flush hands over partly filled buffers too (only
-		 * forced ones keep CUPTI's device buffers, above). */
+		/* Deliver what the GPU finished, about 200 ms late: a plain
+		 * flush hands over partly filled buffers too, those whose
+		 * records are all complete (a forced one from this thread
+		 * can keep CUPTI's device buffers, above). */
 		calibrate();
 		flush_locked(0);
 		next_flush = now + FLUSH_NS;

@@ -14,10 +14,10 @@
  * the job's own allocator and go back to the job whole. Kineto reads its
  * buffers at the end of a session only if it still has one CUPTI has not
  * returned (CuptiActivityApi::activityBuffers: no allocated buffer, no GPU
- * trace, and what it had shows up in its next trace), and a forced flush
- * returns every one. So from the moment a job session is evident, the agent
- * holds one buffer of the job's unreturned (the anchor) across each forced
- * flush of its own, and hands it to CUPTI at CUPTI's next request.
+ * trace, and what it had shows up in its next trace), and a flush can
+ * return every one. So from the moment a job session is evident, the agent
+ * holds one buffer of the job's unreturned (the anchor) across each flush
+ * of its own, and hands it to CUPTI at CUPTI's next request.
  */
 #include "cupti_int.h"
 
@@ -271,7 +271,7 @@ void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_recor
 	*buffer = NULL;
 	*size = 0;
 	if (atomic_load(&pass_through) && job_req) {
-		/* Not while the agent's own forced flush runs: that would
+		/* Not while a flush of the agent's runs: that would
 		 * return the anchor at once. */
 		uint8_t *b = atomic_load(&agent_flushing) ? NULL : atomic_exchange(&anchor, NULL);
 
@@ -426,7 +426,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, 
 
 void cupti_unload(void)
 {
-	/* Every buffer back (a forced flush at deactivation returns them):
+	/* Every buffer back (the flushes at deactivation return them):
 	 * else CUPTI may still write one, and the pool stays. */
 	if (pool && atomic_load(&pool_free) == (1u << POOL_BUFS) - 1) {
 		free(pool);

@@ -100,7 +100,7 @@ void rehook_locked(int64_t now);
 extern _Atomic bool foreign_seen; /* our buffers held kinds someone else enabled */
 extern _Atomic bool pass_through; /* a job session runs: buffers are the job's */
 
-extern _Atomic bool agent_flushing; /* the agent's forced flush runs */
+extern _Atomic bool agent_flushing; /* a flush of the agent's runs */
 
 void anchor_open(void);
 bool anchor_held(void);
