@@ -8,7 +8,9 @@
 # (default .): soak.md, soak.json, soak.log, first_attach.log,
 # attach_rss.log, and the stacks of any core a job left.
 #
-# SOAK_SECONDS: each soak mode's limit (default 170); SOAK_JOBS,
+# SOAK_SECONDS: each soak mode's limit (default 170); SOAK_MODE: both
+# (default), cycles or daemon (one mode alone: 1,000 cycles fit in one
+# device call); SOAK_JOBS,
 # SOAK_UNTRACED: the soak's --jobs and --untraced; RSS_KIND, RSS_VARIANTS,
 # RSS_ROUNDS, RSS_DEVICE, RSS_HEAP_STRINGS: attach_rss.py's --kind,
 # --variants, --rounds, --device, --heap-strings; FIRST_ATTACH=0
@@ -39,7 +41,7 @@ timeout 500 "$py" tests/bench/attach_rss.py --kind "${RSS_KIND:-graphs}" \
 	--heap-strings "${RSS_HEAP_STRINGS:-40}" \
 	2>&1 | grep -v verdict > "$out/attach_rss.log" &
 rss=$!
-timeout -s USR1 "$((secs * 3 + 200))" "$py" tests/soak/soak.py --mode both \
+timeout -s USR1 "$((secs * 3 + 200))" "$py" tests/soak/soak.py --mode "${SOAK_MODE:-both}" \
 	--jobs "${SOAK_JOBS:-mlp,graphs,ddp,ondemand}" --untraced "${SOAK_UNTRACED:-mlp,graphs}" \
 	--cycles 1000 --windows 200 --every 1s --window 1s --daemons 4 --budget 0 \
 	--dur-min 0.2 --dur-max 0.5 --gap-max 0.3 --kill-fraction 0.1 \
