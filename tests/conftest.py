@@ -51,7 +51,9 @@ class Proc:
                                   stdin=subprocess.DEVNULL, bufsize=0, **kw)
         self.out = b""
 
-    def wait_line(self, prefix, timeout=120, stream="stdout"):
+    def read_until(self, match, timeout=120, stream="stdout"):
+        """Reads lines until match(line) holds: (that line, all read up to
+        and with it), or (None, all read) at timeout or end of stream."""
         f = getattr(self.p, stream)
         deadline = time.time() + timeout
         buf = b""
@@ -62,10 +64,16 @@ class Proc:
                 if not line:
                     break
                 buf += line
-                if line.decode(errors="replace").startswith(prefix):
+                if match(line.decode(errors="replace")):
                     return line.decode(errors="replace"), buf.decode(errors="replace")
-        raise AssertionError("%s: no line starting %r within %ss; got:\n%s\nstderr: %s" % (
-            self.argv, prefix, timeout, buf.decode(errors="replace"), self.drain_err()))
+        return None, buf.decode(errors="replace")
+
+    def wait_line(self, prefix, timeout=120, stream="stdout"):
+        line, buf = self.read_until(lambda text: text.startswith(prefix), timeout, stream)
+        if line is None:
+            raise AssertionError("%s: no line starting %r within %ss; got:\n%s\nstderr: %s" % (
+                self.argv, prefix, timeout, buf, self.drain_err()))
+        return line, buf
 
     def drain_err(self):
         if self.p.poll() is None:

@@ -7,7 +7,6 @@ events their profiler recorded; every count must equal the same job's
 counts with no ptbpf at all."""
 import os
 import re
-import select
 import signal
 import subprocess
 import time
@@ -269,25 +268,6 @@ def anchors(err):
     return left, spared
 
 
-def stderr_until(t, texts, timeout):
-    """ptbpf's stderr up to and with the first line holding one of texts,
-    and which one (None if none came within timeout; what was read is kept
-    either way)."""
-    got = b""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        r, _, _ = select.select([t.p.stderr], [], [], 0.2)
-        if r:
-            line = t.p.stderr.readline()
-            if not line:
-                break
-            got += line
-            for text in texts:
-                if text in line.decode(errors="replace"):
-                    return got.decode(errors="replace"), text
-    return got.decode(errors="replace"), None
-
-
 def test_detaches_inside_on_demand_traces_leave_one_buffer_at_most(tmp_path):
     """A detach inside a Kineto on-demand trace that is quiet then leaves
     the agent's anchor (one of Kineto's own buffers, kept from CUPTI so that
@@ -300,10 +280,10 @@ def test_detaches_inside_on_demand_traces_leave_one_buffer_at_most(tmp_path):
     empty, and every trace of the job's stays whole. Each detach here comes
     while the job's session is quiet (the job idles), after the agent found
     the session in its buffers (its "has a session running" line); an
-    attach that saw the session start instead is stopped and made again. The
-    sessions are long (1,500 steps, 10-15 s) so that each detach falls
-    inside one: with 300 steps (2-3 s) the first run of this test detached
-    after every session had ended, and nothing was left to count."""
+    attach that saw the session start instead is stopped and made again.
+    The sessions are long (1,500 steps, 10-15 s) so that each detach falls
+    inside one: with 300 steps (2-3 s) the first run of this test counted
+    no anchor at all (its output too short to say why)."""
     job = OnDemandJob(tmp_path, "od", "--steps", "1500")
     job.session()
     control = job.result(0)
@@ -320,8 +300,10 @@ def test_detaches_inside_on_demand_traces_leave_one_buffer_at_most(tmp_path):
         err = ""
         for attempt in range(3):
             t, _ = tracer(tmp_path, job, "t%d.%d" % (k, attempt), "-v")
-            head, hit = stderr_until(t, ("has a session running", "starts a session"), 15)
-            if hit == "has a session running":
+            line, head = t.read_until(
+                lambda text: "has a session running" in text or "starts a session" in text,
+                15, "stderr")
+            if line and "has a session running" in line:
                 break
             err += head + stop(t)
         else:
