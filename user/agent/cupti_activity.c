@@ -428,7 +428,7 @@ void cupti_unload(void)
 {
 	/* Every buffer back (the flushes at deactivation return them):
 	 * else CUPTI may still write one, and the pool stays. */
-	if (pool && atomic_load(&pool_free) == (1u << POOL_BUFS) - 1) {
+	if (pool && pool_all_back()) {
 		free(pool);
 		pool = NULL;
 	}
