@@ -83,6 +83,9 @@ def load_cupti():
 
 REQ = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t),
                        ctypes.POINTER(ctypes.c_size_t))
+# Phases that trace for --seconds, each a flush policy of Cupti.cycle.
+TIMED = ("forced", "plain", "period", "still", "tflush", "subscribed", "pool", "domain", "tplain",
+         "pend", "tdrain")
 DONE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t,
                         ctypes.c_size_t)
 CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p)
@@ -171,18 +174,15 @@ class Cupti:
 
     def cycle(self, work, seconds=0, flush=None, every=0.2):
         """One on/off cycle around work; with seconds, work for that long,
-        flushing every `every` s meanwhile: "forced" (as the agent does),
-        "plain" (completed buffers only), "period" (CUPTI's own worker,
-        cuptiActivityFlushPeriod), "tflush" (forced, from another thread
-        while the kernels run, as the agent's thread does) or None."""
+        flushing meanwhile (every `every` s) by the policy flush: one of
+        TIMED (the module's docstring says what each does) or None."""
         c = self.lib
         subscribed = flush in ("subscribed", "domain")  # forced, with launch callbacks on
         domain = flush == "domain"  # every runtime and driver call's callback, as with --api
         self.pool = (8, 1 << 20) if flush == "pool" else None  # forced, the agent's pool
-        if flush == "pool":
+        if subscribed or flush == "pool":
             flush = "forced"
         if subscribed:
-            flush = "forced"
             assert c.cuptiSubscribe(ctypes.byref(self.subscriber), self.callback, None) == 0
             for dom, cbid in LAUNCH_CBIDS:
                 c.cuptiEnableCallback(ctypes.c_uint32(1), self.subscriber, ctypes.c_int(dom),
@@ -310,8 +310,7 @@ def main():
         t.join()
 
     phases = a.phases.split(",")
-    known = {"cupti", "thread", "none", "forced", "plain", "period", "still", "tflush", "kineto",
-             "subscribed", "pool", "domain", "tplain", "pend", "tdrain"}
+    known = {"cupti", "thread", "none", "kineto"} | set(TIMED)
     known |= {"agent", "agentlong"} if a.agent else set()
     for p in phases:
         if p not in known:
@@ -350,8 +349,7 @@ def main():
                             work()
                 elif phase == "thread":
                     thread_cycle()
-                elif phase in ("forced", "plain", "period", "still", "tflush", "subscribed",
-                               "pool", "domain", "tplain", "pend", "tdrain"):
+                elif phase in TIMED:
                     cu.cycle(work, a.seconds, None if phase == "still" else phase)
                 else:
                     work()
