@@ -166,25 +166,42 @@ static void disable_ours_locked(void)
  * 18 sessions against 0 in 18). So plain flushes while the records of
  * kernels already launched complete, until every buffer of the agent's is
  * back, and a forced one only if some are not by then: the agent cannot
- * be unloaded while CUPTI holds one of its buffers. The lock is free
- * while it waits, as in hand_back_locked, so that no CUPTI call of the
- * job's waits for this; a session the job starts meanwhile has taken the
- * activity API, and its flush (yield_locked) brought every buffer back.
+ * be unloaded while CUPTI holds one of its buffers.
+ *
+ * The lock stays held while it waits (at most 0.5 s): a CUPTI call the job
+ * makes meanwhile waits, then finds the hooks gone. Freed, it let a
+ * session the job started meanwhile find the agent half way out, and one
+ * such job died in its profiler's stop ("double free or corruption", H200,
+ * 2026-11-29, test_sessions_that_start_as_ptbpf_detaches, 1 of 23).
+ *
+ * A session of the job's that ran unseen and shows only now (its records
+ * in the buffers that came back last) had our kinds on as well, and lost
+ * them when they went off: they go back on for it, and the gap is told.
  */
 static void disable_and_drain_locked(void)
 {
+	uint64_t off = ours_on;
+	int64_t t0 = agent_now(CLOCK_MONOTONIC);
+	int i;
+
 	disable_ours_locked();
-	for (int i = 0; i < DRAIN_FLUSHES; i++) {
+	for (i = 0; i < DRAIN_FLUSHES && !pool_all_back(); i++) {
+		if (i)
+			nanosleep(&(struct timespec){ 0, DRAIN_WAIT_NS }, NULL);
 		flush_locked(0);
-		if (pool_all_back())
-			return;
-		pthread_mutex_unlock(&cupti_lock);
-		nanosleep(&(struct timespec){ 0, DRAIN_WAIT_NS }, NULL);
-		pthread_mutex_lock(&cupti_lock);
-		if (atomic_load(&activity_owner) != OWN_US)
-			return;
 	}
-	flush_forced_locked();
+	if (!pool_all_back())
+		flush_forced_locked();
+	if (!atomic_load(&pass_through))
+		return;
+	for (size_t k = 0; k < sizeof(our_kinds) / sizeof(our_kinds[0]); k++)
+		if (off & KIND_BIT(our_kinds[k]))
+			p_enable(our_kinds[k]);
+	agent_report(PTBPF_AGENT_GPU_PAUSED, (uint64_t)agent_now(CLOCK_MONOTONIC),
+		     "a session of the job's own CUPTI user (torch.profiler/Kineto) that ran "
+		     "unseen showed only as ptbpf detached: its kernel, copy and set records of "
+		     "%lld ms are lost, and those kinds are back on for it",
+		     (long long)((agent_now(CLOCK_MONOTONIC) - t0) / 1000000));
 }
 
 /* Takes the activity API: our buffer callbacks, then our kinds (the clock
@@ -350,18 +367,18 @@ void cupti_deactivate(void)
 	}
 	if (atomic_load(&activity_owner) == OWN_US && !atomic_load(&pass_through)) {
 		/* A session of the job's that runs unseen shows in this flush
-		 * (its buffers come back through ours) before any kind goes off:
-		 * the job's session has them on too. Only a forced flush is sure
-		 * to return a buffer with records of kernels still running, so
-		 * it is forced where such a session can be: the job has used
-		 * CUPTI's activity API (its clock or callbacks set). Its
-		 * profiler's data counts for more than the device buffer CUPTI
-		 * may keep after it (disable_and_drain_locked). */
-		flush_locked(job_registered ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+		 * (its buffers come back through ours, as at every tick) before
+		 * any kind goes off: the job's session has them on too. Plain,
+		 * as every flush of the agent's while the job may launch: a
+		 * forced one here kept 10 of CUPTI's device buffers in 24
+		 * detaches from a CUDA graph job that had profiled itself (H200,
+		 * 2026-11-29, tests/bench/attach_rss.py --variants long). One
+		 * found only later is given its kinds back in the drain. */
+		flush_locked(0);
 		if (!atomic_load(&pass_through)) {
 			disable_and_drain_locked();
 			/* The job's buffer callbacks back where they were. */
-			if (job_registered && job_req && job_done)
+			if (!atomic_load(&pass_through) && job_registered && job_req && job_done)
 				p_register_callbacks(job_req, job_done);
 		}
 	}
