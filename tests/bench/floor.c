@@ -9,6 +9,12 @@
  *                        on USER_SCOPE only: record_function regions)
  *   floor_rf_sampled_on(p) one callback on every scope, torch-sampled with
  *                        probability p (RecordFunctionCallback::samplingProb)
+ *   floor_rf_thread(on)  torch's RecordFunction switched on or off for the
+ *                        calling thread alone (at::enableRecordFunction,
+ *                        thread-local): off, its ops build no
+ *                        RecordFunction and reach no callback, whatever is
+ *                        registered. Blocks of ops switched so, alternating,
+ *                        measure a callback's cost within one phase
  *   floor_rf_work_on(w)  one callback on every scope doing the pieces of the
  *                        agent's work per op named by the bits of w (FLOOR_W_*
  *                        below), to attribute its cost piece by piece
@@ -224,6 +230,24 @@ EXPORT int floor_rf_work_on(unsigned w)
 		return -1;
 	work = w;
 	add(all, 10, 1.0);
+	return 0;
+}
+
+EXPORT int floor_rf_thread(int on)
+{
+	static void (*p_enable)(bool);
+	void *torch = NULL;
+
+	if (!p_enable) {
+		dl_iterate_phdr(find_torch, &torch);
+		if (torch)
+			p_enable = (void (*)(bool))dlsym(torch, "_ZN2at20enableRecordFunctionEb");
+		if (!p_enable) {
+			snprintf(why, sizeof(why), "libtorch_cpu.so has no at::enableRecordFunction");
+			return -1;
+		}
+	}
+	p_enable(on != 0);
 	return 0;
 }
 

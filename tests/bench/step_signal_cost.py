@@ -33,6 +33,8 @@ Optimizer.step and ProfilerStep# are made of, a few per step):
   ptbpf_ops_kclock  ptbpf_ops with --op-clock kernel: every record's
               timestamp from clock_gettime() instead of the TSC
   ptbpf       `ptbpf -p PID` as users run it (the kernel view, CPU samples)
+  ptbpf_ops_alt  ptbpf_ops with another build's ptbpf and agent (--alt
+              DIR, where DIR holds both): two agents compared in one run
   spin        a process spinning on the other CPU, this one kept off it:
               what a busy neighbour (ptbpf's loader) costs the thread
               through the shared machine alone
@@ -73,7 +75,8 @@ each ptbpf phase's ops against its records. Needs root (the uprobe,
 ptbpf).
 
 usage: step_signal_cost.py [--cycles N] [--ops N] [--regions N] [--launches N]
-                           [--device cpu|cuda] [--phases a,b]"""
+                           [--device cpu|cuda] [--phases a,b] [--paired B]
+                           [--alt DIR]"""
 import argparse
 import ctypes
 import os
@@ -100,6 +103,7 @@ PHASES = ["none", "user_cb", "sampled", "all_cb", "agent4_cb", "agent_steps", "u
           "ptbpf_ops", "ptbpf_ops_kclock", "ptbpf", "spin"] + list(WORK)
 CUDA_PHASES = list(CUPTI) + ["ptbpf_calls"]
 PTBPF_ARGS = {"ptbpf_ops": ["--no-sched", "--no-samples"],
+              "ptbpf_ops_alt": ["--no-sched", "--no-samples"],
               "ptbpf_ops_kclock": ["--no-sched", "--no-samples", "--op-clock", "kernel"],
               "ptbpf_calls": ["--no-sched", "--no-samples", "--gpu-timeline", "off"],
               "ptbpf": []}
@@ -140,6 +144,38 @@ def time_ops(n, counters, device="cpu"):
     return t, c, None, None
 
 
+def time_paired(floor, n, block, regions=False):
+    """A phase's own cost per op (or region), measured within the phase:
+    n units in blocks of `block`, each block run once with torch's
+    RecordFunction on for this thread and once off (floor_rf_thread: no
+    callback of any kind is reached), in a random order per pair. Off is
+    what `none` measures, a millisecond away, so the machine's drift
+    between phases (2.4x between cycles on the GPU host) cancels. Returns
+    the median over the pairs of (on - off) ns per unit, and off's mean
+    ns per unit. What does not go through RecordFunction (a uprobe, the
+    loader's work on another CPU, CUPTI) is in both halves and not seen."""
+    rf = torch.autograd.profiler.record_function
+    a, b, c = torch.ones(1), torch.ones(1), torch.empty(1)
+    diffs, off = [], 0
+    for _ in range(max(1, n // (2 * block))):
+        t = {}
+        for on in random.sample((1, 0), 2):
+            floor.floor_rf_thread(on)
+            t0 = time.perf_counter_ns()
+            if regions:
+                for _ in range(block):
+                    with rf("Optimizer.step#bench"):
+                        pass
+            else:
+                for _ in range(block):
+                    torch.add(a, b, out=c)
+            t[on] = time.perf_counter_ns() - t0
+        diffs.append((t[1] - t[0]) / block)
+        off += t[0]
+    floor.floor_rf_thread(1)
+    return statistics.median(diffs), off / (block * len(diffs))
+
+
 def time_regions(n):
     rf = torch.autograd.profiler.record_function
     t0 = time.perf_counter_ns()
@@ -158,6 +194,7 @@ class Phases:
         self.enter = ENTER_113 if torch.__version__.startswith("1.") else ENTER_2X
         self.steps = agentsteps.StepSignal(BUILD)
         self.tmp = tempfile.mkdtemp(prefix="ptbpf-cost-")
+        self.alt = None
 
     def on(self, name):
         rc = 0
@@ -190,7 +227,8 @@ class Phases:
                 sys.exit("uprobe_floor did not attach: %r" % line)
         elif name in PTBPF_ARGS:
             self.trace = os.path.join(self.tmp, name + ".pftrace")
-            self.probe = subprocess.Popen([os.path.join(BUILD, "ptbpf"), "-p", str(os.getpid()),
+            where = self.alt if name == "ptbpf_ops_alt" else BUILD
+            self.probe = subprocess.Popen([os.path.join(where, "ptbpf"), "-p", str(os.getpid()),
                                            "-o", self.trace, "--force"] + PTBPF_ARGS[name],
                                           stderr=subprocess.PIPE, text=True)
             for line in self.probe.stderr:
@@ -268,6 +306,32 @@ def table(res, phases, cols):
         print("| " + " | ".join(row) + " |")
 
 
+def paired_table(res, phases):
+    """Each phase's own cost measured within it (--paired): the median
+    over the cycles of its on - off ns per op and per region, with a 95%
+    interval, off's ns per op beside (what `none` is), and each one's ratio
+    to all_cb's of the same cycle."""
+    print("| phase (paired within the phase) | ns/op on - off (median, 95% interval) | off ns/op "
+          "| / all_cb (median, 95% interval) | ns/region on - off | / all_cb |")
+    print("|---|---|---|---|---|---|")
+    for p in phases:
+        row = [p]
+        for k in ("op", "region"):
+            v = res[p][k + "_pair"]
+            r = [x / y for x, y in zip(v, res["all_cb"][k + "_pair"]) if y > 0] \
+                if "all_cb" in phases and p != "all_cb" else []
+            lo, hi = median_interval(v)
+            row.append("%+.1f (%+.1f..%+.1f)" % (statistics.median(v), lo, hi))
+            if k == "op":
+                row.append("%.0f" % statistics.median(res[p]["op_off"]))
+            if r:
+                lo, hi = median_interval(r)
+                row.append("%.2f (%.2f..%.2f)" % (statistics.median(r), lo, hi))
+            else:
+                row.append("-")
+        print("| " + " | ".join(row) + " |")
+
+
 def above(res, a, b, k):
     """Per cycle, a's cost over b's (both over none), for key k: median and
     95% interval."""
@@ -291,19 +355,29 @@ def main():
     ap.add_argument("--launches", type=int, default=50000)
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--phases")
+    ap.add_argument("--alt", metavar="DIR",
+                    help="a directory with another build's ptbpf and libptbpf-agent.so: "
+                    "phase ptbpf_ops_alt")
+    ap.add_argument("--paired", type=int, default=0, metavar="B",
+                    help="also time each phase's own cost within it: blocks of B ops (B/10 "
+                    "regions) with RecordFunction on and off for the thread, alternating")
     ap.add_argument("--max-seconds", type=float,
                     help="start no cycle after this many seconds (at least 2 are run)")
     args = ap.parse_args()
     deadline = time.time() + args.max_seconds if args.max_seconds else None
     cuda = args.device == "cuda"
-    known = PHASES + (CUDA_PHASES if cuda else [])
+    known = PHASES + (CUDA_PHASES if cuda else []) + (["ptbpf_ops_alt"] if args.alt else [])
     phases = args.phases.split(",") if args.phases else known
     if "none" not in phases or set(phases) - set(known):
         sys.exit("--phases: some of %s, none among them" % ",".join(known))
     torch.set_num_threads(1)
     ph = Phases()
+    ph.alt = args.alt
     counters = Counters(ph.floor)
-    keys = ["op", "op_cpu", "op_cyc", "op_ins", "region", "launch", "launch_cpu"]
+    if args.paired and ph.floor.floor_rf_thread(1):
+        sys.exit("--paired: %s" % ph.floor.floor_why().decode())
+    keys = ["op", "op_cpu", "op_cyc", "op_ins", "region", "launch", "launch_cpu", "op_pair",
+            "op_off", "region_pair", "region_off"]
     res = {p: {k: [] for k in keys} for p in known}
     print("# %d ops, %d regions%s a phase; %d cycles after a warm-up; torch %s%s" % (
         args.ops, args.regions, ", %d launches" % args.launches if cuda else "", args.cycles,
@@ -318,6 +392,10 @@ def main():
             ph.on(p)
             got = dict(zip(("op", "op_cpu", "op_cyc", "op_ins"), time_ops(args.ops, counters)))
             got["region"] = time_regions(args.regions)
+            if args.paired:
+                got["op_pair"], got["op_off"] = time_paired(ph.floor, args.ops, args.paired)
+                got["region_pair"], got["region_off"] = time_paired(
+                    ph.floor, args.regions, max(1, args.paired // 10), regions=True)
             if cuda:
                 got["launch"], got["launch_cpu"], _, _ = time_ops(args.launches, counters, "cuda")
             hits = ph.off(p)
@@ -336,6 +414,9 @@ def main():
     if cuda:
         print()
         table(res, phases, [("ns/launch", "launch"), ("the thread's CPU ns/launch", "launch_cpu")])
+    if args.paired:
+        print()
+        paired_table(res, phases)
     for p in WORK:
         if p in phases and "all_cb" in phases:
             for k in ("op", "op_cpu"):
@@ -343,7 +424,8 @@ def main():
                 print("# %s above all_cb (%s): median %+.0f ns/op, 95%% interval %+.0f..%+.0f" %
                       (p, "wall" if k == "op" else "thread CPU", m, lo, hi))
     pairs = [("ptbpf_ops", "all_cb", "op"), ("ptbpf_ops", "agent4_cb", "op"),
-             ("ptbpf_ops_kclock", "all_cb", "op"), ("ptbpf", "all_cb", "op")]
+             ("ptbpf_ops_kclock", "all_cb", "op"), ("ptbpf", "all_cb", "op"),
+             ("ptbpf_ops_alt", "all_cb", "op")]
     if cuda:
         # A launch is an op too: its cost above the op's floor is the
         # launch's, against CUPTI's floors.
