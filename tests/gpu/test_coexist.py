@@ -290,7 +290,10 @@ def test_detaches_inside_on_demand_traces_leave_one_buffer_at_most(tmp_path):
     assert control.get("kernel", 0) > 100, control
     left = spared = 0
     runs = []
-    for k in range(1, 9):
+    # Five runs: the claim needs two (one anchor left, one handed back);
+    # eight ran past a device call's 10 minutes with the file's other tests
+    # (H200, 2026-11-29).
+    for k in range(1, 6):
         job.session()
         job.tracing(k)
         # Kineto starts its CUPTI session a few seconds after it took the
@@ -318,7 +321,7 @@ def test_detaches_inside_on_demand_traces_leave_one_buffer_at_most(tmp_path):
         left, spared = left + a, spared + b
         runs.append((job.result(k), err))
     job.session()
-    runs.append((job.result(9), None))
+    runs.append((job.result(6), None))
     job.end()
     for c, err in runs:
         for cat, n in control.items():
