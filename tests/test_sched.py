@@ -400,6 +400,23 @@ def test_no_sched(tmp_path):
     assert run.trace.validate() == []
 
 
+def test_bpf_stats_counts_what_each_part_ran(tmp_path):
+    """--bpf-stats: the kernel's own count of ptbpf's programs, by part, on
+    stderr and in the trace; the kernel view's programs ran at least once
+    for every switch to the traced thread that the trace holds."""
+    run = Traced(tmp_path, ["--steps", "3", "--ms", "5"], ["--bpf-stats"])
+    line = [l for l in run.err.splitlines() if "BPF programs' own time" in l]
+    assert len(line) == 1, run.err
+    m = re.search(r"kernel view (\d+) runs, ([\d.]+) ms", line[0])
+    assert m and float(m.group(2)) > 0, line
+    a = run.trace.attrs
+    mine = [s for s in run.trace.switches if s.next_pid == run.tid]
+    assert mine and a["dev.ptbpf.bpf_runs_sched"] == int(m.group(1)) >= len(mine), (
+        len(mine), line)
+    assert a["dev.ptbpf.bpf_run_ns_sched"] > 0 and a["dev.ptbpf.bpf_runs_samples"] > 0
+    assert re.search(r"in all [\d.]+ ms, [\d.]+% of one CPU over the [\d.]+ s traced", line[0])
+
+
 BUSY = r"""
 import json, os, sys, time
 import torch  # ptbpf traces PyTorch processes

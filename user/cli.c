@@ -65,7 +65,7 @@ static const char doc[] =
 	"process attached): a run that fails before that leaves no file, no .partial.\n";
 
 enum { OPT_NO_SCHED = 0x100, OPT_NO_SAMPLES, OPT_SAMPLE_HZ, OPT_SLOW_STEP, OPT_NO_STEP_SIGNAL,
-       OPT_STEPS, OPT_NO_IDLE_TRACK, OPT_GPU_TIMELINE, OPT_OP_CLOCK }; /* long-only options */
+       OPT_STEPS, OPT_NO_IDLE_TRACK, OPT_GPU_TIMELINE, OPT_OP_CLOCK, OPT_BPF_STATS }; /* long-only options */
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Process to trace (repeatable)", 0 },
@@ -123,6 +123,10 @@ static const struct argp_option options[] = {
 	{ "no-idle-track", OPT_NO_IDLE_TRACK, NULL, 0, "Leave out the GPU idle track: after "
 	  "a capture with a GPU timeline, each stream's idle gaps (10 us or more) named by "
 	  "their cause, as `ptbpf report` finds them (reading the trace once more)", 0 },
+	{ "bpf-stats", OPT_BPF_STATS, NULL, 0, "Measure what ptbpf's own BPF programs cost: "
+	  "the kernel's count of their runs and run time (its BPF statistics, on while ptbpf "
+	  "runs; two clock reads more per run), printed at the end by part (probes and the "
+	  "agent's points, kernel view, CPU samples) and kept in the trace", 0 },
 	{ "verbose", 'v', NULL, 0, "Verbose output: how long each part of an attach took, "
 	  "libbpf's messages", 0 },
 	{ NULL, 0, NULL, 0, "ptbpf daemon (fleet mode; --all in bounded windows):", 1 },
@@ -427,7 +431,8 @@ static bool flag_opt(int key, struct options *o)
 		     key == 'n' ? &o->no_agent : key == 'm' ? &o->memory :
 		     key == 's' ? &o->shapes : key == 'a' ? &o->all : key == 'F' ? &o->force :
 		     key == OPT_NO_SCHED ? &o->no_sched : key == OPT_NO_SAMPLES ? &o->no_samples :
-		     key == OPT_NO_IDLE_TRACK ? &o->no_idle_track : NULL;
+		     key == OPT_NO_IDLE_TRACK ? &o->no_idle_track :
+		     key == OPT_BPF_STATS ? &o->bpf_stats : NULL;
 
 	if (flag)
 		*flag = true;

@@ -53,6 +53,7 @@ struct options {
 	uint32_t py_stacks;    /* --py-stacks[=N]: a stack for one op in N (0: off) */
 	bool no_sched;         /* --no-sched: no kernel view (thread states, blocking calls) */
 	bool no_samples;       /* --no-samples: no CPU samples */
+	bool bpf_stats;        /* --bpf-stats: time ptbpf's own BPF programs */
 	bool no_idle_track;    /* --no-idle-track: no GPU idle track after the capture */
 	uint32_t sample_hz;    /* --sample-hz: CPU samples per second of CPU time */
 	/* `ptbpf daemon`: */

@@ -184,7 +184,12 @@ def summary(err):
                 lost_ops=r"agent op rings: written \d+ = read \d+ .*?; not written: (\d+)",
                 kernels=r"GPU timeline \(agent\): kernels (\d+)",
                 rss_mb=r"peak RSS ([\d.]+) MB", cpu_s=r"CPU [\d.]+ s in all, ([\d.]+) s while",
-                no_corr=r"(no CUDA call callbacks)")
+                no_corr=r"(no CUDA call callbacks)",
+                # --bpf-stats (in --ptbpf-args): the kernel's count of its programs
+                bpf_probes_ms=r"own time .*?probes and the agent's points \d+ runs, ([\d.]+) ms",
+                bpf_sched_ms=r"own time .*?kernel view \d+ runs, ([\d.]+) ms",
+                bpf_samples_ms=r"own time .*?CPU samples \d+ runs, ([\d.]+) ms",
+                bpf_traced_s=r"of one CPU over the ([\d.]+) s traced")
     for k, pat in pats.items():
         m = re.search(pat, err)
         if m:
@@ -359,8 +364,31 @@ def report(args, workload, res):
                 sum(1 for x in runs if x.get("no_corr")), runs[-1].get("no_corr"))
             if any(x.get("no_corr") for x in runs) else "",
             statistics.median(post) if post else 0))
+    lines += bpf_share(runs)
     lines += per_unit(args, workload, res, base)
     return "\n".join(lines)
+
+
+def bpf_share(runs):
+    """With --ptbpf-args=--bpf-stats: ptbpf's BPF programs' own run time,
+    by part, as a share of one CPU over each attach's traced time (the
+    kernel's count; what they can have taken from the job's thread at
+    most, besides the tracepoints' dispatch), median and min-max over the
+    attaches of the ptbpf phase."""
+    have = [r for r in runs if r.get("bpf_traced_s")]
+    if not have:
+        return []
+    out = ["", "ptbpf's BPF programs' own time (`--bpf-stats`, the kernel's count), per "
+           "attach, as a share of one CPU over its traced time: "]
+    parts = []
+    for key, name in (("bpf_sched_ms", "kernel view"), ("bpf_samples_ms", "CPU samples"),
+                      ("bpf_probes_ms", "probes and the agent's points")):
+        v = [r[key] / 10 / r["bpf_traced_s"] for r in have if key in r]
+        if v:
+            parts.append("%s %.3f%% (%.3f .. %.3f%%)" % (name, statistics.median(v), min(v),
+                                                         max(v)))
+    out[-1] += "; ".join(parts) + " (%d attaches)." % len(have)
+    return out
 
 
 def per_unit(args, workload, res, base):

@@ -504,6 +504,11 @@ static void unload_one(struct agent_probes *d, int i)
 		log_warn("%s; its agent stays mapped, switched off\n", err);
 }
 
+const struct bpf_object *agent_probes_obj(const struct agent_probes *d)
+{
+	return d ? d->skel->obj : NULL;
+}
+
 void agent_probes_free(struct agent_probes *d)
 {
 	if (!d)

@@ -68,5 +68,7 @@ void agent_probes_gone(struct agent_probes *d, int pid);
 /* Removes the probes, then unloads the agents that ended their thread;
  * one line for each that stays (stopped, no answer, unload failed). */
 void agent_probes_free(struct agent_probes *d);
+/* Its BPF object, for --bpf-stats (NULL: none). */
+const struct bpf_object *agent_probes_obj(const struct agent_probes *d);
 
 #endif /* PTBPF_AGENT_PROBES_H */

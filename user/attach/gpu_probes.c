@@ -299,6 +299,11 @@ void gpu_probes_forget_pid(struct gpu_probes *g, int pid)
 	g->ndone = kept;
 }
 
+const struct bpf_object *gpu_probes_obj(const struct gpu_probes *g)
+{
+	return g ? g->skel->obj : NULL;
+}
+
 void gpu_probes_free(struct gpu_probes *g)
 {
 	if (!g)

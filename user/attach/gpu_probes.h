@@ -78,5 +78,7 @@ int gpu_probes_scan(struct gpu_probes *g, int pid, bool nccl_only);
 /* Removes pid's probes (its image exec'd away); a later scan attaches anew. */
 void gpu_probes_forget_pid(struct gpu_probes *g, int pid);
 void gpu_probes_free(struct gpu_probes *g);
+/* Its BPF object, for --bpf-stats (NULL: none). */
+const struct bpf_object *gpu_probes_obj(const struct gpu_probes *g);
 
 #endif /* PTBPF_GPU_PROBES_H */

@@ -149,6 +149,11 @@ void sample_probes_detach(struct sample_probes *p)
 	p->nlinks = 0;
 }
 
+const struct bpf_object *sample_probes_obj(const struct sample_probes *p)
+{
+	return p ? p->skel->obj : NULL;
+}
+
 void sample_probes_free(struct sample_probes *p)
 {
 	if (!p)

@@ -35,5 +35,7 @@ int sample_probes_cpus(const struct sample_probes *p);
 /* Closes the events: nothing runs after this. */
 void sample_probes_detach(struct sample_probes *p);
 void sample_probes_free(struct sample_probes *p);
+/* Its BPF object, for --bpf-stats (NULL: none). */
+const struct bpf_object *sample_probes_obj(const struct sample_probes *p);
 
 #endif /* PTBPF_SAMPLE_PROBES_H */

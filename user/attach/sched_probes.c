@@ -281,6 +281,11 @@ uint64_t sched_probes_missed(const struct sched_probes *p)
 	return n;
 }
 
+const struct bpf_object *sched_probes_obj(const struct sched_probes *p)
+{
+	return p ? p->skel->obj : NULL;
+}
+
 void sched_probes_free(struct sched_probes *p)
 {
 	if (!p)

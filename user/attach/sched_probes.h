@@ -52,5 +52,7 @@ uint64_t sched_probes_block_in_flight(const struct sched_probes *p);
  * before any record was made. */
 uint64_t sched_probes_missed(const struct sched_probes *p);
 void sched_probes_free(struct sched_probes *p);
+/* Its BPF object, for --bpf-stats (NULL: none). */
+const struct bpf_object *sched_probes_obj(const struct sched_probes *p);
 
 #endif /* PTBPF_SCHED_PROBES_H */

@@ -77,6 +77,7 @@ int session_loop(struct session *s)
 	int wait_ms = 20, ret = 0;
 
 	s->cpu_at_trace_start = cpu_seconds();
+	s->trace_start_ns = start;
 
 	while (!exiting) {
 		/* Op rings hold 4 MiB a thread: read them every 20 ms, and at
@@ -149,6 +150,16 @@ int session_setup_bpf(struct session *s)
 
 	if (!log_verbose())
 		libbpf_set_print(quiet_libbpf);
+	if (s->opt.bpf_stats && !s->stats_on) {
+		err = bpf_cost_enable();
+		if (err < 0) {
+			log_msg("--bpf-stats: the kernel's BPF statistics cannot be switched on: %s\n",
+				strerror(-err));
+			return -1;
+		}
+		s->stats_fd = err;
+		s->stats_on = true;
+	}
 	do {
 		ptbpf_bpf__destroy(s->skel);
 		s->skel = ptbpf_bpf__open();
@@ -325,6 +336,10 @@ static void detach_all(struct session *s)
 {
 	uint64_t t0 = now_ns(), t_unloaded;
 
+	if (s->stats_on) { /* the agents' and the GPU probes' go now */
+		bpf_cost_add(&s->cost[COST_PROBES], agent_probes_obj(s->agents));
+		bpf_cost_add(&s->cost[COST_PROBES], gpu_probes_obj(s->gpu));
+	}
 	agent_probes_free(s->agents);
 	s->agents = NULL;
 	t_unloaded = now_ns();
@@ -405,6 +420,14 @@ int session_finish(struct session *s, int rc)
 	int err;
 
 	stop_sources(s, st, sst);
+	if (s->stats_on) {
+		bpf_cost_add(&s->cost[COST_PROBES], s->skel ? s->skel->obj : NULL);
+		bpf_cost_add(&s->cost[COST_PROBES], s->find.fleet ? s->find.fleet->obj : NULL);
+		bpf_cost_add(&s->cost[COST_SCHED], sched_probes_obj(s->sched));
+		bpf_cost_add(&s->cost[COST_SAMPLES], sample_probes_obj(s->samples));
+		close(s->stats_fd);
+		s->stats_on = false;
+	}
 	t_written = now_ns();
 	if (s->join && keep) {
 		/* Frames still open are cut where tracing stopped (or at the

@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "attach/target.h"
 #include "fleet/capture.h"
+#include "lib/bpf_cost.h"
 #include "lib/files.h"
 #include "lib/op_table.h"
 #include "ptbpf_events.h"
@@ -31,6 +32,9 @@
 /* The signal that stops the capture (0 while it runs); a second one
  * leaves at once (main.c). */
 extern volatile sig_atomic_t exiting;
+
+/* What --bpf-stats reports, by part. */
+enum { COST_PROBES, COST_SCHED, COST_SAMPLES, COST_MAX };
 
 struct session {
 	struct options opt;
@@ -93,6 +97,12 @@ struct session {
 		uint64_t steps_end;       /*   step count reaches steps_end */
 	} win;
 	double cpu_at_trace_start;   /* CPU seconds spent planning and attaching */
+	uint64_t trace_start_ns;     /* when tracing began (CLOCK_MONOTONIC) */
+	/* --bpf-stats: the kernel's statistics held on by stats_fd (-1: off),
+	 * and what each part's programs cost, read before they are freed. */
+	bool stats_on;
+	int stats_fd;
+	struct bpf_cost cost[COST_MAX];
 };
 
 static inline uint64_t now_ns(void)

@@ -73,6 +73,35 @@ static void print_own_cost(const struct session *s)
 		kb / 1024.0, cpu_seconds(), cpu_seconds() - s->cpu_at_trace_start);
 }
 
+static const char *const cost_names[COST_MAX] = {
+	[COST_PROBES] = "probes and the agent's points", [COST_SCHED] = "kernel view",
+	[COST_SAMPLES] = "CPU samples",
+};
+
+/* --bpf-stats: the kernel's count of ptbpf's programs' runs and time,
+ * and their time as a share of one CPU over the traced time (what they
+ * took from the machine; from the traced job at most that). */
+static void print_bpf_cost(const struct session *s)
+{
+	double traced = (now_ns() - s->trace_start_ns) / 1e9;
+	uint64_t ns = 0;
+
+	if (!s->opt.bpf_stats || !s->trace_start_ns)
+		return;
+	log_msg("BPF programs' own time (--bpf-stats, the kernel's count):");
+	for (int i = 0; i < COST_MAX; i++) {
+		const struct bpf_cost *c = &s->cost[i];
+
+		if ((i == COST_SCHED && !s->sched) || (i == COST_SAMPLES && !s->samples))
+			continue;
+		log_more(" %s %lu runs, %.1f ms (%.0f ns a run);", cost_names[i],
+			 (unsigned long)c->runs, c->ns / 1e6, c->runs ? (double)c->ns / c->runs : 0.0);
+		ns += c->ns;
+	}
+	log_more(" in all %.1f ms, %.3f%% of one CPU over the %.1f s traced\n", ns / 1e6,
+		 traced > 0 ? ns / 1e7 / traced : 0.0, traced);
+}
+
 static void print_device(const struct session *s)
 {
 	const struct gpu_timeline_counts *d = gpu_timeline_counts(s->dec->timeline);
@@ -234,6 +263,7 @@ void summary_print(struct session *s, const uint64_t st[STAT_MAX])
 		log_more("  %-40s %10lu %12.3f %12.3f\n", s->ops.name[top[i].op],
 			(unsigned long)top[i].calls, top[i].total_ns / 1e6, top[i].self_ns / 1e6);
 	print_own_cost(s);
+	print_bpf_cost(s);
 }
 
 void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX])
@@ -261,6 +291,18 @@ void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX])
 				  (int64_t)sample_view_counts(s->dec->samples)->samples);
 		pf_trace_attr_int(s->w, "dev.ptbpf.lost_cpu_samples",
 				  (int64_t)st[STAT_DROP_CPU_SAMPLE]);
+	}
+	if (s->opt.bpf_stats) {
+		static const char *const keys[COST_MAX][2] = {
+			[COST_PROBES] = { "dev.ptbpf.bpf_runs_probes", "dev.ptbpf.bpf_run_ns_probes" },
+			[COST_SCHED] = { "dev.ptbpf.bpf_runs_sched", "dev.ptbpf.bpf_run_ns_sched" },
+			[COST_SAMPLES] = { "dev.ptbpf.bpf_runs_samples", "dev.ptbpf.bpf_run_ns_samples" },
+		};
+
+		for (int i = 0; i < COST_MAX; i++) {
+			pf_trace_attr_int(s->w, keys[i][0], (int64_t)s->cost[i].runs);
+			pf_trace_attr_int(s->w, keys[i][1], (int64_t)s->cost[i].ns);
+		}
 	}
 	pf_trace_attr_int(s->w, "dev.ptbpf.rpc_calls", (int64_t)c->rpc_calls);
 	pf_trace_attr_int(s->w, "dev.ptbpf.rpc_requests_handled", (int64_t)c->rpc_handled);
