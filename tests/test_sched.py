@@ -414,7 +414,7 @@ def test_bpf_stats_counts_what_each_part_ran(tmp_path):
     assert mine and a["dev.ptbpf.bpf_runs_sched"] == int(m.group(1)) >= len(mine), (
         len(mine), line)
     assert a["dev.ptbpf.bpf_run_ns_sched"] > 0 and a["dev.ptbpf.bpf_runs_samples"] > 0
-    assert re.search(r"in all [\d.]+ ms, [\d.]+% of one CPU over the [\d.]+ s traced", line[0])
+    assert re.search(r"in all [\d.]+ ms, [\d.]+% of one CPU over the [\d.]+ s counted", line[0])
 
 
 BUSY = r"""

@@ -189,7 +189,7 @@ def summary(err):
                 bpf_probes_ms=r"own time .*?probes and the agent's points \d+ runs, ([\d.]+) ms",
                 bpf_sched_ms=r"own time .*?kernel view \d+ runs, ([\d.]+) ms",
                 bpf_samples_ms=r"own time .*?CPU samples \d+ runs, ([\d.]+) ms",
-                bpf_traced_s=r"of one CPU over the ([\d.]+) s traced")
+                bpf_traced_s=r"of one CPU over the ([\d.]+) s counted")
     for k, pat in pats.items():
         m = re.search(pat, err)
         if m:
@@ -371,15 +371,15 @@ def report(args, workload, res):
 
 def bpf_share(runs):
     """With --ptbpf-args=--bpf-stats: ptbpf's BPF programs' own run time,
-    by part, as a share of one CPU over each attach's traced time (the
-    kernel's count; what they can have taken from the job's thread at
-    most, besides the tracepoints' dispatch), median and min-max over the
-    attaches of the ptbpf phase."""
+    by part, as a share of one CPU over the time each attach counted it
+    (the kernel's count; what they can have taken from the job's thread at
+    most, besides the uprobes' breakpoints and the tracepoints' dispatch),
+    median and min-max over the attaches of the ptbpf phase."""
     have = [r for r in runs if r.get("bpf_traced_s")]
     if not have:
         return []
     out = ["", "ptbpf's BPF programs' own time (`--bpf-stats`, the kernel's count), per "
-           "attach, as a share of one CPU over its traced time: "]
+           "attach, as a share of one CPU over the time it counted: "]
     parts = []
     for key, name in (("bpf_sched_ms", "kernel view"), ("bpf_samples_ms", "CPU samples"),
                       ("bpf_probes_ms", "probes and the agent's points")):

@@ -46,6 +46,7 @@
 #define FLUSH_NS      200000000LL   /* deliver what the GPU finished, this often */
 #define DRAIN_FLUSHES 25             /* at detach: plain flushes, then a forced one */
 #define DRAIN_WAIT_NS 20000000L      /* between them: records of launched kernels complete */
+#define DRAIN_LOOKS   3              /* flushes at least where the job has used CUPTI */
 #define OBSERVE_NS    300000000LL   /* at attach: watch for a running job session */
 #define QUIET_NS      1000000000LL  /* after a job session: quiet this long */
 
@@ -176,32 +177,41 @@ static void disable_ours_locked(void)
  *
  * A session of the job's that ran unseen and shows only now (its records
  * in the buffers that came back last) had our kinds on as well, and lost
- * them when they went off: they go back on for it, and the gap is told.
+ * them when they went off: they go back on for it at once, and the gap is
+ * told. Where the job has used CUPTI (such a session can be), the drain
+ * makes DRAIN_LOOKS flushes at least, each a chance for a buffer of the
+ * job's held by a record not yet complete to come back.
  */
 static void disable_and_drain_locked(void)
 {
 	uint64_t off = ours_on;
 	int64_t t0 = agent_now(CLOCK_MONOTONIC);
-	int i;
+	int i, looks = job_registered ? DRAIN_LOOKS : 1;
 
 	disable_ours_locked();
-	for (i = 0; i < DRAIN_FLUSHES && !pool_all_back(); i++) {
+	for (i = 0; i < DRAIN_FLUSHES && (i < looks || !pool_all_back()) &&
+		    !atomic_load(&pass_through); i++) {
 		if (i)
 			nanosleep(&(struct timespec){ 0, DRAIN_WAIT_NS }, NULL);
 		flush_locked(0);
 	}
+	if (atomic_load(&pass_through)) {
+		int failed = 0;
+
+		for (size_t k = 0; k < sizeof(our_kinds) / sizeof(our_kinds[0]); k++)
+			if ((off & KIND_BIT(our_kinds[k])) && p_enable(our_kinds[k]) != CUPTI_SUCCESS)
+				failed++;
+		agent_report(PTBPF_AGENT_GPU_PAUSED, (uint64_t)agent_now(CLOCK_MONOTONIC),
+			     "a session of the job's own CUPTI user (torch.profiler/Kineto) that "
+			     "ran unseen showed only as ptbpf detached: its kernel, copy and set "
+			     "records of the last %lld ms at least are lost; %s",
+			     (long long)((agent_now(CLOCK_MONOTONIC) - t0) / 1000000),
+			     failed ? "CUPTI refused to switch some of those kinds back on" :
+			     "those kinds are back on for it");
+		return; /* hand_back_locked's flush brings every buffer back */
+	}
 	if (!pool_all_back())
 		flush_forced_locked();
-	if (!atomic_load(&pass_through))
-		return;
-	for (size_t k = 0; k < sizeof(our_kinds) / sizeof(our_kinds[0]); k++)
-		if (off & KIND_BIT(our_kinds[k]))
-			p_enable(our_kinds[k]);
-	agent_report(PTBPF_AGENT_GPU_PAUSED, (uint64_t)agent_now(CLOCK_MONOTONIC),
-		     "a session of the job's own CUPTI user (torch.profiler/Kineto) that ran "
-		     "unseen showed only as ptbpf detached: its kernel, copy and set records of "
-		     "%lld ms are lost, and those kinds are back on for it",
-		     (long long)((agent_now(CLOCK_MONOTONIC) - t0) / 1000000));
 }
 
 /* Takes the activity API: our buffer callbacks, then our kinds (the clock

@@ -77,7 +77,6 @@ int session_loop(struct session *s)
 	int wait_ms = 20, ret = 0;
 
 	s->cpu_at_trace_start = cpu_seconds();
-	s->trace_start_ns = start;
 
 	while (!exiting) {
 		/* Op rings hold 4 MiB a thread: read them every 20 ms, and at
@@ -159,6 +158,7 @@ int session_setup_bpf(struct session *s)
 		}
 		s->stats_fd = err;
 		s->stats_on = true;
+		s->stats_from = now_ns();
 	}
 	do {
 		ptbpf_bpf__destroy(s->skel);
@@ -336,15 +336,15 @@ static void detach_all(struct session *s)
 {
 	uint64_t t0 = now_ns(), t_unloaded;
 
-	if (s->stats_on) { /* the agents' and the GPU probes' go now */
+	if (s->stats_on) /* the agents' probe points go now */
 		bpf_cost_add(&s->cost[COST_PROBES], agent_probes_obj(s->agents));
-		bpf_cost_add(&s->cost[COST_PROBES], gpu_probes_obj(s->gpu));
-	}
 	agent_probes_free(s->agents);
 	s->agents = NULL;
 	t_unloaded = now_ns();
 	if (s->probes)
 		probes_detach(s->probes);
+	if (s->stats_on) /* and the GPU probes, which ran until now */
+		bpf_cost_add(&s->cost[COST_PROBES], gpu_probes_obj(s->gpu));
 	gpu_probes_free(s->gpu);
 	s->gpu = NULL;
 	if (s->skel)
@@ -427,6 +427,7 @@ int session_finish(struct session *s, int rc)
 		bpf_cost_add(&s->cost[COST_SAMPLES], sample_probes_obj(s->samples));
 		close(s->stats_fd);
 		s->stats_on = false;
+		s->stats_to = now_ns();
 	}
 	t_written = now_ns();
 	if (s->join && keep) {

@@ -97,12 +97,13 @@ struct session {
 		uint64_t steps_end;       /*   step count reaches steps_end */
 	} win;
 	double cpu_at_trace_start;   /* CPU seconds spent planning and attaching */
-	uint64_t trace_start_ns;     /* when tracing began (CLOCK_MONOTONIC) */
-	/* --bpf-stats: the kernel's statistics held on by stats_fd (-1: off),
-	 * and what each part's programs cost, read before they are freed. */
+	/* --bpf-stats: the kernel's statistics, on while stats_fd is held
+	 * (stats_on); what each part's programs cost, read before they are
+	 * freed, and over what time (CLOCK_MONOTONIC ns, on to the last read). */
 	bool stats_on;
 	int stats_fd;
 	struct bpf_cost cost[COST_MAX];
+	uint64_t stats_from, stats_to;
 };
 
 static inline uint64_t now_ns(void)

@@ -79,14 +79,15 @@ static const char *const cost_names[COST_MAX] = {
 };
 
 /* --bpf-stats: the kernel's count of ptbpf's programs' runs and time,
- * and their time as a share of one CPU over the traced time (what they
- * took from the machine; from the traced job at most that). */
+ * and their time as a share of one CPU over the time it was counted
+ * (what they took from the machine; from the traced job at most that,
+ * besides the breakpoints' and tracepoints' own cost, not in it). */
 static void print_bpf_cost(const struct session *s)
 {
-	double traced = (now_ns() - s->trace_start_ns) / 1e9;
+	double secs = (s->stats_to - s->stats_from) / 1e9;
 	uint64_t ns = 0;
 
-	if (!s->opt.bpf_stats || !s->trace_start_ns)
+	if (!s->opt.bpf_stats || !s->stats_to)
 		return;
 	log_msg("BPF programs' own time (--bpf-stats, the kernel's count):");
 	for (int i = 0; i < COST_MAX; i++) {
@@ -98,8 +99,8 @@ static void print_bpf_cost(const struct session *s)
 			 (unsigned long)c->runs, c->ns / 1e6, c->runs ? (double)c->ns / c->runs : 0.0);
 		ns += c->ns;
 	}
-	log_more(" in all %.1f ms, %.3f%% of one CPU over the %.1f s traced\n", ns / 1e6,
-		 traced > 0 ? ns / 1e7 / traced : 0.0, traced);
+	log_more(" in all %.1f ms, %.3f%% of one CPU over the %.1f s counted\n", ns / 1e6,
+		 secs > 0 ? ns / 1e7 / secs : 0.0, secs);
 }
 
 static void print_device(const struct session *s)
@@ -300,6 +301,8 @@ void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX])
 		};
 
 		for (int i = 0; i < COST_MAX; i++) {
+			if ((i == COST_SCHED && !s->sched) || (i == COST_SAMPLES && !s->samples))
+				continue;
 			pf_trace_attr_int(s->w, keys[i][0], (int64_t)s->cost[i].runs);
 			pf_trace_attr_int(s->w, keys[i][1], (int64_t)s->cost[i].ns);
 		}
