@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,6 +265,14 @@ static const struct command {
 
 int main(int argc, char **argv)
 {
+	/* libbpf reads and parses the kernel's BTF (5.5 MB) once per BPF
+	 * object, up to 6 an attach. glibc serves blocks that big with fresh
+	 * mmaps whose pages fault in anew each time, dear on these VMs;
+	 * from the heap, kept when freed (up to 32 MB), they fault in once:
+	 * "BPF programs loaded" in 229-269 ms instead of 502-507 (CI VM,
+	 * 2026-11-29), at 8 MB more peak RSS. */
+	mallopt(M_MMAP_THRESHOLD, 64 << 20);
+	mallopt(M_TRIM_THRESHOLD, 32 << 20);
 	for (size_t i = 0; argc >= 2 && i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].run(argc, argv);
