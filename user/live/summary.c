@@ -267,6 +267,25 @@ void summary_print(struct session *s, const uint64_t st[STAT_MAX])
 	print_bpf_cost(s);
 }
 
+/* --bpf-stats in the trace: each part's runs and run time. */
+static void write_bpf_cost(struct session *s)
+{
+	static const char *const keys[COST_MAX][2] = {
+		[COST_PROBES] = { "dev.ptbpf.bpf_runs_probes", "dev.ptbpf.bpf_run_ns_probes" },
+		[COST_SCHED] = { "dev.ptbpf.bpf_runs_sched", "dev.ptbpf.bpf_run_ns_sched" },
+		[COST_SAMPLES] = { "dev.ptbpf.bpf_runs_samples", "dev.ptbpf.bpf_run_ns_samples" },
+	};
+
+	if (!s->opt.bpf_stats)
+		return;
+	for (int i = 0; i < COST_MAX; i++) {
+		if ((i == COST_SCHED && !s->sched) || (i == COST_SAMPLES && !s->samples))
+			continue;
+		pf_trace_attr_int(s->w, keys[i][0], (int64_t)s->cost[i].runs);
+		pf_trace_attr_int(s->w, keys[i][1], (int64_t)s->cost[i].ns);
+	}
+}
+
 void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX])
 {
 	const struct join_counts *c = join_counts(s->join);
@@ -293,20 +312,7 @@ void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX])
 		pf_trace_attr_int(s->w, "dev.ptbpf.lost_cpu_samples",
 				  (int64_t)st[STAT_DROP_CPU_SAMPLE]);
 	}
-	if (s->opt.bpf_stats) {
-		static const char *const keys[COST_MAX][2] = {
-			[COST_PROBES] = { "dev.ptbpf.bpf_runs_probes", "dev.ptbpf.bpf_run_ns_probes" },
-			[COST_SCHED] = { "dev.ptbpf.bpf_runs_sched", "dev.ptbpf.bpf_run_ns_sched" },
-			[COST_SAMPLES] = { "dev.ptbpf.bpf_runs_samples", "dev.ptbpf.bpf_run_ns_samples" },
-		};
-
-		for (int i = 0; i < COST_MAX; i++) {
-			if ((i == COST_SCHED && !s->sched) || (i == COST_SAMPLES && !s->samples))
-				continue;
-			pf_trace_attr_int(s->w, keys[i][0], (int64_t)s->cost[i].runs);
-			pf_trace_attr_int(s->w, keys[i][1], (int64_t)s->cost[i].ns);
-		}
-	}
+	write_bpf_cost(s);
 	pf_trace_attr_int(s->w, "dev.ptbpf.rpc_calls", (int64_t)c->rpc_calls);
 	pf_trace_attr_int(s->w, "dev.ptbpf.rpc_requests_handled", (int64_t)c->rpc_handled);
 	pf_trace_attr_int(s->w, "dev.ptbpf.rpc_unmatched", (int64_t)c->rpc_unmatched);
