@@ -78,6 +78,12 @@ static const char *const cost_names[COST_MAX] = {
 	[COST_SAMPLES] = "CPU samples",
 };
 
+/* Whether --bpf-stats part i ran in this capture (--no-sched, --no-samples). */
+static bool cost_part_ran(const struct session *s, int i)
+{
+	return (i != COST_SCHED || s->sched) && (i != COST_SAMPLES || s->samples);
+}
+
 /* --bpf-stats: the kernel's count of ptbpf's programs' runs and time,
  * and their time as a share of one CPU over the time it was counted
  * (what they took from the machine; from the traced job at most that,
@@ -87,13 +93,13 @@ static void print_bpf_cost(const struct session *s)
 	double secs = (s->stats_to - s->stats_from) / 1e9;
 	uint64_t ns = 0;
 
-	if (!s->opt.bpf_stats || !s->stats_to)
+	if (!s->stats_to) /* not asked for, or never switched on */
 		return;
 	log_msg("BPF programs' own time (--bpf-stats, the kernel's count):");
 	for (int i = 0; i < COST_MAX; i++) {
 		const struct bpf_cost *c = &s->cost[i];
 
-		if ((i == COST_SCHED && !s->sched) || (i == COST_SAMPLES && !s->samples))
+		if (!cost_part_ran(s, i))
 			continue;
 		log_more(" %s %lu runs, %.1f ms (%.0f ns a run);", cost_names[i],
 			 (unsigned long)c->runs, c->ns / 1e6, c->runs ? (double)c->ns / c->runs : 0.0);
@@ -279,7 +285,7 @@ static void write_bpf_cost(struct session *s)
 	if (!s->opt.bpf_stats)
 		return;
 	for (int i = 0; i < COST_MAX; i++) {
-		if ((i == COST_SCHED && !s->sched) || (i == COST_SAMPLES && !s->samples))
+		if (!cost_part_ran(s, i))
 			continue;
 		pf_trace_attr_int(s->w, keys[i][0], (int64_t)s->cost[i].runs);
 		pf_trace_attr_int(s->w, keys[i][1], (int64_t)s->cost[i].ns);
