@@ -76,9 +76,22 @@ class DaemonRun:
 
     def between_windows(self, n):
         """Right after a window's end, before the next one can load BPF: no
-        agent in any job, and a sample of each job's footprint."""
+        agent in any job, and a sample of each job's footprint. This runs
+        on the thread that reads the daemon's lines, which may lag behind
+        the daemon (a loaded host at the soak's start): the next window may
+        have begun though its line is not read yet. A window holds its
+        jobs' claims (tests/soak/probes.claim_holder) from before it injects
+        to after it unloads, so the check counts only where the daemon
+        held no claim both before and after the agents were looked for
+        (on the H200, 2026-11-29, 9 of 202 checks at the soak's start saw
+        the next window's agent, its 'tracing' line read with the window's
+        own, 0.05 ms apart)."""
         jobs = [j for j in self.jobs if j.alive()]
+        if self.tracing_now(jobs):
+            return
         mapped = [j.name for j in jobs if probes.agent_mapped(j.pid)]
+        if mapped and self.tracing_now(jobs):
+            return
         states = {j.name: probes.steady_state(j.pid) for j in jobs}
         with self.lock:
             if len(self.windows) != n:  # the next window began meanwhile
@@ -100,6 +113,10 @@ class DaemonRun:
             if states.get(j.name):
                 j.after_clean("w%d" % n, states[j.name])
         self.fleet.sample_untraced("w%d" % n)
+
+    def tracing_now(self, jobs):
+        """Whether this daemon holds a claim on one of jobs (a window runs)."""
+        return any(probes.claim_holder(j.pid) == self.tr.p.pid for j in jobs)
 
     def alive(self):
         return self.tr.p.poll() is None
@@ -140,6 +157,8 @@ def window_record(w, run, pids):
     return dict(path=w["path"], state=state, size=w["size"], ended_early=early[0] if early else None,
                 wall_ms=max(walls) if walls and None not in walls else None,
                 attach_ms=[x.get("attach_ms") for x in ours],
+                attach_line_ms=max(x.get("attach_ms") or 0 for x in ours) if ours and all(
+                    x.get("attach_ms") is not None for x in ours) else None,
                 warnings=classify.warnings(lines), unclassified=classify.unclassified(lines),
                 cannot_load=[t for _, t in lines if classify.CANNOT_LOAD.match(t)])
 
