@@ -36,7 +36,7 @@ TESTPROGS := $(OUTPUT)/simfail $(OUTPUT)/cuda_rt $(OUTPUT)/cuda_drv $(OUTPUT)/hi
 # The benchmark's floors (tests/bench): empty callbacks, a counting uprobe;
 # the agent's op recorder alone.
 BENCHPROGS := $(OUTPUT)/libptbpf-floor.so $(OUTPUT)/uprobe_floor $(OUTPUT)/ring_bench \
-	      $(OUTPUT)/tsc_check
+	      $(OUTPUT)/tsc_check $(OUTPUT)/tools/bpftool
 CUDA ?= /usr/local/cuda-13.0
 AGENT := $(OUTPUT)/libptbpf-agent.so
 # No endbr64, so each ptbpf_agent_* entry starts with an instruction x86
@@ -173,6 +173,11 @@ $(OUTPUT)/inject_cli: tests/progs/inject_cli.c $(INJECT_CLI_OBJS)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
 
+# This machine's bpftool, to carry to a GPU machine that has none.
+$(OUTPUT)/tools/bpftool: tests/gpu/bundle_bpftool.sh | $(OUTPUT)
+	$(call msg,CP,$@)
+	$(Q)tests/gpu/bundle_bpftool.sh $(OUTPUT)/tools
+
 $(OUTPUT)/libptbpf-floor.so: tests/bench/floor.c user/agent/rf_abi.h user/agent/launch_cbids.h | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(AGENT_CFLAGS) -Iuser/agent $< -o $@ -ldl
@@ -234,24 +239,26 @@ demo: all
 	tests/demo.sh
 
 # On the GPU machine, with a ptbpf built elsewhere (make all test-progs pb2) and carried.
+# The machine has no bpftool: the carried one (build/tools) comes last on PATH.
+GPU_PATH := PATH="$$PATH:$(abspath $(OUTPUT)/tools)"
 gpu-check:
-	tests/gpu/gpu_check.sh
+	$(GPU_PATH) tests/gpu/gpu_check.sh
 
 # On the GPU machine: the interleaved benchmark alone (about 6 minutes), its
 # Markdown section appended to $OUT/bench-gpu.md (OUT defaults to .).
 gpu-bench:
 	py=$${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3}; \
-	$$py tests/bench/bench.py --device cuda --python $$py --out $${OUT:-.}/bench-gpu.md
+	$(GPU_PATH) $$py tests/bench/bench.py --device cuda --python $$py --out $${OUT:-.}/bench-gpu.md
 
 # On the GPU machine: issue 19's soak round (cycles, daemon windows, first
 # attaches, RSS by way of ending ptbpf), results under $OUT; two GPUs for
 # DDP on NCCL. About 7 minutes.
 gpu-soak:
-	tests/soak/gpu_soak.sh
+	$(GPU_PATH) tests/soak/gpu_soak.sh
 
 # On a machine with two GPUs: the NCCL DDP job, traced and merged.
 gpu-check-multi:
-	PTBPF_TEST_PYTHON=$${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3} \
+	$(GPU_PATH) PTBPF_TEST_PYTHON=$${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3} \
 	PTBPF_PB2_DIR=$(abspath $(OUTPUT)/pb2) \
 	$${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3} -m pytest -v -s -rfE \
 		-p no:cacheprovider tests/gpu/multi

@@ -44,10 +44,12 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -95,7 +97,54 @@ enum {
 	FLOOR_W_UNCAUGHT = 4,  /* std::uncaught_exceptions() at end */
 	FLOOR_W_CLOCK = 8,     /* clock_gettime(CLOCK_MONOTONIC) at both */
 	FLOOR_W_TSC = 16,      /* rdtsc at both */
+	FLOOR_W_RING = 32,     /* a record into a 4 MiB ring of the thread's at
+				* both (the agent's size: writes stream through
+				* more than the core's L2), 32 bytes + the name */
+	FLOOR_W_RING_L2 = 64,  /* the same into a 64 KiB ring (stays in L2) */
+	FLOOR_W_READER = 128,  /* and a reader thread copies what was written
+				* every 20 ms, as ptbpf's loader reads the rings
+				* from another CPU: the lines the writer comes
+				* back to are then shared with another core */
 };
+#define RING_BIG (4u << 20)
+#define RING_L2 (64u << 10)
+static __thread uint8_t *ring;
+static __thread uint32_t ring_at;
+/* The first writer's ring, for the reader. */
+static uint8_t *_Atomic ring_pub;
+static uint32_t *_Atomic ring_at_pub;
+static pthread_t reader;
+static _Atomic int reading;
+static uint64_t read_bytes;
+
+static void *reader_main(void *arg)
+{
+	static uint8_t copy[RING_BIG];
+	uint32_t last = 0;
+
+	(void)arg;
+	while (atomic_load(&reading)) {
+		uint8_t *r = atomic_load(&ring_pub);
+		uint32_t *at = atomic_load(&ring_at_pub);
+
+		nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+		if (!r)
+			continue;
+		uint32_t now = __atomic_load_n(at, __ATOMIC_ACQUIRE);
+
+		if (now >= last) {
+			memcpy(copy, r + last, now - last);
+			read_bytes += now - last;
+		} else { /* wrapped: the rest, then the start (a ring overrun is
+			  * not judged: only the cache traffic is of interest) */
+			memcpy(copy, r + last, RING_BIG - last);
+			memcpy(copy, r, now);
+			read_bytes += RING_BIG - last + now;
+		}
+		last = now;
+	}
+	return NULL;
+}
 static unsigned work;
 static const char *(*p_name)(const void *rf);
 static int64_t (*p_peek)(void);
@@ -115,14 +164,50 @@ static inline uint64_t work_clock(void)
 	return 0;
 }
 
+/* A record as the agent writes one (user/agent/ops.c put()): a 32-byte
+ * header, then the name, 8-byte aligned, wrapping at the ring's end. No
+ * reader: what it costs to write alone. */
+static void ring_put(uint64_t ts, const void *rf, const char *name, size_t nlen)
+{
+	uint32_t cap = work & FLOOR_W_RING_L2 ? RING_L2 : RING_BIG;
+	uint32_t size = (uint32_t)((32 + nlen + 7) & ~(size_t)7);
+	uint64_t *r;
+
+	if (!ring) {
+		ring = mmap(NULL, RING_BIG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			    -1, 0);
+		if (ring == MAP_FAILED) {
+			ring = NULL;
+			return;
+		}
+		uint8_t *none = NULL;
+
+		if (atomic_compare_exchange_strong(&ring_pub, &none, ring))
+			atomic_store(&ring_at_pub, &ring_at);
+	}
+	if (ring_at + size > cap)
+		ring_at = 0;
+	r = (uint64_t *)(ring + ring_at);
+	r[0] = ts;
+	r[1] = (uintptr_t)rf;
+	r[2] = (uint64_t)-1;
+	r[3] = size | (uint64_t)nlen << 32;
+	if (nlen)
+		memcpy(r + 4, name, nlen);
+	__atomic_store_n(&ring_at, ring_at + size, __ATOMIC_RELEASE);
+}
+
 static void **work_start(void **ret, const void *rf)
 {
 	uint64_t v = work_clock();
 
 	if (work & FLOOR_W_NAME) {
 		const char *name = p_name(rf);
+		size_t n = name ? strnlen(name, 256) : 0;
 
-		v += name ? strnlen(name, 256) : 0;
+		if (work & (FLOOR_W_RING | FLOOR_W_RING_L2))
+			ring_put(v, rf, name, n);
+		v += n;
 	}
 	sink = v;
 	*ret = NULL;
@@ -137,6 +222,8 @@ static void work_end(const void *rf, void *ctx)
 		v += (uint64_t)p_peek();
 	if (work & FLOOR_W_UNCAUGHT)
 		v += (uint64_t)p_uncaught();
+	if (work & (FLOOR_W_RING | FLOOR_W_RING_L2))
+		ring_put(v, rf, NULL, 0);
 	sink = v;
 }
 
@@ -230,6 +317,14 @@ EXPORT int floor_rf_work_on(unsigned w)
 		return -1;
 	work = w;
 	add(all, 10, 1.0);
+	if (w & FLOOR_W_READER) {
+		atomic_store(&reading, 1);
+		if (pthread_create(&reader, NULL, reader_main, NULL)) {
+			atomic_store(&reading, 0);
+			snprintf(why, sizeof(why), "cannot start the reader thread");
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -253,6 +348,8 @@ EXPORT int floor_rf_thread(int on)
 
 EXPORT void floor_rf_off(void)
 {
+	if (atomic_exchange(&reading, 0))
+		pthread_join(reader, NULL);
 	for (int i = 0; i < nhandles; i++)
 		p_remove(handles[i]);
 	nhandles = 0;

@@ -35,6 +35,10 @@ Optimizer.step and ProfilerStep# are made of, a few per step):
   ptbpf       `ptbpf -p PID` as users run it (the kernel view, CPU samples)
   ptbpf_ops_alt  ptbpf_ops with another build's ptbpf and agent (--alt
               DIR, where DIR holds both): two agents compared in one run
+  profiler    torch.profiler.profile in the process (CPU activity, and
+              CUDA with --device cuda), entered before the phase's loops
+              and left after them (its trace made and dropped, untimed):
+              the cost ptbpf's is compared with (issue 23: a third of it)
   spin        a process spinning on the other CPU, this one kept off it:
               what a busy neighbour (ptbpf's loader) costs the thread
               through the shared machine alone
@@ -45,8 +49,16 @@ Optimizer.step and ProfilerStep# are made of, a few per step):
               number's peek() at end; std::uncaught_exceptions() at end; a
               clock_gettime at each; an rdtsc at each; w_torch: name, peek
               and uncaught; w_agent: those and clock_gettime (all the agent
-              asks of torch and the clock, without its rings). Their cost
-              against all_cb attributes the agent's cost above the floor
+              asks of torch and the clock, without its rings); w_agent_tsc:
+              the same with rdtsc, as the agent reads its clock; w_ring:
+              w_agent_tsc and a record into a 4 MiB ring of the thread's at
+              begin and end, as the agent's (no reader); w_ring_l2: the
+              same into a 64 KiB ring, which stays in the core's L2;
+              w_ring_read: w_ring with a thread that copies what was
+              written every 20 ms, as ptbpf's loader reads the rings from
+              another CPU. Their
+              cost against all_cb attributes the agent's cost above the
+              floor
 
 With --device cuda, each phase also times a loop of CUDA launches
 (torch.add on 1-element CUDA tensors: one op and one cudaLaunchKernel
@@ -97,10 +109,10 @@ ENTER_2X = "_ZN5torch8autograd8profiler25record_function_enter_new*"
 ENTER_113 = "_ZN2at14RecordFunctionC1ENS_11RecordScopeE"
 # floor.c's FLOOR_W_* bits for the w_ phases.
 WORK = {"w_name": 1, "w_peek": 2, "w_uncaught": 4, "w_clock": 8, "w_tsc": 16, "w_torch": 7,
-        "w_agent": 15}
+        "w_agent": 15, "w_agent_tsc": 23, "w_ring": 55, "w_ring_l2": 87, "w_ring_read": 183}
 CUPTI = {"cupti_cb": (True, False), "cupti_act": (False, True), "cupti_both": (True, True)}
 PHASES = ["none", "user_cb", "sampled", "all_cb", "agent4_cb", "agent_steps", "uprobe",
-          "ptbpf_ops", "ptbpf_ops_kclock", "ptbpf", "spin"] + list(WORK)
+          "ptbpf_ops", "ptbpf_ops_kclock", "ptbpf", "profiler", "spin"] + list(WORK)
 CUDA_PHASES = list(CUPTI) + ["ptbpf_calls"]
 PTBPF_ARGS = {"ptbpf_ops": ["--no-sched", "--no-samples"],
               "ptbpf_ops_alt": ["--no-sched", "--no-samples"],
@@ -195,6 +207,8 @@ class Phases:
         self.steps = agentsteps.StepSignal(BUILD)
         self.tmp = tempfile.mkdtemp(prefix="ptbpf-cost-")
         self.alt = None
+        self.cuda = False
+        self.prof = None
 
     def on(self, name):
         rc = 0
@@ -217,6 +231,12 @@ class Phases:
             time.sleep(0.2)
         elif name in WORK:
             rc = self.floor.floor_rf_work_on(WORK[name])
+        elif name == "profiler":
+            act = [torch.profiler.ProfilerActivity.CPU]
+            if self.cuda:
+                act.append(torch.profiler.ProfilerActivity.CUDA)
+            self.prof = torch.profiler.profile(activities=act)
+            self.prof.__enter__()
         elif name == "agent_steps":
             self.steps.on()
         elif name == "uprobe":
@@ -261,6 +281,11 @@ class Phases:
             hits = self.probe.communicate()[0]
             self.probe = None
             return hits.strip()
+        if name == "profiler":
+            self.prof.__exit__(None, None, None)
+            n = len(self.prof.profiler.function_events) if self.prof.profiler else 0
+            self.prof = None
+            return "events %d" % n
         if name == "agent_steps":
             self.steps.off()
         elif name in CUPTI:
@@ -332,6 +357,22 @@ def paired_table(res, phases):
         print("| " + " | ".join(row) + " |")
 
 
+def paired_ratios(res, phases, base="profiler"):
+    """Per cycle, each ptbpf phase's paired cost per op and per region over
+    base's of the same cycle: median and 95% interval (issue 23's ratio to
+    torch.profiler, measured per op rather than from step times)."""
+    if base not in phases:
+        return
+    for p in [p for p in phases if p.startswith("ptbpf")]:
+        for k in ("op", "region"):
+            r = [x / y for x, y in zip(res[p][k + "_pair"], res[base][k + "_pair"]) if y > 0]
+            if r:
+                lo, hi = median_interval(r)
+                print("# %s's cost per %s / %s's (paired): median %.2f, 95%% interval "
+                      "%.2f..%.2f, %d cycles" % (p, k, base, statistics.median(r), lo, hi,
+                                                 len(r)))
+
+
 def above(res, a, b, k):
     """Per cycle, a's cost over b's (both over none), for key k: median and
     95% interval."""
@@ -373,6 +414,7 @@ def main():
     torch.set_num_threads(1)
     ph = Phases()
     ph.alt = args.alt
+    ph.cuda = cuda
     counters = Counters(ph.floor)
     if args.paired and ph.floor.floor_rf_thread(1):
         sys.exit("--paired: %s" % ph.floor.floor_why().decode())
@@ -417,6 +459,7 @@ def main():
     if args.paired:
         print()
         paired_table(res, phases)
+        paired_ratios(res, phases)
     for p in WORK:
         if p in phases and "all_cb" in phases:
             for k in ("op", "op_cpu"):
