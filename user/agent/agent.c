@@ -342,8 +342,10 @@ static void *agent_thread(void *arg)
 			}
 			if (active && gpu_on)
 				cupti_tick(now);
-			if (active && ops_on)
+			if (active && ops_on) {
 				agent_ops_clock_tick();
+				agent_ops_prefault();
+			}
 			steps_check_locked(now);
 		}
 		pthread_mutex_unlock(&state_lock);

@@ -171,6 +171,8 @@ const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes,
 /* Every PTBPF_AGENT_POLL_MS on the agent's thread while recording: the
  * clock's line checked and kept (clock.c), its numbers in the descriptor. */
 void agent_ops_clock_tick(void);
+/* From the agent's thread: ring pages the writers reach next, faulted in. */
+void agent_ops_prefault(void);
 /* Stops recording and removes the callbacks. */
 void agent_ops_stop(void);
 /* At process exit: stops recording and waits (250 ms at most) until

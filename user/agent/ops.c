@@ -485,6 +485,57 @@ const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes,
 	return &desc;
 }
 
+/*
+ * Ring pages a thread is about to write, faulted in from the agent's
+ * thread: MADV_POPULATE_WRITE maps them writable without touching their
+ * bytes, so the writer's stores never race with it. Left to the job's
+ * thread, a fresh 4 KiB page every 46 ops costs it about 15 ns per op over
+ * the first 4 MiB it records after each attach (CI VM: 18-20 ns per
+ * 88-byte record on a first pass, 3.4-4.3 after), which is all of a short
+ * capture (a daemon window, a benchmark phase). Each owned ring is kept
+ * populated ahead of its head by twice what it wrote since the last tick,
+ * at least 128 KiB, at most 2 MiB a tick; a ring that wrapped has every
+ * page already. A kernel without it (before 5.14) or an error stops it.
+ */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+#define AHEAD_MIN (128u << 10)
+#define AHEAD_STEP (2u << 20)
+static uint64_t populated[PTBPF_OPS_SLOTS], head_seen[PTBPF_OPS_SLOTS];
+static bool populate_off;
+
+void agent_ops_prefault(void)
+{
+	uintptr_t page = 4096;
+
+	for (uint32_t i = 0; i < desc.nslots && slot_mem && !populate_off; i++) {
+		struct ptbpf_ops_slot *s =
+			(struct ptbpf_ops_slot *)(slot_mem + (size_t)i * desc.slot_bytes);
+		uint64_t head = __atomic_load_n(&s->head, __ATOMIC_RELAXED);
+		uint64_t ahead = 2 * (head - head_seen[i]), want;
+		uintptr_t from, to;
+
+		head_seen[i] = head;
+		if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) != OPS_SLOT_OWNED ||
+		    populated[i] >= ring_cap)
+			continue;
+		ahead = ahead < AHEAD_MIN ? AHEAD_MIN : ahead;
+		want = head + ahead < ring_cap ? head + ahead : ring_cap;
+		if (want > populated[i] + AHEAD_STEP)
+			want = populated[i] + AHEAD_STEP;
+		if (want <= populated[i])
+			continue;
+		from = ((uintptr_t)(s + 1) + populated[i]) & ~(page - 1);
+		to = (uintptr_t)(s + 1) + want;
+		if (madvise((void *)from, to - from, MADV_POPULATE_WRITE)) {
+			populate_off = true; /* the writer faults its pages in itself */
+			return;
+		}
+		populated[i] = want;
+	}
+}
+
 /* The clock's line kept near CLOCK_MONOTONIC, and how near, for ptbpf. */
 void agent_ops_clock_tick(void)
 {
@@ -531,6 +582,8 @@ void agent_ops_unload(void)
 {
 	if (!slot_mem)
 		return;
+	memset(populated, 0, sizeof(populated));
+	memset(head_seen, 0, sizeof(head_seen));
 	pthread_key_delete(slot_key);
 	munmap(slot_mem, (size_t)PTBPF_OPS_SLOTS * PTBPF_OPS_SLOT_BYTES);
 	slot_mem = NULL;
