@@ -183,9 +183,24 @@ def main():
     x, y = torch.randn(16, 32, device=a.device), torch.randint(0, 10, (16,), device=a.device)
     if a.major_mb:
         major_file(a.go + ".data", a.major_mb)
+    spent = {}
     if a.loader_ms:
         batches = iter(torch.utils.data.DataLoader(Sleepy(a.loader_ms), batch_size=1,
                                                    num_workers=a.workers))
+        # "loader" is the time in _next_data, which the iterator's
+        # record_function region (what torch.profiler and ptbpf call
+        # DataLoader) holds; next() as a whole ("loader_call") takes
+        # 0.1-5 ms more a call outside that region (torch 1.13, 2 workers:
+        # by torch.profiler's own region too).
+        fetch = batches._next_data
+
+        def timed_fetch():
+            t0 = time.monotonic_ns()
+            try:
+                return fetch()
+            finally:
+                spent["loader"] += time.monotonic_ns() - t0
+        batches._next_data = timed_fetch
     held = {}
     if a.held:
         for name in ("held", "stuck"):
@@ -194,8 +209,8 @@ def main():
         " %s %d" % (k, v[0]) for k, v in held.items())), flush=True)
     while not os.path.exists(a.go):
         time.sleep(0.01)
-    spent = {"pipe": 0, "sleep": 0, "futex": 0, "hog": 0, "hog_cpu": 0, "fault": 0, "major": 0,
-             "gil": 0, "loader": 0}
+    spent.update({"pipe": 0, "sleep": 0, "futex": 0, "hog": 0, "hog_cpu": 0, "fault": 0,
+                  "major": 0, "gil": 0, "loader": 0, "loader_call": 0})
     major = a.go + ".data"
     r, w = os.pipe()
     for step in range(a.steps):
@@ -236,7 +251,7 @@ def main():
         if a.gil_ms:
             spent["gil"] += gil_phase(a.gil_ms)
         if a.loader_ms:
-            spent["loader"] += timed(lambda: next(batches))
+            spent["loader_call"] += timed(lambda: next(batches))
     if a.hog_ms:
         os.close(hog_go)
         os.waitpid(hog_pid, 0)
