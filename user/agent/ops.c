@@ -520,6 +520,8 @@ void agent_ops_prefault(void)
 		if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) != OPS_SLOT_OWNED ||
 		    populated[i] >= ring_cap)
 			continue;
+		if (populated[i] < head) /* the writer has touched those itself */
+			populated[i] = head < ring_cap ? head : ring_cap;
 		ahead = ahead < AHEAD_MIN ? AHEAD_MIN : ahead;
 		want = head + ahead < ring_cap ? head + ahead : ring_cap;
 		if (want > populated[i] + AHEAD_STEP)
