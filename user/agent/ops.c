@@ -433,8 +433,9 @@ static int alloc_slots(char *why, size_t len)
 
 	if (slot_mem)
 		return 0;
-	/* Pages are touched only as threads write: a thread's ring costs
-	 * memory once it has recorded that much. */
+	/* Pages are touched only as threads write (and a little ahead of
+	 * them, agent_ops_prefault): a thread's ring costs memory once it
+	 * has recorded that much. */
 	slot_mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (slot_mem == MAP_FAILED || pthread_key_create(&slot_key, slot_release) ||
