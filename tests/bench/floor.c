@@ -115,7 +115,6 @@ static uint8_t *_Atomic ring_pub;
 static uint32_t *_Atomic ring_at_pub;
 static pthread_t reader;
 static _Atomic int reading;
-static uint64_t read_bytes;
 
 static void *reader_main(void *arg)
 {
@@ -134,12 +133,10 @@ static void *reader_main(void *arg)
 
 		if (now >= last) {
 			memcpy(copy, r + last, now - last);
-			read_bytes += now - last;
 		} else { /* wrapped: the rest, then the start (a ring overrun is
 			  * not judged: only the cache traffic is of interest) */
 			memcpy(copy, r + last, RING_BIG - last);
 			memcpy(copy, r, now);
-			read_bytes += RING_BIG - last + now;
 		}
 		last = now;
 	}
@@ -165,8 +162,9 @@ static inline uint64_t work_clock(void)
 }
 
 /* A record as the agent writes one (user/agent/ops.c put()): a 32-byte
- * header, then the name, 8-byte aligned, wrapping at the ring's end. No
- * reader: what it costs to write alone. */
+ * header, then the name, 8-byte aligned, wrapping at the ring's end.
+ * Nothing frees the ring: without FLOOR_W_READER, what writing alone
+ * costs. */
 static void ring_put(uint64_t ts, const void *rf, const char *name, size_t nlen)
 {
 	uint32_t cap = work & FLOOR_W_RING_L2 ? RING_L2 : RING_BIG;

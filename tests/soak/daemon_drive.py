@@ -80,7 +80,7 @@ class DaemonRun:
         on the thread that reads the daemon's lines, which may lag behind
         the daemon (a loaded host at the soak's start): the next window may
         have begun though its line is not read yet. A window holds its
-        jobs' claims (tests/soak/probes.claim_holder) from before it injects
+        jobs' claims (tests/soak/probes.claim_holders) from before it injects
         to after it unloads, so the check counts only where the daemon
         held no claim both before and after the agents were looked for
         (on the H200, 2026-11-29, 9 of 202 checks at the soak's start saw
@@ -116,7 +116,8 @@ class DaemonRun:
 
     def tracing_now(self, jobs):
         """Whether this daemon holds a claim on one of jobs (a window runs)."""
-        return any(probes.claim_holder(j.pid) == self.tr.p.pid for j in jobs)
+        holders = probes.claim_holders()
+        return any(holders.get(j.pid) == self.tr.p.pid for j in jobs)
 
     def alive(self):
         return self.tr.p.poll() is None
@@ -154,11 +155,11 @@ def window_record(w, run, pids):
     timing, _ = classify.attach_timing(lines, w["t"])
     ours = [timing.get(p, {}) for p in pids]
     walls = [x.get("wall_ms") for x in ours]
+    parts = [x.get("attach_ms") for x in ours]
     return dict(path=w["path"], state=state, size=w["size"], ended_early=early[0] if early else None,
                 wall_ms=max(walls) if walls and None not in walls else None,
-                attach_ms=[x.get("attach_ms") for x in ours],
-                attach_line_ms=max(x.get("attach_ms") or 0 for x in ours) if ours and all(
-                    x.get("attach_ms") is not None for x in ours) else None,
+                attach_ms=parts,
+                attach_line_ms=max(parts) if parts and None not in parts else None,
                 warnings=classify.warnings(lines), unclassified=classify.unclassified(lines),
                 cannot_load=[t for _, t in lines if classify.CANNOT_LOAD.match(t)])
 

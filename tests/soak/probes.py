@@ -369,17 +369,25 @@ def bpf_objects():
     return out, link_pids
 
 
-def claim_holder(pid):
-    """The ptbpf that holds pid's claim socket (traces it), or None."""
+def claim_holders():
+    """{claimed pid: the ptbpf that holds its claim socket (traces it), or
+    None where ss names no holder}, from one ss listing."""
     try:
         r = subprocess.run(["ss", "-xlp"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
-        return None
+        return {}
+    out = {}
     for line in r.stdout.splitlines():
-        if "@ptbpf/pid/%d/" % pid in line:
-            m = re.search(r"pid=(\d+)", line)
-            return int(m.group(1)) if m else None
-    return None
+        m = re.search(r"@ptbpf/pid/(\d+)/", line)
+        if m and int(m.group(1)) not in out:
+            holder = re.search(r"pid=(\d+)", line)
+            out[int(m.group(1))] = int(holder.group(1)) if holder else None
+    return out
+
+
+def claim_holder(pid):
+    """The ptbpf that holds pid's claim socket (traces it), or None."""
+    return claim_holders().get(pid)
 
 
 FDINFO_KEY = {"bpf-prog": ("prog", "prog_id"), "bpf-link": ("link", "link_id"),
