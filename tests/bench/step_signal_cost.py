@@ -38,7 +38,8 @@ Optimizer.step and ProfilerStep# are made of, a few per step):
   profiler    torch.profiler.profile in the process (CPU activity, and
               CUDA with --device cuda), entered before the phase's loops
               and left after them (its trace made and dropped, untimed):
-              the cost ptbpf's is compared with (issue 23: a third of it)
+              the cost ptbpf's is compared with (issue 23: a third of it);
+              on CUDA not with the cupti_* phases (Kineto stays subscribed)
   spin        a process spinning on the other CPU, this one kept off it:
               what a busy neighbour (ptbpf's loader) costs the thread
               through the shared machine alone
@@ -411,6 +412,11 @@ def main():
     phases = args.phases.split(",") if args.phases else known
     if "none" not in phases or set(phases) - set(known):
         sys.exit("--phases: some of %s, none among them" % ",".join(known))
+    if cuda and "profiler" in phases and set(phases) & set(CUPTI):
+        # Kineto keeps its CUPTI subscriber after its first session (H200,
+        # torch 2.11): floor.c's cuptiSubscribe fails from then on.
+        sys.exit("--phases: profiler and %s cannot share a process on CUDA (Kineto stays "
+                 "subscribed to CUPTI); run them apart" % ",".join(sorted(set(phases) & set(CUPTI))))
     torch.set_num_threads(1)
     ph = Phases()
     ph.alt = args.alt

@@ -82,20 +82,22 @@ class DaemonRun:
         have begun though its line is not read yet. A window holds its
         jobs' claims (tests/soak/probes.claim_holders) from before it injects
         to after it unloads, so the check counts only where the daemon
-        held no claim both before and after the agents were looked for
+        held no claim both before and after the jobs were looked at
         (on the H200, 2026-11-29, 9 of 202 checks at the soak's start saw
         the next window's agent, its 'tracing' line read with the window's
         own, 0.05 ms apart)."""
         jobs = [j for j in self.jobs if j.alive()]
-        if self.tracing_now(jobs):
-            return
+        # ptbpf lets its claims go last, a few ms after its 'wrote' line
+        # (and a daemon's next window may take them 10 ms later).
+        deadline = time.monotonic() + 0.1
+        while self.tracing_now(jobs):
+            if time.monotonic() > deadline:
+                return self.skipped("a window held a claim")
+            time.sleep(0.005)
         mapped = [j.name for j in jobs if probes.agent_mapped(j.pid)]
-        if mapped and self.tracing_now(jobs):
-            return
         states = {j.name: probes.steady_state(j.pid) for j in jobs}
-        with self.lock:
-            if len(self.windows) != n:  # the next window began meanwhile
-                return
+        if self.tracing_now(jobs):  # the next window began while we looked
+            return self.skipped("a window held a claim")
         bw = self.fleet.between_windows
         with self.fleet.lock:
             bw["checked"] += 1
@@ -113,6 +115,11 @@ class DaemonRun:
             if states.get(j.name):
                 j.after_clean("w%d" % n, states[j.name])
         self.fleet.sample_untraced("w%d" % n)
+
+    def skipped(self, why):
+        bw = self.fleet.between_windows
+        with self.fleet.lock:
+            bw["skipped"][why] = bw["skipped"].get(why, 0) + 1
 
     def tracing_now(self, jobs):
         """Whether this daemon holds a claim on one of jobs (a window runs)."""
@@ -156,7 +163,12 @@ def window_record(w, run, pids):
     ours = [timing.get(p, {}) for p in pids]
     walls = [x.get("wall_ms") for x in ours]
     parts = [x.get("attach_ms") for x in ours]
-    return dict(path=w["path"], state=state, size=w["size"], ended_early=early[0] if early else None,
+    events = [int(m.group(1)) for _, t in lines
+              for m in [re.search(r"^ptbpf: events by kind:.* total (\d+)$", t)] if m]
+    per_event = (round(w["size"] / sum(events), 1)
+                 if w["size"] and events and sum(events) else None)
+    return dict(path=w["path"], state=state, size=w["size"], bytes_per_event=per_event,
+                ended_early=early[0] if early else None,
                 wall_ms=max(walls) if walls and None not in walls else None,
                 attach_ms=parts,
                 attach_line_ms=max(parts) if parts and None not in parts else None,

@@ -93,7 +93,7 @@ class Fleet:
         self.issued = 0
         self.walls = []
         self.unreadable = []
-        self.between_windows = dict(checked=0, agent_mapped=[])
+        self.between_windows = dict(checked=0, agent_mapped=[], skipped={})
 
     def sample_untraced(self, key):
         for u in self.untraced:

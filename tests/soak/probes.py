@@ -371,17 +371,35 @@ def bpf_objects():
 
 def claim_holders():
     """{claimed pid: the ptbpf that holds its claim socket (traces it), or
-    None where ss names no holder}, from one ss listing."""
+    None where no process holds it}, from /proc alone: the claim sockets
+    in /proc/net/unix (this network namespace's), their holders from
+    /proc/*/fd, as `ss -xlp` finds them (ss is not on every host: the GPU
+    machine has none)."""
+    inodes = {}
     try:
-        r = subprocess.run(["ss", "-xlp"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
+        with open("/proc/net/unix") as f:
+            for line in f.readlines()[1:]:
+                parts = line.split()
+                m = len(parts) > 7 and re.match(r"@ptbpf/pid/(\d+)/", parts[7])
+                if m:
+                    inodes["socket:[%s]" % parts[6]] = int(m.group(1))
+    except OSError:
         return {}
-    out = {}
-    for line in r.stdout.splitlines():
-        m = re.search(r"@ptbpf/pid/(\d+)/", line)
-        if m and int(m.group(1)) not in out:
-            holder = re.search(r"pid=(\d+)", line)
-            out[int(m.group(1))] = int(holder.group(1)) if holder else None
+    out = dict.fromkeys(inodes.values())
+    for d in os.listdir("/proc") if inodes else []:
+        if not d.isdigit():
+            continue
+        try:
+            fds = os.listdir("/proc/%s/fd" % d)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                pid = inodes.get(os.readlink("/proc/%s/fd/%s" % (d, fd)))
+            except OSError:
+                continue
+            if pid is not None and out[pid] is None:
+                out[pid] = int(d)
     return out
 
 

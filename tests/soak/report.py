@@ -79,7 +79,8 @@ class Result:
                                             "trace_bytes", "agent_before", "agent_after",
                                             "signals", "false", "rss_kb", "agent_buffers")}
                     for r in self.fleet.cycles],
-            windows=[{k: w.get(k) for k in ("run", "path", "state", "size", "ended_early",
+            windows=[{k: w.get(k) for k in ("run", "path", "state", "size", "bytes_per_event",
+                                             "ended_early",
                                              "wall_ms", "attach_line_ms", "false", "agent_buffers")}
                      for w in self.fleet.windows])
         return s
@@ -159,14 +160,22 @@ class Result:
                                                  if w["ended_early"]),
                  daemons_at_once=self.o.daemons,
                  size_bytes=worst_tenths(full, "size"),
+                 bytes_per_event=worst_tenths(full, "bytes_per_event"),
                  attach_wall_ms=worst_tenths(wins, "wall_ms"),
                  attach_line_ms=worst_tenths(wins, "attach_line_ms"),
                  between_windows=dict(checked=bw["checked"], agent_mapped=bw["agent_mapped"],
+                                      skipped=bw["skipped"],
                                       traced_by_others=bw.get("foreign", [])))
         if "daemon" in self.o.modes:
             self.check("daemon windows written", len(written) >= self.o.windows,
                        "%d of %d" % (len(written), self.o.windows))
-            self.flat("window size (daemon, full windows)", f["size_bytes"])
+            # A window's size follows what its jobs did in it (on the H200,
+            # 2026-11-29, one daemon's windows were 0.5-0.9 MB while its
+            # job's own profiler session held CUPTI and 2.3-3.9 MB when not,
+            # and their tenths' medians x2.05 apart): judged is what the
+            # trace spends per event it records, which grows with state
+            # carried over from earlier windows and not with the job.
+            self.flat("bytes per recorded event (daemon, full windows)", f["bytes_per_event"])
             # Judged by ptbpf's own -v 'attach:' parts: the time from the
             # window's line to the 'tracing pid' line is when the soak read
             # them, and it reads late on a loaded host (on the H200,
@@ -367,13 +376,17 @@ def markdown(s):
             % (d["written"], d["requested"], counter(d["states"]), d["runs"],
                counter(d["run_outcomes"]), d.get("daemons_at_once", 1), counter(d["ended_early"])))
         row("window size, bytes (first -> last tenth)", fmt_tenths(d["size_bytes"]))
+        if "bytes_per_event" in d:
+            row("window bytes per recorded event (first -> last tenth)",
+                fmt_tenths(d["bytes_per_event"]))
         row("window attach, ms to 'tracing pid' as read (first -> last tenth)",
             fmt_tenths(d["attach_wall_ms"]))
         if "attach_line_ms" in d:
             row("window attach, -v 'attach:' parts (first -> last tenth)",
                 fmt_tenths(d["attach_line_ms"]))
-        row("between windows", "%d checks, agent mapped in %d" % (
-            d["between_windows"]["checked"], len(d["between_windows"]["agent_mapped"])))
+        bw = d["between_windows"]
+        row("between windows", "%d checks, agent mapped in %d; not checked: %s" % (
+            bw["checked"], len(bw["agent_mapped"]), counter(bw.get("skipped", {}))))
     others = c["traced_by_others"] + d["between_windows"]["traced_by_others"]
     if others:
         row("jobs found traced by a ptbpf not the soak's (not counted)", "%d times, e.g. %s" % (
