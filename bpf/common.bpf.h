@@ -42,7 +42,7 @@ static __always_inline void stat_inc(__u32 idx)
 	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
 
 	if (v)
-		(*v)++;
+		__sync_fetch_and_add(v, 1);
 }
 
 static __always_inline void submit(void *rec)

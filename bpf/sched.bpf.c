@@ -77,7 +77,7 @@ static __always_inline void stat_inc(__u32 idx)
 	__u64 *v = bpf_map_lookup_elem(&sched_stats, &idx);
 
 	if (v)
-		(*v)++;
+		__sync_fetch_and_add(v, 1);
 }
 
 static __always_inline void *reserve(__u64 size, __u32 drop_cause)
