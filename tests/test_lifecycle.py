@@ -290,7 +290,7 @@ def test_thread_churn_totals_add_up(tmp_path):
     assert o["ops_lost"] == o["ops_full"] + o["ops_no_slot"], err
     # Each thread's records stay its own, up to its last (its ring is
     # freed only once read to the end).
-    assert re.search(r"cut by exit 0, .*end not seen 0, end before attach 0,", err), err
+    assert re.search(r"cut by exit 0, .*end not seen 0, end without its begin 0,", err), err
     t = pftrace.Trace(out)
     assert t.validate() == []
     assert t.attrs["dev.ptbpf.events_sent"] == t.attrs["dev.ptbpf.events_received"] + \

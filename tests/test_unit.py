@@ -58,6 +58,12 @@ def test_reorder_merges_streams_in_time_order():
     run_unit("test_reorder")
 
 
+def test_link_sets_take_end_probes_out_last():
+    """user/attach/links.c: at detach the probes that end slices go after
+    those that begin them, so that no call is left open."""
+    run_unit("test_links")
+
+
 def test_second_interrupt_line():
     """The line a second Ctrl-C prints (user/attach/leaving.c): what it says
     for each agent state, many processes, a PATH_MAX trace path, one line."""

@@ -10,10 +10,15 @@
  * Usage: cuda_drv GO_FILE
  * Prints "ready", waits until GO_FILE exists, then prints each call's
  * return code and "done".
+ * cuda_drv --loop [NS]: prints "ready", then launches until killed, one
+ * launch every NS ns (default 0: back to back, a call always in flight).
  */
 #include <cuda.h>
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,8 +49,23 @@ int main(int argc, char **argv)
 	CUdeviceptr p = 0;
 	struct stat st;
 
+	if (argc >= 2 && !strcmp(argv[1], "--loop")) {
+		long ns = argc > 2 ? atol(argv[2]) : 0;
+
+		printf("ready\n");
+		fflush(stdout);
+		for (;;) {
+			struct timespec t0, t;
+
+			cuLaunchKernel(KERNEL, 4, 3, 2, 128, 1, 1, 512, STREAM, NULL, NULL);
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			do
+				clock_gettime(CLOCK_MONOTONIC, &t);
+			while ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec - t0.tv_nsec < ns);
+		}
+	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: cuda_drv GO_FILE\n");
+		fprintf(stderr, "usage: cuda_drv GO_FILE | --loop\n");
 		return 2;
 	}
 	printf("ready\n");

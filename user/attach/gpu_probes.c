@@ -234,8 +234,9 @@ static int attach_lib(struct gpu_probes *g, int pid, enum gpu_lib lib,
 
 		struct gpu_bpf *sk = g->skel;
 
-		/* Returns first: a call must never begin without its end. */
-		err = link_set_keep(&g->links, pid, bpf_program__attach_uprobe_multi(
+		/* Returns first, and gone last: a call must never begin
+		 * without its end. */
+		err = link_set_keep_end(&g->links, pid, bpf_program__attach_uprobe_multi(
 			sk->progs.gpu_return, pid, tl->attach_path, NULL, &r));
 		if (!err)
 			err = link_set_keep(&g->links, pid, bpf_program__attach_uprobe_multi(

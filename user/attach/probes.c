@@ -238,9 +238,15 @@ static int attach_multi(struct probes *p, struct bpf_program *prog, int pid,
 	LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = (unsigned long *)l->off,
 		    .cookies = (__u64 *)l->cookie, .cnt = l->n);
 
+	struct ptbpf_bpf *s = p->skel;
+	/* What closes a slice goes last at detach (links.h). */
+	bool end = prog == s->progs.op_exit || prog == s->progs.bwd_exit ||
+		   prog == s->progs.user_end || prog == s->progs.unwind_catch;
+
 	if (!l->n)
 		return 0;
-	return link_set_keep(&p->links, pid, bpf_program__attach_uprobe_multi(prog, pid, path, NULL, &o));
+	return (end ? link_set_keep_end : link_set_keep)(&p->links, pid,
+		bpf_program__attach_uprobe_multi(prog, pid, path, NULL, &o));
 }
 
 /* A program that must have a site: -ENOENT without one. A uprobe.multi

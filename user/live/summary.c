@@ -248,7 +248,7 @@ void summary_print(struct session *s, const uint64_t st[STAT_MAX])
 	}
 	log_msg("slices %lu; unwound by exceptions %lu, cut by exit %lu, cut by "
 		"exec %lu, open at stop %lu, cut where records were lost %lu, end not seen %lu, end "
-		"before attach %lu, too deep %lu; steps %lu, forward->backward flows %lu, rpc flows "
+		"without its begin %lu, too deep %lu; steps %lu, forward->backward flows %lu, rpc flows "
 		"%lu; records of threads past the thread table's limit %lu\n",
 		(unsigned long)c->frames, (unsigned long)c->unwound, (unsigned long)c->cut_by_exit,
 		(unsigned long)c->cut_by_exec, (unsigned long)c->cut_at_stop,

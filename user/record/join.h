@@ -27,7 +27,8 @@ struct join_counts {
 	uint64_t cut_by_loss;   /* open where the agent's ring lost records */
 	uint64_t cut_by_exec;   /* open when their process exec'd */
 	uint64_t end_missed;    /* closed because an outer frame ended first */
-	uint64_t end_unmatched; /* an end with no begin (begun before attach) */
+	uint64_t end_unmatched; /* an end with no begin: begun before attach, or a
+				 * return after its entry probe went at detach */
 	uint64_t too_deep;      /* beyond the trace's nesting limit, not drawn */
 	uint64_t bad_shapes;    /* input-shape bytes that did not parse */
 	uint64_t py_stacks;     /* Python stacks attached to a slice */
