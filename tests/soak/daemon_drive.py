@@ -168,6 +168,7 @@ def window_record(w, run, pids):
     per_event = (round(w["size"] / sum(events), 1)
                  if w["size"] and events and sum(events) else None)
     return dict(path=w["path"], state=state, size=w["size"], bytes_per_event=per_event,
+                gpu_paused=said("GPU timeline paused"),
                 ended_early=early[0] if early else None,
                 wall_ms=max(walls) if walls and None not in walls else None,
                 attach_ms=parts,
