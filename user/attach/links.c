@@ -89,7 +89,7 @@ static void destroy_links(struct bpf_link **v, int n)
 static void destroy_matching(struct link_set *s, int pid)
 {
 	struct bpf_link **gone = malloc(s->n * sizeof(*gone) + 1);
-	int kept = 0, ngone = 0, nbegin;
+	int kept = 0, ngone = 0, nbegin = 0;
 
 	for (int end = 0; end < 2; end++) {
 		for (int i = 0; i < s->n; i++) {
@@ -104,9 +104,11 @@ static void destroy_matching(struct link_set *s, int pid)
 		if (!end)
 			nbegin = ngone;
 	}
-	destroy_links(gone, nbegin);
-	destroy_links(gone + nbegin, ngone - nbegin);
-	free(gone);
+	if (gone) {
+		destroy_links(gone, nbegin);
+		destroy_links(gone + nbegin, ngone - nbegin);
+		free(gone);
+	}
 	for (int i = 0; i < s->n; i++) {
 		if (!s->v[i])
 			continue;
