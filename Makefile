@@ -54,7 +54,7 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all test-progs FORCE clean deps test bench demo gpu-check gpu-bench gpu-check-multi gpu-soak pb2 fuzz
+.PHONY: all test-progs FORCE clean deps test bench demo gpu-check gpu-bench gpu-cost gpu-check-multi gpu-soak pb2 fuzz
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -251,6 +251,24 @@ gpu-check:
 gpu-bench:
 	py=$${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3}; \
 	$(GPU_PATH) $$py tests/bench/bench.py --device cuda --python $$py --out $${OUT:-.}/bench-gpu.md
+
+# On the GPU machine: issue 23's direct costs, per op and per launch
+# (tests/bench/step_signal_cost.py, paired), in two processes: Kineto keeps
+# CUPTI's subscriber after the profiler's first session, so the profiler is
+# measured apart from the CUPTI floors and ptbpf's launch path. Each half
+# starts no cycle after COST_SECONDS (170: both fit one 10-minute device
+# call, about 4 cycles each on the H200); $OUT/cost-ops.log and
+# $OUT/cost-launch.log.
+gpu-cost:
+	py=$${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3}; out=$${OUT:-.}; \
+	$(GPU_PATH) $$py tests/bench/step_signal_cost.py --device cuda --paired 1000 --cycles 15 \
+		--phases none,all_cb,w_agent_tsc,w_ring,w_ring_read,ptbpf_ops,profiler \
+		--max-seconds $${COST_SECONDS:-170} > $$out/cost-ops.log 2>&1; a=$$?; \
+	$(GPU_PATH) $$py tests/bench/step_signal_cost.py --device cuda --paired 1000 --cycles 15 \
+		--phases none,all_cb,cupti_act,cupti_both,ptbpf_calls,ptbpf_ops \
+		--max-seconds $${COST_SECONDS:-170} > $$out/cost-launch.log 2>&1; b=$$?; \
+	grep -E "^# .*(/ profiler|above its op /)" $$out/cost-ops.log $$out/cost-launch.log; \
+	[ $$a = 0 ] && [ $$b = 0 ]
 
 # On the GPU machine: issue 19's soak round (cycles, daemon windows, first
 # attaches, RSS by way of ending ptbpf), results under $OUT; two GPUs for
