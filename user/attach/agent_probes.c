@@ -284,10 +284,13 @@ int agent_probes_scan(struct agent_probes *d, const struct target *t, bool ops)
 		return ret;
 	}
 	leaving_agent(t->pid, LEAVING_ON, agent_injected(&d->ag[i].a));
+	/* The GPU timeline is asked for: whether CUPTI gives it, the agent's
+	 * own line says next ("active: GPU timeline on", or why not). */
 	log_msg("pid %d: agent switched on (%s)\n", t->pid,
-		!ops ? (t->no_gpu_timeline ? "its step signal; no GPU timeline" : "GPU timeline") :
+		!ops ? (t->no_gpu_timeline ? "its step signal; no GPU timeline" :
+			"the GPU timeline asked for") :
 		t->no_gpu_timeline ? "ops; no GPU timeline" :
-		"ops, and the GPU timeline if CUDA is used");
+		"ops; the GPU timeline asked for if CUDA is used");
 	return 1;
 }
 
