@@ -386,21 +386,28 @@ def claim_holders():
     except OSError:
         return {}
     out = dict.fromkeys(inodes.values())
-    for d in os.listdir("/proc") if inodes else []:
-        if not d.isdigit():
+    for holder, _, target in proc_fds() if inodes else []:
+        pid = inodes.get(target)
+        if pid is not None and out[pid] is None:
+            out[pid] = int(holder)
+    return out
+
+
+def proc_fds():
+    """(pid, fd, what the fd links to) for every open fd of every process,
+    as strings; processes and fds that go meanwhile are skipped."""
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
             continue
         try:
-            fds = os.listdir("/proc/%s/fd" % d)
+            fds = os.listdir("/proc/%s/fd" % p)
         except OSError:
             continue
         for fd in fds:
             try:
-                pid = inodes.get(os.readlink("/proc/%s/fd/%s" % (d, fd)))
+                yield p, fd, os.readlink("/proc/%s/fd/%s" % (p, fd))
             except OSError:
                 continue
-            if pid is not None and out[pid] is None:
-                out[pid] = int(d)
-    return out
 
 
 def claim_holder(pid):
@@ -416,29 +423,18 @@ def bpf_holders():
     """{(kind, id): set of pids that hold an fd of it} from /proc/*/fdinfo
     (this bpftool may lack the pid iterator)."""
     held = {}
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
+    for p, fd, target in proc_fds():
+        kind = FDINFO_KEY.get(target[len("anon_inode:"):]) if target.startswith(
+            "anon_inode:bpf-") else None
+        if not kind:
             continue
         try:
-            fds = os.listdir("/proc/%s/fd" % p)
+            with open("/proc/%s/fdinfo/%s" % (p, fd)) as f:
+                m = re.search(r"^%s:\s+(\d+)" % kind[1], f.read(), re.M)
         except OSError:
             continue
-        for fd in fds:
-            try:
-                target = os.readlink("/proc/%s/fd/%s" % (p, fd))
-            except OSError:
-                continue
-            kind = FDINFO_KEY.get(target[len("anon_inode:"):]) if target.startswith(
-                "anon_inode:bpf-") else None
-            if not kind:
-                continue
-            try:
-                with open("/proc/%s/fdinfo/%s" % (p, fd)) as f:
-                    m = re.search(r"^%s:\s+(\d+)" % kind[1], f.read(), re.M)
-            except OSError:
-                continue
-            if m:
-                held.setdefault((kind[0], int(m.group(1))), set()).add(int(p))
+        if m:
+            held.setdefault((kind[0], int(m.group(1))), set()).add(int(p))
     return held
 
 
