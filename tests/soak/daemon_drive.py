@@ -163,10 +163,9 @@ def window_record(w, run, pids):
     ours = [timing.get(p, {}) for p in pids]
     walls = [x.get("wall_ms") for x in ours]
     parts = [x.get("attach_ms") for x in ours]
-    events = [int(m.group(1)) for _, t in lines
-              for m in [re.search(r"^ptbpf: events by kind:.* total (\d+)$", t)] if m]
-    per_event = (round(w["size"] / sum(events), 1)
-                 if w["size"] and events and sum(events) else None)
+    events = sum(int(m.group(1)) for _, t in lines
+                 for m in [re.search(r"^ptbpf: events by kind:.* total (\d+)$", t)] if m)
+    per_event = round(w["size"] / events, 1) if w["size"] and events else None
     return dict(path=w["path"], state=state, size=w["size"], bytes_per_event=per_event,
                 gpu_paused=said("GPU timeline paused"),
                 ended_early=early[0] if early else None,
