@@ -127,7 +127,8 @@ static void render_step_value(const struct metrics *m, struct evbuffer *b, const
 	for (int i = 0; i < m->nprocs; i++) {
 		const struct ptbpf_agent_steps *st = &m->procs[i].steps;
 		double v = field == 0 ? st->steps : field == 1 ? st->loader_ns / 1e9 :
-			   field == 2 ? st->optim_ns / 1e9 :
+			   field == 2 ? st->optim_ns / 1e9 : field == 4 ? st->loader_n :
+			   field == 5 ? st->optim_n :
 			   st->steps ? st->recent[(st->steps - 1) % PTBPF_STEPS_RECENT] / 1e9 : 0;
 
 		if (!m->procs[i].has_steps || (field == 3 && !st->steps))
@@ -174,8 +175,12 @@ static void render_steps(const struct metrics *m, struct evbuffer *b)
 			  "always on.", 0);
 	render_step_value(m, b, "ptbpf_dataloader_wait_seconds_total", "counter", "Time in "
 			  "enumerate(DataLoader)#...__next__ regions, always on.", 1);
+	render_step_value(m, b, "ptbpf_dataloader_waits_total", "counter", "enumerate(DataLoader)#"
+			  "...__next__ regions ended, always on.", 4);
 	render_step_value(m, b, "ptbpf_optimizer_seconds_total", "counter", "Time in "
 			  "Optimizer.step#... regions, always on.", 2);
+	render_step_value(m, b, "ptbpf_optimizer_steps_total", "counter", "Optimizer.step#... "
+			  "regions ended, always on.", 5);
 	render_step_value(m, b, "ptbpf_last_step_seconds", "gauge", "The last step's time, "
 			  "always on.", 3);
 }
