@@ -133,27 +133,38 @@ def profiler_calls(events):
 
 def match_calls(prof, ours, theirs, mine):
     """The profiler's calls, each with the slice of ours that is the same
-    call. The profiler's clock starts at its first event: the offset comes
-    from the kinds that both have whole (matched in order), then each of
-    its calls takes the slice of its name that begins nearest."""
+    call. A kind that both have whole pairs in order. The profiler's clock
+    starts at its first event: for a kind it lost calls of, the offset comes
+    from the whole kinds, and each of its calls takes the slice of its name
+    that begins nearest, closer than half the gap between two of ours. The
+    profiler's start lags ours unevenly: the first call's by 2-3 ms more
+    than the others' on the CI VM (work done once between the destination
+    lookup and the profiler's start), which the old match by time alone,
+    within 1 ms, lost."""
     by_name = collections.defaultdict(list)
     for s in ours:
         by_name[s.name].append(s)
-    offsets = []
+    offsets, pairs, partial = [], [], []
     for name in theirs:
         mine_k = by_name[name]
         theirs_k = [c for c in prof if c["name"] == name]
         if len(mine_k) == len(theirs_k):
             offsets += [s.ts / 1e3 - c["start_us"] for c, s in zip(theirs_k, mine_k)]
+            pairs += zip(theirs_k, mine_k)
+        else:
+            partial += theirs_k
     assert offsets, (theirs, mine)
     off = statistics.median(offsets)
-    pairs = []
-    for c in prof:
-        near = sorted(by_name[c["name"]], key=lambda s: abs(s.ts / 1e3 - off - c["start_us"]))
-        if near and abs(near[0].ts / 1e3 - off - c["start_us"]) < 1000:
-            pairs.append((c, near[0]))
+    for c in partial:
+        mine_k = by_name[c["name"]]
+        gap = min((b.ts - a.ts) / 1e3 for a, b in zip(mine_k, mine_k[1:])) \
+            if len(mine_k) > 1 else 1e9
+        near = min(mine_k, key=lambda s: abs(s.ts / 1e3 - off - c["start_us"]))
+        if abs(near.ts / 1e3 - off - c["start_us"]) < gap / 2:
+            pairs.append((c, near))
     assert len({id(s) for _, s in pairs}) == len(pairs), "a slice matched twice"
-    return pairs
+    lag = [s.ts / 1e3 - off - c["start_us"] for c, s in pairs]
+    return pairs, (min(lag), max(lag))
 
 
 def test_rpc_calls_as_the_profiler_shows_them(tmp_path):
@@ -190,8 +201,8 @@ def test_rpc_calls_as_the_profiler_shows_them(tmp_path):
     assert len(mine) == 5 and sum(mine.values()) + unknown == 5 * n, (mine, unknown)
     assert all(v >= n - unknown for v in mine.values()), (mine, unknown)
     assert set(theirs) == set(mine) and all(theirs[k] <= n for k in theirs), theirs
-    pairs = match_calls(prof, ours, theirs, mine)
-    assert len(pairs) >= len(prof) - unknown, (len(pairs), len(prof), unknown)
+    pairs, lag = match_calls(prof, ours, theirs, mine)
+    assert len(pairs) >= len(prof) - unknown, (len(pairs), len(prof), unknown, lag)
     handling, ops = call_handlings(t), remote_ops(t)
     durs, compared = collections.defaultdict(list), 0
     for c, s in pairs:
