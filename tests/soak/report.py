@@ -303,6 +303,9 @@ class Result:
                 bad.append("mappings %+d" % d["maps"])
             if g and g["maps"] > o.maps_growth:
                 bad.append("mappings %+d after the first detach" % g["maps"])
+            if g and g.get("anon_rw_kb", 0) > o.anon_growth_mb * 1024:
+                bad.append("anonymous read-write mappings +%.1f MB after the first detach" %
+                           (g["anon_rw_kb"] / 1024))
             if d["fds"] > o.fds_slack:
                 bad.append("fds %+d" % d["fds"])
             if e["agent_maps"]:
@@ -420,10 +423,11 @@ def markdown(s):
     for name, a in sorted(s["accumulation"].items()):
         dl = a["delta"]
         row("accumulated in %s" % name, "RSS %+.1f MB (%+.1f MB after the first detach), "
-            "threads %+d, mappings %+d (%+d after the first detach), fds %+d, agent mappings "
+            "threads %+d, mappings %+d (%+d after the first detach; anonymous read-write "
+            "ones apart, %+.1f MB of those after it), fds %+d, agent mappings "
             "%d, RecordFunction calls/s %s -> %s" % (
                 dl["rss_kb"] / 1024, a["growth"].get("rss_kb", 0) / 1024, dl["threads"],
-                dl["maps"], a["growth"].get("maps", 0),
+                dl["maps"], a["growth"].get("maps", 0), a["growth"].get("anon_rw_kb", 0) / 1024,
                 dl["fds"], a["end"]["agent_maps"], a["rf_before"],
                 a["rf_end"] if a["rf_end"] is not None else a["rf_why"]))
     h = s["host"]

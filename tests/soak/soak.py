@@ -98,7 +98,11 @@ def options(argv=None):
     a("--threads-slack", type=int, default=0)
     a("--maps-slack", type=int, default=10, help="mappings end - before (the agent's two stub "
       "pages and its thread's arena stay: +4 documented; an untraced DDP rank adds up to 3)")
-    a("--maps-growth", type=int, default=4, help="mappings end - after the first detach")
+    a("--maps-growth", type=int, default=4, help="mappings end - after the first detach "
+      "(anonymous read-write ones apart: the job's Python arenas and large malloc chunks "
+      "come and go)")
+    a("--anon-growth-mb", type=float, default=64, help="anonymous read-write mappings' size, "
+      "end - after the first detach (one op ring reservation left mapped is 256 MB)")
     a("--fds-slack", type=int, default=0)
     a("--flat-factor", type=float, default=2.0, help="last tenth's median / first tenth's, "
       "at most (attach time, window size)")
