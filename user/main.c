@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,13 +40,31 @@
 
 /* A second Ctrl-C leaves at once, which is safe at every instant (the
  * kernel drops ptbpf's probes; an agent whose ptbpf is gone switches
- * itself off), saying what stays (attach/leaving.h). */
-static void on_signal(int sig)
+ * itself off), saying what stays (attach/leaving.h). The same signal from
+ * the same process within 20 ms is the first one again: GNU timeout (and
+ * supervisors like it) sends it to ptbpf and then to ptbpf's process
+ * group, microseconds apart, and `timeout -s INT 60 ptbpf ...` must stop
+ * ptbpf normally, not leave its agent in the job. */
+static void on_signal(int sig, siginfo_t *si, void *uc)
 {
+	static struct timespec first_at;
+	static pid_t first_from;
+	struct timespec now;
+
+	(void)uc;
+	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (exiting) {
+		int64_t ns = (int64_t)(now.tv_sec - first_at.tv_sec) * 1000000000 +
+			     (now.tv_nsec - first_at.tv_nsec);
+
+		if (sig == exiting && si && si->si_code == SI_USER && si->si_pid == first_from &&
+		    ns < 20000000)
+			return;
 		leaving_say(sig);
 		_exit(128 + sig);
 	}
+	first_at = now;
+	first_from = si && si->si_code == SI_USER ? si->si_pid : -1;
 	exiting = sig;
 }
 
@@ -151,7 +170,7 @@ static int run_window(const struct options *opt, const char *path, struct metric
 static int cmd_trace(int argc, char **argv)
 {
 	static struct session s;
-	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction sa = { .sa_sigaction = on_signal, .sa_flags = SA_SIGINFO };
 	pid_t child = 0;
 	char err[512];
 	int rc = 1;
