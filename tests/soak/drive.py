@@ -141,8 +141,8 @@ def stop_run(tr, action, dur, use_d, rng, est, hang):
     elif action in ("sigint", "sigint2"):
         tr.sleep_until(rng.uniform(0, est))
         tr.signal(signal.SIGINT)
-        if action == "sigint2":
-            time.sleep(rng.uniform(0, 0.05))
+        if action == "sigint2":  # later than 20 ms: not the first one again
+            time.sleep(rng.uniform(0.025, 0.075))
             tr.signal(signal.SIGINT)
     else:
         if action == "sigstop":
