@@ -37,6 +37,8 @@ import time
 import torch
 import torch.nn as nn
 
+from loader_region import time_next_data
+
 
 def hog(cpu, go_r, done_w):
     """Pinned to cpu: for each request, spins for the asked CPU time."""
@@ -187,20 +189,9 @@ def main():
     if a.loader_ms:
         batches = iter(torch.utils.data.DataLoader(Sleepy(a.loader_ms), batch_size=1,
                                                    num_workers=a.workers))
-        # "loader" is the time in _next_data, which the iterator's
-        # record_function region (what torch.profiler and ptbpf call
-        # DataLoader) holds; next() as a whole ("loader_call") takes
-        # 0.1-5 ms more a call outside that region (torch 1.13, 2 workers:
-        # by torch.profiler's own region too).
-        fetch = batches._next_data
-
-        def timed_fetch():
-            t0 = time.monotonic_ns()
-            try:
-                return fetch()
-            finally:
-                spent["loader"] += time.monotonic_ns() - t0
-        batches._next_data = timed_fetch
+        # "loader" is what the iterator's region holds; next() as a whole
+        # ("loader_call") takes more (loader_region.py).
+        time_next_data(batches, spent, "loader")
     held = {}
     if a.held:
         for name in ("held", "stuck"):

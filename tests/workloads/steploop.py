@@ -22,6 +22,8 @@ import torch
 from torch import nn
 from torch.autograd.profiler import record_function
 
+from loader_region import time_next_data
+
 
 class SlowItems(torch.utils.data.Dataset):
     def __init__(self, ms):
@@ -74,17 +76,7 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     it = iter(torch.utils.data.DataLoader(SlowItems(args.item_ms), batch_size=1))
     clock = {"loader_ns": 0, "loader_inner_ns": 0, "optim_ns": 0, "step_start": 0}
-    # What the iterator's enumerate(DataLoader)#... region holds: torch 1.13
-    # spends 0.1-0.8 ms a next() outside it (record_function's own Python).
-    next_data = it._next_data
-
-    def timed_next_data():
-        t = time.perf_counter_ns()
-        try:
-            return next_data()
-        finally:
-            clock["loader_inner_ns"] += time.perf_counter_ns() - t
-    it._next_data = timed_next_data
+    time_next_data(it, clock, "loader_inner_ns")  # what the loader's region holds
     steps_ns, prof_ops = [], []
     print("ready", flush=True)
     while args.go and not os.path.exists(args.go):
