@@ -17,6 +17,10 @@ A cycle runs every phase once, in an order shuffled anew each cycle:
   floors           floor: those at once
   uprobe           reference: an entry uprobe on every op function whose BPF
                    program only counts (build/uprobe_floor): the eBPF floor for ops
+  paired_X         (--paired X) the floor X within its own phase: blocks of
+                   steps with RecordFunction on and off for the thread,
+                   alternating (bench_target's `pair`); the one measure here
+                   that the machine's drift between phases does not move
   steps            `ptbpf daemon`'s always-on layer between windows: the
                    agent's step signal (one USER_SCOPE callback timing
                    ProfilerStep, Optimizer.step and DataLoader regions; not
@@ -50,6 +54,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import tracestat  # noqa: E402
+from stats import median_interval  # noqa: E402
 
 UNIT = {"smallop": ("µs/op", 1e6), "step": ("ms/step", 1e3), "transformer": ("ms/step", 1e3),
         "gpubound": ("ms/step", 1e3)}
@@ -116,6 +121,17 @@ class Target:
             if words[0] == "value":
                 self.cpu = float(words[4])  # the thread's CPU time per unit
                 return float(words[2]), (float(words[3]) if words[3] != "-" else None)
+
+    def pair(self, phase):
+        """Pairs of blocks with the phase's RecordFunction part on and off
+        (bench_target's `pair`): on / off - 1 of each pair. Blocks of about
+        a twentieth of a phase (15 ms on CUDA)."""
+        self.p.stdin.write("pair %s %d\n" % (phase, max(1, self.units // 20)))
+        self.p.stdin.flush()
+        while True:
+            words = self.read().split()
+            if words[0] == "pairs":
+                return [float(w) for w in words[2:]]
 
     def quit(self):
         """Asks it to exit; the moment it is gone."""
@@ -189,7 +205,10 @@ def summary(err):
                 bpf_probes_ms=r"own time .*?probes and the agent's points \d+ runs, ([\d.]+) ms",
                 bpf_sched_ms=r"own time .*?kernel view \d+ runs, ([\d.]+) ms",
                 bpf_samples_ms=r"own time .*?CPU samples \d+ runs, ([\d.]+) ms",
-                bpf_traced_s=r"of one CPU over the ([\d.]+) s counted")
+                bpf_traced_s=r"of one CPU over the ([\d.]+) s counted",
+                switches=r"kernel view: switches (\d+)",
+                wakeups=r"kernel view: switches .*?, wakeups (\d+)",
+                blocking=r"blocking system calls (\d+)")
     for k, pat in pats.items():
         m = re.search(pat, err)
         if m:
@@ -212,8 +231,8 @@ def bench_workload(args, workload, log):
         main.ready()
         if twin:
             twin.ready()
-        phases = (["untraced", "ptbpf"] + (["ptbpf_lean"] if args.lean_args else []) +
-                  args.floors +
+        phases = (["untraced", "ptbpf"] + list(lean_phases(args)) +
+                  args.floors + ["paired_" + p for p in args.paired] +
                   ([] if twin else args.profilers))
         twin_phases = ["twin_untraced"] + ["twin_" + p for p in args.profilers] if twin else []
         for c in range(args.cycles + 1):
@@ -231,13 +250,15 @@ def bench_workload(args, workload, log):
                     s.update(attach_s=pt.attach_s, stop_s=pt.done_s)
                     runs.append(s)
                     time.sleep(args.settle_s)
-                elif name == "ptbpf_lean":
+                elif name in lean_phases(args):
                     pt = Ptbpf(args, tgt.pid, os.path.join(tmp, "t.pftrace"),
-                               args.ptbpf_args + args.lean_args)
+                               args.ptbpf_args + lean_phases(args)[name])
                     values[ph], _ = tgt.run("plain")
                     values["cpu:" + ph] = tgt.cpu
                     pt.stop()
                     time.sleep(args.settle_s)
+                elif name.startswith("paired_"):
+                    values[ph] = tgt.pair(name[len("paired_"):])
                 elif name == "uprobe":
                     up = UprobeFloor(args, tgt.pid)
                     values[ph], _ = tgt.run("plain")
@@ -248,7 +269,7 @@ def bench_workload(args, workload, log):
                     values["cpu:" + ph] = tgt.cpu
             log("%s cycle %d: %s" % (workload, c, " ".join(
                 "%s=%.4g" % (k, v * UNIT[workload][1]) for k, v in values.items()
-                if not k.endswith("_hits") and not k.startswith("cpu:"))))
+                if not k.endswith("_hits") and not k.startswith(("cpu:", "paired_")))))
             if c > 0:  # cycle 0 warms up
                 values["post"] = post
                 cycles.append(values)
@@ -269,6 +290,11 @@ def bench_workload(args, workload, log):
         shutil.rmtree(tmp, ignore_errors=True)
     return dict(cycles=cycles, runs=runs, exit=exit_info, units=main.units,
                 prof_units=main.prof_units)
+
+
+def lean_phases(args):
+    """The ptbpf phases with --lean-args added, by phase name."""
+    return {"ptbpf_lean%d" % i: a for i, a in enumerate(args.lean_args)}
 
 
 def quartiles(v):
@@ -308,27 +334,38 @@ def report(args, workload, res):
              "profiler)" % (workload, base * scale, name, len(res["cycles"]), res["units"],
                            res["prof_units"]), "",
              "| phase | overhead (median) | quartiles | min .. max |", "|---|---|---|---|"]
-    keys = ["ptbpf"] + (["ptbpf_lean"] if args.lean_args else []) + [prof_key] + ["twin_" + p if args.profiler_in == "twin" else p
+    lean = lean_phases(args)
+    keys = ["ptbpf"] + list(lean) + [prof_key] + ["twin_" + p if args.profiler_in == "twin" else p
                                   for p in args.profilers if p != "profiler"] + args.floors
     what = {"ptbpf": (" (ops + CUDA calls + GPU timeline)" if cuda else " (ops)") +
             ("".join(" " + a for a in args.ptbpf_args)),
-            "ptbpf_lean": "".join(" " + a for a in args.ptbpf_args + args.lean_args),
             "profiler": "CPU+CUDA" if cuda else "CPU",
             "floors": "RecordFunction + CUPTI callbacks + activity" if cuda else "RecordFunction"}
-    for k in keys:
+    what.update((k, "".join(" " + a for a in args.ptbpf_args + v)) for k, v in lean.items())
+
+    def label(k):
         bare = k[5:] if k.startswith("twin_") else k
-        lines.append("| %s %s" % (LABEL[bare].format(what.get(bare, "")),
-                                   fmt_spread(overheads(res, k))))
+        return LABEL["ptbpf_lean" if bare in lean else bare].format(what.get(bare, ""))
+    for k in keys:
+        lines.append("| %s %s" % (label(k), fmt_spread(overheads(res, k))))
+    for ph in args.paired:
+        v = [x for c in res["cycles"] for x in c.get("paired_" + ph, [])]
+        if not v:
+            continue
+        lo, hi = median_interval(v)
+        lines.append("| %s, within the phase: RecordFunction on / off for the thread, %d pairs of "
+                     "blocks (95%% interval of the median %+.2f%% .. %+.2f%%) %s" % (
+                         LABEL[ph].format(what.get(ph, "")), len(v), lo * 100, hi * 100,
+                         fmt_spread(v)))
     p = overheads(res, "ptbpf")
     r = overheads(res, prof_key)
     floor_parts = ["rf1"] + (["cupti_cb", "cupti_act"] if cuda else [])
     fsum = None
     if all(f in args.floors for f in floor_parts):
         fsum = [sum(c[f] / c["untraced"] - 1 for f in floor_parts) for c in res["cycles"]]
-    if args.lean_args:
-        lines.append("| what %s leaves out (ptbpf / ptbpf%s, per cycle) %s" % (
-            " ".join(args.lean_args), "".join(" " + a for a in args.lean_args),
-            fmt_spread([c["ptbpf"] / c["ptbpf_lean"] - 1 for c in res["cycles"]])))
+    for k, v in lean.items():
+        lines.append("| what %s leaves out (ptbpf / ptbpf %s, per cycle) %s" % (
+            " ".join(v), " ".join(v), fmt_spread([c["ptbpf"] / c[k] - 1 for c in res["cycles"]])))
     lines.append("| ptbpf's overhead / the profiler's (per cycle) %s" %
                  fmt_spread(ratios(p, r), pct=False))
     if fsum:
@@ -337,14 +374,11 @@ def report(args, workload, res):
     # The same in the timing thread's CPU time: what the job's thread
     # spent itself, less exposed to other processes on a shared host
     # (and blind to waits, e.g. on a GPU that work made slower).
-    for k in ["ptbpf"] + (["ptbpf_lean"] if args.lean_args else []) + [prof_key]:
-        bare = k[5:] if k.startswith("twin_") else k
-        lines.append("| CPU time: %s %s" % (LABEL[bare].format(what.get(bare, "")),
-                                           fmt_spread(overheads(res, "cpu:" + k))))
-    if args.lean_args:
-        lines.append("| CPU time: what %s leaves out %s" % (
-            " ".join(args.lean_args),
-            fmt_spread([c["cpu:ptbpf"] / c["cpu:ptbpf_lean"] - 1 for c in res["cycles"]])))
+    for k in ["ptbpf"] + list(lean) + [prof_key]:
+        lines.append("| CPU time: %s %s" % (label(k), fmt_spread(overheads(res, "cpu:" + k))))
+    for k, v in lean.items():
+        lines.append("| CPU time: what %s leaves out %s" % (" ".join(v), fmt_spread(
+            [c["cpu:ptbpf"] / c["cpu:" + k] - 1 for c in res["cycles"]])))
     lines.append("| CPU time: ptbpf's overhead / the profiler's %s" % fmt_spread(
         ratios(overheads(res, "cpu:ptbpf"), overheads(res, "cpu:" + prof_key)), pct=False))
     runs = res["runs"]
@@ -365,6 +399,13 @@ def report(args, workload, res):
             if any(x.get("no_corr") for x in runs) else "",
             statistics.median(post) if post else 0))
     lines += bpf_share(runs)
+    if any("switches" in x for x in runs):
+        lines += ["", "The kernel view, median of the attaches: %d context switches, %d wakeups "
+                  "and %d blocking system calls of the traced threads; %.1f, %.1f and %.1f a "
+                  "unit of the phase (the attach holds a phase and ptbpf's start and stop)." % (
+                      med("switches"), med("wakeups"), med("blocking"),
+                      med("switches") / res["units"], med("wakeups") / res["units"],
+                      med("blocking") / res["units"])]
     lines += per_unit(args, workload, res, base)
     return "\n".join(lines)
 
@@ -530,15 +571,20 @@ def main():
     ap.add_argument("--floors", help="floor phases; default: rf1,rf4,uprobe on the CPU, "
                     "rf1,cupti_cb,cupti_act,floors,uprobe on CUDA (also: cupti_cb_rt, "
                     "cupti_act_api)")
+    ap.add_argument("--paired", default="",
+                    help="also these floor phases (rf1, rf4, steps: all their cost goes "
+                    "through RecordFunction) measured within the phase: blocks with "
+                    "RecordFunction on and off for the thread, alternating")
     ap.add_argument("--profilers", default="profiler",
                     help="profiler phases: profiler, profiler_cuda, profiler_cpu, "
                     "profiler_shapes, profiler_stack, profiler_memory")
     ap.add_argument("--ptbpf-args", default="",
                     help="more arguments for ptbpf, e.g. --shapes (compare with "
                     "--profilers profiler,profiler_shapes)")
-    ap.add_argument("--lean-args", default="",
+    ap.add_argument("--lean-args", action="append",
                     help="also a phase of ptbpf with these arguments added, e.g. "
-                    "\"--no-sched --no-samples\": the cost of what they turn off")
+                    "\"--no-sched --no-samples\": the cost of what they turn off; once "
+                    "per phase (--lean-args=--no-samples for one word)")
     ap.add_argument("--profiler-in", choices=["same", "twin"],
                     help="default: same on the CPU, twin on CUDA (see above)")
     ap.add_argument("--loader-ops", type=int, default=0,
@@ -562,8 +608,13 @@ def main():
                    ["rf1", "cupti_cb", "cupti_act", "floors", "uprobe"] if cuda else
                    ["rf1", "rf4", "uprobe"])
     args.profilers = args.profilers.split(",")
+    args.paired = [p for p in args.paired.split(",") if p]
+    if set(args.paired) - {"rf1", "rf4", "steps"}:
+        ap.error("--paired takes rf1, rf4 and steps")
+    if "steps" in args.paired and "steps" not in args.floors:
+        args.floors.append("steps")  # the target loads the agent for it
     args.ptbpf_args = args.ptbpf_args.split()
-    args.lean_args = args.lean_args.split()
+    args.lean_args = [a.split() for a in args.lean_args or []]
     args.profiler_in = args.profiler_in or ("twin" if cuda else "same")
     # On CUDA the profiler's post-processing (seconds for a tenth of a
     # second of the launch-bound step) is most of a cycle: short phases.

@@ -8,6 +8,14 @@ line:
   run PHASE     times UNITS units of the workload under PHASE and prints
                 "value PHASE SECONDS_PER_UNIT POSTPROCESS_S|- CPU_S_PER_UNIT"
                 (CPU: the timing thread's own CPU time, time.thread_time)
+  pair PHASE K  PHASE switched on, then 3 x UNITS units in blocks of K, each
+                block once with torch's RecordFunction on for this thread
+                and once off (in a random order per pair); prints
+                "pairs PHASE R R ...", R = on / off - 1 of each pair. For a
+                phase whose whole cost goes through RecordFunction (rf1,
+                rf4, steps): its cost within the phase, a few milliseconds
+                apart, so the machine's drift between phases cancels. The
+                switch is thread-local and autograd's threads inherit it
   quit
 
 PHASE is what the process itself switches on around the timed units:
@@ -32,6 +40,7 @@ The floors come from build/libptbpf-floor.so (tests/bench/floor.c).
 import argparse
 import ctypes
 import os
+import random
 import sys
 import time
 
@@ -192,6 +201,24 @@ class Floors:
         self.lib.floor_cupti_act_off()
 
 
+def paired(floors, phase, device, run, n, block):
+    floors.on(phase, device)
+    out = []
+    try:
+        for _ in range(max(1, n // (2 * block))):
+            t = {}
+            for on in random.sample((1, 0), 2):
+                floors.check(floors.lib.floor_rf_thread(on), "RecordFunction for the thread")
+                t0 = time.perf_counter()
+                run(block)
+                t[on] = time.perf_counter() - t0
+            out.append(t[1] / t[0] - 1)
+    finally:
+        floors.lib.floor_rf_thread(1)
+        floors.off()
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("workload", choices=sorted(WORKLOADS))
@@ -235,6 +262,10 @@ def main():
         if not words or words[0] == "quit":
             break
         phase = words[1]
+        if words[0] == "pair":
+            print("pairs", phase, " ".join("%.6g" % r for r in paired(
+                floors, phase, args.device, run, 3 * units, int(words[2]))), flush=True)
+            continue
         extra = " -"
         if phase in acts:
             prof = profile(activities=acts[phase][0], **acts[phase][1])

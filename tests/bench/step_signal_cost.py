@@ -103,6 +103,7 @@ import time
 import torch
 
 import agentsteps  # beside this script
+from stats import median_interval  # beside this script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, "build")
@@ -300,15 +301,6 @@ class Phases:
         elif name != "none":
             self.floor.floor_rf_off()
         return ""
-
-
-def median_interval(v):
-    """A 95% interval of the median of v: the order statistics at
-    n/2 -+ 0.98 sqrt(n) (the normal approximation of the binomial)."""
-    v = sorted(v)
-    n = len(v)
-    k = 0.98 * n ** 0.5
-    return v[max(0, int(n / 2 - k))], v[min(n - 1, int(n / 2 + k))]
 
 
 def table(res, phases, cols):
