@@ -142,6 +142,24 @@ def main():
     windows = sum(1 for _, o in open_at if o)
     cut = [e for e in errs if "ended early" in e]
     med = lambda v: statistics.median(v) * 1e3 if v else float("nan")
+    # A stall at a window's edge (attach, the switch to full tracing and
+    # back, detach) shows as the longest step near it: the longest step
+    # of the SPAN s from just before each edge, against the longest of
+    # SPAN-s stretches of steps between windows, away from the edges.
+    span = 1.5
+
+    def longest(t_from):
+        return max((dt for t0, dt in steps if t_from <= t0 < t_from + span), default=None)
+    at_open = [x for x in (longest(e - 0.3) for e, o in open_at if o) if x is not None]
+    at_close = [x for x in (longest(e - 0.3) for e, o in open_at if not o) if x is not None]
+    calm, cur, cur_from = [], [], None
+    for t0, dt in sorted((t0, dt) for t0, dt in clean if not in_window(t0)):
+        if cur_from is None or t0 - cur_from > span:
+            if len(cur) > 1:
+                calm.append(max(cur))
+            cur, cur_from = [], t0
+        cur.append(dt)
+    mx = lambda v: max(v) * 1e3 if v else float("nan")  # noqa: E731
     text = ("\n### ptbpf daemon: %s, %s, --ops %s --every %s --window %s --budget %s%%\n\n"
             "| | step ms (median) | vs before the daemon | daemon CPU | daemon RSS |\n"
             "|---|---|---|---|---|\n"
@@ -149,12 +167,17 @@ def main():
             "| between windows | %.3f | %+.1f%% | %.1f%% of a core | %.1f MB |\n"
             "| in windows | %.3f | %+.1f%% | %.1f%% of a core | %.1f MB |\n\n"
             "%d windows in %.0f s, %d ended early by the governor or the size cap; %d, %d "
-            "and %d steps measured.\n" % (
+            "and %d steps measured.\n\n"
+            "Longest step of the %.1f s from 0.3 s before a window opens: median %.3f ms, "
+            "max %.3f ms (%d windows); from 0.3 s before it closes: median %.3f, max %.3f ms; "
+            "the same over %.1f s stretches between windows away from the edges: median "
+            "%.3f, max %.3f ms (%d stretches).\n" % (
                 datetime.date.today().isoformat(), args.device, args.ops, args.every, args.window,
                 args.budget, med(base), med(outside), (med(outside) / med(base) - 1) * 100,
                 cpu_rate(False), rss_out, med(inside), (med(inside) / med(base) - 1) * 100,
                 cpu_rate(True), rss_in, windows, args.seconds, len(cut), len(base),
-                len(outside), len(inside)))
+                len(outside), len(inside), span, med(at_open), mx(at_open), len(at_open),
+                med(at_close), mx(at_close), span, med(calm), mx(calm), len(calm)))
     print(text)
     if cut:
         print("".join(cut[:3]))
