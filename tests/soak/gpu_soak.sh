@@ -13,9 +13,10 @@
 # device call); SOAK_JOBS,
 # SOAK_UNTRACED: the soak's --jobs and --untraced; RSS_KIND, RSS_VARIANTS,
 # RSS_ROUNDS, RSS_DEVICE, RSS_HEAP_STRINGS: attach_rss.py's --kind,
-# --variants, --rounds, --device, --heap-strings; FIRST_ATTACH=0
-# leaves first_attach.py out. The soak and attach_rss.py run at once (each
-# on its own jobs): about 7 minutes in all.
+# --variants, --rounds, --device, --heap-strings (RSS_ROUNDS=0 leaves
+# attach_rss.py out); FIRST_ATTACH=0 leaves first_attach.py out. The
+# soak and attach_rss.py run at once (each on its own jobs): about 7
+# minutes in all.
 set -u
 cd "$(dirname "$0")/../.."
 out=${OUT:-.}
@@ -34,13 +35,14 @@ if [ "${FIRST_ATTACH:-1}" != 0 ]; then
 		> "$out/first_attach.out" 2>&1 &
 	fa=$!
 fi
-timeout 500 "$py" tests/bench/attach_rss.py --kind "${RSS_KIND:-graphs}" \
+rss=
+[ "${RSS_ROUNDS:-2}" != 0 ] && timeout 500 "$py" tests/bench/attach_rss.py --kind "${RSS_KIND:-graphs}" \
 	--device "${RSS_DEVICE:-cuda}" --jobs 2 \
 	--rounds "${RSS_ROUNDS:-2}" --per-block 8 \
 	--variants "${RSS_VARIANTS:-default,killed,killed-gpu-off,early-int,stopped,sigint2}" \
 	--heap-strings "${RSS_HEAP_STRINGS:-40}" \
 	2>&1 | grep -v verdict > "$out/attach_rss.log" &
-rss=$!
+[ "${RSS_ROUNDS:-2}" != 0 ] && rss=$!
 timeout -s USR1 "$((secs * 3 + 200))" "$py" tests/soak/soak.py --mode "${SOAK_MODE:-both}" \
 	--jobs "${SOAK_JOBS:-mlp,graphs,ddp,ondemand}" --untraced "${SOAK_UNTRACED:-mlp,graphs}" \
 	--cycles 1000 --windows 200 --every 1s --window 1s --daemons 4 --budget 0 \
@@ -55,7 +57,7 @@ if [ -n "$fa" ]; then
 	cp "$work/fa/first_attach.log" "$out/" 2>/dev/null
 	tail -1 "$out/first_attach.out"
 fi
-wait $rss
+[ -n "$rss" ] && wait $rss
 for c in "$work"/core.*; do
 	[ -e "$c" ] || continue
 	timeout 60 /usr/local/cuda/bin/cuda-gdb -batch -ex "thread apply all bt 20" "$py" "$c" \
@@ -64,5 +66,5 @@ done
 echo "$pattern" > /proc/sys/kernel/core_pattern
 rm -rf "$work"
 grep -E "^\| (attach/detach cycles|daemon windows|jobs harmed|profiler sessions|false|unexplained|accumulated|RSS from|RSS grown since|malloc.s totals|malloc chunks|CUPTI.s copies|GPU memory of|the agent.s CUPTI|result) " "$out/soak.md"
-sed -n "/kB of RSS left/,\$p" "$out/attach_rss.log" | head -80
+[ -n "$rss" ] && sed -n "/kB of RSS left/,\$p" "$out/attach_rss.log" | head -80
 [ "$soak" = 0 ] && [ "$fa_rc" = 0 ]
