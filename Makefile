@@ -235,7 +235,8 @@ test: all test-progs
 	/usr/bin/python3 -m pytest -v -rfE --ignore=tests/gpu tests/
 
 bench: all test-progs
-	/usr/bin/python3 tests/bench/bench.py --loader-ops 1000000 --loader-s 60 --out BENCHMARKS.md
+	/usr/bin/python3 tests/bench/bench.py --paired steps --loader-ops 1000000 --loader-s 60 \
+		--out BENCHMARKS.md
 
 demo: all
 	tests/demo.sh
@@ -250,7 +251,8 @@ gpu-check:
 # Markdown section appended to $OUT/bench-gpu.md (OUT defaults to .).
 gpu-bench:
 	py=$${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3}; \
-	$(GPU_PATH) $$py tests/bench/bench.py --device cuda --python $$py --out $${OUT:-.}/bench-gpu.md
+	$(GPU_PATH) $$py tests/bench/bench.py --device cuda --python $$py --paired steps \
+		--out $${OUT:-.}/bench-gpu.md
 
 # On the GPU machine: issue 23's direct costs, per op and per launch
 # (tests/bench/step_signal_cost.py, paired), in two processes: Kineto keeps
