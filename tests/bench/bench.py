@@ -12,6 +12,8 @@ A cycle runs every phase once, in an order shuffled anew each cycle:
                    from CUPTI), stopped with SIGINT after the phase
   profiler         torch.profiler, CPU (+ CUDA) activities
   rf1              floor: torch's RecordFunction machinery, one empty callback
+  rf7              the same on USER_SCOPE alone (record_function regions), as
+                   the always-on step signal's callback (not a default phase)
   cupti_cb         floor (CUDA): CUPTI callbacks on the agent's CUDA calls, empty
   cupti_act        floor (CUDA): CUPTI activity, kernels/copies/sets, discarded
   floors           floor: those at once
@@ -69,6 +71,7 @@ LABEL = {
     "profiler_memory": "torch.profiler (profile_memory)",
     "rf1": "floor: empty RecordFunction callback",
     "rf4": "floor: empty RecordFunction callbacks, the agent's 4",
+    "rf7": "floor: one empty RecordFunction callback on USER_SCOPE alone",
     "cupti_cb": "floor: CUPTI callbacks on the agent's CUDA calls, empty",
     "cupti_cb_rt": "floor: CUPTI callbacks, runtime API only, empty",
     "cupti_act": "floor: CUPTI activity (kernels, copies, sets)",
@@ -572,7 +575,7 @@ def main():
                     "rf1,cupti_cb,cupti_act,floors,uprobe on CUDA (also: cupti_cb_rt, "
                     "cupti_act_api)")
     ap.add_argument("--paired", default="",
-                    help="also these floor phases (rf1, rf4, steps: all their cost goes "
+                    help="also these floor phases (rf1, rf4, rf7, steps: all their cost goes "
                     "through RecordFunction) measured within the phase: blocks with "
                     "RecordFunction on and off for the thread, alternating")
     ap.add_argument("--profilers", default="profiler",
@@ -609,8 +612,8 @@ def main():
                    ["rf1", "rf4", "uprobe"])
     args.profilers = args.profilers.split(",")
     args.paired = [p for p in args.paired.split(",") if p]
-    if set(args.paired) - {"rf1", "rf4", "steps"}:
-        ap.error("--paired takes rf1, rf4 and steps")
+    if set(args.paired) - {"rf1", "rf4", "rf7", "steps"}:
+        ap.error("--paired takes rf1, rf4, rf7 and steps")
     if "steps" in args.paired and "steps" not in args.floors:
         args.floors.append("steps")  # the target loads the agent for it
     args.ptbpf_args = args.ptbpf_args.split()

@@ -13,7 +13,7 @@ line:
                 and once off (in a random order per pair); prints
                 "pairs PHASE R R ...", R = on / off - 1 of each pair. For a
                 phase whose whole cost goes through RecordFunction (rf1,
-                rf4, steps): its cost within the phase, a few milliseconds
+                rf4, rf7, steps): its cost within the phase, a few milliseconds
                 apart, so the machine's drift between phases cancels. The
                 switch is thread-local and autograd's threads inherit it
   quit
@@ -28,8 +28,9 @@ PHASE is what the process itself switches on around the timed units:
                    timed apart and printed after the per-unit value; a
                    profiler phase times --profiler-units units (its
                    post-processing grows with the events it holds)
-  rf1, rf4         empty global RecordFunction callbacks (one on all scopes;
-                   the agent's four by scope): torch's own machinery
+  rf1, rf4, rf7    empty global RecordFunction callbacks (one on all scopes;
+                   the agent's four by scope; one on USER_SCOPE alone, as the
+                   always-on step signal's): torch's own machinery
   cupti_cb         CUPTI callbacks on the CUDA calls the agent subscribes
                    to, empty; cupti_cb_rt: on the runtime ones only
   cupti_act        CUPTI activity: kernels, copies, sets; cupti_act_api:
@@ -181,7 +182,7 @@ class Floors:
             self.steps.on()
             self.steps_on = True
             return
-        parts = {"rf1": ["rf1"], "rf4": ["rf4"], "cupti_cb": ["cb0"], "cupti_cb_rt": ["cb1"],
+        parts = {"rf1": ["rf1"], "rf4": ["rf4"], "rf7": ["rf7"], "cupti_cb": ["cb0"], "cupti_cb_rt": ["cb1"],
                  "cupti_act": ["act0"], "cupti_act_api": ["act1"],
                  "floors": ["rf1"] + (["cb0", "act0"] if device == "cuda" else [])}[phase]
         for p in parts:
