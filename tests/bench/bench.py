@@ -19,10 +19,12 @@ A cycle runs every phase once, in an order shuffled anew each cycle:
   floors           floor: those at once
   uprobe           reference: an entry uprobe on every op function whose BPF
                    program only counts (build/uprobe_floor): the eBPF floor for ops
-  paired_X         (--paired X) the floor X within its own phase: blocks of
-                   steps with RecordFunction on and off for the thread,
-                   alternating (bench_target's `pair`); the one measure here
-                   that the machine's drift between phases does not move
+  paired_X         (--paired X or X:switch) the floor X within its own phase:
+                   blocks of steps, alternating, with torch's RecordFunction
+                   on and off for the thread while X stays on, or with X
+                   itself switched on around the block (bench_target's
+                   `pair`); the one measure here that the machine's drift
+                   between phases does not move
   steps            `ptbpf daemon`'s always-on layer between windows: the
                    agent's step signal (one USER_SCOPE callback timing
                    ProfilerStep, Optimizer.step and DataLoader regions; not
@@ -125,11 +127,14 @@ class Target:
                 self.cpu = float(words[4])  # the thread's CPU time per unit
                 return float(words[2]), (float(words[3]) if words[3] != "-" else None)
 
-    def pair(self, phase):
-        """Pairs of blocks with the phase's RecordFunction part on and off
-        (bench_target's `pair`): on / off - 1 of each pair. Blocks of about
-        a twentieth of a phase (15 ms on CUDA)."""
-        self.p.stdin.write("pair %s %d\n" % (phase, max(1, self.units // 20)))
+    def pair(self, spec):
+        """Pairs of blocks, SPEC "PHASE" (RecordFunction switched for the
+        thread) or "PHASE:switch" (the phase itself switched around the
+        block): on / off - 1 of each pair (bench_target's `pair`). Blocks of
+        about a twentieth of a phase (15 ms on CUDA)."""
+        phase, _, by = spec.partition(":")
+        self.p.stdin.write("pair %s %d %s\n" % (phase, max(1, self.units // 20),
+                                                  by or "thread"))
         self.p.stdin.flush()
         while True:
             words = self.read().split()
@@ -356,9 +361,12 @@ def report(args, workload, res):
         if not v:
             continue
         lo, hi = median_interval(v)
-        lines.append("| %s, within the phase: RecordFunction on / off for the thread, %d pairs of "
-                     "blocks (95%% interval of the median %+.2f%% .. %+.2f%%) %s" % (
-                         LABEL[ph].format(what.get(ph, "")), len(v), lo * 100, hi * 100,
+        name, _, by = ph.partition(":")
+        lines.append("| %s, within the phase (%s), %d pairs of blocks (95%% interval of the "
+                     "median %+.2f%% .. %+.2f%%) %s" % (
+                         LABEL[name].format(what.get(name, "")),
+                         "switched on and off around them" if by else
+                         "RecordFunction on / off for the thread", len(v), lo * 100, hi * 100,
                          fmt_spread(v)))
     p = overheads(res, "ptbpf")
     r = overheads(res, prof_key)
@@ -575,9 +583,10 @@ def main():
                     "rf1,cupti_cb,cupti_act,floors,uprobe on CUDA (also: cupti_cb_rt, "
                     "cupti_act_api)")
     ap.add_argument("--paired", default="",
-                    help="also these floor phases (rf1, rf4, rf7, steps: all their cost goes "
-                    "through RecordFunction) measured within the phase: blocks with "
-                    "RecordFunction on and off for the thread, alternating")
+                    help="also these floor phases measured within the phase, in alternating "
+                    "blocks: rf1, rf4, rf7 or steps with RecordFunction switched for the "
+                    "thread; any of those or cupti_cb, cupti_act with ':switch' (rf7:switch): "
+                    "the floor itself switched on around a block")
     ap.add_argument("--profilers", default="profiler",
                     help="profiler phases: profiler, profiler_cuda, profiler_cpu, "
                     "profiler_shapes, profiler_stack, profiler_memory")
@@ -612,9 +621,11 @@ def main():
                    ["rf1", "rf4", "uprobe"])
     args.profilers = args.profilers.split(",")
     args.paired = [p for p in args.paired.split(",") if p]
-    if set(args.paired) - {"rf1", "rf4", "rf7", "steps"}:
-        ap.error("--paired takes rf1, rf4, rf7 and steps")
-    if "steps" in args.paired and "steps" not in args.floors:
+    rf = {"rf1", "rf4", "rf7", "steps"}
+    if set(args.paired) - rf - {p + ":switch" for p in rf | {"cupti_cb", "cupti_act"}}:
+        ap.error("--paired takes rf1, rf4, rf7 and steps, and with ':switch' also cupti_cb "
+                 "and cupti_act")
+    if {"steps", "steps:switch"} & set(args.paired) and "steps" not in args.floors:
         args.floors.append("steps")  # the target loads the agent for it
     args.ptbpf_args = args.ptbpf_args.split()
     args.lean_args = [a.split() for a in args.lean_args or []]

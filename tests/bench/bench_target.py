@@ -8,14 +8,21 @@ line:
   run PHASE     times UNITS units of the workload under PHASE and prints
                 "value PHASE SECONDS_PER_UNIT POSTPROCESS_S|- CPU_S_PER_UNIT"
                 (CPU: the timing thread's own CPU time, time.thread_time)
-  pair PHASE K  PHASE switched on, then 3 x UNITS units in blocks of K, each
-                block once with torch's RecordFunction on for this thread
-                and once off (in a random order per pair); prints
-                "pairs PHASE R R ...", R = on / off - 1 of each pair. For a
-                phase whose whole cost goes through RecordFunction (rf1,
-                rf4, rf7, steps): its cost within the phase, a few milliseconds
-                apart, so the machine's drift between phases cancels. The
-                switch is thread-local and autograd's threads inherit it
+  pair PHASE K BY
+                3 x UNITS units in blocks of K, each block once with PHASE
+                on and once off (in a random order per pair); prints "pairs
+                PHASE R R ...", R = on / off - 1 of each pair: a floor's cost
+                within one phase, the blocks a few milliseconds apart, so the
+                machine's drift between phases cancels. BY "thread": PHASE
+                stays on, and torch's RecordFunction is switched for this
+                thread (thread-local, inherited by autograd's threads): no
+                switching cost, but what the registered callback costs
+                whether or not it runs is in both halves (on torch 2.x every
+                autograd task copies the registered callbacks when it sets
+                its thread's state). BY "switch": PHASE itself is switched
+                on before the block and off after it (a callback registered
+                and removed, the agent told): all of it is in, and so is
+                whatever the switch leaves running into the block
   quit
 
 PHASE is what the process itself switches on around the timed units:
@@ -202,17 +209,24 @@ class Floors:
         self.lib.floor_cupti_act_off()
 
 
-def paired(floors, phase, device, run, n, block):
-    floors.on(phase, device)
+def paired(floors, phase, device, run, n, block, by):
+    """bench_target's `pair`: by "thread" or "switch" (see the top)."""
     out = []
+    if by == "thread":
+        floors.on(phase, device)
     try:
         for _ in range(max(1, n // (2 * block))):
             t = {}
             for on in random.sample((1, 0), 2):
-                floors.check(floors.lib.floor_rf_thread(on), "RecordFunction for the thread")
+                if by == "thread":
+                    floors.check(floors.lib.floor_rf_thread(on), "RecordFunction for the thread")
+                elif on:
+                    floors.on(phase, device)
                 t0 = time.perf_counter()
                 run(block)
                 t[on] = time.perf_counter() - t0
+                if by == "switch" and on:
+                    floors.off()
             out.append(t[1] / t[0] - 1)
     finally:
         floors.lib.floor_rf_thread(1)
@@ -265,7 +279,8 @@ def main():
         phase = words[1]
         if words[0] == "pair":
             print("pairs", phase, " ".join("%.6g" % r for r in paired(
-                floors, phase, args.device, run, 3 * units, int(words[2]))), flush=True)
+                floors, phase, args.device, run, 3 * units, int(words[2]), words[3])),
+                flush=True)
             continue
         extra = " -"
         if phase in acts:
