@@ -189,8 +189,8 @@ class Floors:
             self.steps.on()
             self.steps_on = True
             return
-        parts = {"rf1": ["rf1"], "rf4": ["rf4"], "rf7": ["rf7"], "cupti_cb": ["cb0"], "cupti_cb_rt": ["cb1"],
-                 "cupti_act": ["act0"], "cupti_act_api": ["act1"],
+        parts = {"rf1": ["rf1"], "rf4": ["rf4"], "rf7": ["rf7"], "cupti_cb": ["cb0"],
+                 "cupti_cb_rt": ["cb1"], "cupti_act": ["act0"], "cupti_act_api": ["act1"],
                  "floors": ["rf1"] + (["cb0", "act0"] if device == "cuda" else [])}[phase]
         for p in parts:
             if p.startswith("rf"):

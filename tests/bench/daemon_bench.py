@@ -159,6 +159,8 @@ def main():
                 calm.append(max(cur))
             cur, cur_from = [], t0
         cur.append(dt)
+    if len(cur) > 1:
+        calm.append(max(cur))
     mx = lambda v: max(v) * 1e3 if v else float("nan")  # noqa: E731
     text = ("\n### ptbpf daemon: %s, %s, --ops %s --every %s --window %s --budget %s%%\n\n"
             "| | step ms (median) | vs before the daemon | daemon CPU | daemon RSS |\n"
