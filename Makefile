@@ -235,8 +235,8 @@ test: all test-progs
 	/usr/bin/python3 -m pytest -v -rfE --ignore=tests/gpu tests/
 
 bench: all test-progs
-	/usr/bin/python3 tests/bench/bench.py --paired steps,steps:switch --loader-ops 1000000 --loader-s 60 \
-		--out BENCHMARKS.md
+	/usr/bin/python3 tests/bench/bench.py --paired steps,steps:switch,rf7,rf7:switch \
+		--loader-ops 1000000 --loader-s 60 --out BENCHMARKS.md
 
 demo: all
 	tests/demo.sh
@@ -251,7 +251,7 @@ gpu-check:
 # Markdown section appended to $OUT/bench-gpu.md (OUT defaults to .).
 gpu-bench:
 	py=$${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3}; \
-	$(GPU_PATH) $$py tests/bench/bench.py --device cuda --python $$py --paired steps,steps:switch \
+	$(GPU_PATH) $$py tests/bench/bench.py --device cuda --python $$py --paired steps,steps:switch,rf7,rf7:switch \
 		--out $${OUT:-.}/bench-gpu.md
 
 # On the GPU machine: issue 23's direct costs, per op and per launch
