@@ -3,6 +3,13 @@
 and the step time a traced training loop sees in and out of windows, with
 the governor's budget. The loop (bench_target's launch-bound step) prints
 each step's end; the daemon's metrics endpoint says when a window is open.
+With --alternate N it measures the always-on layer alone instead: N
+rounds of the loop without ptbpf and then under a daemon that opens no
+window (--every 24h --align), each for --period seconds; each round's median step
+under the daemon over the mean of the medians of the periods without it
+on either side, so that the machine's drift over minutes cancels. Steps
+in the first second of a period (the daemon's start and its agent's
+injection, its stop and the agent's unload) are left out.
 Prints a Markdown section; with --out it is appended to that file."""
 import argparse
 import datetime
@@ -17,6 +24,9 @@ import tempfile
 import threading
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stats import median_interval  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -69,6 +79,9 @@ def main():
     ap.add_argument("--budget", default="2")
     ap.add_argument("--ops", default="auto")
     ap.add_argument("--warmup", type=float, default=8)
+    ap.add_argument("--alternate", type=int, default=0, metavar="N",
+                    help="N rounds of no daemon / a daemon without windows (see above)")
+    ap.add_argument("--period", type=float, default=8, help="seconds of each --alternate period")
     ap.add_argument("--out")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="ptbpf-daemon-bench-")
@@ -84,6 +97,8 @@ def main():
                 steps.append((float(t0), float(dt)))
     threading.Thread(target=read_steps, daemon=True).start()
     time.sleep(args.warmup)  # warm up, then a baseline, untraced
+    if args.alternate:
+        return alternate(args, loop, steps, tmp)
     base_from = time.time()
     time.sleep(5)
     port = free_port()
@@ -183,6 +198,61 @@ def main():
     print(text)
     if cut:
         print("".join(cut[:3]))
+    if args.out:
+        with open(args.out, "a") as f:
+            f.write(text)
+    return 0
+
+
+def alternate(args, loop, steps, tmp):
+    """--alternate: the daemon's always-on layer, paired with the periods
+    without it on either side."""
+    def period_median(t0, t1):
+        v = [dt for t, dt in steps if t0 + 1 <= t < t1]
+        return statistics.median(v) if len(v) > 4 else None
+    periods = []  # (daemon on, start, end)
+    errs = []
+    for _ in range(args.alternate):
+        t0 = time.time()
+        time.sleep(args.period)
+        periods.append((False, t0, time.time()))
+        # Epoch-aligned to a day: its first window is at midnight (UTC).
+        daemon = subprocess.Popen([args.ptbpf, "daemon", "--out-dir", os.path.join(tmp, "out"),
+                                   "--every", "24h", "--align", "--ops", args.ops],
+                                  stderr=subprocess.PIPE, text=True)
+        for line in daemon.stderr:  # on once the loop's agent says so
+            errs.append(line)
+            if "pid %d " % loop.pid in line and "step signal on" in line:
+                break
+        t0 = time.time()
+        time.sleep(args.period)
+        periods.append((True, t0, time.time()))
+        daemon.send_signal(signal.SIGINT)
+        errs.extend(daemon.stderr)
+        daemon.wait(timeout=60)
+    t0 = time.time()
+    time.sleep(args.period)
+    periods.append((False, t0, time.time()))
+    loop.kill()
+    meds = [(on, period_median(a, b)) for on, a, b in periods]
+    ratios = []
+    for i, (on, m) in enumerate(meds):
+        if on and m and meds[i - 1][1] and meds[i + 1][1]:
+            ratios.append(m / ((meds[i - 1][1] + meds[i + 1][1]) / 2) - 1)
+    if not ratios:
+        print("no round measured:", "".join(errs[-5:]))
+        return 1
+    lo, hi = median_interval(ratios)
+    text = ("\n### ptbpf daemon's always-on layer, alternating: %s, %s, --ops %s, %d rounds of "
+            "%.0f s\n\nStep %.3f ms without the daemon (median of the periods). Under a "
+            "daemon that opens no window, over the periods without it on either side: median "
+            "%+.2f%% (95%% interval of the median %+.2f%% .. %+.2f%%, min %+.2f%%, max %+.2f%%, "
+            "%d rounds).\n" % (
+                datetime.date.today().isoformat(), args.device, args.ops, args.alternate,
+                args.period, statistics.median(m for on, m in meds if not on and m) * 1e3,
+                statistics.median(ratios) * 100, lo * 100, hi * 100, min(ratios) * 100,
+                max(ratios) * 100, len(ratios)))
+    print(text)
     if args.out:
         with open(args.out, "a") as f:
             f.write(text)
