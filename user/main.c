@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdint.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,18 +46,14 @@
  * ptbpf normally, not leave its agent in the job. */
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
-	static struct timespec first_at;
+	static uint64_t first_at;
 	static pid_t first_from;
-	struct timespec now;
+	uint64_t now = now_ns();
 
 	(void)uc;
-	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (exiting) {
-		int64_t ns = (int64_t)(now.tv_sec - first_at.tv_sec) * 1000000000 +
-			     (now.tv_nsec - first_at.tv_nsec);
-
 		if (sig == exiting && si && si->si_code == SI_USER && si->si_pid == first_from &&
-		    ns < 20000000)
+		    now - first_at < 20000000)
 			return;
 		leaving_say(sig);
 		_exit(128 + sig);
