@@ -544,6 +544,15 @@ def test_sigkill_of_ptbpf_in_every_phase(tmp_path):
     print("kill trials:", phases)
 
 
+def attach_agent(pid, out, tracers):
+    """`ptbpf -p PID --ops agent -o OUT`, added to tracers (killed at the
+    end), once it says it writes: (the tracer, its stderr so far)."""
+    tracer = Proc([PTBPF, "-p", str(pid), "-o", str(out), "--ops", "agent"])
+    tracers.append(tracer)
+    _, head = tracer.wait_line("ptbpf: writing", stream="stderr")
+    return tracer, head
+
+
 def check_second_interrupt(err, pid, mapped_before, mapped_after):
     """The one line a second Ctrl-C prints: what stays, and it is true."""
     lines = re.findall(r"ptbpf: second interrupt: leaving now; ([^\n]*)\n", err)
@@ -580,11 +589,8 @@ def test_double_sigint_during_attach_leaves_the_job_unharmed(tmp_path):
         open(go, "w").close()
         for i in range(12):
             mapped_before = agent_mapped(pid)
-            tracer = Proc([PTBPF, "-p", str(pid), "-o", str(tmp_path / ("i%d.pftrace" % i)),
-                           "--ops", "agent"])
-            tracers.append(tracer)
-            # The attach (injection, switch-on) starts right after this line.
-            _, head = tracer.wait_line("ptbpf: writing", stream="stderr")
+            # The attach (injection, switch-on) starts right after head.
+            tracer, head = attach_agent(pid, tmp_path / ("i%d.pftrace" % i), tracers)
             time.sleep(rng.uniform(0, 0.4))
             tracer.p.send_signal(signal.SIGINT)
             # Within 20 ms the same sender's SIGINT is the first one again
@@ -634,10 +640,7 @@ def test_timeout_stops_ptbpf_normally(tmp_path):
         assert r.returncode == 124 and "second interrupt" not in r.stderr, r.stderr
         assert "ptbpf: wrote " in r.stderr and not agent_mapped(pid), r.stderr
         for i in range(10):
-            tracer = Proc([PTBPF, "-p", str(pid), "-o", str(tmp_path / ("p%d.pftrace" % i)),
-                           "--ops", "agent"])
-            tracers.append(tracer)
-            _, head = tracer.wait_line("ptbpf: writing", stream="stderr")
+            tracer, head = attach_agent(pid, tmp_path / ("p%d.pftrace" % i), tracers)
             time.sleep(rng.uniform(0, 0.8))
             tracer.p.send_signal(signal.SIGINT)
             t = time.perf_counter()
