@@ -36,13 +36,15 @@ if [ "${FIRST_ATTACH:-1}" != 0 ]; then
 	fa=$!
 fi
 rss=
-[ "${RSS_ROUNDS:-2}" != 0 ] && timeout 500 "$py" tests/bench/attach_rss.py --kind "${RSS_KIND:-graphs}" \
-	--device "${RSS_DEVICE:-cuda}" --jobs 2 \
-	--rounds "${RSS_ROUNDS:-2}" --per-block 8 \
-	--variants "${RSS_VARIANTS:-default,killed,killed-gpu-off,early-int,stopped,sigint2}" \
-	--heap-strings "${RSS_HEAP_STRINGS:-40}" \
-	2>&1 | grep -v verdict > "$out/attach_rss.log" &
-[ "${RSS_ROUNDS:-2}" != 0 ] && rss=$!
+if [ "${RSS_ROUNDS:-2}" != 0 ]; then
+	timeout 500 "$py" tests/bench/attach_rss.py --kind "${RSS_KIND:-graphs}" \
+		--device "${RSS_DEVICE:-cuda}" --jobs 2 \
+		--rounds "${RSS_ROUNDS:-2}" --per-block 8 \
+		--variants "${RSS_VARIANTS:-default,killed,killed-gpu-off,early-int,stopped,sigint2}" \
+		--heap-strings "${RSS_HEAP_STRINGS:-40}" \
+		2>&1 | grep -v verdict > "$out/attach_rss.log" &
+	rss=$!
+fi
 timeout -s USR1 "$((secs * 3 + 200))" "$py" tests/soak/soak.py --mode "${SOAK_MODE:-both}" \
 	--jobs "${SOAK_JOBS:-mlp,graphs,ddp,ondemand}" --untraced "${SOAK_UNTRACED:-mlp,graphs}" \
 	--cycles 1000 --windows 200 --every 1s --window 1s --daemons 4 --budget 0 \
