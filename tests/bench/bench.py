@@ -234,12 +234,13 @@ def bench_workload(args, workload, log):
     tmp = tempfile.mkdtemp(prefix="ptbpf-bench-",
                            dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     rng = random.Random(1)
+    lean = lean_phases(args)
     cycles, runs = [], []
     try:
         main.ready()
         if twin:
             twin.ready()
-        phases = (["untraced", "ptbpf"] + list(lean_phases(args)) +
+        phases = (["untraced", "ptbpf"] + list(lean) +
                   args.floors + ["paired_" + p for p in args.paired] +
                   ([] if twin else args.profilers))
         twin_phases = ["twin_untraced"] + ["twin_" + p for p in args.profilers] if twin else []
@@ -258,9 +259,9 @@ def bench_workload(args, workload, log):
                     s.update(attach_s=pt.attach_s, stop_s=pt.done_s)
                     runs.append(s)
                     time.sleep(args.settle_s)
-                elif name in lean_phases(args):
+                elif name in lean:
                     pt = Ptbpf(args, tgt.pid, os.path.join(tmp, "t.pftrace"),
-                               args.ptbpf_args + lean_phases(args)[name])
+                               args.ptbpf_args + lean[name])
                     values[ph], _ = tgt.run("plain")
                     values["cpu:" + ph] = tgt.cpu
                     pt.stop()
