@@ -220,16 +220,26 @@ def alternate(args, loop, steps, tmp):
         daemon = subprocess.Popen([args.ptbpf, "daemon", "--out-dir", os.path.join(tmp, "out"),
                                    "--every", "24h", "--align", "--ops", args.ops],
                                   stderr=subprocess.PIPE, text=True)
-        for line in daemon.stderr:  # on once the loop's agent says so
-            errs.append(line)
-            if "pid %d " % loop.pid in line and "step signal on" in line:
-                break
+        on = threading.Event()  # once the loop's agent says so
+
+        def read(daemon=daemon, on=on):  # all of it: a pipe nobody reads fills
+            for line in daemon.stderr:
+                errs.append(line)
+                if "pid %d " % loop.pid in line and "step signal on" in line:
+                    on.set()
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        if not on.wait(timeout=60):
+            daemon.kill()
+            loop.kill()
+            print("the daemon's step signal did not come on:", "".join(errs[-5:]))
+            return 1
         t0 = time.time()
         time.sleep(args.period)
         periods.append((True, t0, time.time()))
         daemon.send_signal(signal.SIGINT)
-        errs.extend(daemon.stderr)
         daemon.wait(timeout=60)
+        reader.join(timeout=10)
     t0 = time.time()
     time.sleep(args.period)
     periods.append((False, t0, time.time()))
