@@ -26,6 +26,7 @@ struct sched_probes {
 	struct bpf_link *links[MAX_PROGS];
 	int nlinks;
 	char missing[128];
+	size_t missing_loaded; /* strlen(missing) before the first attach */
 };
 
 static struct sched_bpf *open_skel(uint32_t ring_bytes, bool faults, bool block, int *err)
@@ -109,6 +110,7 @@ struct sched_probes *sched_probes_new(uint32_t ring_bytes, char *err, size_t err
 		free(p);
 		return NULL;
 	}
+	p->missing_loaded = strlen(p->missing);
 	if (attach_all(p, err, errlen)) {
 		sched_probes_free(p);
 		return NULL;
@@ -179,6 +181,17 @@ void sched_probes_detach(struct sched_probes *p)
 	for (int i = 0; i < p->nlinks; i++)
 		bpf_link__destroy(p->links[i]);
 	p->nlinks = 0;
+}
+
+int sched_probes_attach(struct sched_probes *p, char *err, size_t errlen)
+{
+	if (p->nlinks)
+		return 0;
+	p->missing[p->missing_loaded] = 0; /* what fails to attach is named again */
+	if (!attach_all(p, err, errlen))
+		return 0;
+	sched_probes_detach(p);
+	return -1;
 }
 
 /* A thread's process, name and kernel priority (task->prio), from /proc
