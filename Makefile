@@ -33,9 +33,10 @@ TESTPROGS := $(OUTPUT)/simfail $(OUTPUT)/cuda_rt $(OUTPUT)/cuda_drv $(OUTPUT)/hi
 	     $(OUTPUT)/stubs/libcuda.so.1 $(OUTPUT)/inject_target $(OUTPUT)/vfork_hold $(OUTPUT)/inject_lib.so \
 	     $(OUTPUT)/stubs/libnccl.so.2 $(OUTPUT)/nccl_calls \
 	     $(OUTPUT)/inject_cli $(OUTPUT)/exit_at_agent.so
-# The benchmark's floors (tests/bench): empty callbacks, a counting uprobe;
-# the agent's op recorder alone.
-BENCHPROGS := $(OUTPUT)/libptbpf-floor.so $(OUTPUT)/uprobe_floor $(OUTPUT)/ring_bench \
+# The benchmark's floors (tests/bench): empty callbacks, a counting uprobe,
+# the kernel view switched on and off; the agent's op recorder alone.
+BENCHPROGS := $(OUTPUT)/libptbpf-floor.so $(OUTPUT)/uprobe_floor $(OUTPUT)/sched_floor \
+	      $(OUTPUT)/ring_bench \
 	      $(OUTPUT)/tsc_check $(OUTPUT)/tools/bpftool
 CUDA ?= /usr/local/cuda-13.0
 AGENT := $(OUTPUT)/libptbpf-agent.so
@@ -201,6 +202,12 @@ $(OUTPUT)/uprobe_floor: tests/bench/uprobe_floor.c $(OUTPUT)/uprobe_floor.skel.h
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(LDLIBS) $(LDFLAGS) -o $@
 
+# The kernel view switched on and off (bench.py --paired sched:switch):
+# ptbpf's own sched_probes.c, so linked with the loader's modules.
+$(OUTPUT)/sched_floor: tests/bench/sched_floor.c $(filter-out $(OBJ)/main.o,$(USER_OBJS))
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) $(LDFLAGS) -o $@
+
 # Fuzzers of every reader (report, export, merge, replay): libFuzzer with
 # ASan and UBSan (clang, libclang-rt-dev), the loader's modules rebuilt so.
 # `make fuzz` runs each for FUZZ_SECONDS from its corpus (tests/fuzz/corpus,
@@ -235,7 +242,7 @@ test: all test-progs
 	/usr/bin/python3 -m pytest -v -rfE --ignore=tests/gpu tests/
 
 bench: all test-progs
-	/usr/bin/python3 tests/bench/bench.py --paired steps,steps:switch,rf7,rf7:switch \
+	/usr/bin/python3 tests/bench/bench.py --paired steps,steps:switch,rf7,rf7:switch,sched:switch \
 		--loader-ops 1000000 --loader-s 60 --out BENCHMARKS.md
 
 demo: all
@@ -251,8 +258,8 @@ gpu-check:
 # Markdown section appended to $OUT/bench-gpu.md (OUT defaults to .).
 gpu-bench:
 	py=$${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3}; \
-	$(GPU_PATH) $$py tests/bench/bench.py --device cuda --python $$py --paired steps,steps:switch,rf7,rf7:switch \
-		--out $${OUT:-.}/bench-gpu.md
+	$(GPU_PATH) $$py tests/bench/bench.py --device cuda --python $$py \
+		--paired steps,steps:switch,rf7,rf7:switch,sched:switch --out $${OUT:-.}/bench-gpu.md
 
 # On the GPU machine: issue 23's direct costs, per op and per launch
 # (tests/bench/step_signal_cost.py, paired), in two processes: Kineto keeps

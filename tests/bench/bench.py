@@ -22,9 +22,11 @@ A cycle runs every phase once, in an order shuffled anew each cycle:
   paired_X         (--paired X or X:switch) the floor X within its own phase:
                    blocks of steps, alternating, with torch's RecordFunction
                    on and off for the thread while X stays on, or with X
-                   itself switched on around the block (bench_target's
-                   `pair`); the one measure here that the machine's drift
-                   between phases does not move
+                   itself switched on or off before each block and one unit
+                   run untimed (bench_target's `pair`); the one measure here
+                   that the machine's drift between phases does not move.
+                   sched:switch is ptbpf's kernel view (its programs and its
+                   ring read) switched so, by build/sched_floor
   steps            `ptbpf daemon`'s always-on layer between windows: the
                    agent's step signal (one USER_SCOPE callback timing
                    ProfilerStep, Optimizer.step and DataLoader regions; not
@@ -42,6 +44,7 @@ A first cycle warms everything up and is not counted.
 Prints a Markdown section; --out appends it to a file (BENCHMARKS.md)."""
 import argparse
 import datetime
+import json
 import os
 import platform
 import random
@@ -81,6 +84,8 @@ LABEL = {
     "floors": "floors at once ({})",
     "uprobe": "reference: entry uprobe per op (counting BPF program)",
     "steps": "the daemon's always-on step signal (between windows)",
+    "sched": "the kernel view (ptbpf's scheduler, system call and fault programs, "
+             "build/sched_floor)",
 }
 
 
@@ -94,13 +99,14 @@ def read_line(p, what):
 class Target:
     """A bench_target.py process serving phases."""
 
-    def __init__(self, args, workload):
+    def __init__(self, args, workload, sched_dir=None):
         # Its stderr (warnings) to a file: a pipe nobody reads could fill.
         self.stderr = tempfile.TemporaryFile(mode="w+")
         self.p = subprocess.Popen(
             [args.python, os.path.join(HERE, "bench_target.py"), workload, "--device",
              args.device, "--phase-s", str(args.phase_s), "--profiler-s", str(args.profiler_s),
-             "--floor-lib", args.floor_lib] + (["--steps"] if "steps" in args.floors else []),
+             "--floor-lib", args.floor_lib] + (["--steps"] if "steps" in args.floors else []) +
+            (["--sched-floor", sched_dir] if sched_dir else []),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
         self.pid = self.p.pid
 
@@ -199,6 +205,31 @@ class UprobeFloor:
         return int(m.group(1)) if m else 0
 
 
+class SchedFloor:
+    """build/sched_floor: ptbpf's kernel view for the target, switched by
+    the target itself through two FIFOs in DIR (`--paired sched:switch`)."""
+
+    def __init__(self, args, pid, fifo_dir):
+        self.p = subprocess.Popen([os.path.join(os.path.dirname(args.floor_lib), "sched_floor"),
+                                   str(pid), os.path.join(fifo_dir, "cmd"),
+                                   os.path.join(fifo_dir, "ack")],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if read_line(self.p, "sched_floor") != "ready":
+            raise RuntimeError("sched_floor did not load")
+
+    def stop(self, fifo_dir):
+        """After the target has exited: (records, lost)."""
+        try:  # where the target never opened the FIFO, its end now
+            os.close(os.open(os.path.join(fifo_dir, "cmd"), os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+        out, err = self.p.communicate(timeout=60)
+        m = re.search(r"records (\d+) sent \d+ lost (\d+)", out)
+        if self.p.returncode or not m:
+            raise RuntimeError("sched_floor failed: %s" % err.strip())
+        return int(m.group(1)), int(m.group(2))
+
+
 def summary(err):
     """What ptbpf's closing summary says."""
     out = {}
@@ -227,17 +258,25 @@ def summary(err):
 
 def bench_workload(args, workload, log):
     twin_needed = args.profiler_in == "twin"
-    main = Target(args, workload)
-    twin = Target(args, workload) if twin_needed else None
     # Traces go to memory where there is a tmpfs: writing them back to disk
     # would take CPU from the phases after.
     tmp = tempfile.mkdtemp(prefix="ptbpf-bench-",
                            dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    sched_dir = None
+    if "sched:switch" in args.paired:
+        sched_dir = tmp
+        os.mkfifo(os.path.join(tmp, "cmd"))
+        os.mkfifo(os.path.join(tmp, "ack"))
+    main = Target(args, workload, sched_dir)
+    twin = Target(args, workload) if twin_needed else None
     rng = random.Random(1)
     lean = lean_phases(args)
     cycles, runs = [], []
+    sched_floor, sched_records = None, None
     try:
         main.ready()
+        if sched_dir:
+            sched_floor = SchedFloor(args, main.pid, sched_dir)
         if twin:
             twin.ready()
         phases = (["untraced", "ptbpf"] + list(lean) +
@@ -289,6 +328,8 @@ def bench_workload(args, workload, log):
         main.run("plain")
         gone = main.quit()
         s = pt.finish(gone)
+        if sched_floor:
+            sched_records = sched_floor.stop(sched_dir)
         stat = tracestat.scan(trace)
         exit_info = dict(exit_s=pt.done_s, units=main.units, stat=stat, summary=s,
                          bytes=os.path.getsize(trace))
@@ -296,9 +337,11 @@ def bench_workload(args, workload, log):
         main.kill()
         if twin:
             twin.kill()
+        if sched_floor and sched_floor.p.poll() is None:
+            sched_floor.p.kill()
         shutil.rmtree(tmp, ignore_errors=True)
     return dict(cycles=cycles, runs=runs, exit=exit_info, units=main.units,
-                prof_units=main.prof_units)
+                prof_units=main.prof_units, sched_records=sched_records)
 
 
 def lean_phases(args):
@@ -366,9 +409,12 @@ def report(args, workload, res):
         lines.append("| %s, within the phase (%s), %d pairs of blocks (95%% interval of the "
                      "median %+.2f%% .. %+.2f%%) %s" % (
                          LABEL[name].format(what.get(name, "")),
-                         "switched on and off around them" if by else
+                         "switched before each block, on or off, and one unit settled" if by else
                          "RecordFunction on / off for the thread", len(v), lo * 100, hi * 100,
                          fmt_spread(v)))
+    if res.get("sched_records"):
+        lines.append("| (build/sched_floor read %d records of the kernel view, %d lost) | | | |"
+                     % res["sched_records"])
     p = overheads(res, "ptbpf")
     r = overheads(res, prof_key)
     floor_parts = ["rf1"] + (["cupti_cb", "cupti_act"] if cuda else [])
@@ -611,6 +657,7 @@ def main():
                     help="also aten::add at full speed for this many seconds: the "
                     "loader's RSS over a long capture")
     ap.add_argument("--out", help="append the Markdown section to this file")
+    ap.add_argument("--json", help="write every cycle's values (and paired blocks) here")
     ap.add_argument("-q", "--quiet", action="store_true", help="no per-cycle lines on stderr")
     args = ap.parse_args()
     cuda = args.device == "cuda"
@@ -623,9 +670,9 @@ def main():
     args.profilers = args.profilers.split(",")
     args.paired = [p for p in args.paired.split(",") if p]
     rf = {"rf1", "rf4", "rf7", "steps"}
-    if set(args.paired) - rf - {p + ":switch" for p in rf | {"cupti_cb", "cupti_act"}}:
-        ap.error("--paired takes rf1, rf4, rf7 and steps, and with ':switch' also cupti_cb "
-                 "and cupti_act")
+    if set(args.paired) - rf - {p + ":switch" for p in rf | {"cupti_cb", "cupti_act", "sched"}}:
+        ap.error("--paired takes rf1, rf4, rf7 and steps, and with ':switch' also cupti_cb, "
+                 "cupti_act and sched")
     if {"steps", "steps:switch"} & set(args.paired) and "steps" not in args.floors:
         args.floors.append("steps")  # the target loads the agent for it
     args.ptbpf_args = args.ptbpf_args.split()
@@ -643,7 +690,13 @@ def main():
                                    capture_output=True, text=True).stdout.strip()
     t0 = time.monotonic()
     load0 = loadavg()
-    parts = [report(args, w, bench_workload(args, w, log)) for w in args.workloads]
+    parts, raw = [], {}
+    for w in args.workloads:
+        raw[w] = bench_workload(args, w, log)
+        parts.append(report(args, w, raw[w]))
+    if args.json:  # every cycle's values and pairs, to pool runs later
+        with open(args.json, "w") as f:
+            json.dump(raw, f)
     if args.loader_ops or args.loader_s:
         parts.append("\n#### loader throughput (agent)\n\n" +
                      (loader_throughput(args, log, n=args.loader_ops) if args.loader_ops else "") +

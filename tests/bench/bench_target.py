@@ -22,7 +22,12 @@ line:
                 its thread's state). BY "switch": PHASE itself is switched
                 on before the block and off after it (a callback registered
                 and removed, the agent told): all of it is in, and so is
-                whatever the switch leaves running into the block
+                whatever stays on, and each block (on or off) follows a
+                switch (the step signal and the kernel view: a command
+                answered) and one untimed unit, so what switching itself
+                costs is in neither. PHASE "sched" (switched only): ptbpf's
+                kernel view, attached and detached by build/sched_floor
+                (--sched-floor)
   quit
 
 PHASE is what the process itself switches on around the timed units:
@@ -170,8 +175,28 @@ def gpubound(device):
 WORKLOADS = dict(smallop=smallop, step=step, transformer=transformer, gpubound=gpubound)
 
 
+class SchedFloor:
+    """ptbpf's kernel view switched by build/sched_floor (run by bench.py
+    for this process), through the two FIFOs in DIR: "on" or "off", then
+    its answer."""
+
+    def __init__(self, fifo_dir):
+        self.dir = fifo_dir
+        self.cmd = self.ack = None
+
+    def set(self, on):
+        if self.cmd is None:  # in sched_floor's order: commands, then answers
+            self.cmd = open(os.path.join(self.dir, "cmd"), "w")
+            self.ack = open(os.path.join(self.dir, "ack"))
+        self.cmd.write("on\n" if on else "off\n")
+        self.cmd.flush()
+        answer = self.ack.readline().strip()
+        if answer != "ok":
+            raise RuntimeError("sched_floor: %s" % (answer or "gone"))
+
+
 class Floors:
-    def __init__(self, path, steps):
+    def __init__(self, path, steps, sched_dir=None):
         self.lib = ctypes.CDLL(path)
         self.lib.floor_why.restype = ctypes.c_char_p
         self.lib.floor_cupti_records.restype = ctypes.c_ulong
@@ -179,6 +204,26 @@ class Floors:
         # every ptbpf phase finds this same agent (ptbpf then loads none).
         self.steps = agentsteps.StepSignal(os.path.dirname(path)) if steps else None
         self.steps_on = False
+        self.sched = SchedFloor(sched_dir) if sched_dir else None
+        self.is_on = False
+
+    def set(self, phase, device, on):
+        """PHASE on or off for the next block of a switched pair. The step
+        signal and the kernel view are told either way (each half then
+        follows the same wait for an answer); the others are switched
+        only when the state changes."""
+        if phase == "steps":
+            if self.steps.command(" steps" if on else "") != bool(on):
+                raise RuntimeError("the agent's step signal did not switch")
+            self.steps_on = bool(on)
+        elif phase == "sched":
+            self.sched.set(on)
+        elif on and not self.is_on:
+            self.on(phase, device)
+            self.is_on = True
+        elif not on and self.is_on:
+            self.off()
+            self.is_on = False
 
     def check(self, rc, what):
         if rc:
@@ -204,6 +249,9 @@ class Floors:
         if self.steps_on:
             self.steps.off()
             self.steps_on = False
+        if self.sched:
+            self.sched.set(False)
+        self.is_on = False
         self.lib.floor_rf_off()
         self.lib.floor_cupti_cb_off()
         self.lib.floor_cupti_act_off()
@@ -220,13 +268,15 @@ def paired(floors, phase, device, run, n, block, by):
             for on in random.sample((1, 0), 2):
                 if by == "thread":
                     floors.check(floors.lib.floor_rf_thread(on), "RecordFunction for the thread")
-                elif on:
-                    floors.on(phase, device)
+                else:
+                    # Both halves switch and then run a unit untimed: the
+                    # switch's own wake-ups and cold caches stay out of
+                    # either timed block; what stays on is in the "on" one.
+                    floors.set(phase, device, on)
+                    run(1)
                 t0 = time.perf_counter()
                 run(block)
                 t[on] = time.perf_counter() - t0
-                if by == "switch" and on:
-                    floors.off()
             out.append(t[1] / t[0] - 1)
     finally:
         floors.lib.floor_rf_thread(1)
@@ -245,6 +295,8 @@ def main():
     ap.add_argument("--floor-lib", default=os.path.join(ROOT, "build", "libptbpf-floor.so"))
     ap.add_argument("--steps", action="store_true",
                     help="load the agent for the `steps` phase (its always-on step signal)")
+    ap.add_argument("--sched-floor", metavar="DIR",
+                    help="the FIFOs of build/sched_floor, for `pair sched N switch`")
     args = ap.parse_args()
     torch.set_num_threads(1)
     run = WORKLOADS[args.workload](args.device)
@@ -263,7 +315,7 @@ def main():
     prof_units = max(1, int(n * args.profiler_s / dt))
     if args.workload == "smallop":
         prof_units = min(prof_units, 5000 if args.device == "cuda" else 20000)
-    floors = Floors(args.floor_lib, args.steps)
+    floors = Floors(args.floor_lib, args.steps, args.sched_floor)
     from torch.profiler import profile, ProfilerActivity
     both = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device == "cuda" else [])
     acts = {"profiler": (both, {}), "profiler_cuda": ([ProfilerActivity.CUDA], {}),
