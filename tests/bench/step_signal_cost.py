@@ -61,6 +61,11 @@ Optimizer.step and ProfilerStep# are made of, a few per step):
               cost against all_cb attributes the agent's cost above the
               floor
 
+Each phase also times backward nodes (--nodes; chains of 100 multiplies
+on the CPU): every node the engine runs sets its thread's RecordFunction
+state, which on torch 2.x copies the registered global callbacks of any
+scope, so a USER_SCOPE callback costs per node what no op or region shows.
+
 With --device cuda, each phase also times a loop of CUDA launches
 (torch.add on 1-element CUDA tensors: one op and one cudaLaunchKernel
 each, then a synchronize), and the phases of the GPU path join in
@@ -87,7 +92,7 @@ same cycle, with a 95% interval of that median (order statistics), and
 each ptbpf phase's ops against its records. Needs root (the uprobe,
 ptbpf).
 
-usage: step_signal_cost.py [--cycles N] [--ops N] [--regions N] [--launches N]
+usage: step_signal_cost.py [--cycles N] [--ops N] [--regions N] [--nodes N] [--launches N]
                            [--device cpu|cuda] [--phases a,b] [--paired B]
                            [--alt DIR]"""
 import argparse
@@ -116,6 +121,7 @@ CUPTI = {"cupti_cb": (True, False), "cupti_act": (False, True), "cupti_both": (T
 PHASES = ["none", "user_cb", "sampled", "all_cb", "agent4_cb", "agent_steps", "uprobe",
           "ptbpf_ops", "ptbpf_ops_kclock", "ptbpf", "profiler", "spin"] + list(WORK)
 CUDA_PHASES = list(CUPTI) + ["ptbpf_calls"]
+SWITCHED = ("user_cb", "agent_steps", "all_cb")  # --switched-nodes
 PTBPF_ARGS = {"ptbpf_ops": ["--no-sched", "--no-samples"],
               "ptbpf_ops_alt": ["--no-sched", "--no-samples"],
               "ptbpf_ops_kclock": ["--no-sched", "--no-samples", "--op-clock", "kernel"],
@@ -188,6 +194,50 @@ def time_paired(floor, n, block, regions=False):
         off += t[0]
     floor.floor_rf_thread(1)
     return statistics.median(diffs), off / (block * len(diffs))
+
+
+def time_nodes(n, chain=100):
+    """ns per backward node: backward through chains of `chain` multiplies
+    of a 1-element CPU tensor. The autograd engine sets its thread's
+    RecordFunction state around every node it runs (ThreadLocalStateGuard),
+    which on torch 2.x copies the registered global callbacks, any scope:
+    what a USER_SCOPE-only callback costs that no region or op shows."""
+    x = torch.ones(1, requires_grad=True)
+    w = torch.ones(1)
+    t0 = time.perf_counter_ns()
+    for _ in range(max(1, n // chain)):
+        y = x
+        for _ in range(chain):
+            y = y * w
+        y.backward()
+    return (time.perf_counter_ns() - t0) / (max(1, n // chain) * chain)
+
+
+def time_nodes_switched(ph, phase, pairs, block):
+    """A callback's cost per backward node with the callback itself
+    switched: pairs of blocks of `block` nodes, in a random order per pair,
+    each block after the phase is set on or off (the agent is told either
+    way, so both halves wait alike) and 100 nodes run untimed. ns per node,
+    on - off, one value per pair."""
+    out, state = [], False
+    for _ in range(pairs):
+        t = {}
+        for on in random.sample((1, 0), 2):
+            if phase == "agent_steps":
+                ph.steps.command(" steps" if on else "")
+            elif on and not state:
+                ph.on(phase)
+            elif not on and state:
+                ph.off(phase)
+            state = bool(on)
+            time_nodes(100)
+            t[on] = time_nodes(block)
+        out.append(t[1] - t[0])
+    if phase == "agent_steps":
+        ph.steps.command("")
+    elif state:
+        ph.off(phase)
+    return out
 
 
 def time_regions(n):
@@ -387,6 +437,12 @@ def main():
     ap.add_argument("--ops", type=int, default=200000)
     ap.add_argument("--regions", type=int, default=20000)
     ap.add_argument("--launches", type=int, default=50000)
+    ap.add_argument("--nodes", type=int, default=20000,
+                    help="backward nodes a phase (0: none)")
+    ap.add_argument("--switched-nodes", type=int, default=0, metavar="P",
+                    help="also P pairs a cycle of 2,000-node blocks with user_cb, agent_steps "
+                    "or all_cb itself switched (those of --phases): the callback's cost per "
+                    "backward node, registration and all")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--phases")
     ap.add_argument("--alt", metavar="DIR",
@@ -416,7 +472,8 @@ def main():
     counters = Counters(ph.floor)
     if args.paired and ph.floor.floor_rf_thread(1):
         sys.exit("--paired: %s" % ph.floor.floor_why().decode())
-    keys = ["op", "op_cpu", "op_cyc", "op_ins", "region", "launch", "launch_cpu", "op_pair",
+    keys = ["op", "op_cpu", "op_cyc", "op_ins", "region", "node", "launch", "launch_cpu",
+            "node_sw", "op_pair",
             "op_off", "region_pair", "region_off"]
     res = {p: {k: [] for k in keys} for p in known}
     print("# %d ops, %d regions%s a phase; %d cycles after a warm-up; torch %s%s" % (
@@ -432,6 +489,8 @@ def main():
             ph.on(p)
             got = dict(zip(("op", "op_cpu", "op_cyc", "op_ins"), time_ops(args.ops, counters)))
             got["region"] = time_regions(args.regions)
+            if args.nodes:
+                got["node"] = time_nodes(args.nodes)
             if args.paired:
                 got["op_pair"], got["op_off"] = time_paired(ph.floor, args.ops, args.paired)
                 got["region_pair"], got["region_off"] = time_paired(
@@ -439,6 +498,10 @@ def main():
             if cuda:
                 got["launch"], got["launch_cpu"], _, _ = time_ops(args.launches, counters, "cuda")
             hits = ph.off(p)
+            if args.switched_nodes and p in SWITCHED:
+                sw = time_nodes_switched(ph, p, args.switched_nodes, 2000)
+                if cycle:
+                    res[p]["node_sw"] += sw
             if cycle:
                 for k, v in got.items():
                     res[p][k].append(v)
@@ -447,13 +510,25 @@ def main():
     if counters.why:
         print("# no hardware counters: %s" % counters.why)
     table(res, phases, [("ns/op", "op"), ("the thread's CPU ns/op", "op_cpu"),
-                        ("ns/region", "region")])
+                        ("ns/region", "region")] +
+          ([("ns/backward node", "node")] if args.nodes else []))
     if not counters.why:
         print()
         table(res, phases, [("cycles/op", "op_cyc"), ("instructions/op", "op_ins")])
     if cuda:
         print()
         table(res, phases, [("ns/launch", "launch"), ("the thread's CPU ns/launch", "launch_cpu")])
+    if args.switched_nodes:
+        print()
+        print("| phase (switched around blocks of 2,000 backward nodes) | pairs | ns/node on - off "
+              "(median, 95% interval) |")
+        print("|---|---|---|")
+        for p in phases:
+            v = res[p]["node_sw"]
+            if v:
+                lo, hi = median_interval(v)
+                print("| %s | %d | %+.0f (%+.0f..%+.0f) |" % (p, len(v), statistics.median(v),
+                                                            lo, hi))
     if args.paired:
         print()
         paired_table(res, phases)
