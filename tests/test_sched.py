@@ -417,6 +417,48 @@ def test_bpf_stats_counts_what_each_part_ran(tmp_path):
     assert re.search(r"in all [\d.]+ ms, [\d.]+% of one CPU over the [\d.]+ s counted", line[0])
 
 
+def test_kernel_view_switched_on_and_off_records_only_while_on(tmp_path):
+    """The benchmark's switched kernel view (`bench.py --paired
+    sched:switch`, build/sched_floor): ptbpf's programs detached and
+    attached again (sched_probes_attach) record the watched process while
+    attached and nothing while detached, with nothing lost."""
+    floor = os.path.join(ROOT, "build", "sched_floor")
+    require(floor)
+    job = subprocess.Popen([PYTHON, "-c", "import time\nwhile True: time.sleep(0.001)"])
+    cmd, ack = str(tmp_path / "cmd"), str(tmp_path / "ack")
+    os.mkfifo(cmd)
+    os.mkfifo(ack)
+    p = subprocess.Popen([floor, str(job.pid), cmd, ack], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready", p.stderr.read()
+        with open(cmd, "w") as c, open(ack) as a:
+            def send(word):
+                c.write(word + "\n")
+                c.flush()
+                answer = a.readline().split()
+                assert answer[0] == "ok", answer
+                return int(answer[1])
+            seen = []
+            for word in ("on", "off", "on", "off"):
+                seen.append(send(word))
+                time.sleep(0.5)
+            seen.append(send("off"))
+        out, err = p.communicate(timeout=30)
+    finally:
+        job.kill()
+        job.wait()
+        if p.poll() is None:
+            p.kill()
+    # seen[i]: records the programs had sent when command i was answered.
+    # On for 0.5 s at about 1,000 sleeps a second: hundreds each time; off,
+    # none (the links are gone when the answer comes).
+    assert seen[1] - seen[0] > 100 and seen[3] - seen[2] > 100, seen
+    assert seen[2] == seen[1] and seen[4] == seen[3], seen
+    m = re.search(r"records (\d+) sent (\d+) lost (\d+)", out)
+    assert m and m.group(1) == m.group(2) and m.group(3) == "0", (out, err)
+
+
 BUSY = r"""
 import json, os, sys, time
 import torch  # ptbpf traces PyTorch processes

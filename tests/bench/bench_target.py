@@ -191,7 +191,7 @@ class SchedFloor:
         self.cmd.write("on\n" if on else "off\n")
         self.cmd.flush()
         answer = self.ack.readline().strip()
-        if answer != "ok":
+        if not answer.startswith("ok"):
             raise RuntimeError("sched_floor: %s" % (answer or "gone"))
 
 

@@ -9,9 +9,10 @@
  * own as ptbpf's loader does, counting the records and dropping them (the
  * trace writing is ptbpf's loader's work, on its own CPU). Prints "ready"
  * once loaded (detached), then serves lines from CMD_FIFO: "on" attaches
- * every program, "off" detaches them; each is answered "ok" (or "error:
- * ...") on ACK_FIFO once done. At the command FIFO's end it prints
- * "records R lost L" and exits.
+ * every program, "off" detaches them; each is answered "ok N" (N: the
+ * records the programs had sent while they were last detached) or "error:
+ * ..." on ACK_FIFO once done. At the command FIFO's end it prints
+ * "records R sent S lost L" and exits.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -37,10 +38,14 @@ static int count(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* As ptbpf's loader (read_pump): wait for a batch, then take whatever is
+ * there (the programs wake the reader only every wakeup_bytes). */
 static void *reader(void *arg)
 {
-	while (!stop)
+	while (!stop) {
 		ring_buffer__poll(arg, 100);
+		ring_buffer__consume(arg);
+	}
 	return NULL;
 }
 
@@ -116,14 +121,18 @@ int main(int argc, char **argv)
 	while (fgets(line, sizeof(line), cmd)) {
 		int rc = 0;
 
-		if (!strcmp(line, "on\n"))
+		/* Counted while detached: before an attach, after a detach. */
+		if (!strcmp(line, "on\n")) {
+			sched_probes_stats(p, st);
 			rc = sched_probes_attach(p, err, sizeof(err));
-		else
+		} else {
 			sched_probes_detach(p);
+			sched_probes_stats(p, st);
+		}
 		if (rc)
 			fprintf(ack, "error: %s\n", err);
 		else
-			fprintf(ack, "ok\n");
+			fprintf(ack, "ok %llu\n", (unsigned long long)st[SCHED_STAT_SENT]);
 		fflush(ack);
 	}
 	sched_probes_detach(p);
