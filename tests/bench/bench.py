@@ -405,12 +405,19 @@ def report(args, workload, res):
         if not v:
             continue
         lo, hi = median_interval(v)
+        # Pairs of one cycle share its conditions; the cycles' own medians
+        # are independent, and their interval does not assume the pairs are.
+        cm = [statistics.median(c["paired_" + ph]) for c in res["cycles"]
+              if c.get("paired_" + ph)]
+        clo, chi = median_interval(cm)
         name, _, by = ph.partition(":")
         lines.append("| %s, within the phase (%s), %d pairs of blocks (95%% interval of the "
-                     "median %+.2f%% .. %+.2f%%) %s" % (
+                     "median %+.2f%% .. %+.2f%%; of the %d cycles' medians: %+.2f%%, %+.2f%% .. "
+                     "%+.2f%%) %s" % (
                          LABEL[name].format(what.get(name, "")),
                          "switched before each block, on or off, and one unit settled" if by else
                          "RecordFunction on / off for the thread", len(v), lo * 100, hi * 100,
+                         len(cm), statistics.median(cm) * 100, clo * 100, chi * 100,
                          fmt_spread(v)))
     if res.get("sched_records"):
         lines.append("| (build/sched_floor read %d records of the kernel view, %d lost) | | | |"
