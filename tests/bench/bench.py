@@ -109,6 +109,7 @@ class Target:
             (["--sched-floor", sched_dir] if sched_dir else []),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
         self.pid = self.p.pid
+        self.pair_x = args.pair_x
 
     def read(self):
         line = self.p.stdout.readline()
@@ -139,8 +140,8 @@ class Target:
         block): on / off - 1 of each pair (bench_target's `pair`). Blocks of
         about a twentieth of a phase (15 ms on CUDA)."""
         phase, _, by = spec.partition(":")
-        self.p.stdin.write("pair %s %d %s\n" % (phase, max(1, self.units // 20),
-                                                  by or "thread"))
+        self.p.stdin.write("pair %s %d %s %g\n" % (phase, max(1, self.units // 20),
+                                                     by or "thread", self.pair_x))
         self.p.stdin.flush()
         while True:
             words = self.read().split()
@@ -641,6 +642,9 @@ def main():
                     "blocks: rf1, rf4, rf7 or steps with RecordFunction switched for the "
                     "thread; any of those or cupti_cb, cupti_act with ':switch' (rf7:switch): "
                     "the floor itself switched on around a block")
+    ap.add_argument("--pair-x", type=float, default=3, metavar="X",
+                    help="each --paired phase runs X phases' worth of units (default 3): "
+                    "more pairs a cycle, for a run that measures little else")
     ap.add_argument("--profilers", default="profiler",
                     help="profiler phases: profiler, profiler_cuda, profiler_cpu, "
                     "profiler_shapes, profiler_stack, profiler_memory")

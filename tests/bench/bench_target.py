@@ -8,8 +8,8 @@ line:
   run PHASE     times UNITS units of the workload under PHASE and prints
                 "value PHASE SECONDS_PER_UNIT POSTPROCESS_S|- CPU_S_PER_UNIT"
                 (CPU: the timing thread's own CPU time, time.thread_time)
-  pair PHASE K BY
-                3 x UNITS units in blocks of K, each block once with PHASE
+  pair PHASE K BY [X]
+                X (default 3) x UNITS units in blocks of K, each block once with PHASE
                 on and once off (in a random order per pair); prints "pairs
                 PHASE R R ...", R = on / off - 1 of each pair: a floor's cost
                 within one phase, the blocks a few milliseconds apart, so the
@@ -331,7 +331,8 @@ def main():
         phase = words[1]
         if words[0] == "pair":
             print("pairs", phase, " ".join("%.6g" % r for r in paired(
-                floors, phase, args.device, run, 3 * units, int(words[2]), words[3])),
+                floors, phase, args.device, run, int(float(words[4]) * units) if len(words) > 4
+                else 3 * units, int(words[2]), words[3])),
                 flush=True)
             continue
         extra = " -"
