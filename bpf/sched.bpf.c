@@ -147,14 +147,20 @@ static __always_inline void next_fill(struct ptbpf_sched_switch *r, struct task_
  * is cur. Untimed (the CPU was cold), it is placed just before now. Where
  * the latest switch put another task on, the kernel did not report the
  * one that put cur on (and no CPU sample of cur came since): it is sent
- * untimed, from that task, marked SW_UNSEEN. */
+ * untimed, from that task, marked SW_UNSEEN. Where this CPU has had no
+ * switch since the view began, a traced cur has run since before it: its
+ * switch is sent untimed, from no task (the report counts it running
+ * since the view's first record). */
 static __always_inline void replay_last(struct ptbpf_sched_cpu *c, struct task_struct *cur, __u64 now)
 {
+	bool fresh = !c->last_next && !c->last_prev; /* no switch seen here yet */
 	struct ptbpf_sched_switch *r;
 
-	if ((c->shown_valid && c->shown == (__u32)cur->pid) || !c->last_next)
+	if (c->shown_valid && c->shown == (__u32)cur->pid)
 		return;
-	if (c->last_next != (__u32)cur->pid)
+	if (!c->last_next && (!fresh || !is_traced(cur->tgid)))
+		return;
+	if (!fresh && c->last_next != (__u32)cur->pid)
 		put_on_unseen(c, cur->pid, 0);
 	/* Not sent (the ring was full): the next record tries again, still
 	 * marked unseen. */
@@ -165,7 +171,7 @@ static __always_inline void replay_last(struct ptbpf_sched_cpu *c, struct task_s
 	hdr_fill(&r->h, c, c->last_ts ? c->last_ts : now - 1, SCHED_REC_SWITCH);
 	r->prev_tid = c->last_prev;
 	r->prev_state = c->last_state;
-	r->flags = SW_REPLAYED | (c->last_ts ? 0 : SW_UNTIMED);
+	r->flags = SW_REPLAYED | (c->last_ts ? 0 : SW_UNTIMED) | (fresh ? SW_NEXT_TRACED : 0);
 	if (c->unseen)
 		r->flags |= SW_UNSEEN | (is_traced(cur->tgid) ? SW_NEXT_TRACED : 0);
 	r->sys_nr = -1;
