@@ -52,6 +52,7 @@ The floors come from build/libptbpf-floor.so (tests/bench/floor.c).
 """
 import argparse
 import ctypes
+import errno
 import os
 import random
 import sys
@@ -183,14 +184,31 @@ class SchedFloor:
     def __init__(self, fifo_dir):
         self.dir = fifo_dir
         self.cmd = self.ack = None
+        self.on = False
+
+    def open(self):
+        """In sched_floor's order: commands, then answers; without waiting
+        for ever where sched_floor never opens its end."""
+        path, deadline = os.path.join(self.dir, "cmd"), time.time() + 30
+        while True:
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError as e:  # ENXIO: no reader yet
+                if e.errno != errno.ENXIO or time.time() > deadline:
+                    raise RuntimeError("sched_floor does not read its commands: %s" % e)
+                time.sleep(0.01)
+        os.set_blocking(fd, True)
+        self.cmd = os.fdopen(fd, "w")
+        self.ack = open(os.path.join(self.dir, "ack"))
 
     def set(self, on):
-        if self.cmd is None:  # in sched_floor's order: commands, then answers
-            self.cmd = open(os.path.join(self.dir, "cmd"), "w")
-            self.ack = open(os.path.join(self.dir, "ack"))
+        if self.cmd is None:
+            self.open()
         self.cmd.write("on\n" if on else "off\n")
         self.cmd.flush()
         answer = self.ack.readline().strip()
+        self.on = bool(on) and answer.startswith("ok")
         if not answer.startswith("ok"):
             raise RuntimeError("sched_floor: %s" % (answer or "gone"))
 
@@ -249,7 +267,7 @@ class Floors:
         if self.steps_on:
             self.steps.off()
             self.steps_on = False
-        if self.sched:
+        if self.sched and self.sched.on:
             self.sched.set(False)
         self.is_on = False
         self.lib.floor_rf_off()

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <bpf/libbpf.h>
 
@@ -127,6 +128,8 @@ int main(int argc, char **argv)
 			rc = sched_probes_attach(p, err, sizeof(err));
 		} else {
 			sched_probes_detach(p);
+			/* A run that began before the detach may still send. */
+			usleep(10000);
 			sched_probes_stats(p, st);
 		}
 		if (rc)

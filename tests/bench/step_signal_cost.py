@@ -224,7 +224,8 @@ def time_nodes_switched(ph, phase, pairs, block):
         t = {}
         for on in random.sample((1, 0), 2):
             if phase == "agent_steps":
-                ph.steps.command(" steps" if on else "")
+                if ph.steps.command(" steps" if on else "") != bool(on):
+                    sys.exit("the agent's step signal did not switch")
             elif on and not state:
                 ph.on(phase)
             elif not on and state:
