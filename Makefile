@@ -202,8 +202,9 @@ $(OUTPUT)/uprobe_floor: tests/bench/uprobe_floor.c $(OUTPUT)/uprobe_floor.skel.h
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(LDLIBS) $(LDFLAGS) -o $@
 
-# The kernel view switched on and off (bench.py --paired sched:switch):
-# ptbpf's own sched_probes.c, so linked with the loader's modules.
+# The kernel view switched on and off (bench.py --paired sched:switch,
+# sched_nosys:switch): ptbpf's own sched_probes.c, so linked with the
+# loader's modules.
 $(OUTPUT)/sched_floor: tests/bench/sched_floor.c $(filter-out $(OBJ)/main.o,$(USER_OBJS))
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) $(LDFLAGS) -o $@
@@ -242,7 +243,8 @@ test: all test-progs
 	/usr/bin/python3 -m pytest -v -rfE --ignore=tests/gpu tests/
 
 bench: all test-progs
-	/usr/bin/python3 tests/bench/bench.py --paired steps,steps:switch,rf7,rf7:switch,sched:switch \
+	/usr/bin/python3 tests/bench/bench.py \
+		--paired steps,steps:switch,rf7,rf7:switch,sched:switch,sched_nosys:switch \
 		--loader-ops 1000000 --loader-s 60 --out BENCHMARKS.md
 
 demo: all
@@ -259,7 +261,7 @@ gpu-check:
 gpu-bench:
 	py=$${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3}; \
 	$(GPU_PATH) $$py tests/bench/bench.py --device cuda --python $$py \
-		--paired steps,steps:switch,rf7,rf7:switch,sched:switch --out $${OUT:-.}/bench-gpu.md
+		--paired steps,steps:switch,rf7,rf7:switch,sched:switch,sched_nosys:switch --out $${OUT:-.}/bench-gpu.md
 
 # On the GPU machine: issue 23's direct costs, per op and per launch
 # (tests/bench/step_signal_cost.py, paired), in two processes: Kineto keeps

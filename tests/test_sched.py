@@ -419,9 +419,10 @@ def test_bpf_stats_counts_what_each_part_ran(tmp_path):
 
 def test_kernel_view_switched_on_and_off_records_only_while_on(tmp_path):
     """The benchmark's switched kernel view (`bench.py --paired
-    sched:switch`, build/sched_floor): ptbpf's programs detached and
-    attached again (sched_probes_attach) record the watched process while
-    attached and nothing while detached, with nothing lost."""
+    sched:switch,sched_nosys:switch`, build/sched_floor): ptbpf's programs
+    detached and attached again (sched_probes_attach), with and without the
+    system call ones, record the watched process while attached and nothing
+    while detached, with nothing lost."""
     floor = os.path.join(ROOT, "build", "sched_floor")
     require(floor)
     job = subprocess.Popen([PYTHON, "-c", "import time\nwhile True: time.sleep(0.001)"])
@@ -440,7 +441,7 @@ def test_kernel_view_switched_on_and_off_records_only_while_on(tmp_path):
                 assert answer[0] == "ok", answer
                 return int(answer[1])
             seen = []
-            for word in ("on", "off", "on", "off"):
+            for word in ("on", "off", "on nosys", "off"):
                 seen.append(send(word))
                 time.sleep(0.5)
             seen.append(send("off"))
@@ -451,8 +452,9 @@ def test_kernel_view_switched_on_and_off_records_only_while_on(tmp_path):
         if p.poll() is None:
             p.kill()
     # seen[i]: records the programs had sent when command i was answered.
-    # On for 0.5 s at about 1,000 sleeps a second: hundreds each time; off,
-    # none (the links are gone when the answer comes).
+    # On for 0.5 s at about 1,000 sleeps a second: hundreds each time (the
+    # second time without the system call programs: switches and wakeups
+    # still); off, none (the links are gone when the answer comes).
     assert seen[1] - seen[0] > 100 and seen[3] - seen[2] > 100, seen
     assert seen[2] == seen[1] and seen[4] == seen[3], seen
     m = re.search(r"records (\d+) sent (\d+) lost (\d+)", out)

@@ -26,7 +26,9 @@ A cycle runs every phase once, in an order shuffled anew each cycle:
                    run untimed (bench_target's `pair`); the one measure here
                    that the machine's drift between phases does not move.
                    sched:switch is ptbpf's kernel view (its programs and its
-                   ring read) switched so, by build/sched_floor
+                   ring read) switched so, by build/sched_floor;
+                   sched_nosys:switch the same without its system call
+                   programs (the difference is what those cost)
   steps            `ptbpf daemon`'s always-on layer between windows: the
                    agent's step signal (one USER_SCOPE callback timing
                    ProfilerStep, Optimizer.step and DataLoader regions; not
@@ -86,6 +88,7 @@ LABEL = {
     "steps": "the daemon's always-on step signal (between windows)",
     "sched": "the kernel view (ptbpf's scheduler, system call and fault programs, "
              "build/sched_floor)",
+    "sched_nosys": "the kernel view without its system call programs (build/sched_floor)",
 }
 
 
@@ -264,7 +267,7 @@ def bench_workload(args, workload, log):
     tmp = tempfile.mkdtemp(prefix="ptbpf-bench-",
                            dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     sched_dir = None
-    if "sched:switch" in args.paired:
+    if {"sched:switch", "sched_nosys:switch"} & set(args.paired):
         sched_dir = tmp
         os.mkfifo(os.path.join(tmp, "cmd"))
         os.mkfifo(os.path.join(tmp, "ack"))
@@ -640,8 +643,8 @@ def main():
     ap.add_argument("--paired", default="",
                     help="also these floor phases measured within the phase, in alternating "
                     "blocks: rf1, rf4, rf7 or steps with RecordFunction switched for the "
-                    "thread; any of those or cupti_cb, cupti_act with ':switch' (rf7:switch): "
-                    "the floor itself switched on around a block")
+                    "thread; any of those or cupti_cb, cupti_act, sched, sched_nosys with "
+                    "':switch' (rf7:switch): the floor itself switched before each block")
     ap.add_argument("--pair-x", type=float, default=3, metavar="X",
                     help="each --paired phase runs X phases' worth of units (default 3): "
                     "more pairs a cycle, for a run that measures little else")
@@ -681,9 +684,10 @@ def main():
     args.profilers = args.profilers.split(",")
     args.paired = [p for p in args.paired.split(",") if p]
     rf = {"rf1", "rf4", "rf7", "steps"}
-    if set(args.paired) - rf - {p + ":switch" for p in rf | {"cupti_cb", "cupti_act", "sched"}}:
+    if set(args.paired) - rf - {p + ":switch" for p in
+                                rf | {"cupti_cb", "cupti_act", "sched", "sched_nosys"}}:
         ap.error("--paired takes rf1, rf4, rf7 and steps, and with ':switch' also cupti_cb, "
-                 "cupti_act and sched")
+                 "cupti_act, sched and sched_nosys")
     if {"steps", "steps:switch"} & set(args.paired) and "steps" not in args.floors:
         args.floors.append("steps")  # the target loads the agent for it
     args.ptbpf_args = args.ptbpf_args.split()

@@ -27,7 +27,8 @@ line:
                 answered) and one untimed unit, so what switching itself
                 costs is in neither. PHASE "sched" (switched only): ptbpf's
                 kernel view, attached and detached by build/sched_floor
-                (--sched-floor)
+                (--sched-floor); "sched_nosys": the same without its system
+                call programs
   quit
 
 PHASE is what the process itself switches on around the timed units:
@@ -202,10 +203,10 @@ class SchedFloor:
         self.cmd = os.fdopen(fd, "w")
         self.ack = open(os.path.join(self.dir, "ack"))
 
-    def set(self, on):
+    def set(self, on, syscalls=True):
         if self.cmd is None:
             self.open()
-        self.cmd.write("on\n" if on else "off\n")
+        self.cmd.write(("on\n" if syscalls else "on nosys\n") if on else "off\n")
         self.cmd.flush()
         answer = self.ack.readline().strip()
         self.on = bool(on) and answer.startswith("ok")
@@ -234,8 +235,8 @@ class Floors:
             if self.steps.command(" steps" if on else "") != bool(on):
                 raise RuntimeError("the agent's step signal did not switch")
             self.steps_on = bool(on)
-        elif phase == "sched":
-            self.sched.set(on)
+        elif phase in ("sched", "sched_nosys"):
+            self.sched.set(on, phase == "sched")
         elif on and not self.is_on:
             self.on(phase, device)
             self.is_on = True

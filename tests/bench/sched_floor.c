@@ -9,7 +9,8 @@
  * own as ptbpf's loader does, counting the records and dropping them (the
  * trace writing is ptbpf's loader's work, on its own CPU). Prints "ready"
  * once loaded (detached), then serves lines from CMD_FIFO: "on" attaches
- * every program, "off" detaches them; each is answered "ok N" (N: the
+ * every program, "on nosys" all but the system call ones (what those cost
+ * is the difference), "off" detaches them; each is answered "ok N" (N: the
  * records the programs had sent while they were last detached) or "error:
  * ..." on ACK_FIFO once done. At the command FIFO's end it prints
  * "records R sent S lost L" and exits.
@@ -123,9 +124,10 @@ int main(int argc, char **argv)
 		int rc = 0;
 
 		/* Counted while detached: before an attach, after a detach. */
-		if (!strcmp(line, "on\n")) {
+		if (!strncmp(line, "on", 2)) {
 			sched_probes_stats(p, st);
-			rc = sched_probes_attach(p, err, sizeof(err));
+			rc = sched_probes_attach(p, strcmp(line, "on nosys\n") != 0, err,
+						 sizeof(err));
 		} else {
 			sched_probes_detach(p);
 			/* A run that began before the detach may still send. */

@@ -25,7 +25,7 @@ fi
 if [ "${PTBPF_BENCH:-1}" = 1 ] && { [ "$part" = 3 ] || [ "$part" = all ]; }; then
 	for dev in ${PTBPF_BENCH_DEVICES:-cuda}; do
 		"$PTBPF_TEST_PYTHON" tests/bench/bench.py --python "$PTBPF_TEST_PYTHON" \
-			--device $dev --paired steps,steps:switch,rf7,rf7:switch,sched:switch --out "$out/bench-gpu-machine.md" 2>&1 | tee -a "$out/bench.log" || rc=1
+			--device $dev --paired steps,steps:switch,rf7,rf7:switch,sched:switch,sched_nosys:switch --out "$out/bench-gpu-machine.md" 2>&1 | tee -a "$out/bench.log" || rc=1
 	done
 fi
 exit $rc

@@ -57,8 +57,9 @@ static struct sched_bpf *open_skel(uint32_t ring_bytes, bool faults, bool block,
 	}
 }
 
-/* Attaches each program on its own: one the kernel refuses is named. */
-static int attach_all(struct sched_probes *p, char *err, size_t errlen)
+/* Attaches each program on its own (without the system call ones unless
+ * syscalls): one the kernel refuses is named. */
+static int attach_all(struct sched_probes *p, bool syscalls, char *err, size_t errlen)
 {
 	struct bpf_program *prog;
 
@@ -66,6 +67,9 @@ static int attach_all(struct sched_probes *p, char *err, size_t errlen)
 		struct bpf_link *l;
 
 		if (!bpf_program__autoload(prog) || p->nlinks == MAX_PROGS)
+			continue;
+		if (!syscalls && (prog == p->skel->progs.on_sys_enter ||
+				  prog == p->skel->progs.on_sys_exit))
 			continue;
 		l = bpf_program__attach(prog);
 		if (!l && (prog == p->skel->progs.on_fault || prog == p->skel->progs.on_block_start ||
@@ -111,7 +115,7 @@ struct sched_probes *sched_probes_new(uint32_t ring_bytes, char *err, size_t err
 		return NULL;
 	}
 	p->missing_loaded = strlen(p->missing);
-	if (attach_all(p, err, errlen)) {
+	if (attach_all(p, true, err, errlen)) {
 		sched_probes_free(p);
 		return NULL;
 	}
@@ -183,12 +187,12 @@ void sched_probes_detach(struct sched_probes *p)
 	p->nlinks = 0;
 }
 
-int sched_probes_attach(struct sched_probes *p, char *err, size_t errlen)
+int sched_probes_attach(struct sched_probes *p, bool syscalls, char *err, size_t errlen)
 {
 	if (p->nlinks)
 		return 0;
 	p->missing[p->missing_loaded] = 0; /* what fails to attach is named again */
-	if (!attach_all(p, err, errlen))
+	if (!attach_all(p, syscalls, err, errlen))
 		return 0;
 	sched_probes_detach(p);
 	return -1;

@@ -43,11 +43,12 @@ const char *sched_probes_missing(const struct sched_probes *p);
 /* Removes every program from its tracepoint: nothing runs after this. */
 void sched_probes_detach(struct sched_probes *p);
 /* Attaches them again after sched_probes_detach (the benchmark's switched
- * kernel view, tests/bench/sched_floor.c); 0, or -1 with one line in err
- * and none attached. The programs' state (each CPU's last switch, each
+ * kernel view, tests/bench/sched_floor.c), the system call programs only
+ * if syscalls (without them: what they cost); 0, or -1 with one line in
+ * err and none attached. The programs' state (each CPU's last switch, each
  * thread's open call) is kept from before the detach, so the records after
  * it cost what the view costs but do not make a trace. */
-int sched_probes_attach(struct sched_probes *p, char *err, size_t errlen);
+int sched_probes_attach(struct sched_probes *p, bool syscalls, char *err, size_t errlen);
 /* The programs' counters summed over CPUs (enum ptbpf_sched_stat). */
 void sched_probes_stats(const struct sched_probes *p, uint64_t out[SCHED_STAT_MAX]);
 /* Block I/O requests of the traced processes started and not done (at the
