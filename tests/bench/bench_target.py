@@ -241,8 +241,7 @@ class Floors:
             self.on(phase, device)
             self.is_on = True
         elif not on and self.is_on:
-            self.off()
-            self.is_on = False
+            self.off()  # is_on too
 
     def check(self, rc, what):
         if rc:

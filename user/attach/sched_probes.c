@@ -115,7 +115,7 @@ struct sched_probes *sched_probes_new(uint32_t ring_bytes, char *err, size_t err
 		return NULL;
 	}
 	p->missing_loaded = strlen(p->missing);
-	if (attach_all(p, true, err, errlen)) {
+	if (sched_probes_attach(p, true, err, errlen)) {
 		sched_probes_free(p);
 		return NULL;
 	}
