@@ -158,7 +158,7 @@ enum ptbpf_agent_code {
  * among them: ops.
  */
 #define PTBPF_OPS_MAGIC      0x7074627066306f70ULL /* "pto0fbtp" */
-#define PTBPF_OPS_VERSION    5
+#define PTBPF_OPS_VERSION    6
 #define PTBPF_OPS_SLOTS      64
 #define PTBPF_OPS_SLOT_BYTES (4u << 20) /* header included */
 #define PTBPF_OPS_NAME_MAX   111        /* longer names are truncated */
@@ -203,8 +203,17 @@ struct ptbpf_ops_slot {
 	uint64_t begins;          /* 48: BEGIN records ever written into it */
 	uint64_t begins_dropped;  /* 56: BEGIN records lost to a full ring */
 	uint64_t tail;            /* 64: bytes ever read (ptbpf) */
-	uint8_t pad1[56];
+	/* The counts above as the agent was last switched on, set while nothing
+	 * writes: where this session's records begin. (Read together, head and
+	 * written cannot be: a thread writes between the two.) */
+	uint64_t start_head;      /* 72 */
+	uint64_t start_written;   /* 80 */
+	uint64_t start_begins;    /* 88 */
+	uint64_t start_dropped;   /* 96 */
+	uint64_t start_begins_dropped; /* 104 */
+	uint8_t pad1[16];
 };
+_Static_assert(sizeof(struct ptbpf_ops_slot) == 128, "a ring's header is 128 bytes");
 
 /* Records are 8-byte aligned and never wrap: a record that does not fit
  * before the ring's end is preceded by OPS_REC_PAD up to the end (or, with

@@ -471,9 +471,19 @@ const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes,
 	desc.clock = OPS_CLOCK_KERNEL;
 	agent_ops_clock_tick();
 	/* Losses of an earlier session were reported to it (or not at all):
-	 * this one starts without them. Nothing writes while not recording. */
-	for (uint32_t i = 0; i < desc.nslots; i++)
-		((struct ptbpf_ops_slot *)(slot_mem + (size_t)i * desc.slot_bytes))->gap_lost = 0;
+	 * this one starts without them, and its records start at the counts
+	 * as they are now. Nothing writes while not recording. */
+	for (uint32_t i = 0; i < desc.nslots; i++) {
+		struct ptbpf_ops_slot *s =
+			(struct ptbpf_ops_slot *)(slot_mem + (size_t)i * desc.slot_bytes);
+
+		s->gap_lost = 0;
+		s->start_head = s->head;
+		s->start_written = s->written;
+		s->start_begins = s->begins;
+		s->start_dropped = s->dropped;
+		s->start_begins_dropped = s->begins_dropped;
+	}
 	atomic_store(&recording, 1);
 	handles[nhandles++] = rf_add(STUB_RF_FUNCTION, start_function, STUB_RF_END, end_any,
 				     function, 1, shapes);

@@ -201,15 +201,17 @@ int ops_rings_add(struct ops_rings *r, const struct target *t, uint64_t desc_add
 		snprintf(err, errlen, "pid %d exec'd or exited while its op rings were opened", pid);
 		return -ESRCH;
 	}
-	/* What an earlier session left unread, or lost, is not ours. */
+	/* What an earlier session left unread, or lost, is not ours; what
+	 * this one wrote since the agent was switched on is, counts and
+	 * records alike (the agent set them apart while nothing wrote). */
 	for (uint32_t i = 0; i < p->desc.nslots; i++) {
 		struct ring_seen *g = &p->ring[i];
 
-		g->tail = slots[i].head;
-		g->written = slots[i].written;
-		g->begins = slots[i].begins;
-		g->dropped = g->marked = slots[i].dropped;
-		g->begins_dropped = g->marked_begins = slots[i].begins_dropped;
+		g->tail = slots[i].start_head;
+		g->written = slots[i].start_written;
+		g->begins = slots[i].start_begins;
+		g->dropped = g->marked = slots[i].start_dropped;
+		g->begins_dropped = g->marked_begins = slots[i].start_begins_dropped;
 		write_tail(p, slot_addr(p, i), g->tail);
 	}
 	p->no_slot = p->desc.no_slot;
