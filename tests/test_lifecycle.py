@@ -109,6 +109,34 @@ def test_agent_stop_loses_nothing_while_the_target_runs_on(tmp_path):
         target.kill()
 
 
+def test_agent_ring_counts_balance_over_repeated_attaches(tmp_path):
+    """Eight sessions in a row on one busy process: the first injects the
+    agent, the others switch the same agent on again, each while the
+    job's thread writes 2 M records/s. Each session counts exactly what
+    was written in it: every record read or counted lost, none taken
+    from an earlier session (the agent marks where each one starts while
+    nothing writes; a ring's head and count read while its thread writes
+    could not say it, and once read one record more than was written)."""
+    target, go = start_target(workload_argv("burst", 10**9), tmp_path)
+    try:
+        open(go, "w").close()
+        for i in range(8):
+            out = str(tmp_path / ("r%d.pftrace" % i))
+            r = subprocess.run([PTBPF, "-p", str(target.p.pid), "-o", out, "-d", "1", "--ops",
+                                "agent", "--no-sched", "--no-samples"],
+                               capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0, r.stderr
+            o = op_ring_totals(r.stderr)
+            assert o["read"] > 10000 and o["written"] == o["read"] + o["unread"], (i, r.stderr)
+            assert o["unread"] == 0 and o["bad"] == 0, (i, r.stderr)
+            assert "MISMATCH" not in r.stderr, (i, r.stderr)
+            assert target.p.poll() is None
+        # (Read back once: 30 MB of trace take Python 15 s.)
+        assert pftrace.Trace(out).attrs["dev.ptbpf.op_begins_lost_ring_full"] == o["ops_full"]
+    finally:
+        target.kill()
+
+
 def test_sigkill_leaves_target_unharmed(tmp_path):
     argv = workload_argv("mlp", 400)
     _, expected = run_untraced(tmp_path, argv)
