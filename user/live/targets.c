@@ -345,6 +345,17 @@ static int exited_during_attach(int pid, bool quiet)
 	return -ESRCH;
 }
 
+/* Agents record from their switch-on, and an attach goes on for 50 ms and
+ * more after it (probes; the kernel view's and the sampler's start): their
+ * rings are read meanwhile into the reorder buffer, so that a thread writing
+ * 2 M records/s does not fill its 4 MiB before tracing starts. The loop's
+ * first reads hand them on, in order. */
+static void hold_op_records(struct session *s)
+{
+	if (s->opsr && s->reorder)
+		ops_rings_drain(s->opsr, read_op_record, s);
+}
+
 /* The kernel view and the sampler take pid's threads: its attach is over. */
 static void watch_threads(struct session *s, int pid)
 {
@@ -354,10 +365,10 @@ static void watch_threads(struct session *s, int pid)
 		log_warn("pid %d: no thread states (the kernel view could not take it)\n", pid);
 	else if (s->schedv) /* the calls its threads are blocked in already */
 		sched_view_started(s->schedv, pid, ts, s->dec->py);
+	hold_op_records(s);
 	if (sample_probes_watch(s->samples, pid, true))
 		log_warn("pid %d: no CPU samples (the sampler could not take it)\n", pid);
-	else if (s->samples)
-		sample_view_warm(s->dec->samples, pid);
+	hold_op_records(s);
 }
 
 /* Opens and attaches one more process; 0, or -errno with a message printed. */
@@ -385,6 +396,10 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 			watch_python(s, t);
 		else
 			agent_words(s, false);
+		/* Its libraries' symbols, for CPU samples, read now (100 ms
+		 * and more for libtorch), before an agent records. */
+		if (s->samples)
+			sample_view_warm(s->dec->samples, pid);
 		agent_ops = wants_agent_ops(s, t) && start_agent_ops(s, t);
 		if (!agent_ops)
 			ret = probes_attach(s->probes, t, &rep, &exiting, err, sizeof(err));
@@ -405,6 +420,7 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 		return ret;
 	}
 	t->ops_from_agent = agent_ops;
+	hold_op_records(s);
 	rpc = probes_attach_rpc(s->probes, t);
 	if (rpc < 0)
 		log_warn("pid %d: no torch.distributed.rpc probes: %s\n",
@@ -418,6 +434,7 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 		raw_ops(s->raw, &s->ops);
 		raw_process(s->raw, t);
 	}
+	hold_op_records(s);
 	targets_scan_gpu(s, t);
 	t_gpu = now_ns();
 	if (s->agents && !agent_ops) {
