@@ -203,22 +203,15 @@ int ops_rings_add(struct ops_rings *r, const struct target *t, uint64_t desc_add
 	}
 	/* What an earlier session left unread, or lost, is not ours; what
 	 * this one wrote since the agent was switched on is, counts and
-	 * records alike (the agent set them apart while nothing wrote). An
-	 * agent that was on already (its last ptbpf died a moment ago) kept
-	 * its marks: then from here on, where a count read while its thread
-	 * writes may be off by a record (said as a mismatch at the end). */
+	 * records alike (the agent set them apart while nothing wrote). */
 	for (uint32_t i = 0; i < p->desc.nslots; i++) {
 		struct ring_seen *g = &p->ring[i];
-		const struct ptbpf_ops_slot *s = &slots[i];
-		bool marked = s->start_head >= s->tail && s->start_head <= s->head &&
-			      s->head - s->start_head <= p->desc.slot_bytes - sizeof(*s);
 
-		g->tail = marked ? s->start_head : s->head;
-		g->written = marked ? s->start_written : s->written;
-		g->begins = marked ? s->start_begins : s->begins;
-		g->dropped = g->marked = marked ? s->start_dropped : s->dropped;
-		g->begins_dropped = g->marked_begins =
-			marked ? s->start_begins_dropped : s->begins_dropped;
+		g->tail = slots[i].start_head;
+		g->written = slots[i].start_written;
+		g->begins = slots[i].start_begins;
+		g->dropped = g->marked = slots[i].start_dropped;
+		g->begins_dropped = g->marked_begins = slots[i].start_begins_dropped;
 		write_tail(p, slot_addr(p, i), g->tail);
 	}
 	p->no_slot = p->desc.no_slot;
