@@ -455,6 +455,29 @@ static int alloc_slots(char *why, size_t len)
 	return 0;
 }
 
+/* agent_ops_stop switched recording off since the last start. */
+static bool stopped_since_start;
+
+/*
+ * A start right after a stop (a new session while the last one was on):
+ * threads that saw `recording` set just before the stop may still be in
+ * put(). Each thread's busy byte is seen clear once, after the stop is
+ * visible to all (a thread entering later sees it), or 50 ms pass.
+ */
+static void wait_for_writers(void)
+{
+	int64_t until = agent_now(CLOCK_MONOTONIC) + 50000000LL;
+
+	nanosleep(&(struct timespec){ 0, 100000 }, NULL); /* their stores land */
+	for (int i = 0; i < PTBPF_AGENT_BUSY_THREADS; i++)
+		while (__atomic_load_n(&ptbpf_agent_busy.thread[i], __ATOMIC_ACQUIRE) &&
+		       agent_now(CLOCK_MONOTONIC) < until)
+			nanosleep(&(struct timespec){ 0, 50000 }, NULL);
+	while (__atomic_load_n(&ptbpf_agent_busy.more, __ATOMIC_ACQUIRE) &&
+	       agent_now(CLOCK_MONOTONIC) < until)
+		nanosleep(&(struct timespec){ 0, 50000 }, NULL);
+}
+
 const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes,
 					     unsigned every, bool tsc)
 {
@@ -473,6 +496,9 @@ const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes,
 	/* Losses of an earlier session were reported to it (or not at all):
 	 * this one starts without them, and its records start at the counts
 	 * as they are now. Nothing writes while not recording. */
+	if (stopped_since_start)
+		wait_for_writers();
+	stopped_since_start = false;
 	for (uint32_t i = 0; i < desc.nslots; i++) {
 		struct ptbpf_ops_slot *s =
 			(struct ptbpf_ops_slot *)(slot_mem + (size_t)i * desc.slot_bytes);
@@ -585,7 +611,8 @@ void agent_ops_exit(void)
 
 void agent_ops_stop(void)
 {
-	atomic_store(&recording, 0);
+	if (atomic_exchange(&recording, 0))
+		stopped_since_start = true;
 	for (int i = 0; i < nhandles; i++)
 		rfapi.remove(handles[i]);
 	nhandles = 0;
