@@ -366,8 +366,12 @@ static void watch_threads(struct session *s, int pid)
 	else if (s->schedv) /* the calls its threads are blocked in already */
 		sched_view_started(s->schedv, pid, ts, s->dec->py);
 	hold_op_records(s);
-	if (sample_probes_watch(s->samples, pid, true))
+	if (sample_probes_watch(s->samples, pid, true)) {
 		log_warn("pid %d: no CPU samples (the sampler could not take it)\n", pid);
+		sample_view_process_gone(s->dec->samples, pid);
+	} else if (s->samples) { /* its mappings again: the agent's library is new */
+		sample_view_warm(s->dec->samples, pid);
+	}
 	hold_op_records(s);
 }
 
@@ -397,7 +401,8 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 		else
 			agent_words(s, false);
 		/* Its libraries' symbols, for CPU samples, read now (100 ms
-		 * and more for libtorch), before an agent records. */
+		 * and more for libtorch), before an agent records (forgotten
+		 * if the attach fails; its mappings read again at the watch). */
 		if (s->samples)
 			sample_view_warm(s->dec->samples, pid);
 		agent_ops = wants_agent_ops(s, t) && start_agent_ops(s, t);
@@ -412,6 +417,8 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	if (ret) {
 		bool gone = ret == -ESRCH || (ret != -EINTR && exited(t));
 
+		if (t_open && s->samples) /* warmed, not traced */
+			sample_view_process_gone(s->dec->samples, pid);
 		target_close(t);
 		if (gone) /* what failed failed for that */
 			return exited_during_attach(pid, quiet_if_gone);

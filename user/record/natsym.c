@@ -249,7 +249,12 @@ static struct proc *proc_of(struct natsym *ns, int pid)
 
 void natsym_warm(struct natsym *ns, int pid)
 {
-	proc_of(ns, pid);
+	struct proc *p = hash_get(&ns->procs, hash_u64((uint64_t)pid));
+
+	if (p)
+		read_maps(ns, p);
+	else
+		proc_of(ns, pid);
 }
 
 /* Names ip in pid's mappings (read again, at most every REREAD_NS, when

@@ -26,7 +26,8 @@ void natsym_free(struct natsym *ns);
 void natsym_lookup(struct natsym *ns, int pid, uint64_t ip, struct natsym_hit *out);
 /* Reads pid's mappings and their files' symbols now (tens to hundreds
  * of ms for libtorch), not at its first sample, when the loader has
- * rings to drain. */
+ * rings to drain. Again for a pid already read: its mappings anew (a
+ * library it loaded since, e.g. ptbpf's agent), files read once. */
 void natsym_warm(struct natsym *ns, int pid);
 /* Forgets pid (it exited: its pid may be reused). */
 void natsym_forget(struct natsym *ns, int pid);
