@@ -375,6 +375,22 @@ static void watch_threads(struct session *s, int pid)
 	hold_op_records(s);
 }
 
+/* What else a process gets once its ops are traced: torch.distributed.rpc
+ * probes (and Python's layout, for them and for CPU samples), and the
+ * memory timeline. */
+static void attach_extras(struct session *s, const struct target *t)
+{
+	char err[512];
+	int rpc = probes_attach_rpc(s->probes, t);
+
+	if (rpc < 0)
+		log_warn("pid %d: no torch.distributed.rpc probes: %s\n", t->pid, strerror(-rpc));
+	if (rpc > 0 || s->samples)
+		watch_python_layout(s, t);
+	if (s->opt.memory && t->torch.fd >= 0 && probes_attach_mem(s->probes, t, err, sizeof(err)))
+		log_warn("no memory timeline: %s\n", err);
+}
+
 /* Opens and attaches one more process; 0, or -errno with a message printed. */
 int targets_add(struct session *s, int pid, bool quiet_if_gone)
 {
@@ -383,7 +399,7 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	bool agent_ops = false;
 	uint64_t t0 = now_ns(), t_open = 0, t_ops = 0, t_gpu;
 	char err[512];
-	int ret, rpc;
+	int ret;
 
 	if (s->ntargets >= MAX_TARGETS) {
 		log_msg("at most %d processes can be traced\n", MAX_TARGETS);
@@ -428,14 +444,7 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	}
 	t->ops_from_agent = agent_ops;
 	hold_op_records(s);
-	rpc = probes_attach_rpc(s->probes, t);
-	if (rpc < 0)
-		log_warn("pid %d: no torch.distributed.rpc probes: %s\n",
-			pid, strerror(-rpc));
-	if (rpc > 0 || s->samples)
-		watch_python_layout(s, t);
-	if (s->opt.memory && t->torch.fd >= 0 && probes_attach_mem(s->probes, t, err, sizeof(err)))
-		log_warn("no memory timeline: %s\n", err);
+	attach_extras(s, t);
 	s->ntargets++;
 	if (s->raw) {
 		raw_ops(s->raw, &s->ops);
