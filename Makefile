@@ -55,7 +55,7 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all test-progs FORCE clean deps test bench demo gpu-check gpu-bench gpu-cost gpu-check-multi gpu-soak pb2 fuzz
+.PHONY: all test-progs FORCE clean deps test bench demo gpu-check gpu-bench gpu-cost gpu-ratio gpu-check-multi gpu-soak pb2 fuzz
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -280,6 +280,16 @@ gpu-cost:
 		> $$out/cost-launch.log 2>&1; b=$$?; \
 	grep -E "^# .*(/ profiler|above its op /)" $$out/cost-ops.log $$out/cost-launch.log; \
 	[ $$a = 0 ] && [ $$b = 0 ]
+
+# On the GPU machine: issue 23's step ratio, ptbpf's overhead over the
+# profiler's with each tool on for one block of each pair (bench.py
+# --paired ptbpf,profiler); WORKLOAD step or transformer, about 5 minutes
+# each; the section appended to $OUT/ratio-WORKLOAD.md.
+gpu-ratio:
+	py=$${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3}; w=$${WORKLOAD:-step}; \
+	$(GPU_PATH) $$py tests/bench/bench.py --device cuda --python $$py --workloads $$w \
+		--floors rf1 --paired ptbpf,profiler --whole-pairs 10 --cycles 10 \
+		--json $${OUT:-.}/ratio-$$w.json --out $${OUT:-.}/ratio-$$w.md
 
 # On the GPU machine: issue 19's soak round (cycles, daemon windows, first
 # attaches, RSS by way of ending ptbpf), results under $OUT; two GPUs for

@@ -29,6 +29,19 @@ A cycle runs every phase once, in an order shuffled anew each cycle:
                    ring read) switched so, by build/sched_floor;
                    sched_nosys:switch the same without its system call
                    programs (the difference is what those cost)
+  paired_ptbpf     (--paired ptbpf) the whole of ptbpf within its own phase:
+                   pairs of blocks, ptbpf attached before one of them (and
+                   stopped, its trace complete, after it) and not the other,
+                   in a random order; each block runs a tenth of a phase
+                   untimed, then times a twentieth (bench_target's `block`).
+                   ptbpf's start and stop are outside the timed blocks: what
+                   it costs while it traces, after its first tens of ms
+  paired_profiler  (--paired profiler) the same for torch.profiler (CPU +
+                   CUDA), entered before the untimed units and left after
+                   the timed ones; on CUDA in the twin process. With both,
+                   the ratio of their medians (95% interval from resampling
+                   the pairs) and of each cycle's: issue 23's step ratio
+                   without the drift between phases
   steps            `ptbpf daemon`'s always-on layer between windows: the
                    agent's step signal (one USER_SCOPE callback timing
                    ProfilerStep, Optimizer.step and DataLoader regions; not
@@ -151,6 +164,15 @@ class Target:
             if words[0] == "pairs":
                 return [float(w) for w in words[2:]]
 
+    def block(self, phase, k, settle):
+        """bench_target's `block`: seconds for K units after SETTLE."""
+        self.p.stdin.write("block %s %d %d\n" % (phase, k, settle))
+        self.p.stdin.flush()
+        while True:
+            words = self.read().split()
+            if words[0] == "block":
+                return float(words[2])
+
     def quit(self):
         """Asks it to exit; the moment it is gone."""
         self.p.stdin.write("quit\n")
@@ -260,6 +282,29 @@ def summary(err):
     return out
 
 
+WHOLE = ("ptbpf", "profiler")  # --paired phases that are a whole tool
+
+
+def whole_pairs(args, tgt, tool, trace, rng, runs):
+    """--paired ptbpf / profiler: on / off - 1 of each pair of blocks, the
+    tool on for one block of each (bench_target's `block`). ptbpf's closing
+    summaries go to RUNS."""
+    k, settle = max(1, tgt.units // 20), max(1, tgt.units // 10)
+    out = []
+    for _ in range(args.whole_pairs):
+        t = {}
+        for on in rng.sample((1, 0), 2):
+            if tool == "ptbpf" and on:
+                pt = Ptbpf(args, tgt.pid, trace, args.ptbpf_args)
+                t[on] = tgt.block("plain", k, settle)
+                runs.append(pt.stop())
+                time.sleep(args.settle_s)
+            else:
+                t[on] = tgt.block("profiler" if on else "plain", k, settle)
+        out.append(t[1] / t[0] - 1)
+    return out
+
+
 def bench_workload(args, workload, log):
     twin_needed = args.profiler_in == "twin"
     # Traces go to memory where there is a tmpfs: writing them back to disk
@@ -283,10 +328,13 @@ def bench_workload(args, workload, log):
             sched_floor = SchedFloor(args, main.pid, sched_dir)
         if twin:
             twin.ready()
-        phases = (["untraced", "ptbpf"] + list(lean) +
-                  args.floors + ["paired_" + p for p in args.paired] +
-                  ([] if twin else args.profilers))
-        twin_phases = ["twin_untraced"] + ["twin_" + p for p in args.profilers] if twin else []
+        in_twin = {"paired_profiler"} if twin else set()
+        paired = ["paired_" + p for p in args.paired]
+        phases = (["untraced", "ptbpf"] + list(lean) + args.floors +
+                  [p for p in paired if p not in in_twin] + ([] if twin else args.profilers))
+        twin_phases = (["twin_untraced"] + ["twin_" + p for p in args.profilers] +
+                       ["twin_" + p for p in paired if p in in_twin]) if twin else []
+        whole_runs = []
         for c in range(args.cycles + 1):
             values, post = {}, {}
             order = phases + twin_phases
@@ -309,6 +357,9 @@ def bench_workload(args, workload, log):
                     values["cpu:" + ph] = tgt.cpu
                     pt.stop()
                     time.sleep(args.settle_s)
+                elif name[len("paired_"):] in WHOLE:
+                    values[name] = whole_pairs(args, tgt, name[len("paired_"):],
+                                               os.path.join(tmp, "t.pftrace"), rng, whole_runs)
                 elif name.startswith("paired_"):
                     values[ph] = tgt.pair(name[len("paired_"):])
                 elif name == "uprobe":
@@ -345,7 +396,9 @@ def bench_workload(args, workload, log):
             sched_floor.p.kill()
         shutil.rmtree(tmp, ignore_errors=True)
     return dict(cycles=cycles, runs=runs, exit=exit_info, units=main.units,
-                prof_units=main.prof_units, sched_records=sched_records)
+                prof_units=main.prof_units, sched_records=sched_records,
+                whole_lost=sum(x.get("lost", 0) for x in whole_runs),
+                whole_attaches=len(whole_runs))
 
 
 def lean_phases(args):
@@ -379,6 +432,27 @@ def fmt_spread(v, pct=True):
 
 def ratios(a, b):
     return [x / y for x, y in zip(a, b) if y > 0]
+
+
+def whole_ratio(res):
+    """The table rows of ptbpf's paired overhead over the profiler's."""
+    a = [x for c in res["cycles"] for x in c.get("paired_ptbpf", [])]
+    b = [x for c in res["cycles"] for x in c.get("paired_profiler", [])]
+    if not a or not b or statistics.median(b) <= 0:
+        return []
+    rng = random.Random(2)
+    boot = sorted(statistics.median(rng.choices(a, k=len(a))) /
+                  statistics.median(rng.choices(b, k=len(b))) for _ in range(2000))
+    cyc = [statistics.median(c["paired_ptbpf"]) / statistics.median(c["paired_profiler"])
+           for c in res["cycles"] if c.get("paired_ptbpf") and c.get("paired_profiler")]
+    clo, chi = median_interval(cyc)
+    return ["| ptbpf's overhead / the profiler's, both paired: the pairs' medians %.3f (95%% "
+            "interval from 2,000 resamplings of the pairs %.3f .. %.3f); of the %d cycles' "
+            "own: %.3f (%.3f .. %.3f) | %.2f | | |" % (
+                statistics.median(a) / statistics.median(b), boot[49], boot[1949], len(cyc),
+                statistics.median(cyc), clo, chi, statistics.median(a) / statistics.median(b)),
+            "| (ptbpf attached %d times for its pairs, %d events lost) | | | |" % (
+                res.get("whole_attaches", 0), res.get("whole_lost", 0))]
 
 
 def report(args, workload, res):
@@ -415,14 +489,17 @@ def report(args, workload, res):
               if c.get("paired_" + ph)]
         clo, chi = median_interval(cm)
         name, _, by = ph.partition(":")
+        how = ("switched before each block, on or off, and one unit settled" if by else
+               "attached or started before one block of each pair, a tenth of a phase "
+               "settled" if name in WHOLE else "RecordFunction on / off for the thread")
         lines.append("| %s, within the phase (%s), %d pairs of blocks (95%% interval of the "
                      "median %+.2f%% .. %+.2f%%; of the %d cycles' medians: %+.2f%%, %+.2f%% .. "
                      "%+.2f%%) %s" % (
-                         LABEL[name].format(what.get(name, "")),
-                         "switched before each block, on or off, and one unit settled" if by else
-                         "RecordFunction on / off for the thread", len(v), lo * 100, hi * 100,
+                         LABEL[name].format(what.get(name, "")), how, len(v), lo * 100, hi * 100,
                          len(cm), statistics.median(cm) * 100, clo * 100, chi * 100,
                          fmt_spread(v)))
+    if all(w in args.paired for w in WHOLE):
+        lines += whole_ratio(res)
     if res.get("sched_records"):
         lines.append("| (build/sched_floor read %d records of the kernel view, %d lost) | | | |"
                      % res["sched_records"])
@@ -644,10 +721,14 @@ def main():
                     help="also these floor phases measured within the phase, in alternating "
                     "blocks: rf1, rf4, rf7 or steps with RecordFunction switched for the "
                     "thread; any of those or cupti_cb, cupti_act, sched, sched_nosys with "
-                    "':switch' (rf7:switch): the floor itself switched before each block")
+                    "':switch' (rf7:switch): the floor itself switched before each block; "
+                    "ptbpf, profiler: the whole tool on for one block of each pair")
     ap.add_argument("--pair-x", type=float, default=3, metavar="X",
                     help="each --paired phase runs X phases' worth of units (default 3): "
                     "more pairs a cycle, for a run that measures little else")
+    ap.add_argument("--whole-pairs", type=int, default=8, metavar="N",
+                    help="pairs a cycle for --paired ptbpf and profiler (each ptbpf pair "
+                    "attaches and stops it: about 1 s)")
     ap.add_argument("--profilers", default="profiler",
                     help="profiler phases: profiler, profiler_cuda, profiler_cpu, "
                     "profiler_shapes, profiler_stack, profiler_memory")
@@ -684,10 +765,11 @@ def main():
     args.profilers = args.profilers.split(",")
     args.paired = [p for p in args.paired.split(",") if p]
     rf = {"rf1", "rf4", "rf7", "steps"}
-    if set(args.paired) - rf - {p + ":switch" for p in
-                                rf | {"cupti_cb", "cupti_act", "sched", "sched_nosys"}}:
-        ap.error("--paired takes rf1, rf4, rf7 and steps, and with ':switch' also cupti_cb, "
-                 "cupti_act, sched and sched_nosys")
+    if set(args.paired) - rf - set(WHOLE) - {p + ":switch" for p in
+                                             rf | {"cupti_cb", "cupti_act", "sched",
+                                                   "sched_nosys"}}:
+        ap.error("--paired takes rf1, rf4, rf7, steps, ptbpf and profiler, and with ':switch' "
+                 "also cupti_cb, cupti_act, sched and sched_nosys")
     if {"steps", "steps:switch"} & set(args.paired) and "steps" not in args.floors:
         args.floors.append("steps")  # the target loads the agent for it
     args.ptbpf_args = args.ptbpf_args.split()

@@ -29,6 +29,13 @@ line:
                 kernel view, attached and detached by build/sched_floor
                 (--sched-floor); "sched_nosys": the same without its system
                 call programs
+  block PHASE K S
+                S units untimed, then K units timed; prints "block PHASE
+                SECONDS". PHASE "plain" (the driver may have attached ptbpf
+                just before) or a profiler phase (below), entered before the
+                S units and left after the K, its post-processing untimed:
+                one half of a pair of blocks with a whole tool on or off
+                (bench.py's `--paired ptbpf,profiler`)
   quit
 
 PHASE is what the process itself switches on around the timed units:
@@ -302,6 +309,23 @@ def paired(floors, phase, device, run, n, block, by):
     return out
 
 
+def block(prof_args, run, k, settle):
+    """bench_target's `block`: the seconds K units take after SETTLE
+    untimed ones, under torch.profiler if PROF_ARGS (its activities and
+    options), which is left (and its events dropped) untimed."""
+    from torch.profiler import profile
+    prof = profile(activities=prof_args[0], **prof_args[1]) if prof_args else None
+    if prof:
+        prof.__enter__()
+    run(settle)
+    t0 = time.perf_counter()
+    run(k)
+    dt = time.perf_counter() - t0
+    if prof:
+        prof.__exit__(None, None, None)
+    return dt
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("workload", choices=sorted(WORKLOADS))
@@ -347,6 +371,10 @@ def main():
         if not words or words[0] == "quit":
             break
         phase = words[1]
+        if words[0] == "block":
+            print("block", phase, "%.9g" % block(acts.get(phase), run, int(words[2]),
+                                                 int(words[3])), flush=True)
+            continue
         if words[0] == "pair":
             print("pairs", phase, " ".join("%.6g" % r for r in paired(
                 floors, phase, args.device, run, int(float(words[4]) * units) if len(words) > 4
