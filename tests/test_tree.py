@@ -131,6 +131,22 @@ def test_files_and_functions_stay_small():
     assert long_functions == []
 
 
+# The fixed top level (the project's layout), with the benchmark results
+# and the README's pictures beside it. Hidden entries (.ci, .git, tools'
+# caches) and what .gitignore leaves out (build/, traces written in the
+# work tree) are not looked at.
+TOP_LEVEL = {"bpf", "user", "include", "tests", "vmlinux", "Makefile", "README.md", "LICENSE",
+             "BENCHMARKS.md", "docs"}
+
+
+def test_top_level_is_the_fixed_layout():
+    """Nothing else at the top: a stray file committed by accident (v.txt,
+    an error line, was) fails here."""
+    stray = [n for n in os.listdir(ROOT) if not n.startswith(".") and n not in TOP_LEVEL
+             and n not in ("build", "__pycache__") and not n.endswith((".pftrace", ".raw"))]
+    assert stray == []
+
+
 def test_every_file_says_what_it_is():
     """Each source opens with its license line, then a comment."""
     silent = []
