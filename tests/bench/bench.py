@@ -36,6 +36,8 @@ A cycle runs every phase once, in an order shuffled anew each cycle:
                    untimed, then times a twentieth (bench_target's `block`).
                    ptbpf's start and stop are outside the timed blocks: what
                    it costs while it traces, after its first tens of ms
+  paired_ptbpf_leanN (--paired ptbpf_lean0) the same with the Nth --lean-args:
+                   what those leave out, each paired on its own
   paired_profiler  (--paired profiler) the same for torch.profiler (CPU +
                    CUDA), entered before the untimed units and left after
                    the timed ones; on CUDA in the twin process. With both,
@@ -285,17 +287,24 @@ def summary(err):
 WHOLE = ("ptbpf", "profiler")  # --paired phases that are a whole tool
 
 
+def is_whole(args, name):
+    """A --paired phase that is a whole tool: ptbpf, profiler, or ptbpf
+    with the Nth --lean-args (ptbpf_leanN)."""
+    return name in WHOLE or name in lean_phases(args)
+
+
 def whole_pairs(args, tgt, tool, trace, rng, runs):
-    """--paired ptbpf / profiler: on / off - 1 of each pair of blocks, the
-    tool on for one block of each (bench_target's `block`). ptbpf's closing
-    summaries go to RUNS."""
+    """--paired ptbpf / ptbpf_leanN / profiler: on / off - 1 of each pair
+    of blocks, the tool on for one block of each (bench_target's `block`).
+    ptbpf's closing summaries go to RUNS."""
+    extra = args.ptbpf_args + lean_phases(args).get(tool, [])
     k, settle = max(1, tgt.units // 20), max(1, tgt.units // 10)
     out = []
     for _ in range(args.whole_pairs):
         t = {}
         for on in rng.sample((1, 0), 2):
-            if tool == "ptbpf" and on:
-                pt = Ptbpf(args, tgt.pid, trace, args.ptbpf_args)
+            if tool != "profiler" and on:
+                pt = Ptbpf(args, tgt.pid, trace, extra)
                 t[on] = tgt.block("plain", k, settle)
                 runs.append(pt.stop())
                 time.sleep(args.settle_s)
@@ -357,7 +366,7 @@ def bench_workload(args, workload, log):
                     values["cpu:" + ph] = tgt.cpu
                     pt.stop()
                     time.sleep(args.settle_s)
-                elif name[len("paired_"):] in WHOLE:
+                elif is_whole(args, name[len("paired_"):]):
                     values[name] = whole_pairs(args, tgt, name[len("paired_"):],
                                                os.path.join(tmp, "t.pftrace"), rng, whole_runs)
                 elif name.startswith("paired_"):
@@ -491,11 +500,11 @@ def report(args, workload, res):
         name, _, by = ph.partition(":")
         how = ("switched before each block, on or off, and one unit settled" if by else
                "attached or started before one block of each pair, a tenth of a phase "
-               "settled" if name in WHOLE else "RecordFunction on / off for the thread")
+               "settled" if is_whole(args, name) else "RecordFunction on / off for the thread")
         lines.append("| %s, within the phase (%s), %d pairs of blocks (95%% interval of the "
                      "median %+.2f%% .. %+.2f%%; of the %d cycles' medians: %+.2f%%, %+.2f%% .. "
                      "%+.2f%%) %s" % (
-                         LABEL[name].format(what.get(name, "")), how, len(v), lo * 100, hi * 100,
+                         label(name), how, len(v), lo * 100, hi * 100,
                          len(cm), statistics.median(cm) * 100, clo * 100, chi * 100,
                          fmt_spread(v)))
     if all(w in args.paired for w in WHOLE):
@@ -722,7 +731,8 @@ def main():
                     "blocks: rf1, rf4, rf7 or steps with RecordFunction switched for the "
                     "thread; any of those or cupti_cb, cupti_act, sched, sched_nosys with "
                     "':switch' (rf7:switch): the floor itself switched before each block; "
-                    "ptbpf, profiler: the whole tool on for one block of each pair")
+                    "ptbpf, ptbpf_leanN (with the Nth --lean-args), profiler: the whole tool on "
+                    "for one block of each pair")
     ap.add_argument("--pair-x", type=float, default=3, metavar="X",
                     help="each --paired phase runs X phases' worth of units (default 3): "
                     "more pairs a cycle, for a run that measures little else")
@@ -764,16 +774,17 @@ def main():
                    ["rf1", "rf4", "uprobe"])
     args.profilers = args.profilers.split(",")
     args.paired = [p for p in args.paired.split(",") if p]
+    args.lean_args = [a.split() for a in args.lean_args or []]
     rf = {"rf1", "rf4", "rf7", "steps"}
-    if set(args.paired) - rf - set(WHOLE) - {p + ":switch" for p in
+    if set(args.paired) - rf - set(WHOLE) - set(lean_phases(args)) - {p + ":switch" for p in
                                              rf | {"cupti_cb", "cupti_act", "sched",
                                                    "sched_nosys"}}:
-        ap.error("--paired takes rf1, rf4, rf7, steps, ptbpf and profiler, and with ':switch' "
-                 "also cupti_cb, cupti_act, sched and sched_nosys")
+        ap.error("--paired takes rf1, rf4, rf7, steps, ptbpf, ptbpf_leanN (the Nth --lean-args) "
+                 "and profiler, and with ':switch' also cupti_cb, cupti_act, sched and "
+                 "sched_nosys")
     if {"steps", "steps:switch"} & set(args.paired) and "steps" not in args.floors:
         args.floors.append("steps")  # the target loads the agent for it
     args.ptbpf_args = args.ptbpf_args.split()
-    args.lean_args = [a.split() for a in args.lean_args or []]
     args.profiler_in = args.profiler_in or ("twin" if cuda else "same")
     # On CUDA the profiler's post-processing (seconds for a tenth of a
     # second of the launch-bound step) is most of a cycle: short phases.
