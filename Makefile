@@ -283,12 +283,13 @@ gpu-cost:
 
 # On the GPU machine: issue 23's step ratio, ptbpf's overhead over the
 # profiler's with each tool on for one block of each pair (bench.py
-# --paired ptbpf,profiler); WORKLOAD step or transformer, about 5 minutes
-# each; the section appended to $OUT/ratio-WORKLOAD.md.
+# --paired ptbpf,profiler); WORKLOAD step or transformer, 12 cycles or as
+# many as start within 470 s (one device call), the section appended to
+# $OUT/ratio-WORKLOAD.md.
 gpu-ratio:
 	py=$${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3}; w=$${WORKLOAD:-step}; \
 	$(GPU_PATH) $$py tests/bench/bench.py --device cuda --python $$py --workloads $$w \
-		--floors rf1 --paired ptbpf,profiler --whole-pairs 10 --cycles 10 \
+		--floors rf1 --paired ptbpf,profiler --whole-pairs 10 --cycles 12 --max-seconds 470 \
 		--json $${OUT:-.}/ratio-$$w.json --out $${OUT:-.}/ratio-$$w.md
 
 # On the GPU machine: issue 19's soak round (cycles, daemon windows, first

@@ -344,7 +344,13 @@ def bench_workload(args, workload, log):
         twin_phases = (["twin_untraced"] + ["twin_" + p for p in args.profilers] +
                        ["twin_" + p for p in paired if p in in_twin]) if twin else []
         whole_runs = []
+        t_start = time.monotonic()
         for c in range(args.cycles + 1):
+            if (args.max_seconds and c > 1 and
+                    time.monotonic() - t_start > args.max_seconds):
+                log("%s: %d of %d cycles after %.0f s (--max-seconds)" % (
+                    workload, c - 1, args.cycles, time.monotonic() - t_start))
+                break
             values, post = {}, {}
             order = phases + twin_phases
             rng.shuffle(order)
@@ -736,6 +742,9 @@ def main():
     ap.add_argument("--pair-x", type=float, default=3, metavar="X",
                     help="each --paired phase runs X phases' worth of units (default 3): "
                     "more pairs a cycle, for a run that measures little else")
+    ap.add_argument("--max-seconds", type=float, default=0, metavar="S",
+                    help="start no cycle of a workload after S seconds of it (at least one "
+                    "counted cycle runs): a device call's limit kept")
     ap.add_argument("--whole-pairs", type=int, default=8, metavar="N",
                     help="pairs a cycle for --paired ptbpf and profiler (each ptbpf pair "
                     "attaches and stops it: about 1 s)")
