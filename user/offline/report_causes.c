@@ -190,6 +190,38 @@ static bool traced(struct report *r, int64_t tid)
 	return t && *t;
 }
 
+static void running(struct report *r, int64_t tid, uint64_t start, uint64_t end)
+{
+	cause(r, tid, rd_str_id(r, RC_RUNNING, strlen(RC_RUNNING)), SC_RUNNING, start, end);
+}
+
+/* The kernel view's first switch read so far is at ts: the threads found
+ * running when it began ran since then (a bundle of another CPU, written
+ * later, can hold an earlier switch). */
+static void view_began(struct report *r, uint64_t ts)
+{
+	if (r->sched_first_ts && !r->sched_broke)
+		for (size_t i = 0; i < r->nclaims; i++) {
+			running(r, r->claims[i].tid, ts, r->claims[i].from);
+			r->claims[i].from = ts;
+		}
+	r->sched_first_ts = ts;
+}
+
+static void claim(struct report *r, int64_t tid, uint64_t from)
+{
+	if (r->nclaims == r->claims_cap) {
+		size_t n = r->claims_cap ? 2 * r->claims_cap : 16;
+		struct rc_claim *c = realloc(r->claims, n * sizeof(*c));
+
+		if (!c)
+			return; /* its time before `from` stays unexplained */
+		r->claims = c;
+		r->claims_cap = n;
+	}
+	r->claims[r->nclaims++] = (struct rc_claim){ .tid = tid, .from = from };
+}
+
 /*
  * A switch on c at ts (the events' clock) to task next: the task it took
  * off ran since the CPU's last switch. A traced thread already running
@@ -203,14 +235,15 @@ static void on_switch(struct report *r, struct rc_cpu *c, uint64_t ts, int64_t n
 	uint64_t *seen;
 
 	if (!r->sched_first_ts || ts < r->sched_first_ts)
-		r->sched_first_ts = ts;
+		view_began(r, ts);
 	if (c->next > 0 && ts > c->ts && traced(r, c->next)) {
 		uint64_t start = c->ts;
 
-		if (c->next_new && ts - c->ts <= 1 && !r->sched_broke && r->sched_first_ts < start)
-			start = r->sched_first_ts;
-		cause(r, c->next, rd_str_id(r, RC_RUNNING, strlen(RC_RUNNING)), SC_RUNNING, start,
-		      ts);
+		if (c->next_new && ts - c->ts <= 1 && !r->sched_broke) {
+			start = r->sched_first_ts < start ? r->sched_first_ts : start;
+			claim(r, c->next, start);
+		}
+		running(r, c->next, start, ts);
 	}
 	c->next_new = false;
 	if (traced(r, next) && (seen = rd_map_slot(&r->sched_seen, (uint64_t)next, true))) {
@@ -286,6 +319,7 @@ static void new_pass(struct report *r)
 		r->cpus[i] = (struct rc_cpu){ .next = -1 };
 	r->sched_first_ts = 0;
 	r->sched_broke = false;
+	r->nclaims = 0;
 }
 
 /* Each slice that ends: a cause of its thread, or a GPU activity. */

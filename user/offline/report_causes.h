@@ -24,6 +24,13 @@
 
 #define RC_RUNNING "running, in no op (Python, or native code outside ops)"
 
+/* A thread running since before the kernel view began: counted running
+ * from `from` on (report_causes.c). */
+struct rc_claim {
+	int64_t tid;
+	uint64_t from;
+};
+
 /* A CPU's last switch in this pass. */
 struct rc_cpu {
 	uint64_t ts;

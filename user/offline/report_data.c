@@ -789,6 +789,7 @@ void rd_free(struct report *r)
 	steps_free(r->gaps);
 	rd_map_free(&r->thread_tids);
 	rd_map_free(&r->sched_seen);
+	free(r->claims);
 	free(r->cpus);
 	free(r->wakes);
 }

@@ -266,6 +266,11 @@ struct report {
 	uint64_t sched_first_ts;
 	bool sched_broke;
 	struct rd_map sched_seen;
+	/* This pass: the threads found running when the view began, counted
+	 * running from its first switch read so far (the CPUs' bundles come
+	 * in no time order: an earlier one moves them back). */
+	struct rc_claim *claims;
+	size_t nclaims, claims_cap;
 	/* Who woke a traced thread at the end of a blocking call (the calls'
 	 * woken_by), for the GPU idle gaps' chains; past RC_MAX_WAKES, counted */
 	struct rc_wake *wakes;
