@@ -220,7 +220,7 @@ def test_thread_running_since_before_the_kernel_view(tmp_path):
     steps "unexplained"). After a loss on a CPU it cannot know, and says
     so. The CPUs' bundles are written in no time order: the thread's CPU
     may come first, before the bundle holding the view's first switch
-    (the H200's and the CI VM's demo: 3-5% "unexplained" in 3 of 27 runs
+    (the README demo on the CI VM: 3.1-5.2% "unexplained" in 3 of 27 runs
     until the report looked back)."""
     ms, boot = 1_000_000, 7_000_000_000
 
