@@ -240,7 +240,7 @@ static void on_switch(struct report *r, struct rc_cpu *c, uint64_t ts, int64_t n
 		uint64_t start = c->ts;
 
 		if (c->next_new && ts - c->ts <= 1 && !r->sched_broke) {
-			start = r->sched_first_ts < start ? r->sched_first_ts : start;
+			start = r->sched_first_ts; /* at or before c->ts, seen here */
 			claim(r, c->next, start);
 		}
 		running(r, c->next, start, ts);
