@@ -461,11 +461,11 @@ def whole_ratio(res):
     cyc = [statistics.median(c["paired_ptbpf"]) / statistics.median(c["paired_profiler"])
            for c in res["cycles"] if c.get("paired_ptbpf") and c.get("paired_profiler")]
     clo, chi = median_interval(cyc)
+    ratio = statistics.median(a) / statistics.median(b)
     return ["| ptbpf's overhead / the profiler's, both paired: the pairs' medians %.3f (95%% "
             "interval from 2,000 resamplings of the pairs %.3f .. %.3f); of the %d cycles' "
             "own: %.3f (%.3f .. %.3f) | %.2f | | |" % (
-                statistics.median(a) / statistics.median(b), boot[49], boot[1949], len(cyc),
-                statistics.median(cyc), clo, chi, statistics.median(a) / statistics.median(b)),
+                ratio, boot[49], boot[1949], len(cyc), statistics.median(cyc), clo, chi, ratio),
             "| (ptbpf attached %d times for its pairs, %d events lost) | | | |" % (
                 res.get("whole_attaches", 0), res.get("whole_lost", 0))]
 
