@@ -283,13 +283,17 @@ gpu-cost:
 
 # On the GPU machine: issue 23's step ratio, ptbpf's overhead over the
 # profiler's with each tool on for one block of each pair (bench.py
-# --paired ptbpf,profiler); WORKLOAD step or transformer, 12 cycles or as
-# many as start within 470 s (one device call), the section appended to
+# --paired ptbpf,profiler), and in the same blocks' phase every floor at
+# once (floors:switch: the empty callback, CUPTI's callbacks and activity)
+# and the agent's per-op facts alone (w_ring_read:switch), each over the
+# profiler's too; WORKLOAD step or transformer, 12 cycles or as many as
+# start within 470 s (one device call), the section appended to
 # $OUT/ratio-WORKLOAD.md.
 gpu-ratio:
 	py=$${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3}; w=$${WORKLOAD:-step}; \
 	$(GPU_PATH) $$py tests/bench/bench.py --device cuda --python $$py --workloads $$w \
-		--floors rf1 --paired ptbpf,profiler --whole-pairs 10 --cycles 12 --max-seconds 470 \
+		--floors rf1 --paired ptbpf,profiler,floors:switch,w_ring_read:switch \
+		--whole-pairs 10 --cycles 12 --max-seconds 470 \
 		--json $${OUT:-.}/ratio-$$w.json --out $${OUT:-.}/ratio-$$w.md
 
 # On the GPU machine: issue 19's soak round (cycles, daemon windows, first

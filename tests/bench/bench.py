@@ -12,6 +12,10 @@ A cycle runs every phase once, in an order shuffled anew each cycle:
                    from CUPTI), stopped with SIGINT after the phase
   profiler         torch.profiler, CPU (+ CUDA) activities
   rf1              floor: torch's RecordFunction machinery, one empty callback
+  w_ring_read      floor: one callback on every scope that takes what the agent
+                   takes of each op and writes it into a 4 MiB ring of the
+                   thread's, read every 20 ms by a thread of its own
+                   (floor.c's FLOOR_W_*): the cost of the facts, nothing else
   rf7              the same on USER_SCOPE alone (record_function regions), as
                    the always-on step signal's callback (not a default phase)
   cupti_cb         floor (CUDA): CUPTI callbacks on the agent's CUDA calls, empty
@@ -28,7 +32,11 @@ A cycle runs every phase once, in an order shuffled anew each cycle:
                    sched:switch is ptbpf's kernel view (its programs and its
                    ring read) switched so, by build/sched_floor;
                    sched_nosys:switch the same without its system call
-                   programs (the difference is what those cost)
+                   programs (the difference is what those cost);
+                   floors:switch every floor at once (rf1, and on CUDA
+                   cupti_cb and cupti_act), with --paired profiler also
+                   over the profiler's overhead: what any tracer built on
+                   these mechanisms pays, against issue 23's step ratio
   paired_ptbpf     (--paired ptbpf) the whole of ptbpf within its own phase:
                    pairs of blocks, ptbpf attached before one of them (and
                    stopped, its trace complete, after it) and not the other,
@@ -94,6 +102,8 @@ LABEL = {
     "rf1": "floor: empty RecordFunction callback",
     "rf4": "floor: empty RecordFunction callbacks, the agent's 4",
     "rf7": "floor: one empty RecordFunction callback on USER_SCOPE alone",
+    "w_ring_read": "floor: the agent's facts per op (name, sequence numbers, unwinding, "
+                   "TSC) written into a ring a thread reads every 20 ms, nothing else",
     "cupti_cb": "floor: CUPTI callbacks on the agent's CUDA calls, empty",
     "cupti_cb_rt": "floor: CUPTI callbacks, runtime API only, empty",
     "cupti_act": "floor: CUPTI activity (kernels, copies, sets)",
@@ -413,7 +423,8 @@ def bench_workload(args, workload, log):
     return dict(cycles=cycles, runs=runs, exit=exit_info, units=main.units,
                 prof_units=main.prof_units, sched_records=sched_records,
                 whole_lost=sum(x.get("lost", 0) for x in whole_runs),
-                whole_attaches=len(whole_runs))
+                whole_attaches=len(whole_runs),
+                whole_gpu=sum(1 for x in whole_runs if x.get("kernels", 0) > 0))
 
 
 def lean_phases(args):
@@ -449,25 +460,27 @@ def ratios(a, b):
     return [x / y for x, y in zip(a, b) if y > 0]
 
 
-def whole_ratio(res):
-    """The table rows of ptbpf's paired overhead over the profiler's."""
-    a = [x for c in res["cycles"] for x in c.get("paired_ptbpf", [])]
+def ratio_to_profiler(res, phase, what):
+    """The table rows of paired PHASE's overhead over the paired profiler's:
+    the ratio of the pairs' medians, with a 95% interval from 2,000
+    resamplings of the pairs, and the median of the cycles' own ratios."""
+    key = "paired_" + phase
+    a = [x for c in res["cycles"] for x in c.get(key, [])]
     b = [x for c in res["cycles"] for x in c.get("paired_profiler", [])]
     if not a or not b or statistics.median(b) <= 0:
         return []
     rng = random.Random(2)
     boot = sorted(statistics.median(rng.choices(a, k=len(a))) /
                   statistics.median(rng.choices(b, k=len(b))) for _ in range(2000))
-    cyc = [statistics.median(c["paired_ptbpf"]) / statistics.median(c["paired_profiler"])
-           for c in res["cycles"] if c.get("paired_ptbpf") and c.get("paired_profiler")]
+    cyc = [statistics.median(c[key]) / statistics.median(c["paired_profiler"])
+           for c in res["cycles"] if c.get(key) and c.get("paired_profiler")]
     clo, chi = median_interval(cyc)
     ratio = statistics.median(a) / statistics.median(b)
-    return ["| ptbpf's overhead / the profiler's, both paired: the pairs' medians %.3f (95%% "
+    return ["| %s / the profiler's, both paired: the pairs' medians %.3f (95%% "
             "interval from 2,000 resamplings of the pairs %.3f .. %.3f); of the %d cycles' "
             "own: %.3f (%.3f .. %.3f) | %.2f | | |" % (
-                ratio, boot[49], boot[1949], len(cyc), statistics.median(cyc), clo, chi, ratio),
-            "| (ptbpf attached %d times for its pairs, %d events lost) | | | |" % (
-                res.get("whole_attaches", 0), res.get("whole_lost", 0))]
+                what, ratio, boot[49], boot[1949], len(cyc), statistics.median(cyc), clo, chi,
+                ratio)]
 
 
 def report(args, workload, res):
@@ -513,8 +526,16 @@ def report(args, workload, res):
                          label(name), how, len(v), lo * 100, hi * 100,
                          len(cm), statistics.median(cm) * 100, clo * 100, chi * 100,
                          fmt_spread(v)))
-    if all(w in args.paired for w in WHOLE):
-        lines += whole_ratio(res)
+    if "profiler" in args.paired:
+        if "ptbpf" in args.paired:
+            lines += ratio_to_profiler(res, "ptbpf", "ptbpf's overhead")
+            lines.append("| (ptbpf attached %d times for its pairs, %d events lost%s) | | | |" % (
+                res.get("whole_attaches", 0), res.get("whole_lost", 0),
+                ", kernels recorded in %d" % res.get("whole_gpu", 0) if cuda else ""))
+        if "floors:switch" in args.paired:
+            lines += ratio_to_profiler(res, "floors:switch", "the floors' overhead, all at once")
+        if "w_ring_read:switch" in args.paired:
+            lines += ratio_to_profiler(res, "w_ring_read:switch", "the per-op facts' overhead")
     if res.get("sched_records"):
         lines.append("| (build/sched_floor read %d records of the kernel view, %d lost) | | | |"
                      % res["sched_records"])
@@ -731,12 +752,13 @@ def main():
                     "CUDA); none: only the loader sections")
     ap.add_argument("--floors", help="floor phases; default: rf1,rf4,uprobe on the CPU, "
                     "rf1,cupti_cb,cupti_act,floors,uprobe on CUDA (also: cupti_cb_rt, "
-                    "cupti_act_api)")
+                    "cupti_act_api, w_ring_read)")
     ap.add_argument("--paired", default="",
                     help="also these floor phases measured within the phase, in alternating "
-                    "blocks: rf1, rf4, rf7 or steps with RecordFunction switched for the "
-                    "thread; any of those or cupti_cb, cupti_act, sched, sched_nosys with "
-                    "':switch' (rf7:switch): the floor itself switched before each block; "
+                    "blocks: rf1, rf4, rf7, w_ring_read or steps with RecordFunction switched "
+                    "for the thread; any of those or cupti_cb, cupti_act, floors, sched, "
+                    "sched_nosys with ':switch' (rf7:switch): the floor itself switched "
+                    "before each block; "
                     "ptbpf, ptbpf_leanN (with the Nth --lean-args), profiler: the whole tool on "
                     "for one block of each pair")
     ap.add_argument("--pair-x", type=float, default=3, metavar="X",
@@ -784,13 +806,13 @@ def main():
     args.profilers = args.profilers.split(",")
     args.paired = [p for p in args.paired.split(",") if p]
     args.lean_args = [a.split() for a in args.lean_args or []]
-    rf = {"rf1", "rf4", "rf7", "steps"}
+    rf = {"rf1", "rf4", "rf7", "w_ring_read", "steps"}
     if set(args.paired) - rf - set(WHOLE) - set(lean_phases(args)) - {p + ":switch" for p in
-                                             rf | {"cupti_cb", "cupti_act", "sched",
+                                             rf | {"cupti_cb", "cupti_act", "floors", "sched",
                                                    "sched_nosys"}}:
-        ap.error("--paired takes rf1, rf4, rf7, steps, ptbpf, ptbpf_leanN (the Nth --lean-args) "
-                 "and profiler, and with ':switch' also cupti_cb, cupti_act, sched and "
-                 "sched_nosys")
+        ap.error("--paired takes rf1, rf4, rf7, w_ring_read, steps, ptbpf, ptbpf_leanN (the "
+                 "Nth --lean-args) and profiler, and with ':switch' also cupti_cb, cupti_act, "
+                 "floors, sched and sched_nosys")
     if {"steps", "steps:switch"} & set(args.paired) and "steps" not in args.floors:
         args.floors.append("steps")  # the target loads the agent for it
     args.ptbpf_args = args.ptbpf_args.split()
