@@ -71,6 +71,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import agentsteps  # beside this script
+from step_signal_cost import WORK  # floor.c's FLOOR_W_* bits of its w_ phases
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -259,15 +260,15 @@ class Floors:
             self.steps.on()
             self.steps_on = True
             return
-        parts = {"rf1": ["rf1"], "rf4": ["rf4"], "rf7": ["rf7"], "w_ring_read": ["w183"],
-                 "cupti_cb": ["cb0"],
+        if phase in WORK:
+            self.check(self.lib.floor_rf_work_on(WORK[phase]), phase)
+            return
+        parts = {"rf1": ["rf1"], "rf4": ["rf4"], "rf7": ["rf7"], "cupti_cb": ["cb0"],
                  "cupti_cb_rt": ["cb1"], "cupti_act": ["act0"], "cupti_act_api": ["act1"],
                  "floors": ["rf1"] + (["cb0", "act0"] if device == "cuda" else [])}[phase]
         for p in parts:
             if p.startswith("rf"):
                 self.check(self.lib.floor_rf_on(int(p[2:])), p)
-            elif p.startswith("w"):  # floor.c's FLOOR_W_* bits, as step_signal_cost.py's
-                self.check(self.lib.floor_rf_work_on(int(p[1:])), p)
             elif p.startswith("cb"):
                 self.check(self.lib.floor_cupti_cb_on(int(p[2:])), p)
             else:
