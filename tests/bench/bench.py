@@ -66,7 +66,8 @@ profiler keeps CUPTI's one callback subscriber for the life of a process
 once it has run, and ptbpf's agent records no CUDA calls after that.
 A first cycle warms everything up and is not counted.
 
-Prints a Markdown section; --out appends it to a file (BENCHMARKS.md)."""
+Prints a Markdown section; --out appends it to a file (`make bench`: the
+journal, docs/benchmarks-history.md)."""
 import argparse
 import datetime
 import json

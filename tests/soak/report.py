@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The soak's figures and checks (JSON) and its Markdown section for
-BENCHMARKS.md."""
+"""The soak's figures and checks (JSON) and its Markdown section for the
+benchmark journal (docs/benchmarks-history.md)."""
 import collections
 import datetime
 import re
