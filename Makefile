@@ -21,8 +21,8 @@ LDFLAGS ?= -static
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 # user/agent/ is the in-process agent library; the rest is ptbpf (the
-# loader): user/main.c and cli.c, then one folder per part (README,
-# "Architecture").
+# loader): user/main.c and cli.c, then one folder per part
+# (docs/architecture.md).
 AGENT_SRCS := $(wildcard user/agent/*.c)
 USER_DIRS := live attach record trace offline fleet lib
 USER_SRCS := $(wildcard user/*.c) $(foreach d,$(USER_DIRS),$(wildcard user/$(d)/*.c))

@@ -14,8 +14,8 @@ import pytest
 from conftest import PYTHON, WORKLOAD, run_traced, torch_version, workload_argv
 
 BWD_PREFIX = "autograd::engine::evaluate_function: "
-# What the profiler shows that ptbpf's uprobes cannot, and why (README,
-# "Blind spots"); the agent's callbacks see all of it:
+# What the profiler shows that ptbpf's uprobes cannot, and why
+# (docs/blind-spots.md); the agent's callbacks see all of it:
 # - on torch 1.13, record_function regions, the optimizer's included, have
 #   no probe-able entry point that carries their name;
 # - "detach" is a RECORD_FUNCTION that autograd's C++ code opens by hand

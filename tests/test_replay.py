@@ -30,7 +30,7 @@ def test_replay_remakes_the_trace(tmp_path):
     assert again.op_counts("backward") == live.op_counts("backward")
     key = lambda s: (s.name, s.ts, s.dur, s.depth)
     # A raw capture keeps the BPF ring's records, not the kernel view's
-    # (README, blind spots): its slices ("blocked in" tracks) are the only
+    # (docs/blind-spots.md): its slices ("blocked in" tracks) are the only
     # difference.
     view = ("syscall", "fault")
     assert not [s for s in again.slices if s.category in view]

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The source tree's shape (README, "Architecture"): includes run one way
+"""The source tree's shape (docs/architecture.md): includes run one way
 down the data path, with no circle; files and functions stay small enough
 to read. Exceptions are listed here with their reason."""
 import os
@@ -131,8 +131,8 @@ def test_files_and_functions_stay_small():
     assert long_functions == []
 
 
-# The fixed top level (the project's layout), with the benchmark results
-# and the README's pictures beside it. Hidden entries (.ci, .git, tools'
+# The fixed top level (the project's layout), with the benchmark figures
+# and docs/ (the guides, the man page, the examples) beside it. Hidden entries (.ci, .git, tools'
 # caches) and what .gitignore leaves out (build/, traces written in the
 # work tree) are not looked at.
 TOP_LEVEL = {"bpf", "user", "include", "tests", "vmlinux", "Makefile", "README.md", "LICENSE",

@@ -132,7 +132,8 @@ def test_gpu_timeline_from_agent(tmp_path, source):
     with open(str(tmp_path / "prof.json") + ".device.json") as f:
         device = json.load(f)
     # The agent delivers the GPU's records every 200 ms: a process that exits
-    # sooner than that after its last kernel takes them along (README).
+    # sooner than that after its last kernel takes them along
+    # (docs/blind-spots.md).
     raw = str(tmp_path / "agent_mlp.raw")
     run = run_traced(tmp_path, workload_argv("mlp", steps, ["--device", "cuda", "--linger", "1"]),
                      ptbpf_args=["--raw", raw, "--ops", source])

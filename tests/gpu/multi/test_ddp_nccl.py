@@ -73,8 +73,8 @@ def test_nccl_ddp_all(tmp_path):
     require(PTBPF)
     ranks, go = start_job(tmp_path, 29710, "all")
     trace = str(tmp_path / "all.pftrace")
-    # The GPU timeline is off by default in NCCL processes (README, known
-    # limits): these checks need its kernels.
+    # The GPU timeline is off by default in NCCL processes
+    # (docs/blind-spots.md): these checks need its kernels.
     tracer = Proc([PTBPF, "--all", "--gpu-timeline", "on", "-o", trace])
     try:
         tracer.wait_line("ptbpf: --all: tracing 2 processes", stream="stderr", timeout=300)
