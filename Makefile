@@ -55,7 +55,7 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all test-progs FORCE clean deps test bench demo gpu-check gpu-bench gpu-cost gpu-ratio gpu-check-multi gpu-soak pb2 fuzz
+.PHONY: all test-progs FORCE clean deps test bench demo install uninstall gpu-check gpu-bench gpu-cost gpu-ratio gpu-check-multi gpu-soak pb2 fuzz
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -251,6 +251,23 @@ bench: all test-progs
 
 demo: all
 	tests/demo.sh
+
+# ptbpf looks for its agent next to its own executable (/proc/self/exe,
+# links resolved: user/attach/agent_ctl.c), so both go to lib/ptbpf and
+# bin/ptbpf is a link to it; the man page to man8.
+PREFIX ?= /usr/local
+LIBDIR := $(DESTDIR)$(PREFIX)/lib/ptbpf
+install: all
+	install -d $(LIBDIR) $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8
+	install -m 0755 $(OUTPUT)/ptbpf $(LIBDIR)/ptbpf
+	install -m 0644 $(AGENT) $(LIBDIR)/libptbpf-agent.so
+	ln -sfn ../lib/ptbpf/ptbpf $(DESTDIR)$(PREFIX)/bin/ptbpf
+	install -m 0644 docs/ptbpf.8 $(DESTDIR)$(PREFIX)/share/man/man8/ptbpf.8
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/ptbpf $(DESTDIR)$(PREFIX)/share/man/man8/ptbpf.8 \
+		$(LIBDIR)/ptbpf $(LIBDIR)/libptbpf-agent.so
+	rmdir $(LIBDIR) 2>/dev/null || true
 
 # On the GPU machine, with a ptbpf built elsewhere (make all test-progs pb2) and carried.
 # The machine has no bpftool: the carried one (build/tools) comes last on PATH.

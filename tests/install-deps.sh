@@ -3,7 +3,8 @@
 # Installs what ptbpf's build, demo, tests and fuzzers (clang's libFuzzer and
 # sanitizer runtimes: libclang-rt-14-dev) need on Debian 12 (as root), the
 # report page's tests included (chromium, headless, driven through the
-# DevTools protocol with python3-websocket):
+# DevTools protocol with python3-websocket) and the man page's (man-db,
+# groff-base: docs/ptbpf.8 renders without warnings):
 # libbpf 1.4.6 and bpftool from bookworm-backports (bookworm's libbpf 1.1
 # lacks uprobe.multi), everything else from bookworm. libelf stays at
 # bookworm's 0.188: backports' 0.192 libelf.a cannot be linked statically.
@@ -27,7 +28,7 @@ apt-get install -y -q --allow-downgrades make gcc g++ clang llvm libclang-rt-14-
 	python3-protobuf python3-pytest python3-torch libtorch-dev python3-bpfcc libamdhip64-dev \
 	linux-headers-amd64 util-linux procps strace binutils libevent-dev libjson-c-dev \
 	prometheus prometheus-alertmanager \
-	chromium python3-websocket
+	chromium python3-websocket man-db groff-base
 
 # BCC (the test oracle) compiles against kernel headers; this kernel ships
 # none, so Debian's are linked in where BCC looks for them.
