@@ -55,7 +55,7 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all test-progs FORCE clean deps test bench demo install uninstall gpu-check gpu-bench gpu-cost gpu-ratio gpu-check-multi gpu-soak pb2 fuzz
+.PHONY: all test-progs FORCE clean deps test bench demo examples install uninstall gpu-check gpu-bench gpu-cost gpu-ratio gpu-check-multi gpu-soak pb2 fuzz
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -251,6 +251,11 @@ bench: all test-progs
 
 demo: all
 	tests/demo.sh
+
+# docs/examples/ re-made from a real run of the demo: its stderr, its
+# report, the report page's screenshots (Debian's chromium, headless).
+examples: all
+	/usr/bin/python3 tests/examples.py
 
 # ptbpf looks for its agent next to its own executable (/proc/self/exe,
 # links resolved: user/attach/agent_ctl.c), so both go to lib/ptbpf and

@@ -104,8 +104,10 @@ class Browser:
                 out.append("load failed: %s" % p.get("errorText"))
         return out
 
-    def screenshot(self, path):
-        h = self.eval("Math.min(document.documentElement.scrollHeight, 6000)")
+    def screenshot(self, path, height=None):
+        """The page 1400 pixels wide, HEIGHT pixels down (default: all of
+        it, up to 6000)."""
+        h = height or self.eval("Math.min(document.documentElement.scrollHeight, 6000)")
         self.call("Emulation.setDeviceMetricsOverride", width=1400, height=int(h),
                   deviceScaleFactor=1, mobile=False)
         shot = self.call("Page.captureScreenshot", format="png")
