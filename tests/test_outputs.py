@@ -276,7 +276,7 @@ def test_a_target_that_exits_during_the_attach_leaves_no_file(tmp_path, idle_tor
         assert target.p.wait(timeout=60) == 3
     finally:
         target.kill()
-    why = "ptbpf: pid %d exited during its attach: nothing of it was traced" % target.p.pid
+    why = "ptbpf: pid %d exited during the attach: nothing of it was traced" % target.p.pid
     assert r.returncode == 1, r.stderr
     assert lines(r)[0].startswith("ptbpf: writing %s.partial" % out), r.stderr
     assert lines(r)[1:] == [why] if not others else lines(r).count(why) == 1, r.stderr

@@ -168,7 +168,7 @@ static int cmd_trace(int argc, char **argv)
 	struct sigaction sa = { .sa_sigaction = on_signal, .sa_flags = SA_SIGINFO };
 	pid_t child = 0;
 	char err[512];
-	int rc = 1;
+	int rc = 1, i;
 
 	rc = cli_parse(argc, argv, &s.opt);
 	if (rc)
@@ -185,11 +185,17 @@ static int cmd_trace(int argc, char **argv)
 	if (s.opt.run_argv && start_command(&s.opt, &child))
 		return command_status(&s.opt, child, 1);
 	/* Refuse bad pids before anything touches a process or the disk. */
-	for (int i = 0; i < s.opt.npids; i++) {
+	for (i = 0; i < s.opt.npids; i++) {
 		struct target t;
+		int ret = target_open(s.opt.pids[i], &t, err, sizeof(err));
 
-		if (target_open(s.opt.pids[i], &t, err, sizeof(err)) ||
-		    target_claim(&t, err, sizeof(err))) {
+		if (!ret)
+			ret = target_claim(&t, err, sizeof(err));
+		if (ret) {
+			/* One that was there and went meanwhile is no bad pid. */
+			if (ret != -ESRCH && target_gone(s.opt.pids[i]))
+				snprintf(err, sizeof(err), "pid %d exited during the attach: nothing "
+					 "of it was traced", s.opt.pids[i]);
 			log_msg("%s\n", err);
 			target_close(&t);
 			return command_status(&s.opt, child, 1);
@@ -202,20 +208,23 @@ static int cmd_trace(int argc, char **argv)
 	}
 	/* Tracing starts once every target is attached: a run that fails
 	 * before leaves no file (targets_add said why). */
-	for (int i = 0; i < s.opt.npids && !exiting; i++) {
+	for (i = 0; i < s.opt.npids && !exiting; i++) {
 		if (targets_add(&s, s.opt.pids[i], false) && !exiting) {
 			s.discard_output = true;
 			return command_status(&s.opt, child, session_finish(&s, 1));
 		}
 	}
-	if (s.opt.all) {
+	if (s.opt.all && !exiting) {
 		targets_scan_all(&s);
 		log_msg("--all: tracing %d processes; looking for more %s\n",
 			s.ntargets, s.find.fleet ? "as they start (exec tracepoint; /proc every 5 s)" :
 			"every second (/proc)");
 	}
-	if (exiting) {
-		log_msg("interrupted during attach; detaching, nothing written\n");
+	/* A Ctrl-C that came once every attach had said "tracing pid N" is
+	 * a stop: the trace is written. */
+	if (s.attach_cut || (exiting && i < s.opt.npids)) {
+		log_msg("interrupted during attach; detaching, nothing written%s\n", s.traced ?
+			" (a trace is written only once every process given is attached)" : "");
 		s.discard_output = true;
 		return command_status(&s.opt, child, session_finish(&s, 128 + exiting));
 	}

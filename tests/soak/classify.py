@@ -39,6 +39,14 @@ FORK_CHILD = re.compile(P + r"pid (\d+) maps an agent without its thread \(a chi
                         r"traced process\)")
 NO_ANSWER = re.compile(P + r"pid (\d+): its agent did not answer within 3 s")
 ACKED = re.compile(P + r"pid (\d+): agent: loaded in .* acknowledged in ([\d.]+) ms")
+EXITED_IN_ATTACH = re.compile(P + r"pid (\d+) exited during the attach")
+INTERRUPTED = re.compile(P + r"interrupted during attach; detaching, nothing written(.*)")
+PARTIAL = re.compile(P + r"writing (\S+\.partial) ")
+STAYS_IN = re.compile(r"the unfinished trace stays in (\S+\.partial)|the trace up to the failure "
+                      r"\([^)]*\) is in (\S+\.partial)")
+# What is said of a process that fails, which a process that is gone must not get.
+DIAGNOSIS = re.compile(r"cannot|failed|does not map|maps neither|no longer|not answer|no probe|"
+                       r"records no ops")
 
 
 GPU_OFF = re.compile(r"GPU timeline off: .*?(\d+) buffers copied to the job's profiler, "
@@ -111,6 +119,7 @@ def false_messages(lines, rc, pids, files_gone=()):
     for m in (ACKED.match(t) for _, t in lines):
         if m and int(m.group(1)) in no_answer & set(pids) and float(m.group(2)) < 2900:
             out.append("pid %s: 'its agent did not answer within 3 s' after %s ms" % m.groups())
+    out += attach_story(lines, rc, pids)
     wrote = [m for m in (WROTE.match(t) for _, t in lines) if m]
     interrupted = any("interrupted during attach" in t for _, t in lines)
     if wrote and rc is not None and rc > 0 and not (rc == 130 and interrupted):
@@ -127,6 +136,34 @@ def false_messages(lines, rc, pids, files_gone=()):
         elif abs(os.path.getsize(path) / 1e6 - mb) > 0.051:
             out.append("'wrote %s (%.1f MB)', which has %.2f MB" % (
                 path, mb, os.path.getsize(path) / 1e6))
+    return out
+
+
+def attach_story(lines, rc, pids):
+    """An attach told two ways: a diagnosis of a process said to have
+    exited during the attach; "tracing pid N" and then "interrupted during
+    attach" of a single process; "nothing written" and then a .partial
+    said to stay; a .partial left on disk without a word (unless ptbpf was
+    SIGKILLed)."""
+    out = []
+    texts = [t for _, t in lines]
+    exited = {int(m.group(1)) for m in map(EXITED_IN_ATTACH.match, texts) if m}
+    for t in texts:
+        named = {int(p) for p in re.findall(r"\bpid (\d+)", t)} & exited & set(pids)
+        if named and DIAGNOSIS.search(t) and not EXITED_IN_ATTACH.match(t):
+            out.append("pid %d exited during the attach, and: %s" % (min(named), t[:160]))
+    tracing = [int(m.group(1)) for m in map(TRACING.match, texts) if m]
+    for i, t in enumerate(texts):
+        m = INTERRUPTED.match(t)
+        if m and any(TRACING.match(x) for x in texts[:i]) and not m.group(1):
+            out.append("'tracing pid %d' and then '%s'" % (tracing[0], t[:80]))
+        if m and any(STAYS_IN.search(x) for x in texts[i:]):
+            out.append("'nothing written' and then a .partial said to stay")
+    said = {p for m in map(STAYS_IN.search, texts) if m for p in m.groups() if p}
+    for m in map(PARTIAL.match, texts):
+        if m and rc != -9 and os.path.exists(m.group(1)) and m.group(1) not in said:
+            out.append("%s left without a word (%d bytes)" % (m.group(1),
+                                                              os.path.getsize(m.group(1))))
     return out
 
 

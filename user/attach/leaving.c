@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * What stays should ptbpf leave now. See leaving.h. The line is formatted
- * into whichever of two buffers the handler is not reading, then that one
- * becomes current; the handler copies it with plain loads and write(2).
+ * into whichever of two slots the handler is not reading, then that one
+ * becomes current; the handler copies it with plain loads and write(2),
+ * and unlink(2)s the slot's file, if any.
  */
 #define _GNU_SOURCE
 #include "attach/leaving.h"
@@ -27,10 +28,14 @@ static struct {
 } agents[MAX_PIDS];
 static int nagents;
 static char trace_path[PATH_MAX];
+static bool trace_started;
 static bool tty;
 
-static char lines[2][LINE_BYTES] = { NOTHING_STAYS "\n" };
-static size_t lens[2] = { sizeof(NOTHING_STAYS) };
+static struct {
+	char line[LINE_BYTES];
+	size_t len;
+	char unlink[PATH_MAX]; /* a trace file that never started: removed */
+} slots[2] = { { NOTHING_STAYS "\n", sizeof(NOTHING_STAYS), "" } };
 static int cur;
 
 /* What is said of the processes whose agent is in st; later: a later
@@ -124,7 +129,7 @@ static void advise(char *b, size_t len, size_t *o)
 static void format_line(void)
 {
 	int next = !__atomic_load_n(&cur, __ATOMIC_ACQUIRE);
-	char *b = lines[next], pids[LISTED_PIDS * 16 + 32];
+	char *b = slots[next].line, pids[LISTED_PIDS * 16 + 32];
 	size_t o = 0;
 
 	tty = isatty(2);
@@ -137,10 +142,11 @@ static void format_line(void)
 		advise(b, LINE_BYTES - 1, &o);
 	else
 		append(b, LINE_BYTES - 1, &o, "%s", NOTHING_STAYS);
-	if (trace_path[0])
+	if (trace_path[0] && trace_started)
 		append(b, LINE_BYTES - 1, &o, "; the unfinished trace stays in %s", trace_path);
 	b[o++] = '\n';
-	lens[next] = o;
+	slots[next].len = o;
+	snprintf(slots[next].unlink, PATH_MAX, "%s", trace_started ? "" : trace_path);
 	__atomic_store_n(&cur, next, __ATOMIC_RELEASE);
 }
 
@@ -179,9 +185,10 @@ void leaving_prune(void)
 	format_line();
 }
 
-void leaving_trace(const char *partial)
+void leaving_trace(const char *partial, bool started)
 {
 	snprintf(trace_path, sizeof(trace_path), "%s", partial);
+	trace_started = started;
 	format_line();
 }
 
@@ -198,8 +205,10 @@ void leaving_say(int sig)
 		out[n++] = '\n';
 	while (*pre)
 		out[n++] = *pre++;
-	for (size_t i = 0; i < lens[c]; i++)
-		out[n++] = lines[c][i];
+	for (size_t i = 0; i < slots[c].len; i++)
+		out[n++] = slots[c].line[i];
+	if (slots[c].unlink[0])
+		unlink(slots[c].unlink);
 	for (size_t o = 0; o < n; o += w)
 		if ((w = write(2, out + o, n - o)) <= 0)
 			break;

@@ -28,10 +28,12 @@ enum leaving_agent leaving_agent_state(int pid);
 /* Forgets the processes that have exited (a daemon's earlier windows'). */
 void leaving_prune(void);
 /* The trace's file while it is unfinished (its .partial name); "" once
- * it is complete or removed. */
-void leaving_trace(const char *partial);
+ * it is complete or removed. started: tracing has started (a process's
+ * "tracing pid" was said), so it is a trace and stays; until then it
+ * holds no trace of anything said, and leaving removes it. */
+void leaving_trace(const char *partial, bool started);
 /* Writes the line (async-signal-safe): "ptbpf: second interrupt: leaving
- * now; " and what stays. */
+ * now; " and what stays; removes the trace file that never started. */
 void leaving_say(int sig);
 
 #endif /* PTBPF_LEAVING_H */

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,43 @@ int target_alive(int pid)
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	state = stat_state(path);
 	return state && state != 'Z' && state != 'X';
+}
+
+/* Whether the hex signal set after key in a /proc status file holds SIGKILL. */
+static bool holds_sigkill(const char *status, const char *key)
+{
+	const char *p = strstr(status, key);
+
+	return p && strtoull(p + strlen(key), NULL, 16) & (1ull << (SIGKILL - 1));
+}
+
+/* Whether pid is on its way out: a zombie or gone, its main thread
+ * exiting (PF_EXITING), or a SIGKILL pending (sent to it, or to every
+ * thread by the kernel once a fatal signal took the process). */
+static bool exiting(int pid)
+{
+	char path[64], buf[4096], *p, state;
+	unsigned long flags = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (read_file(path, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')) ||
+	    sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2)
+		return true;
+	if (state == 'Z' || state == 'X' || (flags & 0x4)) /* PF_EXITING */
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		return true;
+	return holds_sigkill(buf, "\nSigPnd:") || holds_sigkill(buf, "\nShdPnd:");
+}
+
+bool target_gone(int pid)
+{
+	if (!exiting(pid))
+		return false;
+	for (int i = 0; i < 100 && target_alive(pid); i++)
+		usleep(10000);
+	return true;
 }
 
 int target_stopped(int pid, int *tracer)

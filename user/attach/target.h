@@ -63,6 +63,11 @@ bool target_maps(int pid, const char *prefix);
 bool target_runs_nccl(int pid, char *thread, size_t len);
 /* Whether pid is alive (not exited, not a zombie). */
 int target_alive(int pid);
+/* Whether pid has exited or is on its way out (a zombie, its main thread
+ * exiting, SIGKILL pending); then it waits until pid is gone (1 s at
+ * most), so that nothing after meets a dying process. What failed in a
+ * process that is gone failed for that: it gets no diagnosis of its own. */
+bool target_gone(int pid);
 /* Thread tid's state letter ('D': blocked in the kernel), 0 if unreadable;
  * wchan (len bytes) gets the kernel function it waits in, or "". */
 char target_thread_state(int pid, int tid, char *wchan, size_t len);

@@ -18,6 +18,11 @@ void log_debug(const char *fmt, ...) LOG_FMT;
 /* More of the line a log_*() call began, without a prefix. */
 void log_more(const char *fmt, ...) LOG_FMT;
 void log_set_verbose(bool verbose);
+/* Holds this thread's lines back until log_release, which prints them
+ * (drop false) or forgets them (drop true): what an attach said of a
+ * process that turned out to be exiting is not said (live/targets.c). */
+void log_hold(void);
+void log_release(bool drop);
 bool log_verbose(void);
 
 #endif /* PTBPF_LOG_H */

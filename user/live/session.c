@@ -306,7 +306,7 @@ int session_setup_trace(struct session *s)
 	log_msg("writing %s (renamed to %s when tracing ends; removed if it never "
 		"starts)\n", s->out.tmp, s->opt.output);
 	leaving_prune();
-	leaving_trace(s->out.tmp);
+	leaving_trace(s->out.tmp, false);
 	s->route = route_new(s->w, &s->ops, s->opt.entries_only);
 	if (!s->route) {
 		log_msg("out of memory\n");
@@ -466,7 +466,7 @@ int session_finish(struct session *s, int rc)
 		log_msg("wrote %s (%.1f MB): open it at https://ui.perfetto.dev\n",
 			s->opt.output, size / 1e6);
 	}
-	leaving_trace(s->out.tmp[0] && !access(s->out.tmp, F_OK) ? s->out.tmp : "");
+	leaving_trace(s->out.tmp[0] && !access(s->out.tmp, F_OK) ? s->out.tmp : "", true);
 	log_debug("stop: the trace written in %.0f ms\n", (now_ns() - t_written) / 1e6);
 	fleet_bpf__destroy(s->find.fleet);
 	route_free(s->route);

@@ -63,6 +63,7 @@ struct session {
 	int ntargets;
 	bool traced;             /* tracing started: a process was attached and was still
 				  * there when its attach ended */
+	bool attach_cut;         /* a Ctrl-C cut an attach (no "tracing pid" said) */
 	int pending_forks[64];   /* children to attach (-f) */
 	int npending;
 	int execs;               /* traced processes that exec'd */

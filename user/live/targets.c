@@ -336,15 +336,6 @@ static void watch_python_layout(struct session *s, const struct target *t)
 			  err);
 }
 
-/* A process that exited during its attach was never traced: -ESRCH, and
- * one line that says so (unless quiet). */
-static int exited_during_attach(int pid, bool quiet)
-{
-	if (!quiet)
-		log_msg("pid %d exited during its attach: nothing of it was traced\n", pid);
-	return -ESRCH;
-}
-
 /* Agents record from their switch-on, and an attach goes on for 50 ms and
  * more after it (probes; the kernel view's and the sampler's start): their
  * rings are read meanwhile into the reorder buffer, so that a thread writing
@@ -391,57 +382,53 @@ static void attach_extras(struct session *s, const struct target *t)
 		log_warn("no memory timeline: %s\n", err);
 }
 
-/* Opens and attaches one more process; 0, or -errno with a message printed. */
-int targets_add(struct session *s, int pid, bool quiet_if_gone)
+/* When each part of an attach ended (-v says). */
+struct attach_times {
+	uint64_t start, opened, ops, gpu;
+};
+
+/* Opens and attaches pid into t (ops from its agent or from uprobes); 0,
+ * or -errno with one line in err ("" when said already, or for -EINTR). */
+static int attach_ops(struct session *s, struct target *t, int pid, struct attach_report *rep,
+		      bool *agent_ops, struct attach_times *at, char *err, size_t errlen)
 {
-	struct target *t = &s->targets[s->ntargets];
-	struct attach_report rep = { 0 };
-	bool agent_ops = false;
-	uint64_t t0 = now_ns(), t_open = 0, t_ops = 0, t_gpu;
-	char err[512];
 	int ret;
 
-	if (s->ntargets >= MAX_TARGETS) {
-		log_msg("at most %d processes can be traced\n", MAX_TARGETS);
-		return -E2BIG;
-	}
-	ret = target_open(pid, t, err, sizeof(err));
+	ret = target_open(pid, t, err, errlen);
 	if (!ret)
-		ret = target_claim(t, err, sizeof(err));
-	if (!ret) {
-		t_open = now_ns();
-		join_add_process(s->join, t);
-		t->no_gpu_timeline = !wants_gpu_timeline(s, t);
-		if (s->opt.py_stacks) /* before any op can ask for a stack */
-			watch_python(s, t);
-		else
-			agent_words(s, false);
-		/* Its libraries' symbols, for CPU samples, read now (100 ms
-		 * and more for libtorch), before an agent records (forgotten
-		 * if the attach fails; its mappings read again at the watch). */
-		if (s->samples)
-			sample_view_warm(s->dec->samples, pid);
-		agent_ops = wants_agent_ops(s, t) && start_agent_ops(s, t);
-		if (!agent_ops)
-			ret = probes_attach(s->probes, t, &rep, &exiting, err, sizeof(err));
-		/* Children it forks have the agent without its thread: they get
-		 * uprobes, which must not take a plan's time then. */
-		else if (s->opt.follow_children && probes_prepare(s->probes, t, err, sizeof(err)))
-			log_warn("%s\n", err);
-		t_ops = now_ns();
-	}
-	if (ret) {
-		bool gone = ret == -ESRCH || (ret != -EINTR && exited(t));
-
-		if (t_open && s->samples) /* warmed, not traced */
-			sample_view_process_gone(s->dec->samples, pid);
-		target_close(t);
-		if (gone) /* what failed failed for that */
-			return exited_during_attach(pid, quiet_if_gone);
-		if (ret != -EINTR && !(quiet_if_gone && ret == -ESRCH))
-			log_msg("%s\n", err);
+		ret = target_claim(t, err, errlen);
+	if (ret)
 		return ret;
-	}
+	at->opened = now_ns();
+	join_add_process(s->join, t);
+	t->no_gpu_timeline = !wants_gpu_timeline(s, t);
+	if (s->opt.py_stacks) /* before any op can ask for a stack */
+		watch_python(s, t);
+	else
+		agent_words(s, false);
+	/* Its libraries' symbols, for CPU samples, read now (100 ms and more
+	 * for libtorch), before an agent records (forgotten if the attach
+	 * fails; its mappings read again at the watch). */
+	if (s->samples)
+		sample_view_warm(s->dec->samples, pid);
+	*agent_ops = wants_agent_ops(s, t) && start_agent_ops(s, t);
+	if (!*agent_ops)
+		ret = probes_attach(s->probes, t, rep, &exiting, err, errlen);
+	/* Children it forks have the agent without its thread: they get
+	 * uprobes, which must not take a plan's time then. */
+	else if (s->opt.follow_children && probes_prepare(s->probes, t, err, errlen))
+		log_warn("%s\n", err);
+	at->ops = now_ns();
+	if (ret && s->samples) /* warmed, not traced */
+		sample_view_process_gone(s->dec->samples, pid);
+	return ret;
+}
+
+/* The rest of a process's attach, once its ops are traced: rpc, memory
+ * and GPU probes, the GPU agent. */
+static void attach_rest(struct session *s, struct target *t, bool agent_ops,
+			struct attach_times *at)
+{
 	t->ops_from_agent = agent_ops;
 	hold_op_records(s);
 	attach_extras(s, t);
@@ -452,18 +439,58 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	}
 	hold_op_records(s);
 	targets_scan_gpu(s, t);
-	t_gpu = now_ns();
+	at->gpu = now_ns();
 	if (s->agents && !agent_ops) {
 		if (load_agent_noted(s, t, false) && agent_probes_scan(s->agents, t, false) == 1)
-			targets_wait_for_agent(s, pid);
+			targets_wait_for_agent(s, t->pid);
 	}
 	log_debug("pid %d: attach: opened in %.0f ms, ops (%s) in %.0f ms, rpc/memory/GPU "
-		  "probes in %.0f ms, the GPU agent in %.0f ms\n", pid, (t_open - t0) / 1e6,
-		  agent_ops ? "agent" : "uprobes", (t_ops - t_open) / 1e6, (t_gpu - t_ops) / 1e6,
-		  (now_ns() - t_gpu) / 1e6);
-	/* Tracing a process starts when its attach ends with it still there. */
-	if (exited(t))
-		return exited_during_attach(pid, quiet_if_gone);
+		  "probes in %.0f ms, the GPU agent in %.0f ms\n", t->pid,
+		  (at->opened - at->start) / 1e6, agent_ops ? "agent" : "uprobes", (at->ops - at->opened) / 1e6,
+		  (at->gpu - at->ops) / 1e6, (now_ns() - at->gpu) / 1e6);
+}
+
+/* Opens and attaches one more process; 0, or -errno with a message
+ * printed. What the attach says is held until it ends (lib/log.h): a
+ * process that exits, or is being killed, meanwhile gets one line that
+ * says so, never a diagnosis of what failed because it was going (its
+ * libc unmapped, its agent unreachable). Tracing it starts when its
+ * attach ends with it still there and no Ctrl-C meanwhile ("tracing pid
+ * N"); a Ctrl-C during the attach makes it -EINTR, said by the caller. */
+int targets_add(struct session *s, int pid, bool quiet_if_gone)
+{
+	struct target *t = &s->targets[s->ntargets];
+	struct attach_report rep = { 0 };
+	bool agent_ops = false, gone;
+	struct attach_times at = { .start = now_ns() };
+	char err[512] = "";
+	int ret;
+
+	if (s->ntargets >= MAX_TARGETS) {
+		log_msg("at most %d processes can be traced\n", MAX_TARGETS);
+		return -E2BIG;
+	}
+	log_hold();
+	ret = attach_ops(s, t, pid, &rep, &agent_ops, &at, err, sizeof(err));
+	if (ret)
+		target_close(t);
+	else
+		attach_rest(s, t, agent_ops, &at);
+	gone = ret != -EINTR && (ret == -ESRCH || target_gone(pid));
+	log_release(gone);
+	if (gone) {
+		if (!quiet_if_gone)
+			log_msg("pid %d exited during the attach: nothing of it was traced\n", pid);
+		return -ESRCH;
+	}
+	if (ret && ret != -EINTR && err[0])
+		log_msg("%s\n", err);
+	if (ret || exiting) {
+		s->attach_cut |= ret == -EINTR || exiting;
+		return ret ? ret : -EINTR;
+	}
+	if (!s->traced)
+		leaving_trace(s->out.tmp, true);
 	s->traced = true;
 	watch_threads(s, pid);
 	print_attach(t, &rep, agent_ops); /* last: tests wait for this line */
