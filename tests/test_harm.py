@@ -432,6 +432,13 @@ def test_stalled_ptbpf_target_exits_loses_nothing_silently(tmp_path, ring_size, 
     assert t.op_counts()["aten::add"] + t.attrs["dev.ptbpf.op_begins_lost_ring_full"] + \
         t.attrs["dev.ptbpf.op_begins_lost_gone_unread"] == n
     assert ops_lost_marked(t) == (o["full"] + o["unread"], o["ops_lost"])
+    # The report starts with those losses: what, how many, why.
+    r = subprocess.run([PTBPF, "report", out], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    said = r.stdout.splitlines()[1]
+    assert said.startswith("LOST: %d ops (" % o["ops_full"]), said
+    assert "their thread's op ring was full" in said, said
+    assert ("%d ops (" % o["ops_unread"] in said) == (o["ops_unread"] > 0), said
 
 
 EXEC = r"""

@@ -227,3 +227,40 @@ def test_text_report_tells_kernels_apart(traces):
     assert len(names) == len(rep["kernels"]) == len(set(names))
     assert all(len(n) <= 60 for n in names)
     assert "multi_tensor_apply_kernel" in text or "gemm" in text
+
+
+def test_report_starts_with_what_the_trace_lost(tmp_path):
+    """A trace whose capture counted losses: the text report's first line
+    after its title, the JSON and the page (above every view) say what was
+    lost, how many, and why; a trace without losses has no such line."""
+    from synth_trace import Synth
+    s = Synth()
+    thread = s.thread(7, 7, "python3")
+    for i in range(3):
+        s.slice(thread, 10_000 + i * 1_000, 500, "aten::add", "cpu_op")
+    s.attribute("dev.ptbpf.op_begins_read", 146678)
+    s.attribute("dev.ptbpf.op_begins_lost_ring_full", 353322)
+    s.attribute("dev.ptbpf.lost_cpu_samples", 12)
+    s.attribute("dev.ptbpf.sched_lost_switch_ringbuf_full", 0)
+    lossy = s.write(tmp_path / "lossy.pftrace")
+    line = ("LOST: 353322 ops (70.7% of 500000): their thread's op ring was full: ptbpf read it "
+            "too late (stalled, or slower than the job); 12 CPU samples: the BPF ring was full. "
+            "Every count below is of what was recorded.")
+    assert ptbpf("report", lossy).stdout.splitlines()[1] == line
+    rep = report_json(lossy)
+    assert rep["loss_line"] == line
+    assert [(l["what"], l["count"]) for l in rep["losses"]] == [("ops", 353322),
+                                                                ("CPU samples", 12)]
+    html = tmp_path / "lossy.html"
+    ptbpf("report", lossy, "--html", html)
+    with Browser() as b:
+        url = b.open(html)
+        assert b.problems(url) == []
+        assert b.eval("document.getElementById('loss-line').textContent") == line
+        # above the views: in the header, before the tabs
+        assert b.eval("!!document.querySelector('header #loss-line')")
+    s = Synth()
+    s.slice(s.thread(7, 7, "python3"), 10_000, 500, "aten::add", "cpu_op")
+    whole = s.write(tmp_path / "whole.pftrace")
+    assert not ptbpf("report", whole).stdout.splitlines()[1].startswith("LOST")
+    assert report_json(whole)["loss_line"] == ""

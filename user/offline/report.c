@@ -204,7 +204,7 @@ static void print_text(struct report *r, const char *path, const struct tr_reade
 {
 	const struct rd_optable *ops = opt->by_shape ? &r->ops_shape : &r->ops;
 	size_t nk = r->nk < (size_t)opt->top ? r->nk : (size_t)opt->top;
-	char how[512];
+	char how[2048];
 
 	tr_describe(tr, how, sizeof(how));
 	printf("ptbpf report %s: %s; %lu track events in %.2f s (%.1f M/s", path, how,
@@ -212,6 +212,8 @@ static void print_text(struct report *r, const char *path, const struct tr_reade
 	if (r->pass) /* the step tables did not fit their budget in one pass */
 		printf(", the trace read %d times", r->pass + 1);
 	printf(")\n");
+	if (report_loss_line(r, how, sizeof(how)))
+		printf("%s\n", how);
 	if (nrows)
 		print_steps_text(r, opt->top, rows, nrows);
 	printf("\nOperators by host total time (ms; device = GPU time of the kernels they "
@@ -380,6 +382,7 @@ void report_json(FILE *o, struct report *r, const char *path, const struct tr_st
 		st->cut ? "true" : "false", st->damaged ? "true" : "false",
 		(unsigned long)st->packets, (unsigned long)st->bytes, (unsigned long)st->dropped,
 		(unsigned long)st->undecodable);
+	report_losses_json(o, r);
 	fprintf(o, ", \"passes\": %d, \"track_events\": %lu, \"steps\": [", r->pass + 1,
 		(unsigned long)r->events);
 	json_steps(o, r, rows, nrows);

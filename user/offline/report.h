@@ -35,6 +35,11 @@ int report_read(struct report *r, const char *path, const struct report_opts *op
 /* The report as one JSON object (report --json). */
 void report_json(FILE *o, struct report *r, const char *path, const struct tr_status *st,
 		 const struct step_row *rows, size_t nrows, const struct report_opts *opt);
+/* The line a report starts with when its trace counted losses (what,
+ * how many, why; report_losses.c); false, and "", when it counted none. */
+bool report_loss_line(const struct report *r, char *line, size_t len);
+/* The same as JSON members: "losses" (one object each) and "loss_line". */
+void report_losses_json(FILE *o, const struct report *r);
 /* report --diff A B: 0, 1 or 2 (report_diff.c). */
 int report_diff(const struct report_opts *opt);
 /* Whether --html's output may be written (before reading the trace): 0 or -1. */

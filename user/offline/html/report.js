@@ -509,6 +509,8 @@
   } else {
     const st = D.trace_status || {};
     sub.append(D.trace, el("span", { cls: "badge" + (st.complete ? "" : " cut"), text: st.complete ? "complete" : (st.cut ? "cut" : "no end marker") }));
+    // What the trace counted lost comes first, above every view.
+    if (D.loss_line) sub.after(el("p", { id: "loss-line", cls: "loss", text: D.loss_line }));
   }
   const buttons = {};
   function show(id) {
