@@ -15,7 +15,7 @@ CFLAGS ?= -O2 -g
 ALL_CFLAGS := $(CFLAGS) -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Iinclude -Iuser -I$(OUTPUT) \
 	  -MMD -MP
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -Ivmlinux/$(ARCH) -Wall
-LDLIBS := -lbpf -lelf -lz -lzstd -lcapstone -ljson-c -levent_extra -levent_pthreads -levent_core -lstdc++ -lm -pthread
+LDLIBS := -lbpf -lelf -lz -lzstd -lcapstone -ljson-c -levent_openssl -levent_extra -levent_pthreads -levent_core -lssl -lcrypto -lyaml -lcrypt -lstdc++ -lm -pthread
 LDFLAGS ?= -static
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
@@ -230,7 +230,7 @@ $(FUZZ_DIR)/%.o: user/%.c | $(SKELS) $(OUTPUT)/version.h $(OUTPUT)/report_assets
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJS)
 	$(call msg,FUZZ-LD,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJS) \
-		-lbpf -lelf -lz -lzstd -lcapstone -ljson-c -levent_extra -levent_pthreads -levent_core \
+		-lbpf -lelf -lz -lzstd -lcapstone -ljson-c -levent_openssl -levent_extra -levent_pthreads -levent_core -lssl -lcrypto -lyaml -lcrypt \
 		-lstdc++ -lm -pthread -o $@
 
 fuzz: $(FUZZERS)

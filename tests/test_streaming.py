@@ -125,4 +125,4 @@ def test_fuzzers_find_nothing():
                        text=True, timeout=1800)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-6000:]
     lines = [l for l in r.stdout.splitlines() if l.startswith("fuzz: ")]
-    assert len(lines) == 5 and all(l.endswith(": 0 findings") for l in lines), r.stdout
+    assert len(lines) == 6 and all(l.endswith(": 0 findings") for l in lines), r.stdout

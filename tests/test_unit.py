@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The C unit tests (tests/unit/), built by make, run against real inputs:
 the hash table is checked against a brute-force model; the daemon's POST
-/capture parser against known payloads; the Perfetto writer
+/capture parser against known payloads, its port's head parser against
+good and bad heads; the Perfetto writer
 is decoded by protoc; the report's step table is checked against a
 brute-force count; the ELF reader, exit-site finder and op namer run on
 Debian's libtorch_cpu.so."""
@@ -43,6 +44,19 @@ def test_capture_requests():
     """What a POST /capture asks for: direct requests, Alertmanager's
     payload (firing and resolved alerts, several jobs), bad bodies."""
     run_unit("test_capture_parse")
+
+
+def test_http_request_heads():
+    """The daemon port's request heads: what is read, and the status (with
+    its one line) of each head it cannot take."""
+    run_unit("test_http_parse")
+
+
+def test_web_config_users():
+    """The daemon port's web config: bcrypt users checked, outcomes
+    remembered, new checks refused past their CPU budget; bad configs
+    refused, one line each."""
+    run_unit("test_web_config")
 
 
 def test_step_table_within_any_budget():

@@ -65,7 +65,8 @@ static const char doc[] =
 	"process attached): a run that fails before that leaves no file, no .partial.\n";
 
 enum { OPT_NO_SCHED = 0x100, OPT_NO_SAMPLES, OPT_SAMPLE_HZ, OPT_SLOW_STEP, OPT_NO_STEP_SIGNAL,
-       OPT_STEPS, OPT_NO_IDLE_TRACK, OPT_GPU_TIMELINE, OPT_OP_CLOCK, OPT_BPF_STATS }; /* long-only options */
+       OPT_STEPS, OPT_NO_IDLE_TRACK, OPT_GPU_TIMELINE, OPT_OP_CLOCK, OPT_BPF_STATS,
+       OPT_WEB_CONFIG, OPT_INSECURE_CAPTURE }; /* long-only options */
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Process to trace (repeatable)", 0 },
@@ -143,6 +144,13 @@ static const struct argp_option options[] = {
 	{ "metrics-listen", 'L', "ADDR:PORT", 0, "Serve Prometheus metrics at "
 	  "http://ADDR:PORT/metrics, and take triggers at POST http://ADDR:PORT/capture "
 	  "(a reason and a job/rank filter, or Alertmanager's webhook payload)", 1 },
+	{ "web-config", OPT_WEB_CONFIG, "FILE", 0, "TLS and basic auth for --metrics-listen, "
+	  "from a web config as Prometheus exporters read it (tls_server_config: cert_file, "
+	  "key_file; basic_auth_users: name: bcrypt hash): with users, every request needs one "
+	  "(401 otherwise)", 1 },
+	{ "insecure-capture", OPT_INSECURE_CAPTURE, NULL, 0, "Take POST /capture from any "
+	  "client without a user of --web-config (by default, without users, only loopback "
+	  "clients may trigger: others get 403)", 1 },
 	{ "min-gap", 'G', "DURATION", 0, "Refuse (and count) a POST /capture trigger that comes "
 	  "less than DURATION after the last triggered window started (default 60s; 0: none)",
 	  1 },
@@ -420,6 +428,16 @@ static error_t daemon_opt(int key, const char *arg, struct options *o)
 		}
 		strcpy(o->metrics_listen, arg);
 		break;
+	case OPT_WEB_CONFIG:
+		if (!*arg || strlen(arg) >= sizeof(o->web_config)) {
+			log_msg("invalid --web-config\n");
+			return EINVAL;
+		}
+		strcpy(o->web_config, arg);
+		break;
+	case OPT_INSECURE_CAPTURE:
+		o->insecure_capture = true;
+		break;
 	}
 	return 0;
 }
@@ -447,7 +465,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		return 0;
 
 	if ((key > 0 && key < 128 && strchr(DAEMON_KEYS, key)) || key == OPT_SLOW_STEP ||
-	    key == OPT_NO_STEP_SIGNAL || key == OPT_STEPS) {
+	    key == OPT_NO_STEP_SIGNAL || key == OPT_STEPS || key == OPT_WEB_CONFIG ||
+	    key == OPT_INSECURE_CAPTURE) {
 		o->daemon_opt = true;
 		return daemon_opt(key, arg, o);
 	}
@@ -548,12 +567,17 @@ static int check_options(struct options *opt)
 				"--no-step-signal and --no-agent leave out\n");
 			return -1;
 		}
+		if ((opt->web_config[0] || opt->insecure_capture) && !opt->metrics_listen[0]) {
+			log_msg("daemon: --web-config and --insecure-capture are for the port of "
+				"--metrics-listen: give it\n");
+			return -1;
+		}
 		return 0;
 	}
 	if (opt->daemon_opt) {
 		log_msg("--out-dir, --every, --window, --align, --max-bytes, --keep, "
-			"--budget, --min-gap, --metrics-listen, --slow-step, --steps and --no-step-signal "
-			"belong to `ptbpf daemon`\n");
+			"--budget, --min-gap, --metrics-listen, --web-config, --insecure-capture, "
+			"--slow-step, --steps and --no-step-signal belong to `ptbpf daemon`\n");
 		return -1;
 	}
 	if (opt->nmatch_env && !opt->all) {

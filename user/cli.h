@@ -66,6 +66,8 @@ struct options {
 	uint64_t keep;         /* at most this many traces (0: no limit) */
 	double budget_pct;     /* estimated slowdown that ends a window early (0: off) */
 	char metrics_listen[256];
+	char web_config[4096]; /* --web-config: the port's TLS and users */
+	bool insecure_capture; /* POST /capture from any client without a user */
 	uint64_t min_gap_s;    /* a trigger this soon after a window's start is refused */
 	bool no_step_signal;   /* --no-step-signal: no always-on layer between windows */
 	double slow_k;         /* --slow-step K[,W]: a window when a step takes over K

@@ -117,12 +117,12 @@ static int command_status(const struct options *opt, pid_t child, int rc)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* One daemon window: a fresh session over every torch process. */
+/* One daemon window: a fresh session over every torch process; 1 if it
+ * traced one, 0 if none, -1 if it could not start. */
 static int run_window(const struct options *opt, const char *path, struct metrics *m,
 		      const struct capture_req *trigger)
 {
 	static struct session s;
-	int rc;
 
 	memset(&s, 0, sizeof(s));
 	s.opt = *opt;
@@ -134,13 +134,16 @@ static int run_window(const struct options *opt, const char *path, struct metric
 	s.win.max_trace_bytes = opt->max_bytes / 2;
 	if (session_setup_bpf(&s) || session_setup_trace(&s)) {
 		s.discard_output = true;
-		return session_finish(&s, 1);
+		session_finish(&s, 1);
+		log_msg("daemon: the window could not start (said above); nothing written, and "
+			"it is not counted\n");
+		return -1;
 	}
 	/* The always-on layer's agents go back to their step signal at the
 	 * end, and the ones this window loads join it. */
 	if (!opt->no_step_signal && !opt->no_agent)
 		agent_probes_keep(s.agents, OPS_WORD_STEPS);
-	metrics_window(m, true);
+	metrics_window(m, true, false);
 	targets_scan_all(&s);
 	s.win.targets_cpu0 = budget_targets_cpu(&s);
 	budget_steps_start(&s);
@@ -156,9 +159,9 @@ static int run_window(const struct options *opt, const char *path, struct metric
 	budget_publish_metrics(&s);
 	if (s.win.stopped_why[0])
 		log_msg("daemon: window ended early: %s\n", s.win.stopped_why);
-	rc = session_finish(&s, 0);
-	metrics_window(m, false);
-	return rc;
+	session_finish(&s, 0);
+	metrics_window(m, false, s.traced);
+	return s.traced;
 }
 
 /* `ptbpf [run|daemon] OPTIONS`: a live capture. */

@@ -33,9 +33,20 @@ static void direct(void)
 	CHECK(parse("when=now", "", &r, err) < 0 && strstr(err, "unknown parameter 'when'"),
 	      "unknown parameter", 0);
 	CHECK(parse(NULL, "{\"rank\": 3}", &r, err) < 0, "a number for rank", 0);
-	CHECK(parse(NULL, "{} {}", &r, err) < 0 && strstr(err, "more than one"), "two values", 0);
-	CHECK(parse(NULL, "[1]", &r, err) < 0 && strstr(err, "not a JSON object"), "array", 0);
-	CHECK(parse(NULL, "{\"reason\":", &r, err) < 0, "cut", 0);
+	CHECK(parse(NULL, "{} {}", &r, err) < 0 && strstr(err, "goes on after its JSON value"),
+	      "two values", 0);
+	CHECK(parse(NULL, "[1]", &r, err) < 0 && strstr(err, "is a JSON array, not an object"),
+	      "array", 0);
+	CHECK(parse(NULL, "{\"reason\":", &r, err) < 0 && strstr(err, "is not JSON"), "cut", 0);
+	/* JSON that ends only at the input's end: named, not "continue". */
+	CHECK(parse(NULL, "null", &r, err) < 0 && strstr(err, "the body is JSON null, not an "
+							 "object"), err, 0);
+	CHECK(parse(NULL, "123", &r, err) < 0 && strstr(err, "the body is a JSON number, not an "
+							"object"), err, 0);
+	/* A value no process can have. */
+	CHECK(parse("rank=abc", "", &r, err) < 0 && strstr(err, "rank 'abc' is not a rank"), err, 0);
+	CHECK(parse("rank=-1", "", &r, err) < 0 && strstr(err, "rank '-1' is not a rank"), err, 0);
+	CHECK(parse(NULL, "{\"rank\": \"1e3\"}", &r, err) < 0, "rank 1e3", 0);
 }
 
 static void alertmanager(void)
@@ -74,6 +85,8 @@ static void alertmanager(void)
 	      strstr(err, "alerts[0]"), "alert without labels", 0);
 	CHECK(parse(NULL, "{\"alerts\":[{\"labels\":{\"run_id\":1}}]}", &r, err) < 0,
 	      "a number for run_id", 0);
+	CHECK(parse(NULL, "{\"alerts\":[{\"labels\":{\"rank\":\"x1\"}}]}", &r, err) < 0 &&
+	      strstr(err, "rank 'x1' is not a rank"), "an alert's rank x1", 0);
 }
 
 int main(void)

@@ -2,11 +2,14 @@
 /*
  * Unit test of the line a second Ctrl-C prints (user/attach/leaving.c):
  * what it says for each agent state, with one or many processes, the
- * unfinished trace, and a path as long as PATH_MAX: always one whole line,
- * as leaving_say() writes it (fd 2 is a pipe here).
+ * unfinished trace (said only once tracing started; before, removed), and
+ * a path as long as PATH_MAX: always one whole line, as leaving_say()
+ * writes it (fd 2 is a pipe here).
  */
 #include "attach/leaving.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -49,7 +52,14 @@ int main(void)
 		return 2;
 	expect(SIGINT, "ptbpf: second interrupt: leaving now; nothing this ptbpf attached stays "
 	       "(the kernel removes its probes)\n", 0);
-	leaving_trace("/t/x.pftrace.partial");
+	/* A trace file before tracing started holds no trace: removed, unsaid. */
+	snprintf(path, sizeof(path), "/tmp/ptbpf-test-leaving-%d.partial", (int)getpid());
+	close(open(path, O_CREAT | O_WRONLY, 0600));
+	leaving_trace(path, false);
+	expect(SIGINT, "ptbpf: second interrupt: leaving now; nothing this ptbpf attached stays "
+	       "(the kernel removes its probes)\n", 10);
+	CHECK(access(path, F_OK) && errno == ENOENT, "the unstarted trace removed", 10);
+	leaving_trace("/t/x.pftrace.partial", true);
 	expect(SIGTERM, "ptbpf: second SIGTERM: leaving now; nothing this ptbpf attached stays "
 	       "(the kernel removes its probes); the unfinished trace stays in "
 	       "/t/x.pftrace.partial\n", 1);
@@ -60,7 +70,7 @@ int main(void)
 	leaving_agent(5, LEAVING_ON, true);
 	leaving_agent(6, LEAVING_ON, false);
 	leaving_agent(7, LEAVING_OFF, true);
-	leaving_trace("");
+	leaving_trace("", true);
 	expect(SIGINT, "ptbpf: second interrupt: leaving now; ptbpf's agent stays mapped in pid 5 "
 	       "and switches itself off once ptbpf's probe is gone; the agent in pid 6 (started "
 	       "with it) switches itself off once ptbpf's probe is gone; ptbpf's agent stays "
@@ -79,7 +89,7 @@ int main(void)
 	/* The longest path, whole, on the one line. */
 	memset(path, 'p', sizeof(path) - 1);
 	path[sizeof(path) - 1] = 0;
-	leaving_trace(path);
+	leaving_trace(path, true);
 	got = said(SIGINT);
 	snprintf(tail, sizeof(tail), "; the unfinished trace stays in %s\n", path);
 	CHECK(strlen(got) > strlen(tail) && !strcmp(got + strlen(got) - strlen(tail), tail),

@@ -8,10 +8,10 @@
 #define _GNU_SOURCE
 #include "attach/leaving.h"
 #include "attach/target.h"
+#include "lib/text.h"
 
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -62,20 +62,6 @@ static const struct {
 				 "mapped, switched off" },
 };
 
-/* Appends to b (len bytes, *o used) as snprintf would, never past it. */
-static void append(char *b, size_t len, size_t *o, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (*o + 1 >= len)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(b + *o, len - *o, fmt, ap);
-	va_end(ap);
-	*o = n < 0 ? *o : *o + n < len ? *o + n : len - 1;
-}
-
 static bool listed(int i, enum leaving_agent st, int later)
 {
 	return agents[i].st == st && (later < 0 || agents[i].later_unloads == later);
@@ -96,14 +82,14 @@ static int list_pids(char *b, size_t len, enum leaving_agent st, int later, bool
 		if (!listed(i, st, later))
 			continue;
 		if (as_args)
-			append(b, len, &o, "%s-p %d", n ? " " : "", agents[i].pid);
+			text_append(b, len, &o, "%s-p %d", n ? " " : "", agents[i].pid);
 		else
-			append(b, len, &o, "%s%d", n ? (n + 1 == total ? " and " : ", ") :
+			text_append(b, len, &o, "%s%d", n ? (n + 1 == total ? " and " : ", ") :
 			       total > 1 ? "pids " : "pid ", agents[i].pid);
 		n++;
 	}
 	if (total > n)
-		append(b, len, &o, as_args ? " ... (%d more)" : " and %d more", total - n);
+		text_append(b, len, &o, as_args ? " ... (%d more)" : " and %d more", total - n);
 	return total;
 }
 
@@ -118,11 +104,11 @@ static void advise(char *b, size_t len, size_t *o)
 		int n = list_pids(pids, sizeof(pids), st, 1, true);
 
 		if (n)
-			append(args, sizeof(args), &a, "%s%s", total ? " " : "", pids);
+			text_append(args, sizeof(args), &a, "%s%s", total ? " " : "", pids);
 		total += n;
 	}
 	if (total)
-		append(b, len, o, " (run ptbpf %s again and stop it normally to unload %s)",
+		text_append(b, len, o, " (run ptbpf %s again and stop it normally to unload %s)",
 		       args, total > 1 ? "them" : "it");
 }
 
@@ -135,15 +121,15 @@ static void format_line(void)
 	tty = isatty(2);
 	for (size_t i = 0; i < sizeof(clauses) / sizeof(clauses[0]); i++)
 		if (list_pids(pids, sizeof(pids), clauses[i].st, clauses[i].later, false)) {
-			append(b, LINE_BYTES - 1, &o, "; ");
-			append(b, LINE_BYTES - 1, &o, clauses[i].fmt, pids);
+			text_append(b, LINE_BYTES - 1, &o, "; ");
+			text_append(b, LINE_BYTES - 1, &o, clauses[i].fmt, pids);
 		}
 	if (o)
 		advise(b, LINE_BYTES - 1, &o);
 	else
-		append(b, LINE_BYTES - 1, &o, "%s", NOTHING_STAYS);
+		text_append(b, LINE_BYTES - 1, &o, "%s", NOTHING_STAYS);
 	if (trace_path[0] && trace_started)
-		append(b, LINE_BYTES - 1, &o, "; the unfinished trace stays in %s", trace_path);
+		text_append(b, LINE_BYTES - 1, &o, "; the unfinished trace stays in %s", trace_path);
 	b[o++] = '\n';
 	slots[next].len = o;
 	snprintf(slots[next].unlink, PATH_MAX, "%s", trace_started ? "" : trace_path);

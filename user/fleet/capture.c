@@ -7,7 +7,9 @@
  * and counted, since an alert storm must not become a window storm (each
  * window costs the job full tracing). Scheduled windows do not count: a
  * trigger that comes as one starts is the one that names the problem, and
- * it must not be lost to the clock. Replies are plain text, one line;
+ * it must not be lost to the clock. A trigger that selects no running
+ * process is refused at once (404), and a window that traced nothing does
+ * not count, nor use up the gap. Replies are plain text, one line;
  * Alertmanager retries only 5xx, so a refused trigger is not resent.
  */
 #define _GNU_SOURCE
@@ -21,26 +23,37 @@
 #include <time.h>
 
 #include <event2/buffer.h>
-#include <event2/http.h>
 
+#include "cli.h"
+#include "fleet/http.h"
+#include "fleet/select.h"
 #include "lib/log.h"
 
-enum outcome { OUT_ACCEPTED, OUT_MERGED, OUT_RATE_LIMITED, OUT_BAD, OUT_NOTHING, NOUTCOMES };
+#define MAX_PROCS 256
+#define PROCS_FRESH_NS 1000000000ull /* the running processes, looked at again after */
+
+enum outcome { OUT_ACCEPTED, OUT_MERGED, OUT_RATE_LIMITED, OUT_BAD, OUT_NOTHING, OUT_NO_MATCH,
+	       NOUTCOMES };
 static const char *const outcome_names[NOUTCOMES] = { "accepted", "merged", "rate_limited",
-						       "bad_request", "nothing_firing" };
+						       "bad_request", "nothing_firing",
+						       "no_match" };
 
 struct capture {
 	pthread_mutex_t lock;
+	const struct options *opt;
 	uint64_t min_gap_s;
 	bool pending;
 	struct capture_req req;
 	uint64_t last_window_s; /* the last triggered one's start, REALTIME s; 0: none */
+	uint64_t gap_before;    /* last_window_s before the window under way started */
 	uint64_t counts[CAPTURE_NSOURCES][NOUTCOMES];
 	uint64_t windows[CAPTURE_NSOURCES];
-	uint64_t refused_quiet; /* refusals not logged since the last line */
-	uint64_t last_log_s;
 	struct capture_req last; /* the last triggered window's */
 	uint64_t last_at;
+	/* The running processes a trigger may select (the HTTP thread's) */
+	struct select_proc procs[MAX_PROCS];
+	int nprocs;
+	uint64_t procs_at;      /* CLOCK_MONOTONIC ns, 0: never */
 };
 
 static uint64_t realtime_s(void)
@@ -51,14 +64,23 @@ static uint64_t realtime_s(void)
 	return (uint64_t)ts.tv_sec;
 }
 
-struct capture *capture_new(uint64_t min_gap_s)
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct capture *capture_new(const struct options *opt)
 {
 	struct capture *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
 	pthread_mutex_init(&c->lock, NULL);
-	c->min_gap_s = min_gap_s;
+	c->opt = opt;
+	c->min_gap_s = opt->min_gap_s;
 	return c;
 }
 
@@ -113,97 +135,89 @@ static enum outcome offer(struct capture *c, const struct capture_req *r, uint64
 	return OUT_ACCEPTED;
 }
 
-/* A refusal is said on stderr at most once a minute, with the count. */
-static void log_refused(struct capture *c, const struct capture_req *r, uint64_t ago)
+/* Refused by --min-gap: counted, and said (at most once a minute). */
+static void say_rate_limited(struct capture *c, const struct capture_req *r, uint64_t ago,
+			     char *line, size_t len)
 {
-	uint64_t now = realtime_s();
-
-	c->refused_quiet++;
-	if (c->last_log_s && now - c->last_log_s < 60)
-		return;
-	log_msg("daemon: trigger '%s' (%s) refused: the last triggered window started %lus ago, "
-		"--min-gap is %lus; %lu refused since the last such line, this one included\n",
-		r->reason, capture_source_name(r->source),
-		(unsigned long)ago, (unsigned long)c->min_gap_s, (unsigned long)c->refused_quiet);
-	c->refused_quiet = 0;
-	c->last_log_s = now;
+	snprintf(line, len, "refused: the last triggered window started %lus ago, --min-gap is "
+		 "%lus", (unsigned long)ago, (unsigned long)c->min_gap_s);
+	if (r->source != CAPTURE_HTTP && r->source != CAPTURE_ALERTMANAGER) /* not said by http.c */
+		log_limited(&http_refusals, "429", "trigger '%s' (%s) %s", r->reason,
+			    capture_source_name(r->source), line);
 }
 
-static void reply(struct evhttp_request *req, int code, const char *why, const char *line)
+/* Whether a running process matches r's filter (the processes looked at
+ * once a second at most: a storm of triggers does not become a storm of
+ * /proc reads). On the HTTP thread. */
+static bool matches_a_process(struct capture *c, const struct capture_req *r)
 {
-	struct evbuffer *b = evbuffer_new();
+	uint64_t now = monotonic_ns();
 
-	if (!b) {
-		evhttp_send_error(req, HTTP_INTERNAL, "out of memory");
-		return;
+	if (!c->procs_at || now - c->procs_at >= PROCS_FRESH_NS) {
+		c->nprocs = select_scan(c->opt, c->procs, MAX_PROCS);
+		c->procs_at = now;
 	}
-	evbuffer_add_printf(b, "%s\n", line);
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-			  "text/plain; charset=utf-8");
-	evhttp_send_reply(req, code, why, b);
-	evbuffer_free(b);
+	for (int i = 0; i < c->nprocs; i++)
+		if (select_matches(&c->procs[i], r))
+			return true;
+	return false;
 }
 
-/* The request's body, NUL-terminated (freed by the caller). */
-static char *body_of(struct evhttp_request *req, size_t *len)
+/* What r selects, for a refusal that names it ("job=j1 rank=3 or job=j2"). */
+static void describe_sel(const struct capture_req *r, char *b, size_t len)
 {
-	struct evbuffer *in = evhttp_request_get_input_buffer(req);
-	char *body;
+	size_t o = 0;
 
-	*len = evbuffer_get_length(in);
-	body = malloc(*len + 1);
-	if (!body)
-		return NULL;
-	evbuffer_copyout(in, body, *len);
-	body[*len] = 0;
-	return body;
+	b[0] = 0;
+	for (int i = 0; i < r->nsel && o < len; i++)
+		o += (size_t)snprintf(b + o, len - o, "%s%s%s%s%s%s", i ? " or " : "",
+				      r->sel[i].job[0] ? "job=" : "", r->sel[i].job,
+				      r->sel[i].job[0] && r->sel[i].rank[0] ? " " : "",
+				      r->sel[i].rank[0] ? "rank=" : "", r->sel[i].rank);
 }
 
-void capture_http(struct capture *c, struct evhttp_request *req)
+void capture_http(void *ctx, const struct http_req *req, struct http_reply *rep)
 {
-	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+	struct capture *c = ctx;
 	struct capture_req r;
 	char err[256], line[512];
 	enum outcome out;
 	uint64_t ago = 0;
-	size_t len;
-	char *body;
 	int rc;
 
-	if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
-		reply(req, 405, "Method Not Allowed", "POST /capture asks for a window");
-		return;
-	}
-	body = body_of(req, &len);
-	if (!body) {
-		evhttp_send_error(req, HTTP_INTERNAL, "out of memory");
-		return;
-	}
-	rc = capture_parse(query, body, len, &r, err, sizeof(err));
-	free(body);
+	rc = capture_parse(req->head->query[0] ? req->head->query : NULL, req->body, req->body_len,
+			   &r, err, sizeof(err));
+	if (!rc && !matches_a_process(c, &r))
+		rc = 2;
 	pthread_mutex_lock(&c->lock);
-	out = rc < 0 ? OUT_BAD : rc > 0 ? OUT_NOTHING : offer(c, &r, &ago);
+	out = rc < 0 ? OUT_BAD : rc == 1 ? OUT_NOTHING : rc == 2 ? OUT_NO_MATCH :
+	      offer(c, &r, &ago);
 	c->counts[rc < 0 ? CAPTURE_HTTP : r.source][out]++;
 	if (out == OUT_RATE_LIMITED)
-		log_refused(c, &r, ago);
+		say_rate_limited(c, &r, ago, line, sizeof(line));
 	pthread_mutex_unlock(&c->lock);
 	switch (out) {
 	case OUT_BAD:
-		snprintf(line, sizeof(line), "bad request: %s", err);
-		reply(req, HTTP_BADREQUEST, "Bad Request", line);
+		http_refuse(rep, 400, "bad request: %s", err);
 		return;
 	case OUT_NOTHING:
-		reply(req, HTTP_OK, "OK", "no firing alert: nothing to capture");
+		evbuffer_add_printf(rep->body, "no firing alert: nothing to capture\n");
+		return;
+	case OUT_NO_MATCH:
+		describe_sel(&r, err, sizeof(err));
+		http_refuse(rep, 404, "no running PyTorch process%s%s%s: nothing to capture "
+			    "(--min-gap untouched)", err[0] ? " has " : "", err,
+			    !c->opt->nmatch_env ? "" : err[0] ? " among those --match-env selects" :
+			    " that --match-env selects");
 		return;
 	case OUT_RATE_LIMITED:
-		snprintf(line, sizeof(line), "refused: the last triggered window started %lus ago, "
-			 "--min-gap is %lus", (unsigned long)ago, (unsigned long)c->min_gap_s);
-		reply(req, 429, "Too Many Requests", line);
+		http_refuse(rep, 429, "%s", line);
 		return;
 	default:
-		snprintf(line, sizeof(line), "%s: a window starts shortly (%s)",
-			 out == OUT_MERGED ? "joined the pending trigger" : "accepted", r.reason);
-		reply(req, 202, "Accepted", line);
+		rep->code = 202;
+		evbuffer_add_printf(rep->body, "%s: a window starts shortly (%s)\n",
+				    out == OUT_MERGED ? "joined the pending trigger" : "accepted",
+				    r.reason);
 	}
 }
 
@@ -212,11 +226,13 @@ int capture_offer(struct capture *c, const struct capture_req *r)
 	enum outcome out;
 	uint64_t ago = 0;
 
+	char line[256];
+
 	pthread_mutex_lock(&c->lock);
 	out = offer(c, r, &ago);
 	c->counts[r->source][out]++;
 	if (out == OUT_RATE_LIMITED)
-		log_refused(c, r, ago);
+		say_rate_limited(c, r, ago, line, sizeof(line));
 	pthread_mutex_unlock(&c->lock);
 	return out == OUT_RATE_LIMITED ? -EBUSY : 0;
 }
@@ -238,14 +254,25 @@ bool capture_take(struct capture *c, struct capture_req *out)
 
 void capture_window_started(struct capture *c, const struct capture_req *r)
 {
-	if (!c)
+	if (!c || !r)
 		return;
 	pthread_mutex_lock(&c->lock);
-	if (r) {
-		c->last_window_s = realtime_s();
+	c->gap_before = c->last_window_s;
+	c->last_window_s = realtime_s();
+	pthread_mutex_unlock(&c->lock);
+}
+
+void capture_window_ended(struct capture *c, const struct capture_req *r, bool traced)
+{
+	if (!c || !r)
+		return;
+	pthread_mutex_lock(&c->lock);
+	if (traced) {
 		c->windows[r->source]++;
 		c->last = *r;
 		c->last_at = c->last_window_s;
+	} else { /* no window: the gap runs from the one before */
+		c->last_window_s = c->gap_before;
 	}
 	pthread_mutex_unlock(&c->lock);
 }

@@ -13,34 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CAPTURE_MAX_SEL 8
-
-/* Where a trigger came from (the `source` label). */
-enum capture_source {
-	CAPTURE_HTTP,         /* POST /capture with a reason */
-	CAPTURE_ALERTMANAGER, /* POST /capture with Alertmanager's webhook payload */
-	CAPTURE_SIGNAL,       /* SIGUSR1 */
-	CAPTURE_FILE,         /* the capture-now file */
-	CAPTURE_SLOW_STEP,    /* the always-on layer saw a slow step (--slow-step) */
-	CAPTURE_NSOURCES,
-};
-
-/* A job (TORCHELASTIC_RUN_ID, SLURM_JOB_ID or MASTER_ADDR:MASTER_PORT)
- * and a rank (RANK); an empty one matches any. */
-struct capture_sel {
-	char job[128];
-	char rank[32];
-};
-
-struct capture_req {
-	enum capture_source source;
-	char reason[256];
-	struct capture_sel sel[CAPTURE_MAX_SEL];
-	int nsel; /* 0: every process (that --match-env selects) */
-	int step_pid; /* a slow step's process (whose steps --steps counts), or 0 */
-};
-
-const char *capture_source_name(enum capture_source s);
+#include "fleet/trigger.h"
 
 /* A POST /capture request: its query string (NULL if none) and body.
  * Either a direct request (query `reason=..&job=..&rank=..`, or a JSON
@@ -53,13 +26,19 @@ int capture_parse(const char *query, const char *body, size_t len, struct captur
 		  char *err, size_t errlen);
 
 struct capture;
-struct evhttp_request;
 struct evbuffer;
+struct http_req;
+struct http_reply;
+struct options;
 
-struct capture *capture_new(uint64_t min_gap_s);
+/* The queue, with opt's --min-gap and --match-env (opt kept). */
+struct capture *capture_new(const struct options *opt);
 void capture_free(struct capture *c);
-/* Serves POST /capture (the metrics thread). */
-void capture_http(struct capture *c, struct evhttp_request *req);
+/* Serves POST /capture (http.h's handler, on its thread; ctx: the
+ * capture): 202, 200 (no firing alert), or refused: 400 (the request
+ * cannot mean a process), 404 (no running process matches), 429
+ * (--min-gap). */
+void capture_http(void *ctx, const struct http_req *req, struct http_reply *rep);
 /* Offers a trigger from the daemon itself (a slow step), counted as
  * POST /capture's are: 0 (a window starts, or it joined the pending one),
  * or -EBUSY (refused: --min-gap). */
@@ -69,6 +48,9 @@ bool capture_take(struct capture *c, struct capture_req *out);
 /* A window starts now, triggered by r (NULL: on schedule, which the
  * minimum gap leaves out); the gap counts from a triggered one's start. */
 void capture_window_started(struct capture *c, const struct capture_req *r);
+/* It ended; traced: it traced a process (else it is no window: not
+ * counted, and the gap runs from the triggered window before it). */
+void capture_window_ended(struct capture *c, const struct capture_req *r, bool traced);
 /* The trigger counters, in Prometheus' text format. */
 void capture_render(struct capture *c, struct evbuffer *b);
 

@@ -54,24 +54,38 @@ static const char *str_of(struct json_object *o, const char *key, bool *bad)
 	return json_object_get_string(v);
 }
 
-static void add_sel(struct capture_req *r, const char *job, const char *rank, bool *all)
+/* Adds a job/rank pair to r's filter: 0, or -1 with one line in err (a
+ * value no process can have: a trigger that could never match is no
+ * trigger). */
+static int add_sel(struct capture_req *r, const char *job, const char *rank, bool *all, char *err,
+		   size_t errlen)
 {
 	struct capture_sel s = { 0 };
 
+	if (rank && *rank && (strspn(rank, "0123456789") != strlen(rank) || strlen(rank) > 9)) {
+		snprintf(err, errlen, "rank '%.32s' is not a rank (0, 1, 2, ...)", rank);
+		return -1;
+	}
+	if (job && strlen(job) >= sizeof(s.job)) {
+		snprintf(err, errlen, "job '%.32s...' is over %zu bytes: no job is named so", job,
+			 sizeof(s.job) - 1);
+		return -1;
+	}
 	if ((!job || !*job) && (!rank || !*rank)) {
 		*all = true; /* one alert without a filter: every process */
-		return;
+		return 0;
 	}
 	copy_text(s.job, sizeof(s.job), job);
 	copy_text(s.rank, sizeof(s.rank), rank);
 	for (int i = 0; i < r->nsel; i++)
 		if (!strcmp(r->sel[i].job, s.job) && !strcmp(r->sel[i].rank, s.rank))
-			return;
+			return 0;
 	if (r->nsel == CAPTURE_MAX_SEL) {
 		*all = true; /* more jobs than a window selects: all of them */
-		return;
+		return 0;
 	}
 	r->sel[r->nsel++] = s;
+	return 0;
 }
 
 /* Alertmanager's payload: every firing alert adds its run_id/rank. */
@@ -85,7 +99,7 @@ static int parse_alerts(struct json_object *alerts, struct capture_req *r, char 
 	r->source = CAPTURE_ALERTMANAGER;
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *a = json_object_array_get_idx(alerts, i), *labels, *ann;
-		const char *status, *name, *summary = NULL;
+		const char *status, *name, *summary = NULL, *job, *rank;
 
 		if (!json_object_is_type(a, json_type_object) ||
 		    !json_object_object_get_ex(a, "labels", &labels) ||
@@ -107,11 +121,14 @@ static int parse_alerts(struct json_object *alerts, struct capture_req *r, char 
 				 summary ? ": " : "", summary ? summary : "");
 			copy_text(r->reason, sizeof(r->reason), reason);
 		}
-		add_sel(r, str_of(labels, "run_id", &bad), str_of(labels, "rank", &bad), &all);
+		job = str_of(labels, "run_id", &bad);
+		rank = str_of(labels, "rank", &bad);
 		if (bad) {
 			snprintf(err, errlen, "alerts[%zu]: labels and annotations are strings", i);
 			return -1;
 		}
+		if (add_sel(r, job, rank, &all, err, errlen))
+			return -1;
 	}
 	if (all)
 		r->nsel = 0;
@@ -123,35 +140,74 @@ static int parse_alerts(struct json_object *alerts, struct capture_req *r, char 
 	return firing ? 0 : 1;
 }
 
+/* What a JSON value is, for a refusal that names it. */
+static const char *json_kind(struct json_object *o)
+{
+	switch (json_object_get_type(o)) {
+	case json_type_null:
+		return "JSON null";
+	case json_type_boolean:
+		return "a JSON boolean";
+	case json_type_double:
+	case json_type_int:
+		return "a JSON number";
+	case json_type_string:
+		return "a JSON string";
+	case json_type_array:
+		return "a JSON array";
+	default:
+		return "a JSON object";
+	}
+}
+
+/* The body as one JSON value, or NULL with one line in err. */
+static struct json_object *json_value(const char *body, size_t len, char *err, size_t errlen)
+{
+	struct json_tokener *tok = json_tokener_new();
+	struct json_object *o;
+	enum json_tokener_error e;
+	size_t end;
+
+	if (!tok)
+		return snprintf(err, errlen, "out of memory"), NULL;
+	o = json_tokener_parse_ex(tok, body, (int)len);
+	e = json_tokener_get_error(tok);
+	end = json_tokener_get_parse_end(tok);
+	if (e == json_tokener_continue) { /* a number or a word ends only at the input's end */
+		o = json_tokener_parse_ex(tok, "", 1);
+		e = json_tokener_get_error(tok);
+		end = len;
+	}
+	if (e != json_tokener_success)
+		snprintf(err, errlen, "the body is not JSON: %s at byte %zu",
+			 e == json_tokener_continue ? "it ends inside a value" :
+			 json_tokener_error_desc(e), end);
+	else if (end < len && strspn(body + end, " \t\r\n") < len - end)
+		snprintf(err, errlen, "the body goes on after its JSON value");
+	else if (!o || !json_object_is_type(o, json_type_object))
+		snprintf(err, errlen, "the body is %s, not an object ({\"reason\", \"job\", "
+			 "\"rank\"}, or Alertmanager's payload)", o ? json_kind(o) : "JSON null");
+	else
+		err[0] = 0;
+	json_tokener_free(tok);
+	if (err[0]) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
 static int parse_json(const char *body, size_t len, struct capture_req *r, char *err,
 		      size_t errlen)
 {
-	struct json_tokener *tok = json_tokener_new();
-	struct json_object *o, *alerts;
+	struct json_object *o = json_value(body, len, err, errlen), *alerts;
 	const char *reason, *job, *rank;
-	bool bad = false, all = false, trailing = false;
+	bool bad = false, all = false;
 	int rc = 0;
 
-	if (!tok)
-		return snprintf(err, errlen, "out of memory"), -1;
-	o = json_tokener_parse_ex(tok, body, (int)len);
-	if (o && json_tokener_get_error(tok) == json_tokener_success)
-		for (size_t at = json_tokener_get_parse_end(tok); at < len; at++)
-			if (!strchr(" \t\r\n", body[at])) {
-				trailing = true;
-				break;
-			}
-	if (trailing) {
-		snprintf(err, errlen, "the body has more than one JSON value");
-		rc = -1;
-	} else if (!o || json_tokener_get_error(tok) != json_tokener_success) {
-		snprintf(err, errlen, "the body is not one JSON value: %s",
-			 json_tokener_error_desc(json_tokener_get_error(tok)));
-		rc = -1;
-	} else if (!json_object_is_type(o, json_type_object)) {
-		snprintf(err, errlen, "the body is not a JSON object");
-		rc = -1;
-	} else if (json_object_object_get_ex(o, "alerts", &alerts)) {
+	if (!o)
+		return -1;
+	if (json_object_object_get_ex(o, "alerts", &alerts)) {
 		if (json_object_is_type(alerts, json_type_array))
 			rc = parse_alerts(alerts, r, err, errlen);
 		else
@@ -166,11 +222,10 @@ static int parse_json(const char *body, size_t len, struct capture_req *r, char 
 		} else {
 			if (reason)
 				copy_text(r->reason, sizeof(r->reason), reason);
-			add_sel(r, job, rank, &all);
+			rc = add_sel(r, job, rank, &all, err, errlen);
 		}
 	}
 	json_object_put(o);
-	json_tokener_free(tok);
 	return rc;
 }
 
@@ -198,7 +253,7 @@ static int parse_query(const char *query, struct capture_req *r, char *err, size
 					  kv->key);
 	}
 	if (!rc)
-		add_sel(r, job, rank, &all);
+		rc = add_sel(r, job, rank, &all, err, errlen);
 	evhttp_clear_headers(&q);
 	return rc;
 }

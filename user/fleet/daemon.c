@@ -20,6 +20,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,8 +33,10 @@
 #include "lib/log.h"
 #include "attach/inject.h"
 #include "fleet/capture.h"
+#include "fleet/http.h"
 #include "fleet/metrics.h"
 #include "fleet/step_signal.h"
+#include "fleet/web_config.h"
 
 #define TRIGGER_FILE "capture-now"
 
@@ -167,6 +170,7 @@ static int wait_until(const struct options *opt, struct capture *c, struct step_
 		if (!unlink(trigger))
 			return local_trigger(r, CAPTURE_FILE, TRIGGER_FILE " file");
 		step_signal_tick(st);
+		log_limited_flush(&http_refusals, false);
 		if (capture_take(c, r))
 			return 1;
 		if (realtime_s() >= when)
@@ -202,53 +206,100 @@ static bool name_taken(const char *path)
 	return !access(path, F_OK) || !access(tmp, F_OK);
 }
 
+/* The metrics port (with the trigger queue, and the web config's TLS and
+ * users): 0, or 1 with one line said. */
+static int start_port(const struct options *opt, struct capture **c, struct web_config **wc,
+		      struct metrics **m)
+{
+	char err[512];
+
+	if ((opt->metrics_listen[0] || opt->slow_k) && !(*c = capture_new(opt))) {
+		log_msg("daemon: out of memory\n");
+		return 1;
+	}
+	if (opt->web_config[0] && !(*wc = web_config_load(opt->web_config, err, sizeof(err)))) {
+		log_msg("daemon: %s\n", err);
+		return 1;
+	}
+	if (opt->metrics_listen[0] && !(*m = metrics_start(opt->metrics_listen, *c, *wc,
+							    opt->insecure_capture, err,
+							    sizeof(err)))) {
+		log_msg("daemon: %s\n", err);
+		return 1;
+	}
+	if (*m && !metrics_loopback_only(*m) && !web_config_has_users(*wc) &&
+	    !opt->insecure_capture)
+		log_msg("daemon: %s is not a loopback address: POST /capture answers loopback "
+			"clients only (403 to others), as the port has no users (--web-config's "
+			"basic_auth_users); --insecure-capture takes triggers from anyone\n",
+			opt->metrics_listen);
+	return 0;
+}
+
+/* One window, counted where it traced a process. */
+static void one_window(const struct options *opt, daemon_window_fn window, struct metrics *m,
+		       struct capture *c, const struct capture_req *trig, const char *host)
+{
+	char path[4096], stamp[32];
+	time_t now = time(NULL);
+	bool traced;
+
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", gmtime(&now));
+	snprintf(path, sizeof(path), "%s/ptbpf-%s-%s%s.pftrace", opt->out_dir, host, stamp,
+		 trig ? "-triggered" : "");
+	/* Same second: a window before, or a killed daemon's unfinished
+	 * one (FILE.partial), keeps its name. */
+	for (int k = 2; name_taken(path) && k < 100; k++)
+		snprintf(path, sizeof(path), "%s/ptbpf-%s-%s%s-%d.pftrace", opt->out_dir,
+			 host, stamp, trig ? "-triggered" : "", k);
+	/* Started before it is said: a request that follows the line
+	 * meets --min-gap. */
+	capture_window_started(c, trig);
+	if (trig)
+		log_msg("daemon: window %s (%s: %s)\n", path, capture_source_name(trig->source),
+			trig->reason);
+	else
+		log_msg("daemon: window %s\n", path);
+	traced = window(opt, path, m, trig) > 0;
+	capture_window_ended(c, trig, traced);
+}
+
 int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_atomic_t *stop)
 {
 	struct sigaction sa = { .sa_handler = on_usr1 };
 	struct metrics *m = NULL;
 	struct capture *c = NULL;
+	struct web_config *wc = NULL;
 	struct step_signal *st = NULL;
 	struct capture_req trig;
 	uint64_t next;
-	char err[512], host[64] = "host";
-	int why;
+	char host[64] = "host";
+	int why, rc = 1;
 
-	if (out_dir_ok(opt))
-		return 1;
-	if ((opt->metrics_listen[0] || opt->slow_k) && !(c = capture_new(opt->min_gap_s))) {
-		log_msg("daemon: out of memory\n");
-		return 1;
-	}
-	if (opt->metrics_listen[0] && !(m = metrics_start(opt->metrics_listen, c, err,
-							   sizeof(err)))) {
-		log_msg("daemon: %s\n", err);
-		capture_free(c);
-		return 1;
-	}
-	if (!opt->no_step_signal && !opt->no_agent && !(st = step_signal_new(opt, c, m))) {
-		metrics_stop(m);
-		capture_free(c);
-		return 1;
-	}
+	/* One malloc arena for the port's thread too: malloc_trim gives the
+	 * main arena's free top back, not another arena's (glibc), so a burst
+	 * of 1 MiB bodies would stay resident (+1.1 MB in 15 such). */
+	mallopt(M_ARENA_MAX, 1);
+	if (out_dir_ok(opt) || start_port(opt, &c, &wc, &m))
+		goto out;
+	if (!opt->no_step_signal && !opt->no_agent && !(st = step_signal_new(opt, c, m)))
+		goto out;
 	sigaction(SIGUSR1, &sa, NULL);
 	gethostname(host, sizeof(host) - 1);
 	retention(opt);
 	next = realtime_s();
 	if (opt->align)
 		next = (next / opt->every_s + 1) * opt->every_s;
-	log_msg("daemon: a %lus window every %lus into %s%s%s%s\n",
+	log_msg("daemon: a %lus window every %lus into %s%s%s%s%s\n",
 		(unsigned long)opt->window_s, (unsigned long)opt->every_s, opt->out_dir,
-		opt->align ? ", epoch-aligned" : "", m ? "; metrics at http://" : "",
-		m ? opt->metrics_listen : "");
+		opt->align ? ", epoch-aligned" : "", m ? "; metrics at http" : "",
+		m && web_config_tls(wc) ? "s://" : m ? "://" : "", m ? opt->metrics_listen : "");
 	if (st && opt->slow_k)
 		log_msg("daemon: step signal on; a window when a step takes over %gx the median of "
 			"the %u before it\n", opt->slow_k, (unsigned)opt->slow_w);
 	else if (st)
 		log_msg("daemon: step signal on\n");
 	while ((why = wait_until(opt, c, st, next, &trig, stop)) >= 0) {
-		char path[4096], stamp[32];
-		time_t now = time(NULL);
-
 		if (!why) /* scheduled: the next one is one period on (skipping missed ones) */
 			while (next <= realtime_s())
 				next += opt->every_s;
@@ -258,27 +309,15 @@ int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_
 				(unsigned long)(opt->max_bytes / 2 >> 20));
 			continue;
 		}
-		strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", gmtime(&now));
-		snprintf(path, sizeof(path), "%s/ptbpf-%s-%s%s.pftrace", opt->out_dir, host, stamp,
-			 why ? "-triggered" : "");
-		/* Same second: a window before, or a killed daemon's unfinished
-		 * one (FILE.partial), keeps its name. */
-		for (int k = 2; name_taken(path) && k < 100; k++)
-			snprintf(path, sizeof(path), "%s/ptbpf-%s-%s%s-%d.pftrace", opt->out_dir,
-				 host, stamp, why ? "-triggered" : "", k);
-		/* Started before it is said: a request that follows the line
-		 * meets --min-gap. */
-		capture_window_started(c, why ? &trig : NULL);
-		if (why)
-			log_msg("daemon: window %s (%s: %s)\n", path,
-				capture_source_name(trig.source), trig.reason);
-		else
-			log_msg("daemon: window %s\n", path);
-		window(opt, path, m, why ? &trig : NULL);
+		one_window(opt, window, m, c, why ? &trig : NULL, host);
 		retention(opt);
 	}
+	rc = 0;
+out:
 	step_signal_free(st);
 	metrics_stop(m);
+	log_limited_flush(&http_refusals, true);
 	capture_free(c);
-	return 0;
+	web_config_free(wc);
+	return rc;
 }

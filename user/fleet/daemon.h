@@ -13,7 +13,9 @@ struct capture_req;
 
 /* Traces every torch process (that opt's --match-env and the trigger's
  * filter select; trigger NULL for a scheduled window) into path for
- * opt->window_s seconds; the caller (main.c) owns the tracing. */
+ * opt->window_s seconds; the caller (main.c) owns the tracing. 1 if it
+ * traced a process (a window: counted), 0 if none, -1 if it could not
+ * start (said). */
 typedef int (*daemon_window_fn)(const struct options *opt, const char *path, struct metrics *m,
 				const struct capture_req *trigger);
 

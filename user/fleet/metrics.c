@@ -1,15 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * The Prometheus endpoint of `ptbpf daemon --metrics-listen ADDR:PORT`:
- * libevent's HTTP server (evhttp, Debian's libevent) on its own thread,
- * serving the text exposition format at /metrics. The tracing loop hands
- * in each window's running totals; counters carry over from window to
- * window (a counter only grows while a window is open), so Prometheus'
- * rate() gives op, launch and step rates, and GPU time by kernel.
- *
- * libmicrohttpd was the first choice, but Debian builds it with GnuTLS,
- * whose p11-kit dependency cannot be linked statically, and ptbpf is one
- * static binary.
+ * the text exposition format at /metrics, on the daemon's port (http.c,
+ * its own thread), beside POST /capture (capture.c). The tracing loop
+ * hands in each window's running totals; counters carry over from window
+ * to window (a counter only grows while a window is open), so
+ * Prometheus' rate() gives op, launch and step rates, and GPU time by
+ * kernel.
  */
 #define _GNU_SOURCE
 #include "fleet/metrics.h"
@@ -23,11 +20,9 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
-#include <event2/event.h>
-#include <event2/http.h>
-#include <event2/thread.h>
 
 #include "fleet/capture.h"
+#include "fleet/http.h"
 #include "record/gpu_timeline.h"
 #include "record/join.h"
 #include "attach/target.h"
@@ -52,10 +47,8 @@ struct mkernel {
 
 struct metrics {
 	pthread_mutex_t lock;
-	struct event_base *base;
-	struct evhttp *http;
-	pthread_t thread;
-	bool running;
+	struct http_server *http;
+	struct http_route routes[2];
 	struct mproc procs[MAX_PROCS];
 	int nprocs;
 	struct mkernel kernels[MAX_KERNELS];
@@ -220,7 +213,8 @@ static void render(struct metrics *m, struct evbuffer *b)
 	evbuffer_add_printf(b,
 		"# HELP ptbpf_lost_events_total Events lost (ring buffers full), all windows.\n"
 		"# TYPE ptbpf_lost_events_total counter\nptbpf_lost_events_total %lu\n"
-		"# HELP ptbpf_windows_total Capture windows started.\n"
+		"# HELP ptbpf_windows_total Capture windows that traced a process (counted as each "
+		"ends).\n"
 		"# TYPE ptbpf_windows_total counter\nptbpf_windows_total %lu\n"
 		"# HELP ptbpf_window_open 1 while a capture window is open (probes attached).\n"
 		"# TYPE ptbpf_window_open gauge\nptbpf_window_open %d\n"
@@ -236,115 +230,62 @@ static void render(struct metrics *m, struct evbuffer *b)
 		rss_pages * sysconf(_SC_PAGESIZE));
 }
 
-static void on_request(struct evhttp_request *req, void *arg)
+/* GET /metrics: the page (http.h's handler, on its thread). */
+static void on_metrics(void *ctx, const struct http_req *req, struct http_reply *rep)
 {
-	struct metrics *m = arg;
-	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req)) ?: "";
-	struct evbuffer *b;
+	struct metrics *m = ctx;
 
-	if (!strcmp(path, "/capture") && m->capture) {
-		capture_http(m->capture, req);
-		return;
-	}
-	if (strcmp(path, "/metrics")) {
-		evhttp_send_error(req, HTTP_NOTFOUND, "ptbpf serves GET /metrics and POST /capture");
-		return;
-	}
-	if (evhttp_request_get_command(req) == EVHTTP_REQ_POST) {
-		evhttp_send_error(req, 405, "GET /metrics");
-		return;
-	}
-	b = evbuffer_new();
-	if (!b) {
-		evhttp_send_error(req, HTTP_INTERNAL, "out of memory");
-		return;
-	}
 	pthread_mutex_lock(&m->lock);
-	render(m, b);
+	render(m, rep->body);
 	pthread_mutex_unlock(&m->lock);
 	if (m->capture)
-		capture_render(m->capture, b);
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-			  "text/plain; version=0.0.4; charset=utf-8");
-	evhttp_send_reply(req, HTTP_OK, "OK", b);
-	evbuffer_free(b);
+		capture_render(m->capture, rep->body);
+	http_render(req->server, rep->body);
+	rep->type = "text/plain; version=0.0.4; charset=utf-8";
 }
 
-static void *serve(void *arg)
-{
-	struct metrics *m = arg;
-
-	event_base_dispatch(m->base);
-	return NULL;
-}
-
-struct metrics *metrics_start(const char *listen, struct capture *capture, char *err,
-			      size_t errlen)
+struct metrics *metrics_start(const char *listen, struct capture *capture, struct web_config *wc,
+			      bool insecure_capture, char *err, size_t errlen)
 {
 	struct metrics *m = calloc(1, sizeof(*m));
-	char host[256];
-	const char *colon = strrchr(listen, ':');
-	char *end;
-	long port = colon ? strtol(colon + 1, &end, 10) : -1;
 
-	if (!m)
-		return NULL;
-	if (!colon || colon == listen || *end || port <= 0 || port > 65535 ||
-	    (size_t)(colon - listen) >= sizeof(host)) {
-		snprintf(err, errlen, "--metrics-listen '%s': give ADDR:PORT, e.g. 127.0.0.1:9464",
-			 listen);
-		free(m);
+	if (!m) {
+		snprintf(err, errlen, "metrics: out of memory");
 		return NULL;
 	}
-	memcpy(host, listen, colon - listen);
-	host[colon - listen] = 0;
 	pthread_mutex_init(&m->lock, NULL);
-	evthread_use_pthreads(); /* so that metrics_stop can break the loop */
-	m->base = event_base_new();
-	m->http = m->base ? evhttp_new(m->base) : NULL;
-	if (!m->http || evhttp_bind_socket(m->http, host, (uint16_t)port)) {
-		snprintf(err, errlen, "--metrics-listen %s: cannot listen there: %s", listen,
-			 strerror(errno ? errno : EADDRINUSE));
-		metrics_stop(m);
-		return NULL;
-	}
-	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST);
-	evhttp_set_max_body_size(m->http, 1 << 20); /* Alertmanager's payloads are KBs */
 	m->capture = capture;
-	evhttp_set_gencb(m->http, on_request, m);
-	if (pthread_create(&m->thread, NULL, serve, m)) {
-		snprintf(err, errlen, "metrics: cannot start its thread");
+	m->routes[0] = (struct http_route){ "/metrics", HTTP_GET | HTTP_HEAD, false, on_metrics, m };
+	m->routes[1] = (struct http_route){ "/capture", HTTP_POST, true, capture_http, capture };
+	m->http = http_start(listen, m->routes, capture ? 2 : 1, wc, insecure_capture, err, errlen);
+	if (!m->http) {
 		metrics_stop(m);
 		return NULL;
 	}
-	m->running = true;
 	return m;
+}
+
+bool metrics_loopback_only(const struct metrics *m)
+{
+	return http_loopback_only(m->http);
 }
 
 void metrics_stop(struct metrics *m)
 {
 	if (!m)
 		return;
-	if (m->running) {
-		event_base_loopbreak(m->base);
-		pthread_join(m->thread, NULL);
-	}
-	if (m->http)
-		evhttp_free(m->http);
-	if (m->base)
-		event_base_free(m->base);
+	http_stop(m->http);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
 
-void metrics_window(struct metrics *m, bool open)
+void metrics_window(struct metrics *m, bool open, bool traced)
 {
 	if (!m)
 		return;
 	pthread_mutex_lock(&m->lock);
-	if (open) {
-		m->windows++;
-	} else { /* fold this window's totals into the carried ones */
+	if (!open) { /* fold this window's totals into the carried ones */
+		m->windows += traced;
 		for (int i = 0; i < m->nprocs; i++)
 			for (int c = 0; c < 2; c++) {
 				m->procs[i].base[c] += m->procs[i].cur[c];

@@ -9,10 +9,14 @@
 #define _GNU_SOURCE
 #include "fleet/select.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "attach/target.h"
 
 #define ENV_MAX (1 << 17)
 
@@ -35,55 +39,103 @@ static bool env_has(const char *env, size_t n, const char *kv)
 	return false;
 }
 
-static bool job_is(const char *env, size_t n, const char *job)
+/* The labels a trigger selects by, from an environment. */
+static void labels_of(const char *env, size_t n, struct select_proc *p)
 {
 	const char *run = env_get(env, n, "TORCHELASTIC_RUN_ID"),
 		   *slurm = env_get(env, n, "SLURM_JOB_ID"),
-		   *addr = env_get(env, n, "MASTER_ADDR"), *port = env_get(env, n, "MASTER_PORT");
-	char master[256];
+		   *addr = env_get(env, n, "MASTER_ADDR"), *port = env_get(env, n, "MASTER_PORT"),
+		   *rank = env_get(env, n, "RANK");
 
-	if ((run && !strcmp(run, job)) || (slurm && !strcmp(slurm, job)))
-		return true;
-	if (!addr || !port)
-		return false;
-	snprintf(master, sizeof(master), "%s:%s", addr, port);
-	return !strcmp(master, job);
+	snprintf(p->run_id, sizeof(p->run_id), "%s", run ? run : "");
+	snprintf(p->slurm_job, sizeof(p->slurm_job), "%s", slurm ? slurm : "");
+	if (addr && port)
+		snprintf(p->master, sizeof(p->master), "%s:%s", addr, port);
+	else
+		p->master[0] = 0;
+	snprintf(p->rank, sizeof(p->rank), "%s", rank ? rank : "");
 }
 
-static bool sel_matches(const char *env, size_t n, const struct capture_sel *s)
+static bool sel_matches(const struct select_proc *p, const struct capture_sel *s)
 {
-	const char *rank = env_get(env, n, "RANK");
-
-	if (s->job[0] && !job_is(env, n, s->job))
+	if (s->job[0] && strcmp(p->run_id, s->job) && strcmp(p->slurm_job, s->job) &&
+	    strcmp(p->master, s->job))
 		return false;
-	return !s->rank[0] || (rank && !strcmp(rank, s->rank));
+	return !s->rank[0] || !strcmp(p->rank, s->rank);
+}
+
+bool select_matches(const struct select_proc *p, const struct capture_req *trigger)
+{
+	if (!trigger || !trigger->nsel)
+		return true;
+	for (int i = 0; i < trigger->nsel; i++)
+		if (sel_matches(p, &trigger->sel[i]))
+			return true;
+	return false;
+}
+
+/* pid's environment into env (ENV_MAX): its length, or 0. */
+static size_t read_env(int pid, char *env)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, env, ENV_MAX - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	env[n] = 0;
+	return (size_t)n;
+}
+
+/* Whether env has every --match-env KEY=VALUE of opt. */
+static bool env_selected(const struct options *opt, const char *env, size_t n)
+{
+	for (int i = 0; i < opt->nmatch_env; i++)
+		if (!env_has(env, n, opt->match_env[i]))
+			return false;
+	return true;
 }
 
 bool select_process(const struct options *opt, const struct capture_req *trigger, int pid)
 {
 	static char env[ENV_MAX];
-	char path[64];
-	ssize_t n;
-	int fd;
-	bool ok = true;
+	struct select_proc p;
+	size_t n;
 
 	if (!opt->nmatch_env && (!trigger || !trigger->nsel))
 		return true;
-	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	n = read_env(pid, env);
+	if (!n || !env_selected(opt, env, n))
 		return false;
-	n = read(fd, env, ENV_MAX - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	env[n] = 0;
-	for (int i = 0; i < opt->nmatch_env && ok; i++)
-		ok = env_has(env, (size_t)n, opt->match_env[i]);
-	if (!ok || !trigger || !trigger->nsel)
-		return ok;
-	for (int i = 0; i < trigger->nsel; i++)
-		if (sel_matches(env, (size_t)n, &trigger->sel[i]))
-			return true;
-	return false;
+	labels_of(env, n, &p);
+	return select_matches(&p, trigger);
+}
+
+int select_scan(const struct options *opt, struct select_proc *out, int max)
+{
+	static char env[ENV_MAX];
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && n < max) {
+		int pid = atoi(de->d_name);
+		size_t len;
+
+		if (pid <= 0 || pid == getpid() || !(len = read_env(pid, env)) ||
+		    !env_selected(opt, env, len) || !target_maps(pid, "libtorch_cpu.so"))
+			continue;
+		out[n].pid = pid;
+		labels_of(env, len, &out[n++]);
+	}
+	closedir(d);
+	return n;
 }

@@ -3,9 +3,11 @@
 #include "lib/log.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define HELD_MAX (1 << 20) /* past this, held lines go out as they come */
 
@@ -97,4 +99,81 @@ void log_set_verbose(bool v)
 bool log_verbose(void)
 {
 	return verbose;
+}
+
+#define LIMIT_S 60
+
+static uint64_t mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec + 1; /* never 0: 0 is "never said" */
+}
+
+/* "N more <what> since the last such line (kind: n, ...)" into b; with
+ * l->lock held. */
+static void tally(const struct log_limit *l, char *b, size_t len)
+{
+	size_t o = (size_t)snprintf(b, len, "%lu more %s since the last such line (",
+				    (unsigned long)l->unsaid, l->what);
+
+	for (int i = 0; i < l->nkinds && o < len; i++)
+		o += (size_t)snprintf(b + o, len - o, "%s%s: %lu", i ? ", " : "", l->kinds[i].kind,
+				      (unsigned long)l->kinds[i].n);
+	if (o < len)
+		snprintf(b + o, len - o, ")");
+}
+
+static void forget(struct log_limit *l, uint64_t now)
+{
+	l->said_s = now;
+	l->unsaid = 0;
+	l->nkinds = 0;
+}
+
+void log_limited(struct log_limit *l, const char *kind, const char *fmt, ...)
+{
+	char line[1024], more[512] = "";
+	uint64_t now = mono_s();
+	va_list ap;
+	int i;
+
+	pthread_mutex_lock(&l->lock);
+	if (l->said_s && now - l->said_s < LIMIT_S) {
+		for (i = 0; i < l->nkinds && strcmp(l->kinds[i].kind, kind); i++)
+			;
+		if (i == l->nkinds && i < LOG_LIMIT_KINDS)
+			snprintf(l->kinds[l->nkinds++].kind, sizeof(l->kinds[0].kind), "%s", kind);
+		else if (i == l->nkinds) /* the table is full: the last kind takes the rest */
+			snprintf(l->kinds[--i].kind, sizeof(l->kinds[0].kind), "other");
+		l->kinds[i].n++;
+		l->unsaid++;
+		pthread_mutex_unlock(&l->lock);
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (l->unsaid)
+		tally(l, more, sizeof(more));
+	/* One write: the line stays whole beside other threads' lines. */
+	fprintf(stderr, "ptbpf: %s%s%s%s (said at most once a minute)\n", l->prefix, line,
+		more[0] ? "; before it, " : "", more);
+	forget(l, now);
+	pthread_mutex_unlock(&l->lock);
+}
+
+void log_limited_flush(struct log_limit *l, bool at_exit)
+{
+	char more[512];
+	uint64_t now = mono_s();
+
+	pthread_mutex_lock(&l->lock);
+	if (l->unsaid && (at_exit || now - l->said_s >= LIMIT_S)) {
+		tally(l, more, sizeof(more));
+		fprintf(stderr, "ptbpf: %s%s\n", l->prefix, more);
+		forget(l, now);
+	}
+	pthread_mutex_unlock(&l->lock);
 }

@@ -8,9 +8,9 @@
 #define _GNU_SOURCE
 #include "offline/report.h"
 
-#include <stdarg.h>
 #include <string.h>
 
+#include "lib/text.h"
 #include "offline/report_data.h"
 
 /* Each loss counter: what it counts, and why those were lost. */
@@ -60,19 +60,6 @@ static int64_t attr(const struct report *r, const char *key)
 	return v;
 }
 
-static void append(char *b, size_t len, size_t *o, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (*o + 1 >= len)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(b + *o, len - *o, fmt, ap);
-	va_end(ap);
-	*o = n < 0 ? *o : *o + n < len ? *o + n : len - 1;
-}
-
 bool report_loss_line(const struct report *r, char *b, size_t len)
 {
 	int64_t read = attr(r, "op_begins_read"), ops = read; /* and every op lost: the job's */
@@ -88,13 +75,13 @@ bool report_loss_line(const struct report *r, char *b, size_t len)
 
 		if (v <= 0)
 			continue;
-		append(b, len, &o, "%s%ld %s", n++ ? "; " : "LOST: ", (long)v, losses[i].what);
+		text_append(b, len, &o, "%s%ld %s", n++ ? "; " : "LOST: ", (long)v, losses[i].what);
 		if (!strcmp(losses[i].what, "ops") && read >= 0)
-			append(b, len, &o, " (%.1f%% of %ld)", 100.0 * v / ops, (long)ops);
-		append(b, len, &o, ": %s", losses[i].why);
+			text_append(b, len, &o, " (%.1f%% of %ld)", 100.0 * v / ops, (long)ops);
+		text_append(b, len, &o, ": %s", losses[i].why);
 	}
 	if (n)
-		append(b, len, &o, ". Every count below is of what was recorded.");
+		text_append(b, len, &o, ". Every count below is of what was recorded.");
 	return n > 0;
 }
 
