@@ -4,7 +4,9 @@
 # sanitizer runtimes: libclang-rt-14-dev) need on Debian 12 (as root), the
 # report page's tests included (chromium, headless, driven through the
 # DevTools protocol with python3-websocket) and the man page's (man-db,
-# groff-base: docs/ptbpf.8 renders without warnings):
+# groff-base: docs/ptbpf.8 renders without warnings); the daemon's port links
+# OpenSSL (TLS), libxcrypt (bcrypt) and libyaml (its web config) statically,
+# and its tests make certificates (openssl) and a network namespace's address (ip):
 # libbpf 1.4.6 and bpftool from bookworm-backports (bookworm's libbpf 1.1
 # lacks uprobe.multi), everything else from bookworm. libelf stays at
 # bookworm's 0.188: backports' 0.192 libelf.a cannot be linked statically.
@@ -27,6 +29,7 @@ apt-get install -y -q --allow-downgrades make gcc g++ clang llvm libclang-rt-14-
 	libelf1/bookworm zlib1g-dev libzstd-dev libcapstone-dev protobuf-compiler \
 	python3-protobuf python3-pytest python3-torch libtorch-dev python3-bpfcc libamdhip64-dev \
 	linux-headers-amd64 util-linux procps strace binutils libevent-dev libjson-c-dev \
+	libssl-dev libcrypt-dev libyaml-dev openssl iproute2 \
 	prometheus prometheus-alertmanager \
 	chromium python3-websocket man-db groff-base
 
