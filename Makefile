@@ -29,7 +29,7 @@ USER_SRCS := $(wildcard user/*.c) $(foreach d,$(USER_DIRS),$(wildcard user/$(d)/
 OBJ := $(OUTPUT)/obj
 USER_OBJS := $(patsubst user/%.c,$(OBJ)/%.o,$(USER_SRCS))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/%,$(wildcard tests/unit/test_*.c))
-TESTPROGS := $(OUTPUT)/simfail $(OUTPUT)/cuda_rt $(OUTPUT)/cuda_drv $(OUTPUT)/hip_calls \
+TESTPROGS := $(OUTPUT)/simfail $(OUTPUT)/cuda_rt $(OUTPUT)/cuda_drv $(OUTPUT)/hip_calls $(OUTPUT)/cupti_race \
 	     $(OUTPUT)/stubs/libcuda.so.1 $(OUTPUT)/inject_target $(OUTPUT)/vfork_hold $(OUTPUT)/inject_lib.so \
 	     $(OUTPUT)/stubs/libnccl.so.2 $(OUTPUT)/nccl_calls \
 	     $(OUTPUT)/inject_cli $(OUTPUT)/exit_at_agent.so
@@ -126,6 +126,13 @@ $(OUTPUT)/simfail: tests/progs/simfail.cpp | $(OUTPUT)
 $(OUTPUT)/cuda_rt: tests/progs/cuda_rt.cu | $(OUTPUT)
 	$(call msg,NVCC,$@)
 	$(Q)$(CUDA)/bin/nvcc -O1 -g -cudart shared -Xlinker -rpath -Xlinker $(CUDA)/lib64 $< -o $@
+
+# CUPTI's callbacks changed beside a thread in CUDA calls (tests/gpu):
+# linked against the toolkit's libcupti and libcudart, the job's on the GPU.
+$(OUTPUT)/cupti_race: tests/progs/cupti_race.cu | $(OUTPUT)
+	$(call msg,NVCC,$@)
+	$(Q)$(CUDA)/bin/nvcc -O1 -g -cudart shared -I$(CUDA)/extras/CUPTI/include $< -o $@ \
+		-L$(CUDA)/lib64 -lcupti -Xlinker -rpath -Xlinker $(CUDA)/lib64
 
 # The toolkit's stub libcuda (SONAME libcuda.so.1), found through the rpath.
 $(OUTPUT)/stubs/libcuda.so.1: $(CUDA)/lib64/stubs/libcuda.so

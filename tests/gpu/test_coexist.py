@@ -348,3 +348,46 @@ def test_detaches_inside_on_demand_traces_leave_one_buffer_at_most(tmp_path):
     assert first is not None and sum(a for a, _ in per_run) == 1, (per_run, off)
     later = per_run[first + 1:]
     assert any(b for _, b in later), ("no later run held an anchor to hand back", per_run, off)
+
+
+BUSY_JOB = os.path.join(ROOT, "tests", "workloads", "busy_profiled.py")
+
+
+def test_profiler_after_daemon_windows_over_busy_jobs(tmp_path):
+    """Issue 43's recipe: a daemon's windows (2 s every 4 s, the last cut by
+    SIGINT at 9 s) over a job whose thread is in CUDA calls most of the
+    time, then, 1 s later, the job's own profiler. The agent once switched
+    the runtime callbacks of cudaGetDevice and others off right after
+    switching the whole runtime domain on: a thread inside one of them then
+    kept one correlation id for every later API record, and 1 job in 10 died
+    in its profiler's stop ("inserted.second", collection.cpp:1152; 4 of 4
+    such sessions had one id throughout, H200, 2026-12-02). Six jobs at a
+    time, each with its own daemon (--match-env), three rounds: 18 runs,
+    each with three subscriptions."""
+    failed = []
+    for r in range(3):
+        runs = []
+        for k in range(6):
+            tag = "busy%d-%d-%d" % (os.getpid(), r, k)
+            cue = tmp_path / (tag + ".go")
+            job = Proc([PYTHON, BUSY_JOB, str(cue)],
+                       env=dict(os.environ, PTBPF_TEST_BUSY=tag, PYTHONFAULTHANDLER="1"))
+            runs.append([tag, cue, job, None])
+        for run in runs:
+            run[2].wait_line("ready", timeout=300)
+            out = tmp_path / run[0]
+            out.mkdir()
+            run[3] = Proc([PTBPF, "daemon", "--out-dir", str(out), "--every", "4s",
+                           "--window", "2s", "--match-env", "PTBPF_TEST_BUSY=" + run[0]])
+        time.sleep(9)
+        for run in runs:
+            run[3].p.send_signal(signal.SIGINT)
+        time.sleep(1)
+        for tag, cue, job, daemon in runs:
+            cue.touch()
+            rc, out, err = job.finish(timeout=300)
+            drc, _, derr = daemon.finish(timeout=120)
+            line = (out.strip().splitlines() or ["(nothing)"])[-1]
+            if rc != 0 or not line.startswith("ok gpu_events") or drc != 0:
+                failed.append((tag, rc, line, drc, err[-2000:], derr[-2000:]))
+    assert failed == [], failed

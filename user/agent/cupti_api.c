@@ -28,6 +28,27 @@ static const CUpti_CallbackId runtime_left_out[] = {
 };
 
 /*
+ * Only switched on, one by one, never off on a live subscription. The agent
+ * once switched the whole runtime domain on, then cudaGetDevice and the
+ * others above off again, while torch calls them all the time; 1 job in
+ * 10 then raised in its own profiler after a few daemon windows
+ * (collection.cpp:1152 "inserted.second"), because every runtime and
+ * driver record of its session carried one correlation id (4 of 4 such
+ * jobs, none of the others; H200, 2026-12-02). Switching callbacks off on
+ * a live subscription while a thread is in the call breaks CUPTI (alone,
+ * in tests/gpu's cupti_race: 10 of 10 processes), subscribing and
+ * unsubscribing does not (0 of 10). The ids are those of the CUPTI the
+ * agent is built with.
+ */
+static bool left_out(CUpti_CallbackId id)
+{
+	for (size_t i = 0; i < sizeof(runtime_left_out) / sizeof(runtime_left_out[0]); i++)
+		if (id == runtime_left_out[i])
+			return true;
+	return false;
+}
+
+/*
  * On the launching thread, at API entry. A runtime call and the driver call
  * it makes share one correlation id; the driver one is skipped then, so
  * each launch costs one probe hit.
@@ -89,11 +110,10 @@ void subscribe_locked(void)
 	if (!ok)
 		agent_report(PTBPF_AGENT_NO_CORRELATION, 0,
 			     "cuptiEnableCallback failed for every launch API");
-	if (api_to_rings && p_enable_domain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API) ==
-	    CUPTI_SUCCESS)
-		for (size_t i = 0; i < sizeof(runtime_left_out) / sizeof(runtime_left_out[0]); i++)
-			p_enable_callback(0, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
-					  runtime_left_out[i]);
+	if (api_to_rings)
+		for (CUpti_CallbackId id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; id++)
+			if (!left_out(id))
+				p_enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
 }
 
 void unsubscribe_locked(void)

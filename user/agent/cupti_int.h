@@ -37,7 +37,6 @@
 	X(cuptiSubscribe_v2, p_subscribe_v2, true)                               \
 	X(cuptiUnsubscribe, p_unsubscribe, false)                                \
 	X(cuptiEnableCallback, p_enable_callback, false)                         \
-	X(cuptiEnableDomain, p_enable_domain, false)                             \
 	X(cuptiActivityRegisterCallbacks, p_register_callbacks, false)           \
 	X(cuptiActivityRegisterTimestampCallback, p_register_timestamp, false)   \
 	X(cuptiActivityEnable, p_enable, false)                                  \
