@@ -289,15 +289,45 @@ static int relro_of(struct dl_phdr_info *info, size_t size, void *ctx)
 	return 0;
 }
 
+/* The dynamic linker's counts of objects ever loaded and unloaded: the
+ * set of objects is the same while both are. */
+struct dl_counts {
+	unsigned long long adds, subs;
+};
+
+static int dl_counts_of(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	struct dl_counts *c = ctx;
+
+	if (size < offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs))
+		return 1; /* a glibc without them: counts stay 0, always walked */
+	c->adds = info->dlpi_adds;
+	c->subs = info->dlpi_subs;
+	return 1; /* the first object tells */
+}
+
+/* The counts as of the last walk (walked: something was hooked since the
+ * last hooks_remove). */
+static struct dl_counts hooked_at;
+static bool walked;
+
 int hooks_install(const struct hook *h, int n)
 {
 	Dl_info di;
 	struct hook_scan hs = { .h = h, .n = n < STUB_MAX - STUB_HOOK0 ? n : STUB_MAX - STUB_HOOK0 };
+	struct dl_counts now = { 0, 0 };
 
 	/* Without stubs a hooked slot could keep pointing into an unloaded
 	 * library: no hooks then. */
 	if (!S || !dladdr((void *)hooks_install, &di))
 		return 0;
+	/* Walking every object's relocations took a torch CUDA process 25 ms:
+	 * only when an object came or went since the last walk. */
+	dl_iterate_phdr(dl_counts_of, &now);
+	if (walked && now.adds && now.adds == hooked_at.adds && now.subs == hooked_at.subs)
+		return npatched;
+	hooked_at = now;
+	walked = true;
 	hs.self = (uintptr_t)di.dli_fbase;
 	for (int i = 0; i < hs.n; i++)
 		inert[STUB_HOOK0 + i] = (uint64_t)(uintptr_t)h[i].real;
@@ -307,6 +337,7 @@ int hooks_install(const struct hook *h, int n)
 
 void hooks_remove(void)
 {
+	walked = false;
 	for (int i = 0; i < npatched; i++) {
 		uintptr_t r[3] = { (uintptr_t)patched[i].slot, 0, 0 };
 
