@@ -116,6 +116,20 @@ int agent_status(struct pt_regs *ctx)
 	return 0;
 }
 
+/* ptbpf_agent_wake(): a thread records while its agent idled, when the
+ * loader reads the op rings seldom: it is woken now, whatever is waiting. */
+SEC("uprobe.multi")
+int agent_wake(struct pt_regs *ctx)
+{
+	struct ptbpf_event *e = reserve_sized(sizeof(*e), STAT_DROP_AGENT_FULL);
+
+	if (!e)
+		return 0;
+	fill(e, EV_AGENT_WAKE, SRC_AGENT, 0, 0);
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
 /*
  * The agent's op rings (user/agent/ops.c) live in the target's memory, and
  * ptbpf reads them every 20 ms; what they hold when the process exits

@@ -39,12 +39,22 @@
  * breakpoint) for as long as ptbpf lives, and the kernel removes it when
  * ptbpf exits or is killed (which can take seconds: so where both see the
  * same pids, the agent also checks ptbpf's pid). When either says ptbpf is
- * gone, the agent switches itself off within PTBPF_AGENT_POLL_MS. A ptbpf that is merely slow or stopped keeps
- * its probe: the agent records on, and what its full rings drop is counted.
+ * gone, the agent switches itself off within PTBPF_AGENT_POLL_MS while the job
+ * works, within PTBPF_AGENT_IDLE_MS while it idles (below). A ptbpf that is
+ * merely slow or stopped keeps its probe: the agent records on, and what its
+ * full rings drop is counted.
+ *
+ * The agent's thread ticks every PTBPF_AGENT_POLL_MS only while something
+ * happens (ops recorded, CUDA calls or GPU records seen, a command within
+ * the last 10 s); otherwise every PTBPF_AGENT_IDLE_MS, so that a job that
+ * idles pays (almost) nothing for being traced. A thread that records
+ * while the agent idles wakes it, and ptbpf's reader with it (the op
+ * rings' descriptor, idle below).
  */
 #define PTBPF_CTL_MAGIC   0x6c74636670627470ULL /* "ptbpfctl" */
 #define PTBPF_CTL_VERSION 2
 #define PTBPF_AGENT_POLL_MS 20
+#define PTBPF_AGENT_IDLE_MS 250
 #define PTBPF_AGENT_MSG_MAX 1024 /* a status message's bytes, NUL included */
 
 enum ptbpf_agent_cmd {
@@ -158,7 +168,7 @@ enum ptbpf_agent_code {
  * among them: ops.
  */
 #define PTBPF_OPS_MAGIC      0x7074627066306f70ULL /* "pto0fbtp" */
-#define PTBPF_OPS_VERSION    6
+#define PTBPF_OPS_VERSION    7
 #define PTBPF_OPS_SLOTS      64
 #define PTBPF_OPS_SLOT_BYTES (4u << 20) /* header included */
 #define PTBPF_OPS_NAME_MAX   111        /* longer names are truncated */
@@ -181,6 +191,12 @@ struct ptbpf_ops_desc {
 	uint64_t clock_steps;     /* 64: ... checks that found it off by over 100 us
 				   * and set it anew (else it is slewed) */
 	uint64_t clock_max_err_ns; /* 72: ... the largest difference found */
+	/* 80: 1 while the agent idles (nothing recorded for a while): ptbpf may
+	 * then read the rings seldom, for the first record written while it is
+	 * set clears it and calls ptbpf_agent_wake() first (the thread that
+	 * clears it also wakes the agent's thread, a futex on this word). */
+	uint32_t idle;
+	uint32_t pad;
 };
 
 /* OPS_CLOCK_TSC: the TSC (invariant), converted in the agent along a line
@@ -417,6 +433,10 @@ struct ptbpf_agent_memset {
  *   ptbpf_agent_status     a state change or failure (enum ptbpf_agent_code),
  *                          a message, and a value (PTBPF_AGENT_OPS_ON: the
  *                          ops rings' descriptor address; else 0).
+ *   ptbpf_agent_wake       on a job thread about to record while the agent
+ *                          idled (ptbpf_ops_desc.idle): ptbpf's reader,
+ *                          which reads the rings seldom then, reads them
+ *                          often again.
  *
  * ptbpf_agent_activate/deactivate let a host program (or a debugger) switch
  * the agent's GPU timeline on and off without ptbpf's control block; such
@@ -428,6 +448,7 @@ void ptbpf_agent_memcpy(const struct ptbpf_agent_memcpy *r);
 void ptbpf_agent_memset(const struct ptbpf_agent_memset *r);
 void ptbpf_agent_dropped(uint64_t since_last, uint64_t total);
 void ptbpf_agent_status(int code, const char *msg, uint64_t value);
+void ptbpf_agent_wake(void);
 void ptbpf_agent_activate(void);
 void ptbpf_agent_deactivate(void);
 

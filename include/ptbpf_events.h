@@ -85,6 +85,9 @@ enum ptbpf_kind {
 				   * among them, since the last such event */
 	EV_CPU_SAMPLE,            /* struct ptbpf_cpu_sample: a CPU sample of a
 				   * traced thread (bpf/samples.bpf.c) */
+	EV_AGENT_WAKE,            /* a thread recorded while its agent idled
+				   * (ptbpf_agent_wake): the loader reads the
+				   * op rings often again; not kept */
 	EV_KIND_MAX, /* (new kinds go last: --raw captures keep the numbers) */
 };
 

@@ -155,8 +155,16 @@ def test_slow_step_opens_one_window_each_held_to_min_gap(tmp_path):
         (tmp_path / "go").write_text("")
         w = done(work)
         assert w["steps"] == 720 and w["max_s"] >= 4
-        time.sleep(1)
-        text = page(port)
+        # 700's window ends 5 steps after it (within a second or so: the
+        # reader's bookkeeping runs once a second, and an agent that idles
+        # answers within 250 ms), and 702 is judged at the next tick after.
+        deadline = time.time() + 20
+        while True:
+            text = page(port)
+            if "ptbpf_window_open 0" in text and 'outcome="rate_limited"} 1' in text or \
+               time.time() > deadline:
+                break
+            time.sleep(0.2)
         daemon.p.send_signal(signal.SIGTERM)
         rc, _, err = daemon.finish(timeout=60)
         assert rc == 0, err

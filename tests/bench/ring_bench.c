@@ -34,6 +34,10 @@ void ptbpf_agent_pystack(uint64_t ts)
 {
 }
 
+void ptbpf_agent_wake(void)
+{
+}
+
 /* rf.c's, filled with the stand-ins below. */
 struct rf_api rfapi;
 

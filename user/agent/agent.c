@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -89,6 +90,11 @@ PROBE_ENTRY void ptbpf_agent_dropped(uint64_t since_last, uint64_t total)
 }
 
 PROBE_ENTRY void ptbpf_agent_status(int code, const char *msg, uint64_t value)
+{
+	PROBE_NOP();
+}
+
+PROBE_ENTRY void ptbpf_agent_wake(void)
 {
 	PROBE_NOP();
 }
@@ -311,46 +317,140 @@ static bool command_locked(uint64_t seq)
 	return cmd == PTBPF_CMD_EXIT;
 }
 
+/* What was recorded or seen: it changes while the job does anything
+ * the agent records. */
+static uint64_t activity_locked(void)
+{
+	return (ops_on ? agent_ops_activity() : 0) + (gpu_on ? cupti_activity() : 0);
+}
+
+/*
+ * The agent's thread yields to the job's: SCHED_IDLE, so that it runs only
+ * where a CPU has nothing else to run and never preempts a thread of the
+ * job, and on any CPU the job may use, not only where the thread that
+ * loaded it was pinned (threads inherit their creator's affinity: a job
+ * pinned to one CPU had the agent's thread take 216 ms of that CPU in a
+ * 6.4 s capture). Best effort: the kernel keeps what it refuses.
+ */
+static void agent_thread_yields(void)
+{
+	struct sched_param none = { 0 };
+	cpu_set_t all;
+
+	pthread_setname_np(pthread_self(), "ptbpf-agent");
+	memset(&all, 0xff, sizeof(all));
+	sched_setaffinity(0, sizeof(all), &all); /* within the job's cpuset */
+	pthread_setschedparam(pthread_self(), SCHED_IDLE, &none);
+}
+
+/*
+ * CUPTI starts threads of its own from the thread that calls it first, and
+ * keeps them for the process's life: they inherit that thread's name,
+ * policy and CPUs, and later serve the job's own profiler too (on the H200
+ * two of them were "ptbpf-agent" at SCHED_IDLE). So while it acts on a
+ * command (switching CUPTI on is one), the agent's thread is as a thread
+ * of the job: the main thread's name, policy and CPUs.
+ */
+static void as_job_thread(void)
+{
+	struct sched_param param = { 0 };
+	cpu_set_t cpus;
+	char name[16] = "";
+	FILE *f = fopen("/proc/self/comm", "re");
+	int policy = sched_getscheduler(getpid());
+
+	if (f) {
+		if (fgets(name, sizeof(name), f))
+			name[strcspn(name, "\n")] = 0;
+		fclose(f);
+	}
+	if (name[0])
+		pthread_setname_np(pthread_self(), name);
+	if (!sched_getaffinity(getpid(), sizeof(cpus), &cpus))
+		sched_setaffinity(0, sizeof(cpus), &cpus);
+	sched_getparam(getpid(), &param);
+	if (policy >= 0)
+		pthread_setschedparam(pthread_self(), policy, &param);
+}
+
+/* How long the thread waits before its next tick: quick while something
+ * happens or a command came lately, PTBPF_AGENT_IDLE_MS otherwise. */
+#define QUIET_NS   200000000LL   /* on, nothing recorded for this long: idle */
+#define AWAKE_NS   1000000000LL  /* after a command: quick this long */
+#define STARTUP_NS 10000000000LL /* just loaded: a ptbpf is about to switch it on */
+
+struct ticks {
+	uint64_t seen;       /* the last command's seq */
+	uint64_t act;        /* activity_locked() when it last changed */
+	int64_t busy_until;  /* quick until then */
+	int64_t quiet_since; /* when activity last changed */
+	bool idle;           /* nothing recorded since QUIET_NS */
+};
+
+/* One tick: ptbpf's command, its life, CUPTI's and the op recorder's
+ * upkeep; true when the thread is to end. */
+static bool tick_locked(struct ticks *t, uint64_t seq, int64_t now)
+{
+	struct ptbpf_agent_ctl *c = &ptbpf_agent_ctl;
+	bool done = false;
+	uint64_t a;
+
+	if (seq != t->seen) {
+		t->seen = seq;
+		t->busy_until = now + AWAKE_NS;
+		done = command_locked(seq);
+	}
+	if (active && active_by_ctl && !ptbpf_alive()) {
+		deactivate_locked("ptbpf is gone (its probe was removed)");
+		c->state = PTBPF_STATE_DORMANT;
+	}
+	a = active ? activity_locked() : 0;
+	if (a != t->act || now < t->busy_until) {
+		t->act = a;
+		t->quiet_since = now;
+	}
+	t->idle = now - t->quiet_since >= QUIET_NS;
+	if (active && gpu_on)
+		cupti_tick(now, t->idle);
+	if (active && ops_on && !t->idle) {
+		agent_ops_busy();
+		agent_ops_clock_tick();
+		agent_ops_prefault();
+	}
+	steps_check_locked(now);
+	return done;
+}
+
 static void *agent_thread(void *arg)
 {
 	struct ptbpf_agent_ctl *c = &ptbpf_agent_ctl;
-	uint64_t seen = 0;
-	int64_t busy_until = 0;
+	struct ticks t = { .busy_until = agent_now(CLOCK_MONOTONIC) + STARTUP_NS };
 	bool done = false;
 
-	pthread_setname_np(pthread_self(), "ptbpf-agent");
+	agent_thread_yields();
 	c->agent_tid = (uint32_t)gettid();
-	/* Just loaded: a ptbpf that injected it is about to switch it on (the
-	 * attach waits for that), so quick at first too. */
-	busy_until = agent_now(CLOCK_MONOTONIC) + 10000000000LL;
 	while (!done) {
 		int64_t now = agent_now(CLOCK_MONOTONIC);
 		uint64_t seq = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
-		/* Quick while something happens; dormant, 10 wake-ups a second. */
-		long ms = active || now < busy_until ? PTBPF_AGENT_POLL_MS : 100;
+		bool command = seq != t.seen, recording;
 
+		if (command)
+			as_job_thread();
 		pthread_mutex_lock(&state_lock);
-		if (!process_exiting) {
-			if (seq != seen) {
-				seen = seq;
-				busy_until = now + 10000000000LL;
-				done = command_locked(seq);
-			}
-			if (active && active_by_ctl && !ptbpf_alive()) {
-				deactivate_locked("ptbpf is gone (its probe was removed)");
-				c->state = PTBPF_STATE_DORMANT;
-			}
-			if (active && gpu_on)
-				cupti_tick(now);
-			if (active && ops_on) {
-				agent_ops_clock_tick();
-				agent_ops_prefault();
-			}
-			steps_check_locked(now);
-		}
+		if (!process_exiting)
+			done = tick_locked(&t, seq, now);
+		recording = active && ops_on;
 		pthread_mutex_unlock(&state_lock);
-		if (!done)
-			nanosleep(&(struct timespec){ 0, ms * 1000000L }, NULL);
+		if (command)
+			agent_thread_yields();
+		if (done)
+			break;
+		/* Idle and recording ops: the first record wakes it (ops.c). */
+		if (t.idle && recording)
+			agent_ops_idle(t.act, PTBPF_AGENT_IDLE_MS);
+		else
+			nanosleep(&(struct timespec){ 0, (t.idle ? PTBPF_AGENT_IDLE_MS :
+							  PTBPF_AGENT_POLL_MS) * 1000000L }, NULL);
 	}
 	return NULL;
 }

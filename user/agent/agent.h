@@ -173,6 +173,14 @@ const struct ptbpf_ops_desc *agent_ops_start(char *why, size_t len, bool shapes,
 void agent_ops_clock_tick(void);
 /* From the agent's thread: ring pages the writers reach next, faulted in. */
 void agent_ops_prefault(void);
+/* What the threads recorded, or tried to: changes with every record. */
+uint64_t agent_ops_activity(void);
+/* From the agent's thread, nothing recorded for a while (activity is what
+ * agent_ops_activity said then): tells ptbpf it idles and waits up to ms,
+ * or until a thread records (which wakes ptbpf's reader too). */
+void agent_ops_idle(uint64_t activity, long ms);
+/* Recording again (or stopping): not idle. */
+void agent_ops_busy(void);
 /* Stops recording and removes the callbacks. */
 void agent_ops_stop(void);
 /* At process exit: stops recording and waits (250 ms at most) until
@@ -256,8 +264,13 @@ static inline uint64_t agent_clock_ns(void)
  * gives the job's own buffer callbacks when ptbpf found them. */
 bool cupti_activate(bool api_to_rings, const struct ptbpf_agent_ctl *ctl);
 void cupti_deactivate(void);
-/* Every PTBPF_AGENT_POLL_MS on the agent's thread while active. */
-void cupti_tick(int64_t now);
+/* On the agent's thread while active: every PTBPF_AGENT_POLL_MS, or every
+ * PTBPF_AGENT_IDLE_MS while idle (nothing recorded or seen lately: then no
+ * flush, no clock calibration). */
+void cupti_tick(int64_t now, bool idle);
+/* What CUPTI showed of the job: CUDA calls, GPU records, its own calls into
+ * libcupti; changes whenever any happens. */
+uint64_t cupti_activity(void);
 /* At unload: the buffer pool goes. */
 void cupti_unload(void);
 

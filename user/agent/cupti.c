@@ -410,7 +410,13 @@ void cupti_deactivate(void)
 	activity_counts_report();
 }
 
-void cupti_tick(int64_t now)
+uint64_t cupti_activity(void)
+{
+	return atomic_load(&job_calls) + activity_records() +
+	       atomic_load_explicit(&api_calls_seen, memory_order_relaxed);
+}
+
+void cupti_tick(int64_t now, bool idle)
 {
 	static int64_t next_find;
 	uint64_t calls = atomic_load(&job_calls);
@@ -453,11 +459,13 @@ void cupti_tick(int64_t now)
 		}
 	} else if (o == OWN_US && atomic_load(&foreign_seen)) {
 		yield_locked(false, "its kinds in the agent's buffers");
-	} else if (o == OWN_US && now >= next_flush) {
+	} else if (o == OWN_US && now >= next_flush && !idle) {
 		/* Deliver what the GPU finished, about 200 ms late: a plain
 		 * flush hands over partly filled buffers too, those whose
 		 * records are all complete (a forced one from this thread
-		 * can keep CUPTI's device buffers, above). */
+		 * can keep CUPTI's device buffers, above). Not while idle:
+		 * nothing was launched (what a full buffer holds comes
+		 * without a flush, the rest at the next one or at detach). */
 		calibrate();
 		flush_locked(0);
 		next_flush = now + FLUSH_NS;

@@ -163,6 +163,13 @@ void activity_counts_reset(void)
 	atomic_store(&n_graph_kernels, 0);
 }
 
+uint64_t activity_records(void)
+{
+	return atomic_load_explicit(&n_kernels, memory_order_relaxed) +
+	       atomic_load_explicit(&n_memcpys, memory_order_relaxed) +
+	       atomic_load_explicit(&n_memsets, memory_order_relaxed);
+}
+
 void activity_counts_report(void)
 {
 	/* Kernels of CUDA graphs recorded by every agent in this process: CUPTI

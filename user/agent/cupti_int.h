@@ -114,6 +114,8 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, 
 			       size_t valid);
 /* The counters of an activation: zeroed at its start, told at its end. */
 void activity_counts_reset(void);
+/* The records emitted so far (kernels, copies, sets): activity. */
+uint64_t activity_records(void);
 void activity_counts_report(void);
 
 /* CUPTI's clock onto CLOCK_MONOTONIC: a fresh baseline (at each take of
@@ -129,6 +131,8 @@ bool clock_is_default(void);
 /* --- cupti_api.c --- */
 
 extern CUpti_SubscriberHandle subscriber;
+/* CUDA calls the callbacks saw (racy: counts only that calls come). */
+extern _Atomic uint64_t api_calls_seen;
 
 /* Subscribes unless another tool holds CUPTI's one subscriber. */
 void subscribe_locked(void);

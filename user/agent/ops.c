@@ -27,7 +27,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -143,10 +145,16 @@ static struct ptbpf_ops_slot *thread_slot(void)
 	return NO_SLOT;
 }
 
+/* The ring's tail when this thread last called ptbpf_agent_wake for a
+ * ring a quarter full (+1: 0 is never a tail seen then). */
+static TLS uint64_t my_woke_at;
+
 /* Room for a record of size bytes in ring s (after a pad if it would
  * not fit before the ring's end), or NULL if the ring is full. *end is
  * where the head goes once the record is written, *pos where that is in
- * the ring (commit). */
+ * the ring (commit). A ring past a quarter full calls ptbpf_agent_wake (once
+ * until ptbpf reads it again): ptbpf's reader, which yields the CPU to the
+ * job's threads, is behind and takes its own back to read (lib/yield.h). */
 static struct ptbpf_ops_rec *reserve_rec(struct ptbpf_ops_slot *s, uint32_t size,
 					 uint64_t *end, uint64_t *pos)
 {
@@ -155,6 +163,12 @@ static struct ptbpf_ops_rec *reserve_rec(struct ptbpf_ops_slot *s, uint32_t size
 	uint64_t at = my_pos, skip = ring_cap - at < size ? ring_cap - at : 0;
 	struct ptbpf_ops_rec *r;
 
+	/* Once per read of ptbpf's: a reader that read since is woken
+	 * again when it falls behind again. */
+	if (__builtin_expect(head - tail > ring_cap / 4, 0) && my_woke_at != tail + 1) {
+		my_woke_at = tail + 1;
+		ptbpf_agent_wake();
+	}
 	if (head + skip + size - tail > ring_cap)
 		return NULL;
 	if (skip >= sizeof(*r)) {
@@ -174,6 +188,16 @@ static void commit(struct ptbpf_ops_slot *s, uint64_t end, uint64_t pos)
 	my_pos = pos;
 }
 
+/* The first record while the agent idles: ptbpf's reader and the agent's
+ * thread read and tick often again (agent_ops_idle). */
+static void wake(void)
+{
+	if (!__atomic_exchange_n(&desc.idle, 0, __ATOMIC_ACQ_REL))
+		return;
+	ptbpf_agent_wake();
+	syscall(SYS_futex, &desc.idle, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 /* Writes a record into this thread's ring; its timestamp, or 0 if it was
  * not written. */
 static uint64_t put(uint8_t type, uint8_t scope, const void *rf, int64_t seq,
@@ -184,6 +208,8 @@ static uint64_t put(uint8_t type, uint8_t scope, const void *rf, int64_t seq,
 	struct ptbpf_ops_rec *r;
 	uint64_t end, pos, ts;
 
+	if (__builtin_expect(__atomic_load_n(&desc.idle, __ATOMIC_RELAXED), 0))
+		wake();
 	if (s == NO_SLOT) {
 		__atomic_fetch_add(&desc.no_slot, 1, __ATOMIC_RELAXED);
 		if (type == OPS_REC_BEGIN)
@@ -575,6 +601,50 @@ void agent_ops_prefault(void)
 	}
 }
 
+/* What the threads recorded, or tried to: it changes with every record. */
+uint64_t agent_ops_activity(void)
+{
+	uint64_t n = __atomic_load_n(&desc.no_slot, __ATOMIC_RELAXED);
+
+	for (uint32_t i = 0; i < desc.nslots && slot_mem; i++) {
+		const struct ptbpf_ops_slot *s =
+			(const struct ptbpf_ops_slot *)(slot_mem + (size_t)i * desc.slot_bytes);
+
+		n += __atomic_load_n(&s->written, __ATOMIC_RELAXED) +
+		     __atomic_load_n(&s->dropped, __ATOMIC_RELAXED);
+	}
+	return n;
+}
+
+/*
+ * The agent idles (nothing recorded for a while): desc.idle tells ptbpf,
+ * which then reads the rings seldom, and the first record written after
+ * it wakes both (wake()). A record written as it is set may not see it;
+ * the next one does. Returns at once if a record came after activity was
+ * last seen (then it is not idle), else waits on desc.idle for up to ms.
+ */
+void agent_ops_idle(uint64_t activity, long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	if (!slot_mem || !atomic_load(&recording)) {
+		nanosleep(&ts, NULL);
+		return;
+	}
+	__atomic_store_n(&desc.idle, 1, __ATOMIC_SEQ_CST);
+	if (agent_ops_activity() != activity) {
+		__atomic_store_n(&desc.idle, 0, __ATOMIC_RELEASE);
+		return;
+	}
+	syscall(SYS_futex, &desc.idle, FUTEX_WAIT_PRIVATE, 1, &ts, NULL, 0);
+}
+
+/* Not idle (any longer): recording, or about to stop. */
+void agent_ops_busy(void)
+{
+	__atomic_store_n(&desc.idle, 0, __ATOMIC_RELEASE);
+}
+
 /* The clock's line kept near CLOCK_MONOTONIC, and how near, for ptbpf. */
 void agent_ops_clock_tick(void)
 {
@@ -611,6 +681,7 @@ void agent_ops_exit(void)
 
 void agent_ops_stop(void)
 {
+	agent_ops_busy();
 	if (atomic_exchange(&recording, 0))
 		stopped_since_start = true;
 	for (int i = 0; i < nhandles; i++)

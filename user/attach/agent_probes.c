@@ -199,6 +199,11 @@ static int attach_agent(struct agent_probes *d, const struct target *t)
 	if (!err)
 		err = attach_one(d, d->skel->progs.agent_status, t->pid, lib.attach_path, ef,
 				 "ptbpf_agent_status", 0);
+	/* An agent of an older ptbpf lacks it (and its op rings are of
+	 * another version: ptbpf reads none). */
+	if (!err)
+		attach_one(d, d->skel->progs.agent_wake, t->pid, lib.attach_path, ef,
+			   "ptbpf_agent_wake", 0);
 	/* Only where Python stacks are wanted; an agent of an older ptbpf
 	 * lacks the point and gets none. */
 	if (!err && strstr(d->ops_words, OPS_WORD_STACKS) &&

@@ -419,16 +419,31 @@ void target_close(struct target *t)
 }
 
 /* Field 22 of /proc/PID/stat, counted after the comm's ')'. */
-unsigned long long target_start_time(int pid)
+/* Field n (1-based, as proc(5) numbers them; n > 3) of /proc/PID/stat, 0 if
+ * it cannot be read. */
+static unsigned long long stat_field(int pid, int n)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long st = 0;
+	char path[64], buf[1024], *p, *save = NULL;
+	int i = 3;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (read_file(path, buf, sizeof(buf)) > 0 && (p = strrchr(buf, ')')))
-		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
-		       "%*d %*d %*d %llu", &st);
-	return st;
+	if (read_file(path, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))
+		return 0;
+	strtok_r(p + 1, " ", &save); /* field 3, the state */
+	while ((p = strtok_r(NULL, " ", &save)))
+		if (++i == n)
+			return strtoull(p, NULL, 10);
+	return 0;
+}
+
+unsigned long long target_start_time(int pid)
+{
+	return stat_field(pid, 22);
+}
+
+unsigned long long target_vm_size(int pid)
+{
+	return stat_field(pid, 23);
 }
 
 /* /proc/PID/mem reads 0 bytes once its image has no users left. */

@@ -43,6 +43,10 @@ struct target {
 				   * (--gpu-timeline) */
 	bool ops_from_agent;      /* set by main: its agent records ops (and,
 				   * with CUPTI on, CUDA API calls) */
+	/* Set by main: target_vm_size, and whether its agent made the CUDA
+	 * calls' records, at the last scan of its maps for new libraries. */
+	unsigned long long vm_scanned;
+	bool calls_scanned;
 };
 
 /* Fills t for pid; on error writes one line into err and returns -errno. */
@@ -51,6 +55,9 @@ void target_close(struct target *t);
 /* The process's start time (clock ticks since boot), 0 if unreadable: with
  * the pid, a name no later process shares. */
 unsigned long long target_start_time(int pid);
+/* Its virtual memory size: it changes as objects are mapped (a library
+ * loaded), so a rescan of its maps is needed only when it did. */
+unsigned long long target_vm_size(int pid);
 /* The value of a label ("RANK" -> "0"), or NULL. */
 const char *target_label(const struct target *t, const char *key);
 /* Finds the first file mapping whose basename starts with prefix and opens

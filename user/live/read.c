@@ -48,6 +48,8 @@ int read_bpf_record(void *ctx, void *data, size_t size)
 	const struct ptbpf_event *e = data;
 
 	s->received++;
+	if (size >= sizeof(*e) && e->kind == EV_AGENT_WAKE)
+		return 0; /* it woke the reader: that was all */
 	if (size >= sizeof(*e) && e->kind == EV_EXEC) {
 		bool traced = targets_exec(s, (int)e->pid);
 

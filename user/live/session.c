@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 
 #include "lib/log.h"
+#include "lib/yield.h"
 #include "version.h"
 #include "attach/agent_probes.h"
 #include "attach/claim.h"
@@ -70,27 +71,75 @@ uint64_t session_lost(const uint64_t st[STAT_MAX])
 	       st[STAT_DROP_PY_CODE] + st[STAT_DROP_RPC_FULL] + st[STAT_DROP_CPU_SAMPLE];
 }
 
+/* Nothing read from the op rings for this long, and every agent idles:
+ * the reader waits READER_IDLE_MS between reads (a job that idles pays
+ * nothing for the reader's wake-ups: 40-60 us of CPU each on the CI VM). */
+#define READER_QUIET_NS 300000000ull
+#define READER_IDLE_MS  1000
+/* Op records in one read that say the reader is behind: it reads again at
+ * once, at its own priority (a yielding reader lost records to full rings
+ * where 2 threads wrote 1 M records/s each on the CI VM's 2 CPUs). */
+#define READER_BEHIND   10000
+
+/*
+ * How long the next read may wait. Op rings hold 4 MiB a thread: read
+ * every 20 ms, and at once again while a read brings much (a thread
+ * writing 2 M records/s fills its ring in about 50 ms); without op rings
+ * every 100 ms is enough. Once the rings brought nothing for
+ * READER_QUIET_NS and every agent idles, READER_IDLE_MS: the first op
+ * record wakes the reader (ptbpf_agent_wake), and the BPF rings wake it
+ * at their threshold (the kernel view's records of a quiet job, a
+ * thread's few switches, need no reader at once).
+ */
+static int next_wait(struct session *s, int64_t got, uint64_t *quiet_since, uint64_t due)
+{
+	uint64_t now = now_ns();
+
+	if (got > 0) {
+		*quiet_since = now;
+		return got > READER_BEHIND ? 1 : 20;
+	}
+	if (now - *quiet_since < READER_QUIET_NS || (s->opsr && !ops_rings_idle(s->opsr)))
+		return s->reorder ? 20 : 100;
+	/* Not past what is due: the second's bookkeeping (a window's end), -d. */
+	if (due <= now)
+		return 1;
+	return (due - now) / 1000000 < READER_IDLE_MS ? (int)((due - now) / 1000000) + 1 :
+							READER_IDLE_MS;
+}
+
 int session_loop(struct session *s)
 {
 	uint64_t start = now_ns(), last_status = start, last_events = 0, last_scan = start;
 	uint64_t deadline = s->opt.duration_s ? start + s->opt.duration_s * 1000000000ull : 0;
-	int wait_ms = 20, ret = 0;
+	uint64_t quiet_since = start;
+	int wait_ms = 20, ret = 0, rings[2], nrings = 0;
+	bool behind = false;
 
 	s->cpu_at_trace_start = cpu_seconds();
+	rings[nrings++] = bpf_map__fd(s->skel->maps.events);
+	if (s->schedv)
+		rings[nrings++] = sched_probes_ring_fd(s->sched);
+	s->yielded = !yield_watch_start(rings, nrings);
 
 	while (!exiting) {
-		/* Op rings hold 4 MiB a thread: read them every 20 ms, and at
-		 * once again while a read brings much (a thread writing 2 M
-		 * records/s fills its ring in about 50 ms). Without op rings
-		 * every 100 ms is enough. */
-		int64_t got = read_pump(s, s->reorder ? wait_ms : 100);
+		int64_t got;
+
+		/* Reading, ordering and writing take what CPU the job leaves,
+		 * unless the reader is behind; the bookkeeping below (attaches
+		 * stop a process) does not. */
+		yield_read_begin(behind);
+		got = read_pump(s, wait_ms);
+		yield_read_end();
+		behind = got > READER_BEHIND;
 
 		if (got < 0) {
 			log_msg("reading the ring buffer failed: %s; stopping\n", strerror(-got));
 			ret = -1;
 			break;
 		}
-		wait_ms = got > 10000 ? 1 : 20;
+		wait_ms = next_wait(s, got, &quiet_since, deadline && deadline < last_status +
+				    1000000000ull ? deadline : last_status + 1000000000ull);
 		for (int i = 0; i < s->npending; i++)
 			targets_add(s, s->pending_forks[i], true);
 		s->npending = 0;
@@ -130,13 +179,12 @@ int session_loop(struct session *s)
 				if (s->targets[i].pidfd < 0)
 					continue;
 				target_claim_answer(&s->targets[i]);
-				targets_scan_gpu(s, &s->targets[i]);
-				if (s->agents && agent_probes_scan(s->agents, &s->targets[i], false) == 1)
-					targets_wait_for_agent(s, s->targets[i].pid);
+				targets_rescan(s, &s->targets[i]);
 			}
 			last_scan = now_ns();
 		}
 	}
+	yield_watch_stop();
 	if (isatty(2))
 		fputc('\n', stderr);
 	return ret;

@@ -46,6 +46,7 @@ struct session {
 	struct ops_rings *opsr;
 	struct reorder *reorder;
 	uint64_t received;       /* records read from the BPF ring buffer */
+	bool yielded;            /* the reader yielded to the job (lib/yield.h) */
 	uint64_t exit_chunks;    /* op-ring bytes sent by the _exit probe (EV_OPS_CHUNK) */
 	struct sched_probes *sched;   /* the kernel view's programs (NULL: --no-sched) */
 	struct sched_view *schedv;    /* ... their records into the trace */
@@ -164,6 +165,9 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone);
 void targets_scan_all(struct session *s);
 void targets_attach_mapped(struct session *s);
 void targets_scan_gpu(struct session *s, const struct target *t);
+/* Every 500 ms: the GPU libraries and the agent where t mapped something
+ * since the last look. */
+void targets_rescan(struct session *s, struct target *t);
 bool targets_wait_for_agent(struct session *s, int pid);
 void targets_watch_new(struct session *s, int pid, uint64_t ts, bool was_traced);
 bool targets_exec(struct session *s, int pid);

@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 
 #include "lib/log.h"
+#include "lib/yield.h"
 #include "attach/gpu_probes.h"
 #include "record/gpu_calls.h"
 #include "record/gpu_timeline.h"
@@ -71,6 +72,14 @@ static void print_own_cost(const struct session *s)
 		return;
 	log_msg("loader peak RSS %.1f MB, CPU %.2f s in all, %.2f s while tracing\n",
 		kb / 1024.0, cpu_seconds(), cpu_seconds() - s->cpu_at_trace_start);
+	if (s->yielded) {
+		uint64_t reads, own;
+
+		yield_counts(&reads, &own);
+		log_msg("reader: %lu of %lu reads at SCHED_IDLE (on CPU the job left), %lu at its "
+			"own priority (behind: records piled up)\n", (unsigned long)(reads - own),
+			(unsigned long)reads, (unsigned long)own);
+	}
 }
 
 static const char *const cost_names[COST_MAX] = {
@@ -156,7 +165,7 @@ static const char *const kind_names[EV_KIND_MAX] = {
 	[EV_RF_END] = "op end (agent)", [EV_RPC] = "rpc message", [EV_MEM] = "memory record",
 	[EV_PY_STACK] = "python stack", [EV_PY_CODE] = "python code object",
 	[EV_OPS_GAP] = "agent ring gap", [EV_OPS_NO_RING] = "agent no free ring",
-	[EV_EXEC] = "exec", [EV_CPU_SAMPLE] = "cpu sample",
+	[EV_EXEC] = "exec", [EV_CPU_SAMPLE] = "cpu sample", [EV_AGENT_WAKE] = "agent wake",
 };
 
 /* Every record the agents wrote is read or went unread with its process;

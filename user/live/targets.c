@@ -174,10 +174,32 @@ bool targets_wait_for_agent(struct session *s, int pid)
 /* Uprobes on the CUDA/HIP/NCCL libraries; only NCCL's when the agent
  * records the CUDA calls (ops from the agent, CUPTI on): the others would
  * only add cost then. */
+static bool calls_from_agent(struct session *s, const struct target *t)
+{
+	return t->ops_from_agent && !t->no_gpu_timeline &&
+	       gpu_timeline_agent_calls(s->dec->timeline, t->pid);
+}
+
 void targets_scan_gpu(struct session *s, const struct target *t)
 {
-	gpu_probes_scan(s->gpu, t->pid, t->ops_from_agent && !t->no_gpu_timeline &&
-			gpu_timeline_agent_calls(s->dec->timeline, t->pid));
+	gpu_probes_scan(s->gpu, t->pid, calls_from_agent(s, t));
+}
+
+void targets_rescan(struct session *s, struct target *t)
+{
+	unsigned long long vm = target_vm_size(t->pid);
+	bool calls = calls_from_agent(s, t);
+
+	/* Only where something was mapped since the last look, or CUDA calls
+	 * stopped coming from the agent: reading a torch process's maps
+	 * twice a second took most of the reader's CPU while the job idled. */
+	if (vm && vm == t->vm_scanned && calls == t->calls_scanned)
+		return;
+	t->vm_scanned = vm;
+	t->calls_scanned = calls;
+	gpu_probes_scan(s->gpu, t->pid, calls);
+	if (s->agents && agent_probes_scan(s->agents, t, false) == 1)
+		targets_wait_for_agent(s, t->pid);
 }
 
 /* --gpu-timeline: in a process that runs NCCL, CUPTI 13.0's activity thread

@@ -51,6 +51,7 @@ struct proc_rings {
 	struct ring_seen ring[PTBPF_OPS_SLOTS];
 	bool clock_tsc;              /* its records came from the TSC (some) */
 	uint64_t clock_checks, clock_steps; /* its agent's, as last read */
+	bool idle;                   /* its agent idled, as last read */
 };
 
 struct ops_rings {
@@ -219,6 +220,14 @@ int ops_rings_add(struct ops_rings *r, const struct target *t, uint64_t desc_add
 	seen_clock(r, p, &p->desc);
 	r->n++;
 	return 0;
+}
+
+bool ops_rings_idle(const struct ops_rings *r)
+{
+	for (int i = 0; i < r->n; i++)
+		if (r->procs[i].state == PROC_LIVE && !r->procs[i].idle)
+			return false;
+	return true;
 }
 
 int ops_rings_count(const struct ops_rings *r)
@@ -516,6 +525,7 @@ static void drain_proc(struct ops_rings *r, struct proc_rings *p, emit_fn emit, 
 		image_gone(r, p);
 		return;
 	}
+	p->idle = desc.idle;
 	seen_no_slot(r, p, desc.no_slot, desc.no_slot_begins, now_mono_ns(), emit, ctx);
 	if (!desc.layout_ok)
 		r->counts.layout_ok = 0;

@@ -12,6 +12,7 @@
 #ifndef PTBPF_OPS_RING_H
 #define PTBPF_OPS_RING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "ptbpf_events.h"
@@ -69,6 +70,9 @@ void ops_rings_exec(struct ops_rings *r, int pid, int (*emit)(void *ctx, void *d
 		    void *ctx);
 /* Whether any process is being read. */
 int ops_rings_count(const struct ops_rings *r);
+/* Whether every process read has its agent idle (ptbpf_ops_desc.idle as
+ * last read): its first record then wakes the reader. */
+bool ops_rings_idle(const struct ops_rings *r);
 /* Processes found gone at an earlier drain, now that the BPF ring was
  * read after it (their exit copy is in): what they took with them unread
  * is counted and marked. */

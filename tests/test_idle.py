@@ -1,0 +1,116 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""A job that idles pays (almost) nothing for being traced, and loses
+nothing when it wakes (issue 43): while nothing is recorded the agent's
+thread ticks every PTBPF_AGENT_IDLE_MS (250 ms) instead of every 20 ms, and
+ptbpf's reader every second; the first record written after that wakes
+both (ptbpf_agent_wake). Counted in wake-ups (/proc/TID/schedstat's
+timeslices), which do not depend on the machine's speed; the CPU time
+itself is a benchmark figure (tests/bench/idle_cost.py, BENCHMARKS.md)."""
+import os
+import signal
+import time
+
+from conftest import PTBPF, PYTHON, Proc, op_ring_totals
+import pftrace
+
+JOB = r"""
+import os, sys, threading, time, torch
+cue = sys.argv[1]
+torch.set_num_threads(1)
+ts = [torch.ones(1) for _ in range(64)]
+
+def adds(count):
+    for _ in range(count):
+        torch._foreach_add(ts, ts)
+
+print("ready", os.getpid(), flush=True)
+k = 0
+while not os.path.exists(os.path.join(cue, "end")):
+    if os.path.exists(os.path.join(cue, "go%d" % k)):
+        threads = [threading.Thread(target=adds, args=(int(sys.argv[2]),)) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print("done", k, flush=True)
+        k += 1
+    time.sleep(0.05)
+"""
+
+
+def slices(pid, tid):
+    """A thread's timeslices so far (schedstat's third field)."""
+    with open("/proc/%d/task/%d/schedstat" % (pid, tid)) as f:
+        return int(f.read().split()[2])
+
+
+def thread_named(pid, name):
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+            if f.read().strip() == name:
+                return int(tid)
+    raise AssertionError("pid %d has no thread %s" % (pid, name))
+
+
+def main_thread_slices(pid):
+    return slices(pid, pid)
+
+
+def test_idle_job_wakes_neither_the_agent_nor_the_reader_often(tmp_path):
+    cue = tmp_path / "cue"
+    cue.mkdir()
+    job = Proc([PYTHON, "-c", JOB, str(cue), "1000"])
+    job.wait_line("ready")
+    t = Proc([PTBPF, "-p", str(job.p.pid), "-o", str(tmp_path / "t.pftrace")])
+    try:
+        t.wait_line("ptbpf: tracing pid", stream="stderr")
+        agent = thread_named(job.p.pid, "ptbpf-agent")
+        # The agent ticks quickly for 1 s after a command, then idles.
+        time.sleep(2)
+        a0, r0 = slices(job.p.pid, agent), main_thread_slices(t.p.pid)
+        time.sleep(10)
+        a1, r1 = slices(job.p.pid, agent), main_thread_slices(t.p.pid)
+        # Idle: 4 ticks a second (40), the reader 1 (10); before, 50 each
+        # a second (500 in 10 s).
+        assert a1 - a0 <= 60, "agent thread: %d wake-ups in 10 s" % (a1 - a0)
+        assert r1 - r0 <= 25, "ptbpf: %d wake-ups in 10 s" % (r1 - r0)
+        with open("/proc/%d/task/%d/stat" % (job.p.pid, agent)) as f:
+            policy = int(f.read().rsplit(")", 1)[1].split()[38])
+        assert policy == 5, "the agent's thread is not SCHED_IDLE (policy %d)" % policy
+    finally:
+        t.p.send_signal(signal.SIGINT)
+        rc, _, err = t.finish(timeout=120)
+        (cue / "end").touch()
+        job.finish(timeout=60)
+    assert rc == 0, err
+
+
+def test_records_after_an_idle_spell_are_all_read(tmp_path):
+    """Bursts of 2 threads x 4,000 _foreach_adds over 64 tensors (about 1 M
+    records a second from each) after 2 s of idling: the first record wakes
+    the reader, which reads every ring before it fills (4 MiB: about 50 ms
+    at that rate)."""
+    n = 4000
+    cue = tmp_path / "cue"
+    cue.mkdir()
+    job = Proc([PYTHON, "-c", JOB, str(cue), str(n)])
+    job.wait_line("ready")
+    out = str(tmp_path / "t.pftrace")
+    t = Proc([PTBPF, "-p", str(job.p.pid), "-o", out, "--no-samples"])
+    try:
+        t.wait_line("ptbpf: tracing pid", stream="stderr")
+        for k in range(3):
+            time.sleep(2)
+            (cue / ("go%d" % k)).touch()
+            job.wait_line("done %d" % k, timeout=120)
+    finally:
+        t.p.send_signal(signal.SIGINT)
+        rc, _, err = t.finish(timeout=120)
+        (cue / "end").touch()
+        job.finish(timeout=60)
+    assert rc == 0, err
+    rings = op_ring_totals(err)
+    assert rings["full"] == 0 and rings["ops_lost"] == 0, err
+    assert rings["written"] == rings["read"], err
+    tr = pftrace.Trace(out)
+    assert sum(1 for s in tr.slices if s.name == "aten::_foreach_add") == 3 * 2 * n
