@@ -34,6 +34,15 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def thread_named(pid, name):
+    """The tid of pid's thread called name."""
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+            if f.read().strip() == name:
+                return int(tid)
+    raise AssertionError("pid %d has no thread %s" % (pid, name))
+
+
 def require(path):
     if not os.path.exists(path):
         pytest.fail("%s is missing: run `make` first" % path)

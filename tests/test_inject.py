@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, PYTHON, Proc, require
+from conftest import BUILD, PYTHON, Proc, require, thread_named
 
 CLI = os.path.join(BUILD, "inject_cli")
 TARGET = os.path.join(BUILD, "inject_target")
@@ -186,14 +186,6 @@ def test_inject_refuses_sigstopped_target(tmp_path):
         p.kill()
     assert rc == 0, stderr
     check_target_output(p.seen + stdout, n)
-
-
-def thread_named(pid, name):
-    for tid in os.listdir("/proc/%d/task" % pid):
-        with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
-            if f.read().strip() == name:
-                return int(tid)
-    raise AssertionError("pid %d has no thread %s" % (pid, name))
 
 
 def call_tid(pid):
