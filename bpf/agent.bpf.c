@@ -117,11 +117,13 @@ int agent_status(struct pt_regs *ctx)
 }
 
 /* ptbpf_agent_wake(): a thread records while its agent idled, when the
- * loader reads the op rings seldom: it is woken now, whatever is waiting. */
+ * loader reads the op rings seldom: it is woken now, whatever is waiting.
+ * Not a record of the job's: neither sent nor lost (a full ring wakes the
+ * loader itself). */
 SEC("uprobe.multi")
 int agent_wake(struct pt_regs *ctx)
 {
-	struct ptbpf_event *e = reserve_sized(sizeof(*e), STAT_DROP_AGENT_FULL);
+	struct ptbpf_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
 	if (!e)
 		return 0;

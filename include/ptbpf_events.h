@@ -87,7 +87,8 @@ enum ptbpf_kind {
 				   * traced thread (bpf/samples.bpf.c) */
 	EV_AGENT_WAKE,            /* a thread recorded while its agent idled
 				   * (ptbpf_agent_wake): the loader reads the
-				   * op rings often again; not kept */
+				   * op rings often again; neither kept nor
+				   * counted as sent */
 	EV_KIND_MAX, /* (new kinds go last: --raw captures keep the numbers) */
 };
 

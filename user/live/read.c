@@ -47,9 +47,9 @@ int read_bpf_record(void *ctx, void *data, size_t size)
 	struct session *s = ctx;
 	const struct ptbpf_event *e = data;
 
-	s->received++;
 	if (size >= sizeof(*e) && e->kind == EV_AGENT_WAKE)
-		return 0; /* it woke the reader: that was all */
+		return 0; /* it woke the reader: that was all (not counted as sent) */
+	s->received++;
 	if (size >= sizeof(*e) && e->kind == EV_EXEC) {
 		bool traced = targets_exec(s, (int)e->pid);
 

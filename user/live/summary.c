@@ -165,7 +165,7 @@ static const char *const kind_names[EV_KIND_MAX] = {
 	[EV_RF_END] = "op end (agent)", [EV_RPC] = "rpc message", [EV_MEM] = "memory record",
 	[EV_PY_STACK] = "python stack", [EV_PY_CODE] = "python code object",
 	[EV_OPS_GAP] = "agent ring gap", [EV_OPS_NO_RING] = "agent no free ring",
-	[EV_EXEC] = "exec", [EV_CPU_SAMPLE] = "cpu sample", [EV_AGENT_WAKE] = "agent wake",
+	[EV_EXEC] = "exec", [EV_CPU_SAMPLE] = "cpu sample",
 };
 
 /* Every record the agents wrote is read or went unread with its process;
