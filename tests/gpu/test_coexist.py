@@ -383,8 +383,9 @@ def test_profiler_after_daemon_windows_over_busy_jobs(tmp_path):
         for run in runs:
             run[3].p.send_signal(signal.SIGINT)
         time.sleep(1)
+        for run in runs:
+            run[1].touch()
         for tag, cue, job, daemon in runs:
-            cue.touch()
             rc, out, err = job.finish(timeout=300)
             drc, _, derr = daemon.finish(timeout=120)
             line = (out.strip().splitlines() or ["(nothing)"])[-1]
