@@ -7,11 +7,20 @@ import time
 
 from conftest import PTBPF, PYTHON, WORKLOAD, Proc, pftrace, require
 
+# Every --all here takes this run's processes only (--match-env), never
+# another test's.
+TAG = str(os.getpid())
+MINE = ["--match-env", "PTBPF_TEST_FLEET=" + TAG]
+
+
+def tagged(**env):
+    return dict(os.environ, PTBPF_TEST_FLEET=TAG, **env)
+
 
 def start_rank(tmp_path, rank, world, steps):
     go = str(tmp_path / ("go%d" % rank))
-    env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
-               MASTER_ADDR="127.0.0.1", TORCHELASTIC_RUN_ID="ptbpf-test")
+    env = tagged(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
+                 MASTER_ADDR="127.0.0.1", TORCHELASTIC_RUN_ID="ptbpf-test")
     p = Proc([PYTHON, WORKLOAD, "mlp", "--steps", str(steps), "--go", go, "--linger", "0.5"],
              env=env)
     p.wait_line("ready")
@@ -23,7 +32,7 @@ def test_all_finds_torch_processes_before_and_after_start(tmp_path):
     steps, world = 20, 3
     trace_path = str(tmp_path / "all.pftrace")
     procs = [start_rank(tmp_path, r, world, steps) for r in range(2)]
-    tracer = Proc([PTBPF, "--all", "-o", trace_path])
+    tracer = Proc([PTBPF, "--all", "-o", trace_path] + MINE)
     try:
         tracer.wait_line("ptbpf: --all: tracing", stream="stderr", timeout=120)
         procs.append(start_rank(tmp_path, 2, world, steps))
@@ -79,8 +88,8 @@ def test_gloo_ddp_two_ranks(tmp_path):
     go = str(tmp_path / "go")
     ranks = []
     for r in range(2):
-        env = dict(os.environ, RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port))
+        env = tagged(RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+                     MASTER_PORT=str(port))
         ranks.append(Proc([PYTHON, os.path.join(os.path.dirname(WORKLOAD), "ddp.py"), "--cpu",
                            "--steps", str(steps), "--go", go], env=env))
     trace_path = str(tmp_path / "ddp.pftrace")
@@ -88,7 +97,7 @@ def test_gloo_ddp_two_ranks(tmp_path):
     try:
         for p in ranks:
             p.wait_line("ready", timeout=120)
-        tracer = Proc([PTBPF, "--all", "--ops", "agent", "-o", trace_path])
+        tracer = Proc([PTBPF, "--all", "--ops", "agent", "-o", trace_path] + MINE)
         tracer.wait_line("ptbpf: --all: tracing 2 processes", stream="stderr", timeout=120)
         open(go, "w").close()
         for p in ranks:
@@ -128,15 +137,14 @@ def test_rpc_requests_joined_across_processes(tmp_path):
     n, port = 5, 29900 + os.getpid() % 90
     go = str(tmp_path / "go")
     workers = [Proc([PYTHON, os.path.join(os.path.dirname(WORKLOAD), "rpc.py"), go, str(n)],
-                    env=dict(os.environ, RANK=str(r), MASTER_ADDR="127.0.0.1",
-                             MASTER_PORT=str(port)))
+                    env=tagged(RANK=str(r), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)))
                for r in range(2)]
     trace_path = str(tmp_path / "rpc.pftrace")
     tracer = None
     try:
         for w in workers:
             w.wait_line("ready", timeout=120)
-        tracer = Proc([PTBPF, "--all", "-o", trace_path])
+        tracer = Proc([PTBPF, "--all", "-o", trace_path] + MINE)
         tracer.wait_line("ptbpf: --all: tracing 2 processes", stream="stderr", timeout=120)
         open(go, "w").close()
         for w in workers:

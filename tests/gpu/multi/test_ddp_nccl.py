@@ -24,7 +24,7 @@ def start_job(tmp_path, port, tag):
     ranks = []
     for r in range(2):
         env = dict(os.environ, RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port))
+                   MASTER_PORT=str(port), PTBPF_TEST_NCCL="%d-%s" % (os.getpid(), tag))
         ranks.append(Proc([PYTHON, DDP, "--steps", str(STEPS), "--go", go], env=env))
     for p in ranks:
         p.wait_line("ready", timeout=300)
@@ -75,7 +75,8 @@ def test_nccl_ddp_all(tmp_path):
     trace = str(tmp_path / "all.pftrace")
     # The GPU timeline is off by default in NCCL processes
     # (docs/blind-spots.md): these checks need its kernels.
-    tracer = Proc([PTBPF, "--all", "--gpu-timeline", "on", "-o", trace])
+    tracer = Proc([PTBPF, "--all", "--gpu-timeline", "on", "-o", trace, "--match-env",
+                   "PTBPF_TEST_NCCL=%d-all" % os.getpid()])
     try:
         tracer.wait_line("ptbpf: --all: tracing 2 processes", stream="stderr", timeout=300)
         open(go, "w").close()
