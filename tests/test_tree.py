@@ -156,3 +156,23 @@ def test_every_file_says_what_it_is():
         if not (head[0].startswith(("// SPDX", "/* SPDX")) and head[1].startswith("/*")):
             silent.append(rel)
     assert silent == []
+
+
+# OS plumbing is written once, in lib/ (bcc libbpf-tools' trace_helpers.c
+# is the model): /proc/PID/maps is read by lib/procmaps.c alone. (file: why)
+MAPS_READERS = {
+    "lib/procmaps.c": "the one reader",
+    "agent/stubs.c": "the agent is a library of its own, loaded into the job: it links "
+                     "nothing of the loader's and reads its own /proc/self/maps",
+}
+
+
+def test_proc_maps_read_in_one_place():
+    """No other file names a /proc/*/maps path to open it (a message that
+    mentions the file is not an open)."""
+    readers = []
+    for rel in sources():
+        with open(os.path.join(USER, rel)) as f:
+            if re.search(r'"/proc/[^"\s]*/maps"', f.read()) and rel not in MAPS_READERS:
+                readers.append(rel)
+    assert readers == []

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The C unit tests (tests/unit/), built by make, run against real inputs:
-the hash table is checked against a brute-force model; the daemon's POST
+the hash table is checked against a brute-force model; the /proc maps
+reader against the test's own mappings; the daemon's POST
 /capture parser against known payloads, its port's head parser against
 good and bad heads; the Perfetto writer
 is decoded by protoc; the report's step table is checked against a
@@ -82,6 +83,13 @@ def test_second_interrupt_line():
     """The line a second Ctrl-C prints (user/attach/leaving.c): what it says
     for each agent state, many processes, a PATH_MAX trace path, one line."""
     run_unit("test_leaving")
+
+
+def test_proc_maps_reader():
+    """The one /proc/PID/maps reader (user/lib/procmaps.c) on the test's own
+    mappings: its executable, an anonymous mapping, files at an offset with
+    blanks in their names, a deleted one, a path near PATH_MAX."""
+    run_unit("test_procmaps")
 
 
 def test_elf_symbols_exit_sites_op_names():

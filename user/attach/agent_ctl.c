@@ -11,13 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "lib/log.h"
 #include "lib/elfsym.h"
+#include "lib/procmaps.h"
 #include "attach/inject.h"
 #include "ptbpf_agent.h"
 #include "attach/target.h"
@@ -91,28 +91,20 @@ static int find_ctl(const char *name, uint64_t addr, uint64_t size, void *ctx)
 /* The lowest and highest address of lib's executable mappings in pid. */
 static int text_range(int pid, const struct target_lib *lib, uint64_t *lo, uint64_t *hi)
 {
-	char path[64], line[PATH_MAX + 256];
-	FILE *f;
+	struct procmaps *m = procmaps_open(pid);
+	struct procmap e;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
+	if (!m)
 		return -errno;
 	*lo = UINT64_MAX;
 	*hi = 0;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long start, end, ino;
-		unsigned int major, minor;
-		char perms[8];
-
-		if (sscanf(line, "%lx-%lx %7s %*x %x:%x %lu", &start, &end, perms, &major, &minor,
-			   &ino) != 6 || ino != lib->ino || makedev(major, minor) != lib->dev ||
-		    perms[2] != 'x')
+	while (procmaps_next(m, &e)) {
+		if (e.inode != lib->ino || e.dev != lib->dev || e.perms[2] != 'x')
 			continue;
-		*lo = start < *lo ? start : *lo;
-		*hi = end > *hi ? end : *hi;
+		*lo = e.start < *lo ? e.start : *lo;
+		*hi = e.end > *hi ? e.end : *hi;
 	}
-	fclose(f);
+	procmaps_close(m);
 	return *hi ? 0 : -ENOENT;
 }
 

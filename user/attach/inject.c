@@ -58,6 +58,7 @@
 #include "attach/inject.h"
 
 #include "lib/elfsym.h"
+#include "lib/procmaps.h"
 #include "attach/inject_prep.h"
 #include "attach/inject_tramp.h"
 #include "attach/target.h"
@@ -76,7 +77,6 @@
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -204,36 +204,23 @@ int inject_symbol_addr(int pid, const char *lib_prefix, const char *sym, uint64_
  * the padding after their code, for the trampoline. */
 static void find_text_ranges(struct inj_session *s)
 {
-	char path[64], line[PATH_MAX + 256];
-	FILE *f;
+	struct procmaps *m = procmaps_open(s->pid);
+	struct procmap e;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", s->pid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long start, end, off;
-		char perms[8];
-		int pos = 0;
-		const char *base;
-
-		if (sscanf(line, "%lx-%lx %7s %lx %*x:%*x %*u %n", &start, &end, perms, &off,
-			   &pos) < 4 || !pos || perms[2] != 'x')
+	while (m && procmaps_next(m, &e)) {
+		if (e.perms[2] != 'x')
 			continue;
-		line[strcspn(line, "\n")] = 0;
-		base = strrchr(line + pos, '/');
-		base = base ? base + 1 : line + pos;
-		if (!strncmp(base, "libc.so.6", 9)) {
-			s->libc_lo = start;
-			s->libc_hi = end;
-			tramp_find_padding(s->pid, start, end, off, &s->pads[0]);
-		} else if (!strncmp(base, "ld-linux-x86-64.so", 18)) {
-			s->ld_lo = start;
-			s->ld_hi = end;
-			tramp_find_padding(s->pid, start, end, off, &s->pads[1]);
+		if (procmap_named(&e, "libc.so.6")) {
+			s->libc_lo = e.start;
+			s->libc_hi = e.end;
+			tramp_find_padding(s->pid, e.start, e.end, e.offset, &s->pads[0]);
+		} else if (procmap_named(&e, "ld-linux-x86-64.so")) {
+			s->ld_lo = e.start;
+			s->ld_hi = e.end;
+			tramp_find_padding(s->pid, e.start, e.end, e.offset, &s->pads[1]);
 		}
 	}
-	fclose(f);
+	procmaps_close(m);
 }
 
 static struct inj_thread *find_thread(struct inj_session *s, int tid)

@@ -7,6 +7,7 @@
 #include "attach/inject_prep.h"
 
 #include "lib/elfsym.h"
+#include "lib/procmaps.h"
 #include "attach/target.h"
 
 #include <errno.h>
@@ -16,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 /* The refusals that need no ptrace: one line each. */
@@ -76,12 +76,13 @@ int inject_preflight(int pid, const char *lib_path, char *err, size_t errlen)
 int inject_lib_symbols(int pid, const char *lib_prefix, const char *const *syms,
 		       uint64_t *addrs, int n, int *bad)
 {
-	char path[64], line[PATH_MAX + 256], err[256];
 	uint64_t file_off[4];
 	struct target_lib lib;
 	struct elf_file *ef;
+	struct procmaps *m;
+	struct procmap e;
 	int ret = 0, found = 0;
-	FILE *f;
+	char err[256];
 
 	*bad = 0;
 	if (n > 4)
@@ -105,27 +106,20 @@ int inject_lib_symbols(int pid, const char *lib_prefix, const char *const *syms,
 	if (ret)
 		return ret;
 	/* The mapping of that inode whose file range holds each symbol. */
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
+	if (!(m = procmaps_open(pid)))
 		return -errno;
-	while (found < n && fgets(line, sizeof(line), f)) {
-		unsigned long start, end, off, ino;
-		unsigned int major, minor;
-		char perms[8];
-
-		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &start, &end, perms, &off,
-			   &major, &minor, &ino) != 7 ||
-		    ino != lib.ino || makedev(major, minor) != lib.dev || perms[2] != 'x')
+	while (found < n && procmaps_next(m, &e)) {
+		if (e.inode != lib.ino || e.dev != lib.dev || e.perms[2] != 'x')
 			continue;
 		for (int i = 0; i < n; i++) {
-			if (addrs[i] || file_off[i] < off || file_off[i] >= off + (end - start))
+			if (addrs[i] || file_off[i] < e.offset ||
+			    file_off[i] >= e.offset + (e.end - e.start))
 				continue;
-			addrs[i] = start + (file_off[i] - off);
+			addrs[i] = e.start + (file_off[i] - e.offset);
 			found++;
 		}
 	}
-	fclose(f);
+	procmaps_close(m);
 	for (int i = 0; i < n; i++)
 		if (!addrs[i]) {
 			*bad = i;

@@ -7,6 +7,7 @@
 #include "attach/inject_tramp.h"
 
 #include "attach/target.h"
+#include "lib/procmaps.h"
 
 #include <cpuid.h>
 #include <elf.h>
@@ -287,38 +288,28 @@ struct inj_mapping {
 
 static int find_mapping(int pid, uint64_t addr, struct inj_mapping *m)
 {
-	char fname[64], line[PATH_MAX + 256];
+	struct procmaps *maps = procmaps_open(pid);
+	struct procmap e;
 	int ret = -ENOENT;
-	FILE *f;
 
-	snprintf(fname, sizeof(fname), "/proc/%d/maps", pid);
-	f = fopen(fname, "re");
-	if (!f)
+	if (!maps)
 		return -errno;
 	memset(m, 0, sizeof(*m));
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long start, end, ino;
-		char perms[8];
-		int pos = 0;
-
-		if (sscanf(line, "%lx-%lx %7s %*x %*x:%*x %lu %n", &start, &end, perms, &ino,
-			   &pos) < 4 || !pos)
-			continue;
-		if (addr < start || addr >= end) {
-			m->prev_end = end;
-			memcpy(m->prev_perms, perms, sizeof(perms));
+	while (procmaps_next(maps, &e)) {
+		if (addr < e.start || addr >= e.end) {
+			m->prev_end = e.end;
+			memcpy(m->prev_perms, e.perms, sizeof(e.perms));
 			continue;
 		}
-		m->start = start;
-		m->end = end;
-		m->ino = ino;
-		memcpy(m->perms, perms, sizeof(perms));
-		line[strcspn(line, "\n")] = 0;
-		snprintf(m->name, sizeof(m->name), "%s", line + pos);
+		m->start = e.start;
+		m->end = e.end;
+		m->ino = e.inode;
+		memcpy(m->perms, e.perms, sizeof(e.perms));
+		snprintf(m->name, sizeof(m->name), "%s", e.path);
 		ret = 0;
 		break;
 	}
-	fclose(f);
+	procmaps_close(maps);
 	return ret;
 }
 

@@ -13,9 +13,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+#include "lib/procmaps.h"
 
 /* The inode of the initial pid namespace (PROC_PID_INIT_INO). */
 #define INIT_PIDNS_INO 0xEFFFFFFCu
@@ -239,43 +240,25 @@ static int open_mapping(int pid, unsigned long start, unsigned long end,
 	return 0;
 }
 
-static const char *basename_of(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
 int target_find_lib(int pid, const char *prefix, struct target_lib *lib)
 {
-	char path[64], line[PATH_MAX + 256];
+	struct procmaps *m = procmaps_open(pid);
+	struct procmap e;
 	int err = -ENOENT;
-	FILE *f;
 
 	lib->fd = -1;
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
+	if (!m)
 		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long start, end, off, ino;
-		unsigned int major, minor;
-		char perms[8];
-		int pos = 0;
-
-		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu %n", &start, &end, perms,
-			   &off, &major, &minor, &ino, &pos) < 7 || !pos || ino == 0)
+	while (procmaps_next(m, &e)) {
+		if (e.inode == 0 || !procmap_named(&e, prefix))
 			continue;
-		line[strcspn(line, "\n")] = 0;
-		if (strncmp(basename_of(line + pos), prefix, strlen(prefix)))
-			continue;
-		snprintf(lib->path, sizeof(lib->path), "%s", line + pos);
-		err = open_mapping(pid, start, end, makedev(major, minor), ino, lib);
-		lib->map_start = start;
-		lib->map_off = off;
+		snprintf(lib->path, sizeof(lib->path), "%s", e.path);
+		err = open_mapping(pid, e.start, e.end, e.dev, e.inode, lib);
+		lib->map_start = e.start;
+		lib->map_off = e.offset;
 		break;
 	}
-	fclose(f);
+	procmaps_close(m);
 	return err;
 }
 
@@ -327,25 +310,23 @@ static bool maps_gpu_library(int pid)
  * not ptbpf's. */
 static void describe_open_failure(int pid, int ret, char *err, size_t errlen)
 {
+	struct procmaps *maps = procmaps_open(pid);
 	char path[64];
 	struct stat st;
-	FILE *maps;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	maps = fopen(path, "re");
 	if (!maps && geteuid()) {
-		snprintf(err, errlen, "pid %d: cannot read %s: %s: the kernel does not let ptbpf's "
-			 "user read this process (CAP_SYS_PTRACE is not enough for some, e.g. pid "
-			 "1); run ptbpf as root", pid, path, strerror(errno));
+		snprintf(err, errlen, "pid %d: cannot read /proc/%d/maps: %s: the kernel does not "
+			 "let ptbpf's user read this process (CAP_SYS_PTRACE is not enough for "
+			 "some, e.g. pid 1); run ptbpf as root", pid, pid, strerror(errno));
 		return;
 	}
 	if (!maps) {
-		snprintf(err, errlen, "pid %d: cannot read %s: %s: the kernel does not let ptbpf "
-			 "read this process, even as root (it holds capabilities ptbpf lacks, or a "
-			 "security module refuses)", pid, path, strerror(errno));
+		snprintf(err, errlen, "pid %d: cannot read /proc/%d/maps: %s: the kernel does not "
+			 "let ptbpf read this process, even as root (it holds capabilities ptbpf "
+			 "lacks, or a security module refuses)", pid, pid, strerror(errno));
 		return;
 	}
-	fclose(maps);
+	procmaps_close(maps);
 	snprintf(path, sizeof(path), "/proc/%d", pid);
 	if ((ret == -EACCES || ret == -EPERM) && !stat(path, &st) && st.st_uid != geteuid())
 		snprintf(err, errlen, "pid %d: cannot open its libtorch_cpu.so through "
@@ -472,27 +453,21 @@ int target_mem_write(const struct target *t, uint64_t addr, const void *buf, siz
 
 int target_file_addr(int pid, const struct target_lib *lib, uint64_t file_off, uint64_t *addr)
 {
-	char path[64], line[PATH_MAX + 256];
+	struct procmaps *m = procmaps_open(pid);
+	struct procmap e;
 	int ret = -ENOENT;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
+	if (!m)
 		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long start, end, off, ino;
-		unsigned int major, minor;
-
-		if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu", &start, &end, &off, &major, &minor,
-			   &ino) != 6 || ino != lib->ino || makedev(major, minor) != lib->dev ||
-		    file_off < off || file_off >= off + (end - start))
+	while (procmaps_next(m, &e)) {
+		if (e.inode != lib->ino || e.dev != lib->dev || file_off < e.offset ||
+		    file_off >= e.offset + (e.end - e.start))
 			continue;
-		*addr = start + (file_off - off);
+		*addr = e.start + (file_off - e.offset);
 		ret = 0;
 		break;
 	}
-	fclose(f);
+	procmaps_close(m);
 	return ret;
 }
 

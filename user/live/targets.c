@@ -19,6 +19,7 @@
 #include <bpf/libbpf.h>
 
 #include "lib/log.h"
+#include "lib/procmaps.h"
 #include "attach/agent_ctl.h"
 #include "attach/agent_probes.h"
 #include "attach/claim.h"
@@ -522,17 +523,13 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 /* Whether /proc/PID/maps names libtorch_cpu.so. */
 static bool maps_torch(int pid)
 {
-	char path[64], line[4096];
+	struct procmaps *m = procmaps_open(pid);
+	struct procmap e;
 	bool found = false;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, "/libtorch_cpu.so") != NULL;
-	fclose(f);
+	while (m && !found && procmaps_next(m, &e))
+		found = strstr(e.path, "/libtorch_cpu.so") != NULL;
+	procmaps_close(m);
 	return found;
 }
 

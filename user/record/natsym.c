@@ -15,6 +15,7 @@
 #include "lib/elfsym.h"
 #include "lib/hash.h"
 #include "lib/names.h"
+#include "lib/procmaps.h"
 
 #define MAX_PROCS 4096
 #define MAX_FILES 4096
@@ -173,29 +174,25 @@ static struct file *file_of(struct natsym *ns, int pid, const char *path, uint64
 /* Reads pid's executable mappings. */
 static void read_maps(struct natsym *ns, struct proc *p)
 {
-	char path[64], line[4352];
-	FILE *fp;
+	struct procmaps *m;
+	struct procmap e;
 
 	p->n = 0;
 	p->read_ns = mono_ns();
-	snprintf(path, sizeof(path), "/proc/%d/maps", p->pid);
-	if (!(fp = fopen(path, "re")))
+	if (!(m = procmaps_open(p->pid)))
 		return;
 	if (!p->maps && !(p->maps = malloc(MAX_MAPS * sizeof(*p->maps)))) {
-		fclose(fp);
+		procmaps_close(m);
 		return;
 	}
-	while (p->n < MAX_MAPS && fgets(line, sizeof(line), fp)) {
-		unsigned long long s, e, off;
-		char perms[8], file[4096] = "";
-
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095[^\n]", &s, &e, perms, &off,
-			   file) < 4 || perms[2] != 'x')
+	while (p->n < MAX_MAPS && procmaps_next(m, &e)) {
+		if (e.perms[2] != 'x')
 			continue;
-		p->maps[p->n++] = (struct map){ .start = s, .end = e, .off = off,
-			.file = file[0] == '/' ? file_of(ns, p->pid, file, s, e) : NULL };
+		p->maps[p->n++] = (struct map){ .start = e.start, .end = e.end, .off = e.offset,
+			.file = e.path[0] == '/' ? file_of(ns, p->pid, e.path, e.start, e.end) :
+						   NULL };
 	}
-	fclose(fp);
+	procmaps_close(m);
 }
 
 static struct map *map_of(struct proc *p, uint64_t ip)
