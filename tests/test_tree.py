@@ -176,3 +176,29 @@ def test_proc_maps_read_in_one_place():
             if re.search(r'"/proc/[^"\s]*/maps"', f.read()) and rel not in MAPS_READERS:
                 readers.append(rel)
     assert readers == []
+
+
+BPF = os.path.join(ROOT, "bpf")
+# Each bpf/X.bpf.c is loaded by attach/X_probes.c (libbpf-tools has one
+# loader per X.bpf.c); where another file loads it: (file, why).
+LOADERS = {
+    "ptbpf": ("attach/probes.c", "the op object, whose ring, loss counters and traced set "
+              "every other object shares: probes.c loads it and places its uprobes"),
+    "samples": ("attach/sample_probes.c", "the CPU sampler's object, named for the samples "
+                "it makes (record/samples.c reads them)"),
+}
+
+
+def test_every_bpf_object_is_loaded_in_attach():
+    """bpf/X.bpf.c's skeleton is opened (X_bpf__open) by its loader in
+    attach/ and by no other file: live/ only orchestrates."""
+    want, opened = {}, {}
+    for f in os.listdir(BPF):
+        if f.endswith(".bpf.c"):
+            x = f[:-len(".bpf.c")]
+            want[x] = [LOADERS.get(x, ("attach/%s_probes.c" % x,))[0]]
+    for rel in sources():
+        with open(os.path.join(USER, rel)) as f:
+            for x in set(re.findall(r"\b(\w+)_bpf__open\w*\(", f.read())):
+                opened.setdefault(x, []).append(rel)
+    assert {x: sorted(opened.get(x, [])) for x in want} == want

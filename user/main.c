@@ -220,7 +220,7 @@ static int cmd_trace(int argc, char **argv)
 	if (s.opt.all && !exiting) {
 		targets_scan_all(&s);
 		log_msg("--all: tracing %d processes; looking for more %s\n",
-			s.ntargets, s.find.fleet ? "as they start (exec tracepoint; /proc every 5 s)" :
+			s.ntargets, s.find.exec_probes ? "as they start (exec tracepoint; /proc every 5 s)" :
 			"every second (/proc)");
 	}
 	/* A Ctrl-C that came once every attach had said "tracing pid N" is

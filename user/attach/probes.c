@@ -283,6 +283,35 @@ static int attach_catch(struct probes *p, const struct target *t, int *attached)
 	return err;
 }
 
+struct ptbpf_bpf *probes_load(uint32_t ring_bytes, bool py_stacks, char *err, size_t errlen)
+{
+	struct ptbpf_bpf *skel = NULL;
+	uint64_t again = 0;
+	int e;
+
+	do {
+		ptbpf_bpf__destroy(skel);
+		skel = ptbpf_bpf__open();
+		if (!skel) {
+			snprintf(err, errlen, "opening the BPF object failed: %s", strerror(errno));
+			return NULL;
+		}
+		bpf_map__set_max_entries(skel->maps.events, ring_bytes);
+		skel->rodata->wakeup_bytes = ring_bytes / 16;
+		skel->rodata->py_stacks = py_stacks;
+		e = ptbpf_bpf__load(skel);
+	} while (probes_load_again(e, &again));
+	if (!e)
+		e = ptbpf_bpf__attach(skel); /* the process tracepoints: exits, forks */
+	if (e) {
+		snprintf(err, errlen, "loading the BPF programs failed: %s (run with -v for the "
+			 "verifier log)", strerror(-e));
+		ptbpf_bpf__destroy(skel);
+		return NULL;
+	}
+	return skel;
+}
+
 struct probes *probes_new(struct ptbpf_bpf *skel, struct op_table *ops, bool entries_only)
 {
 	struct probes *p = calloc(1, sizeof(*p));

@@ -10,6 +10,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "lib/op_table.h"
 #include "ptbpf_events.h"
@@ -28,6 +29,11 @@ struct attach_report {
 	double plan_ms, attach_ms;
 };
 
+/* Opens the op object (bpf/ptbpf.bpf.c: the ring of ring_bytes, the loss
+ * counters and the traced-process set that every other object shares),
+ * loads it and attaches its process tracepoints (exits, forks); its
+ * uprobes go on with probes_attach. NULL with one line in err. */
+struct ptbpf_bpf *probes_load(uint32_t ring_bytes, bool py_stacks, char *err, size_t errlen);
 /* entries_only: no exit probes (ret sites, __cxa_begin_catch, backward exits). */
 struct probes *probes_new(struct ptbpf_bpf *skel, struct op_table *ops, bool entries_only);
 /* Plans t's libtorch now, attaching nothing: its forked children, traced

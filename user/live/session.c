@@ -22,6 +22,7 @@
 #include "version.h"
 #include "attach/agent_probes.h"
 #include "attach/claim.h"
+#include "attach/exec_probes.h"
 #include "attach/gpu_probes.h"
 #include "attach/inject.h"
 #include "attach/leaving.h"
@@ -37,7 +38,6 @@
 #include "record/sched.h"
 #include "trace/perfetto.h"
 #include "ptbpf.skel.h"
-#include "fleet.skel.h"
 
 /* Without -v, libbpf's own messages are not shown; ptbpf explains errors. */
 volatile sig_atomic_t exiting;
@@ -161,7 +161,7 @@ int session_loop(struct session *s)
 		if (now_ns() - last_status >= 1000000000ull) {
 			/* With the BPF hook a full /proc scan is only a safety net. */
 			if (s->opt.all && now_ns() - s->find.last_full_scan >=
-					  (s->find.fleet ? 5000000000ull : 1000000000ull)) {
+					  (s->find.exec_probes ? 5000000000ull : 1000000000ull)) {
 				targets_scan_all(s);
 				s->find.last_full_scan = now_ns();
 			}
@@ -192,7 +192,8 @@ int session_loop(struct session *s)
 
 int session_setup_bpf(struct session *s)
 {
-	uint64_t t0 = now_ns(), again = 0;
+	uint64_t t0 = now_ns();
+	char why[256];
 	int err;
 
 	if (!log_verbose())
@@ -208,23 +209,9 @@ int session_setup_bpf(struct session *s)
 		s->stats_on = true;
 		s->stats_from = now_ns();
 	}
-	do {
-		ptbpf_bpf__destroy(s->skel);
-		s->skel = ptbpf_bpf__open();
-		if (!s->skel) {
-			log_msg("opening the BPF object failed: %s\n", strerror(errno));
-			return -1;
-		}
-		bpf_map__set_max_entries(s->skel->maps.events, s->opt.ring_bytes);
-		s->skel->rodata->wakeup_bytes = s->opt.ring_bytes / 16;
-		s->skel->rodata->py_stacks = s->opt.py_stacks > 0;
-		err = ptbpf_bpf__load(s->skel);
-	} while (probes_load_again(err, &again));
-	if (!err)
-		err = ptbpf_bpf__attach(s->skel); /* the sched tracepoints */
-	if (err) {
-		log_msg("loading the BPF programs failed: %s (run with -v for "
-			"the verifier log)\n", strerror(-err));
+	s->skel = probes_load(s->opt.ring_bytes, s->opt.py_stacks > 0, why, sizeof(why));
+	if (!s->skel) {
+		log_msg("%s\n", why);
 		return -1;
 	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), read_bpf_record, s, NULL);
@@ -232,30 +219,12 @@ int session_setup_bpf(struct session *s)
 		log_msg("ring buffer: %s\n", strerror(errno));
 		return -1;
 	}
-	{
-		int e = 0;
-
-		uint64_t again_fleet = 0;
-
-		do {
-			e = 0;
-			fleet_bpf__destroy(s->find.fleet);
-			s->find.fleet = fleet_bpf__open();
-			if (s->find.fleet) {
-				s->find.fleet->rodata->all_procs = s->opt.all || s->opt.daemon;
-				if (!(e = probes_share_maps(s->skel, s->find.fleet->obj)))
-					e = fleet_bpf__load(s->find.fleet);
-			}
-		} while (s->find.fleet && probes_load_again(e, &again_fleet));
-		if (!s->find.fleet || e || (e = fleet_bpf__attach(s->find.fleet))) {
-			log_warn("no exec tracepoint (%s): %s\n",
-				strerror(e ? -e : errno), s->opt.all || s->opt.daemon ?
-				"new torch processes are found by scanning /proc every second" :
-				"a traced process that exec's is noticed at its next read");
-			fleet_bpf__destroy(s->find.fleet);
-			s->find.fleet = NULL;
-		}
-	}
+	s->find.exec_probes = exec_probes_new(s->skel, s->opt.all || s->opt.daemon);
+	if (!s->find.exec_probes)
+		log_warn("no exec tracepoint (%s): %s\n", strerror(errno),
+			 s->opt.all || s->opt.daemon ?
+			 "new torch processes are found by scanning /proc every second" :
+			 "a traced process that exec's is noticed at its next read");
 	s->probes = probes_new(s->skel, &s->ops, s->opt.entries_only);
 	s->gpu = gpu_probes_new(s->skel);
 	s->agents = agent_probes_new(s->skel);
@@ -399,8 +368,7 @@ static void detach_all(struct session *s)
 		ptbpf_bpf__detach(s->skel);
 	sched_probes_detach(s->sched);
 	sample_probes_detach(s->samples);
-	if (s->find.fleet)
-		fleet_bpf__detach(s->find.fleet);
+	exec_probes_detach(s->find.exec_probes);
 	log_debug("stop: agents unloaded in %.0f ms, probes detached in %.0f ms\n",
 		  (t_unloaded - t0) / 1e6, (now_ns() - t_unloaded) / 1e6);
 }
@@ -470,7 +438,7 @@ int session_finish(struct session *s, int rc)
 	stop_sources(s, st, sst);
 	if (s->stats_on) {
 		bpf_cost_add(&s->cost[COST_PROBES], s->skel ? s->skel->obj : NULL);
-		bpf_cost_add(&s->cost[COST_PROBES], s->find.fleet ? s->find.fleet->obj : NULL);
+		bpf_cost_add(&s->cost[COST_PROBES], exec_probes_obj(s->find.exec_probes));
 		bpf_cost_add(&s->cost[COST_SCHED], sched_probes_obj(s->sched));
 		bpf_cost_add(&s->cost[COST_SAMPLES], sample_probes_obj(s->samples));
 		close(s->stats_fd);
@@ -516,7 +484,7 @@ int session_finish(struct session *s, int rc)
 	}
 	leaving_trace(s->out.tmp[0] && !access(s->out.tmp, F_OK) ? s->out.tmp : "", true);
 	log_debug("stop: the trace written in %.0f ms\n", (now_ns() - t_written) / 1e6);
-	fleet_bpf__destroy(s->find.fleet);
+	exec_probes_free(s->find.exec_probes);
 	route_free(s->route);
 	ops_rings_free(s->opsr);
 	reorder_free(s->reorder);

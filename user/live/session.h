@@ -69,7 +69,7 @@ struct session {
 	int npending;
 	int execs;               /* traced processes that exec'd */
 	struct {                 /* --all, and traced processes that exec */
-		struct fleet_bpf *fleet; /* EV_EXEC (exec tracepoint) */
+		struct exec_probes *exec_probes; /* EV_EXEC; NULL: none */
 		int refused[256];        /* pids that could not be attached (not retried) */
 		int nrefused;
 		struct { int pid; uint64_t at, checked; bool exec; } mapped[256];
