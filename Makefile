@@ -179,7 +179,7 @@ $(OUTPUT)/exit_at_agent.so: tests/progs/exit_at_agent.c | $(OUTPUT)
 
 INJECT_CLI_OBJS := $(addprefix $(OBJ)/,attach/inject.o attach/inject_prep.o attach/inject_tramp.o lib/elfsym.o lib/elfsym_find.o \
 		   attach/exitsites.o attach/opnames.o lib/names.o lib/hash.o attach/target.o \
-		   lib/procmaps.o)
+		   lib/procmaps.o lib/text.o)
 $(OUTPUT)/inject_cli: tests/progs/inject_cli.c $(INJECT_CLI_OBJS)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@

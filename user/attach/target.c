@@ -17,25 +17,10 @@
 #include <unistd.h>
 
 #include "lib/procmaps.h"
+#include "lib/text.h"
 
 /* The inode of the initial pid namespace (PROC_PID_INIT_INO). */
 #define INIT_PIDNS_INO 0xEFFFFFFCu
-
-void escape_str(char *dst, size_t n, const char *src, size_t srclen)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < srclen && src[i] && o + 5 < n; i++) {
-		unsigned char c = src[i];
-
-		if (c < 0x20 || c == 0x7f)
-			o += snprintf(dst + o, n - o, "\\x%02x", c);
-		else
-			dst[o++] = c;
-	}
-	if (n)
-		dst[o < n ? o : n - 1] = 0;
-}
 
 static ssize_t read_file(const char *path, char *buf, size_t len)
 {
@@ -179,7 +164,7 @@ static void read_dist_env(struct target *t)
 		for (ssize_t i = 0; i < n; i += strlen(env + i) + 1) {
 			if (strncmp(env + i, keys[k], len) || env[i + len] != '=')
 				continue;
-			escape_str(t->labels[t->nlabels++], sizeof(t->labels[0]), env + i,
+			text_escape(t->labels[t->nlabels++], sizeof(t->labels[0]), env + i,
 				   strlen(env + i));
 			break;
 		}
@@ -205,13 +190,13 @@ static void read_identity(struct target *t)
 	n = read_file(path, buf, sizeof(buf));
 	if (n > 0 && buf[n - 1] == '\n')
 		buf[--n] = 0;
-	escape_str(t->comm, sizeof(t->comm), buf, n > 0 ? n : 0);
+	text_escape(t->comm, sizeof(t->comm), buf, n > 0 ? n : 0);
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", t->pid);
 	n = read_file(path, buf, sizeof(buf));
 	for (ssize_t i = 0; i + 1 < n; i++)
 		if (buf[i] == 0)
 			buf[i] = ' ';
-	escape_str(t->cmdline, sizeof(t->cmdline), buf, n > 0 ? n : 0);
+	text_escape(t->cmdline, sizeof(t->cmdline), buf, n > 0 ? n : 0);
 	t->ns_pid = read_ns_pid(t->pid);
 	read_dist_env(t);
 }
@@ -509,5 +494,5 @@ void target_thread_name(int pid, int tid, char *buf, size_t len)
 	}
 	if (raw[n - 1] == '\n')
 		raw[--n] = 0;
-	escape_str(buf, len, raw, n);
+	text_escape(buf, len, raw, n);
 }

@@ -96,8 +96,6 @@ int target_read(int pid, uint64_t addr, void *buf, size_t len);
 int target_read_str(int pid, uint64_t addr, char *buf, size_t len);
 /* Thread name from /proc/PID/task/TID/comm, escaped; "tid N" if gone. */
 void target_thread_name(int pid, int tid, char *buf, size_t len);
-/* Copies src into dst (size n), escaping control characters as \xNN. */
-void escape_str(char *dst, size_t n, const char *src, size_t srclen);
 /* 1 if this process runs in the initial pid namespace. */
 int in_initial_pidns(void);
 

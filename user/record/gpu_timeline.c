@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "lib/log.h"
-#include "attach/target.h"
+#include "lib/text.h"
 #include "lib/names.h"
 #include "ptbpf_agent.h"
 
@@ -372,7 +372,7 @@ void gpu_timeline_status(struct gpu_timeline *d, const struct ptbpf_named_event 
 	char msg[PTBPF_LONG_NAME_LEN * 4];
 	int code = (int)e->ev.arg[0], i;
 
-	escape_str(msg, sizeof(msg), e->name, len);
+	text_escape(msg, sizeof(msg), e->name, len);
 	if (code == PTBPF_AGENT_DEVICE || code == PTBPF_AGENT_VERSIONS) {
 		facts_instant(d, e->ev.pid, e->ev.ts, msg);
 		return;

@@ -18,6 +18,7 @@
 #include "record/shapes.h"
 #include "ptbpf_agent.h"
 #include "attach/target.h"
+#include "lib/text.h"
 
 
 uint64_t bwd_flow_id(int pid, uint64_t seq)
@@ -584,7 +585,7 @@ static void user_begin(struct join *j, struct thread *t, const struct ptbpf_name
 {
 	char name[PTBPF_NAME_LEN * 4];
 
-	escape_str(name, sizeof(name), ne->name, PTBPF_NAME_LEN);
+	text_escape(name, sizeof(name), ne->name, PTBPF_NAME_LEN);
 	push_frame(j, t, &(struct frame){ .key = ne->ev.key, .ts = ne->ev.ts, .seq = NO_SEQ,
 		   .kind = FR_USER, .name = str_set_intern(j->strings, name) }, NULL);
 }

@@ -15,7 +15,7 @@
 #include "record/gpu_timeline.h"
 #include "lib/cuda_cbid.h"
 #include "lib/names.h"
-#include "attach/target.h"
+#include "lib/text.h"
 #include "ptbpf_agent.h"
 #include "record/shapes.h"
 
@@ -131,7 +131,7 @@ void rf_begin(struct join *j, struct thread *t, const struct ptbpf_named_event *
 	char name[PTBPF_NAME_LEN * 4];
 	uint64_t flow = 0, rflow = 0;
 
-	escape_str(name, sizeof(name), ne->name, PTBPF_NAME_LEN);
+	text_escape(name, sizeof(name), ne->name, PTBPF_NAME_LEN);
 	if (e->arg[1] & OPS_SCOPE_CUDA_API) {
 		rf_api_begin(j, t, ne, name);
 		return;

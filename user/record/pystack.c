@@ -22,6 +22,7 @@
 #include "lib/hash.h"
 #include "lib/names.h"
 #include "attach/target.h"
+#include "lib/text.h"
 
 /* One version's layout: what the BPF side walks and reads (its code
  * object fields are read here too), and where bytecode starts. */
@@ -449,7 +450,7 @@ static const char *intern_text(struct pystack *ps, const char *text, bool latin1
 		}
 	}
 	utf8[n] = 0;
-	escape_str(out, sizeof(out), utf8, n);
+	text_escape(out, sizeof(out), utf8, n);
 	return str_set_intern(ps->strings, out);
 }
 
