@@ -309,7 +309,11 @@ def judge(fleet):
         for w in run.windows:
             rec = window_record(w, run, [j.pid for j in run.jobs])
             rec["run"], rec["group"] = i, run.group
-            rec["false"] = classify.false_messages(w["lines"], None, pids, deleted)
+            # A SIGKILLed daemon says nothing of the window it had open (its
+            # .partial stays, unsaid); the run's other statuses are not the
+            # window's.
+            killed = -9 if run.rc == -9 else None
+            rec["false"] = classify.false_messages(w["lines"], killed, pids, deleted)
             rec["agent_buffers"] = classify.agent_buffers(w["lines"])
             # "traced": true where the window was stopped before it attached.
             none = classify.lines_say(w["lines"], "no PyTorch process in this window") or (
@@ -319,7 +323,7 @@ def judge(fleet):
                 rec["false"].append("'no PyTorch process in this window' while the soak's %d "
                                     "jobs ran" % len(pids))
             others = classify.pids_named(w["lines"]) - set(pids)
-            rec["false_others"] = [x for x in classify.false_messages(w["lines"], None, others)
+            rec["false_others"] = [x for x in classify.false_messages(w["lines"], killed, others)
                                    if x.startswith("pid ") and "forked" not in x]
             partial = w["path"] + ".partial"
             if rec["state"] == "written" and every and len(fleet.windows) % every == 0 and \
