@@ -22,7 +22,7 @@ NONZERO_LOSS = re.compile(r"(lost|not written:|ring full|no free ring|malformed|
 # ptbpf's ordinary lines (-v included): not listed as unclassified.
 ORDINARY = re.compile(
     r"^ptbpf: (BPF programs loaded|writing |pid \d+: (agent|attach)|tracing pid|events by kind|"
-    r"BPF ring:|agent op rings:|slices |top ops|loader peak RSS|wrote |daemon: |--all: |"
+    r"BPF ring:|agent op rings:|slices |top ops|loader peak RSS|reader: |wrote |daemon: |--all: |"
     r"GPU |CUPTI|no exec tracepoint|interrupted during attach|pid \d+ is already traced|"
     r"\d+ events/s|kernel view|stop: |CPU samples)|^  |^libbpf: ")
 P = r"^ptbpf: (?:warning: )?"
