@@ -7,7 +7,10 @@ both (ptbpf_agent_wake). Counted in wake-ups (/proc/TID/schedstat's
 timeslices), which do not depend on the machine's speed; the CPU time
 itself is a benchmark figure (tests/bench/idle_cost.py, BENCHMARKS.md)."""
 import contextlib
+import os
+import shutil
 import signal
+import tempfile
 import time
 import types
 
@@ -102,3 +105,29 @@ def test_records_after_an_idle_spell_are_all_read(tmp_path):
     assert rings["written"] == rings["read"], run.err
     tr = pftrace.Trace(str(tmp_path / "t.pftrace"))
     assert sum(1 for s in tr.slices if s.name == "aten::_foreach_add") == 3 * 2 * n
+
+
+def test_an_ordinary_users_job_keeps_its_policy_for_the_agent(tmp_path):
+    """A job without CAP_SYS_NICE (RLIMIT_NICE 0) could not put the agent's
+    thread back from SCHED_IDLE to its own policy, and CUPTI's threads,
+    started from it, would stay SCHED_IDLE for the job's own profiler: there
+    the agent's thread keeps the job's policy (on every CPU all the same)."""
+    cue = tempfile.mkdtemp(prefix="ptbpf-idle-")  # where nobody reaches it
+    os.chmod(cue, 0o777)
+    job = Proc(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", PYTHON, "-c",
+                JOB, cue, "10"])
+    try:
+        job.wait_line("ready")
+        t = Proc([PTBPF, "-p", str(job.p.pid), "-o", str(tmp_path / "t.pftrace")])
+        t.wait_line("ptbpf: tracing pid", stream="stderr")
+        agent = thread_named(job.p.pid, "ptbpf-agent")
+        with open("/proc/%d/task/%d/stat" % (job.p.pid, agent)) as f:
+            policy = int(f.read().rsplit(")", 1)[1].split()[38])
+        t.p.send_signal(signal.SIGINT)
+        rc, _, err = t.finish(timeout=120)
+        assert rc == 0, err
+        assert policy == 0, "the agent's thread has policy %d in a job of nobody's" % policy
+    finally:
+        open(os.path.join(cue, "end"), "w").close()
+        job.finish(timeout=60)
+        shutil.rmtree(cue)

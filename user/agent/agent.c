@@ -31,7 +31,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -325,6 +328,24 @@ static uint64_t activity_locked(void)
 }
 
 /*
+ * Whether the agent's thread may go back from SCHED_IDLE to the job's
+ * policy (as_job_thread below): with CAP_SYS_NICE, or an RLIMIT_NICE that
+ * allows its nice value. An ordinary user's job has neither: there the
+ * thread keeps the job's policy, lest CUPTI's threads start at SCHED_IDLE.
+ */
+static bool may_come_back(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	struct rlimit r;
+
+	if (!syscall(SYS_capget, &h, d) && (d[0].effective & (1u << CAP_SYS_NICE)))
+		return true;
+	return !getrlimit(RLIMIT_NICE, &r) &&
+	       (r.rlim_cur == RLIM_INFINITY || 20 - (long)r.rlim_cur <= getpriority(PRIO_PROCESS, 0));
+}
+
+/*
  * The agent's thread yields to the job's: SCHED_IDLE, so that it runs only
  * where a CPU has nothing else to run and never preempts a thread of the
  * job, and on any CPU the job may use, not only where the thread that
@@ -334,13 +355,17 @@ static uint64_t activity_locked(void)
  */
 static void agent_thread_yields(void)
 {
+	static int idle_ok = -1;
 	struct sched_param none = { 0 };
 	cpu_set_t all;
 
+	if (idle_ok < 0)
+		idle_ok = may_come_back();
 	pthread_setname_np(pthread_self(), "ptbpf-agent");
 	memset(&all, 0xff, sizeof(all));
 	sched_setaffinity(0, sizeof(all), &all); /* within the job's cpuset */
-	pthread_setschedparam(pthread_self(), SCHED_IDLE, &none);
+	if (idle_ok)
+		pthread_setschedparam(pthread_self(), SCHED_IDLE, &none);
 }
 
 /*
