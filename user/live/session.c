@@ -138,8 +138,6 @@ int session_loop(struct session *s)
 			ret = -1;
 			break;
 		}
-		wait_ms = next_wait(s, got, &quiet_since, deadline && deadline < last_status +
-				    1000000000ull ? deadline : last_status + 1000000000ull);
 		for (int i = 0; i < s->npending; i++)
 			targets_add(s, s->pending_forks[i], true);
 		s->npending = 0;
@@ -183,6 +181,8 @@ int session_loop(struct session *s)
 			}
 			last_scan = now_ns();
 		}
+		wait_ms = next_wait(s, got, &quiet_since, deadline && deadline < last_status +
+				    1000000000ull ? deadline : last_status + 1000000000ull);
 	}
 	yield_watch_stop();
 	if (isatty(2))
