@@ -87,7 +87,7 @@ int read_op_record(void *ctx, void *data, size_t size)
  * the end: upto = UINT64_MAX); how many records were read. */
 uint64_t read_op_rings(struct session *s, uint64_t upto)
 {
-	uint64_t before;
+	uint64_t before, hold;
 
 	if (!s->reorder)
 		return 0;
@@ -96,7 +96,10 @@ uint64_t read_op_rings(struct session *s, uint64_t upto)
 	 * drain found gone are in. */
 	ops_rings_settle(s->opsr, read_op_record, s);
 	ops_rings_drain(s->opsr, read_op_record, s);
-	reorder_release(s->reorder, upto, deliver, s);
+	/* A process the drain found gone is settled at the next read, its
+	 * losses marked where they began: nothing newer goes on before. */
+	hold = ops_rings_unsettled_from(s->opsr);
+	reorder_release(s->reorder, upto < hold ? upto : hold, deliver, s);
 	return ops_rings_counts(s->opsr)->records - before;
 }
 

@@ -47,6 +47,8 @@ struct proc_rings {
 	uint64_t desc_addr;
 	uint64_t no_slot, no_slot_begins;
 	uint64_t ended_ts;           /* when it was found gone */
+	uint64_t drained_ts;         /* when its last whole drain began: what
+				      * it left unread is newer */
 	struct ptbpf_ops_loc *final; /* its exit probe's counters (ENDED) */
 	struct ring_seen ring[PTBPF_OPS_SLOTS];
 	bool clock_tsc;              /* its records came from the TSC (some) */
@@ -427,8 +429,9 @@ static void image_gone(struct ops_rings *r, struct proc_rings *p)
 }
 
 /* Counts a gone process's rings to their end: the exit probe's counters,
- * then what was written and never read (marked where the thread's last
- * record read was), and the drops no marker said. */
+ * then what was written and never read (marked where ptbpf last read the
+ * ring, or at the thread's last record read if that is later), and the
+ * drops no marker said. */
 static void settle(struct ops_rings *r, struct proc_rings *p, emit_fn emit, void *ctx)
 {
 	const struct ptbpf_ops_loc *f;
@@ -451,8 +454,9 @@ static void settle(struct ops_rings *r, struct proc_rings *p, emit_fn emit, void
 		}
 		if (g->pending > 0) {
 			uint64_t b = g->pending_begins > 0 ? (uint64_t)g->pending_begins : 0;
+			uint64_t at = g->last_ts > p->drained_ts ? g->last_ts : p->drained_ts;
 
-			emit_gap(p, g->tid, g->last_ts ? g->last_ts : f ? f->final_ts : p->ended_ts,
+			emit_gap(p, g->tid, at ? at : f ? f->final_ts : p->ended_ts,
 				 (uint64_t)g->pending, b, emit, ctx);
 			r->counts.unread += (uint64_t)g->pending;
 			r->counts.begins_unread += b;
@@ -463,6 +467,27 @@ static void settle(struct ops_rings *r, struct proc_rings *p, emit_fn emit, void
 	p->state = PROC_SETTLED;
 	free(p->final);
 	p->final = NULL;
+}
+
+/* The earliest a settle may mark: where ptbpf last read the rings (what
+ * was left unread came later; so did drops no header had shown), or
+ * where drops it knew of but no marker said began. */
+uint64_t ops_rings_unsettled_from(const struct ops_rings *r)
+{
+	uint64_t from = UINT64_MAX;
+
+	for (int k = 0; k < r->n; k++) {
+		const struct proc_rings *p = &r->procs[k];
+
+		if (p->state != PROC_ENDED)
+			continue;
+		if (p->drained_ts < from)
+			from = p->drained_ts;
+		for (uint32_t i = 0; i < p->desc.nslots; i++)
+			if (p->ring[i].dropped > p->ring[i].marked && p->ring[i].gap_from < from)
+				from = p->ring[i].gap_from;
+	}
+	return from;
 }
 
 void ops_rings_settle(struct ops_rings *r, emit_fn emit, void *ctx)
@@ -519,6 +544,7 @@ static void drain_proc(struct ops_rings *r, struct proc_rings *p, emit_fn emit, 
 {
 	struct ptbpf_ops_slot slots[PTBPF_OPS_SLOTS];
 	struct ptbpf_ops_desc desc;
+	uint64_t began = now_mono_ns();
 
 	if (target_mem_read(p->t, p->desc_addr, &desc, sizeof(desc)) || read_slots(p, slots) ||
 	    !same_image(p)) {
@@ -554,6 +580,7 @@ static void drain_proc(struct ops_rings *r, struct proc_rings *p, emit_fn emit, 
 		if (retired && tail == s->head)
 			free_ring(p, i, emit, ctx);
 	}
+	p->drained_ts = began;
 }
 
 void ops_rings_drain(struct ops_rings *r, emit_fn emit, void *ctx)

@@ -78,6 +78,10 @@ bool ops_rings_idle(const struct ops_rings *r);
  * is counted and marked. */
 void ops_rings_settle(struct ops_rings *r, int (*emit)(void *ctx, void *data, size_t size),
 		      void *ctx);
+/* Whatever is newer than this waits (UINT64_MAX: nothing need): a process
+ * found gone, and not yet settled, may still mark its losses as far back
+ * as this. */
+uint64_t ops_rings_unsettled_from(const struct ops_rings *r);
 /* Reads everything the rings hold and calls emit with each event. */
 void ops_rings_drain(struct ops_rings *r, int (*emit)(void *ctx, void *data, size_t size),
 		     void *ctx);
