@@ -178,6 +178,25 @@ def test_proc_maps_read_in_one_place():
     assert readers == []
 
 
+# The clock every record and deadline uses is read in lib/clock.h alone.
+CLOCK_READERS = {
+    "lib/clock.h": "the one reader",
+    "agent/agent.h": "the agent is a library of its own, loaded into the job: it links "
+                     "nothing of the loader's",
+}
+
+
+def test_monotonic_clock_read_in_one_place():
+    """No other file passes CLOCK_MONOTONIC (or its coarse twin) to a call;
+    comments that name the clock are not reads."""
+    readers = []
+    for rel in sources():
+        with open(os.path.join(USER, rel)) as f:
+            if re.search(r"\w\(\s*CLOCK_MONOTONIC", f.read()) and rel not in CLOCK_READERS:
+                readers.append(rel)
+    assert readers == []
+
+
 BPF = os.path.join(ROOT, "bpf")
 # Each bpf/X.bpf.c is loaded by attach/X_probes.c (libbpf-tools has one
 # loader per X.bpf.c); where another file loads it: (file, why).

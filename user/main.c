@@ -48,7 +48,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 {
 	static uint64_t first_at;
 	static pid_t first_from;
-	uint64_t now = now_ns();
+	uint64_t now = clock_mono_ns();
 
 	(void)uc;
 	if (exiting) {

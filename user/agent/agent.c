@@ -175,7 +175,7 @@ static void steps_command_locked(bool want, const char *why_off)
 {
 	char why[200];
 
-	steps_heard = agent_now(CLOCK_MONOTONIC);
+	steps_heard = agent_mono_ns();
 	if (want && !agent_steps_is_on()) {
 		if (agent_steps_on(why, sizeof(why)))
 			agent_report(PTBPF_AGENT_STEPS, 1, "steps: on (a USER_SCOPE RecordFunction "
@@ -449,13 +449,13 @@ static bool tick_locked(struct ticks *t, uint64_t seq, int64_t now)
 static void *agent_thread(void *arg)
 {
 	struct ptbpf_agent_ctl *c = &ptbpf_agent_ctl;
-	struct ticks t = { .busy_until = agent_now(CLOCK_MONOTONIC) + STARTUP_NS };
+	struct ticks t = { .busy_until = agent_mono_ns() + STARTUP_NS };
 	bool done = false;
 
 	agent_thread_yields();
 	c->agent_tid = (uint32_t)gettid();
 	while (!done) {
-		int64_t now = agent_now(CLOCK_MONOTONIC);
+		int64_t now = agent_mono_ns();
 		uint64_t seq = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
 		bool command = seq != t.seen, recording;
 

@@ -46,6 +46,13 @@ static inline int64_t agent_now(int clock)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* CLOCK_MONOTONIC nanoseconds by the system call (agent_clock_ns: from
+ * the TSC), the clock of every record. */
+static inline int64_t agent_mono_ns(void)
+{
+	return agent_now(CLOCK_MONOTONIC);
+}
+
 /* Threads inside the agent's code (see ptbpf_agent.h): a per-thread count
  * of nested entries, in initial-exec TLS so that marking a thread busy
  * calls nothing outside the agent. */
@@ -254,7 +261,7 @@ static inline uint64_t agent_clock_ns(void)
 			break;
 		return agent_clock_at(base_tsc, base_ns, mult, tsc);
 	}
-	return (uint64_t)agent_now(CLOCK_MONOTONIC); /* no line (yet), or past it */
+	return (uint64_t)agent_mono_ns(); /* no line (yet), or past it */
 }
 
 /* --- cupti.c (cupti_activity.c: cupti_unload) --- */

@@ -79,7 +79,7 @@ int64_t agent_clock_pair(int64_t (*read)(void), int64_t *x, int64_t *ns)
 
 	*x = *ns = 0;
 	for (int i = 0; i < 3; i++) {
-		int64_t a = agent_now(CLOCK_MONOTONIC), t = read(), b = agent_now(CLOCK_MONOTONIC);
+		int64_t a = agent_mono_ns(), t = read(), b = agent_mono_ns();
 
 		if (b - a < best) {
 			best = b - a;

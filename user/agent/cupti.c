@@ -185,7 +185,7 @@ static void disable_ours_locked(void)
 static void disable_and_drain_locked(void)
 {
 	uint64_t off = ours_on;
-	int64_t t0 = agent_now(CLOCK_MONOTONIC);
+	int64_t t0 = agent_mono_ns();
 	int i, looks = job_registered ? DRAIN_LOOKS : 1;
 
 	disable_ours_locked();
@@ -201,11 +201,11 @@ static void disable_and_drain_locked(void)
 		for (size_t k = 0; k < sizeof(our_kinds) / sizeof(our_kinds[0]); k++)
 			if ((off & KIND_BIT(our_kinds[k])) && p_enable(our_kinds[k]) != CUPTI_SUCCESS)
 				failed++;
-		agent_report(PTBPF_AGENT_GPU_PAUSED, (uint64_t)agent_now(CLOCK_MONOTONIC),
+		agent_report(PTBPF_AGENT_GPU_PAUSED, (uint64_t)agent_mono_ns(),
 			     "a session of the job's own CUPTI user (torch.profiler/Kineto) that "
 			     "ran unseen showed only as ptbpf detached: its kernel, copy and set "
 			     "records of the last %lld ms at least are lost; %s",
-			     (long long)((agent_now(CLOCK_MONOTONIC) - t0) / 1000000),
+			     (long long)((agent_mono_ns() - t0) / 1000000),
 			     failed ? "CUPTI refused to switch some of those kinds back on" :
 			     "those kinds are back on for it");
 		return; /* hand_back_locked's flush brings every buffer back */
@@ -248,9 +248,9 @@ static bool take_locked(bool resumed)
 	}
 	atomic_store(&foreign_seen, false);
 	atomic_store(&activity_owner, OWN_US);
-	next_flush = agent_now(CLOCK_MONOTONIC) + FLUSH_NS;
+	next_flush = agent_mono_ns() + FLUSH_NS;
 	if (resumed)
-		agent_report(PTBPF_AGENT_GPU_RESUMED, (uint64_t)agent_now(CLOCK_MONOTONIC),
+		agent_report(PTBPF_AGENT_GPU_RESUMED, (uint64_t)agent_mono_ns(),
 			     "GPU timeline back: the job's CUPTI session is over");
 	else
 		agent_report(PTBPF_AGENT_ACTIVE, 0, "active: GPU timeline on (kinds 0x%llx), CUDA "
@@ -284,7 +284,7 @@ void yield_locked(bool starting, const char *why)
 	atomic_store(&copy_to_job, false);
 	atomic_store(&activity_owner, OWN_JOB);
 	job_last_seen = job_flushed_at = 0;
-	agent_report(PTBPF_AGENT_GPU_PAUSED, (uint64_t)agent_now(CLOCK_MONOTONIC),
+	agent_report(PTBPF_AGENT_GPU_PAUSED, (uint64_t)agent_mono_ns(),
 		     "GPU timeline paused: the job's own CUPTI user (torch.profiler/Kineto) %s "
 		     "(%s); it keeps all its data", starting ? "starts a session" :
 		     "has a session running", why);
@@ -329,7 +329,7 @@ bool cupti_activate(bool api_calls, const struct ptbpf_agent_ctl *ctl)
 			on = false;
 	} else {
 		atomic_store(&activity_owner, OWN_NONE);
-		observe_until = agent_now(CLOCK_MONOTONIC) + OBSERVE_NS;
+		observe_until = agent_mono_ns() + OBSERVE_NS;
 	}
 	pthread_mutex_unlock(&cupti_lock);
 	return on;

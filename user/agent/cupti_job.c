@@ -114,7 +114,7 @@ static CUptiResult CUPTIAPI job_flush_all(uint32_t flag)
 	if (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) {
 		pthread_mutex_lock(&cupti_lock);
 		if (!job_kinds)
-			job_flushed_at = agent_now(CLOCK_MONOTONIC);
+			job_flushed_at = agent_mono_ns();
 		pthread_mutex_unlock(&cupti_lock);
 	}
 	return r;
@@ -183,7 +183,7 @@ void install_hooks_locked(void)
 	};
 
 	hooks_install(hooks, sizeof(hooks) / sizeof(hooks[0]));
-	next_hook = agent_now(CLOCK_MONOTONIC) + REHOOK_NS;
+	next_hook = agent_mono_ns() + REHOOK_NS;
 }
 
 void rehook_locked(int64_t now)

@@ -492,15 +492,15 @@ static bool stopped_since_start;
  */
 static void wait_for_writers(void)
 {
-	int64_t until = agent_now(CLOCK_MONOTONIC) + 50000000LL;
+	int64_t until = agent_mono_ns() + 50000000LL;
 
 	nanosleep(&(struct timespec){ 0, 100000 }, NULL); /* their stores land */
 	for (int i = 0; i < PTBPF_AGENT_BUSY_THREADS; i++)
 		while (__atomic_load_n(&ptbpf_agent_busy.thread[i], __ATOMIC_ACQUIRE) &&
-		       agent_now(CLOCK_MONOTONIC) < until)
+		       agent_mono_ns() < until)
 			nanosleep(&(struct timespec){ 0, 50000 }, NULL);
 	while (__atomic_load_n(&ptbpf_agent_busy.more, __ATOMIC_ACQUIRE) &&
-	       agent_now(CLOCK_MONOTONIC) < until)
+	       agent_mono_ns() < until)
 		nanosleep(&(struct timespec){ 0, 50000 }, NULL);
 }
 

@@ -45,14 +45,6 @@ static _Atomic int writer; /* one writer at a time (steps may end on any thread)
 static TLS struct { const void *rf; uint64_t start; int kind; } open_rf[OPEN_MAX];
 static TLS int nopen;
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static void write_begin(void)
 {
 	struct ptbpf_agent_steps *b = &ptbpf_agent_steps;
@@ -137,7 +129,7 @@ static void **steps_start(void **ret, const void *rf)
 	*ret = NULL;
 	if (atomic_load_explicit(&counting, memory_order_relaxed) && nopen < OPEN_MAX &&
 	    (kind = kind_of(rfapi.name(rf))) >= 0) {
-		uint64_t t = now_ns();
+		uint64_t t = (uint64_t)agent_mono_ns();
 
 		open_rf[nopen].rf = rf;
 		open_rf[nopen].start = t;
@@ -161,7 +153,7 @@ static void steps_end(const void *rf, void *ctx)
 		if (open_rf[i].rf != rf)
 			continue;
 		if (atomic_load_explicit(&counting, memory_order_relaxed))
-			region_ended(open_rf[i].kind, open_rf[i].start, now_ns());
+			region_ended(open_rf[i].kind, open_rf[i].start, (uint64_t)agent_mono_ns());
 		open_rf[i] = open_rf[--nopen];
 		break;
 	}

@@ -57,6 +57,7 @@
 #define _GNU_SOURCE
 #include "attach/inject.h"
 
+#include "lib/clock.h"
 #include "lib/elfsym.h"
 #include "lib/procmaps.h"
 #include "attach/inject_prep.h"
@@ -407,15 +408,14 @@ static void release_all(struct inj_session *s)
 	}
 	for (int i = 0; i < s->nth; i++) {
 		struct inj_thread *t = &s->th[i];
-		struct timespec a, b;
+		uint64_t a;
 		int status, ret;
 
 		if (!t->tid || t->blocked)
 			continue;
-		clock_gettime(CLOCK_MONOTONIC, &a);
+		a = clock_mono_ns();
 		ret = wait_tid(t->tid, &status, budget_us > 0 ? budget_us / 1000 : 0);
-		clock_gettime(CLOCK_MONOTONIC, &b);
-		budget_us -= (b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000;
+		budget_us -= (long)((clock_mono_ns() - a) / 1000);
 		if (ret == -ETIMEDOUT)
 			leave_pending(t->tid);
 		else if (!ret && WIFSTOPPED(status))

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 
+#include "lib/clock.h"
 #include "lib/elfsym.h"
 #include "attach/links.h"
 #include "attach/target.h"
@@ -41,12 +42,9 @@ struct plan {
 	struct attach_report rep;            /* the plan's share of the report */
 };
 
-static double ms_since(const struct timespec *t0)
+static double ms_since(uint64_t t0)
 {
-	struct timespec t1;
-
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	return (t1.tv_sec - t0->tv_sec) * 1e3 + (t1.tv_nsec - t0->tv_nsec) / 1e6;
+	return (double)(clock_mono_ns() - t0) / 1e6;
 }
 
 static int sites_add(struct site_list *l, uint64_t off, uint64_t cookie)
@@ -194,13 +192,13 @@ static struct plan *find_or_make_plan(struct probes *p, const struct target *t,
 {
 	struct plan *pl;
 	struct op_scan s = { .ops = p->ops };
-	struct timespec t0;
+	uint64_t t0;
 	char why[256] = "";
 
 	for (int i = 0; i < p->nplans; i++)
 		if (p->plans[i].dev == t->torch.dev && p->plans[i].ino == t->torch.ino)
 			return &p->plans[i];
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = clock_mono_ns();
 	pl = realloc(p->plans, (p->nplans + 1) * sizeof(*pl));
 	if (!pl)
 		return NULL;
@@ -227,7 +225,7 @@ static struct plan *find_or_make_plan(struct probes *p, const struct target *t,
 			 t->torch.path);
 		return NULL;
 	}
-	pl->rep.plan_ms = ms_since(&t0);
+	pl->rep.plan_ms = ms_since(t0);
 	p->nplans++;
 	return pl;
 }
@@ -354,7 +352,7 @@ int probes_prepare(struct probes *p, const struct target *t, char *err, size_t e
 int probes_attach(struct probes *p, const struct target *t, struct attach_report *rep,
 		  volatile sig_atomic_t *stop, char *err, size_t errlen)
 {
-	struct timespec t0;
+	uint64_t t0;
 	struct plan *pl;
 	__u8 one = 1;
 	int ret;
@@ -369,14 +367,14 @@ int probes_attach(struct probes *p, const struct target *t, struct attach_report
 	*rep = pl->rep;
 	if (*stop)
 		return -EINTR;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = clock_mono_ns();
 	ret = bpf_map__update_elem(p->skel->maps.traced, &t->pid, sizeof(t->pid), &one,
 				   sizeof(one), BPF_ANY);
 	if (!ret && !p->entries_only)
 		ret = attach_catch(p, t, &rep->catch_probe);
 	if (!ret && !*stop)
 		ret = attach_plan(p, pl, t, rep);
-	rep->attach_ms = ms_since(&t0);
+	rep->attach_ms = ms_since(t0);
 	if (ret) {
 		snprintf(err, errlen, "pid %d: attaching uprobes to %s failed: %s", t->pid,
 			 t->torch.path, strerror(-ret));
@@ -495,13 +493,11 @@ int probes_share_maps(struct ptbpf_bpf *ops, struct bpf_object *obj)
 
 bool probes_load_again(int err, uint64_t *first_ns)
 {
-	struct timespec t;
 	uint64_t now;
 
 	if (err != -EAGAIN)
 		return false;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	now = (uint64_t)t.tv_sec * 1000000000ull + t.tv_nsec;
+	now = clock_mono_ns();
 	if (!*first_ns)
 		*first_ns = now;
 	return now - *first_ns < 10000000000ull;

@@ -27,6 +27,7 @@
 #include "cli.h"
 #include "fleet/http.h"
 #include "fleet/select.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 
 #define MAX_PROCS 256
@@ -62,14 +63,6 @@ static uint64_t realtime_s(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec;
-}
-
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 struct capture *capture_new(const struct options *opt)
@@ -151,7 +144,7 @@ static void say_rate_limited(struct capture *c, const struct capture_req *r, uin
  * /proc reads). On the HTTP thread. */
 static bool matches_a_process(struct capture *c, const struct capture_req *r)
 {
-	uint64_t now = monotonic_ns();
+	uint64_t now = clock_mono_ns();
 
 	if (!c->procs_at || now - c->procs_at >= PROCS_FRESH_NS) {
 		c->nprocs = select_scan(c->opt, c->procs, MAX_PROCS);

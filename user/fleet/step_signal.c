@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "attach/agent_ctl.h"
 #include "attach/claim.h"
@@ -70,14 +71,6 @@ struct step_signal {
 	uint64_t last_scan;
 	char agent[PATH_MAX];
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 struct step_signal *step_signal_new(const struct options *opt, struct capture *c, struct metrics *m)
 {
@@ -152,7 +145,7 @@ static int link_agent(struct step_signal *s, struct sproc *p)
 	int ret = agent_link_open(&p->t, &p->a, err, sizeof(err));
 
 	if (ret == -ENOENT)
-		return mono_ns() - p->since < 10000000000ull ? 0 : -1;
+		return clock_mono_ns() - p->since < 10000000000ull ? 0 : -1;
 	if (ret) {
 		log_warn("daemon: %s: no step signal\n", err);
 		return -1;
@@ -167,11 +160,11 @@ static int link_agent(struct step_signal *s, struct sproc *p)
 			 "(restart the process to have it)\n", p->t.pid);
 		return -1;
 	}
-	agent_steps_renew(&p->a, mono_ns());
+	agent_steps_renew(&p->a, clock_mono_ns());
 	/* injected: whoever loaded it by ptrace, this ptbpf unloads it at the end. */
 	if (agent_send(&p->a, PTBPF_CMD_OFF, OPS_WORD_STEPS, 0, 0, agent_injected(&p->a)))
 		return -1;
-	p->sent_at = mono_ns();
+	p->sent_at = clock_mono_ns();
 	p->linked = true;
 	return 1;
 }
@@ -193,7 +186,7 @@ static void add_process(struct step_signal *s, int pid)
 		refuse(s, pid);
 		return;
 	}
-	p->since = mono_ns();
+	p->since = clock_mono_ns();
 	p->last = calloc(s->opt->slow_w ? s->opt->slow_w : 1, sizeof(*p->last));
 	if (!p->last || !load_agent(s, p) || link_agent(s, p) < 0) {
 		target_close(&p->t);
@@ -283,7 +276,7 @@ static void fire(struct step_signal *s, struct sproc *p, uint64_t step, uint64_t
  * against the median of the W before them. */
 static void judge(struct step_signal *s, struct sproc *p, const struct ptbpf_agent_steps *b)
 {
-	uint64_t from = p->seen, med, now = mono_ns();
+	uint64_t from = p->seen, med, now = clock_mono_ns();
 
 	if (b->steps < p->seen) /* a new agent: it counts from 0 */
 		from = p->seen = p->fired = p->nlast = p->at = 0;
@@ -346,7 +339,7 @@ static bool tick_one(struct step_signal *s, struct sproc *p, uint64_t now)
 
 void step_signal_tick(struct step_signal *s)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = clock_mono_ns();
 
 	if (!s)
 		return;

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "fleet/web_config.h"
+#include "lib/clock.h"
 
 #include <crypt.h>
 #include <errno.h>
@@ -47,7 +48,7 @@ struct web_config {
 		int n, next;
 	} ok, refused;
 	double budget_ms;
-	struct timespec budget_at;
+	uint64_t budget_at;         /* when budget_ms was last topped up (ns) */
 	struct crypt_data cd;
 };
 
@@ -239,7 +240,7 @@ struct web_config *web_config_load(const char *path, char *err, size_t errlen)
 	if (rc)
 		return fail(wc, err, errlen, "--web-config %s: %s", path, why);
 	wc->budget_ms = BCRYPT_MS_BURST;
-	clock_gettime(CLOCK_MONOTONIC, &wc->budget_at);
+	wc->budget_at = clock_mono_ns();
 	return wc;
 }
 
@@ -261,12 +262,9 @@ bool web_config_has_users(const struct web_config *wc)
 	return wc && wc->nusers;
 }
 
-static double ms_since(const struct timespec *t)
+static double ms_since(uint64_t t)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - t->tv_sec) * 1e3 + (now.tv_nsec - t->tv_nsec) / 1e6;
+	return (double)(clock_mono_ns() - t) / 1e6;
 }
 
 /* "user:password" of a Basic credential, in out (len); false if it is none. */
@@ -323,7 +321,7 @@ enum web_auth web_config_check(struct web_config *wc, const char *authorization,
 {
 	unsigned char digest[SHA256_DIGEST_LENGTH];
 	char cred[1024], *colon;
-	struct timespec t0;
+	uint64_t t0;
 	int u;
 	bool ok;
 
@@ -338,19 +336,19 @@ enum web_auth web_config_check(struct web_config *wc, const char *authorization,
 			snprintf(user, len, "%s", wc->users[u].name);
 		return u >= 0 ? WEB_AUTH_OK : WEB_AUTH_NO;
 	}
-	wc->budget_ms += ms_since(&wc->budget_at) / 1e3 * BCRYPT_MS_PER_S;
+	wc->budget_ms += ms_since(wc->budget_at) / 1e3 * BCRYPT_MS_PER_S;
 	if (wc->budget_ms > BCRYPT_MS_BURST)
 		wc->budget_ms = BCRYPT_MS_BURST;
-	clock_gettime(CLOCK_MONOTONIC, &wc->budget_at);
+	wc->budget_at = clock_mono_ns();
 	if (wc->budget_ms <= 0)
 		return WEB_AUTH_BUSY;
 	colon = strchr(cred, ':');
 	*colon = 0;
 	for (u = 0; u < wc->nusers && strcmp(wc->users[u].name, cred); u++)
 		;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = clock_mono_ns();
 	ok = bcrypt_ok(wc, u < wc->nusers ? u : -1, colon + 1);
-	wc->budget_ms -= ms_since(&t0);
+	wc->budget_ms -= ms_since(t0);
 	OPENSSL_cleanse(cred, sizeof(cred));
 	if (ok)
 		remember(&wc->ok, digest, u);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* ptbpf's messages. See log.h. */
+#include "lib/clock.h"
 #include "lib/log.h"
 
 #include <stdarg.h>
@@ -105,10 +106,7 @@ bool log_verbose(void)
 
 static uint64_t mono_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec + 1; /* never 0: 0 is "never said" */
+	return clock_mono_ns() / 1000000000ull + 1; /* never 0: 0 is "never said" */
 }
 
 /* "N more <what> since the last such line (kind: n, ...)" into b; with

@@ -111,7 +111,7 @@ uint64_t read_op_rings(struct session *s, uint64_t upto)
  * The op records read, or the ring's error. */
 int64_t read_pump(struct session *s, int wait_ms)
 {
-	uint64_t tick = now_ns();
+	uint64_t tick = clock_mono_ns();
 	int err = ring_buffer__poll(s->rb, wait_ms);
 	uint64_t n;
 
@@ -128,12 +128,12 @@ int64_t read_pump(struct session *s, int wait_ms)
 
 void read_bpf_last(struct session *s, uint64_t st[STAT_MAX])
 {
-	uint64_t until = now_ns() + LAST_RECORD_WAIT_NS;
+	uint64_t until = clock_mono_ns() + LAST_RECORD_WAIT_NS;
 
 	for (;;) {
 		ring_buffer__consume(s->rb);
 		session_stats(s, st);
-		if (st[STAT_SENT] == s->received + session_lost(st) || now_ns() >= until)
+		if (st[STAT_SENT] == s->received + session_lost(st) || clock_mono_ns() >= until)
 			return;
 		usleep(1000);
 	}
@@ -158,13 +158,13 @@ int read_sched_record(void *ctx, void *data, size_t size)
 
 void read_sched_last(struct session *s, uint64_t sst[SCHED_STAT_MAX])
 {
-	uint64_t until = now_ns() + LAST_RECORD_WAIT_NS;
+	uint64_t until = clock_mono_ns() + LAST_RECORD_WAIT_NS;
 
 	for (;;) {
 		ring_buffer__consume(s->rb);
 		sched_probes_stats(s->sched, sst);
 		if (sst[SCHED_STAT_SENT] == s->sched_received + summary_sched_lost(sst) ||
-		    now_ns() >= until)
+		    clock_mono_ns() >= until)
 			break;
 		usleep(1000);
 	}

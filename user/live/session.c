@@ -93,7 +93,7 @@ uint64_t session_lost(const uint64_t st[STAT_MAX])
  */
 static int next_wait(struct session *s, int64_t got, uint64_t *quiet_since, uint64_t due)
 {
-	uint64_t now = now_ns();
+	uint64_t now = clock_mono_ns();
 
 	if (got > 0) {
 		*quiet_since = now;
@@ -110,7 +110,7 @@ static int next_wait(struct session *s, int64_t got, uint64_t *quiet_since, uint
 
 int session_loop(struct session *s)
 {
-	uint64_t start = now_ns(), last_status = start, last_events = 0, last_scan = start;
+	uint64_t start = clock_mono_ns(), last_status = start, last_events = 0, last_scan = start;
 	uint64_t deadline = s->opt.duration_s ? start + s->opt.duration_s * 1000000000ull : 0;
 	uint64_t quiet_since = start;
 	int wait_ms = 20, ret = 0, rings[2], nrings = 0;
@@ -147,7 +147,7 @@ int session_loop(struct session *s)
 			log_msg("every traced process has exited\n");
 			break;
 		}
-		if (deadline && now_ns() >= deadline)
+		if (deadline && clock_mono_ns() >= deadline)
 			break;
 		if (pf_writer_error(s->w)) {
 			log_msg("writing %s failed: %s; stopping\n", s->opt.output,
@@ -156,12 +156,12 @@ int session_loop(struct session *s)
 		}
 		if (s->find.nmapped)
 			targets_attach_mapped(s);
-		if (now_ns() - last_status >= 1000000000ull) {
+		if (clock_mono_ns() - last_status >= 1000000000ull) {
 			/* With the BPF hook a full /proc scan is only a safety net. */
-			if (s->opt.all && now_ns() - s->find.last_full_scan >=
+			if (s->opt.all && clock_mono_ns() - s->find.last_full_scan >=
 					  (s->find.exec_probes ? 5000000000ull : 1000000000ull)) {
 				targets_scan_all(s);
-				s->find.last_full_scan = now_ns();
+				s->find.last_full_scan = clock_mono_ns();
 			}
 			if (s->schedv)
 				sched_view_flush(s->schedv);
@@ -172,14 +172,14 @@ int session_loop(struct session *s)
 		}
 		/* libcuda is loaded at the first CUDA call, and later than that
 		 * by programs that start on the CPU: look for it again. */
-		if (now_ns() - last_scan >= 500000000ull) {
+		if (clock_mono_ns() - last_scan >= 500000000ull) {
 			for (int i = 0; i < s->ntargets; i++) {
 				if (s->targets[i].pidfd < 0)
 					continue;
 				target_claim_answer(&s->targets[i]);
 				targets_rescan(s, &s->targets[i]);
 			}
-			last_scan = now_ns();
+			last_scan = clock_mono_ns();
 		}
 		wait_ms = next_wait(s, got, &quiet_since, deadline && deadline < last_status +
 				    1000000000ull ? deadline : last_status + 1000000000ull);
@@ -192,7 +192,7 @@ int session_loop(struct session *s)
 
 int session_setup_bpf(struct session *s)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = clock_mono_ns();
 	char why[256];
 	int err;
 
@@ -207,7 +207,7 @@ int session_setup_bpf(struct session *s)
 		}
 		s->stats_fd = err;
 		s->stats_on = true;
-		s->stats_from = now_ns();
+		s->stats_from = clock_mono_ns();
 	}
 	s->skel = probes_load(s->opt.ring_bytes, s->opt.py_stacks > 0, why, sizeof(why));
 	if (!s->skel) {
@@ -233,7 +233,7 @@ int session_setup_bpf(struct session *s)
 			"timeline\n", strerror(errno));
 	if (!s->gpu)
 		log_msg("loading the GPU BPF programs failed: %s\n", strerror(errno));
-	log_debug("BPF programs loaded in %.0f ms\n", (now_ns() - t0) / 1e6);
+	log_debug("BPF programs loaded in %.0f ms\n", (clock_mono_ns() - t0) / 1e6);
 	if (!s->probes)
 		log_msg("out of memory\n");
 	return s->probes && s->gpu ? 0 : -1;
@@ -254,7 +254,7 @@ static void mark_trigger(struct session *s)
 		return;
 	args[0].s = capture_source_name(t->source);
 	args[1].s = t->reason;
-	pf_instant(s->w, &(struct pf_event){ .track = track, .ts = now_ns(), .name = "trigger",
+	pf_instant(s->w, &(struct pf_event){ .track = track, .ts = clock_mono_ns(), .name = "trigger",
 					     .category = "ptbpf", .args = args, .nargs = 2 });
 }
 
@@ -334,7 +334,7 @@ int session_setup_trace(struct session *s)
 	if (s->opt.raw_output[0] && !(s->raw = raw_open(s->opt.raw_output, s->opt.force)))
 		return -1;
 	s->lost_track = pf_track_counter(s->w, 0, "ptbpf lost events", PF_UNIT_COUNT);
-	pf_counter(s->w, s->lost_track, now_ns(), 0);
+	pf_counter(s->w, s->lost_track, clock_mono_ns(), 0);
 	mark_trigger(s);
 	if (!s->opt.no_sched)
 		setup_sched(s);
@@ -351,13 +351,13 @@ int session_setup_trace(struct session *s)
  * switches): nothing new after this, so sent = received + lost. */
 static void detach_all(struct session *s)
 {
-	uint64_t t0 = now_ns(), t_unloaded;
+	uint64_t t0 = clock_mono_ns(), t_unloaded;
 
 	if (s->stats_on) /* the agents' probe points go now */
 		bpf_cost_add(&s->cost[COST_PROBES], agent_probes_obj(s->agents));
 	agent_probes_free(s->agents);
 	s->agents = NULL;
-	t_unloaded = now_ns();
+	t_unloaded = clock_mono_ns();
 	if (s->probes)
 		probes_detach(s->probes);
 	if (s->stats_on) /* and the GPU probes, which ran until now */
@@ -370,24 +370,24 @@ static void detach_all(struct session *s)
 	sample_probes_detach(s->samples);
 	exec_probes_detach(s->find.exec_probes);
 	log_debug("stop: agents unloaded in %.0f ms, probes detached in %.0f ms\n",
-		  (t_unloaded - t0) / 1e6, (now_ns() - t_unloaded) / 1e6);
+		  (t_unloaded - t0) / 1e6, (clock_mono_ns() - t_unloaded) / 1e6);
 }
 
 /* Every source switched off, drained and detached, in the order that
  * loses nothing: the agents record until they see the switch-off. */
 static void stop_sources(struct session *s, uint64_t *st, uint64_t *sst)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = clock_mono_ns();
 
 	if (agent_probes_any(s->agents)) {
 		/* Switched off, each agent flushes what CUPTI still holds, then
 		 * acknowledges (within 20 ms, plus the flush). */
-		uint64_t until = now_ns() + 3000000000ull;
+		uint64_t until = clock_mono_ns() + 3000000000ull;
 
 		agent_probes_switch_off(s->agents);
 		/* The agents record until they see the switch-off: their rings
 		 * are read on, or they would fill and drop. */
-		while (now_ns() < until && s->rb && !agent_probes_all_acked(s->agents))
+		while (clock_mono_ns() < until && s->rb && !agent_probes_all_acked(s->agents))
 			read_pump(s, 5);
 	}
 	/* What the agents wrote, all of it, before they may be unloaded. */
@@ -395,7 +395,7 @@ static void stop_sources(struct session *s, uint64_t *st, uint64_t *sst)
 		read_pump(s, 0);
 	if (s->opsr)
 		ops_rings_finish(s->opsr, read_op_record, s);
-	log_debug("stop: agents switched off and read in %.0f ms\n", (now_ns() - t0) / 1e6);
+	log_debug("stop: agents switched off and read in %.0f ms\n", (clock_mono_ns() - t0) / 1e6);
 	detach_all(s);
 	if (s->rb)
 		read_bpf_last(s, st);
@@ -409,7 +409,7 @@ static void stop_sources(struct session *s, uint64_t *st, uint64_t *sst)
 static void idle_track(struct session *s)
 {
 	const struct gpu_timeline_counts *d = s->dec ? gpu_timeline_counts(s->dec->timeline) : NULL;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = clock_mono_ns();
 	struct stat st;
 	long n;
 
@@ -422,12 +422,12 @@ static void idle_track(struct session *s)
 	n = gap_track_append(s->out.tmp, s->out.fd);
 	if (n >= 0)
 		log_msg("GPU idle track: %ld gaps of 10 us or more, named by cause (%.0f ms; "
-			"--no-idle-track leaves it out)\n", n, (now_ns() - t0) / 1e6);
+			"--no-idle-track leaves it out)\n", n, (clock_mono_ns() - t0) / 1e6);
 }
 
 int session_finish(struct session *s, int rc)
 {
-	uint64_t st[STAT_MAX] = { 0 }, sst[SCHED_STAT_MAX] = { 0 }, stopped_at = now_ns();
+	uint64_t st[STAT_MAX] = { 0 }, sst[SCHED_STAT_MAX] = { 0 }, stopped_at = clock_mono_ns();
 	uint64_t t_written;
 	bool failed_before = s->w && pf_writer_error(s->w); /* said already */
 	bool keep = s->traced && !s->discard_output;
@@ -443,9 +443,9 @@ int session_finish(struct session *s, int rc)
 		bpf_cost_add(&s->cost[COST_SAMPLES], sample_probes_obj(s->samples));
 		close(s->stats_fd);
 		s->stats_on = false;
-		s->stats_to = now_ns();
+		s->stats_to = clock_mono_ns();
 	}
-	t_written = now_ns();
+	t_written = clock_mono_ns();
 	if (s->join && keep) {
 		/* Frames still open are cut where tracing stopped (or at the
 		 * last record, if later), not after the agents' wind-down. */
@@ -483,7 +483,7 @@ int session_finish(struct session *s, int rc)
 			s->opt.output, size / 1e6);
 	}
 	leaving_trace(s->out.tmp[0] && !access(s->out.tmp, F_OK) ? s->out.tmp : "", true);
-	log_debug("stop: the trace written in %.0f ms\n", (now_ns() - t_written) / 1e6);
+	log_debug("stop: the trace written in %.0f ms\n", (clock_mono_ns() - t_written) / 1e6);
 	exec_probes_free(s->find.exec_probes);
 	route_free(s->route);
 	ops_rings_free(s->opsr);

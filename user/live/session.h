@@ -22,6 +22,7 @@
 #include "attach/target.h"
 #include "fleet/capture.h"
 #include "lib/bpf_cost.h"
+#include "lib/clock.h"
 #include "lib/files.h"
 #include "lib/op_table.h"
 #include "ptbpf_events.h"
@@ -107,14 +108,6 @@ struct session {
 	struct bpf_cost cost[COST_MAX];
 	uint64_t stats_from, stats_to;
 };
-
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static inline double cpu_seconds(void)
 {

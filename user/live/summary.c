@@ -29,7 +29,7 @@
 
 void summary_status_line(struct session *s, uint64_t *last_events, uint64_t *last_ns)
 {
-	uint64_t st[STAT_MAX], t = now_ns();
+	uint64_t st[STAT_MAX], t = clock_mono_ns();
 	double secs = (t - *last_ns) / 1e9;
 
 	session_stats(s, st);
@@ -307,7 +307,7 @@ void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX])
 
 	/* now, not the last event's time: the status line wrote this counter
 	 * at wall-clock times already. */
-	pf_counter(s->w, s->lost_track, now_ns(), (int64_t)session_lost(st));
+	pf_counter(s->w, s->lost_track, clock_mono_ns(), (int64_t)session_lost(st));
 	pf_trace_attr_int(s->w, "dev.ptbpf.events_sent", (int64_t)st[STAT_SENT]);
 	pf_trace_attr_int(s->w, "dev.ptbpf.events_received", (int64_t)s->received);
 	pf_trace_attr_int(s->w, "dev.ptbpf.events_lost", (int64_t)session_lost(st));

@@ -152,10 +152,10 @@ static bool load_agent_noted(struct session *s, const struct target *t, bool for
  * behind ptbpf's back. */
 bool targets_wait_for_agent(struct session *s, int pid)
 {
-	uint64_t until = now_ns() + 3000000000ull;
+	uint64_t until = clock_mono_ns() + 3000000000ull;
 	int r;
 
-	while ((r = agent_probes_acked(s->agents, pid)) == -EAGAIN && now_ns() < until)
+	while ((r = agent_probes_acked(s->agents, pid)) == -EAGAIN && clock_mono_ns() < until)
 		read_pump(s, 5);
 	read_pump(s, 0);
 	if (!r)
@@ -258,7 +258,7 @@ static int ops_final(void *ctx, int pid, struct ptbpf_ops_loc *out)
 static bool start_agent_ops(struct session *s, const struct target *t)
 {
 	struct ptbpf_ops_loc loc;
-	uint64_t desc, t0 = now_ns(), t1, t2;
+	uint64_t desc, t0 = clock_mono_ns(), t1, t2;
 	char err[512];
 	bool ok;
 
@@ -266,13 +266,13 @@ static bool start_agent_ops(struct session *s, const struct target *t)
 		return false;
 
 	ok = load_agent_noted(s, t, true);
-	t1 = now_ns();
+	t1 = clock_mono_ns();
 	ok = ok && agent_probes_scan(s->agents, t, true) == 1;
-	t2 = now_ns();
+	t2 = clock_mono_ns();
 	ok = ok && targets_wait_for_agent(s, t->pid);
 	log_debug("pid %d: agent: loaded in %.0f ms, probes and switched on in %.0f ms, "
 		  "acknowledged in %.0f ms\n", t->pid, (t1 - t0) / 1e6, (t2 - t1) / 1e6,
-		  (now_ns() - t2) / 1e6);
+		  (clock_mono_ns() - t2) / 1e6);
 	if (!ok)
 		return false;
 	desc = gpu_timeline_ops_desc(s->dec->timeline, t->pid);
@@ -373,7 +373,7 @@ static void hold_op_records(struct session *s)
 /* The kernel view and the sampler take pid's threads: its attach is over. */
 static void watch_threads(struct session *s, int pid)
 {
-	uint64_t ts = now_ns(); /* before: a wakeup just after the watch is inside the call */
+	uint64_t ts = clock_mono_ns(); /* before: a wakeup just after the watch is inside the call */
 
 	if (sched_probes_watch(s->sched, pid, true))
 		log_warn("pid %d: no thread states (the kernel view could not take it)\n", pid);
@@ -422,7 +422,7 @@ static int attach_ops(struct session *s, struct target *t, int pid, struct attac
 		ret = target_claim(t, err, errlen);
 	if (ret)
 		return ret;
-	at->opened = now_ns();
+	at->opened = clock_mono_ns();
 	join_add_process(s->join, t);
 	t->no_gpu_timeline = !wants_gpu_timeline(s, t);
 	if (s->opt.py_stacks) /* before any op can ask for a stack */
@@ -441,7 +441,7 @@ static int attach_ops(struct session *s, struct target *t, int pid, struct attac
 	 * uprobes, which must not take a plan's time then. */
 	else if (s->opt.follow_children && probes_prepare(s->probes, t, err, errlen))
 		log_warn("%s\n", err);
-	at->ops = now_ns();
+	at->ops = clock_mono_ns();
 	if (ret && s->samples) /* warmed, not traced */
 		sample_view_process_gone(s->dec->samples, pid);
 	return ret;
@@ -462,7 +462,7 @@ static void attach_rest(struct session *s, struct target *t, bool agent_ops,
 	}
 	hold_op_records(s);
 	targets_scan_gpu(s, t);
-	at->gpu = now_ns();
+	at->gpu = clock_mono_ns();
 	if (s->agents && !agent_ops) {
 		if (load_agent_noted(s, t, false) && agent_probes_scan(s->agents, t, false) == 1)
 			targets_wait_for_agent(s, t->pid);
@@ -470,7 +470,7 @@ static void attach_rest(struct session *s, struct target *t, bool agent_ops,
 	log_debug("pid %d: attach: opened in %.0f ms, ops (%s) in %.0f ms, rpc/memory/GPU "
 		  "probes in %.0f ms, the GPU agent in %.0f ms\n", t->pid,
 		  (at->opened - at->start) / 1e6, agent_ops ? "agent" : "uprobes", (at->ops - at->opened) / 1e6,
-		  (at->gpu - at->ops) / 1e6, (now_ns() - at->gpu) / 1e6);
+		  (at->gpu - at->ops) / 1e6, (clock_mono_ns() - at->gpu) / 1e6);
 }
 
 /* Opens and attaches one more process; 0, or -errno with a message
@@ -485,7 +485,7 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	struct target *t = &s->targets[s->ntargets];
 	struct attach_report rep = { 0 };
 	bool agent_ops = false, gone;
-	struct attach_times at = { .start = now_ns() };
+	struct attach_times at = { .start = clock_mono_ns() };
 	char err[512] = "";
 	int ret;
 
@@ -562,7 +562,7 @@ static void attach_found(struct session *s, int pid)
  * 200 ms for 60 s: the moment one maps libtorch, it is attached. */
 void targets_attach_mapped(struct session *s)
 {
-	uint64_t now = now_ns();
+	uint64_t now = clock_mono_ns();
 
 	for (int i = 0; i < s->find.nmapped; i++) {
 		int pid = s->find.mapped[i].pid;

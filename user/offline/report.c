@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "offline/export.h"
 #include "offline/kname.h"
@@ -454,7 +455,7 @@ int report_run(const struct report_opts *opt)
 	struct tr_reader *tr = NULL;
 	const struct step_row *rows = NULL;
 	size_t nrows = 0;
-	struct timespec t0, t1;
+	uint64_t t0, t1;
 	int rc;
 
 	if (a.path_b)
@@ -462,18 +463,18 @@ int report_run(const struct report_opts *opt)
 	rc = 1;
 	if (a.html && report_html_check(&a))
 		goto out;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = clock_mono_ns();
 	if (report_read(&r, a.path, &a, &tr))
 		goto out;
 	rows = steps_rows(r.steps, &nrows);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
+	t1 = clock_mono_ns();
 	if (a.html && report_html(&a, &r, tr, rows, nrows))
 		goto out;
 	if (a.json)
 		report_json(stdout, &r, a.path, tr_status(tr), rows, nrows, &a);
 	else if (!a.html)
 		print_text(&r, a.path, tr, &a, rows, nrows,
-			   (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+			   (double)(t1 - t0) / 1e9);
 	rc = 0;
 out:
 	tr_close(tr);

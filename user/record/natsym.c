@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/elfsym.h"
 #include "lib/hash.h"
 #include "lib/names.h"
@@ -62,14 +63,6 @@ struct natsym {
 	struct hash_table files; /* hash of path -> struct file * */
 	struct str_set *names;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 struct natsym *natsym_new(void)
 {
@@ -178,7 +171,7 @@ static void read_maps(struct natsym *ns, struct proc *p)
 	struct procmap e;
 
 	p->n = 0;
-	p->read_ns = mono_ns();
+	p->read_ns = clock_mono_ns();
 	if (!(m = procmaps_open(p->pid)))
 		return;
 	if (!p->maps && !(p->maps = malloc(MAX_MAPS * sizeof(*p->maps)))) {
@@ -265,7 +258,7 @@ static void resolve(struct natsym *ns, int pid, uint64_t ip, struct natsym_hit *
 	if (!p)
 		return;
 	m = map_of(p, ip);
-	if (!m && mono_ns() - p->read_ns >= REREAD_NS) {
+	if (!m && clock_mono_ns() - p->read_ns >= REREAD_NS) {
 		read_maps(ns, p);
 		m = map_of(p, ip);
 	}

@@ -15,6 +15,7 @@
 #include "ptbpf_agent.h"
 #include "ptbpf_events.h"
 #include "attach/target.h"
+#include "lib/clock.h"
 
 #define MAX_PROCS 64
 /* A ring is read this much at a time (a record is at most ~1.2 KB). */
@@ -397,14 +398,6 @@ static uint64_t parse(struct ops_rings *r, struct proc_rings *p, uint32_t i, uin
 	return pos;
 }
 
-static uint64_t now_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The counters p's exit or signal probes saved, as they are now (they
  * only grow), if any: kept for when they can no longer be asked for. */
 static void fetch_final(struct ops_rings *r, struct proc_rings *p)
@@ -424,7 +417,7 @@ static void fetch_final(struct ops_rings *r, struct proc_rings *p)
 static void image_gone(struct ops_rings *r, struct proc_rings *p)
 {
 	p->state = PROC_ENDED;
-	p->ended_ts = now_mono_ns();
+	p->ended_ts = clock_mono_ns();
 	fetch_final(r, p);
 }
 
@@ -544,7 +537,7 @@ static void drain_proc(struct ops_rings *r, struct proc_rings *p, emit_fn emit, 
 {
 	struct ptbpf_ops_slot slots[PTBPF_OPS_SLOTS];
 	struct ptbpf_ops_desc desc;
-	uint64_t began = now_mono_ns();
+	uint64_t began = clock_mono_ns();
 
 	if (target_mem_read(p->t, p->desc_addr, &desc, sizeof(desc)) || read_slots(p, slots) ||
 	    !same_image(p)) {
@@ -552,7 +545,7 @@ static void drain_proc(struct ops_rings *r, struct proc_rings *p, emit_fn emit, 
 		return;
 	}
 	p->idle = desc.idle;
-	seen_no_slot(r, p, desc.no_slot, desc.no_slot_begins, now_mono_ns(), emit, ctx);
+	seen_no_slot(r, p, desc.no_slot, desc.no_slot_begins, clock_mono_ns(), emit, ctx);
 	if (!desc.layout_ok)
 		r->counts.layout_ok = 0;
 	seen_clock(r, p, &desc);

@@ -24,7 +24,7 @@ static uint64_t random_base(void)
 
 	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
 		return v;
-	return clock_ns(CLOCK_MONOTONIC) ^ clock_ns(CLOCK_REALTIME) ^
+	return clock_mono_ns() ^ clock_ns(CLOCK_REALTIME) ^
 	       ((uint64_t)getpid() << 32);
 }
 
@@ -158,28 +158,30 @@ static void write_clock(struct pb *b, uint32_t id, uint64_t ts)
  * (MONOTONIC) must not be needed to place the snapshot that defines it. */
 int pf_clock_snapshot(struct pf_writer *w)
 {
-	struct timespec boot, mono, real;
+	uint64_t boot, mono, real;
 	size_t snap;
 
 	if (!w)
 		return -EINVAL;
 	/* Back to back, so the three readings describe one instant. */
-	if (clock_gettime(CLOCK_BOOTTIME, &boot) || clock_gettime(CLOCK_MONOTONIC, &mono) ||
-	    clock_gettime(CLOCK_REALTIME, &real))
-		return -errno;
+	boot = clock_ns(CLOCK_BOOTTIME);
+	mono = clock_mono_ns();
+	real = clock_ns(CLOCK_REALTIME);
+	if (!boot || !mono || !real)
+		return -EIO;
 	if (!w->have_boot) {
 		/* trace_processor moves MONOTONIC events by the snapshot before
 		 * them: for a trace's events, this first one. */
-		w->boot_minus_mono = (int64_t)(ts_ns(&boot) - ts_ns(&mono));
+		w->boot_minus_mono = (int64_t)(boot - mono);
 		w->have_boot = true;
 	}
 	packet_begin(w, 0);
-	pb_uint(&w->pb, F_PKT_TIMESTAMP, ts_ns(&boot));
+	pb_uint(&w->pb, F_PKT_TIMESTAMP, boot);
 	pb_uint(&w->pb, F_PKT_CLOCK_ID, CLOCK_ID_BOOTTIME);
 	snap = pb_begin(&w->pb, F_PKT_CLOCK_SNAPSHOT);
-	write_clock(&w->pb, CLOCK_ID_BOOTTIME, ts_ns(&boot));
-	write_clock(&w->pb, CLOCK_ID_MONOTONIC, ts_ns(&mono));
-	write_clock(&w->pb, CLOCK_ID_REALTIME, ts_ns(&real));
+	write_clock(&w->pb, CLOCK_ID_BOOTTIME, boot);
+	write_clock(&w->pb, CLOCK_ID_MONOTONIC, mono);
+	write_clock(&w->pb, CLOCK_ID_REALTIME, real);
 	pb_uint(&w->pb, F_CS_PRIMARY, CLOCK_ID_BOOTTIME);
 	pb_end(&w->pb, snap);
 	packet_end(w);

@@ -26,6 +26,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "lib/clock.h"
 #include "lib/hash.h"
 #include "trace/pbwrite.h"
 #include "trace/perfetto.h"
@@ -141,18 +142,6 @@ static inline void pb_str(struct pf_writer *w, uint32_t field, const char *s)
 {
 	if (s)
 		pb_bytes(&w->pb, field, s, str_clip(w, s));
-}
-
-static inline uint64_t ts_ns(const struct timespec *ts)
-{
-	return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
-}
-
-static inline uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	return clock_gettime(id, &ts) ? 0 : ts_ns(&ts);
 }
 
 /* splitmix64's finalizer: a bijection, so distinct inputs give distinct

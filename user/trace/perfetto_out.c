@@ -115,7 +115,7 @@ static void append_record(struct pf_writer *w, const uint8_t *head, size_t hlen,
 	w->out_len += rec;
 	w->bytes += rec;
 	w->loss_pending = false;
-	now = clock_ns(CLOCK_MONOTONIC_COARSE);
+	now = clock_mono_coarse_ns();
 	if (!w->first_buffered_ns)
 		w->first_buffered_ns = now ? now : 1;
 	else if (now - w->first_buffered_ns >= FLUSH_NS)

@@ -51,7 +51,7 @@ static uint64_t desc_begin(struct pf_writer *w, uint64_t parent, const char *nam
 		return 0;
 	uuid = next_uuid(w);
 	packet_begin(w, SEQ_NEEDS_INCREMENTAL_STATE);
-	pb_uint(&w->pb, F_PKT_TIMESTAMP, clock_ns(CLOCK_MONOTONIC));
+	pb_uint(&w->pb, F_PKT_TIMESTAMP, clock_mono_ns());
 	*desc = pb_begin(&w->pb, F_PKT_TRACK_DESC);
 	pb_uint(&w->pb, F_TD_UUID, uuid);
 	if (parent)
