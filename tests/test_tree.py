@@ -4,6 +4,7 @@ down the data path, with no circle; files and functions stay small enough
 to read. Exceptions are listed here with their reason."""
 import os
 import re
+import subprocess
 
 from conftest import ROOT
 
@@ -221,3 +222,52 @@ def test_every_bpf_object_is_loaded_in_attach():
             for x in set(re.findall(r"\b(\w+)_bpf__open\w*\(", f.read())):
                 opened.setdefault(x, []).append(rel)
     assert {x: sorted(opened.get(x, [])) for x in want} == want
+
+
+# Every function or variable a file shares (not static) is named for where
+# it lives, by a prefix its folder registers here (libbpf's rule: a prefix
+# on every non-static symbol): a reader who meets one knows where to look.
+# The prefix is the name's first word; most are a file's (join_, pf_ for
+# trace/perfetto*), some an object's that a file serves (str_set_, insn_).
+PREFIXES = {
+    "": {"main", "cli", "argp"},  # argp_: the names argp looks up
+    "attach": {"agent", "exec", "func", "gpu", "inject", "insn", "leaving", "link", "op",
+               "probes", "ptbpf", "sample", "sched", "target", "tramp"},
+    "record": {"gpu", "join", "mem", "natsym", "offcpu", "ops", "pystack", "raw", "reorder",
+               "rf", "route", "rpc", "sample", "sched", "shapes"},
+    "offline": {"cuda", "device", "distributed", "export", "gap", "int", "json", "kname",
+                "merge", "put", "rc", "rd", "report", "steps"},
+    "lib": {"bpf", "c10", "cuda", "demangle", "elf", "elfsym", "hash", "infile", "log", "op",
+            "outfile", "procmap", "procmaps", "str", "syscall", "text", "u64", "yield",
+            "clock"},
+    "trace": {"pb", "pf", "sample", "tr"},
+    "live": {"budget", "read", "session", "summary", "targets"},
+    "fleet": {"capture", "daemon", "http", "metrics", "select", "step", "web"},
+}
+
+
+def test_shared_names_say_where_they_live():
+    """The built objects' symbol tables (nm): each global of user/X/*.c
+    starts with a prefix X registers. (The agent is a library of its own,
+    whose exported names are checked by its own tests.)"""
+    obj = os.path.join(ROOT, "build", "obj")
+    assert os.path.isdir(obj), "build first: make"
+    bad = []
+    for d, _, files in os.walk(obj):
+        folder = os.path.relpath(d, obj)
+        folder = "" if folder == "." else folder
+        if folder == "agent" or folder.startswith("agent/"):
+            continue
+        for f in sorted(files):
+            if not f.endswith(".o"):
+                continue
+            out = subprocess.run(["nm", "--defined-only", os.path.join(d, f)],
+                                 capture_output=True, text=True, check=True).stdout
+            for line in out.splitlines():
+                parts = line.split()
+                if len(parts) == 3 and parts[1] in "TDBRG":
+                    name = parts[2]
+                    if "_" not in name.strip("_") and name != "main" or \
+                            name.split("_")[0] not in PREFIXES.get(folder, ()):
+                        bad.append("%s/%s: %s" % (folder, f, name))
+    assert bad == []

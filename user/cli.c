@@ -680,7 +680,7 @@ int cli_check_privileges(char *err, size_t errlen)
 		snprintf(err, errlen, "missing privileges: %s; run as root (sudo ptbpf ...)", missing);
 		return -1;
 	}
-	if (!in_initial_pidns()) {
+	if (!target_in_initial_pidns()) {
 		snprintf(err, errlen, "ptbpf must run in the host's (initial) pid namespace: BPF "
 			 "sees host pids; run it outside the container and give the host pid");
 		return -1;

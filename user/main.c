@@ -51,16 +51,16 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	uint64_t now = clock_mono_ns();
 
 	(void)uc;
-	if (exiting) {
-		if (sig == exiting && si && si->si_code == SI_USER && si->si_pid == first_from &&
-		    now - first_at < 20000000)
+	if (session_exiting) {
+		if (sig == session_exiting && si && si->si_code == SI_USER &&
+		    si->si_pid == first_from && now - first_at < 20000000)
 			return;
 		leaving_say(sig);
 		_exit(128 + sig);
 	}
 	first_at = now;
 	first_from = si && si->si_code == SI_USER ? si->si_pid : -1;
-	exiting = sig;
+	session_exiting = sig;
 }
 
 /* `ptbpf run -- CMD`: start CMD with the agent, and trace it as -p once it
@@ -149,7 +149,7 @@ static int run_window(const struct options *opt, const char *path, struct metric
 	budget_steps_start(&s);
 	if (session_loop(&s) && !s.win.stopped_why[0])
 		snprintf(s.win.stopped_why, sizeof(s.win.stopped_why), "reading failed");
-	if (exiting && !s.win.stopped_why[0])
+	if (session_exiting && !s.win.stopped_why[0])
 		snprintf(s.win.stopped_why, sizeof(s.win.stopped_why), "stopped by a signal");
 	if (!s.traced) /* session_finish leaves no file */
 		log_msg("daemon: no PyTorch process traced in this window%s; nothing written\n",
@@ -184,7 +184,7 @@ static int cmd_trace(int argc, char **argv)
 		return 1;
 	}
 	if (s.opt.daemon)
-		return daemon_run(&s.opt, run_window, &exiting);
+		return daemon_run(&s.opt, run_window, &session_exiting);
 	if (s.opt.run_argv && start_command(&s.opt, &child))
 		return command_status(&s.opt, child, 1);
 	/* Refuse bad pids before anything touches a process or the disk. */
@@ -211,13 +211,13 @@ static int cmd_trace(int argc, char **argv)
 	}
 	/* Tracing starts once every target is attached: a run that fails
 	 * before leaves no file (targets_add said why). */
-	for (i = 0; i < s.opt.npids && !exiting; i++) {
-		if (targets_add(&s, s.opt.pids[i], false) && !exiting) {
+	for (i = 0; i < s.opt.npids && !session_exiting; i++) {
+		if (targets_add(&s, s.opt.pids[i], false) && !session_exiting) {
 			s.discard_output = true;
 			return command_status(&s.opt, child, session_finish(&s, 1));
 		}
 	}
-	if (s.opt.all && !exiting) {
+	if (s.opt.all && !session_exiting) {
 		targets_scan_all(&s);
 		log_msg("--all: tracing %d processes; looking for more %s\n",
 			s.ntargets, s.find.exec_probes ? "as they start (exec tracepoint; /proc every 5 s)" :
@@ -225,11 +225,11 @@ static int cmd_trace(int argc, char **argv)
 	}
 	/* A Ctrl-C that came once every attach had said "tracing pid N" is
 	 * a stop: the trace is written. */
-	if (s.attach_cut || (exiting && i < s.opt.npids)) {
+	if (s.attach_cut || (session_exiting && i < s.opt.npids)) {
 		log_msg("interrupted during attach; detaching, nothing written%s\n", s.traced ?
 			" (a trace is written only once every process given is attached)" : "");
 		s.discard_output = true;
-		return command_status(&s.opt, child, session_finish(&s, 128 + exiting));
+		return command_status(&s.opt, child, session_finish(&s, 128 + session_exiting));
 	}
 	rc = session_loop(&s) ? 1 : 0;
 	if (!s.traced) { /* --all found no process: session_finish leaves no file */

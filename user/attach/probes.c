@@ -74,7 +74,7 @@ static void sites_free(struct site_list *l)
 
 /* The entry probe's offset: past an endbr64, which changes no state but is
  * single-stepped, when the instruction after it is emulated. */
-uint64_t entry_site(struct elf_file *ef, const struct elf_func *f, int *emulated)
+uint64_t probes_entry_site(struct elf_file *ef, const struct elf_func *f, int *emulated)
 {
 	struct insn_info in;
 
@@ -150,7 +150,7 @@ static int scan_op(const struct elf_func *f, void *ctx)
 		return 0;
 	}
 	op_namer_split(s->namer, sname, name, sizeof(name), overload, sizeof(overload));
-	off = entry_site(s->ef, f, &emulated);
+	off = probes_entry_site(s->ef, f, &emulated);
 	if (sites_add(&s->plan->entries, off, s->ops->n) ||
 	    op_table_add(s->ops, name, overload)) {
 		s->err = -ENOMEM;
@@ -169,7 +169,7 @@ static void plan_extras(struct elf_file *ef, struct plan *pl)
 
 	if (!elf_file_find_func(ef, SYM_EVALUATE_FUNCTION, &f) &&
 	    !add_exits(ef, &f, &pl->bwd_exits, 0, &pl->rep))
-		sites_add(&pl->bwd_entry, entry_site(ef, &f, &emulated), 0);
+		sites_add(&pl->bwd_entry, probes_entry_site(ef, &f, &emulated), 0);
 	if (!elf_file_find_func(ef, SYM_SEQ_GET_AND_INCREMENT, &f)) {
 		struct exit_site sites[4];
 		int n = func_exit_sites(ef, &f, sites, 4);
@@ -180,11 +180,11 @@ static void plan_extras(struct elf_file *ef, struct plan *pl)
 				sites_add(&pl->seq_rets, sites[i].file_off, 0);
 	}
 	if (!elf_file_find_func(ef, SYM_RF_CTOR, &f))
-		sites_add(&pl->user_ctor, entry_site(ef, &f, &emulated), 0);
+		sites_add(&pl->user_ctor, probes_entry_site(ef, &f, &emulated), 0);
 	if (!elf_file_find_func(ef, SYM_RF_END, &f))
 		sites_add(&pl->user_end, flags_only_prefix_site(ef, &f), 0);
 	if (!elf_file_find_func_prefix(ef, "_ZN5torch8autograd8profiler25record_function_enter_new", &f))
-		sites_add(&pl->user_enter, entry_site(ef, &f, &emulated), 0);
+		sites_add(&pl->user_enter, probes_entry_site(ef, &f, &emulated), 0);
 }
 
 static struct plan *find_or_make_plan(struct probes *p, const struct target *t,
@@ -272,7 +272,7 @@ static int attach_catch(struct probes *p, const struct target *t, int *attached)
 	if (!ef)
 		return 0;
 	if (!elf_file_find_func(ef, SYM_CXA_BEGIN_CATCH, &f) &&
-	    !sites_add(&l, entry_site(ef, &f, &emulated), 0)) {
+	    !sites_add(&l, probes_entry_site(ef, &f, &emulated), 0)) {
 		err = attach_one(p, p->skel->progs.unwind_catch, t->pid, t->stdcxx.attach_path, &l);
 		*attached = !err;
 	}
@@ -419,7 +419,7 @@ static const struct lib_sites *find_sites(struct probes *p, const struct target_
 	*r = (struct lib_sites){ .dev = lib->dev, .ino = lib->ino, .what = what };
 	for (int i = 0; i < want && r->n == i; i++)
 		if (!elf_file_find_func_prefix(ef, site_syms[what][i], &f))
-			r->off[r->n++] = entry_site(ef, &f, &emulated);
+			r->off[r->n++] = probes_entry_site(ef, &f, &emulated);
 	if (r->n < want)
 		r->n = 0;
 	elf_file_close(ef);

@@ -43,6 +43,6 @@ struct probes {
 
 /* The entry probe's offset for f: past an endbr64 when the instruction
  * after it is emulated (*emulated says whether the probed one is). */
-uint64_t entry_site(struct elf_file *ef, const struct elf_func *f, int *emulated);
+uint64_t probes_entry_site(struct elf_file *ef, const struct elf_func *f, int *emulated);
 
 #endif /* PTBPF_PROBES_INT_H */

@@ -82,7 +82,7 @@ static const struct rpc_sites *find_rpc_sites(struct probes *p, const struct tar
 			continue;
 		}
 		required += i < RPC_REQUIRED;
-		r->off[r->n] = entry_site(ef, &f, &emulated);
+		r->off[r->n] = probes_entry_site(ef, &f, &emulated);
 		r->cookie[r->n++] = rpc_syms[i].probe;
 	}
 	if (required < RPC_REQUIRED)

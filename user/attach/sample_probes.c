@@ -132,7 +132,7 @@ int sample_probes_watch(struct sample_probes *p, int pid, bool on)
 {
 	if (!p || !p->own_bitmap)
 		return 0;
-	return procs_bitmap_watch(p->skel->maps.sched_procs, pid, on);
+	return sched_procs_bitmap_watch(p->skel->maps.sched_procs, pid, on);
 }
 
 int sample_probes_cpus(const struct sample_probes *p)

@@ -122,7 +122,7 @@ struct sched_probes *sched_probes_new(uint32_t ring_bytes, char *err, size_t err
 	return p;
 }
 
-int procs_bitmap_watch(const struct bpf_map *m, int pid, bool on)
+int sched_procs_bitmap_watch(const struct bpf_map *m, int pid, bool on)
 {
 	uint32_t word = (uint32_t)pid / 64;
 	uint64_t bits = 0, bit = 1ull << ((uint32_t)pid % 64);
@@ -137,7 +137,7 @@ int procs_bitmap_watch(const struct bpf_map *m, int pid, bool on)
 
 int sched_probes_watch(struct sched_probes *p, int pid, bool on)
 {
-	return p ? procs_bitmap_watch(p->skel->maps.sched_procs, pid, on) : 0;
+	return p ? sched_procs_bitmap_watch(p->skel->maps.sched_procs, pid, on) : 0;
 }
 
 int sched_probes_procs_fd(const struct sched_probes *p)

@@ -26,7 +26,7 @@ int sched_probes_watch(struct sched_probes *p, int pid, bool on);
 /* The bitmap of traced processes (bit pid % 64 of word pid / 64) in map m,
  * shared by the CPU sampler (sample_probes.c); 0 or -errno. */
 struct bpf_map;
-int procs_bitmap_watch(const struct bpf_map *m, int pid, bool on);
+int sched_procs_bitmap_watch(const struct bpf_map *m, int pid, bool on);
 /* That bitmap's map fd, for the sampler to share. */
 int sched_probes_procs_fd(const struct sched_probes *p);
 /* Each CPU's state (struct ptbpf_sched_cpu), which CPU samples update. */

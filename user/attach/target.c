@@ -36,7 +36,7 @@ static ssize_t read_file(const char *path, char *buf, size_t len)
 	return total;
 }
 
-int in_initial_pidns(void)
+int target_in_initial_pidns(void)
 {
 	struct stat st;
 

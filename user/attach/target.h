@@ -97,6 +97,6 @@ int target_read_str(int pid, uint64_t addr, char *buf, size_t len);
 /* Thread name from /proc/PID/task/TID/comm, escaped; "tid N" if gone. */
 void target_thread_name(int pid, int tid, char *buf, size_t len);
 /* 1 if this process runs in the initial pid namespace. */
-int in_initial_pidns(void);
+int target_in_initial_pidns(void);
 
 #endif /* PTBPF_TARGET_H */

@@ -140,7 +140,7 @@ static int load_segments(struct elf_file *ef, char *err, size_t errlen)
 	return 0;
 }
 
-const struct load_seg *seg_of(const struct elf_file *ef, uint64_t vaddr)
+const struct load_seg *elfsym_seg_of(const struct elf_file *ef, uint64_t vaddr)
 {
 	size_t i;
 
@@ -155,9 +155,9 @@ const struct load_seg *seg_of(const struct elf_file *ef, uint64_t vaddr)
 
 /* Probes go into code: a function's whole body must be file-backed and
  * executable. */
-const struct load_seg *code_seg(const struct elf_file *ef, uint64_t addr, uint64_t size)
+const struct load_seg *elfsym_code_seg(const struct elf_file *ef, uint64_t addr, uint64_t size)
 {
-	const struct load_seg *s = seg_of(ef, addr);
+	const struct load_seg *s = elfsym_seg_of(ef, addr);
 
 	return s && s->exec && size && size <= s->filesz - (addr - s->vaddr) ? s : NULL;
 }
@@ -172,7 +172,7 @@ uint64_t elf_file_off_to_vaddr(struct elf_file *ef, uint64_t off)
 
 uint64_t elf_file_vaddr_to_off(struct elf_file *ef, uint64_t vaddr)
 {
-	const struct load_seg *s = seg_of(ef, vaddr);
+	const struct load_seg *s = elfsym_seg_of(ef, vaddr);
 
 	return s ? vaddr - s->vaddr + s->off : 0;
 }
@@ -213,7 +213,7 @@ static int symtab_check(struct elf_file *ef, const GElf_Shdr *sh, char *err,
  * loader's peak stays small. */
 #define DROP_EVERY (1u << 16)
 
-void drop_pages(struct elf_file *ef)
+void elfsym_drop_pages(struct elf_file *ef)
 {
 	size_t raw_size = 0;
 	char *raw = elf_rawfile(ef->elf, &raw_size);
@@ -246,7 +246,7 @@ static int symtab_walk(struct elf_file *ef, Elf_Scn *scn,
 		return -EINVAL;
 	for (i = 1; i < n; i++) {
 		if (i % DROP_EVERY == 0)
-			drop_pages(ef);
+			elfsym_drop_pages(ef);
 		if (!gelf_getsym(data, (int)i, &sym))
 			return -EINVAL;
 		if (sym.st_shndx == SHN_UNDEF || sym.st_shndx == SHN_ABS ||
@@ -273,7 +273,7 @@ static int func_collect_cb(struct elf_file *ef, const GElf_Sym *sym, const char 
 	const struct load_seg *s;
 	struct func_ent *grown;
 
-	if (GELF_ST_TYPE(sym->st_info) != STT_FUNC || !(s = code_seg(ef, sym->st_value,
+	if (GELF_ST_TYPE(sym->st_info) != STT_FUNC || !(s = elfsym_code_seg(ef, sym->st_value,
 									 sym->st_size)))
 		return 0;
 	if (ef->nfuncs == fc->cap) {
@@ -437,7 +437,7 @@ static struct elf_file *open_elf(int fd, enum elf_open how, char *err, size_t er
 	 * back from the page cache when asked for). Without this, naming CPU
 	 * samples took the loader's peak RSS from 46 to 140-156 MB on torch
 	 * 1.13's libtorch_cpu.so (CI VM, 2026-11-29). */
-	drop_pages(ef);
+	elfsym_drop_pages(ef);
 	return ef;
 fail:
 	elf_file_close(ef);
@@ -524,7 +524,7 @@ int elf_file_find_func_prefix(struct elf_file *ef, const char *prefix, struct el
 	size_t lo = 0, hi = ef->nfuncs, plen = strlen(prefix);
 
 	if (ef->how == OPEN_SECTIONS)
-		return find_prefix_unindexed(ef, prefix, out);
+		return elfsym_find_prefix_unindexed(ef, prefix, out);
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;

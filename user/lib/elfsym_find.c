@@ -47,7 +47,7 @@ static int needle_ranges(struct elf_file *ef, const GElf_Shdr *str, const char *
 			r[n++] = (struct name_range){ (uint32_t)(start - base), (uint32_t)(m - base) };
 			p = m + 1;
 		}
-		drop_pages(ef);
+		elfsym_drop_pages(ef);
 	}
 	return n;
 }
@@ -87,11 +87,11 @@ static int search(struct elf_file *ef, Elf_Scn *scn, const char *const *needles,
 		Elf64_Sym sym;
 
 		if (k % (FIND_CHUNK / sizeof(sym)) == 0)
-			drop_pages(ef);
+			elfsym_drop_pages(ef);
 		memcpy(&sym, ef->map + sh.sh_offset + k * sizeof(sym), sizeof(sym));
 		if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF ||
 		    sym.st_shndx == SHN_ABS || sym.st_shndx == SHN_COMMON || !sym.st_name ||
-		    (prefix && !code_seg(ef, sym.st_value, sym.st_size)))
+		    (prefix && !elfsym_code_seg(ef, sym.st_value, sym.st_size)))
 			continue;
 		for (int i = 0; i < n; i++) {
 			if (!in_ranges(sym.st_name, ranges[i], nr[i]))
@@ -102,7 +102,7 @@ static int search(struct elf_file *ef, Elf_Scn *scn, const char *const *needles,
 				out[i] = sym;
 		}
 	}
-	drop_pages(ef);
+	elfsym_drop_pages(ef);
 	free(ranges);
 	free(nr);
 	return 0;
@@ -133,7 +133,7 @@ int elf_file_find_containing(struct elf_file *ef, const char *const *needles, in
 	return ret;
 }
 
-int find_prefix_unindexed(struct elf_file *ef, const char *prefix, struct elf_func *out)
+int elfsym_find_prefix_unindexed(struct elf_file *ef, const char *prefix, struct elf_func *out)
 {
 	GElf_Shdr sh, str;
 	Elf64_Sym sym;
@@ -145,7 +145,7 @@ int find_prefix_unindexed(struct elf_file *ef, const char *prefix, struct elf_fu
 		return ret ? ret : -ENOENT;
 	gelf_getshdr(scn, &sh);
 	gelf_getshdr(elf_getscn(ef->elf, sh.sh_link), &str);
-	s = code_seg(ef, sym.st_value, sym.st_size);
+	s = elfsym_code_seg(ef, sym.st_value, sym.st_size);
 	*out = (struct elf_func){ .name = (const char *)ef->map + str.sh_offset + sym.st_name,
 				  .addr = sym.st_value, .size = sym.st_size,
 				  .file_off = sym.st_value - s->vaddr + s->off };

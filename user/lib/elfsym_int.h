@@ -61,12 +61,12 @@ struct elf_file {
 };
 
 /* The PT_LOAD segment holding vaddr, or NULL. */
-const struct load_seg *seg_of(const struct elf_file *ef, uint64_t vaddr);
+const struct load_seg *elfsym_seg_of(const struct elf_file *ef, uint64_t vaddr);
 /* The segment of a function whose whole body is file-backed code, or NULL. */
-const struct load_seg *code_seg(const struct elf_file *ef, uint64_t addr, uint64_t size);
+const struct load_seg *elfsym_code_seg(const struct elf_file *ef, uint64_t addr, uint64_t size);
 /* Drops the pages of the file's mappings (they stay in the page cache). */
-void drop_pages(struct elf_file *ef);
+void elfsym_drop_pages(struct elf_file *ef);
 /* elf_file_find_func_prefix on a file opened without an index. */
-int find_prefix_unindexed(struct elf_file *ef, const char *prefix, struct elf_func *out);
+int elfsym_find_prefix_unindexed(struct elf_file *ef, const char *prefix, struct elf_func *out);
 
 #endif /* PTBPF_ELFSYM_INT_H */

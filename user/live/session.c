@@ -40,7 +40,7 @@
 #include "ptbpf.skel.h"
 
 /* Without -v, libbpf's own messages are not shown; ptbpf explains errors. */
-volatile sig_atomic_t exiting;
+volatile sig_atomic_t session_exiting;
 
 static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -122,7 +122,7 @@ int session_loop(struct session *s)
 		rings[nrings++] = sched_probes_ring_fd(s->sched);
 	s->yielded = !yield_watch_start(rings, nrings);
 
-	while (!exiting) {
+	while (!session_exiting) {
 		int64_t got;
 
 		/* Reading, ordering and writing take what CPU the job leaves,

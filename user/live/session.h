@@ -32,7 +32,7 @@
 
 /* The signal that stops the capture (0 while it runs); a second one
  * leaves at once (main.c). */
-extern volatile sig_atomic_t exiting;
+extern volatile sig_atomic_t session_exiting;
 
 /* What --bpf-stats reports, by part. */
 enum { COST_PROBES, COST_SCHED, COST_SAMPLES, COST_MAX };

@@ -436,7 +436,7 @@ static int attach_ops(struct session *s, struct target *t, int pid, struct attac
 		sample_view_warm(s->dec->samples, pid);
 	*agent_ops = wants_agent_ops(s, t) && start_agent_ops(s, t);
 	if (!*agent_ops)
-		ret = probes_attach(s->probes, t, rep, &exiting, err, errlen);
+		ret = probes_attach(s->probes, t, rep, &session_exiting, err, errlen);
 	/* Children it forks have the agent without its thread: they get
 	 * uprobes, which must not take a plan's time then. */
 	else if (s->opt.follow_children && probes_prepare(s->probes, t, err, errlen))
@@ -508,8 +508,8 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	}
 	if (ret && ret != -EINTR && err[0])
 		log_msg("%s\n", err);
-	if (ret || exiting) {
-		s->attach_cut |= ret == -EINTR || exiting;
+	if (ret || session_exiting) {
+		s->attach_cut |= ret == -EINTR || session_exiting;
 		return ret ? ret : -EINTR;
 	}
 	if (!s->traced)
@@ -595,7 +595,7 @@ void targets_scan_all(struct session *s)
 
 	if (!d)
 		return;
-	while ((de = readdir(d)) && !exiting) {
+	while ((de = readdir(d)) && !session_exiting) {
 		char *end;
 		long pid = strtol(de->d_name, &end, 10);
 

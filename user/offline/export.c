@@ -354,7 +354,7 @@ static void op_slice(struct report *r, struct export *x, const struct rd_track *
 		fputs(", \"Input Dims\": ", x->o);
 		json_raw(x->o, rd_str(r, (uint32_t)v[A_DIMS]), int_list);
 		fputs(", \"Input type\": ", x->o);
-		json_raw(x->o, rd_str(r, (uint32_t)v[A_TYPES]), plain_name);
+		json_raw(x->o, rd_str(r, (uint32_t)v[A_TYPES]), export_plain_name);
 	}
 	fputs("}}", x->o);
 	if (from) {

@@ -18,7 +18,7 @@ void put_us(FILE *o, uint64_t ns);
 /* An item of a list ptbpf wrote as JSON ("Input Dims": a list of
  * integers; "Input type": a quoted name), *p advanced past it. */
 bool int_list(const char **p);
-bool plain_name(const char **p);
+bool export_plain_name(const char **p);
 /* s verbatim if it is a list of such items, else as a JSON string. */
 void json_raw(FILE *o, const char *s, bool (*item)(const char **));
 /* ",\n  \"deviceProperties\": [...]": one entry per device of the trace's

@@ -29,7 +29,7 @@ bool int_list(const char **p)
 	return *q == ']';
 }
 
-bool plain_name(const char **p)
+bool export_plain_name(const char **p)
 {
 	const char *q = *p;
 

@@ -302,7 +302,7 @@ static void rewrite_process(const struct input *in, int idx, const uint8_t *d, s
 	const uint8_t *p = d;
 	struct field f;
 
-	while (next_field(&p, d + n, &f, bad)) {
+	while (pb_next_field(&p, d + n, &f, bad)) {
 		if (f.num == F_PD_PID && f.wt == PB_VARINT) {
 			pb_int(out, F_PD_PID, (int64_t)(int32_t)f.v + (int64_t)(idx + 1) * PID_STRIDE);
 		} else if (f.num == F_PD_NAME && f.wt == PB_LEN) {
@@ -322,7 +322,7 @@ static void rewrite_thread(int idx, const uint8_t *d, size_t n, struct pb *out, 
 	const uint8_t *p = d;
 	struct field f;
 
-	while (next_field(&p, d + n, &f, bad)) {
+	while (pb_next_field(&p, d + n, &f, bad)) {
 		if ((f.num == F_THD_PID || f.num == F_THD_TID) && f.wt == PB_VARINT) {
 			/* Unsigned: a sign-extended pid moves as the process's does. */
 			pb_uint(out, f.num, f.v + (uint64_t)(idx + 1) * PID_STRIDE);
@@ -338,7 +338,7 @@ static void rewrite_descriptor(const struct input *in, int idx, const uint8_t *d
 	const uint8_t *p = d;
 	struct field f;
 
-	while (next_field(&p, d + n, &f, bad)) {
+	while (pb_next_field(&p, d + n, &f, bad)) {
 		if ((f.num == F_TD_UUID || f.num == F_TD_PARENT) && f.wt == PB_VARINT) {
 			pb_uint(out, f.num, salted(in, f.v));
 		} else if (f.num == F_TD_PROCESS && f.wt == PB_LEN) {
@@ -370,7 +370,7 @@ static void rewrite_event(const struct input *in, const uint8_t *d, size_t n, st
 		pb_fixed64(out, F_TE_FLOWS, ed->flow);
 	if (ed && ed->term)
 		pb_fixed64(out, F_TE_TERM_FLOWS, ed->term);
-	while (next_field(&p, d + n, &f, bad)) {
+	while (pb_next_field(&p, d + n, &f, bad)) {
 		if (ed && ed->name && (f.num == F_TE_NAME || f.num == F_TE_NAME_IID)) {
 			continue;
 		} else if (f.num == F_TE_TRACK && f.wt == PB_VARINT) {
@@ -397,7 +397,7 @@ static void rewrite_defaults(const struct input *in, const uint8_t *d, size_t n,
 	const uint8_t *p = d;
 	struct field f, g;
 
-	while (next_field(&p, d + n, &f, bad)) {
+	while (pb_next_field(&p, d + n, &f, bad)) {
 		const uint8_t *t = f.d;
 
 		if (f.num == F_DEF_CLOCK_ID && f.wt == PB_VARINT) {
@@ -405,7 +405,7 @@ static void rewrite_defaults(const struct input *in, const uint8_t *d, size_t n,
 		} else if (f.num == F_DEF_TRACK_EVENT && f.wt == PB_LEN) {
 			size_t at = pb_begin(out, f.num);
 
-			while (next_field(&t, f.d + f.len, &g, bad)) {
+			while (pb_next_field(&t, f.d + f.len, &g, bad)) {
 				if (g.num == F_TED_TRACK && g.wt == PB_VARINT)
 					pb_uint(out, g.num, salted(in, g.v));
 				else
@@ -429,7 +429,7 @@ static bool rewrite_packet(struct input *in, int idx, const struct tr_packet *tp
 	bool bad = false;
 
 	pkt->len = 0;
-	while (next_field(&p, end, &f, &bad)) {
+	while (pb_next_field(&p, end, &f, &bad)) {
 		uint64_t ts;
 
 		if (f.num == F_PKT_TIMESTAMP && f.wt == PB_VARINT) {

@@ -16,7 +16,7 @@ bool merge_sched_cpu(const uint8_t *d, size_t n, uint32_t *cpu)
 	struct field f;
 	bool bad = false;
 
-	while (next_field(&p, d + n, &f, &bad))
+	while (pb_next_field(&p, d + n, &f, &bad))
 		if (f.num == F_FB_CPU && f.wt == PB_VARINT && f.v <= UINT32_MAX) {
 			*cpu = (uint32_t)f.v;
 			return true;
@@ -71,7 +71,7 @@ static bool rewrite_compact(const struct merge_sched_shift *sh, const uint8_t *d
 	struct field f;
 	bool bad = false, ok = true;
 
-	while (ok && next_field(&p, d + n, &f, &bad)) {
+	while (ok && pb_next_field(&p, d + n, &f, &bad)) {
 		bool ts = f.num == F_SCHED_SW_TS || f.num == F_SCHED_WK_TS;
 		bool pid = f.num == F_SCHED_SW_PID || f.num == F_SCHED_WK_PID;
 
@@ -90,7 +90,7 @@ bool merge_sched_bundle(const struct merge_sched_shift *sh, const uint8_t *d, si
 	struct field f;
 	bool bad = false, ok = true;
 
-	while (ok && next_field(&p, d + n, &f, &bad)) {
+	while (ok && pb_next_field(&p, d + n, &f, &bad)) {
 		if (f.num == F_FB_CPU && f.wt == PB_VARINT) {
 			pb_uint(out, f.num, f.v + sh->cpu_off);
 		} else if (f.num == F_FB_COMPACT && f.wt == PB_LEN) {
@@ -111,7 +111,7 @@ bool merge_sample_cpu(const uint8_t *d, size_t n, uint32_t *cpu)
 	struct field f;
 	bool bad = false;
 
-	while (next_field(&p, d + n, &f, &bad))
+	while (pb_next_field(&p, d + n, &f, &bad))
 		if (f.num == F_PS_CPU && f.wt == PB_VARINT && f.v <= UINT32_MAX) {
 			*cpu = (uint32_t)f.v;
 			return true;
@@ -126,7 +126,7 @@ bool merge_perf_sample(const struct merge_sched_shift *sh, const uint8_t *d, siz
 	struct field f;
 	bool bad = false;
 
-	while (next_field(&p, d + n, &f, &bad)) {
+	while (pb_next_field(&p, d + n, &f, &bad)) {
 		uint64_t v = f.v;
 
 		if (f.wt == PB_VARINT && f.num == F_PS_CPU)

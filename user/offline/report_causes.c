@@ -264,7 +264,7 @@ static void switches(struct report *r, struct rc_cpu *c, const uint8_t *d, size_
 	bool bad = false;
 	uint64_t t = 0;
 
-	while (next_field(&p, d + n, &f, &bad)) {
+	while (pb_next_field(&p, d + n, &f, &bad)) {
 		if (f.num == F_SCHED_SW_TS && f.wt == PB_LEN)
 			ts = f.d, nts = f.len;
 		else if (f.num == F_SCHED_SW_PID && f.wt == PB_LEN)
@@ -296,7 +296,7 @@ static void sched_bundle(struct report *r, const uint8_t *d, size_t n)
 	r->sched_bundles += !r->pass;
 	if (!r->has_boot || !r->steps)
 		return;
-	while (next_field(&p, d + n, &f, &bad)) {
+	while (pb_next_field(&p, d + n, &f, &bad)) {
 		if (f.num == F_FB_CPU && f.wt == PB_VARINT)
 			cpu = f.v;
 		else if (f.num == F_FB_LOST && f.wt == PB_VARINT)

@@ -99,7 +99,7 @@ void gpu_timeline_correlate(struct gpu_timeline *d, uint64_t thread_track, int p
 
 	d->counts.launch_flows++;
 	pf_instant(d->w, &(struct pf_event){ .track = thread_track, .ts = ts,
-		   .name = "cupti correlation", .category = "launch_flow",
+		   .name = "cupti correlation", .category = "join_launch_flow",
 		   .args = write_correlation ? &corr : NULL, .nargs = write_correlation,
 		   .flows = &flow, .nflows = 1 });
 }

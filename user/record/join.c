@@ -21,7 +21,7 @@
 #include "lib/text.h"
 
 
-uint64_t bwd_flow_id(int pid, uint64_t seq)
+uint64_t join_bwd_flow_id(int pid, uint64_t seq)
 {
 	return hash_u64(((uint64_t)pid << 40) ^ seq ^ 0x5054425046ULL) | 1;
 }
@@ -73,7 +73,7 @@ void join_free(struct join *j)
 	free(j);
 }
 
-struct process *find_process(struct join *j, int pid)
+struct process *join_find_process(struct join *j, int pid)
 {
 	for (int i = 0; i < j->nprocs; i++)
 		if (j->procs[i].pid == pid)
@@ -108,7 +108,7 @@ void join_add_process(struct join *j, const struct target *t)
 		   *world = target_label(t, "WORLD_SIZE");
 	char name[200], base[128];
 
-	if (find_process(j, t->pid))
+	if (join_find_process(j, t->pid))
 		return;
 	if (t->ns_pid != t->pid)
 		snprintf(base, sizeof(base), "%s (pid %d in its namespace)", t->comm, t->ns_pid);
@@ -126,7 +126,7 @@ void join_add_process(struct join *j, const struct target *t)
 
 static struct process *get_process(struct join *j, int pid)
 {
-	struct process *p = find_process(j, pid);
+	struct process *p = join_find_process(j, pid);
 	char comm[64];
 
 	if (p)
@@ -167,7 +167,7 @@ static struct thread *get_thread(struct join *j, int pid, int tid)
 	return t;
 }
 
-struct thread *find_thread(struct join *j, int pid, int tid)
+struct thread *join_find_thread(struct join *j, int pid, int tid)
 {
 	struct thread *t = hash_get(&j->threads, hash_u64(thread_id(pid, tid)));
 
@@ -204,7 +204,7 @@ static const char *frame_category(const struct frame *f)
 }
 
 /* Opens a frame; `extra` (may be NULL) adds arguments and flows. */
-void push_frame(struct join *j, struct thread *t, const struct frame *in,
+void join_push_frame(struct join *j, struct thread *t, const struct frame *in,
 		       const struct pf_event *extra)
 {
 	struct pf_event e = extra ? *extra : (struct pf_event){ 0 };
@@ -226,7 +226,7 @@ void push_frame(struct join *j, struct thread *t, const struct frame *in,
 		t->py_stack = NULL;
 	}
 	if (f->kind == FR_OP) {
-		struct process *p = find_process(j, (int)(t->id >> 32));
+		struct process *p = join_find_process(j, (int)(t->id >> 32));
 
 		if (p)
 			p->ops++;
@@ -329,7 +329,7 @@ static void close_top_with(struct join *j, struct thread *t, uint64_t ts, enum c
 		uint64_t k = ((uint64_t)pid << 48) ^ f.seq;
 
 		if (!u64_set_has(j->fwd_seqs, k) && u64_set_add(j->fwd_seqs, k))
-			flow = bwd_flow_id(pid, f.seq);
+			flow = join_bwd_flow_id(pid, f.seq);
 	}
 	pf_slice_end(j->w, &(struct pf_event){ .track = t->track, .ts = ts, .args = args,
 		     .nargs = nargs, .flows = &flow, .nflows = flow ? 1 : 0 });
@@ -340,7 +340,7 @@ static void close_top(struct join *j, struct thread *t, uint64_t ts, enum close_
 	close_top_with(j, t, ts, why, NULL, 0);
 }
 
-void close_frames_to(struct join *j, struct thread *t, int i, uint64_t ts,
+void join_close_frames_to(struct join *j, struct thread *t, int i, uint64_t ts,
 		     const struct pf_arg *args, int nargs)
 {
 	if (i < 0 || i >= t->depth)
@@ -362,7 +362,7 @@ static bool key_class_matches(uint8_t kind, uint16_t ev_kind)
 }
 
 /* Closes the frame whose key matches, and any frame left open above it. */
-void end_frame(struct join *j, struct thread *t, const struct ptbpf_event *e,
+void join_end_frame(struct join *j, struct thread *t, const struct ptbpf_event *e,
 		      enum close_why why)
 {
 	struct gpu_slice gs;
@@ -478,11 +478,11 @@ static void bwd_begin(struct join *j, struct thread *t, const struct ptbpf_event
 	};
 	int depth = t->depth;
 
-	push_frame(j, t, &f, NULL);
+	join_push_frame(j, t, &f, NULL);
 	if (t->depth == depth || !t->stack[depth].drawn || seq == NO_SEQ)
 		return;
 	if (u64_set_remove(j->fwd_seqs, ((uint64_t)e->pid << 48) ^ seq)) {
-		flow = bwd_flow_id(e->pid, seq);
+		flow = join_bwd_flow_id(e->pid, seq);
 		j->counts.bwd_flows++;
 	} else { /* a SendRpcBackward a request started (distributed autograd) */
 		flow = rpc_backward_flow(j, e->pid, seq);
@@ -566,7 +566,7 @@ static void thread_exit(struct join *j, struct thread *t, uint64_t ts)
  * across the gap (its bounds are not known). */
 static void ops_gap(struct join *j, struct thread *t, const struct ptbpf_event *e)
 {
-	struct process *p = find_process(j, (int)e->pid);
+	struct process *p = join_find_process(j, (int)e->pid);
 	struct pf_arg args[2] = {
 		{ .name = "lost_records", .type = PF_ARG_UINT, .u = e->arg[0] },
 		{ .name = "lost_ops", .type = PF_ARG_UINT, .u = e->arg[1] },
@@ -586,7 +586,7 @@ static void user_begin(struct join *j, struct thread *t, const struct ptbpf_name
 	char name[PTBPF_NAME_LEN * 4];
 
 	text_escape(name, sizeof(name), ne->name, PTBPF_NAME_LEN);
-	push_frame(j, t, &(struct frame){ .key = ne->ev.key, .ts = ne->ev.ts, .seq = NO_SEQ,
+	join_push_frame(j, t, &(struct frame){ .key = ne->ev.key, .ts = ne->ev.ts, .seq = NO_SEQ,
 		   .kind = FR_USER, .name = str_set_intern(j->strings, name) }, NULL);
 }
 
@@ -615,14 +615,14 @@ int join_thread_event(struct join *j, const void *data, uint64_t size)
 	}
 	switch (e->kind) {
 	case EV_OP_BEGIN:
-		push_frame(j, t, &(struct frame){ .key = e->key, .ts = e->ts, .op = e->id,
+		join_push_frame(j, t, &(struct frame){ .key = e->key, .ts = e->ts, .op = e->id,
 			   .seq = NO_SEQ, .kind = FR_OP }, NULL);
 		break;
 	case EV_OP_END:
 	case EV_BWD_END:
 	case EV_USER_END:
 	case EV_GPU_RET:
-		end_frame(j, t, e, CLOSE_END);
+		join_end_frame(j, t, e, CLOSE_END);
 		break;
 	case EV_GPU_CALL:
 		/* Older captures (--raw) end before the attributes. */
@@ -691,7 +691,7 @@ void join_process_gone(struct join *j, int pid, uint64_t ts)
 
 void join_process_exec(struct join *j, int pid, uint64_t ts)
 {
-	struct process *p = find_process(j, pid);
+	struct process *p = join_find_process(j, pid);
 	struct thread *t;
 	uint32_t pos = 0;
 

@@ -82,7 +82,7 @@ static void rf_api_begin(struct join *j, struct thread *t, const struct ptbpf_na
 			 const char *name)
 {
 	const struct ptbpf_event *e = &ne->ev;
-	bool driver = (e->arg[1] & 0x7f) == 1, launch = is_launch(name), op = in_op(t);
+	bool driver = (e->arg[1] & 0x7f) == 1, launch = is_launch(name), op = join_in_op(t);
 	struct frame f = { .key = e->key, .ts = e->ts, .seq = NO_SEQ, .kind = FR_USER,
 			   .category = driver ? "cuda_driver" : "cuda_runtime",
 			   .name = str_set_intern(j->strings, name) };
@@ -98,12 +98,12 @@ static void rf_api_begin(struct join *j, struct thread *t, const struct ptbpf_na
 						 .u = e->arg[0] >> 32 };
 
 	if (launch)
-		count_launch(j, e->pid);
+		join_count_launch(j, e->pid);
 	if (launch && !op)
 		args[nargs++] = (struct pf_arg){ .name = "outside_op", .type = PF_ARG_BOOL, .b = true };
 	if (launch && op)
-		flow = launch_flow(j, t, e);
-	push_frame(j, t, &f, &(struct pf_event){ .args = args, .nargs = nargs,
+		flow = join_launch_flow(j, t, e);
+	join_push_frame(j, t, &f, &(struct pf_event){ .args = args, .nargs = nargs,
 		   .term_flows = &flow, .nterm = flow ? 1 : 0 });
 	if (t->depth < MAX_DRAWN && (launch || strstr(name, "Memcpy") || strstr(name, "Memset")))
 		gpu_timeline_correlate(j->dec->timeline, t->track, e->pid, e->ts,
@@ -152,7 +152,7 @@ void rf_begin(struct join *j, struct thread *t, const struct ptbpf_named_event *
 	case 1: /* BACKWARD_FUNCTION */
 		f.category = "backward_function";
 		if (seq >= 0 && u64_set_remove(j->fwd_seqs, ((uint64_t)e->pid << 48) ^ (uint64_t)seq))
-			flow = bwd_flow_id(e->pid, (uint64_t)seq);
+			flow = join_bwd_flow_id(e->pid, (uint64_t)seq);
 		else if (seq >= 0) /* a SendRpcBackward a request started */
 			rflow = rpc_backward_flow(j, e->pid, (uint64_t)seq);
 		extra.term_flows = &rflow;
@@ -178,7 +178,7 @@ void rf_begin(struct join *j, struct thread *t, const struct ptbpf_named_event *
 	if (seq >= 0 && e->arg[1] == 0)
 		args[extra.nargs++] = (struct pf_arg){ .name = "sequence_nr", .type = PF_ARG_UINT,
 						       .u = (uint64_t)seq };
-	push_frame(j, t, &f, extra.nargs || extra.nterm ? &extra : NULL);
+	join_push_frame(j, t, &f, extra.nargs || extra.nterm ? &extra : NULL);
 	if (flow && t->depth > 0 && t->stack[t->depth - 1].drawn) {
 		struct pf_arg arg = { .name = "seq", .type = PF_ARG_UINT, .u = (uint64_t)seq };
 
@@ -224,5 +224,5 @@ void rf_end(struct join *j, struct thread *t, const struct ptbpf_event *e)
 		}
 	}
 	/* Ended by ~RecordFunction while an exception was in flight. */
-	end_frame(j, t, e, e->arg[1] & 1 ? CLOSE_UNWOUND : CLOSE_END);
+	join_end_frame(j, t, e, e->arg[1] & 1 ? CLOSE_UNWOUND : CLOSE_END);
 }

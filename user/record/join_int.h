@@ -95,26 +95,26 @@ struct join {
 enum close_why { CLOSE_END, CLOSE_UNWOUND, CLOSE_MISSED, CLOSE_EXIT, CLOSE_STOP, CLOSE_LOST, CLOSE_EXEC };
 
 /* join.c */
-uint64_t bwd_flow_id(int pid, uint64_t seq);
-void end_frame(struct join *j, struct thread *t, const struct ptbpf_event *e,
+uint64_t join_bwd_flow_id(int pid, uint64_t seq);
+void join_end_frame(struct join *j, struct thread *t, const struct ptbpf_event *e,
 		      enum close_why why);
-void push_frame(struct join *j, struct thread *t, const struct frame *in,
+void join_push_frame(struct join *j, struct thread *t, const struct frame *in,
 		       const struct pf_event *extra);
 /* Closes t's frames down to index i at ts, i with args (those above it:
  * their ends were not seen). */
-void close_frames_to(struct join *j, struct thread *t, int i, uint64_t ts,
+void join_close_frames_to(struct join *j, struct thread *t, int i, uint64_t ts,
 		     const struct pf_arg *args, int nargs);
-struct process *find_process(struct join *j, int pid);
+struct process *join_find_process(struct join *j, int pid);
 /* join_agent.c */
 void rf_begin(struct join *j, struct thread *t, const struct ptbpf_named_event *ne,
 		     const uint8_t *shapes, size_t slen);
 void rf_end(struct join *j, struct thread *t, const struct ptbpf_event *e);
 /* join_gpu.c */
-void count_launch(struct join *j, int pid);
+void join_count_launch(struct join *j, int pid);
 /* pid/tid's thread if the joiner has it, else NULL (nothing is added). */
-struct thread *find_thread(struct join *j, int pid, int tid);
-bool in_op(const struct thread *t);
-uint64_t launch_flow(struct join *j, struct thread *t, const struct ptbpf_event *e);
+struct thread *join_find_thread(struct join *j, int pid, int tid);
+bool join_in_op(const struct thread *t);
+uint64_t join_launch_flow(struct join *j, struct thread *t, const struct ptbpf_event *e);
 void gpu_begin(struct join *j, struct thread *t, const struct ptbpf_gpu_call *c);
 /* join_rpc.c */
 void rpc_event(struct join *j, struct thread *t, const void *data, uint64_t size);

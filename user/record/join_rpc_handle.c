@@ -69,8 +69,8 @@ void rpc_handle_request(struct join *j, struct thread *t, const struct ptbpf_rpc
 	}
 	if (self)
 		args[nargs++] = (struct pf_arg){ .name = "worker", .type = PF_ARG_STR, .s = self };
-	push_frame(j, t, &(struct frame){ .key = (uint64_t)r->ev.arg[1], .ts = r->ev.ts, .seq = NO_SEQ,
-		   .kind = FR_RPC, .category = "rpc_remote",
+	join_push_frame(j, t, &(struct frame){ .key = (uint64_t)r->ev.arg[1], .ts = r->ev.ts,
+		   .seq = NO_SEQ, .kind = FR_RPC, .category = "rpc_remote",
 		   .name = c ? c->name : unmatched_name(j, r, self) },
 		   &(struct pf_event){ .args = args, .nargs = nargs, .term_flows = &flow,
 				       .nterm = flow ? 1 : 0 });
@@ -148,7 +148,7 @@ static void close_handling(struct join *j, struct thread *t, int i, uint64_t ts,
 
 	if (!r)
 		args[n++] = (struct pf_arg){ .name = "responds_later", .type = PF_ARG_BOOL, .b = true };
-	close_frames_to(j, t, i, ts, args, n);
+	join_close_frames_to(j, t, i, ts, args, n);
 }
 
 void rpc_handle_settle(struct join *j, struct thread *t, const struct ptbpf_rpc *r)
@@ -190,7 +190,7 @@ void rpc_handle_response(struct join *j, struct thread *t, const struct ptbpf_rp
 		close_handling(j, t, i, r->ev.ts, r);
 	n += response_args(j, r, args + n);
 	if (h && h->tid != (int)r->ev.tid) {
-		struct thread *o = find_thread(j, h->pid, h->tid);
+		struct thread *o = join_find_thread(j, h->pid, h->tid);
 		int k = o ? handling_frame(o) : -1;
 
 		if (k >= 0 && o->rpc && o->rpc->returned && o->stack[k].key == (uint64_t)h->id)

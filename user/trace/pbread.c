@@ -14,7 +14,7 @@ static bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 	return true;
 }
 
-bool next_field(const uint8_t **p, const uint8_t *end, struct field *f, bool *bad)
+bool pb_next_field(const uint8_t **p, const uint8_t *end, struct field *f, bool *bad)
 {
 	const uint8_t *start = *p;
 	uint64_t tag;

@@ -40,6 +40,6 @@ struct field {
 
 /* Reads the next field at *p; false at the end or on malformed input
  * (then *bad is set). */
-bool next_field(const uint8_t **p, const uint8_t *end, struct field *f, bool *bad);
+bool pb_next_field(const uint8_t **p, const uint8_t *end, struct field *f, bool *bad);
 
 #endif /* PTBPF_PBREAD_H */

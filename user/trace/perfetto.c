@@ -55,7 +55,7 @@ static struct pf_writer *writer_new(int fd, bool copy)
 	if (w->base < 0)
 		w->base = 0; /* not seekable (a device): nothing to cut back */
 	w->uuid_base = random_base();
-	seq_tables_init(w);
+	pf_seq_tables_init(w);
 	hash_init(&w->flows, FLOW_SHORT_MAX, sizeof(uint32_t));
 	return w;
 }
@@ -84,7 +84,7 @@ static struct pf_writer *open_seq(int fd, uint32_t seq)
 	defaults = pb_begin(&w->pb, F_PKT_DEFAULTS);
 	pb_uint(&w->pb, F_DEF_CLOCK_ID, CLOCK_ID_MONOTONIC);
 	pb_end(&w->pb, defaults);
-	packet_end(w);
+	pf_packet_end(w);
 	pf_clock_snapshot(w);
 	return w->err ? open_failed(w) : w;
 }
@@ -114,9 +114,9 @@ int pf_writer_close(struct pf_writer *w)
 		return -EINVAL;
 	if (!w->err) /* the end marker: its own offset in the file */
 		trace_attr(w, PF_END_MARKER_KEY, NULL, (int64_t)(w->base + w->bytes));
-	flush_out(w);
+	pf_flush_out(w);
 	err = w->err;
-	seq_tables_free(w);
+	pf_seq_tables_free(w);
 	sample_seq_free(w);
 	hash_free(&w->flows);
 	free(w->out);
@@ -184,7 +184,7 @@ int pf_clock_snapshot(struct pf_writer *w)
 	write_clock(&w->pb, CLOCK_ID_REALTIME, real);
 	pb_uint(&w->pb, F_CS_PRIMARY, CLOCK_ID_BOOTTIME);
 	pb_end(&w->pb, snap);
-	packet_end(w);
+	pf_packet_end(w);
 	return w->err;
 }
 
@@ -205,7 +205,7 @@ static void trace_attr(struct pf_writer *w, const char *key, const char *sval, i
 		pb_int(&w->pb, F_ATTR_LONG, ival);
 	pb_end(&w->pb, attr);
 	pb_end(&w->pb, attrs);
-	packet_end(w);
+	pf_packet_end(w);
 }
 
 void pf_trace_attr_str(struct pf_writer *w, const char *key, const char *value)

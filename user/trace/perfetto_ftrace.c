@@ -154,7 +154,7 @@ void pf_sched_bundle(struct pf_writer *w, uint32_t cpu, const struct pf_sched_sw
 		pb_bytes(&w->pb, F_SCHED_INTERN, names.s[i], names.len[i]);
 	pb_end(&w->pb, compact);
 	pb_end(&w->pb, bundle);
-	packet_end(w);
+	pf_packet_end(w);
 }
 
 void pf_system_info(struct pf_writer *w)
@@ -176,5 +176,5 @@ void pf_system_info(struct pf_writer *w)
 	if (ncpu > 0)
 		pb_uint(&w->pb, F_SI_NUM_CPUS, (uint64_t)ncpu);
 	pb_end(&w->pb, si);
-	packet_end(w);
+	pf_packet_end(w);
 }

@@ -157,30 +157,30 @@ static inline uint64_t mix64(uint64_t x)
 }
 
 /* perfetto_out.c: a packet is encoded into w->pb between these two. */
-void packet_begin_on(struct pf_writer *w, uint32_t seq, uint32_t flags);
-void packet_end(struct pf_writer *w);
-void flush_out(struct pf_writer *w);
+void pf_packet_begin_on(struct pf_writer *w, uint32_t seq, uint32_t flags);
+void pf_packet_end(struct pf_writer *w);
+void pf_flush_out(struct pf_writer *w);
 
 /* perfetto_sample.c */
 void sample_seq_free(struct pf_writer *w);
 
 static inline void packet_begin(struct pf_writer *w, uint32_t flags)
 {
-	packet_begin_on(w, w->main_seq.id, flags);
+	pf_packet_begin_on(w, w->main_seq.id, flags);
 }
 
 /* perfetto_seq.c */
 /* iid of s (len bytes) in t, adding it if there is room; 0 when it cannot be
  * interned (table full, or out of memory): the caller writes it inline. */
-uint64_t intern(struct intern_table *t, const char *s, size_t len);
+uint64_t pf_intern(struct intern_table *t, const char *s, size_t len);
 /* Frees t's strings and empties it (its limits stay). */
-void intern_table_free(struct intern_table *t);
-void seq_tables_init(struct pf_writer *w);
-void seq_tables_free(struct pf_writer *w);
-struct seq *seq_for(struct pf_writer *w, uint64_t track, uint64_t ts);
-struct seq *seq_restart(struct pf_writer *w, struct seq *q, uint64_t ts);
-void put_ts(struct pf_writer *w, struct seq *q, uint64_t ts);
-void ref_intern(struct pf_writer *w, struct seq *q, int tab, const char *s,
+void pf_intern_table_free(struct intern_table *t);
+void pf_seq_tables_init(struct pf_writer *w);
+void pf_seq_tables_free(struct pf_writer *w);
+struct seq *pf_seq_for(struct pf_writer *w, uint64_t track, uint64_t ts);
+struct seq *pf_seq_restart(struct pf_writer *w, struct seq *q, uint64_t ts);
+void pf_put_ts(struct pf_writer *w, struct seq *q, uint64_t ts);
+void pf_ref_intern(struct pf_writer *w, struct seq *q, int tab, const char *s,
 		struct str_ref *r);
 
 /* How s (NULL: the field is left out) is written in a packet on q: its iid
@@ -192,7 +192,7 @@ static inline void ref_resolve(struct pf_writer *w, struct seq *q, int tab, cons
 {
 	*r = (struct str_ref){ .s = s };
 	if (s)
-		ref_intern(w, q, tab, s, r);
+		pf_ref_intern(w, q, tab, s, r);
 }
 
 #endif

@@ -27,7 +27,7 @@
 /* The output buffer is written once its oldest byte is this old. */
 #define FLUSH_NS 100000000ull
 
-void packet_begin_on(struct pf_writer *w, uint32_t seq, uint32_t flags)
+void pf_packet_begin_on(struct pf_writer *w, uint32_t seq, uint32_t flags)
 {
 	w->pb.len = PREFIX_ROOM;
 	w->pb.failed = false;
@@ -58,7 +58,7 @@ static size_t whole_records(const uint8_t *buf, size_t len)
 /* Writes out[] to the file. If a write fails part way (a full disk), the
  * file is cut back to its last whole record and the writer stops: later
  * records could not be trusted to follow whole ones. */
-void flush_out(struct pf_writer *w)
+void pf_flush_out(struct pf_writer *w)
 {
 	size_t done = 0;
 
@@ -96,7 +96,7 @@ static void append_record(struct pf_writer *w, const uint8_t *head, size_t hlen,
 	uint64_t now;
 
 	if (w->out_len + rec > w->out_cap)
-		flush_out(w);
+		pf_flush_out(w);
 	if (w->err)
 		return;
 	if (rec > w->out_cap) { /* a packet larger than the buffer */
@@ -119,11 +119,11 @@ static void append_record(struct pf_writer *w, const uint8_t *head, size_t hlen,
 	if (!w->first_buffered_ns)
 		w->first_buffered_ns = now ? now : 1;
 	else if (now - w->first_buffered_ns >= FLUSH_NS)
-		flush_out(w);
+		pf_flush_out(w);
 }
 
 /* Ends the packet encoded in pb as one Trace.packet record. */
-void packet_end(struct pf_writer *w)
+void pf_packet_end(struct pf_writer *w)
 {
 	struct pb *b = &w->pb;
 	uint8_t hdr[PREFIX_ROOM];
@@ -156,6 +156,6 @@ int pf_writer_flush(struct pf_writer *w)
 {
 	if (!w)
 		return -EINVAL;
-	flush_out(w);
+	pf_flush_out(w);
 	return w->err;
 }

@@ -65,8 +65,8 @@ static void tables_free(struct sample_seq *q)
 {
 	struct stack_ent *e;
 
-	intern_table_free(&q->names);
-	intern_table_free(&q->paths);
+	pf_intern_table_free(&q->names);
+	pf_intern_table_free(&q->paths);
 	hash_free(&q->frames);
 	for (uint32_t i = 0; (e = hash_next(&q->stacks, &i));)
 		free(e->frames);
@@ -99,7 +99,7 @@ static struct sample_seq *sample_seq(struct pf_writer *w)
 static uint64_t intern_new(struct intern_table *t, const char *s, size_t len, bool *is_new)
 {
 	uint32_t before = hash_count(&t->h);
-	uint64_t iid = intern(t, s, len);
+	uint64_t iid = pf_intern(t, s, len);
 
 	*is_new = iid && hash_count(&t->h) != before;
 	return iid;
@@ -255,7 +255,7 @@ void pf_perf_sample(struct pf_writer *w, const struct pf_sample *s)
 		if (!put_stack(q, &one, &d))
 			one.nframes = 0;
 	}
-	packet_begin_on(w, q->id, q->started ? SEQ_NEEDS_INCREMENTAL_STATE :
+	pf_packet_begin_on(w, q->id, q->started ? SEQ_NEEDS_INCREMENTAL_STATE :
 			SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE);
 	if (!q->started)
 		pb_uint(&w->pb, F_PKT_FIRST_ON_SEQ, 1);
@@ -272,5 +272,5 @@ void pf_perf_sample(struct pf_writer *w, const struct pf_sample *s)
 		pb_uint(&w->pb, F_PS_CALLSTACK, d.stack_iid);
 	pb_uint(&w->pb, F_PS_CPU_MODE, CPU_MODE_USER);
 	pb_end(&w->pb, at);
-	packet_end(w);
+	pf_packet_end(w);
 }

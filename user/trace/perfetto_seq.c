@@ -50,7 +50,7 @@ static bool intern_eq(const void *val, const void *key)
 	return e->len == k->len && memcmp(e->str, k->s, k->len) == 0;
 }
 
-uint64_t intern(struct intern_table *t, const char *s, size_t len)
+uint64_t pf_intern(struct intern_table *t, const char *s, size_t len)
 {
 	struct intern_key k = { s, len };
 	uint64_t hash = fnv1a(s, len);
@@ -100,11 +100,11 @@ static bool seq_define(struct seq *q, int tab, uint64_t iid)
 }
 
 /* ref_resolve's work for a string s (not NULL): r->s is s, the rest 0. */
-void ref_intern(struct pf_writer *w, struct seq *q, int tab, const char *s,
+void pf_ref_intern(struct pf_writer *w, struct seq *q, int tab, const char *s,
 		struct str_ref *r)
 {
 	r->len = str_clip(w, s);
-	r->iid = intern(&w->tabs[tab], s, r->len);
+	r->iid = pf_intern(&w->tabs[tab], s, r->len);
 	r->is_new = r->iid && seq_define(q, tab, r->iid);
 	if (r->is_new)
 		q->defined_bytes += r->len + 4;
@@ -112,7 +112,7 @@ void ref_intern(struct pf_writer *w, struct seq *q, int tab, const char *s,
 
 /* ---- event sequences ---- */
 
-void intern_table_free(struct intern_table *t)
+void pf_intern_table_free(struct intern_table *t)
 {
 	struct intern_str *e;
 
@@ -122,7 +122,7 @@ void intern_table_free(struct intern_table *t)
 	t->bytes = 0;
 }
 
-void seq_tables_init(struct pf_writer *w)
+void pf_seq_tables_init(struct pf_writer *w)
 {
 	for (int i = 0; i < TAB_COUNT; i++) {
 		hash_init(&w->tabs[i].h, i == TAB_STRVAL ? STRVAL_MAX : PF_INTERN_MAX,
@@ -139,12 +139,12 @@ static void seq_free(struct seq *q)
 		free(q->defined[i]);
 }
 
-void seq_tables_free(struct pf_writer *w)
+void pf_seq_tables_free(struct pf_writer *w)
 {
 	struct seq *q;
 
 	for (struct intern_table *t = w->tabs; t < w->tabs + TAB_COUNT; t++)
-		intern_table_free(t);
+		pf_intern_table_free(t);
 	for (uint32_t i = 0; (q = hash_next(&w->seqs, &i));)
 		seq_free(q);
 	hash_free(&w->seqs);
@@ -157,7 +157,7 @@ static void seq_start(struct pf_writer *w, struct seq *q, uint64_t ts)
 {
 	size_t defaults, ted, snap, clock;
 
-	packet_begin_on(w, q->id, SEQ_INCREMENTAL_STATE_CLEARED);
+	pf_packet_begin_on(w, q->id, SEQ_INCREMENTAL_STATE_CLEARED);
 	pb_uint(&w->pb, F_PKT_FIRST_ON_SEQ, 1);
 	pb_uint(&w->pb, F_PKT_TIMESTAMP, ts);
 	pb_uint(&w->pb, F_PKT_CLOCK_ID, CLOCK_ID_MONOTONIC);
@@ -178,14 +178,14 @@ static void seq_start(struct pf_writer *w, struct seq *q, uint64_t ts)
 	pb_uint(&w->pb, F_CLK_TS, ts);
 	pb_end(&w->pb, clock);
 	pb_end(&w->pb, snap);
-	packet_end(w);
+	pf_packet_end(w);
 	q->last_ts = ts;
 }
 
 /* The sequence of track's events, started at ts if new; the first
  * sequence (events stamped in full, with their track) once SEQ_MAX
  * sequences exist or memory runs out. */
-struct seq *seq_for(struct pf_writer *w, uint64_t track, uint64_t ts)
+struct seq *pf_seq_for(struct pf_writer *w, uint64_t track, uint64_t ts)
 {
 	struct seq *q;
 
@@ -205,7 +205,7 @@ struct seq *seq_for(struct pf_writer *w, uint64_t track, uint64_t ts)
  * from a later flush, older than the last ones): its events go on on a new
  * sequence, whose clock starts at ts (trace_processor takes no snapshot
  * that moves an incremental clock back). The old sequence is left. */
-struct seq *seq_restart(struct pf_writer *w, struct seq *q, uint64_t ts)
+struct seq *pf_seq_restart(struct pf_writer *w, struct seq *q, uint64_t ts)
 {
 	if (w->nseqs + SEQ_ID + 1 >= SEQ_MAX)
 		return q;
@@ -218,7 +218,7 @@ struct seq *seq_restart(struct pf_writer *w, struct seq *q, uint64_t ts)
 /* The packet's timestamp: its distance from the sequence's previous one,
  * or in full (MONOTONIC) on the first sequence and for an event older
  * than that. */
-void put_ts(struct pf_writer *w, struct seq *q, uint64_t ts)
+void pf_put_ts(struct pf_writer *w, struct seq *q, uint64_t ts)
 {
 	if (q == &w->main_seq) {
 		pb_uint(&w->pb, F_PKT_TIMESTAMP, ts);

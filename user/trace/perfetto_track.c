@@ -63,7 +63,7 @@ static uint64_t desc_begin(struct pf_writer *w, uint64_t parent, const char *nam
 static void desc_end(struct pf_writer *w, size_t desc)
 {
 	pb_end(&w->pb, desc);
-	packet_end(w);
+	pf_packet_end(w);
 }
 
 uint64_t pf_track_process(struct pf_writer *w, int32_t pid, const char *name,
@@ -274,7 +274,7 @@ static void write_flows(struct pf_writer *w, bool terminating, const uint64_t *i
 static void write_track_event(struct pf_writer *w, int type, uint64_t track, uint64_t ts,
 			      const struct pf_event *e, const struct pf_arg *args, int nargs)
 {
-	struct seq *q = seq_for(w, track, ts);
+	struct seq *q = pf_seq_for(w, track, ts);
 	struct event_refs r;
 	size_t te;
 
@@ -283,7 +283,7 @@ static void write_track_event(struct pf_writer *w, int type, uint64_t track, uin
 	 * strings defined again), the track starts over on a new sequence. */
 	q->behind = q != &w->main_seq && ts < q->last_ts ? q->behind + 1 : 0;
 	if (q->behind * FULL_TS_EXTRA > 64 + q->defined_bytes)
-		q = seq_restart(w, q, ts);
+		q = pf_seq_restart(w, q, ts);
 
 	/* Interned first: the packet's InternedData must precede its event. */
 	ref_resolve(w, q, TAB_NAME, e ? e->name : NULL, &r.name);
@@ -294,8 +294,8 @@ static void write_track_event(struct pf_writer *w, int type, uint64_t track, uin
 		ref_resolve(w, q, TAB_STRVAL, args[i].type == PF_ARG_STR ?
 			    (args[i].s ? args[i].s : "") : NULL, &r.values[i]);
 	}
-	packet_begin_on(w, q->id, q == &w->main_seq ? SEQ_NEEDS_INCREMENTAL_STATE : 0);
-	put_ts(w, q, ts);
+	pf_packet_begin_on(w, q->id, q == &w->main_seq ? SEQ_NEEDS_INCREMENTAL_STATE : 0);
+	pf_put_ts(w, q, ts);
 	write_interned(&w->pb, &r);
 	te = pb_begin(&w->pb, F_PKT_TRACK_EVENT);
 	pb_uint(&w->pb, F_TE_TYPE, (uint64_t)type);
@@ -310,7 +310,7 @@ static void write_track_event(struct pf_writer *w, int type, uint64_t track, uin
 		write_flows(w, true, e->term_flows, e->nterm);
 	}
 	pb_end(&w->pb, te);
-	packet_end(w);
+	pf_packet_end(w);
 }
 
 void pf_slice_begin(struct pf_writer *w, const struct pf_event *e)
@@ -345,14 +345,14 @@ void pf_counter(struct pf_writer *w, uint64_t track, uint64_t ts, int64_t value)
 
 	if (!w)
 		return;
-	q = seq_for(w, track, ts);
-	packet_begin_on(w, q->id, q == &w->main_seq ? SEQ_NEEDS_INCREMENTAL_STATE : 0);
-	put_ts(w, q, ts);
+	q = pf_seq_for(w, track, ts);
+	pf_packet_begin_on(w, q->id, q == &w->main_seq ? SEQ_NEEDS_INCREMENTAL_STATE : 0);
+	pf_put_ts(w, q, ts);
 	te = pb_begin(&w->pb, F_PKT_TRACK_EVENT);
 	pb_uint(&w->pb, F_TE_TYPE, TE_COUNTER);
 	if (q == &w->main_seq)
 		pb_uint(&w->pb, F_TE_TRACK, track);
 	pb_int(&w->pb, F_TE_COUNTER, value);
 	pb_end(&w->pb, te);
-	packet_end(w);
+	pf_packet_end(w);
 }

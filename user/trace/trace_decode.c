@@ -27,7 +27,7 @@ static bool decode_arg(struct tr_reader *r, uint32_t seq, const struct field *fa
 
 	a->name = (struct tr_str){ "", 0, TR_INLINE };
 	a->type = TR_ARG_OTHER;
-	while (next_field(&q, fa->d + fa->len, &f, &bad)) {
+	while (pb_next_field(&q, fa->d + fa->len, &f, &bad)) {
 		if (f.wt == PB_VARINT) {
 			switch (f.num) {
 			case F_DA_NAME_IID: tr_lookup(r, seq, F_ID_ARG_NAMES, f.v, &a->name); break;
@@ -67,7 +67,7 @@ bool tr_event(struct tr_reader *r, const struct tr_packet *p, struct tr_event *e
 	e->seq = p->seq;
 	e->has_name = e->has_cat = e->has_counter = false;
 	e->nargs = e->nflows = e->nterm = 0;
-	while (next_field(&q, p->event.d + p->event.n, &f, &bad)) {
+	while (pb_next_field(&q, p->event.d + p->event.n, &f, &bad)) {
 		switch (f.num) {
 		case F_TE_TYPE: e->type = (int)f.v; break;
 		case F_TE_TRACK: e->track = f.v; break;
@@ -121,7 +121,7 @@ static bool decode_owner(const struct field *fo, struct tr_track *t, bool *bad)
 	struct field f;
 	bool thread = t->kind == TR_TRACK_THREAD;
 
-	while (next_field(&q, fo->d + fo->len, &f, bad)) {
+	while (pb_next_field(&q, fo->d + fo->len, &f, bad)) {
 		if (f.num == F_PD_PID && f.wt == PB_VARINT) /* = F_THD_PID */
 			t->pid = (int32_t)f.v;
 		else if (thread && f.num == F_THD_TID && f.wt == PB_VARINT)
@@ -147,7 +147,7 @@ bool tr_track(struct tr_reader *r, const struct tr_packet *p, struct tr_track *t
 	t->pid = t->tid = -1;
 	t->name.id = t->proc_name.id = TR_INLINE;
 	t->name.s = t->proc_name.s = "";
-	while (next_field(&q, p->desc.d + p->desc.n, &f, &bad)) {
+	while (pb_next_field(&q, p->desc.d + p->desc.n, &f, &bad)) {
 		if (f.num == F_TD_UUID && f.wt == PB_VARINT) {
 			t->uuid = f.v;
 		} else if (f.num == F_TD_PARENT && f.wt == PB_VARINT) {
@@ -173,14 +173,14 @@ int tr_attrs(struct tr_reader *r, const struct tr_packet *p, struct tr_attr *out
 	bool bad = false;
 	int n = 0;
 
-	while (next_field(&q, p->attrs.d + p->attrs.n, &f, &bad)) {
+	while (pb_next_field(&q, p->attrs.d + p->attrs.n, &f, &bad)) {
 		const uint8_t *a = f.d;
 		struct tr_attr at = { .key = { "", 0, TR_INLINE } };
 		bool has_value = false;
 
 		if (f.num != F_TA_ATTR || f.wt != PB_LEN)
 			continue;
-		while (next_field(&a, f.d + f.len, &g, &bad)) {
+		while (pb_next_field(&a, f.d + f.len, &g, &bad)) {
 			if (g.num == F_ATTR_KEY && g.wt == PB_LEN) {
 				inline_str(&at.key, &g);
 			} else if (g.num == F_ATTR_LONG && g.wt == PB_VARINT) {
@@ -212,14 +212,14 @@ static bool clock_offset(const struct tr_packet *p, uint64_t from, int64_t *off)
 	bool has_base = false, has_real = false, bad = false;
 	struct field f, g;
 
-	while (next_field(&q, p->snapshot.d + p->snapshot.n, &f, &bad)) {
+	while (pb_next_field(&q, p->snapshot.d + p->snapshot.n, &f, &bad)) {
 		const uint8_t *c;
 		uint64_t id = 0, ts = 0;
 
 		if (f.num != F_CS_CLOCKS || f.wt != PB_LEN)
 			continue;
 		c = f.d;
-		while (next_field(&c, f.d + f.len, &g, &bad)) {
+		while (pb_next_field(&c, f.d + f.len, &g, &bad)) {
 			if (g.num == F_CLK_ID && g.wt == PB_VARINT)
 				id = g.v;
 			else if (g.num == F_CLK_TS && g.wt == PB_VARINT)

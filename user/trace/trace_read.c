@@ -199,14 +199,14 @@ static bool apply_interned(struct tr_reader *r, uint32_t seq, struct tr_span d)
 	struct field f, g;
 	bool bad = false;
 
-	while (next_field(&p, d.d + d.n, &f, &bad)) {
+	while (pb_next_field(&p, d.d + d.n, &f, &bad)) {
 		const uint8_t *q = f.d, *name = NULL;
 		size_t len = 0;
 		uint64_t iid = 0;
 
 		if (f.wt != PB_LEN || (!string_table(f.num) && !message_table(f.num)))
 			continue;
-		while (next_field(&q, f.d + f.len, &g, &bad)) {
+		while (pb_next_field(&q, f.d + f.len, &g, &bad)) {
 			if (g.num == F_ENTRY_IID && g.wt == PB_VARINT)
 				iid = g.v;
 			else if (g.num == F_ENTRY_NAME && g.wt == PB_LEN)
@@ -292,13 +292,13 @@ static bool is_end_marker(struct tr_span attrs, uint64_t offset)
 	struct field f, g;
 	bool bad = false;
 
-	while (next_field(&p, attrs.d + attrs.n, &f, &bad)) {
+	while (pb_next_field(&p, attrs.d + attrs.n, &f, &bad)) {
 		const uint8_t *q = f.d;
 		bool key = false, value = false;
 
 		if (f.num != F_TA_ATTR || f.wt != PB_LEN)
 			continue;
-		while (next_field(&q, f.d + f.len, &g, &bad)) {
+		while (pb_next_field(&q, f.d + f.len, &g, &bad)) {
 			if (g.num == F_ATTR_KEY && g.wt == PB_LEN)
 				key = g.len == strlen(PF_END_MARKER_KEY) &&
 				      !memcmp(g.d, PF_END_MARKER_KEY, g.len);
@@ -322,7 +322,7 @@ static bool parse_packet(const uint8_t *d, size_t n, uint64_t offset, struct tr_
 	p->data = d;
 	p->len = n;
 	p->offset = offset;
-	while (next_field(&q, d + n, &f, &bad)) {
+	while (pb_next_field(&q, d + n, &f, &bad)) {
 		struct tr_span s = { f.d, f.len };
 
 		if (f.wt == PB_VARINT) {
@@ -387,13 +387,13 @@ static void apply_defaults(struct seq_state *q, struct tr_span d, bool *bad)
 	const uint8_t *p = d.d;
 	struct field f, g;
 
-	while (next_field(&p, d.d + d.n, &f, bad)) {
+	while (pb_next_field(&p, d.d + d.n, &f, bad)) {
 		const uint8_t *t = f.d;
 
 		if (f.num == F_DEF_CLOCK_ID && f.wt == PB_VARINT)
 			q->clock = (uint32_t)f.v;
 		else if (f.num == F_DEF_TRACK_EVENT && f.wt == PB_LEN)
-			while (next_field(&t, f.d + f.len, &g, bad))
+			while (pb_next_field(&t, f.d + f.len, &g, bad))
 				if (g.num == F_TED_TRACK && g.wt == PB_VARINT)
 					q->track = g.v;
 	}
@@ -408,13 +408,13 @@ static void apply_snapshot(struct seq_state *q, struct tr_span d, bool *bad)
 	bool has_mono = false;
 	struct field f, g;
 
-	while (next_field(&p, d.d + d.n, &f, bad)) {
+	while (pb_next_field(&p, d.d + d.n, &f, bad)) {
 		const uint8_t *c = f.d;
 		uint64_t id = 0, ts = 0, is_incr = 0;
 
 		if (f.num != F_CS_CLOCKS || f.wt != PB_LEN)
 			continue;
-		while (next_field(&c, f.d + f.len, &g, bad)) {
+		while (pb_next_field(&c, f.d + f.len, &g, bad)) {
 			if (g.num == F_CLK_ID && g.wt == PB_VARINT)
 				id = g.v;
 			else if (g.num == F_CLK_TS && g.wt == PB_VARINT)

@@ -27,7 +27,8 @@ static bool frame_of(struct tr_reader *r, uint32_t seq, uint64_t iid, struct tr_
 	*name = *path = (struct tr_str){ "", 0, TR_INLINE };
 	if (!tr_lookup_quiet(r, seq, F_ID_FRAMES, iid, &raw))
 		return false;
-	for (p = (const uint8_t *)raw.s; next_field(&p, (const uint8_t *)raw.s + raw.len, &f, &bad);)
+	for (p = (const uint8_t *)raw.s;
+	     pb_next_field(&p, (const uint8_t *)raw.s + raw.len, &f, &bad);)
 		if (f.wt == PB_VARINT && f.num == F_FRAME_NAME)
 			name_id = f.v;
 		else if (f.wt == PB_VARINT && f.num == F_FRAME_MAPPING)
@@ -36,7 +37,8 @@ static bool frame_of(struct tr_reader *r, uint32_t seq, uint64_t iid, struct tr_
 		tr_lookup(r, seq, F_ID_FUNCTION_NAMES, name_id, name);
 	if (bad || !tr_lookup_quiet(r, seq, F_ID_MAPPINGS, map_id, &raw))
 		return !bad;
-	for (p = (const uint8_t *)raw.s; next_field(&p, (const uint8_t *)raw.s + raw.len, &f, &bad);)
+	for (p = (const uint8_t *)raw.s;
+	     pb_next_field(&p, (const uint8_t *)raw.s + raw.len, &f, &bad);)
 		if (f.wt == PB_VARINT && f.num == F_MAP_PATHS && !path_id)
 			path_id = f.v;
 	if (path_id)
@@ -56,7 +58,8 @@ static bool leaves(struct tr_reader *r, uint32_t seq, uint64_t iid, struct tr_sa
 
 	if (!tr_lookup_quiet(r, seq, F_ID_CALLSTACKS, iid, &raw))
 		return false;
-	for (p = (const uint8_t *)raw.s; next_field(&p, (const uint8_t *)raw.s + raw.len, &f, &bad);)
+	for (p = (const uint8_t *)raw.s;
+	     pb_next_field(&p, (const uint8_t *)raw.s + raw.len, &f, &bad);)
 		if (f.wt == PB_VARINT && f.num == F_STACK_FRAMES && n < 256)
 			ids[n++] = f.v;
 	s->nframes = n;
@@ -86,7 +89,7 @@ bool tr_sample(struct tr_reader *r, const struct tr_packet *p, struct tr_sample 
 		return false;
 	memset(s, 0, sizeof(*s));
 	s->ts = p->ts;
-	while (next_field(&q, p->sample.d + p->sample.n, &f, &bad)) {
+	while (pb_next_field(&q, p->sample.d + p->sample.n, &f, &bad)) {
 		if (f.wt != PB_VARINT)
 			continue;
 		switch (f.num) {
