@@ -77,14 +77,14 @@ static void decode_bundle(const uint8_t *b, size_t n, struct decoded *d)
 	bool bad = false;
 
 	memset(d, 0, sizeof(*d));
-	while (next_field(&p, b + n, &f, &bad)) {
+	while (pb_next_field(&p, b + n, &f, &bad)) {
 		if (f.num == F_FB_CPU)
 			d->cpu = (uint32_t)f.v;
 		else if (f.num == F_FB_LOST)
 			d->lost = f.v;
 		if (f.num != F_FB_COMPACT)
 			continue;
-		for (q = f.d; next_field(&q, f.d + f.len, &g, &bad);) {
+		for (q = f.d; pb_next_field(&q, f.d + f.len, &g, &bad);) {
 			if (g.num == F_SCHED_INTERN && d->nnames < 16)
 				snprintf(d->names[d->nnames++], 16, "%.*s", (int)g.len, g.d);
 			else if (g.wt == PB_LEN && g.num < 13)
@@ -102,21 +102,21 @@ static void read_trace(const uint8_t *buf, size_t len, int64_t *boot_minus_mono,
 	struct field rec, f, c, k;
 	bool bad = false, have_snap = false;
 
-	while (next_field(&p, buf + len, &rec, &bad)) {
+	while (pb_next_field(&p, buf + len, &rec, &bad)) {
 		const uint8_t *q = rec.d;
 
-		while (next_field(&q, rec.d + rec.len, &f, &bad)) {
+		while (pb_next_field(&q, rec.d + rec.len, &f, &bad)) {
 			if (f.num == F_PKT_FTRACE_EVENTS)
 				decode_bundle(f.d, f.len, d);
 			if (f.num != F_PKT_CLOCK_SNAPSHOT || have_snap)
 				continue;
 			int64_t boot = 0, mono = 0;
 
-			for (const uint8_t *s = f.d; next_field(&s, f.d + f.len, &c, &bad);) {
+			for (const uint8_t *s = f.d; pb_next_field(&s, f.d + f.len, &c, &bad);) {
 				uint64_t id = 0, ts = 0;
 
 				for (const uint8_t *t = c.d; c.num == F_CS_CLOCKS &&
-				     next_field(&t, c.d + c.len, &k, &bad);)
+				     pb_next_field(&t, c.d + c.len, &k, &bad);)
 					k.num == F_CLK_ID ? (id = k.v) : (ts = k.v);
 				if (id == CLOCK_ID_BOOTTIME)
 					boot = (int64_t)ts;
@@ -199,8 +199,8 @@ static size_t one_bundle(uint8_t *out, size_t cap, int64_t *off)
 	len = pread(fd, buf, 1 << 20, 0);
 	close(fd);
 	unlink(path);
-	for (p = buf; next_field(&p, buf + len, &rec, &bad);) {
-		for (const uint8_t *q = rec.d; next_field(&q, rec.d + rec.len, &f, &bad);)
+	for (p = buf; pb_next_field(&p, buf + len, &rec, &bad);) {
+		for (const uint8_t *q = rec.d; pb_next_field(&q, rec.d + rec.len, &f, &bad);)
 			if (f.num == F_PKT_FTRACE_EVENTS && f.len <= cap)
 				memcpy(out, f.d, n = f.len);
 	}
