@@ -148,8 +148,8 @@ static __always_inline void next_fill(struct ptbpf_sched_switch *r, struct task_
  * the latest switch put another task on, the kernel did not report the
  * one that put cur on (and no CPU sample of cur came since): it is sent
  * untimed, from that task, marked SW_UNSEEN. Where this CPU has had no
- * switch since the view began, a traced cur has run since before it: its
- * switch is sent untimed, from no task (the report counts it running
+ * switch since the view began, cur has run since before it: its switch is
+ * sent untimed, from no task (the report counts a traced one running
  * since the view's first record). */
 static __always_inline void replay_last(struct ptbpf_sched_cpu *c, struct task_struct *cur, __u64 now)
 {
@@ -158,7 +158,14 @@ static __always_inline void replay_last(struct ptbpf_sched_cpu *c, struct task_s
 
 	if (c->shown_valid && c->shown == (__u32)cur->pid)
 		return;
-	if (!c->last_next && (!fresh || !is_traced(cur->tgid)))
+	/* The idle task runs, or an untraced task since before the view:
+	 * once records went out here, what they show before it is no
+	 * traced thread, and nothing need be replayed. The first record of
+	 * a CPU (or the first after a loss) needs a switch before it:
+	 * Perfetto takes a CPU's first switch to say only who runs, so a
+	 * traced thread it put on would not be Running until its next one
+	 * (20 ms of a busy thread's time missing, seen on the CI VM). */
+	if (!c->last_next && c->shown_valid && (!fresh || !is_traced(cur->tgid)))
 		return;
 	if (!fresh && c->last_next != (__u32)cur->pid)
 		put_on_unseen(c, cur->pid, 0);
@@ -171,7 +178,8 @@ static __always_inline void replay_last(struct ptbpf_sched_cpu *c, struct task_s
 	hdr_fill(&r->h, c, c->last_ts ? c->last_ts : now - 1, SCHED_REC_SWITCH);
 	r->prev_tid = c->last_prev;
 	r->prev_state = c->last_state;
-	r->flags = SW_REPLAYED | (c->last_ts ? 0 : SW_UNTIMED) | (fresh ? SW_NEXT_TRACED : 0);
+	r->flags = SW_REPLAYED | (c->last_ts ? 0 : SW_UNTIMED) |
+		   (fresh && is_traced(cur->tgid) ? SW_NEXT_TRACED : 0);
 	if (c->unseen)
 		r->flags |= SW_UNSEEN | (is_traced(cur->tgid) ? SW_NEXT_TRACED : 0);
 	r->sys_nr = -1;

@@ -479,6 +479,14 @@ print(json.dumps({"t0": t0, "t1": t1, "cpu": c1 - c0}), flush=True)
 """
 
 
+def steal_ns():
+    """The time the host took this VM's CPUs, all of them (/proc/stat's
+    steal, in USER_HZ ticks)."""
+    with open("/proc/stat") as f:
+        cpu = f.readline().split()
+    return int(cpu[8]) * 1e9 / os.sysconf("SC_CLK_TCK")
+
+
 def test_running_time_is_the_kernels_cpu_time(tmp_path):
     """One busy process per CPU, traced: each thread's Running time in the
     trace, over its busy loop, is its time on a CPU by the kernel's own
@@ -489,7 +497,10 @@ def test_running_time_is_the_kernels_cpu_time(tmp_path):
     in the trace. Before that, the thread's time from its return to its
     next switch was lost: 6-40 ms short in 8 runs, against +0.1..+7.8 ms
     since (Running runs long by interrupt time, which schedstat leaves
-    out)."""
+    out). On a VM, Running also holds the time the host took the CPU away
+    (steal), which schedstat leaves out too: it is read from /proc/stat
+    around the run and allowed. CI saw +21.8 and +28.9 ms in one run of a
+    loaded host."""
     go, secs = str(tmp_path / "go"), 4
     path = str(tmp_path / "t.pftrace")
     procs = [Proc([PYTHON, "-c", BUSY, go, str(secs)]) for _ in range(os.cpu_count())]
@@ -502,12 +513,14 @@ def test_running_time_is_the_kernels_cpu_time(tmp_path):
         try:
             for _ in procs[1:]:
                 tracer.wait_line("ptbpf: tracing pid", stream="stderr")
+            stolen = steal_ns()
             open(go, "w").close()
             done = []
             for p in procs:
                 rc, out, err = p.finish(timeout=120)
                 assert rc == 0, err
                 done.append(json.loads(out.strip().splitlines()[-1]))
+            stolen = steal_ns() - stolen
             rc, _, err = tracer.finish(timeout=120)
             assert rc == 0, err
         finally:
@@ -537,9 +550,9 @@ def test_running_time_is_the_kernels_cpu_time(tmp_path):
     for tid, d in zip(tids, done):
         running = overlap(states.get(tid, []), d["t0"], d["t1"], {"Running"})
         print("tid %d: Running %.1f ms, on a CPU %.1f ms; returns placed by a sample %d, "
-              "%.1f ms before others not placed (%s)" % (
+              "%.1f ms before others not placed (%s); the host took %.1f ms of the CPUs" % (
                   tid, running / 1e6, d["cpu"] / 1e6, placed[tid], unsure[tid] / 1e6,
-                  m.group(0)))
+                  m.group(0), stolen / 1e6))
         short = 3e6 + 0.002 * d["cpu"] + 1.1e6 * placed[tid] + unsure[tid]
-        assert -short <= running - d["cpu"] <= 3e6 + 0.005 * d["cpu"], \
-            (tid, running, d, placed, unsure, err)
+        assert -short <= running - d["cpu"] <= 3e6 + 0.005 * d["cpu"] + stolen, \
+            (tid, running, d, placed, unsure, stolen, err)
