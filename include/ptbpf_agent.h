@@ -307,11 +307,13 @@ enum { OPS_IN_OTHER = 0, OPS_IN_TENSOR = 1, OPS_IN_SCALAR = 2, OPS_IN_UNKNOWN = 
  * a reader takes a copy whose seq was even and the same before and after.
  */
 #define PTBPF_STEPS_MAGIC    0x7370657473667062ULL /* "bpfsteps" */
-#define PTBPF_STEPS_VERSION  1
+#define PTBPF_STEPS_VERSION  2  /* 1: the block up to recent[] (no collectives) */
 #define PTBPF_STEPS_LEASE_MS 10000
 #define PTBPF_STEPS_BUCKETS  16 /* the last one is +Inf */
 #define PTBPF_STEPS_RECENT   64
 #define OPS_WORD_STEPS       " steps"
+#define PTBPF_STEPS_COLL_NAME 32 /* a collective's name, NUL included */
+#define PTBPF_STEPS_COLL_OPEN 16 /* collectives open at once that are timed */
 
 /* Upper bounds of the step-time histogram's buckets, ns (Prometheus' le). */
 #define PTBPF_STEPS_BOUNDS_NS { 1000000ull, 2500000ull, 5000000ull, 10000000ull,	\
@@ -344,7 +346,25 @@ struct ptbpf_agent_steps {
 	uint64_t optim_n;    /* 224 */
 	uint64_t recent[PTBPF_STEPS_RECENT]; /* 232: step k's ns (k from 1) at
 					      * recent[(k - 1) % PTBPF_STEPS_RECENT] */
+	/* 744 (version 2): c10d's collectives, as the record_function regions
+	 * torch opens for each one of any backend ("gloo:all_reduce",
+	 * "nccl:all_reduce", "mpi:...", "ucc:..."): entered on the calling
+	 * thread, ended where the work completes (another thread, for gloo).
+	 * Sequence numbers count the process's collectives of every group. */
+	uint64_t coll_entered;   /* 744: collectives entered: the last one's number */
+	uint64_t coll_left;      /* 752: ... ended */
+	uint64_t coll_wait_ns;   /* 760: time in the ended ones, entry to end */
+	uint64_t coll_enter_ts;  /* 768: when the last one was entered */
+	uint64_t coll_left_ts;   /* 776: when the last one ended */
+	uint64_t coll_left_seq;  /* 784: the number of the last one ended */
+	uint64_t coll_open_ts;   /* 792: when the oldest one still open was
+				  *      entered (0: none open) */
+	uint64_t coll_untimed;   /* 800: entered past PTBPF_STEPS_COLL_OPEN open:
+				  *      never counted as ended */
+	char coll_name[PTBPF_STEPS_COLL_NAME];      /* 808: the last one entered */
+	char coll_left_name[PTBPF_STEPS_COLL_NAME]; /* 840: the last one ended */
 };
+#define PTBPF_STEPS_V1_SIZE 744
 
 /* Argument of ptbpf_agent_kernel(): one CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
  * record (CUpti_ActivityKernel10 in CUDA 13). 104 bytes. */

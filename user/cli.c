@@ -66,7 +66,7 @@ static const char doc[] =
 
 enum { OPT_NO_SCHED = 0x100, OPT_NO_SAMPLES, OPT_SAMPLE_HZ, OPT_SLOW_STEP, OPT_NO_STEP_SIGNAL,
        OPT_STEPS, OPT_NO_IDLE_TRACK, OPT_GPU_TIMELINE, OPT_OP_CLOCK, OPT_BPF_STATS,
-       OPT_WEB_CONFIG, OPT_INSECURE_CAPTURE }; /* long-only options */
+       OPT_WEB_CONFIG, OPT_INSECURE_CAPTURE, OPT_HANG }; /* long-only options */
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Process to trace (repeatable)", 0 },
@@ -157,6 +157,10 @@ static const struct argp_option options[] = {
 	{ "slow-step", OPT_SLOW_STEP, "K[,W]", 0, "Open a window when a step takes over K times "
 	  "the median of the W steps before it (W: default 50), or runs that long still "
 	  "unfinished; held to --min-gap (e.g. 3)", 1 },
+	{ "hang", OPT_HANG, "K[,FLOOR]", 0, "Capture every rank of a job on this host (their "
+	  "Python stacks, what each thread blocks in, their last collectives) when one's step "
+	  "under way, or a collective it waits in, has lasted over max(K times its median "
+	  "step, FLOOR) (default 10,60s; off: none); once per hang, held to --min-gap", 1 },
 	{ "steps", OPT_STEPS, "N", 0, "A window a slow step opened ends once N whole steps of "
 	  "that process (those after the step under way at its start) are in it, or at "
 	  "--window", 1 },
@@ -361,6 +365,26 @@ static int parse_slow_step(const char *arg, struct options *o)
 	return 0;
 }
 
+/* --hang K[,FLOOR]: K at least 1, FLOOR a duration; or "off". */
+static int parse_hang(const char *arg, struct options *o)
+{
+	char *end = NULL;
+
+	if (!strcmp(arg, "off")) {
+		o->hang_k = 0;
+		return 0;
+	}
+	o->hang_k = strtod(arg, &end);
+	if (end == arg || (*end && *end != ',') || !(o->hang_k >= 1 && o->hang_k <= 1000)) {
+		log_msg("invalid --hang '%s': K[,FLOOR], K a factor of 1 or more (e.g. 10), FLOOR "
+			"a duration (e.g. 60s), or off\n", arg);
+		return -1;
+	}
+	if (*end == ',' && parse_duration(end + 1, "--hang's FLOOR", &o->hang_floor_s))
+		return -1;
+	return 0;
+}
+
 /* The options of `ptbpf daemon` (DAEMON_KEYS). */
 static error_t daemon_opt(int key, const char *arg, struct options *o)
 {
@@ -413,6 +437,8 @@ static error_t daemon_opt(int key, const char *arg, struct options *o)
 		break;
 	case OPT_SLOW_STEP:
 		return parse_slow_step(arg, o) ? EINVAL : 0;
+	case OPT_HANG:
+		return parse_hang(arg, o) ? EINVAL : 0;
 	case OPT_STEPS: {
 		uint64_t n;
 
@@ -465,6 +491,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		return 0;
 
 	if ((key > 0 && key < 128 && strchr(DAEMON_KEYS, key)) || key == OPT_SLOW_STEP ||
+	    key == OPT_HANG ||
 	    key == OPT_NO_STEP_SIGNAL || key == OPT_STEPS || key == OPT_WEB_CONFIG ||
 	    key == OPT_INSECURE_CAPTURE) {
 		o->daemon_opt = true;
@@ -577,7 +604,7 @@ static int check_options(struct options *opt)
 	if (opt->daemon_opt) {
 		log_msg("--out-dir, --every, --window, --align, --max-bytes, --keep, "
 			"--budget, --min-gap, --metrics-listen, --web-config, --insecure-capture, "
-			"--slow-step, --steps and --no-step-signal belong to `ptbpf daemon`\n");
+			"--slow-step, --hang, --steps and --no-step-signal belong to `ptbpf daemon`\n");
 		return -1;
 	}
 	if (opt->nmatch_env && !opt->all) {
@@ -610,6 +637,8 @@ int cli_parse(int argc, char **argv, struct options *opt)
 	opt->max_bytes = 1ull << 30;
 	opt->budget_pct = 2;
 	opt->min_gap_s = 60;
+	opt->hang_k = 10;
+	opt->hang_floor_s = 60;
 	argp_err_exit_status = 2;
 	if (argc > 1 && !strcmp(argv[1], "daemon")) {
 		opt->daemon = true;

@@ -73,6 +73,10 @@ struct options {
 	double slow_k;         /* --slow-step K[,W]: a window when a step takes over K
 				* times the median of the W before it (0: off) */
 	uint32_t slow_w;
+	/* --hang K[,FLOOR]: a capture of the job when a step under way, or a
+	 * collective, has lasted over max(K x the median step, FLOOR) */
+	double hang_k;         /* 0: off (--hang off) */
+	uint64_t hang_floor_s;
 	uint32_t window_steps; /* --steps N: a slow step's window ends after N whole steps */
 	char raw_output[4096]; /* --raw: also keep the ring's records here */
 };

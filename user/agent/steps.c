@@ -19,12 +19,17 @@
 #include <string.h>
 #include <time.h>
 
-enum kind { K_STEP, K_OPTIM, K_LOADER };
+enum kind { K_STEP, K_OPTIM, K_LOADER, K_COLL };
 
-static const struct { const char *prefix; size_t len; } kinds[] = {
-	[K_STEP] = { "ProfilerStep#", 13 },
-	[K_OPTIM] = { "Optimizer.step#", 15 },
-	[K_LOADER] = { "enumerate(DataLoader)#", 22 },
+static const struct { const char *prefix; size_t len; int kind; } kinds[] = {
+	{ "ProfilerStep#", 13, K_STEP },
+	{ "Optimizer.step#", 15, K_OPTIM },
+	{ "enumerate(DataLoader)#", 22, K_LOADER },
+	/* c10d's profiling titles, one region per collective (any backend) */
+	{ "gloo:", 5, K_COLL },
+	{ "nccl:", 5, K_COLL },
+	{ "mpi:", 4, K_COLL },
+	{ "ucc:", 4, K_COLL },
 };
 
 EXPORT struct ptbpf_agent_steps ptbpf_agent_steps = {
@@ -44,6 +49,12 @@ static _Atomic int writer; /* one writer at a time (steps may end on any thread)
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 static TLS struct { const void *rf; uint64_t start; int kind; } open_rf[OPEN_MAX];
 static TLS int nopen;
+
+/* Collectives open now: they end on whichever thread completes their work
+ * (gloo's worker thread), so not in open_rf; changed with the block being
+ * written. */
+static struct { const void *rf; uint64_t start; } coll_open[PTBPF_STEPS_COLL_OPEN];
+static _Atomic int ncoll_open;
 
 static void write_begin(void)
 {
@@ -113,10 +124,68 @@ static void region_ended(int kind, uint64_t start, uint64_t end)
 
 static int kind_of(const char *name)
 {
-	for (int k = 0; name && k < (int)(sizeof(kinds) / sizeof(kinds[0])); k++)
+	for (size_t k = 0; name && k < sizeof(kinds) / sizeof(kinds[0]); k++)
 		if (!strncmp(name, kinds[k].prefix, kinds[k].len))
-			return k;
+			return kinds[k].kind;
 	return -1;
+}
+
+static void coll_oldest(void)
+{
+	struct ptbpf_agent_steps *b = &ptbpf_agent_steps;
+	int n = atomic_load_explicit(&ncoll_open, memory_order_relaxed);
+
+	b->coll_open_ts = 0;
+	for (int i = 0; i < n; i++)
+		if (!b->coll_open_ts || coll_open[i].start < b->coll_open_ts)
+			b->coll_open_ts = coll_open[i].start;
+}
+
+static void coll_entered(const void *rf, const char *name, uint64_t t)
+{
+	struct ptbpf_agent_steps *b = &ptbpf_agent_steps;
+	int n;
+
+	write_begin();
+	n = atomic_load_explicit(&ncoll_open, memory_order_relaxed);
+	b->coll_entered++;
+	b->coll_enter_ts = t;
+	strncpy(b->coll_name, name, sizeof(b->coll_name) - 1);
+	if (n < PTBPF_STEPS_COLL_OPEN) {
+		coll_open[n].rf = rf;
+		coll_open[n].start = t;
+		atomic_store_explicit(&ncoll_open, n + 1, memory_order_relaxed);
+		coll_oldest();
+	} else {
+		b->coll_untimed++;
+	}
+	write_end();
+}
+
+/* rf ended: if it is an open collective, it left (on any thread). */
+static void coll_ended(const void *rf, const char *name)
+{
+	struct ptbpf_agent_steps *b = &ptbpf_agent_steps;
+	uint64_t t = (uint64_t)agent_mono_ns();
+	int n;
+
+	write_begin();
+	n = atomic_load_explicit(&ncoll_open, memory_order_relaxed);
+	for (int i = 0; i < n; i++) {
+		if (coll_open[i].rf != rf)
+			continue;
+		b->coll_left++;
+		b->coll_left_seq = b->coll_entered - (uint64_t)(n - 1 - i);
+		b->coll_wait_ns += t - coll_open[i].start;
+		b->coll_left_ts = t;
+		if (name)
+			strncpy(b->coll_left_name, name, sizeof(b->coll_left_name) - 1);
+		memmove(&coll_open[i], &coll_open[i + 1], (size_t)(n - 1 - i) * sizeof(coll_open[0]));
+		atomic_store_explicit(&ncoll_open, n - 1, memory_order_relaxed);
+		coll_oldest();
+		break;
+	}
+	write_end();
 }
 
 /* torch's StartCallback: a null std::unique_ptr<ObserverContext> through
@@ -124,12 +193,19 @@ static int kind_of(const char *name)
 static void **steps_start(void **ret, const void *rf)
 {
 	uint8_t *busy = busy_enter();
+	const char *name;
 	int kind;
 
 	*ret = NULL;
 	if (atomic_load_explicit(&counting, memory_order_relaxed) && nopen < OPEN_MAX &&
-	    (kind = kind_of(rfapi.name(rf))) >= 0) {
+	    (kind = kind_of(name = rfapi.name(rf))) >= 0) {
 		uint64_t t = (uint64_t)agent_mono_ns();
+
+		if (kind == K_COLL) {
+			coll_entered(rf, name, t);
+			busy_leave(busy);
+			return ret;
+		}
 
 		open_rf[nopen].rf = rf;
 		open_rf[nopen].start = t;
@@ -155,8 +231,12 @@ static void steps_end(const void *rf, void *ctx)
 		if (atomic_load_explicit(&counting, memory_order_relaxed))
 			region_ended(open_rf[i].kind, open_rf[i].start, (uint64_t)agent_mono_ns());
 		open_rf[i] = open_rf[--nopen];
-		break;
+		busy_leave(busy);
+		return;
 	}
+	if (atomic_load_explicit(&ncoll_open, memory_order_relaxed) &&
+	    atomic_load_explicit(&counting, memory_order_relaxed))
+		coll_ended(rf, rfapi.name(rf));
 	busy_leave(busy);
 }
 
@@ -195,6 +275,9 @@ void agent_steps_off(void)
 	__atomic_store_n(&ptbpf_agent_steps.on, 0, __ATOMIC_RELEASE);
 	write_begin();
 	ptbpf_agent_steps.cur_start = 0;
+	/* their ends are not seen any more */
+	atomic_store_explicit(&ncoll_open, 0, memory_order_relaxed);
+	ptbpf_agent_steps.coll_open_ts = 0;
 	write_end();
 }
 

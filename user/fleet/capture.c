@@ -118,6 +118,8 @@ static enum outcome offer(struct capture *c, const struct capture_req *r, uint64
 
 	if (c->pending) {
 		merge_sel(&c->req, r);
+		if (!c->req.hang)
+			c->req.hang = r->hang;
 		return OUT_MERGED;
 	}
 	*ago = now - c->last_window_s;

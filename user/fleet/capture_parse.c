@@ -23,7 +23,7 @@
 const char *capture_source_name(enum capture_source s)
 {
 	static const char *const names[CAPTURE_NSOURCES] = { "http", "alertmanager", "signal",
-							     "file", "slow_step" };
+							     "file", "slow_step", "hang" };
 
 	return s < CAPTURE_NSOURCES ? names[s] : "?";
 }

@@ -213,7 +213,7 @@ static int start_port(const struct options *opt, struct capture **c, struct web_
 {
 	char err[512];
 
-	if ((opt->metrics_listen[0] || opt->slow_k) && !(*c = capture_new(opt))) {
+	if ((opt->metrics_listen[0] || opt->slow_k || opt->hang_k) && !(*c = capture_new(opt))) {
 		log_msg("daemon: out of memory\n");
 		return 1;
 	}
@@ -299,6 +299,10 @@ int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_
 			"the %u before it\n", opt->slow_k, (unsigned)opt->slow_w);
 	else if (st)
 		log_msg("daemon: step signal on\n");
+	if (st && opt->hang_k)
+		log_msg("daemon: a capture of a job's ranks when one's step or collective has "
+			"lasted over max(%gx its median step, %lu s) (--hang)\n", opt->hang_k,
+			(unsigned long)opt->hang_floor_s);
 	while ((why = wait_until(opt, c, st, next, &trig, stop)) >= 0) {
 		if (!why) /* scheduled: the next one is one period on (skipping missed ones) */
 			while (next <= realtime_s())

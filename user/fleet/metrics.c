@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -116,15 +117,24 @@ static void render_kernels(const struct metrics *m, struct evbuffer *b, const ch
 static void render_step_value(const struct metrics *m, struct evbuffer *b, const char *metric,
 			      const char *type, const char *help, int field)
 {
+	struct timespec ts;
+	uint64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n", metric, help, metric, type);
 	for (int i = 0; i < m->nprocs; i++) {
 		const struct ptbpf_agent_steps *st = &m->procs[i].steps;
 		double v = field == 0 ? st->steps : field == 1 ? st->loader_ns / 1e9 :
 			   field == 2 ? st->optim_ns / 1e9 : field == 4 ? st->loader_n :
-			   field == 5 ? st->optim_n :
+			   field == 5 ? st->optim_n : field == 6 ? st->coll_left :
+			   field == 7 ? st->coll_wait_ns / 1e9 : field == 8 ? st->coll_entered :
+			   field == 9 ? (st->coll_open_ts && now > st->coll_open_ts ?
+					 (now - st->coll_open_ts) / 1e9 : 0) :
 			   st->steps ? st->recent[(st->steps - 1) % PTBPF_STEPS_RECENT] / 1e9 : 0;
 
-		if (!m->procs[i].has_steps || (field == 3 && !st->steps))
+		if (!m->procs[i].has_steps || (field == 3 && !st->steps) ||
+		    (field >= 6 && !st->coll_entered))
 			continue;
 		evbuffer_add_printf(b, "%s{", metric);
 		labels(b, &m->procs[i]);
@@ -176,6 +186,19 @@ static void render_steps(const struct metrics *m, struct evbuffer *b)
 			  "regions ended, always on.", 5);
 	render_step_value(m, b, "ptbpf_last_step_seconds", "gauge", "The last step's time, "
 			  "always on.", 3);
+	/* c10d's collectives (any backend): a rank that waits little where
+	 * the others wait much is the one they wait for; one whose entered
+	 * count lags the others' is the one they wait in a collective for. */
+	render_step_value(m, b, "ptbpf_collective_wait_seconds_total", "counter", "Time in c10d "
+			  "collectives (entry to end; gloo:*, nccl:*, ... regions), per process, "
+			  "always on.", 7);
+	render_step_value(m, b, "ptbpf_collectives_total", "counter", "c10d collectives ended, "
+			  "always on.", 6);
+	render_step_value(m, b, "ptbpf_collectives_entered_total", "counter", "c10d collectives "
+			  "entered (the last one's sequence number), always on.", 8);
+	render_step_value(m, b, "ptbpf_collective_waiting_seconds", "gauge", "How long the "
+			  "oldest collective still open has been waited in (0: none), always on.",
+			  9);
 }
 
 static void render(struct metrics *m, struct evbuffer *b)

@@ -16,6 +16,14 @@
  * lets a window open while a long step still runs. One trigger per step,
  * through the capture queue, so --min-gap applies and it is counted and
  * marked as POST /capture's are.
+ *
+ * Hangs (--hang K,FLOOR, on by default): a process whose step under way,
+ * or whose oldest open collective, has lasted over max(K x its median
+ * step, FLOOR) asks for one capture of every process of its job on this
+ * host, with what the counters said of each (the hang's ranks, a
+ * processes that exited among them) for the trace; once per hang of the
+ * job: no process of it asks again until one of them makes progress.
+ * The check reads nothing more than the counters already read.
  */
 #define _GNU_SOURCE
 #include "fleet/step_signal.h"
@@ -44,6 +52,8 @@
 
 #define MAX_PROCS 256
 #define MAX_REFUSED 1024
+#define MAX_GONE 64
+#define HANG_RETRY_NS 10000000000ull /* a hang capture --min-gap refused, asked again */
 #define SCAN_NS 2000000000ull
 #define RESEND_NS 2000000000ull
 
@@ -58,6 +68,18 @@ struct sproc {
 	uint64_t fired;       /* the last step a trigger named (1-based), 0: none */
 	uint64_t *last;       /* the W last step times, a ring */
 	uint32_t nlast, at;
+	struct ptbpf_agent_steps b; /* its counters as last read (has_b) */
+	bool has_b;
+	uint64_t hang_mark;   /* its progress (steps + collectives left) when a hang
+			       * capture of its job was asked for, + 1; 0: none */
+};
+
+/* A process that exited: what its counters said last (a hung job's dead
+ * rank is named in the capture). */
+struct gone {
+	int pid;
+	char job[160];
+	struct capture_hang_rank r;
 };
 
 struct step_signal {
@@ -70,6 +92,10 @@ struct step_signal {
 	int nrefused;
 	uint64_t last_scan;
 	char agent[PATH_MAX];
+	struct gone gone[MAX_GONE]; /* a ring */
+	int ngone, gone_at;
+	struct capture_hang hang;   /* the last hang capture's (the window reads it) */
+	uint64_t hang_refused_at;   /* --min-gap refused one then */
 };
 
 struct step_signal *step_signal_new(const struct options *opt, struct capture *c, struct metrics *m)
@@ -103,6 +129,26 @@ static void refuse(struct step_signal *s, int pid)
 		s->nrefused = 0; /* forget the oldest at once: they are retried, said again */
 	s->refused[s->nrefused].pid = pid;
 	s->refused[s->nrefused++].start = target_start_time(pid);
+}
+
+static void hang_rank(const struct sproc *p, struct capture_hang_rank *r, uint64_t med);
+static const char *job_of(const struct sproc *p, char *buf, size_t len);
+
+/* p exited: kept among the gone, for a hang capture of its job. */
+static void remember_gone(struct step_signal *s, const struct sproc *p)
+{
+	struct gone *g = &s->gone[s->gone_at];
+
+	if (!p->has_b || !p->b.coll_entered)
+		return; /* not a rank the others can wait for */
+	memset(g, 0, sizeof(*g));
+	g->pid = p->t.pid;
+	job_of(p, g->job, sizeof(g->job));
+	hang_rank(p, &g->r, 0);
+	g->r.gone = true;
+	g->r.gone_ts = mono_ns();
+	s->gone_at = (s->gone_at + 1) % MAX_GONE;
+	s->ngone += s->ngone < MAX_GONE;
 }
 
 static void drop(struct step_signal *s, int i)
@@ -299,6 +345,143 @@ static void judge(struct step_signal *s, struct sproc *p, const struct ptbpf_age
 		fire(s, p, b->steps + 1, now - b->cur_start, med, true);
 }
 
+/* The job p belongs to, as a trigger's job names it: TORCHELASTIC_RUN_ID,
+ * SLURM_JOB_ID, MASTER_ADDR:MASTER_PORT; NULL (every process) if none. */
+static const char *job_of(const struct sproc *p, char *buf, size_t len)
+{
+	const char *job = target_label(&p->t, "TORCHELASTIC_RUN_ID"), *addr, *port;
+
+	if (!job)
+		job = target_label(&p->t, "SLURM_JOB_ID");
+	addr = target_label(&p->t, "MASTER_ADDR");
+	port = target_label(&p->t, "MASTER_PORT");
+	if (job)
+		snprintf(buf, len, "%s", job);
+	else if (addr && port)
+		snprintf(buf, len, "%s:%s", addr, port);
+	else
+		buf[0] = 0;
+	return buf[0] ? buf : NULL;
+}
+
+static bool same_job(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+static void hang_rank(const struct sproc *p, struct capture_hang_rank *r, uint64_t med)
+{
+	const struct ptbpf_agent_steps *b = &p->b;
+
+	memset(r, 0, sizeof(*r));
+	r->pid = p->t.pid;
+	snprintf(r->rank, sizeof(r->rank), "%.15s", target_label(&p->t, "RANK") ?: "");
+	snprintf(r->comm, sizeof(r->comm), "%.15s", p->t.comm);
+	r->steps = b->steps;
+	r->step_start = b->cur_start;
+	r->median_ns = med;
+	r->coll_entered = b->coll_entered;
+	r->coll_left = b->coll_left;
+	r->coll_left_seq = b->coll_left_seq;
+	r->coll_enter_ts = b->coll_enter_ts;
+	r->coll_left_ts = b->coll_left_ts;
+	r->coll_open_ts = b->coll_open_ts;
+	memcpy(r->coll_name, b->coll_name, sizeof(r->coll_name));
+	memcpy(r->coll_left_name, b->coll_left_name, sizeof(r->coll_left_name));
+	r->coll_name[sizeof(r->coll_name) - 1] = r->coll_left_name[sizeof(r->coll_left_name) - 1] = 0;
+}
+
+/* The median of the last steps the agent keeps (PTBPF_STEPS_RECENT); 0
+ * before any. */
+static uint64_t recent_median(const struct ptbpf_agent_steps *b)
+{
+	uint64_t tmp[PTBPF_STEPS_RECENT];
+	uint32_t n = b->steps < PTBPF_STEPS_RECENT ? (uint32_t)b->steps : PTBPF_STEPS_RECENT;
+
+	if (!n)
+		return 0;
+	memcpy(tmp, b->recent, n * sizeof(*tmp)); /* the first n, or all of the ring */
+	qsort(tmp, n, sizeof(*tmp), by_value);
+	return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+}
+
+static uint64_t progress(const struct sproc *p)
+{
+	return p->b.steps + p->b.coll_left + 1;
+}
+
+/* p's wait (its step under way, or its oldest open collective) past the
+ * limit: the limit, else 0. The floor is looked at first: a job that
+ * steps pays no sort. */
+static uint64_t hung(const struct step_signal *s, const struct sproc *p, uint64_t now,
+		     uint64_t *med, uint64_t *wait)
+{
+	uint64_t floor = s->opt->hang_floor_s * 1000000000ull, limit;
+	uint64_t step = p->b.cur_start && now > p->b.cur_start ? now - p->b.cur_start : 0;
+	uint64_t coll = p->b.coll_open_ts && now > p->b.coll_open_ts ? now - p->b.coll_open_ts : 0;
+
+	*wait = step > coll ? step : coll;
+	if (!p->has_b || *wait <= floor)
+		return 0;
+	*med = recent_median(&p->b);
+	limit = s->opt->hang_k * *med > floor ? (uint64_t)(s->opt->hang_k * *med) : floor;
+	return *wait > limit ? limit : 0;
+}
+
+/* Asks for a capture of p's job: every process of it this daemon reads
+ * (and those of it that exited) goes into s->hang for the trace. */
+static void hang_fire(struct step_signal *s, struct sproc *p, uint64_t now, uint64_t limit,
+		      uint64_t med, uint64_t wait)
+{
+	char job[160], other[160];
+	const char *j = job_of(p, job, sizeof(job));
+	struct capture_req r = { .source = CAPTURE_HANG, .hang = &s->hang };
+	const char *rank = target_label(&p->t, "RANK");
+
+	s->hang = (struct capture_hang){ .ts = now, .pid = p->t.pid, .limit_ns = limit };
+	for (int i = 0; i < s->n && s->hang.n < CAPTURE_HANG_RANKS; i++)
+		if (s->p[i].has_b && same_job(j, job_of(&s->p[i], other, sizeof(other))))
+			hang_rank(&s->p[i], &s->hang.r[s->hang.n++],
+				  recent_median(&s->p[i].b));
+	for (int i = 0; i < s->ngone && s->hang.n < CAPTURE_HANG_RANKS; i++)
+		if (same_job(j, s->gone[i].job[0] ? s->gone[i].job : NULL))
+			s->hang.r[s->hang.n++] = s->gone[i].r;
+	snprintf(r.reason, sizeof(r.reason), "pid %d%s%s: %s for %.1f s (limit %.1f s: %gx its "
+		 "median step %.1f ms, or %lu s)", p->t.pid, rank ? ", rank " : "", rank ?: "",
+		 p->b.coll_open_ts ? "in a collective" : "in one step", wait / 1e9, limit / 1e9,
+		 s->opt->hang_k, med / 1e6, (unsigned long)s->opt->hang_floor_s);
+	if (j) {
+		snprintf(r.sel[0].job, sizeof(r.sel[0].job), "%s", j);
+		r.nsel = 1;
+	}
+	if (capture_offer(s->capture, &r)) {
+		s->hang_refused_at = now;
+		return;
+	}
+	for (int i = 0; i < s->n; i++)
+		if (same_job(j, job_of(&s->p[i], other, sizeof(other))))
+			s->p[i].hang_mark = progress(&s->p[i]);
+}
+
+/* Every tick: a process of a job not yet captured for this hang, past
+ * its limit, asks for the capture. */
+static void hang_check(struct step_signal *s, uint64_t now)
+{
+	if (s->hang_refused_at && now - s->hang_refused_at < HANG_RETRY_NS)
+		return;
+	for (int i = 0; i < s->n; i++) {
+		struct sproc *p = &s->p[i];
+		uint64_t med = 0, wait, limit;
+
+		if (p->hang_mark && p->hang_mark != progress(p))
+			p->hang_mark = 0; /* it moved on: a later hang is a new one */
+		if (p->hang_mark || !(limit = hung(s, p, now, &med, &wait)))
+			continue;
+		hang_fire(s, p, now, limit, med, wait);
+		return;
+	}
+}
+
 /* One process's turn: false once it is gone (exited, exec'd). */
 static bool tick_one(struct step_signal *s, struct sproc *p, uint64_t now)
 {
@@ -332,6 +515,8 @@ static bool tick_one(struct step_signal *s, struct sproc *p, uint64_t now)
 	if (b.on && leaving_agent_state(p->t.pid) != LEAVING_STEPS)
 		leaving_agent(p->t.pid, LEAVING_STEPS, agent_injected(&p->a));
 	metrics_steps(s->metrics, &p->t, &b);
+	p->b = b;
+	p->has_b = true;
 	if (s->opt->slow_k && s->capture)
 		judge(s, p, &b);
 	return true;
@@ -343,11 +528,14 @@ void step_signal_tick(struct step_signal *s)
 
 	if (!s)
 		return;
+	if (s->opt->hang_k && s->capture)
+		hang_check(s, now);
 	for (int i = 0; i < s->n; i++) {
 		if (tick_one(s, &s->p[i], now))
 			continue;
 		log_msg("daemon: pid %d (%s): gone; its step signal is dropped\n", s->p[i].t.pid,
 			s->p[i].t.comm);
+		remember_gone(s, &s->p[i]);
 		drop(s, i--);
 	}
 	if (now - s->last_scan >= SCAN_NS) {

@@ -239,6 +239,43 @@ int session_setup_bpf(struct session *s)
 	return s->probes && s->gpu ? 0 : -1;
 }
 
+/* A hang capture: what the daemon's step signal knew of each process of
+ * the job when the hang was seen (the report's hang summary reads it),
+ * one instant per process on the track "ptbpf hang"; times are the
+ * trace's clock (CLOCK_MONOTONIC), 0 where unknown. */
+static void mark_hang(struct session *s, const struct capture_hang *h)
+{
+	uint64_t track = pf_track_child(s->w, 0, "ptbpf hang");
+
+	for (int i = 0; track && i < h->n; i++) {
+		const struct capture_hang_rank *r = &h->r[i];
+		struct pf_arg a[] = {
+			{ .name = "pid", .type = PF_ARG_INT, .i = r->pid },
+			{ .name = "rank", .type = PF_ARG_STR, .s = r->rank },
+			{ .name = "comm", .type = PF_ARG_STR, .s = r->comm },
+			{ .name = "state", .type = PF_ARG_STR, .s = r->gone ? "exited" : "running" },
+			{ .name = "gone_ts", .type = PF_ARG_UINT, .u = r->gone_ts },
+			{ .name = "steps", .type = PF_ARG_UINT, .u = r->steps },
+			{ .name = "step_start", .type = PF_ARG_UINT, .u = r->step_start },
+			{ .name = "median_step_ns", .type = PF_ARG_UINT, .u = r->median_ns },
+			{ .name = "coll_entered", .type = PF_ARG_UINT, .u = r->coll_entered },
+			{ .name = "coll_left", .type = PF_ARG_UINT, .u = r->coll_left },
+			{ .name = "coll_left_seq", .type = PF_ARG_UINT, .u = r->coll_left_seq },
+			{ .name = "coll_name", .type = PF_ARG_STR, .s = r->coll_name },
+			{ .name = "coll_left_name", .type = PF_ARG_STR, .s = r->coll_left_name },
+			{ .name = "coll_enter_ts", .type = PF_ARG_UINT, .u = r->coll_enter_ts },
+			{ .name = "coll_left_ts", .type = PF_ARG_UINT, .u = r->coll_left_ts },
+			{ .name = "coll_open_ts", .type = PF_ARG_UINT, .u = r->coll_open_ts },
+			{ .name = "seen_hung", .type = PF_ARG_BOOL, .b = r->pid == h->pid },
+			{ .name = "limit_ns", .type = PF_ARG_UINT, .u = h->limit_ns },
+		};
+
+		pf_instant(s->w, &(struct pf_event){ .track = track, .ts = h->ts, .name = "rank",
+						     .category = "ptbpf", .args = a,
+						     .nargs = sizeof(a) / sizeof(a[0]) });
+	}
+}
+
 /* A triggered daemon window starts with an instant on its own track that
  * says what asked for it and why (also in the attributes, summary.c). */
 static void mark_trigger(struct session *s)
@@ -256,6 +293,8 @@ static void mark_trigger(struct session *s)
 	args[1].s = t->reason;
 	pf_instant(s->w, &(struct pf_event){ .track = track, .ts = clock_mono_ns(), .name = "trigger",
 					     .category = "ptbpf", .args = args, .nargs = 2 });
+	if (t->hang)
+		mark_hang(s, t->hang);
 }
 
 /* The kernel view: its programs on the scheduler's, system calls' and page
