@@ -34,6 +34,7 @@
 #include "offline/report_data.h"
 #include "offline/report_causes.h"
 #include "offline/report_other.h"
+#include "offline/report_ranks.h"
 #include "offline/report_rpc.h"
 #include "offline/report_samples.h"
 
@@ -215,8 +216,10 @@ static void print_text(struct report *r, const char *path, const struct tr_reade
 	printf(")\n");
 	if (report_loss_line(r, how, sizeof(how)))
 		printf("%s\n", how);
+	rk_hang_text(r);
 	if (nrows)
 		print_steps_text(r, opt->top, rows, nrows);
+	rk_waiting_text(r, opt->top);
 	printf("\nOperators by host total time (ms; device = GPU time of the kernels they "
 	       "launched)%s\n  %-44s %8s %10s %10s %10s %10s%s\n",
 	       opt->by_shape ? ", by op and input shapes" : "", "op", "calls", "host tot",
@@ -390,6 +393,8 @@ void report_json(FILE *o, struct report *r, const char *path, const struct tr_st
 	fputs("]", o);
 	report_other_json(o, r, rows, nrows);
 	report_gaps_json(o, r, rows, nrows);
+	rk_hang_json(o, r);
+	rk_waiting_json(o, r);
 	recommendations(r, rows, nrows, o, true);
 	fputs(", \"operators\": [", o);
 	json_ops(o, r, opt->by_shape ? &r->ops_shape : &r->ops);
@@ -432,6 +437,7 @@ int report_read(struct report *r, const char *path, const struct report_opts *op
 
 	r->want_shapes = opt->by_shape || opt->html;
 	r->kview = &rc_kernel_view;
+	r->rview = &rk_rank_view;
 	*tr = tr_open(path, "report");
 	if (!*tr || !rd_init(r) ||
 	    !(r->steps = steps_new(budget ? strtoul(budget, NULL, 10) : REPORT_INTERVALS)) ||
@@ -441,6 +447,8 @@ int report_read(struct report *r, const char *path, const struct report_opts *op
 		return -1;
 	}
 	steps_defer(r->gaps); /* GPU traces only: one more pass */
+	if ((r->late = steps_new(budget ? strtoul(budget, NULL, 10) : REPORT_INTERVALS)))
+		steps_defer(r->late); /* collectives of several ranks only */
 	if (rd_read(r, *tr) < 0)
 		return -1;
 	rc_wakes_sort(r);

@@ -20,6 +20,7 @@ const char *const rd_arg_names[A_COUNT] = {
 	[A_FILE] = "file", [A_BY] = "by", [A_LOCK] = "lock", [A_TID] = "tid",
 	[A_WOKEN_BY] = "woken_by", [A_WOKEN_TID] = "woken_by_tid",
 	[A_RETURN_NOT_REPORTED] = "return_not_reported",
+	[A_BEGUN_BEFORE] = "begun_before_tracing", [A_UNFINISHED] = "unfinished",
 };
 
 /* The frame of a py_stack (innermost first, one per line) that the user

@@ -21,6 +21,10 @@ static void cause(struct report *r, int64_t tid, uint32_t name, enum step_cause_
 		steps_cause(r->steps, tid, name, cls, start, end);
 	if (r->gaps && !r->gaps_done)
 		steps_cause(r->gaps, tid, name, cls, start, end);
+	if (r->late && !r->late_done)
+		steps_cause(r->late, tid, name, cls, start, end);
+	if (!r->pass && r->rview)
+		r->rview->cause(r, tid, name, start, end);
 }
 
 /* A gap is a row of the gaps' table: from the stream's last activity's
@@ -52,7 +56,7 @@ static bool starts(const char *s, const char *prefix)
 }
 
 /* What a blocking system call waited on, from its name and its file. */
-static void call_cause(const char *call, const char *file, const char *lock, char *buf,
+void rc_call_cause(const char *call, const char *file, const char *lock, char *buf,
 		       size_t size)
 {
 	if (lock && !strcmp(lock, "GIL"))
@@ -157,7 +161,7 @@ static void blocked(struct report *r, const struct rd_track *t, const struct rd_
 	} else if (f->cat == r->cat_syscall) {
 		cls = SC_CALL;
 		wake(r, t, f, end);
-		call_cause(rd_str(r, f->name), arg_str(r, f, A_FILE), arg_str(r, f, A_LOCK), buf,
+		rc_call_cause(rd_str(r, f->name), arg_str(r, f, A_FILE), arg_str(r, f, A_LOCK), buf,
 			   sizeof(buf));
 	} else {
 		return;

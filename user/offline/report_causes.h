@@ -77,6 +77,10 @@ struct rc_totals {
 
 bool rc_sum(const struct report *r, const struct step_table *t, const struct step_row *rows,
 	    size_t nrows, struct rc_totals *out);
+/* What a blocking system call waited on, from its name, its file and
+ * lock (either may be NULL): "sleep (clock_nanosleep)", "read on a pipe". */
+void rc_call_cause(const char *call, const char *file, const char *lock, char *buf,
+		   size_t size);
 /* Advice for a cause (the report's recommendations). */
 const char *rc_advice(const char *cause);
 

@@ -310,11 +310,14 @@ static void tables_interval(struct report *r, enum step_list kind, uint64_t star
 /* After a pass: true if a table wants the trace read again. */
 static bool next_pass(struct report *r)
 {
+	if (r->late && !r->late_done)
+		r->late_done = !steps_next_pass(r->late);
 	if (r->steps && !r->steps_done)
 		r->steps_done = !steps_next_pass(r->steps);
 	if (r->gaps && !r->gaps_done)
 		r->gaps_done = !steps_next_pass(r->gaps);
-	return (r->steps && !r->steps_done) || (r->gaps && !r->gaps_done);
+	return (r->steps && !r->steps_done) || (r->gaps && !r->gaps_done) ||
+	       (r->late && !r->late_done);
 }
 
 /* Which of the step table's kinds a slice is (SL_COUNT: none). */
@@ -433,6 +436,8 @@ static void end_slice(struct report *r, struct rd_track *t, const struct tr_even
 	}
 	if (r->kview)
 		r->kview->slice(r, t, &f, ts, l);
+	if (r->rview)
+		r->rview->slice(r, t, &f, ts);
 	if (l && (f.cat == r->cat_kernel || f.cat == r->cat_memcpy || f.cat == r->cat_memset)) {
 		if (f.cat == r->cat_kernel) {
 			attribute(&r->ops, l->ops[0], l->nops, dur);
@@ -542,6 +547,8 @@ static void instant(struct report *r, struct rd_track *t, const struct tr_event 
 	} else if (name == r->name_device_props) {
 		device_props(r, t, e, &a);
 	}
+	if (r->rview)
+		r->rview->instant(r, t, e, name);
 	if (r->hooks && r->hooks->instant)
 		r->hooks->instant(r, t, e, &a, name);
 }
@@ -625,8 +632,12 @@ static int read_pass(struct report *r, struct tr_reader *tr)
 			trace_attrs(r, tr, &p);
 		if (p.event.n && tr_event(tr, &p, e))
 			track_event(r, e);
-		if (!r->pass && p.sample.n && tr_sample(tr, &p, &smp) && !rd_samples_add(r, &smp))
-			samples_left++;
+		if (!r->pass && p.sample.n && tr_sample(tr, &p, &smp)) {
+			if (!rd_samples_add(r, &smp))
+				samples_left++;
+			if (r->rview)
+				r->rview->sample(r, &smp);
+		}
 	}
 	free(e);
 	if (samples_left)
@@ -682,6 +693,8 @@ int rd_read(struct report *r, struct tr_reader *tr)
 {
 	if (read_pass(r, tr) < 0)
 		return -1;
+	if (r->rview)
+		r->rview->first_pass_done(r);
 	while (next_pass(r)) {
 		if (tr_rewind(tr))
 			return -1;
@@ -786,6 +799,9 @@ void rd_free(struct report *r)
 	free(r->site_v);
 	rd_map_free(&r->launches);
 	steps_free(r->steps);
+	steps_free(r->late);
+	if (r->rview)
+		r->rview->free(r);
 	steps_free(r->gaps);
 	rd_map_free(&r->thread_tids);
 	rd_map_free(&r->sched_seen);

@@ -58,6 +58,7 @@ enum rd_arg {
 	A_SRC_KIND, A_DST_KIND, A_COPY_KIND, A_MEMORY_KIND, A_CBID,
 	A_SEQ, A_SEQUENCE_NR, A_FWD_TID, A_RF_ID, A_QUEUED, A_DEVICE,
 	A_FILE, A_BY, A_LOCK, A_TID, A_WOKEN_BY, A_WOKEN_TID, A_RETURN_NOT_REPORTED,
+	A_BEGUN_BEFORE, A_UNFINISHED,
 	A_COUNT
 };
 
@@ -197,6 +198,23 @@ struct rd_kernel_view {
 	void (*pass)(struct report *r);
 };
 
+/* What reads the job's ranks (report_ranks.c): a hang capture's summary
+ * and the "waiting for" table. slice, instant, sample and cause: first
+ * pass only; first_pass_done: once it ended, before any other pass. */
+struct rd_rank_view {
+	void (*slice)(struct report *r, const struct rd_track *t, const struct rd_frame *f,
+		      uint64_t end);
+	void (*instant)(struct report *r, const struct rd_track *t, const struct tr_event *e,
+			uint32_t name);
+	void (*sample)(struct report *r, const struct tr_sample *s);
+	/* a cause interval of a thread (report_causes.c's, by its string id) */
+	void (*cause)(struct report *r, int64_t tid, uint32_t name, uint64_t start, uint64_t end);
+	void (*first_pass_done)(struct report *r);
+	void (*free)(struct report *r);
+};
+
+struct rk_data;
+
 struct report {
 	/* strings: interned, referred to by id */
 	struct str_set *set;
@@ -232,7 +250,13 @@ struct report {
 	 * its activities, as rows of a table of their own, split as steps
 	 * are (the launching thread's causes in place of the step's) */
 	struct step_table *gaps;
-	bool steps_done, gaps_done; /* their rows are made */
+	/* Collectives' late arrivals (report_ranks.c): from the second-last
+	 * rank's arrival to the last one's, on the last one's thread, split by
+	 * that thread's causes as steps are */
+	struct step_table *late;
+	bool steps_done, gaps_done, late_done; /* their rows are made */
+	const struct rd_rank_view *rview;
+	struct rk_data *ranks;
 	uint64_t ngaps, gaps_skipped; /* gaps seen; past RC_MAX_GAPS, not analysed */
 	uint64_t events, first_ts, last_ts, next_id;
 	bool has_clock;
