@@ -97,7 +97,7 @@ def main():
     ap.add_argument("--straggle", choices=["sleep", "work", "faults"])
     ap.add_argument("--straggle-ms", type=float, default=30)
     ap.add_argument("--fault-file", default="/tmp/ptbpf-ranks-faults")
-    ap.add_argument("--fault-pages", type=int, default=2000)
+    ap.add_argument("--fault-pages", type=int, default=400)
     ap.add_argument("--pause", type=float, default=0.01)
     args = ap.parse_args()
     rank = int(os.environ["RANK"])
@@ -106,8 +106,8 @@ def main():
     child = 0
     if me and args.stall == "die":
         child = os.fork()
-        if not child:
-            time.sleep(3600)
+        if not child:  # until killed, or 5 minutes at most
+            time.sleep(300)
             os._exit(0)
     faulter = None
     if me and args.straggle == "faults":

@@ -95,3 +95,33 @@ void rd_args_merge(struct rd_args *to, const struct rd_args *from)
 		if (from->v[k] != RD_UNSET)
 			to->v[k] = from->v[k];
 }
+
+/* A "device properties" instant: the device's properties, kept as given. */
+void rd_device_props(struct report *r, const struct rd_track *t, const struct tr_event *e,
+		     const struct rd_args *a)
+{
+	struct rd_device *d = NULL;
+
+	for (int i = 0; i < r->ndevices && !d; i++)
+		if (r->devices[i].pid == t->pid && r->devices[i].id == a->v[A_DEVICE])
+			d = &r->devices[i];
+	if (!d && r->ndevices == RD_MAX_DEVICES)
+		return;
+	if (!d)
+		d = &r->devices[r->ndevices++];
+	*d = (struct rd_device){ .pid = t->pid, .id = a->v[A_DEVICE] != RD_UNSET ?
+							a->v[A_DEVICE] : 0 };
+	for (int i = 0; i < e->nargs && d->nprops < RD_MAX_DEVICE_PROPS; i++) {
+		struct tr_arg g = e->args[i];
+
+		if (rd_rid(r, &g.name) - r->arg_base == A_DEVICE)
+			continue;
+		g.name.id = rd_rid(r, &g.name);
+		g.name.s = NULL;
+		if (g.type == TR_ARG_STR) {
+			g.s.id = rd_rid(r, &g.s);
+			g.s.s = NULL;
+		}
+		d->props[d->nprops++] = g;
+	}
+}

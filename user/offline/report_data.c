@@ -498,36 +498,6 @@ static void backward_node(struct report *r, struct rd_track *t, const struct rd_
 	}
 }
 
-/* A "device properties" instant: the device's properties, kept as given. */
-static void device_props(struct report *r, const struct rd_track *t, const struct tr_event *e,
-			 const struct rd_args *a)
-{
-	struct rd_device *d = NULL;
-
-	for (int i = 0; i < r->ndevices && !d; i++)
-		if (r->devices[i].pid == t->pid && r->devices[i].id == a->v[A_DEVICE])
-			d = &r->devices[i];
-	if (!d && r->ndevices == RD_MAX_DEVICES)
-		return;
-	if (!d)
-		d = &r->devices[r->ndevices++];
-	*d = (struct rd_device){ .pid = t->pid, .id = a->v[A_DEVICE] != RD_UNSET ?
-							a->v[A_DEVICE] : 0 };
-	for (int i = 0; i < e->nargs && d->nprops < RD_MAX_DEVICE_PROPS; i++) {
-		struct tr_arg g = e->args[i];
-
-		if (rd_rid(r, &g.name) - r->arg_base == A_DEVICE)
-			continue;
-		g.name.id = rd_rid(r, &g.name);
-		g.name.s = NULL;
-		if (g.type == TR_ARG_STR) {
-			g.s.id = rd_rid(r, &g.s);
-			g.s.s = NULL;
-		}
-		d->props[d->nprops++] = g;
-	}
-}
-
 static void instant(struct report *r, struct rd_track *t, const struct tr_event *e,
 		    uint32_t name)
 {
@@ -545,7 +515,7 @@ static void instant(struct report *r, struct rd_track *t, const struct tr_event 
 	} else if (name == r->name_bwd_node) {
 		backward_node(r, t, &a, e);
 	} else if (name == r->name_device_props) {
-		device_props(r, t, e, &a);
+		rd_device_props(r, t, e, &a);
 	}
 	if (r->rview)
 		r->rview->instant(r, t, e, name);

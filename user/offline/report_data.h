@@ -327,6 +327,9 @@ const char *rd_str(const struct report *r, uint32_t id);
 void rd_read_args(struct report *r, const struct tr_event *e, struct rd_args *a);
 void rd_args_clear(struct rd_args *a);
 void rd_args_merge(struct rd_args *to, const struct rd_args *from);
+/* A "device properties" instant of t's process: the properties, kept as given. */
+void rd_device_props(struct report *r, const struct rd_track *t, const struct tr_event *e,
+		     const struct rd_args *a);
 
 /* report_samples.c: one CPU sample of the trace into r's tables (false when
  * out of memory), and their memory freed. */
