@@ -196,19 +196,18 @@ int agent_steps_read(const struct agent_link *a, struct ptbpf_agent_steps *out)
 	/* The agent writes a few words per step: a retry or two at most. A
 	 * version 1 agent's block (of an older ptbpf) has no collectives. */
 	for (int i = 0; i < 16; i++) {
-		size_t size = sizeof(*out);
-
-		ret = target_mem_read(a->t, a->steps, out, PTBPF_STEPS_V1_SIZE);
+		/* (a version 1 block may end where the mapping does) */
+		ret = target_mem_read(a->t, a->steps, out, sizeof(*out));
+		if (ret && ret != -ESRCH)
+			ret = target_mem_read(a->t, a->steps, out, PTBPF_STEPS_V1_SIZE);
 		if (ret)
 			return ret;
 		if (out->magic != PTBPF_STEPS_MAGIC || !out->version ||
 		    out->version > PTBPF_STEPS_VERSION)
 			return -ENOTSUP;
 		if (out->version == 1)
-			size = PTBPF_STEPS_V1_SIZE;
-		else if ((ret = target_mem_read(a->t, a->steps, out, size)))
-			return ret;
-		memset((char *)out + size, 0, sizeof(*out) - size);
+			memset((char *)out + PTBPF_STEPS_V1_SIZE, 0,
+			       sizeof(*out) - PTBPF_STEPS_V1_SIZE);
 		if (out->seq & 1 || target_mem_read(a->t, a->steps + offsetof(struct
 			ptbpf_agent_steps, seq), &seq, sizeof(seq)) || seq != out->seq)
 			continue;
