@@ -236,7 +236,7 @@ PREFIXES = {
     "record": {"gpu", "join", "mem", "natsym", "offcpu", "ops", "pystack", "raw", "reorder",
                "rf", "route", "rpc", "sample", "sched", "shapes"},
     "offline": {"cuda", "device", "distributed", "export", "gap", "int", "json", "kname",
-                "merge", "put", "rc", "rd", "report", "steps"},
+                "merge", "put", "rc", "rd", "report", "rk", "steps"},
     "lib": {"bpf", "c10", "cuda", "demangle", "elf", "elfsym", "hash", "infile", "log", "op",
             "outfile", "procmap", "procmaps", "str", "syscall", "text", "u64", "yield",
             "clock"},

@@ -22,6 +22,7 @@
 
 #include <event2/buffer.h>
 
+#include "lib/clock.h"
 #include "fleet/capture.h"
 #include "fleet/http.h"
 #include "record/gpu_timeline.h"
@@ -117,11 +118,7 @@ static void render_kernels(const struct metrics *m, struct evbuffer *b, const ch
 static void render_step_value(const struct metrics *m, struct evbuffer *b, const char *metric,
 			      const char *type, const char *help, int field)
 {
-	struct timespec ts;
-	uint64_t now;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	uint64_t now = clock_mono_ns();
 	evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n", metric, help, metric, type);
 	for (int i = 0; i < m->nprocs; i++) {
 		const struct ptbpf_agent_steps *st = &m->procs[i].steps;

@@ -146,7 +146,7 @@ static void remember_gone(struct step_signal *s, const struct sproc *p)
 	job_of(p, g->job, sizeof(g->job));
 	hang_rank(p, &g->r, 0);
 	g->r.gone = true;
-	g->r.gone_ts = mono_ns();
+	g->r.gone_ts = clock_mono_ns();
 	s->gone_at = (s->gone_at + 1) % MAX_GONE;
 	s->ngone += s->ngone < MAX_GONE;
 }
