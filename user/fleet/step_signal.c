@@ -438,13 +438,20 @@ static void hang_fire(struct step_signal *s, struct sproc *p, uint64_t now, uint
 	struct capture_req r = { .source = CAPTURE_HANG, .hang = &s->hang };
 	const char *rank = target_label(&p->t, "RANK");
 
+	uint64_t found = now;
+
 	s->hang = (struct capture_hang){ .ts = now, .pid = p->t.pid, .limit_ns = limit };
-	for (int i = 0; i < s->n && s->hang.n < CAPTURE_HANG_RANKS; i++)
-		if (s->p[i].has_b && same_job(j, job_of(&s->p[i], other, sizeof(other))))
-			hang_rank(&s->p[i], &s->hang.r[s->hang.n++],
-				  recent_median(&s->p[i].b));
+	for (int i = 0; i < s->n && s->hang.n < CAPTURE_HANG_RANKS; i++) {
+		if (!s->p[i].has_b || !same_job(j, job_of(&s->p[i], other, sizeof(other))))
+			continue;
+		hang_rank(&s->p[i], &s->hang.r[s->hang.n++], recent_median(&s->p[i].b));
+		found = s->p[i].since < found ? s->p[i].since : found;
+	}
+	/* Those of the job that exited since its ranks were found (an earlier
+	 * job's, of the same MASTER_ADDR:MASTER_PORT, did before). */
 	for (int i = 0; i < s->ngone && s->hang.n < CAPTURE_HANG_RANKS; i++)
-		if (same_job(j, s->gone[i].job[0] ? s->gone[i].job : NULL))
+		if (same_job(j, s->gone[i].job[0] ? s->gone[i].job : NULL) &&
+		    s->gone[i].r.gone_ts > found)
 			s->hang.r[s->hang.n++] = s->gone[i].r;
 	snprintf(r.reason, sizeof(r.reason), "pid %d%s%s: %s for %.1f s (limit %.1f s: %gx its "
 		 "median step %.1f ms, or %lu s)", p->t.pid, rank ? ", rank " : "", rank ?: "",
