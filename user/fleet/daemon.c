@@ -299,7 +299,10 @@ int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_
 			"the %u before it\n", opt->slow_k, (unsigned)opt->slow_w);
 	else if (st)
 		log_msg("daemon: step signal on\n");
-	if (st && opt->hang_k)
+	if (!st && opt->hang_k)
+		log_msg("daemon: no hang capture (--hang): it reads the step signal, which %s "
+			"leaves out\n", opt->no_agent ? "--no-agent" : "--no-step-signal");
+	else if (st && opt->hang_k)
 		log_msg("daemon: a capture of a job's ranks when one's step or collective has "
 			"lasted over max(%gx its median step, %lu s) (--hang)\n", opt->hang_k,
 			(unsigned long)opt->hang_floor_s);

@@ -339,38 +339,55 @@ static size_t pick(struct rk_data *d, struct rk_item *out)
 	return n;
 }
 
-static void rk_first_pass_done(struct report *r)
+/* The ranks in collectives: the most any collective had (one whose
+ * ranks were not all traced yet, or any more, names no last rank). */
+static int ranks_in(struct rk_item *all, size_t n, size_t *ends, size_t *ngroups)
 {
-	struct rk_data *d = r->ranks;
-	struct rk_item *all, *g[RK_MAX_HANG];
-	size_t n;
-	int ng = 0;
-	int64_t pids[RK_MAX_HANG];
+	struct rk_item *g[RK_MAX_HANG];
+	int ng = 0, most = 0;
 
-	if (!d || d->nregions + d->nops < 2 || !r->late ||
-	    !(all = malloc((d->nregions + d->nops) * sizeof(*all))))
-		return;
-	n = pick(d, all);
-	qsort(all, n, sizeof(*all), by_end);
+	*ngroups = 0;
 	for (size_t i = 0; i <= n; i++) {
 		if (i < n && ng < RK_MAX_HANG && joins(g, ng, &all[i])) {
 			g[ng++] = &all[i];
 			continue;
 		}
-		if (ng > 1)
-			matched(r, d, g, ng);
-		for (int k = 0; k < ng && d->nranks < RK_MAX_HANG; k++) {
-			int j = 0;
-
-			while (j < d->nranks && pids[j] != g[k]->pid)
-				j++;
-			if (j == d->nranks)
-				pids[d->nranks++] = g[k]->pid;
-		}
+		if (ng) /* a collective: all[i - ng .. i) */
+			ends[(*ngroups)++] = i;
+		most = ng > most ? ng : most;
 		ng = 0;
 		if (i < n)
 			g[ng++] = &all[i];
 	}
+	return most;
+}
+
+static void rk_first_pass_done(struct report *r)
+{
+	struct rk_data *d = r->ranks;
+	struct rk_item *all, *g[RK_MAX_HANG];
+	size_t n, *ends, ngroups, from = 0;
+
+	if (!d || d->nregions + d->nops < 2 || !r->late ||
+	    !(all = malloc((d->nregions + d->nops) * sizeof(*all))))
+		return;
+	if (!(ends = malloc((d->nregions + d->nops + 1) * sizeof(*ends)))) {
+		free(all);
+		return;
+	}
+	n = pick(d, all);
+	qsort(all, n, sizeof(*all), by_end);
+	d->nranks = ranks_in(all, n, ends, &ngroups);
+	for (size_t k = 0; k < ngroups; from = ends[k++]) {
+		int ng = (int)(ends[k] - from);
+
+		if (ng < 2 || ng != d->nranks)
+			continue;
+		for (int i = 0; i < ng; i++)
+			g[i] = &all[from + (size_t)i];
+		matched(r, d, g, ng);
+	}
+	free(ends);
 	free(all);
 	for (size_t i = 0; i < d->nlate; i++)
 		steps_add_key(r->late, d->late[i].second, d->late[i].last, d->late[i].coll,
@@ -395,19 +412,44 @@ static void rk_free(struct report *r)
 
 /* ---- the "waiting for" table ---- */
 
+static bool preempted(const char *cause)
+{
+	return !strncmp(cause, "preempted by ", 13);
+}
+
 /* The cause of a late arrival: the largest cause other than running where
- * it covers a quarter of the lateness, else the largest; NULL if none. */
-static const struct step_cause *late_cause(const struct report *r, const struct step_row *row)
+ * it covers a quarter of the lateness, else the largest; the stretches it
+ * was preempted count as one (by whichever task took its CPU), named by
+ * the task that took most. Its name and ns; false if none. */
+static bool late_cause(const struct report *r, const struct step_row *row, uint32_t *name,
+		       uint64_t *ns)
 {
 	const struct step_cause *c = steps_causes(r->late, row), *best = NULL, *other = NULL;
+	const struct step_cause *top_pre = NULL;
+	uint64_t pre = 0, best_ns = 0, other_ns = 0;
 
+	for (int i = 0; i < row->ncause; i++)
+		if (preempted(rd_str(r, c[i].name))) {
+			pre += c[i].ns;
+			if (!top_pre || c[i].ns > top_pre->ns)
+				top_pre = &c[i];
+		}
 	for (int i = 0; i < row->ncause; i++) {
-		if (!best || c[i].ns > best->ns)
-			best = &c[i];
-		if (strncmp(rd_str(r, c[i].name), "running", 7) && (!other || c[i].ns > other->ns))
-			other = &c[i];
+		const char *n = rd_str(r, c[i].name);
+		uint64_t v = &c[i] == top_pre ? pre : c[i].ns;
+
+		if (preempted(n) && &c[i] != top_pre)
+			continue; /* the same stretches, by a task that took less */
+		if (!best || v > best_ns)
+			best = &c[i], best_ns = v;
+		if (strncmp(n, "running", 7) && (!other || v > other_ns))
+			other = &c[i], other_ns = v;
 	}
-	return other && other->ns * 4 >= row->dur ? other : best;
+	if (other && other_ns * 4 >= row->dur)
+		best = other, best_ns = other_ns;
+	if (best)
+		*name = best->name, *ns = best_ns;
+	return best != NULL;
 }
 
 struct rk_by_rank {
@@ -438,14 +480,14 @@ static size_t by_rank(const struct report *r, struct rk_by_rank *v, size_t max)
 static void cause_text(const struct report *r, const struct step_row *row, char *buf,
 		       size_t len)
 {
-	const struct step_cause *c = late_cause(r, row);
+	uint32_t name;
+	uint64_t ns;
 
-	if (!c)
+	if (!late_cause(r, row, &name, &ns))
 		snprintf(buf, len, "%s", r->sched_bundles ? "not explained" :
 			 "not known (no kernel view in the trace)");
 	else
-		snprintf(buf, len, "%s %.0f%%", rd_str(r, c->name),
-			 100.0 * c->ns / (row->dur ? row->dur : 1));
+		snprintf(buf, len, "%s %.0f%%", rd_str(r, name), 100.0 * ns / (row->dur ? row->dur : 1));
 }
 
 void rk_waiting_text(const struct report *r, int top)
@@ -495,7 +537,9 @@ void rk_waiting_json(FILE *o, const struct report *r)
 		(unsigned long)d->groups, d->nranks);
 	for (size_t i = 0; i < nrows; i++) {
 		const struct rk_late *l = &d->late[rows[i].key];
-		const struct step_cause *c = late_cause(r, &rows[i]), *cs;
+		const struct step_cause *cs;
+		uint32_t name = RD_NONE;
+		uint64_t ns = 0;
 		char who[32];
 
 		rk_rank_name(r, l->pid, who, sizeof(who));
@@ -509,9 +553,10 @@ void rk_waiting_json(FILE *o, const struct report *r)
 			"\"waited_ms\": %.3f, \"longest_ms\": %.3f, \"cause\": ", (long)l->pid,
 			(long)l->tid, l->nranks, (l->last - l->second) / 1e6,
 			(l->last - l->first) / 1e6);
-		json_str(o, c ? rd_str(r, c->name) : "");
+		late_cause(r, &rows[i], &name, &ns);
+		json_str(o, rd_str(r, name));
 		fprintf(o, ", \"cause_share\": %.3f, \"causes\": [",
-			c ? (double)c->ns / (rows[i].dur ? rows[i].dur : 1) : 0.0);
+			(double)ns / (rows[i].dur ? rows[i].dur : 1));
 		cs = steps_causes(r->late, &rows[i]);
 		for (int k = 0; k < rows[i].ncause; k++) {
 			fprintf(o, "%s{\"cause\": ", k ? ", " : "");

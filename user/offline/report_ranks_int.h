@@ -66,8 +66,8 @@ struct rk_data {
 	uint64_t dropped;
 	struct rk_late *late;
 	size_t nlate, late_cap;
-	uint64_t groups; /* collectives matched across ranks */
-	int nranks;      /* processes with collectives */
+	uint64_t groups; /* collectives matched across all the ranks */
+	int nranks;      /* the ranks in them: the most any collective had */
 };
 
 /* The thread tid of pid (pid 0: not known yet), made if need be. */
