@@ -9,6 +9,7 @@
 - stragglers: one rank is late to every all_reduce (a sleep, a CPU hog that
   shares its CPU, major page faults); the report of a daemon window over the
   four ranks names that rank and the cause in at least 90% of steps;
+- the same table in a `merge` of two traces of two ranks each;
 - the collective-wait metrics are on /metrics between windows."""
 import glob
 import json
@@ -253,3 +254,33 @@ def test_collective_wait_metrics_between_windows(tmp_path):
     assert set(wait) == set(job.pids) and all(done[p] > 20 for p in job.pids), page
     others = [wait[p] / done[p] for p in job.pids if p != job.pids[2]]
     assert wait[job.pids[2]] / done[job.pids[2]] < min(others) / 3, (wait, done)
+
+
+def test_waiting_for_in_a_merge(tmp_path):
+    """Ranks 0-1 and 2-3 traced by two ptbpf sessions, the traces merged:
+    the merge's report names rank 2 (it sleeps) in at least 90% of steps."""
+    require(PTBPF)
+    tag = "%d-merge-%d" % (os.getpid(), int(time.time()))
+    job = Job(tmp_path, tag, ["--straggle", "sleep"])
+    try:
+        time.sleep(2)
+        halves = []
+        for i, pids in enumerate((job.pids[:2], job.pids[2:])):
+            out = str(tmp_path / ("half%d.pftrace" % i))
+            argv = [PTBPF, "-d", "4", "-o", out]
+            for p in pids:
+                argv += ["-p", str(p)]
+            halves.append((Proc(argv), out))
+        for p, _ in halves:
+            rc, _, err = p.finish(timeout=120)
+            assert rc == 0, err
+    finally:
+        job.kill()
+    merged = str(tmp_path / "merged.pftrace")
+    r = subprocess.run([PTBPF, "merge", halves[0][1], halves[1][1], "-o", merged],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    w = report_json(merged)["waiting_for"]
+    assert w["ranks"] == WORLD and len(w["steps"]) >= 20, w
+    named = [r for r in w["steps"] if r["last"] == "rank 2" and "sleep" in r["cause"]]
+    assert len(named) >= 0.9 * len(w["steps"]), w["steps"][:5]
