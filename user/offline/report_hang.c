@@ -131,7 +131,7 @@ static void common_text(const struct report *r, const struct hang_view *v)
 
 		if (!t || t->call == RD_NONE)
 			continue;
-		while (k < RK_MAX_HANG && c[k].n && c[k].name != t->stack)
+		while (k < RK_MAX_HANG - 1 && c[k].n && c[k].name != t->stack)
 			k++;
 		c[k].name = t->stack;
 		c[k].n++;

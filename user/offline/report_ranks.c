@@ -328,9 +328,12 @@ static size_t pick(struct rk_data *d, struct rk_item *out)
 {
 	size_t n = 0;
 
-	qsort(d->regions, d->nregions, sizeof(*d->regions), by_pid_start);
-	qsort(d->ops, d->nops, sizeof(*d->ops), by_pid_start);
-	qsort(d->steps, d->nsteps, sizeof(*d->steps), by_pid_start);
+	if (d->nregions)
+		qsort(d->regions, d->nregions, sizeof(*d->regions), by_pid_start);
+	if (d->nops)
+		qsort(d->ops, d->nops, sizeof(*d->ops), by_pid_start);
+	if (d->nsteps)
+		qsort(d->steps, d->nsteps, sizeof(*d->steps), by_pid_start);
 	for (size_t i = 0; i < d->nregions; i++)
 		out[n++] = d->regions[i];
 	for (size_t i = 0; i < d->nops; i++)
@@ -375,8 +378,8 @@ static void rk_first_pass_done(struct report *r)
 		free(all);
 		return;
 	}
-	n = pick(d, all);
-	qsort(all, n, sizeof(*all), by_end);
+	if ((n = pick(d, all)))
+		qsort(all, n, sizeof(*all), by_end);
 	d->nranks = ranks_in(all, n, ends, &ngroups);
 	for (size_t k = 0; k < ngroups; from = ends[k++]) {
 		int ng = (int)(ends[k] - from);
