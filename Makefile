@@ -24,7 +24,7 @@ SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 # loader): user/main.c and cli.c, then one folder per part
 # (docs/architecture.md).
 AGENT_SRCS := $(wildcard user/agent/*.c)
-USER_DIRS := live attach record trace offline fleet lib
+USER_DIRS := live attach record trace report offline fleet lib
 USER_SRCS := $(wildcard user/*.c) $(foreach d,$(USER_DIRS),$(wildcard user/$(d)/*.c))
 OBJ := $(OUTPUT)/obj
 USER_OBJS := $(patsubst user/%.c,$(OBJ)/%.o,$(USER_SRCS))
@@ -92,7 +92,7 @@ $(OUTPUT)/version.h: FORCE | $(OUTPUT)
 FORCE:
 
 # The report page's HTML, CSS and script, built into ptbpf (report --html).
-HTML := user/offline/html
+HTML := user/report/html
 PAGE_FILES := $(HTML)/report.html $(HTML)/report.css $(HTML)/report.js
 $(OUTPUT)/report_assets.h: $(HTML)/embed.sh $(PAGE_FILES) | $(OUTPUT)
 	$(call msg,GEN,$@)

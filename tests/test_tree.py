@@ -10,11 +10,12 @@ from conftest import ROOT
 
 USER = os.path.join(ROOT, "user")
 # Each folder may include only folders ranked lower (or itself): the live
-# capture drives attach -> record -> trace; the offline tools read traces;
+# capture drives attach -> record -> trace; the offline tools read traces,
+# export and gap_track with the report's reader (report/);
 # lib serves everyone. user/agent/ is a separate library (its own build,
 # loaded into the job): it includes nothing of the loader's.
-RANK = {"agent": 0, "lib": 0, "trace": 1, "attach": 2, "record": 3, "offline": 3, "fleet": 4,
-        "live": 5, ".": 6}
+RANK = {"agent": 0, "lib": 0, "trace": 1, "attach": 2, "record": 3, "report": 3, "offline": 3.25,
+        "fleet": 4, "live": 5, ".": 6}
 # The command line (cli*.c, cli.h) sits below the modes that run with its
 # options (fleet, live) and above what it parses for (offline).
 CLI_RANK = 3.5
@@ -235,8 +236,11 @@ PREFIXES = {
                "probes", "ptbpf", "sample", "sched", "target", "tramp"},
     "record": {"gpu", "join", "mem", "natsym", "offcpu", "ops", "pystack", "raw", "reorder",
                "rf", "route", "rpc", "sample", "sched", "shapes"},
-    "offline": {"cuda", "device", "distributed", "export", "gap", "int", "json", "kname",
-                "merge", "put", "rc", "rd", "report", "rk", "steps"},
+    "offline": {"cuda", "device", "distributed", "export", "gap", "int", "json", "merge",
+                "put"},
+    # rd_: the trace as the report reads it (report_data.c and its helpers),
+    # rc_: causes (report_causes.c), rk_: ranks (report_ranks.c)
+    "report": {"json", "kname", "rc", "rd", "report", "rk", "steps"},
     "lib": {"bpf", "c10", "cuda", "demangle", "elf", "elfsym", "hash", "infile", "log", "op",
             "outfile", "procmap", "procmaps", "str", "syscall", "text", "u64", "yield",
             "clock"},

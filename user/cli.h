@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "offline/report.h"
+#include "report/report.h"
 
 #define CLI_MAX_PIDS 64
 #define CLI_MAX_MATCH_ENV 8

@@ -33,7 +33,7 @@
 #include "offline/export.h"
 #include "offline/gap_track.h"
 #include "offline/merge.h"
-#include "offline/report.h"
+#include "report/report.h"
 #include "record/raw.h"
 #include "ptbpf_agent.h"
 

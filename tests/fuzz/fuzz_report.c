@@ -3,7 +3,7 @@
  * step-table budget and within a tiny one (older steps finished during the
  * pass, windows); as a page (--html); and against itself (--diff). */
 #include "fuzz.h"
-#include "offline/report.h"
+#include "report/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

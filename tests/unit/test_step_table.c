@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Unit test of the report's step table (user/offline/step_table.c): random steps
+ * Unit test of the report's step table (user/report/step_table.c): random steps
  * (several processes' steps overlap) and intervals of every kind, fed in
  * about the order a trace has them (each when it ends, some late, a step
  * after the intervals in it; the same again on every pass the table asks
@@ -10,7 +10,7 @@
  * nanosecond. Steps belong to one of three threads, and causes of each
  * thread (four names in three classes) split the Other of its steps.
  */
-#include "offline/step_table.h"
+#include "report/step_table.h"
 
 #include <stdbool.h>
 #include <stdio.h>

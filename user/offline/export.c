@@ -40,7 +40,7 @@
 #include "lib/log.h"
 #include "lib/names.h"
 #include "offline/cuda_info.h"
-#include "offline/report_data.h"
+#include "report/report_data.h"
 
 #define MAX_FWD_OPS (1u << 16)  /* forward ops waiting for their backward node */
 #define MAX_PENDING (1u << 17)  /* GPU activities waiting for their step, per process */

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "offline/report_data.h"
+#include "report/report_data.h"
 
 /* Kineto's "123.456": microseconds with nanosecond decimals. */
 void put_us(FILE *o, uint64_t ns)

@@ -20,9 +20,9 @@
 #include <unistd.h>
 
 #include "lib/log.h"
-#include "offline/report.h"
-#include "offline/report_causes.h"
-#include "offline/report_other.h"
+#include "report/report.h"
+#include "report/report_causes.h"
+#include "report/report_other.h"
 #include "trace/perfetto.h"
 #include "trace/trace_read.h"
 

@@ -6,10 +6,6 @@
 
 #include <stdbool.h>
 
-/* Input k's pids and tids move up by (k + 1) * this: above Linux's
- * largest pid_max, so a merged pid tells its input and its own pid. */
-#define PTBPF_PID_STRIDE (1 << 22)
-
 /* Merges n traces into out_path (written as every output is: files.h);
  * 0, or 1 with one error line printed. by_collectives: then also shifts
  * each trace so its NCCL kernels end with the first trace's (the k-th with

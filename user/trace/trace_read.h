@@ -178,4 +178,8 @@ bool tr_clock_offset(const struct tr_packet *p, int64_t *off);
 /* The same for BOOTTIME: REALTIME - BOOTTIME. */
 bool tr_clock_offset_boot(const struct tr_packet *p, int64_t *off);
 
+/* `ptbpf merge` moves input k's pids and tids up by (k + 1) * this: above
+ * Linux's largest pid_max, so a merged pid tells its input and its own pid. */
+#define PTBPF_PID_STRIDE (1 << 22)
+
 #endif /* PTBPF_TRACE_READ_H */

@@ -7,13 +7,13 @@
  * by name; one only in A or only in B shows zeros on the other side.
  */
 #define _GNU_SOURCE
-#include "offline/report.h"
+#include "report/report.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "offline/kname.h"
-#include "offline/report_data.h"
+#include "report/kname.h"
+#include "report/report_data.h"
 
 #define DIFF_KERNEL_WIDTH 80
 

@@ -22,7 +22,7 @@
 
 #include <stdio.h>
 
-#include "offline/report_data.h"
+#include "report/report_data.h"
 
 /* The hooks (struct report's rview). */
 extern const struct rd_rank_view rk_rank_view;

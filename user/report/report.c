@@ -18,7 +18,7 @@
  * As text, as one JSON object, or as a page (report_html.c).
  */
 #define _GNU_SOURCE
-#include "offline/report.h"
+#include "report/report.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -29,14 +29,13 @@
 
 #include "lib/clock.h"
 #include "lib/log.h"
-#include "offline/export.h"
-#include "offline/kname.h"
-#include "offline/report_data.h"
-#include "offline/report_causes.h"
-#include "offline/report_other.h"
-#include "offline/report_ranks.h"
-#include "offline/report_rpc.h"
-#include "offline/report_samples.h"
+#include "report/kname.h"
+#include "report/report_data.h"
+#include "report/report_causes.h"
+#include "report/report_other.h"
+#include "report/report_ranks.h"
+#include "report/report_rpc.h"
+#include "report/report_samples.h"
 
 /* Intervals the step table keeps at most (16 bytes each): past them it
  * reads the trace again, a window of steps a pass. PTBPF_REPORT_INTERVALS

@@ -6,7 +6,7 @@
 #ifndef PTBPF_REPORT_RANKS_INT_H
 #define PTBPF_REPORT_RANKS_INT_H
 
-#include "offline/report_ranks.h"
+#include "report/report_ranks.h"
 
 #define RK_MAX_HANG 64
 #define RK_LEAVES 8

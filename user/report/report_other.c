@@ -3,11 +3,11 @@
  * The report's "Other, by cause" table (report_other.h).
  */
 #define _GNU_SOURCE
-#include "offline/report_other.h"
+#include "report/report_other.h"
 
 #include <stdlib.h>
 
-#include "offline/report_causes.h"
+#include "report/report_causes.h"
 
 #define NO_VIEW "the trace has no kernel view (traced with --no-sched or --raw, or by an " \
 		"older ptbpf): Other is not split"

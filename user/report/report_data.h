@@ -22,7 +22,7 @@
 #include <stdio.h>
 
 #include "lib/hash.h"
-#include "offline/step_table.h"
+#include "report/step_table.h"
 #include "trace/trace_read.h"
 
 #define RD_NONE UINT32_MAX     /* no string */

@@ -10,7 +10,7 @@
 
 #include <stdio.h>
 
-#include "offline/report_data.h"
+#include "report/report_data.h"
 
 void report_rpc_text(const struct report *r, int top);
 /* `, "rpc_calls": [...], "rpc_remote_ops": [...]` */

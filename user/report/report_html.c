@@ -2,7 +2,7 @@
 /*
  * `ptbpf report --html OUT.html FILE.pftrace`: one self-contained page
  * (user/html/: its HTML, CSS and JavaScript, built into ptbpf by
- * user/offline/html/embed.sh) with the report's JSON inside it, which the page's
+ * user/report/html/embed.sh) with the report's JSON inside it, which the page's
  * script draws as the TensorBoard plugin's views (overview with the step
  * time breakdown and recommendations, operators, kernels, memory) and more
  * (Python call sites, what the trace lost, ptbpf's own cost, where to open
@@ -11,12 +11,12 @@
  */
 #define _GNU_SOURCE
 #include "lib/log.h"
-#include "offline/report.h"
+#include "report/report.h"
 
 #include <string.h>
 
 #include "lib/files.h"
-#include "offline/report_data.h"
+#include "report/report_data.h"
 #include "report_assets.h"
 
 /* The page with its three parts in place of the template's markers. */

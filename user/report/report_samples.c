@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* The report's CPU samples. See report_samples.h. */
 #define _GNU_SOURCE /* memrchr */
-#include "offline/report_samples.h"
+#include "report/report_samples.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * Causes of a step's Other, from the kernel view (report_causes.h).
  */
 #define _GNU_SOURCE
-#include "offline/report_causes.h"
+#include "report/report_causes.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* The report's RPC tables. See report_rpc.h. */
-#include "offline/report_rpc.h"
+#include "report/report_rpc.h"
 
 #include <stdint.h>
 

@@ -3,7 +3,7 @@
  * memory curves, JSON strings, output files. See report_data.h. */
 #define _GNU_SOURCE
 #include "lib/log.h"
-#include "offline/report_data.h"
+#include "report/report_data.h"
 
 #include <errno.h>
 #include <stdlib.h>

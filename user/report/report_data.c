@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* The report's one streaming pass over a trace. See report_data.h. */
 #define _GNU_SOURCE
-#include "offline/report_data.h"
+#include "report/report_data.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +9,6 @@
 
 #include "lib/c10_device.h"
 #include "lib/log.h"
-#include "offline/merge.h"
 #include "lib/names.h"
 
 #define MAX_DEPTH 512

@@ -19,7 +19,7 @@
  * end, so each window completes a step). Kernels' summed time goes
  * straight into the rows left during the first windowed pass.
  */
-#include "offline/step_table.h"
+#include "report/step_table.h"
 
 #include <stdlib.h>
 #include <string.h>

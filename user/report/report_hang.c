@@ -6,7 +6,7 @@
  * Python frame and state, and the others' common wait.
  */
 #define _GNU_SOURCE
-#include "offline/report_ranks_int.h"
+#include "report/report_ranks_int.h"
 
 #include <stdio.h>
 #include <string.h>

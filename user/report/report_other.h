@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "offline/report_data.h"
+#include "report/report_data.h"
 
 void report_other_text(const struct report *r, const struct step_row *rows, size_t nrows,
 		       int top);

@@ -13,7 +13,7 @@
 
 #include <stdio.h>
 
-#include "offline/report_data.h"
+#include "report/report_data.h"
 
 void report_samples_text(const struct report *r, int top);
 /* `, "cpu_samples": [...]` */

@@ -14,13 +14,13 @@
  * causes split, as the GPU idle gaps are.
  */
 #define _GNU_SOURCE
-#include "offline/report_ranks_int.h"
+#include "report/report_ranks_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "offline/step_table.h"
+#include "report/step_table.h"
 
 static struct rk_data *data(struct report *r)
 {

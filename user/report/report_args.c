@@ -4,7 +4,7 @@
  * the names ptbpf gives them, into struct rd_args.
  */
 #define _GNU_SOURCE
-#include "offline/report_data.h"
+#include "report/report_data.h"
 
 #include <stdio.h>
 #include <string.h>

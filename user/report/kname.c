@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* Readable, distinct short kernel names. See kname.h. */
 #define _GNU_SOURCE
-#include "offline/kname.h"
+#include "report/kname.h"
 
 #include <stdbool.h>
 #include <stdio.h>

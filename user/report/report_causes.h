@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "offline/report_data.h"
+#include "report/report_data.h"
 
 #define RC_RUNNING "running, in no op (Python, or native code outside ops)"
 

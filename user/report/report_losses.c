@@ -6,12 +6,12 @@
  * whole when it is not. See report.h.
  */
 #define _GNU_SOURCE
-#include "offline/report.h"
+#include "report/report.h"
 
 #include <string.h>
 
 #include "lib/text.h"
-#include "offline/report_data.h"
+#include "report/report_data.h"
 
 /* Each loss counter: what it counts, and why those were lost. */
 static const struct {

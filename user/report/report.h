@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* `ptbpf report` (user/offline/report.c): step, operator, kernel, memory and
+/* `ptbpf report` (user/report/report.c): step, operator, kernel, memory and
  * Python call-site tables from a trace, as text, JSON or a page
  * (report_html.c); `report --diff A B` (report_diff.c). */
 #ifndef PTBPF_REPORT_H
