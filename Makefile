@@ -114,7 +114,7 @@ $(AGENT): $(AGENT_SRCS) $(wildcard user/agent/*.h) include/ptbpf_agent.h include
 $(OUTPUT)/test_links: LDLIBS += -Wl,--wrap=bpf_link__destroy
 $(OUTPUT)/test_%: tests/unit/test_%.c $(filter-out $(OBJ)/main.o,$(USER_OBJS))
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LDLIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(filter %.c %.o,$^) $(LDLIBS) -o $@
 
 # Test targets (real programs ptbpf attaches to).
 $(OUTPUT)/simfail: tests/progs/simfail.cpp | $(OUTPUT)
