@@ -42,11 +42,6 @@ struct plan {
 	struct attach_report rep;            /* the plan's share of the report */
 };
 
-static double ms_since(uint64_t t0)
-{
-	return (double)(clock_mono_ns() - t0) / 1e6;
-}
-
 static int sites_add(struct site_list *l, uint64_t off, uint64_t cookie)
 {
 	if (l->n == l->cap) {
@@ -225,7 +220,7 @@ static struct plan *find_or_make_plan(struct probes *p, const struct target *t,
 			 t->torch.path);
 		return NULL;
 	}
-	pl->rep.plan_ms = ms_since(t0);
+	pl->rep.plan_ms = clock_ms_since(t0);
 	p->nplans++;
 	return pl;
 }
@@ -374,7 +369,7 @@ int probes_attach(struct probes *p, const struct target *t, struct attach_report
 		ret = attach_catch(p, t, &rep->catch_probe);
 	if (!ret && !*stop)
 		ret = attach_plan(p, pl, t, rep);
-	rep->attach_ms = ms_since(t0);
+	rep->attach_ms = clock_ms_since(t0);
 	if (ret) {
 		snprintf(err, errlen, "pid %d: attaching uprobes to %s failed: %s", t->pid,
 			 t->torch.path, strerror(-ret));

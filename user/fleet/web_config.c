@@ -262,11 +262,6 @@ bool web_config_has_users(const struct web_config *wc)
 	return wc && wc->nusers;
 }
 
-static double ms_since(uint64_t t)
-{
-	return (double)(clock_mono_ns() - t) / 1e6;
-}
-
 /* "user:password" of a Basic credential, in out (len); false if it is none. */
 static bool basic(const char *auth, char *out, size_t len)
 {
@@ -336,7 +331,7 @@ enum web_auth web_config_check(struct web_config *wc, const char *authorization,
 			snprintf(user, len, "%s", wc->users[u].name);
 		return u >= 0 ? WEB_AUTH_OK : WEB_AUTH_NO;
 	}
-	wc->budget_ms += ms_since(wc->budget_at) / 1e3 * BCRYPT_MS_PER_S;
+	wc->budget_ms += clock_ms_since(wc->budget_at) / 1e3 * BCRYPT_MS_PER_S;
 	if (wc->budget_ms > BCRYPT_MS_BURST)
 		wc->budget_ms = BCRYPT_MS_BURST;
 	wc->budget_at = clock_mono_ns();
@@ -348,7 +343,7 @@ enum web_auth web_config_check(struct web_config *wc, const char *authorization,
 		;
 	t0 = clock_mono_ns();
 	ok = bcrypt_ok(wc, u < wc->nusers ? u : -1, colon + 1);
-	wc->budget_ms -= ms_since(t0);
+	wc->budget_ms -= clock_ms_since(t0);
 	OPENSSL_cleanse(cred, sizeof(cred));
 	if (ok)
 		remember(&wc->ok, digest, u);

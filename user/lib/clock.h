@@ -25,6 +25,12 @@ static inline uint64_t clock_mono_ns(void)
 	return clock_ns(CLOCK_MONOTONIC);
 }
 
+/* Milliseconds since t0 (clock_mono_ns). */
+static inline double clock_ms_since(uint64_t t0)
+{
+	return (double)(clock_mono_ns() - t0) / 1e6;
+}
+
 /* The same clock at a tick's precision, for a fraction of the cost. */
 static inline uint64_t clock_mono_coarse_ns(void)
 {

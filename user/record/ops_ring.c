@@ -545,7 +545,7 @@ static void drain_proc(struct ops_rings *r, struct proc_rings *p, emit_fn emit, 
 		return;
 	}
 	p->idle = desc.idle;
-	seen_no_slot(r, p, desc.no_slot, desc.no_slot_begins, clock_mono_ns(), emit, ctx);
+	seen_no_slot(r, p, desc.no_slot, desc.no_slot_begins, began, emit, ctx);
 	if (!desc.layout_ok)
 		r->counts.layout_ok = 0;
 	seen_clock(r, p, &desc);
