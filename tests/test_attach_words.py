@@ -106,3 +106,36 @@ def test_ctrl_c_once_and_twice_during_the_attach(tmp_path):
         job.kill()
     print("Ctrl-C during the attach:", dict(seen))
     assert seen["once: interrupted"] and seen["once: traced"], seen
+
+
+def test_ctrl_c_again_once_the_trace_is_written(tmp_path):
+    """A second Ctrl-C sent the instant ptbpf says "wrote FILE" lands in its
+    detach (a few ms here): it leaves at once, with the run's status (0),
+    not 130, since the trace it said it wrote is complete (CI saw the 130)."""
+    require(PTBPF)
+    job = start_job()
+    landed = 0
+    try:
+        for i in range(10):
+            out = tmp_path / ("w%d" % i) / "t.pftrace"
+            out.parent.mkdir()
+            tracer = subprocess.Popen([PTBPF, "-p", str(job.p.pid), "-o", str(out)],
+                                      stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+            lines = []
+            try:
+                for want in ("ptbpf: tracing pid", "ptbpf: wrote "):
+                    while not (lines and lines[-1].startswith(want)):
+                        lines.append(tracer.stderr.readline())
+                        assert lines[-1], "\n".join(lines)
+                    tracer.send_signal(signal.SIGINT)
+                _, err = tracer.communicate(timeout=60)
+            finally:
+                tracer.kill()
+            lines = [(0.0, t.rstrip("\n")) for t in lines + err.splitlines()]
+            landed += classify.lines_say(lines, "second interrupt: leaving now")
+            assert judged(tracer.returncode, lines, job.p.pid, str(out)) == "traced"
+            assert job.p.poll() is None, "the job died"
+    finally:
+        job.kill()
+    print("second Ctrl-C in the detach: %d of 10" % landed)
+    assert landed, "no second Ctrl-C landed in the detach: the test tested nothing"

@@ -39,7 +39,8 @@
 
 /* A second Ctrl-C leaves at once, which is safe at every instant (the
  * kernel drops ptbpf's probes; an agent whose ptbpf is gone switches
- * itself off), saying what stays (attach/leaving.h). The same signal from
+ * itself off), saying what stays (attach/leaving.h); with 128 + signal,
+ * or, once the trace is written and said, the run's own status. The same signal from
  * the same process within 20 ms is the first one again: GNU timeout (and
  * supervisors like it) sends it to ptbpf and then to ptbpf's process
  * group, microseconds apart, and `timeout -s INT 60 ptbpf ...` must stop
@@ -55,8 +56,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 		if (sig == session_exiting && si && si->si_code == SI_USER &&
 		    si->si_pid == first_from && now - first_at < 20000000)
 			return;
-		leaving_say(sig);
-		_exit(128 + sig);
+		_exit(leaving_say(sig));
 	}
 	first_at = now;
 	first_from = si && si->si_code == SI_USER ? si->si_pid : -1;

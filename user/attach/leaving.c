@@ -30,6 +30,7 @@ static int nagents;
 static char trace_path[PATH_MAX];
 static bool trace_started;
 static bool tty;
+static volatile sig_atomic_t settled_rc = -1;
 
 static struct {
 	char line[LINE_BYTES];
@@ -175,10 +176,17 @@ void leaving_trace(const char *partial, bool started)
 {
 	snprintf(trace_path, sizeof(trace_path), "%s", partial);
 	trace_started = started;
+	if (!started)
+		settled_rc = -1;
 	format_line();
 }
 
-void leaving_say(int sig)
+void leaving_settled(int rc)
+{
+	settled_rc = rc;
+}
+
+int leaving_say(int sig)
 {
 	static char out[LINE_BYTES + 64];
 	const char *pre = sig == SIGINT ? "ptbpf: second interrupt: leaving now" :
@@ -198,4 +206,5 @@ void leaving_say(int sig)
 	for (size_t o = 0; o < n; o += w)
 		if ((w = write(2, out + o, n - o)) <= 0)
 			break;
+	return settled_rc >= 0 ? settled_rc : 128 + sig;
 }

@@ -32,8 +32,13 @@ void leaving_prune(void);
  * "tracing pid" was said), so it is a trace and stays; until then it
  * holds no trace of anything said, and leaving removes it. */
 void leaving_trace(const char *partial, bool started);
+/* The run's outcome is settled: its trace written (and said) or not, with
+ * exit status rc; what is left is only the teardown, so leaving now exits
+ * with rc. A new trace (leaving_trace with started false) unsettles it. */
+void leaving_settled(int rc);
 /* Writes the line (async-signal-safe): "ptbpf: second interrupt: leaving
- * now; " and what stays; removes the trace file that never started. */
-void leaving_say(int sig);
+ * now; " and what stays; removes the trace file that never started. The
+ * exit status to leave with: 128 + sig, or the settled outcome's. */
+int leaving_say(int sig);
 
 #endif /* PTBPF_LEAVING_H */

@@ -9,6 +9,7 @@
 #include "live/session.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -471,6 +472,7 @@ int session_finish(struct session *s, int rc)
 	bool failed_before = s->w && pf_writer_error(s->w); /* said already */
 	bool keep = s->traced && !s->discard_output;
 	struct stat fst;
+	sigset_t hold, held;
 	off_t size;
 	int err;
 
@@ -504,6 +506,15 @@ int session_finish(struct session *s, int rc)
 	if (!err && s->w && keep)
 		idle_track(s);
 	size = s->out.fd >= 0 && !fstat(s->out.fd, &fst) ? fst.st_size : 0;
+	/* A second Ctrl-C waits (microseconds) while the file is renamed and
+	 * said, so that its line and exit status tell the outcome, never a
+	 * .partial renamed meanwhile; the slow part, the sync, comes first. */
+	if (s->out.fd >= 0 && keep && !err)
+		fsync(s->out.fd);
+	sigemptyset(&hold);
+	sigaddset(&hold, SIGINT);
+	sigaddset(&hold, SIGTERM);
+	sigprocmask(SIG_BLOCK, &hold, &held);
 	if (!s->out.tmp[0] || s->out.fd < 0) {
 		/* setup failed before the file was made: nothing to do */
 	} else if (!keep) { /* the caller said why */
@@ -522,6 +533,9 @@ int session_finish(struct session *s, int rc)
 			s->opt.output, size / 1e6);
 	}
 	leaving_trace(s->out.tmp[0] && !access(s->out.tmp, F_OK) ? s->out.tmp : "", true);
+	if (!s->opt.run_argv) /* ptbpf run's status is its command's */
+		leaving_settled(rc);
+	sigprocmask(SIG_SETMASK, &held, NULL);
 	log_debug("stop: the trace written in %.0f ms\n", (clock_mono_ns() - t_written) / 1e6);
 	exec_probes_free(s->find.exec_probes);
 	route_free(s->route);
