@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from conftest import (BUILD, PTBPF, PYTHON, Proc, links_after_exit, op_ring_totals,
-                      ops_lost_marked, run_untraced, workload_argv)
+from conftest import (BUILD, PTBPF, PYTHON, ROOT, Proc, links_after_exit, op_ring_totals,
+                      ops_lost_marked, require, run_untraced, workload_argv)
 import pftrace
 
 
@@ -127,6 +127,40 @@ def test_detach_leaves_nothing_and_reattach_works(tmp_path):
         finish_checked(target, expected)
     finally:
         target.kill()
+
+
+def cpu_ticks(pid):
+    """The process's user and system time, in clock ticks."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def test_a_job_loading_libraries_while_the_agent_starts_never_deadlocks(tmp_path):
+    """The agent looked torch up with a dlopen inside dl_iterate_phdr: the
+    loader's two locks taken in the order opposite to a concurrent
+    dlopen's, which deadlocked a job importing modules while the daemon
+    switched its step signal on (1 of 15 rank starts; this loop: 5 of 5
+    runs within two attaches). Ten attaches over a job in a dlopen/dlclose
+    loop: after each, the job still runs."""
+    lib = os.path.join(BUILD, "inject_lib.so")
+    require(lib)
+    job = Proc([PYTHON, os.path.join(ROOT, "tests", "workloads", "dlopen_loop.py"), lib],
+               env=dict(os.environ, INJECT_LIB_OUT="/dev/null"))
+    try:
+        pid = int(job.wait_line("ready ")[0].split()[1])
+        for n in range(10):
+            r = subprocess.run([PTBPF, "-p", str(pid), "-d", "1", "-o",
+                                str(tmp_path / "t.pftrace"), "--force"],
+                               capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, r.stderr
+            assert "ops from the agent" in r.stderr, r.stderr
+            t0 = cpu_ticks(pid)
+            time.sleep(0.5)
+            assert cpu_ticks(pid) > t0, "attach %d: the job stopped running (deadlocked)" % n
+            assert job.p.poll() is None
+    finally:
+        job.kill()
 
 
 def minor_faults(pid):

@@ -33,6 +33,23 @@ def free_port():
         return s.getsockname()[1]
 
 
+def threads(pid):
+    """Each thread of pid as 'tid name state wchan', and its tracer: where a
+    rank that never got ready was."""
+    out = []
+    try:
+        tracer = [l.split()[1] for l in open("/proc/%d/status" % pid)
+                  if l.startswith("TracerPid:")][0]
+        for tid in sorted(os.listdir("/proc/%d/task" % pid), key=int):
+            base = "/proc/%d/task/%s/" % (pid, tid)
+            stat = open(base + "stat").read()
+            name, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2]
+            out.append("%s %s %s %s" % (tid, name, state, open(base + "wchan").read()))
+    except (OSError, IndexError) as e:
+        return "pid %d: %s" % (pid, e)
+    return "pid %d, tracer %s: %s" % (pid, tracer, "; ".join(out))
+
+
 class Job:
     """WORLD ranks of ranks.py, rank 2 (or `who`) the one that misbehaves."""
 
@@ -46,7 +63,15 @@ class Job:
             if cpus and rank in cpus:
                 argv = ["taskset", "-c", cpus[rank]] + argv
             self.procs.append(Proc(argv, env=env))
-        self.pids = [int(p.wait_line("ready ", timeout=120)[0].split()[1]) for p in self.procs]
+        try:
+            self.pids = [int(p.wait_line("ready ", timeout=120)[0].split()[1])
+                         for p in self.procs]
+        except AssertionError as e:
+            states = "\n".join("rank %d: %s" % (r, threads(p.p.pid))
+                               for r, p in enumerate(self.procs))
+            self.kill()
+            raise AssertionError("%s\nthe ranks' threads (state, wchan, tracer):\n%s" % (
+                e, states)) from None
 
         self.child = None  # a dying rank's child (--stall die), which holds its sockets
 
@@ -110,7 +135,13 @@ def stall(tmp_path, tag, mode, floor):
     daemon, out = start_daemon(tmp_path, tag, extra)
     job = None
     try:
-        job = Job(tmp_path, tag, ["--stall", mode, "--stall-file", str(stall_file)])
+        try:
+            job = Job(tmp_path, tag, ["--stall", mode, "--stall-file", str(stall_file)])
+        except AssertionError as e:
+            daemon.p.terminate()
+            said = daemon.finish(timeout=120)[2]
+            daemon = None
+            raise AssertionError("%s\nthe daemon said:\n%s" % (e, said)) from None
         wait_signal_on(daemon, job.pids)
         time.sleep(1)
         stall_file.touch()
@@ -122,8 +153,9 @@ def stall(tmp_path, tag, mode, floor):
         assert path, "no hang capture; daemon said:\n" + daemon.drain_err()
         return job, path, t1 - t0, daemon
     finally:
-        daemon.p.terminate()
-        daemon.finish(timeout=120)
+        if daemon:
+            daemon.p.terminate()
+            daemon.finish(timeout=120)
         if job:
             job.kill()
 

@@ -9,6 +9,7 @@
 #include "agent.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <link.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +18,10 @@
 
 struct rf_api rfapi;
 
+/* Only copies the name: dl_iterate_phdr holds the loader's write lock,
+ * and a dlopen (or dlsym) here takes its load lock, the reverse of the
+ * order a concurrent dlopen takes them in (it deadlocked a job that was
+ * importing modules while the daemon switched the step signal on). */
 static int find_torch(struct dl_phdr_info *info, size_t size, void *ctx)
 {
 	const char *base = strrchr(info->dlpi_name, '/');
@@ -25,12 +30,13 @@ static int find_torch(struct dl_phdr_info *info, size_t size, void *ctx)
 	base = base ? base + 1 : info->dlpi_name;
 	if (strncmp(base, "libtorch_cpu.so", 15))
 		return 0;
-	*(void **)ctx = dlopen(info->dlpi_name, RTLD_NOW | RTLD_NOLOAD);
-	return *(void **)ctx != NULL;
+	snprintf(ctx, PATH_MAX, "%s", info->dlpi_name);
+	return 1;
 }
 
 int rf_resolve(char *why, size_t len)
 {
+	char path[PATH_MAX] = "";
 	void *torch = NULL;
 	struct { const char *name; void **slot; } syms[] = {
 		{ RF_SYM_ADD, (void **)&rfapi.add }, { RF_SYM_REMOVE, (void **)&rfapi.remove },
@@ -39,7 +45,9 @@ int rf_resolve(char *why, size_t len)
 
 	if (rfapi.add)
 		return 0;
-	dl_iterate_phdr(find_torch, &torch);
+	dl_iterate_phdr(find_torch, path);
+	if (path[0])
+		torch = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
 	if (!torch) {
 		snprintf(why, len, "libtorch_cpu.so is not loaded in the process");
 		return -1;
