@@ -324,6 +324,13 @@ int agent_probes_acked(const struct agent_probes *d, int pid)
 	return i < 0 || !d->ag[i].sent ? -ENOENT : agent_acked(&d->ag[i].a);
 }
 
+int agent_probes_tid(const struct agent_probes *d, int pid)
+{
+	int i = agent_index(d, pid);
+
+	return i < 0 || !d->ag[i].sent ? 0 : (int)d->ag[i].a.tid;
+}
+
 int agent_probes_ops_exit(struct agent_probes *d, const struct target *t,
 			  const struct ptbpf_ops_loc *loc)
 {

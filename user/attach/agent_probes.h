@@ -34,6 +34,8 @@ int agent_probes_unload_ended(const struct target *t);
  * ring buffer then), -EAGAIN before, -ESRCH if its image is gone,
  * -ENOENT if no command went to it. */
 int agent_probes_acked(const struct agent_probes *d, int pid);
+/* pid's agent thread when its last command was sent, or 0. */
+int agent_probes_tid(const struct agent_probes *d, int pid);
 /* The agents stay loaded at the end, switched OFF with these words (the
  * daemon's always-on step signal, OPS_WORD_STEPS), which every command
  * carries: they are neither sent EXIT nor unloaded. */

@@ -145,11 +145,32 @@ static bool load_agent_noted(struct session *s, const struct target *t, bool for
 	return ok;
 }
 
+/* Why pid's agent has not answered, as far as /proc tells: the process
+ * stopped, or where its thread is. */
+static void unanswered_why(const struct session *s, int pid, char *b, size_t len)
+{
+	int tracer, tid = agent_probes_tid(s->agents, pid);
+	char wchan[64], st;
+
+	if ((st = target_stopped(pid, &tracer)))
+		snprintf(b, len, st == 't' && tracer ? "the process is stopped by its tracer, "
+			 "pid %d" : "the process is stopped", tracer);
+	else if (!tid || !(st = target_thread_state(pid, tid, wchan, sizeof(wchan))))
+		snprintf(b, len, "its agent thread is gone");
+	else if (st == 'R')
+		snprintf(b, len, "its agent thread, tid %d, is running", tid);
+	else
+		snprintf(b, len, "its agent thread, tid %d, is %s%s%s", tid,
+			 st == 'D' ? "blocked in the kernel" : "asleep", wchan[0] ? " in " : "",
+			 wchan);
+}
+
 /* The agent polls its control block every 20 ms, switches on what was
  * asked and acknowledges: wait (3 s at most) for that, so that "tracing"
  * means tracing; its statuses are in the ring then. If it does not answer
- * (a stopped process), it is switched off again: it must not start later
- * behind ptbpf's back. */
+ * (a stopped process, its thread blocked), it is switched off again (it
+ * must not start later behind ptbpf's back), and what /proc says of the
+ * process and that thread is told. */
 bool targets_wait_for_agent(struct session *s, int pid)
 {
 	uint64_t until = clock_mono_ns() + 3000000000ull;
@@ -161,10 +182,13 @@ bool targets_wait_for_agent(struct session *s, int pid)
 	if (!r)
 		return true;
 	/* A process that has exited: nothing to say. */
-	if (target_alive(pid) == 1 && r == -EAGAIN)
-		log_warn("pid %d: its agent did not answer within 3 s (is the process stopped?); "
-			 "it is switched off again\n", pid);
-	else if (target_alive(pid) == 1)
+	if (target_alive(pid) == 1 && r == -EAGAIN) {
+		char why[160];
+
+		unanswered_why(s, pid, why, sizeof(why));
+		log_warn("pid %d: its agent did not answer within 3 s (%s); it is switched off "
+			 "again\n", pid, why);
+	} else if (target_alive(pid) == 1)
 		log_warn("pid %d: its agent can no longer be reached (%s); it is switched off "
 			 "again\n", pid,
 			 r == -ESRCH ? "its image is gone: it exec'd or is exiting" : strerror(-r));
