@@ -56,6 +56,7 @@ class Job:
     def __init__(self, tmp_path, tag, args, who=2, cpus=None):
         port = free_port()
         self.procs = []
+        self.child = None  # a dying rank's child (--stall die), which holds its sockets
         for rank in range(WORLD):
             env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(WORLD),
                        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), PTBPF_RANKS_TEST=tag)
@@ -72,8 +73,6 @@ class Job:
             self.kill()
             raise AssertionError("%s\nthe ranks' threads (state, wchan, tracer):\n%s" % (
                 e, states)) from None
-
-        self.child = None  # a dying rank's child (--stall die), which holds its sockets
 
     def kill(self):
         for p in self.procs:
