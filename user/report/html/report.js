@@ -491,15 +491,88 @@
     return el("div", { cls: "chart" }, el("h3", { text: title }), s);
   }
 
+  // The daemon's hang capture (report_hang.c): who never entered the
+  // collective the others wait in, and where it is.
+  const who = r => r.rank !== "" ? "rank " + r.rank : "pid " + r.pid;
+  function hangView(sec) {
+    const h = D.hang, late = h.never_entered || [];
+    sec.append(el("div", { cls: "cards" },
+      ...late.slice(0, 4).map(r => card(who(r), "pid " + r.pid + (r.exited ? ": exited" : h.seq ? ": never entered it" : ": in its step"))),
+      h.seq ? card(`${h.waiting} of ${h.processes}`, "wait in " + h.waited_in + " #" + h.seq) : card("none", "waits in a collective"),
+      h.seq ? card(h.waiting_s.toFixed(1) + " s", "the oldest wait") : null));
+    const lines = late.map(r => who(r) + " (pid " + r.pid + ") " +
+      (h.seq ? "never entered " + h.waited_in + " #" + h.seq + " (it entered " + r.entered + " collectives)" : "is in its step") +
+      (r.exited ? "; it exited " + r.exited_s_before.toFixed(1) + " s before the capture" : "") + ".");
+    sec.append(el("ul", { cls: "advice", id: "hang-summary" }, ...lines.map(t => el("li", { text: t })),
+      h.seq ? el("li", { text: `The others' common wait: ${h.waiting} of the job's ${h.processes} processes on this host wait in ${h.waited_in} #${h.seq}, the oldest for ${h.waiting_s.toFixed(1)} s.` })
+            : el("li", { text: `None of the job's ${h.processes} processes on this host waits in a collective.` })));
+    sec.append(el("p", { cls: "note", text: "The daemon wrote this capture when a rank's wait passed its limit (--hang). A frame is where the rank's main thread was in Python: blocked when tracing began, else its CPU samples' most frequent innermost frame." }));
+    if (!late.length) return;
+    sec.append(el("h2", { text: h.seq ? "Never entered " + h.waited_in + " #" + h.seq + ", or exited" : "Each process" }));
+    sec.append(table("hang-table", [
+      { key: "rank", title: "rank", v: r => r.rank, fmt: r => r.rank === "" ? "-" : r.rank },
+      { key: "pid", title: "pid", v: r => r.pid },
+      { key: "exited", title: "exited", v: r => String(r.exited), fmt: r => r.exited ? r.exited_s_before.toFixed(1) + " s before the capture" : "no" },
+      { key: "entered", title: "collectives entered", v: r => r.entered },
+      { key: "frame", title: "frame (its main thread's Python)", cls: "name", v: r => r.frame,
+        fmt: r => r.exited ? "-" : (r.frame || "not known (no Python stack: CPython 3.10-3.13, and CPU samples)") },
+      { key: "thread", title: "thread (kernel view)", cls: "name", v: r => r.thread, fmt: r => r.exited ? "-" : (r.thread || "not known") },
+    ], late));
+  }
+
+  // Per step, the last rank to arrive in the collective the others waited
+  // longest in, and why (report_ranks.c).
+  function waitingView(sec) {
+    const w = D.waiting_for, steps = w.steps;
+    const causeOf = r => r.cause || (D.other_causes && D.other_causes.kernel_view ? "not explained" : "not known (no kernel view in the trace)");
+    const groups = new Map();
+    for (const r of steps) {
+      const k = r.last + "\u0000" + causeOf(r);
+      const g = groups.get(k) || { last: r.last, cause: causeOf(r), steps: 0, waited_ms: 0 };
+      g.steps++;
+      g.waited_ms += r.waited_ms;
+      groups.set(k, g);
+    }
+    const sums = Array.from(groups.values()).sort((a, b) => b.steps - a.steps || b.waited_ms - a.waited_ms);
+    const top = sums[0];
+    sec.append(el("div", { cls: "cards" },
+      card(top.last, "waited for most: " + pct(top.steps, steps.length) + " of steps"),
+      card(top.cause, "its cause then"),
+      card(String(steps.length), "steps"),
+      card(String(w.collectives), `collectives of ${w.ranks} ranks matched`)));
+    sec.append(el("h2", { text: "Whom the others waited for, and why" }));
+    sec.append(el("p", { cls: "note", text: "Each collective matched across the ranks; per step, the one the others waited longest in. The cause is what the last rank's thread did between the second-last arrival and its own." }));
+    sec.append(table("waiting-summary-table", [
+      { key: "last", title: "last to arrive", cls: "step", v: r => r.last },
+      { key: "cause", title: "its cause of lateness (kernel view)", cls: "name", v: r => r.cause },
+      { key: "steps", title: "steps", v: r => r.steps },
+      { key: "share", title: "share of steps", v: r => r.steps / steps.length, fmt: r => pct(r.steps, steps.length) },
+      { key: "waited_ms", title: "the others waited ms", v: r => r.waited_ms, fmt: r => r.waited_ms.toFixed(2) },
+    ], sums));
+    sec.append(el("h2", { text: "Per step" + (steps.length > MAX_STEP_ROWS ? ` (the first ${MAX_STEP_ROWS} of ${steps.length})` : "") }));
+    sec.append(table("waiting-table", [
+      { key: "step", title: "step", cls: "step", v: r => r.step, fmt: r => r.step || "-" },
+      { key: "collective", title: "collective", cls: "step", v: r => r.collective },
+      { key: "last", title: "last", cls: "step", v: r => r.last },
+      { key: "waited_ms", title: "waited ms", v: r => r.waited_ms, fmt: r => r.waited_ms.toFixed(2), help: "from the second-last arrival: every other rank waited at least that" },
+      { key: "longest_ms", title: "longest ms", v: r => r.longest_ms, fmt: r => r.longest_ms.toFixed(2), help: "from the first arrival" },
+      { key: "cause", title: "its cause of lateness (kernel view)", cls: "name", v: r => causeOf(r),
+        fmt: r => causeOf(r) + (r.cause ? " " + (100 * r.cause_share).toFixed(0) + "%" : "") },
+    ], steps.slice(0, MAX_STEP_ROWS)));
+  }
+
   // ---- the page ----
   if (D.diff) {
     view("diff", "Diff", diffView);
   } else {
+    // A hang first, as the text report puts it first.
+    if (D.hang && D.hang.processes) view("hang", "Hang", hangView);
     view("overview", "Overview", overview);
     view("operators", "Operators", operators);
     view("kernels", "Kernels", kernels);
     view("memory", "Memory", memory);
     view("python", "Python", python);
+    if (D.waiting_for && (D.waiting_for.steps || []).length) view("waiting", "Waiting for", waitingView);
     view("trace", "Trace & ptbpf", traceView);
   }
   const nav = document.getElementById("tabs"), main = document.getElementById("views");
