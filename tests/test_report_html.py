@@ -6,15 +6,17 @@ are those `ptbpf report --json` prints."""
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
+import test_ranks as ranks
 from browser import Browser
 from conftest import PTBPF, require, run_traced, workload_argv
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "gpu")
 SHOTS = os.environ.get("PTBPF_SCREENSHOT_DIR")
-VIEWS = ("overview", "operators", "kernels", "memory", "python", "trace")
+VIEWS = ("hang", "overview", "operators", "kernels", "memory", "python", "waiting", "trace")
 
 
 def ptbpf(*args):
@@ -76,13 +78,19 @@ def same(page_rows, json_rows, keys):
 def open_page(b, html, shots_prefix):
     url = b.open(html)
     assert b.problems(url) == []
+    click_views(b, url, shots_prefix)
+    return url
+
+
+def click_views(b, url, shots_prefix):
+    """Each view of the open page shown in turn (a screenshot of each with
+    PTBPF_SCREENSHOT_DIR): nothing goes wrong."""
     for v in VIEWS:
         if b.eval("!!document.getElementById('tab-%s')" % v):
             b.eval("document.getElementById('tab-%s').click()" % v)
             if SHOTS:
                 b.screenshot(os.path.join(SHOTS, "%s-%s.png" % (shots_prefix, v)))
     assert b.problems(url) == []
-    return url
 
 
 def check_tables(b, rep, by_shape=None):
@@ -158,6 +166,10 @@ def test_page_of_a_cpu_training_loop(traces, tmp_path):
     with Browser() as b:
         open_page(b, html, "train")
         check_tables(b, rep, by_shape)
+        # no hang capture, no ranks: neither view
+        assert "hang" not in rep and "waiting_for" not in rep
+        assert b.eval("!!document.getElementById('tab-hang') || "
+                      "!!document.getElementById('tab-waiting')") is False
         # sorting by a column orders the rows by its values
         b.eval("document.querySelector('#operators-table th[data-key=calls]').click()")
         calls = [int(r["calls"]) for r in rows(b, "operators-table")]
@@ -264,3 +276,68 @@ def test_report_starts_with_what_the_trace_lost(tmp_path):
     whole = s.write(tmp_path / "whole.pftrace")
     assert not ptbpf("report", whole).stdout.splitlines()[1].startswith("LOST")
     assert report_json(whole)["loss_line"] == ""
+
+
+def test_page_of_a_hang_capture(tmp_path):
+    """The daemon's hang capture of 4 gloo ranks whose rank 2 sleeps
+    (tests/test_ranks.py): the page opens on its Hang view, which names
+    rank 2, its pid, its frame and thread, and the others' common wait."""
+    require(PTBPF)
+    tag = "%d-html-hang-%d" % (os.getpid(), int(time.time()))
+    job, path, _, _ = ranks.stall(tmp_path, tag, "sleep", "5s")
+    hang = report_json(path)["hang"]
+    pid = job.pids[2]
+    assert [x["pid"] for x in hang["never_entered"]] == [pid], hang
+    html = tmp_path / "hang.html"
+    ptbpf("report", path, "--html", html)
+    with Browser() as b:
+        url = b.open(html)
+        assert b.problems(url) == []
+        # first, and the view the page opens on
+        assert b.eval("document.querySelector('#tabs button').id") == "tab-hang"
+        assert b.eval("document.getElementById('view-hang').classList.contains('on')")
+        said = b.eval("Array.from(document.querySelectorAll('#hang-summary li'))"
+                      ".map(li => li.textContent)")
+        assert said == [
+            "rank 2 (pid %d) never entered gloo:all_reduce #%d (it entered %d collectives)." % (
+                pid, hang["seq"], hang["never_entered"][0]["entered"]),
+            "The others' common wait: 3 of the job's 4 processes on this host wait in "
+            "gloo:all_reduce #%d, the oldest for %.1f s." % (hang["seq"], hang["waiting_s"])]
+        same(rows(b, "hang-table"), hang["never_entered"],
+             ["rank", "pid", "entered", "frame", "thread"])
+        shown = b.eval("Array.from(document.querySelectorAll('#hang-table td'))"
+                       ".map(td => td.textContent)")
+        assert shown[:3] == ["2", str(pid), "no"], shown
+        assert "ranks.py(" in shown[4] and "stuck_sleeping" in shown[4], shown
+        assert shown[5].startswith("sleep (clock_nanosleep)"), shown
+        click_views(b, url, "hang")
+
+
+def test_page_of_a_straggling_job(tmp_path):
+    """A daemon window over 4 gloo ranks whose rank 2 sleeps before each
+    all_reduce (tests/test_ranks.py): the Waiting-for view names rank 2 and
+    the sleep in most steps, and its rows are the JSON's."""
+    require(PTBPF)
+    tag = "%d-html-wait-%d" % (os.getpid(), int(time.time()))
+    job, _, path = ranks.straggle(tmp_path, tag, ["--straggle", "sleep"])
+    steps = report_json(path)["waiting_for"]["steps"]
+    html = tmp_path / "waiting.html"
+    ptbpf("report", path, "--html", html)
+    with Browser() as b:
+        open_page(b, html, "waiting")
+        b.eval("document.getElementById('tab-waiting').click()")
+        summary = rows(b, "waiting-summary-table")
+        top = summary[0]
+        assert top["last"] == "rank 2" and top["cause"] == "sleep (clock_nanosleep)", summary
+        assert float(top["share"]) > 0.5, summary
+        want = {}
+        for r in steps:
+            want[(r["last"], r["cause"])] = want.get((r["last"], r["cause"]), 0) + 1
+        assert {(r["last"], r["cause"]): int(r["steps"]) for r in summary} == want
+        assert want[("rank 2", "sleep (clock_nanosleep)")] == sum(
+            1 for r in steps if r["last_pid"] == job.pids[2] and r["cause"] == top["cause"])
+        share = b.eval("document.querySelector('#waiting-summary-table td[data-key=share]')"
+                       ".textContent")
+        assert share == "%.1f%%" % (100 * int(top["steps"]) / len(steps))
+        same(rows(b, "waiting-table"), steps[:100],
+             ["step", "collective", "last", "waited_ms", "longest_ms", "cause"])
