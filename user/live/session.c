@@ -465,15 +465,54 @@ static void idle_track(struct session *s)
 			"--no-idle-track leaves it out)\n", n, (clock_mono_ns() - t0) / 1e6);
 }
 
+/* The trace renamed from FILE.partial and said, kept as FILE.partial
+ * (err: writing failed), or removed (!keep); rc, or 1 if that failed.
+ * A second Ctrl-C waits (microseconds) while the file is renamed and
+ * said, so that its line and exit status tell the outcome, never a
+ * .partial renamed meanwhile; the slow part, the sync, comes first. */
+static int trace_complete(struct session *s, bool keep, int err, bool failed_before, int rc)
+{
+	struct stat fst;
+	sigset_t hold, held;
+	off_t size;
+
+	size = s->out.fd >= 0 && !fstat(s->out.fd, &fst) ? fst.st_size : 0;
+	if (s->out.fd >= 0 && keep && !err)
+		fsync(s->out.fd);
+	sigemptyset(&hold);
+	sigaddset(&hold, SIGINT);
+	sigaddset(&hold, SIGTERM);
+	sigprocmask(SIG_BLOCK, &hold, &held);
+	if (!s->out.tmp[0] || s->out.fd < 0) {
+		/* setup failed before the file was made: nothing to do */
+	} else if (!keep) { /* the caller said why */
+		outfile_discard(&s->out);
+	} else if (err) {
+		outfile_keep_partial(&s->out);
+		if (!failed_before) /* else the trace loop has said why */
+			log_msg("writing %s failed: %s\n", s->out.tmp, strerror(-err));
+		log_msg("the trace up to the failure (%.1f MB, whole packets) is in "
+			"%s; `ptbpf report` and the Perfetto UI open it\n", size / 1e6, s->out.tmp);
+		rc = 1;
+	} else if (outfile_commit(&s->out, "")) {
+		rc = 1;
+	} else if (s->w) {
+		log_msg("wrote %s (%.1f MB): open it at https://ui.perfetto.dev\n",
+			s->opt.output, size / 1e6);
+	}
+	leaving_trace(s->out.tmp[0] && !access(s->out.tmp, F_OK) ? s->out.tmp : "", true);
+	if (!s->opt.run_argv) /* ptbpf run's status is its command's */
+		leaving_settled(rc);
+	sigprocmask(SIG_SETMASK, &held, NULL);
+	return rc;
+}
+
 int session_finish(struct session *s, int rc)
 {
 	uint64_t st[STAT_MAX] = { 0 }, sst[SCHED_STAT_MAX] = { 0 }, stopped_at = clock_mono_ns();
 	uint64_t t_written;
 	bool failed_before = s->w && pf_writer_error(s->w); /* said already */
 	bool keep = s->traced && !s->discard_output;
-	struct stat fst;
-	sigset_t hold, held;
-	off_t size;
 	int err;
 
 	stop_sources(s, st, sst);
@@ -505,37 +544,7 @@ int session_finish(struct session *s, int rc)
 	err = s->w ? pf_writer_close(s->w) : 0;
 	if (!err && s->w && keep)
 		idle_track(s);
-	size = s->out.fd >= 0 && !fstat(s->out.fd, &fst) ? fst.st_size : 0;
-	/* A second Ctrl-C waits (microseconds) while the file is renamed and
-	 * said, so that its line and exit status tell the outcome, never a
-	 * .partial renamed meanwhile; the slow part, the sync, comes first. */
-	if (s->out.fd >= 0 && keep && !err)
-		fsync(s->out.fd);
-	sigemptyset(&hold);
-	sigaddset(&hold, SIGINT);
-	sigaddset(&hold, SIGTERM);
-	sigprocmask(SIG_BLOCK, &hold, &held);
-	if (!s->out.tmp[0] || s->out.fd < 0) {
-		/* setup failed before the file was made: nothing to do */
-	} else if (!keep) { /* the caller said why */
-		outfile_discard(&s->out);
-	} else if (err) {
-		outfile_keep_partial(&s->out);
-		if (!failed_before) /* else the trace loop has said why */
-			log_msg("writing %s failed: %s\n", s->out.tmp, strerror(-err));
-		log_msg("the trace up to the failure (%.1f MB, whole packets) is in "
-			"%s; `ptbpf report` and the Perfetto UI open it\n", size / 1e6, s->out.tmp);
-		rc = 1;
-	} else if (outfile_commit(&s->out, "")) {
-		rc = 1;
-	} else if (s->w) {
-		log_msg("wrote %s (%.1f MB): open it at https://ui.perfetto.dev\n",
-			s->opt.output, size / 1e6);
-	}
-	leaving_trace(s->out.tmp[0] && !access(s->out.tmp, F_OK) ? s->out.tmp : "", true);
-	if (!s->opt.run_argv) /* ptbpf run's status is its command's */
-		leaving_settled(rc);
-	sigprocmask(SIG_SETMASK, &held, NULL);
+	rc = trace_complete(s, keep, err, failed_before, rc);
 	log_debug("stop: the trace written in %.0f ms\n", (clock_mono_ns() - t_written) / 1e6);
 	exec_probes_free(s->find.exec_probes);
 	route_free(s->route);
