@@ -32,7 +32,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/%,$(wildcard tests/unit/test_*
 TESTPROGS := $(OUTPUT)/simfail $(OUTPUT)/cuda_rt $(OUTPUT)/cuda_drv $(OUTPUT)/hip_calls $(OUTPUT)/cupti_race \
 	     $(OUTPUT)/stubs/libcuda.so.1 $(OUTPUT)/inject_target $(OUTPUT)/vfork_hold $(OUTPUT)/inject_lib.so \
 	     $(OUTPUT)/stubs/libnccl.so.2 $(OUTPUT)/nccl_calls \
-	     $(OUTPUT)/inject_cli $(OUTPUT)/exit_at_agent.so
+	     $(OUTPUT)/inject_cli $(OUTPUT)/exit_at_agent.so $(OUTPUT)/loader_walk.so
 # The benchmark's floors (tests/bench): empty callbacks, a counting uprobe,
 # the kernel view switched on and off; the agent's op recorder alone.
 BENCHPROGS := $(OUTPUT)/libptbpf-floor.so $(OUTPUT)/uprobe_floor $(OUTPUT)/sched_floor \
@@ -169,6 +169,10 @@ $(OUTPUT)/vfork_hold: tests/progs/vfork_hold.c | $(OUTPUT)
 	$(Q)$(CC) -O1 -g -Wall -Wextra $< -o $@ -pthread
 
 $(OUTPUT)/inject_lib.so: tests/progs/inject_lib.c | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Wall -Wextra -shared -fPIC $< -o $@
+
+$(OUTPUT)/loader_walk.so: tests/progs/loader_walk.c | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -g -Wall -Wextra -shared -fPIC $< -o $@
 

@@ -136,31 +136,50 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
+def attach_again_and_again(tmp_path, n, walker=False):
+    """n captures of 1 s by `ptbpf -p` over a job in a dlopen/dlclose loop
+    (tests/workloads/dlopen_loop.py), beside a thread in slow loader walks
+    if walker: after each, the job still runs, the agent was on and is gone."""
+    lib = require(os.path.join(BUILD, "inject_lib.so"))
+    argv = [PYTHON, os.path.join(ROOT, "tests", "workloads", "dlopen_loop.py"), lib]
+    if walker:
+        argv.append(require(os.path.join(BUILD, "loader_walk.so")))
+    job = Proc(argv, env=dict(os.environ, INJECT_LIB_OUT="/dev/null"))
+    try:
+        pid = int(job.wait_line("ready ")[0].split()[1])
+        for i in range(n):
+            r = subprocess.run([PTBPF, "-p", str(pid), "-d", "1", "-o",
+                                str(tmp_path / "t.pftrace"), "--force"],
+                               capture_output=True, text=True, timeout=120)
+            assert job.p.poll() is None, "attach %d: the job died (%s): %s" % (
+                i, job.p.returncode, job.drain_err()[-2000:])
+            assert r.returncode == 0, r.stderr
+            assert "ops from the agent" in r.stderr, r.stderr
+            t0 = cpu_ticks(pid)
+            time.sleep(0.5)
+            assert cpu_ticks(pid) > t0, "attach %d: the job stopped running (deadlocked)" % i
+            assert not agent_mapped(pid), "attach %d: the agent stays mapped" % i
+    finally:
+        job.kill()
+
+
 def test_a_job_loading_libraries_while_the_agent_starts_never_deadlocks(tmp_path):
     """The agent looked torch up with a dlopen inside dl_iterate_phdr: the
     loader's two locks taken in the order opposite to a concurrent
     dlopen's, which deadlocked a job importing modules while the daemon
     switched its step signal on (1 of 15 rank starts; this loop: 5 of 5
-    runs within two attaches). Ten attaches over a job in a dlopen/dlclose
-    loop: after each, the job still runs."""
-    lib = os.path.join(BUILD, "inject_lib.so")
-    require(lib)
-    job = Proc([PYTHON, os.path.join(ROOT, "tests", "workloads", "dlopen_loop.py"), lib],
-               env=dict(os.environ, INJECT_LIB_OUT="/dev/null"))
-    try:
-        pid = int(job.wait_line("ready ")[0].split()[1])
-        for n in range(10):
-            r = subprocess.run([PTBPF, "-p", str(pid), "-d", "1", "-o",
-                                str(tmp_path / "t.pftrace"), "--force"],
-                               capture_output=True, text=True, timeout=120)
-            assert r.returncode == 0, r.stderr
-            assert "ops from the agent" in r.stderr, r.stderr
-            t0 = cpu_ticks(pid)
-            time.sleep(0.5)
-            assert cpu_ticks(pid) > t0, "attach %d: the job stopped running (deadlocked)" % n
-            assert job.p.poll() is None
-    finally:
-        job.kill()
+    runs within two attaches)."""
+    attach_again_and_again(tmp_path, 10)
+
+
+def test_the_injected_call_never_nests_in_the_dynamic_linker(tmp_path):
+    """ptbpf borrowed a thread blocked in libc (a futex) that was inside
+    dlopen, waiting for the loader's write lock that another thread's
+    dl_iterate_phdr held: the nested dlopen made ld.so abort the job
+    ("Assertion `r->r_state == RT_ADD' failed"); or it borrowed the walking
+    thread itself, and the job deadlocked. Before: 4 of 4 loops broke the
+    job, in 26 attaches in all; after: 0 in 120."""
+    attach_again_and_again(tmp_path, 20, walker=True)
 
 
 def minor_faults(pid):

@@ -42,12 +42,18 @@
  *   - in libc, blocked in a system call (orig_rax >= 0 and `syscall` just
  *     before RIP) that is not one malloc or fork makes while holding arena
  *     locks (mmap, munmap, mremap, brk, mprotect, madvise, clone*, fork).
- * RIP inside ld.so never qualifies. Its stack must be a thread stack with
- * room: the growable [stack] with D inside it, or an anonymous mapping
- * above a guard page with at least STACK_ROOM below rsp (a thread on a
- * small or borrowed stack, e.g. a signal stack, is not chosen). The thread
- * group leader is preferred. If no thread qualifies, all threads run for a
- * millisecond and are stopped again, up to SAFE_POINT_TRIES times.
+ * RIP inside ld.so never qualifies, nor a thread inside a dl_iterate_phdr
+ * walk (a return address into it in the top 64 KiB of its stack: its
+ * callback holds the loader's write lock). No thread qualifies while the
+ * loader is mapping or unmapping objects (_r_debug.r_state, which it keeps
+ * for debuggers, is not RT_CONSISTENT): the thread doing it may wait in
+ * libc, and a dlopen nested there makes ld.so abort the process. Its stack
+ * must be a thread stack with room: the growable [stack] with D inside it,
+ * or an anonymous mapping above a guard page with at least STACK_ROOM below
+ * rsp (a thread on a small or borrowed stack, e.g. a signal stack, is not
+ * chosen). The thread group leader is preferred. If no thread qualifies,
+ * all threads run for a millisecond and are stopped again, up to
+ * SAFE_POINT_TRIES times.
  *
  * The other threads run during the call, so a lock one of them holds
  * (another thread's dlopen running constructors, a malloc in progress) is
@@ -68,6 +74,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <link.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -90,6 +97,7 @@
 #define ERASE_TRIES 100
 #define MAX_THREADS 65536
 #define MAX_BUSY_LEN (1 << 20)
+#define LOADER_SCAN_BYTES (64 * 1024) /* of a candidate thread's stack */
 
 struct inj_session {
 	int pid;
@@ -97,6 +105,8 @@ struct inj_session {
 	int nth, cap;
 	int group_stop_sig;        /* a thread reported a group stop by it */
 	uint64_t libc_lo, libc_hi, ld_lo, ld_hi; /* executable text ranges */
+	uint64_t loader_state;     /* &_r_debug.r_state, or 0 (not checked) */
+	uint64_t walk_lo, walk_hi; /* libc's dl_iterate_phdr, or 0 */
 	struct tramp_pad pads[2];  /* after libc's code, after ld.so's */
 	char *err;
 	size_t errlen;
@@ -198,7 +208,7 @@ int inject_symbol_addr(int pid, const char *lib_prefix, const char *sym, uint64_
 {
 	int bad;
 
-	return inject_lib_symbols(pid, lib_prefix, &sym, addr, 1, &bad);
+	return inject_lib_symbols(pid, lib_prefix, &sym, addr, NULL, 1, &bad);
 }
 
 /* Executable ranges of libc.so.6 and ld.so, for the safe-point test, and
@@ -437,6 +447,30 @@ static void fetch_regs(struct inj_session *s)
 	}
 }
 
+/* Whether the thread is inside a dl_iterate_phdr walk (whose callback
+ * runs holding the loader's write lock): among the words of the top 64 KiB
+ * of its stack, a return address into libc's dl_iterate_phdr. A dlopen
+ * nested there waits for the load lock, which a concurrent dlopen holds
+ * while it waits for that write lock: the process deadlocks. A stale word
+ * that only looks like such an address makes the thread wait for the next
+ * try. */
+static bool inside_loader_walk(const struct inj_session *s, uint64_t rsp)
+{
+	uint64_t words[512], a = rsp & ~7ull;
+
+	while (s->walk_hi && a < rsp + LOADER_SCAN_BYTES) {
+		size_t n = (size_t)(((a | 4095) + 1 - a) / 8);
+
+		if (target_read(s->pid, a, words, n * 8))
+			break; /* the stack's end */
+		for (size_t i = 0; i < n; i++)
+			if (words[i] >= s->walk_lo && words[i] < s->walk_hi)
+				return true;
+		a += n * 8;
+	}
+	return false;
+}
+
 static bool thread_at_safe_point(struct inj_session *s, const struct inj_thread *t,
 				 const char *path)
 {
@@ -458,7 +492,23 @@ static bool thread_at_safe_point(struct inj_session *s, const struct inj_thread 
 			if ((long)r->orig_rax == unsafe_nr[i])
 				return false;
 	}
-	return tramp_stack_ok(s->pid, r->rsp, path);
+	return tramp_stack_ok(s->pid, r->rsp, path) && !inside_loader_walk(s, r->rsp);
+}
+
+/* Whether no thread is mapping or unmapping objects: the dynamic linker
+ * says RT_ADD or RT_DELETE in _r_debug (as it tells debuggers) from a
+ * dlopen's first mapping to the end of its mapping, and around a dlclose's
+ * unmapping. A call nested in that thread there (it may wait in libc: for
+ * the loader's write lock, which a dl_iterate_phdr walk holds, or a malloc
+ * lock) makes ld.so assert and abort the process ("r->r_state == RT_ADD"):
+ * 1 attach in 3 over a job that dlopens in a loop beside such a walk. */
+static bool loader_consistent(const struct inj_session *s)
+{
+	int state = RT_CONSISTENT;
+
+	if (s->loader_state && target_read(s->pid, s->loader_state, &state, sizeof(state)))
+		return true; /* unreadable: as before the check */
+	return state == RT_CONSISTENT;
 }
 
 static struct inj_thread *pick_thread(struct inj_session *s, const char *path)
@@ -519,7 +569,7 @@ static int session_begin(struct inj_session *s, const char *path, const struct i
 		fetch_regs(s);
 		slot_ret = tramp_find_slot(s->pid, s->pads, 2, s->th, s->nth, slot);
 		idle = !u || unload_idle(s, u);
-		if (idle && !slot_ret)
+		if (idle && !slot_ret && loader_consistent(s))
 			*t = pick_thread(s, path);
 		if (*t || slot_ret == -ENOSPC || i + 1 >= tries)
 			break;
@@ -586,18 +636,23 @@ static int inject_run(int pid, struct tramp_call *c, const struct inj_unload *u,
 		      size_t errlen)
 {
 	struct inj_session s = { .pid = pid, .err = err, .errlen = errlen };
+	const char *walk = "dl_iterate_phdr";
+	uint64_t walk_size = 0;
 	struct user_regs_struct entry;
 	struct tramp_ticket tk;
 	struct inj_thread *t;
 	char path[64];
 	uint64_t slot;
-	int ret, mem_fd = -1;
+	int ret, bad, mem_fd = -1;
 
 	if (!tramp_cpu_ok()) {
 		snprintf(err, errlen, "this CPU has no XSAVE that ptbpf can use: no injection");
 		return -EOPNOTSUPP;
 	}
 	find_text_ranges(&s);
+	s.loader_state = inject_loader_state_addr(pid);
+	if (!inject_lib_symbols(pid, "libc.so.6", &walk, &s.walk_lo, &walk_size, 1, &bad))
+		s.walk_hi = s.walk_lo + walk_size;
 	if (!s.libc_hi) {
 		snprintf(err, errlen, "pid %d does not map libc.so.6", pid);
 		return -ENOENT;

@@ -13,6 +13,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,8 +75,39 @@ int inject_preflight(int pid, const char *lib_path, char *err, size_t errlen)
 	return 0;
 }
 
+static int r_debug_cb(const char *name, uint64_t addr, uint64_t size, void *ctx)
+{
+	(void)size;
+	if (strcmp(name, "_r_debug"))
+		return 0;
+	*(uint64_t *)ctx = addr;
+	return 1;
+}
+
+uint64_t inject_loader_state_addr(int pid)
+{
+	struct target_lib lib;
+	struct elf_file *ef;
+	uint64_t vaddr = 0, first;
+	char why[256];
+
+	if (target_find_lib(pid, "ld-linux-x86-64.so", &lib))
+		return 0;
+	ef = elf_file_open_exported(lib.fd, why, sizeof(why));
+	close(lib.fd);
+	if (!ef)
+		return 0;
+	elf_file_for_each_object(ef, "_r_debug", r_debug_cb, &vaddr);
+	/* The load base: where the first mapping's file offset lies. */
+	first = elf_file_off_to_vaddr(ef, lib.map_off);
+	elf_file_close(ef);
+	if (!vaddr || first == UINT64_MAX)
+		return 0;
+	return lib.map_start - first + vaddr + offsetof(struct r_debug, r_state);
+}
+
 int inject_lib_symbols(int pid, const char *lib_prefix, const char *const *syms,
-		       uint64_t *addrs, int n, int *bad)
+		       uint64_t *addrs, uint64_t *sizes, int n, int *bad)
 {
 	uint64_t file_off[4];
 	struct target_lib lib;
@@ -99,6 +132,8 @@ int inject_lib_symbols(int pid, const char *lib_prefix, const char *const *syms,
 
 		ret = elf_file_find_func(ef, syms[i], &fn);
 		file_off[i] = fn.file_off;
+		if (sizes)
+			sizes[i] = fn.size;
 		addrs[i] = 0;
 		*bad = i;
 	}
@@ -131,7 +166,7 @@ int inject_lib_symbols(int pid, const char *lib_prefix, const char *const *syms,
 int inject_resolve(int pid, const char *const *syms, uint64_t *addrs, int n, char *err,
 		   size_t errlen)
 {
-	int bad, rc = inject_lib_symbols(pid, "libc.so.6", syms, addrs, n, &bad);
+	int bad, rc = inject_lib_symbols(pid, "libc.so.6", syms, addrs, NULL, n, &bad);
 
 	if (rc)
 		snprintf(err, errlen, "pid %d: cannot find %s in its libc.so.6 (glibc >= 2.34 "
