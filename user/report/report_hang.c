@@ -12,7 +12,7 @@
 #include <string.h>
 
 struct hang_view {
-	uint64_t seq;        /* the collective waited in (0: none is) */
+	uint64_t seq;        /* the highest count among those in one (0: none is) */
 	uint32_t coll;
 	uint64_t since;      /* its oldest entry */
 	int wait[RK_MAX_HANG], nwait;
@@ -31,14 +31,17 @@ static void analyse(const struct rk_data *d, struct hang_view *v)
 		if (h->coll_open_ts && !h->gone_ts && h->coll_entered > v->seq)
 			v->seq = h->coll_entered, v->coll = h->coll_name;
 	}
+	/* Waiting: in a collective now. Counts are not compared across ranks:
+	 * each counts from when its step signal came on, which the daemon does
+	 * rank by rank, steps apart. */
 	for (int i = 0; i < d->nhang; i++) {
 		const struct rk_hang *h = &d->hang[i];
 
-		if (v->seq && h->coll_open_ts && !h->gone_ts && h->coll_entered == v->seq) {
+		if (v->seq && h->coll_open_ts && !h->gone_ts) {
 			v->wait[v->nwait++] = i;
 			if (!v->since || h->coll_open_ts < v->since)
 				v->since = h->coll_open_ts;
-		} else if (!v->seq || h->coll_entered < v->seq || h->gone_ts) {
+		} else {
 			v->late[v->nlate++] = i;
 		}
 	}
@@ -106,8 +109,8 @@ static void late_text(const struct report *r, const struct hang_view *v, const s
 		printf("; it left %s #%lu %.1f s before", rd_str(r, h->coll_left_name),
 		       (unsigned long)h->coll_left_seq, (h->ts - h->coll_left_ts) / 1e9);
 	if (v->seq)
-		printf("; it entered %lu collectives, the others %lu", (unsigned long)h->coll_entered,
-		       (unsigned long)v->seq);
+		printf("; it entered %lu collectives since its step signal came on",
+		       (unsigned long)h->coll_entered);
 	printf("\n");
 	if (h->gone_ts)
 		return;
