@@ -75,20 +75,11 @@ int inject_preflight(int pid, const char *lib_path, char *err, size_t errlen)
 	return 0;
 }
 
-static int r_debug_cb(const char *name, uint64_t addr, uint64_t size, void *ctx)
-{
-	(void)size;
-	if (strcmp(name, "_r_debug"))
-		return 0;
-	*(uint64_t *)ctx = addr;
-	return 1;
-}
-
 uint64_t inject_loader_state_addr(int pid)
 {
 	struct target_lib lib;
 	struct elf_file *ef;
-	uint64_t vaddr = 0, first;
+	uint64_t vaddr, first;
 	char why[256];
 
 	if (target_find_lib(pid, "ld-linux-x86-64.so", &lib))
@@ -97,7 +88,7 @@ uint64_t inject_loader_state_addr(int pid)
 	close(lib.fd);
 	if (!ef)
 		return 0;
-	elf_file_for_each_object(ef, "_r_debug", r_debug_cb, &vaddr);
+	vaddr = elf_file_object_addr(ef, "_r_debug", NULL);
 	/* The load base: where the first mapping's file offset lies. */
 	first = elf_file_off_to_vaddr(ef, lib.map_off);
 	elf_file_close(ef);

@@ -604,6 +604,32 @@ int elf_file_for_each_object(struct elf_file *ef, const char *prefix,
 	return ret;
 }
 
+struct obj_find {
+	const char *name;
+	uint64_t addr, size;
+};
+
+static int obj_find_cb(const char *name, uint64_t addr, uint64_t size, void *ctx)
+{
+	struct obj_find *f = ctx;
+
+	if (strcmp(name, f->name))
+		return 0;
+	f->addr = addr;
+	f->size = size;
+	return 1;
+}
+
+uint64_t elf_file_object_addr(struct elf_file *ef, const char *name, uint64_t *size)
+{
+	struct obj_find f = { .name = name };
+
+	elf_file_for_each_object(ef, name, obj_find_cb, &f);
+	if (size)
+		*size = f.size;
+	return f.addr;
+}
+
 /* Each non-empty NUL-terminated run of bytes of the .rodata* sections. */
 static int for_each_rodata_run(struct elf_file *ef, int (*cb)(const char *s, void *ctx),
 			       void *ctx)

@@ -58,6 +58,9 @@ int elf_file_find_func_prefix(struct elf_file *ef, const char *prefix, struct el
  * the first 64 names holding it). 0, or -ENOENT without either table. */
 int elf_file_find_containing(struct elf_file *ef, const char *const *needles, int n,
 			     uint64_t *file_off);
+/* The address (st_value) of the defined OBJECT symbol name, and its size
+ * (size may be NULL); 0 if there is none. */
+uint64_t elf_file_object_addr(struct elf_file *ef, const char *name, uint64_t *size);
 /* Calls cb for each defined OBJECT symbol whose name starts with prefix
  * (e.g. "_ZTV" for vtables), with its virtual address and size. */
 int elf_file_for_each_object(struct elf_file *ef, const char *prefix,

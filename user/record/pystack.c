@@ -154,37 +154,6 @@ static int minor_from_name(const char *base)
 	return minor;
 }
 
-struct obj_find {
-	const char *name;
-	uint64_t addr, size;
-};
-
-static int obj_cb(const char *name, uint64_t addr, uint64_t size, void *ctx)
-{
-	struct obj_find *f = ctx;
-
-	if (strcmp(name, f->name))
-		return 0;
-	f->addr = addr;
-	f->size = size;
-	return 1;
-}
-
-static uint64_t object_addr_size(struct elf_file *ef, const char *name, uint64_t *size)
-{
-	struct obj_find f = { .name = name };
-
-	elf_file_for_each_object(ef, name, obj_cb, &f);
-	if (size)
-		*size = f.size;
-	return f.addr;
-}
-
-static uint64_t object_addr(struct elf_file *ef, const char *name)
-{
-	return object_addr_size(ef, name, NULL);
-}
-
 /* The interpreter file pid maps whose name starts with prefix, its
  * symbols open, and where it is loaded (*base); NULL if there is none. */
 static struct elf_file *open_interp(int pid, const char *prefix, struct target_lib *lib,
@@ -218,7 +187,7 @@ static int runtime_in(int pid, const char *prefix, uint64_t *start, uint64_t *si
 
 	if (!ef)
 		return -1;
-	rt = object_addr_size(ef, "_PyRuntime", size);
+	rt = elf_file_object_addr(ef, "_PyRuntime", size);
 	elf_file_close(ef);
 	if (!rt || !*size)
 		return -1;
@@ -300,9 +269,9 @@ static int try_lib(int pid, const char *prefix, struct py_layout *l, uint64_t *r
 
 	if (!ef)
 		return 0;
-	rt = object_addr(ef, "_PyRuntime");
-	ct = object_addr(ef, "PyCode_Type");
-	vv = object_addr(ef, "Py_Version");
+	rt = elf_file_object_addr(ef, "_PyRuntime", NULL);
+	ct = elf_file_object_addr(ef, "PyCode_Type", NULL);
+	vv = elf_file_object_addr(ef, "Py_Version", NULL);
 	elf_file_close(ef);
 	if (!rt || !ct)
 		return 0;
