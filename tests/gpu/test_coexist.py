@@ -363,9 +363,11 @@ def test_profiler_after_daemon_windows_over_busy_jobs(tmp_path):
     in its profiler's stop ("inserted.second", collection.cpp:1152; 4 of 4
     such sessions had one id throughout, H200, 2026-12-02). Six jobs at a
     time, each with its own daemon (--match-env), three rounds: 18 runs,
-    each with three subscriptions."""
+    each with three subscriptions (PTBPF_RECIPE_ROUNDS rounds: more for a
+    rate)."""
     failed = []
-    for r in range(3):
+    rounds = int(os.environ.get("PTBPF_RECIPE_ROUNDS", "3"))
+    for r in range(rounds):
         runs = []
         for k in range(6):
             tag = "busy%d-%d-%d" % (os.getpid(), r, k)
@@ -391,4 +393,6 @@ def test_profiler_after_daemon_windows_over_busy_jobs(tmp_path):
             line = (out.strip().splitlines() or ["(nothing)"])[-1]
             if rc != 0 or not line.startswith("ok gpu_events") or drc != 0:
                 failed.append((tag, rc, line, drc, err[-2000:], derr[-2000:]))
+        print("round %d: %d runs, %d failed so far" % (r + 1, 6 * (r + 1), len(failed)),
+              flush=True)
     assert failed == [], failed
