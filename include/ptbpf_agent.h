@@ -436,6 +436,24 @@ struct ptbpf_agent_memset {
 	uint16_t flags;                 /*  54: CUpti_ActivityFlag bits (1: async) */
 };
 
+/* Argument of ptbpf_agent_graph_node(): a CUDA graph node made (CUPTI's
+ * resource callback GRAPHNODE_CREATED, on the thread whose call made it:
+ * a launch into a capturing stream, or an explicit cudaGraphAdd*Node) or
+ * cloned from another (GRAPHNODE_CLONED: cudaGraphInstantiate makes a
+ * clone of every node, and a replayed kernel's graph_node_id is the
+ * clone's). 32 bytes. */
+enum ptbpf_graph_node_kind { GRAPH_NODE_CREATED = 1, GRAPH_NODE_CLONED = 2 };
+
+struct ptbpf_agent_graph_node {
+	uint64_t node_id;        /*  0: cuptiGetGraphNodeId */
+	uint64_t original_id;    /*  8: CLONED: the node it is a copy of; else 0 */
+	uint32_t correlation_id; /* 16: CREATED: the CUDA call in progress on the
+				  *     thread (the capture-time launch); 0: none */
+	uint32_t graph_id;       /* 20: cuptiGetGraphId of its graph; 0: unknown */
+	uint32_t kind;           /* 24: enum ptbpf_graph_node_kind */
+	uint32_t node_type;      /* 28: CUgraphNodeType (0 kernel, 1 memcpy, 2 memset...) */
+};
+
 /*
  * The entry points ptbpf's uprobes attach to (all called by the agent,
  * never by ptbpf):
@@ -453,6 +471,8 @@ struct ptbpf_agent_memset {
  *   ptbpf_agent_status     a state change or failure (enum ptbpf_agent_code),
  *                          a message, and a value (PTBPF_AGENT_OPS_ON: the
  *                          ops rings' descriptor address; else 0).
+ *   ptbpf_agent_graph_node a CUDA graph node made or cloned, on the thread
+ *                          that made it (struct ptbpf_agent_graph_node).
  *   ptbpf_agent_wake       on a job thread about to record while the agent
  *                          idled (ptbpf_ops_desc.idle): ptbpf's reader,
  *                          which reads the rings seldom then, reads them
@@ -466,6 +486,7 @@ void ptbpf_agent_correlate(uint32_t correlation_id, uint32_t cbid, uint32_t doma
 void ptbpf_agent_kernel(const struct ptbpf_agent_kernel *r);
 void ptbpf_agent_memcpy(const struct ptbpf_agent_memcpy *r);
 void ptbpf_agent_memset(const struct ptbpf_agent_memset *r);
+void ptbpf_agent_graph_node(const struct ptbpf_agent_graph_node *r);
 void ptbpf_agent_dropped(uint64_t since_last, uint64_t total);
 void ptbpf_agent_status(int code, const char *msg, uint64_t value);
 void ptbpf_agent_wake(void);

@@ -130,3 +130,43 @@ def test_recorded_gpu_trace_says_each_fact_once(tmp_path):
     for e in kineto_gpu:
         assert e["args"]["correlation"] in rt and e["args"]["context"] == \
             next(iter(with_context.values()))[0], e
+
+
+def test_graph_replayed_kernels_join_their_capture(tmp_path):
+    """A torch.compile(mode="reduce-overhead") job started by `ptbpf run`
+    (H200, torch 2.11, 2026-12-02; tests/workloads/compiled.py, 20 steps):
+    its CUDA graphs were captured while traced, and every replayed kernel
+    names its capture (graph_node, capture_correlation; issue 45). The
+    oracle is ptbpf's other path: the capture-time launch that correlation
+    names, seen by the libcuda uprobes, launched the same kernel by name,
+    into the capturing stream (captured=true)."""
+    t = replay(os.path.join(DATA, "graph_capture.raw"), str(tmp_path / "graph.pftrace"))
+    assert t.validate() == []
+    replayed = [s for s in t.slices if s.category == "kernel" and "graph_id" in s.args]
+    assert len(replayed) == 1416
+    launches = {}
+    for s in t.slices:
+        if s.category == "cuda_driver" and s.name.startswith("cuLaunchKernel"):
+            launches.setdefault(s.track, []).append(s)
+    for v in launches.values():
+        v.sort(key=lambda s: s.ts)
+    # A correlation -> its driver launch: the one around its instant (a
+    # direct driver launch, Triton's), else the next (the instant is at the
+    # runtime call's entry, before its driver call).
+    by_corr = {}
+    for i in t.instants:
+        if i.name == "cupti correlation":
+            mine = launches.get(i.track, [])
+            inside = [c for c in mine if c.ts <= i.ts <= c.ts + c.dur]
+            after = [c for c in mine if c.ts >= i.ts]
+            by_corr[i.args.get("correlation")] = (inside or after or [None])[0]
+    named = 0
+    for k in replayed:
+        c = by_corr.get(k.args["capture_correlation"])
+        assert c is not None and c.args.get("captured") is True, (k, c)
+        assert (c.args["grid"], c.args["block"]) == (k.args["grid"], k.args["block"]), (k, c)
+        # cuLaunchKernelEx's kernel unnamed; long names cut, some mangled there
+        name = c.args["kernel"]
+        assert k.name.startswith(name) or name.startswith("_Z"), (k, c)
+        named += c.args["kernel"] == k.name
+    assert named >= len(replayed) // 2, named

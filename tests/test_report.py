@@ -281,3 +281,38 @@ def test_thread_return_the_kernel_did_not_report(tmp_path):
     running = [c for k, c in causes.items() if k.startswith("running")]
     assert len(running) == 1 and running[0]["ns"] == 2 * ms + 1, oc
     assert oc["unexplained_ns"] == 3 * ms - 1, oc
+
+
+def test_replayed_kernels_count_for_the_op_that_captured_them(tmp_path):
+    """A CUDA graph's replayed kernel names the op that captured it
+    (captured_by, issue 45): its device time is that op's own, and it is
+    in the total of the ops around the replay's launch, not in their self
+    time; a kernel launched from an op directly still counts for that op."""
+    s = Synth()
+    p = s.process(100, "python3")
+    th = s.thread(100, 100, "python3")
+    stream = s.child(p, "GPU 0 / stream 7")
+    s.slice(th, 1_000, 100, "aten::mm", "cpu_op")  # the capture, long before
+    s.begin(th, 10_000, "aten::add", "cpu_op")
+    s.begin(th, 10_100, "cudaLaunchKernel", "cuda_runtime", args={"correlation": 7})
+    s.instant(th, 10_110, "cupti correlation", "join_launch_flow", flows=[77])
+    s.end(th, 10_150)
+    s.end(th, 10_400)
+    s.begin(th, 20_000, "CompiledFunction", "cpu_op")
+    s.begin(th, 20_100, "cudaGraphLaunch", "cuda_runtime", args={"correlation": 8})
+    s.instant(th, 20_110, "cupti correlation", "join_launch_flow", flows=[88])
+    s.end(th, 20_150)
+    s.end(th, 20_400)
+    s.slice(stream, 11_000, 1_000, "add_kernel", "kernel", term=[77])
+    s.slice(stream, 21_000, 3_000, "gemm", "kernel", term=[88],
+            args={"graph_id": 5, "graph_node": 9, "captured_by": "aten::mm",
+                  "capture_correlation": 3})
+    s.slice(stream, 25_000, 2_000, "gemm", "kernel",
+            args={"graph_id": 5, "graph_node": 9, "captured_by": "aten::mm",
+                  "capture_correlation": 3})
+    path = s.write(tmp_path / "graph.pftrace")
+    ops = {o["name"]: o for o in json.loads(report(path, "--json"))["operators"]}
+    assert (ops["aten::mm"]["device_self_ns"], ops["aten::mm"]["device_total_ns"]) == (5_000, 5_000)
+    assert (ops["aten::add"]["device_self_ns"], ops["aten::add"]["device_total_ns"]) == (1_000, 1_000)
+    assert ops["CompiledFunction"]["device_self_ns"] == 0
+    assert ops["CompiledFunction"]["device_total_ns"] == 3_000  # the launch's first kernel

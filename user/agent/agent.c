@@ -87,6 +87,11 @@ PROBE_ENTRY void ptbpf_agent_memset(const struct ptbpf_agent_memset *r)
 	PROBE_NOP();
 }
 
+PROBE_ENTRY void ptbpf_agent_graph_node(const struct ptbpf_agent_graph_node *r)
+{
+	PROBE_NOP();
+}
+
 PROBE_ENTRY void ptbpf_agent_dropped(uint64_t since_last, uint64_t total)
 {
 	PROBE_NOP();
@@ -106,6 +111,7 @@ PROBE_ENTRY void ptbpf_agent_wake(void)
 _Static_assert(sizeof(struct ptbpf_agent_kernel) == 104, "kernel record layout");
 _Static_assert(sizeof(struct ptbpf_agent_memcpy) == 64, "memcpy record layout");
 _Static_assert(sizeof(struct ptbpf_agent_memset) == 56, "memset record layout");
+_Static_assert(sizeof(struct ptbpf_agent_graph_node) == 32, "graph node record layout");
 _Static_assert(sizeof(struct ptbpf_agent_kernel) <= AGENT_RAW_LEN, "kernel record too long");
 _Static_assert(sizeof(struct ptbpf_agent_ctl) == 208, "control block layout");
 

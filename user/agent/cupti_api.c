@@ -55,6 +55,38 @@ static bool left_out(CUpti_CallbackId id)
  * each launch costs one probe hit.
  */
 static __thread uint32_t runtime_correlation __attribute__((tls_model("initial-exec")));
+/* The call in progress on the thread, runtime or driver (0: none): a graph
+ * node made now was made by it (a launch into a capturing stream). */
+static __thread uint32_t call_correlation __attribute__((tls_model("initial-exec")));
+
+/*
+ * A CUDA graph node made or cloned (CUPTI's resource callbacks): while a
+ * stream is captured, each launch makes a node, on the launching thread,
+ * inside the launch's call; instantiation clones them all, and replayed
+ * kernels carry the clone's id. ptbpf joins a replayed kernel to the op
+ * open at the capture through these records (record/gpu_timeline.c).
+ * Rare: a capture's launches and an instantiation, never a replay.
+ */
+static void graph_node(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
+{
+	const CUpti_GraphData *g = rd->resourceDescriptor;
+	struct ptbpf_agent_graph_node r = { .kind = cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED ?
+							    GRAPH_NODE_CREATED : GRAPH_NODE_CLONED };
+
+	if (!g || !g->node || p_graph_node_id(g->node, &r.node_id) != CUPTI_SUCCESS)
+		return;
+	if (g->graph)
+		p_graph_id(g->graph, &r.graph_id);
+	r.node_type = (uint32_t)g->nodeType;
+	if (r.kind == GRAPH_NODE_CLONED) {
+		if (!g->originalNode ||
+		    p_graph_node_id(g->originalNode, &r.original_id) != CUPTI_SUCCESS)
+			return;
+	} else {
+		r.correlation_id = call_correlation;
+	}
+	ptbpf_agent_graph_node(&r);
+}
 
 static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
 				  CUpti_CallbackId cbid, const void *data)
@@ -70,12 +102,20 @@ static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
 	atomic_store_explicit(&api_calls_seen,
 			      atomic_load_explicit(&api_calls_seen, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
+	if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+		graph_node(cbid, data);
+		busy_leave(busy);
+		return;
+	}
 	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
 		runtime_correlation = cb->callbackSite == CUPTI_API_ENTER ? cb->correlationId : 0;
+		call_correlation = runtime_correlation;
 	} else if (domain != CUPTI_CB_DOMAIN_DRIVER_API ||
 		   cb->correlationId == runtime_correlation) {
 		busy_leave(busy);
 		return;
+	} else {
+		call_correlation = cb->callbackSite == CUPTI_API_ENTER ? cb->correlationId : 0;
 	}
 	/* Recording ops: the call becomes a slice in the thread's op ring,
 	 * no probe hit at all. Else the correlation goes to ptbpf's uprobe,
@@ -116,6 +156,13 @@ void subscribe_locked(void)
 	if (!ok)
 		agent_report(PTBPF_AGENT_NO_CORRELATION, 0,
 			     "cuptiEnableCallback failed for every launch API");
+	/* Graph nodes: with CUPTI's id functions only (CUDA 11.0's CUPTI on). */
+	if (p_graph_node_id && p_graph_id) {
+		p_enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+				  CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+		p_enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+				  CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+	}
 	if (api_to_rings)
 		for (CUpti_CallbackId id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; id++)
 			if (!left_out(id))

@@ -48,7 +48,9 @@
 	X(cuptiFinalize, p_finalize, false)                                      \
 	X(cuptiActivityGetNextRecord, p_next_record, false)                      \
 	X(cuptiActivityGetNumDroppedRecords, p_num_dropped, false)               \
-	X(cuptiGetVersion, p_get_version, true)
+	X(cuptiGetVersion, p_get_version, true)                                  \
+	X(cuptiGetGraphNodeId, p_graph_node_id, true)                            \
+	X(cuptiGetGraphId, p_graph_id, true)
 
 #define CUPTI_DECLARE_POINTER(function, pointer, optional) extern __typeof__(&function) pointer;
 CUPTI_FUNCTIONS(CUPTI_DECLARE_POINTER)

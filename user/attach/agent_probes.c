@@ -104,23 +104,30 @@ static int attach_one(struct agent_probes *d, struct bpf_program *prog, int pid,
 static int attach_records(struct agent_probes *d, int pid, const char *path,
 			  struct elf_file *ef)
 {
+	/* Graph nodes last: an agent older than them has none (its kernels
+	 * then carry no capturing op). */
 	static const struct { const char *sym; uint64_t cookie; } recs[] = {
 		{ "ptbpf_agent_kernel",
 		  AGENT_REC_KERNEL | (offsetof(struct ptbpf_agent_kernel, name) << 8) },
 		{ "ptbpf_agent_memcpy", AGENT_REC_MEMCPY },
 		{ "ptbpf_agent_memset", AGENT_REC_MEMSET },
+		{ "ptbpf_agent_graph_node", AGENT_REC_GRAPH_NODE },
 	};
-	unsigned long offs[3];
-	__u64 cookies[3];
+	unsigned long offs[4];
+	__u64 cookies[4];
 	struct elf_func f;
+	size_t n = 0;
 
-	for (int i = 0; i < 3; i++) {
-		if (elf_file_find_func(ef, recs[i].sym, &f))
+	for (size_t i = 0; i < sizeof(recs) / sizeof(recs[0]); i++) {
+		if (elf_file_find_func(ef, recs[i].sym, &f)) {
+			if (recs[i].cookie == AGENT_REC_GRAPH_NODE)
+				continue;
 			return -ENOENT;
-		offs[i] = f.file_off;
-		cookies[i] = recs[i].cookie;
+		}
+		offs[n] = f.file_off;
+		cookies[n++] = recs[i].cookie;
 	}
-	LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = offs, .cookies = cookies, .cnt = 3);
+	LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = offs, .cookies = cookies, .cnt = n);
 	return link_set_keep(&d->links, pid, bpf_program__attach_uprobe_multi(
 		d->skel->progs.agent_record, pid, path, NULL, &o));
 }

@@ -128,6 +128,35 @@ static void print_device(const struct session *s)
 		"launch->kernel correlations %lu, dropped by CUPTI %lu\n",
 		(unsigned long)d->kernels, (unsigned long)d->memcpys, (unsigned long)d->memsets,
 		(unsigned long)d->launch_flows, (unsigned long)d->cupti_dropped);
+	if (d->graph_kernels || d->graph_nodes)
+		log_msg("CUDA graphs: %lu replayed kernels, %lu of them joined to their capture "
+			"(%lu under the op that captured them, %lu captured outside any op; %lu "
+			"nodes captured while traced%s); %lu kernels of %lu graphs captured before "
+			"ptbpf attached, without their op\n",
+			(unsigned long)d->graph_kernels, (unsigned long)d->graph_kernels_joined,
+			(unsigned long)(d->graph_kernels_joined - d->graph_kernels_no_op),
+			(unsigned long)d->graph_kernels_no_op, (unsigned long)d->graph_nodes,
+			d->graph_nodes_not_kept ? ", some past the map's room" : "",
+			(unsigned long)d->graph_kernels_before, (unsigned long)d->graphs_before);
+}
+
+/* CUDA graphs' replayed kernels, and those whose capture ptbpf did not see. */
+static void write_graph_counts(const struct session *s)
+{
+	const struct gpu_timeline_counts *d = gpu_timeline_counts(s->dec->timeline);
+
+	if (!d->graph_kernels && !d->graph_nodes)
+		return;
+	pf_trace_attr_int(s->w, "dev.ptbpf.graph_nodes_captured", (int64_t)d->graph_nodes);
+	pf_trace_attr_int(s->w, "dev.ptbpf.graph_nodes_not_kept", (int64_t)d->graph_nodes_not_kept);
+	pf_trace_attr_int(s->w, "dev.ptbpf.graph_kernels", (int64_t)d->graph_kernels);
+	pf_trace_attr_int(s->w, "dev.ptbpf.graph_kernels_joined", (int64_t)d->graph_kernels_joined);
+	pf_trace_attr_int(s->w, "dev.ptbpf.graph_kernels_captured_outside_ops",
+			  (int64_t)d->graph_kernels_no_op);
+	pf_trace_attr_int(s->w, "dev.ptbpf.graph_kernels_captured_before_attach",
+			  (int64_t)d->graph_kernels_before);
+	pf_trace_attr_int(s->w, "dev.ptbpf.graphs_captured_before_attach",
+			  (int64_t)d->graphs_before);
 }
 
 static void print_gpu_calls(const struct session *s)
@@ -334,6 +363,7 @@ void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX])
 	pf_trace_attr_int(s->w, "dev.ptbpf.rpc_calls_not_drawn", (int64_t)c->rpc_not_drawn);
 	pf_trace_attr_int(s->w, "dev.ptbpf.cupti_dropped",
 			  (int64_t)gpu_timeline_counts(s->dec->timeline)->cupti_dropped);
+	write_graph_counts(s);
 	if (s->opsr) {
 		const struct ops_ring_counts *o = ops_rings_counts(s->opsr);
 

@@ -9,12 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/hash.h"
 #include "lib/log.h"
 #include "lib/text.h"
 #include "lib/names.h"
 #include "ptbpf_agent.h"
 
 #define MAX_STREAM_TRACKS 4096
+#define MAX_GRAPH_NODES (1u << 22) /* a capture map's nodes (about 200 MB) */
+#define MAX_GRAPHS_BEFORE 65536     /* graphs captured before the attach, counted */
 
 
 struct stream_track {
@@ -25,8 +28,20 @@ struct stream_track {
 	bool has_context;
 };
 
+/* A CUDA graph node and its capture: the op open on the thread that made
+ * it, and the call (a launch into the capturing stream) that did. */
+struct graph_node {
+	uint64_t node_id;
+	int pid;
+	uint32_t corr;
+	uint64_t seq;
+	const char *op; /* NULL: made outside any op */
+};
+
 struct gpu_timeline {
 	struct pf_writer *w;
+	struct hash_table nodes;     /* hash (pid, node id) -> struct graph_node */
+	struct hash_table before;    /* (pid, graph id) with kernels of no capture seen */
 	gpu_process_track_fn process_track;
 	void *ctx;
 	struct str_set *strings;
@@ -63,6 +78,8 @@ struct gpu_timeline *gpu_timeline_new(struct pf_writer *w, gpu_process_track_fn 
 	d->strings = str_set_new(1 << 16);
 	d->names = str_map_new(1 << 16);
 	d->tracks = calloc(MAX_STREAM_TRACKS, sizeof(*d->tracks));
+	hash_init(&d->nodes, MAX_GRAPH_NODES, sizeof(struct graph_node));
+	hash_init(&d->before, MAX_GRAPHS_BEFORE, 0);
 	if (!d->strings || !d->names || !d->tracks) {
 		gpu_timeline_free(d);
 		return NULL;
@@ -77,6 +94,8 @@ void gpu_timeline_free(struct gpu_timeline *d)
 	str_set_free(d->strings);
 	str_map_free(d->names);
 	free(d->tracks);
+	hash_free(&d->nodes);
+	hash_free(&d->before);
 	free(d);
 }
 
@@ -155,7 +174,7 @@ static struct stream_track *stream_track(struct gpu_timeline *d, int pid, uint32
  * flow's start, has it. Its CUDA context is written on the stream's first
  * activity and again only where it changes (a stream belongs to one
  * context): readers carry it along the track. */
-#define DEVICE_MAX_ARGS 10
+#define DEVICE_MAX_ARGS 12
 
 static void device_slice(struct gpu_timeline *d, int pid, uint32_t dev, uint32_t stream,
 			 uint64_t start, uint64_t end, const char *name, const char *cat,
@@ -216,9 +235,88 @@ int gpu_timeline_kernel_stats(const struct gpu_timeline *d, const struct gpu_ker
 	return d->nkstats;
 }
 
+struct node_key {
+	int pid;
+	uint64_t id;
+};
+
+static bool node_eq(const void *val, const void *key)
+{
+	const struct graph_node *n = val;
+	const struct node_key *k = key;
+
+	return n->pid == k->pid && n->node_id == k->id;
+}
+
+static struct graph_node *graph_node_of(struct gpu_timeline *d, int pid, uint64_t id)
+{
+	struct node_key k = { pid, id };
+
+	return hash_get_eq(&d->nodes, hash_pair((uint64_t)pid, id), node_eq, &k);
+}
+
+void gpu_timeline_graph_node(struct gpu_timeline *d, int pid,
+			     const struct ptbpf_agent_graph_node *g, const char *op, uint64_t seq)
+{
+	struct graph_node n = { .node_id = g->node_id, .pid = pid, .corr = g->correlation_id,
+				.seq = seq, .op = op }, *from, *to;
+
+	if (g->kind == GRAPH_NODE_CLONED) { /* the clone is captured where its original was */
+		if (!(from = graph_node_of(d, pid, g->original_id)))
+			return;
+		n = *from;
+		n.node_id = g->node_id;
+	} else if (g->kind != GRAPH_NODE_CREATED) {
+		return;
+	} else {
+		d->counts.graph_nodes++;
+	}
+	if ((to = graph_node_of(d, pid, g->node_id))) { /* an id CUDA gave again */
+		*to = n;
+		return;
+	}
+	if (!(to = hash_add(&d->nodes, hash_pair((uint64_t)pid, g->node_id)))) {
+		d->counts.graph_nodes_not_kept++;
+		return;
+	}
+	*to = n;
+}
+
+/* A replayed kernel's capture, as args: the op open when its node was
+ * made, its sequence number, and the capture's call; else counted, with
+ * its graph, as captured before ptbpf attached. */
+static int graph_args(struct gpu_timeline *d, int pid, const struct ptbpf_agent_kernel *k,
+		      struct pf_arg *args)
+{
+	const struct graph_node *n = graph_node_of(d, pid, k->graph_node_id);
+	int nargs = 0;
+
+	d->counts.graph_kernels++;
+	if (!n) {
+		uint64_t g = hash_pair((uint64_t)pid, k->graph_id);
+
+		d->counts.graph_kernels_before++;
+		if (!hash_get(&d->before, g) && hash_add(&d->before, g))
+			d->counts.graphs_before++;
+		return 0;
+	}
+	d->counts.graph_kernels_joined++;
+	d->counts.graph_kernels_no_op += !n->op;
+	if (n->op)
+		args[nargs++] = (struct pf_arg){ .name = "captured_by", .type = PF_ARG_STR,
+						 .s = n->op };
+	if (n->seq != UINT64_MAX)
+		args[nargs++] = (struct pf_arg){ .name = "captured_seq", .type = PF_ARG_UINT,
+						 .u = n->seq };
+	if (n->corr) /* made inside a traced call */
+		args[nargs++] = (struct pf_arg){ .name = "capture_correlation",
+						 .type = PF_ARG_UINT, .u = n->corr };
+	return nargs;
+}
+
 /* A kernel: its launch geometry, registers, shared memory (static plus
  * dynamic, as Kineto gives it; the dynamic part only where there is one),
- * and its graph where it ran in one. */
+ * and its graph where it ran in one, with the op that captured it. */
 static void kernel_record(struct gpu_timeline *d, int pid, const struct ptbpf_agent_kernel *k)
 {
 	const char *name = str_map_get(d->names, hash_pair(pid, (uint64_t)(uintptr_t)k->name));
@@ -240,6 +338,7 @@ static void kernel_record(struct gpu_timeline *d, int pid, const struct ptbpf_ag
 						 .u = k->graph_id };
 		args[nargs++] = (struct pf_arg){ .name = "graph_node", .type = PF_ARG_UINT,
 						 .u = k->graph_node_id };
+		nargs += graph_args(d, pid, k, args + nargs);
 	}
 	snprintf(grid, sizeof(grid), "%d,%d,%d", k->grid_x, k->grid_y, k->grid_z);
 	snprintf(block, sizeof(block), "%d,%d,%d", k->block_x, k->block_y, k->block_z);

@@ -15,11 +15,18 @@
 #include "ptbpf_events.h"
 
 struct gpu_timeline;
+struct ptbpf_agent_graph_node;
 
 struct gpu_timeline_counts {
 	uint64_t kernels, memcpys, memsets;
 	uint64_t launch_flows;   /* correlations seen on launching threads */
 	uint64_t cupti_dropped;  /* records CUPTI itself dropped */
+	/* CUDA graphs: nodes whose capture was seen (made inside a traced
+	 * call), replayed kernels, those joined to their capture, and those
+	 * of graphs captured before ptbpf attached (and how many graphs). */
+	uint64_t graph_nodes, graph_nodes_not_kept;
+	uint64_t graph_kernels, graph_kernels_joined, graph_kernels_before, graphs_before;
+	uint64_t graph_kernels_no_op; /* joined, but captured outside any op */
 };
 
 struct gpu_timeline *gpu_timeline_new(struct pf_writer *w, gpu_process_track_fn fn, void *ctx);
@@ -29,6 +36,12 @@ void gpu_timeline_free(struct gpu_timeline *d);
 void gpu_timeline_correlate(struct gpu_timeline *d, uint64_t thread_track, int pid, uint64_t ts,
 			    uint64_t correlation, bool write_correlation);
 void gpu_timeline_record(struct gpu_timeline *d, const struct ptbpf_agent_event *e);
+/* A CUDA graph node made (op: the innermost op or region open on the
+ * making thread then, interned, or NULL; seq: its sequence number or
+ * UINT64_MAX) or cloned (op and seq unused). A replayed kernel of the node,
+ * or of a clone of it, names that op (join_agent.c). */
+void gpu_timeline_graph_node(struct gpu_timeline *d, int pid,
+			     const struct ptbpf_agent_graph_node *g, const char *op, uint64_t seq);
 void gpu_timeline_kernel_name(struct gpu_timeline *d, const struct ptbpf_long_name *n);
 /* An agent's status: a struct ptbpf_long_name, or a named event (older
  * raw captures); size tells. */

@@ -181,7 +181,7 @@ uint64_t join_thread_track(void *ctx, int pid, int tid)
 	return t ? t->track : 0;
 }
 
-static const char *frame_name(const struct join *j, const struct frame *f)
+const char *join_frame_name(const struct join *j, const struct frame *f)
 {
 	if (f->kind == FR_OP)
 		return f->op < j->ops->n ? j->ops->name[f->op] : "aten::?";
@@ -246,7 +246,7 @@ void join_push_frame(struct join *j, struct thread *t, const struct frame *in,
 	}
 	e.track = t->track;
 	e.ts = f->ts;
-	e.name = frame_name(j, f);
+	e.name = join_frame_name(j, f);
 	e.category = frame_category(f);
 	pf_slice_begin(j->w, &e);
 }
@@ -517,7 +517,7 @@ static void entry_instant(struct join *j, struct thread *t, const struct ptbpf_e
 		j->op_calls[e->id]++;
 	j->counts.frames++;
 	pf_instant(j->w, &(struct pf_event){ .track = t->track, .ts = e->ts,
-		   .name = frame_name(j, &f), .category = frame_category(&f) });
+		   .name = join_frame_name(j, &f), .category = frame_category(&f) });
 }
 
 

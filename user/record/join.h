@@ -87,6 +87,9 @@ void join_process_exec(struct join *j, int pid, uint64_t ts);
 void join_ops_no_ring(struct join *j, int pid, uint64_t ts, uint64_t records, uint64_t ops);
 /* A backward node's class name (names the nodes of that vtable). */
 void join_node_type(struct join *j, const struct ptbpf_named_event *ne);
+/* A CUDA graph node made or cloned (the agent's record, on the thread that
+ * made it): the op open there captured it. */
+void join_graph_node(struct join *j, const struct ptbpf_agent_event *e);
 /* Closes everything still open at ts (tracing stopped). */
 void join_finish(struct join *j, uint64_t ts);
 const struct join_counts *join_counts(const struct join *j);

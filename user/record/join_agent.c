@@ -226,3 +226,29 @@ void rf_end(struct join *j, struct thread *t, const struct ptbpf_event *e)
 	/* Ended by ~RecordFunction while an exception was in flight. */
 	join_end_frame(j, t, e, e->arg[1] & 1 ? CLOSE_UNWOUND : CLOSE_END);
 }
+
+/*
+ * A CUDA graph node: made inside a call on thread t (a launch into a
+ * capturing stream), it was captured by the innermost op or region open
+ * there; its clones (instantiation) were captured with it. Records come
+ * in time order with the op rings' (reorder.c), so t's stack is as it was.
+ */
+void join_graph_node(struct join *j, const struct ptbpf_agent_event *e)
+{
+	struct ptbpf_agent_graph_node g;
+	struct thread *t = join_find_thread(j, (int)e->ev.pid, (int)e->ev.tid);
+	const char *op = NULL;
+	uint64_t seq = UINT64_MAX;
+
+	memcpy(&g, e->raw, sizeof(g));
+	for (int i = t && g.kind == GRAPH_NODE_CREATED ? t->depth - 1 : -1; i >= 0; i--) {
+		const struct frame *f = &t->stack[i];
+
+		if (f->kind < FR_GPU) {
+			op = join_frame_name(j, f);
+			seq = f->kind == FR_OP && f->seq != NO_SEQ ? f->seq : UINT64_MAX;
+			break;
+		}
+	}
+	gpu_timeline_graph_node(j->dec->timeline, (int)e->ev.pid, &g, op, seq);
+}

@@ -113,6 +113,7 @@ void rf_end(struct join *j, struct thread *t, const struct ptbpf_event *e);
 void join_count_launch(struct join *j, int pid);
 /* pid/tid's thread if the joiner has it, else NULL (nothing is added). */
 struct thread *join_find_thread(struct join *j, int pid, int tid);
+const char *join_frame_name(const struct join *j, const struct frame *f);
 bool join_in_op(const struct thread *t);
 uint64_t join_launch_flow(struct join *j, struct thread *t, const struct ptbpf_event *e);
 void gpu_begin(struct join *j, struct thread *t, const struct ptbpf_gpu_call *c);

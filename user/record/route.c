@@ -73,7 +73,9 @@ static bool route_unthreaded(struct route *r, const struct ptbpf_event *e, uint6
 		return true;
 	/* The agent's records come from its own thread: no thread track. */
 	case EV_AGENT_RECORD:
-		if (size >= sizeof(struct ptbpf_agent_event))
+		if (size >= sizeof(struct ptbpf_agent_event) && e->id == AGENT_REC_GRAPH_NODE)
+			join_graph_node(r->join, (const void *)e);
+		else if (size >= sizeof(struct ptbpf_agent_event))
 			gpu_timeline_record(d->timeline, (const void *)e);
 		return size >= sizeof(struct ptbpf_agent_event);
 	case EV_LONG_NAME_KERNEL:

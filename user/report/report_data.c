@@ -149,6 +149,21 @@ static void attribute(struct rd_optable *t, const uint64_t *ops, int nops, uint6
 	}
 }
 
+/* A CUDA graph's replayed kernel: its self time is the op's that captured
+ * it (ptbpf's captured_by), its total that op's and those around the
+ * replay (the graph launch). The by-shape table leaves it out: the
+ * capture's shapes are not kept. */
+static void replayed(struct report *r, uint32_t captured_by, const struct rd_launch *l,
+		     uint64_t dur)
+{
+	uint64_t ops[RD_MAX_ANCESTORS + 1] = { captured_by };
+	int n = 1;
+
+	for (int i = 0; l && i < l->nops; i++)
+		ops[n++] = l->ops[0][i];
+	attribute(&r->ops, ops, n, dur);
+}
+
 static void launch_done(struct report *r, uint64_t flow)
 {
 	uint64_t *slot = rd_map_slot(&r->launches, flow, false);
@@ -437,12 +452,12 @@ static void end_slice(struct report *r, struct rd_track *t, const struct tr_even
 		r->kview->slice(r, t, &f, ts, l);
 	if (r->rview)
 		r->rview->slice(r, t, &f, ts);
-	if (l && (f.cat == r->cat_kernel || f.cat == r->cat_memcpy || f.cat == r->cat_memset)) {
-		if (f.cat == r->cat_kernel) {
-			attribute(&r->ops, l->ops[0], l->nops, dur);
-			if (r->want_shapes)
-				attribute(&r->ops_shape, l->ops[1], l->nops, dur);
-		}
+	if (f.cat == r->cat_kernel && f.a.v[A_CAPTURED_BY] != RD_UNSET)
+		replayed(r, (uint32_t)f.a.v[A_CAPTURED_BY], l, dur);
+	else if (l && f.cat == r->cat_kernel) {
+		attribute(&r->ops, l->ops[0], l->nops, dur);
+		if (r->want_shapes)
+			attribute(&r->ops_shape, l->ops[1], l->nops, dur);
 	}
 	if (r->hooks && r->hooks->slice)
 		r->hooks->slice(r, t, &f, ts, l);

@@ -1,0 +1,81 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Issue 45's training loop: 4 pre-LN MLP blocks and AdamW, eager or
+torch.compile'd (Inductor's default mode, or "reduce-overhead": its CUDA
+graphs).
+
+usage: compiled.py MODE STEPS [--cue FILE] [--profile JSON]
+
+MODE is eager, default or reduce-overhead. Compiles (and, for
+reduce-overhead, captures) in the first steps, prints "ready PID", then,
+once FILE exists (at once without --cue), runs STEPS steps and prints
+"done". With --profile, torch.profiler (CPU and CUDA) records those steps
+and JSON gets its counts: CPU events by name, kernels by name."""
+import argparse
+import json
+import os
+import time
+
+import torch
+
+
+class Block(torch.nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.ln = torch.nn.LayerNorm(d)
+        self.up = torch.nn.Linear(d, 4 * d)
+        self.down = torch.nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        return x + self.down(torch.nn.functional.gelu(self.up(self.ln(x))))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["eager", "default", "reduce-overhead"])
+    ap.add_argument("steps", type=int)
+    ap.add_argument("--cue")
+    ap.add_argument("--profile")
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[Block(256) for _ in range(4)]).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randn(64, 256, device="cuda")
+
+    run = model if a.mode == "eager" else torch.compile(model, mode=a.mode)
+
+    def step():
+        if a.mode == "reduce-overhead":
+            torch.compiler.cudagraph_mark_step_begin()
+        loss = run(x).square().mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    for _ in range(5):
+        step()
+    torch.cuda.synchronize()
+    print("ready", os.getpid(), flush=True)
+    while a.cue and not os.path.exists(a.cue):
+        time.sleep(0.05)
+    if a.profile:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as p:
+            for _ in range(a.steps):
+                step()
+            torch.cuda.synchronize()
+        cpu, kernels = {}, {}
+        for e in p.profiler.kineto_results.events():
+            d = kernels if e.device_type() == torch.autograd.DeviceType.CUDA else cpu
+            d[e.name()] = d.get(e.name(), 0) + 1
+        with open(a.profile, "w") as f:
+            json.dump({"cpu": cpu, "kernels": kernels}, f, indent=1, sort_keys=True)
+    else:
+        for _ in range(a.steps):
+            step()
+        torch.cuda.synchronize()
+    print("done", flush=True)
+
+
+if __name__ == "__main__":
+    main()
