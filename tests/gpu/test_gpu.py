@@ -6,10 +6,13 @@ import os
 
 import pytest
 import shutil
+import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from conftest import run_traced, torch_version, workload_argv  # noqa: E402
+from conftest import PTBPF, PYTHON, run_traced, torch_version, workload_argv  # noqa: E402
+import pftrace  # noqa: E402
 from test_fidelity import SOURCES, check_counts_equal_profiler  # noqa: E402
 from launches import GRAPH_LAUNCHES, KERNEL_LAUNCHES, base, launch_problems  # noqa: E402
 
@@ -354,10 +357,6 @@ def test_graph_replays_under_their_capture(tmp_path):
     so the share under a capturing op is printed, not asserted). The same job
     traced with -p after its warm-up: every replayed kernel counted as of
     a graph captured before ptbpf attached."""
-    import subprocess
-    import time
-    from conftest import PTBPF, PYTHON
-    import pftrace
     out = tmp_path / "ro.pftrace"
     r = subprocess.run([PTBPF, "run", "--no-samples", "-o", str(out), "--", PYTHON, COMPILED,
                         "reduce-overhead", "20"], capture_output=True, text=True, timeout=300)

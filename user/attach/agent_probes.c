@@ -104,14 +104,14 @@ static int attach_one(struct agent_probes *d, struct bpf_program *prog, int pid,
 static int attach_records(struct agent_probes *d, int pid, const char *path,
 			  struct elf_file *ef)
 {
-	/* Graph nodes last: an agent older than them has none (its kernels
-	 * then carry no capturing op). */
-	static const struct { const char *sym; uint64_t cookie; } recs[] = {
+	/* Optional: an agent older than graph nodes has none (its replayed
+	 * kernels then carry no capture). */
+	static const struct { const char *sym; uint64_t cookie; bool optional; } recs[] = {
 		{ "ptbpf_agent_kernel",
-		  AGENT_REC_KERNEL | (offsetof(struct ptbpf_agent_kernel, name) << 8) },
-		{ "ptbpf_agent_memcpy", AGENT_REC_MEMCPY },
-		{ "ptbpf_agent_memset", AGENT_REC_MEMSET },
-		{ "ptbpf_agent_graph_node", AGENT_REC_GRAPH_NODE },
+		  AGENT_REC_KERNEL | (offsetof(struct ptbpf_agent_kernel, name) << 8), false },
+		{ "ptbpf_agent_memcpy", AGENT_REC_MEMCPY, false },
+		{ "ptbpf_agent_memset", AGENT_REC_MEMSET, false },
+		{ "ptbpf_agent_graph_node", AGENT_REC_GRAPH_NODE, true },
 	};
 	unsigned long offs[4];
 	__u64 cookies[4];
@@ -120,7 +120,7 @@ static int attach_records(struct agent_probes *d, int pid, const char *path,
 
 	for (size_t i = 0; i < sizeof(recs) / sizeof(recs[0]); i++) {
 		if (elf_file_find_func(ef, recs[i].sym, &f)) {
-			if (recs[i].cookie == AGENT_REC_GRAPH_NODE)
+			if (recs[i].optional)
 				continue;
 			return -ENOENT;
 		}

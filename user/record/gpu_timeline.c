@@ -16,7 +16,7 @@
 #include "ptbpf_agent.h"
 
 #define MAX_STREAM_TRACKS 4096
-#define MAX_GRAPH_NODES (1u << 22) /* a capture map's nodes (about 200 MB) */
+#define MAX_GRAPH_NODES (1u << 22) /* a capture map's nodes (320 MB of slots when full) */
 #define MAX_GRAPHS_BEFORE 65536     /* graphs captured before the attach, counted */
 
 
@@ -41,7 +41,7 @@ struct graph_node {
 struct gpu_timeline {
 	struct pf_writer *w;
 	struct hash_table nodes;     /* hash (pid, node id) -> struct graph_node */
-	struct hash_table before;    /* (pid, graph id) with kernels of no capture seen */
+	struct hash_table before;    /* exact (pid, graph id): kernels of no capture seen */
 	gpu_process_track_fn process_track;
 	void *ctx;
 	struct str_set *strings;
@@ -293,7 +293,7 @@ static int graph_args(struct gpu_timeline *d, int pid, const struct ptbpf_agent_
 
 	d->counts.graph_kernels++;
 	if (!n) {
-		uint64_t g = hash_pair((uint64_t)pid, k->graph_id);
+		uint64_t g = hash_u64((uint64_t)(uint32_t)pid << 32 | k->graph_id);
 
 		d->counts.graph_kernels_before++;
 		if (!hash_get(&d->before, g) && hash_add(&d->before, g))

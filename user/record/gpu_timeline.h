@@ -21,8 +21,8 @@ struct gpu_timeline_counts {
 	uint64_t kernels, memcpys, memsets;
 	uint64_t launch_flows;   /* correlations seen on launching threads */
 	uint64_t cupti_dropped;  /* records CUPTI itself dropped */
-	/* CUDA graphs: nodes whose capture was seen (made inside a traced
-	 * call), replayed kernels, those joined to their capture, and those
+	/* CUDA graphs: nodes made while traced (and those past the map's
+	 * room), replayed kernels, those joined to their capture, and those
 	 * of graphs captured before ptbpf attached (and how many graphs). */
 	uint64_t graph_nodes, graph_nodes_not_kept;
 	uint64_t graph_kernels, graph_kernels_joined, graph_kernels_before, graphs_before;

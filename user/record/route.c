@@ -71,13 +71,16 @@ static bool route_unthreaded(struct route *r, const struct ptbpf_event *e, uint6
 	case EV_OPS_NO_RING:
 		join_ops_no_ring(r->join, e->pid, e->ts, e->arg[0], e->arg[1]);
 		return true;
-	/* The agent's records come from its own thread: no thread track. */
+	/* The agent's records come from its own thread (no thread track);
+	 * a graph node's from the job thread that made it, for the op there. */
 	case EV_AGENT_RECORD:
-		if (size >= sizeof(struct ptbpf_agent_event) && e->id == AGENT_REC_GRAPH_NODE)
+		if (size < sizeof(struct ptbpf_agent_event))
+			return false;
+		if (e->id == AGENT_REC_GRAPH_NODE)
 			join_graph_node(r->join, (const void *)e);
-		else if (size >= sizeof(struct ptbpf_agent_event))
+		else
 			gpu_timeline_record(d->timeline, (const void *)e);
-		return size >= sizeof(struct ptbpf_agent_event);
+		return true;
 	case EV_LONG_NAME_KERNEL:
 		if (size >= sizeof(struct ptbpf_long_name))
 			gpu_timeline_kernel_name(d->timeline, (const void *)e);
