@@ -165,3 +165,20 @@ def test_run_traces_a_command(tmp_path):
     t = pftrace.Trace(str(out))
     assert t.validate() == []
     assert t.op_counts()["aten::addmm"] >= 3 * 30
+    assert "ops from the agent's RecordFunction callbacks" in r.stderr, r.stderr
+
+
+def test_run_gets_the_agent_while_torch_imports(tmp_path):
+    """`ptbpf run` attaches during `import torch`, whose main thread spends
+    a second and more in the dynamic loader: the agent's injection tries
+    again until a thread is at a safe point, so ops come from the agent on
+    every run (1 in 5 runs fell back to uprobes when it tried once)."""
+    code = "import torch\nx = torch.randn(64, 64)\nfor _ in range(200): (x @ x).relu().sum()\n"
+    for i in range(10):
+        out = tmp_path / ("run%d.pftrace" % i)
+        r = subprocess.run([PTBPF, "run", "-o", str(out), "--", PYTHON, "-c", code],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert "ops from the agent's RecordFunction callbacks" in r.stderr, (i, r.stderr)
+        assert "cannot load the agent" not in r.stderr, (i, r.stderr)
+        out.unlink()

@@ -64,7 +64,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 }
 
 /* `ptbpf run -- CMD`: start CMD with the agent, and trace it as -p once it
- * has loaded torch or a CUDA/HIP library. */
+ * has loaded torch (agent_wait_for_libraries says what else will do). */
 static int start_command(struct options *opt, pid_t *child)
 {
 	char agent[PATH_MAX];

@@ -52,18 +52,30 @@ pid_t agent_run_command(char **argv, const char *agent)
 	return pid;
 }
 
-static bool maps_libraries(pid_t pid)
+/* A GPU library mapped with neither torch nor the agent: torch 2.x's import
+ * maps the CUDA runtime (and, through libraries it preloads, libcuda)
+ * before libtorch_cpu, so this alone is no reason to start yet. */
+static bool maps_gpu_library(pid_t pid)
 {
-	return target_maps(pid, "libtorch_cpu.so") || target_maps(pid, "libcuda.so") ||
-	       target_maps(pid, "libcudart.so") || target_maps(pid, "libamdhip64.so");
+	return target_maps(pid, "libcuda.so") || target_maps(pid, "libcudart.so") ||
+	       target_maps(pid, "libamdhip64.so");
 }
 
 int agent_wait_for_libraries(pid_t pid, int timeout_ms, int *status)
 {
+	int gpu_since = -1;
+
 	for (int waited = 0; waited < timeout_ms; waited += 20) {
 		if (waitpid(pid, status, WNOHANG) == pid)
 			return -ESRCH;
-		if (maps_libraries(pid))
+		/* torch, or CUDA initialized (cuInit loaded the agent): no
+		 * torch op or CUDA call has run before either. */
+		if (target_maps(pid, "libtorch_cpu.so") || target_maps(pid, "libptbpf-agent.so"))
+			return 0;
+		if (gpu_since < 0 && maps_gpu_library(pid))
+			gpu_since = waited;
+		/* A CUDA or HIP program without torch whose agent did not load */
+		if (gpu_since >= 0 && waited - gpu_since >= AGENT_WAIT_GPU_ONLY_MS)
 			return 0;
 		usleep(20000);
 	}

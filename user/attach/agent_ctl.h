@@ -23,8 +23,11 @@ int agent_library_path(char *buf, size_t len, bool to_inject);
 /* Starts argv with CUDA_INJECTION64_PATH naming the agent. The child's pid,
  * or -1 with a message printed. */
 pid_t agent_run_command(char **argv, const char *agent);
-/* Waits until pid maps libtorch_cpu.so or a CUDA/HIP library: 0; -ESRCH
- * if it exited first (its wait status in *status), -ETIMEDOUT. */
+/* Waits until pid maps libtorch_cpu.so or the agent (which cuInit loads),
+ * or has mapped a CUDA/HIP library for AGENT_WAIT_GPU_ONLY_MS without
+ * either (a GPU program without torch): 0; -ESRCH if it exited first (its
+ * wait status in *status), -ETIMEDOUT. */
+#define AGENT_WAIT_GPU_ONLY_MS 5000
 int agent_wait_for_libraries(pid_t pid, int timeout_ms, int *status);
 
 /* One process's agent, as ptbpf reaches it. */

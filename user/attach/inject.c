@@ -598,7 +598,7 @@ static int session_begin(struct inj_session *s, const char *path, const struct i
 	if (!*t) {
 		snprintf(s->err, s->errlen, "pid %d: no thread reached a safe point (all inside "
 			 "malloc or the dynamic loader, or on a small stack)", s->pid);
-		return -EAGAIN;
+		return -EBUSY;
 	}
 	return 0;
 }

@@ -19,7 +19,10 @@
  * Two errors say what became of the process: -ETIME, a thread did not stop
  * (or has not since an earlier call): nothing in the process was changed;
  * -ETIMEDOUT, the call was started and its end was not seen (it may still
- * run, and its effects are the process's from then on).
+ * run, and its effects are the process's from then on); -EBUSY, no thread
+ * was at a safe point (all in malloc or the dynamic loader, as during an
+ * import that loads libraries): nothing was changed, and a later try may
+ * find one.
  */
 #ifndef PTBPF_INJECT_H
 #define PTBPF_INJECT_H

@@ -97,6 +97,13 @@ static bool load_agent(struct session *s, const struct target *t, bool for_ops)
 		return false;
 	}
 	rc = inject_dlopen(t->pid, agent, &handle, err, sizeof(err));
+	/* ptbpf run attaches while the command imports torch, whose threads
+	 * can spend a second and more in the dynamic loader: it tries again
+	 * (every 100 ms, for 10 s), where -p's one try meets a job past it. */
+	for (int i = 0; rc == -EBUSY && s->opt.run_argv && i < 100 && !session_exiting; i++) {
+		usleep(100000);
+		rc = inject_dlopen(t->pid, agent, &handle, err, sizeof(err));
+	}
 	if (rc != -EIO && rc != -ETIMEDOUT) {
 		if (rc && rc != -ESRCH && !exited(t)) /* else the attach fails, and says so */
 			log_warn("pid %d: cannot load the agent: %s; %s\n", t->pid, err, instead);
