@@ -170,3 +170,29 @@ def test_graph_replayed_kernels_join_their_capture(tmp_path):
         assert k.name.startswith(name) or name.startswith("_Z"), (k, c)
         named += c.args["kernel"] == k.name
     assert named >= len(replayed) // 2, named
+
+
+def test_graph_replayed_kernels_name_the_op_that_captured_them(tmp_path):
+    """The same job with its ops (H200, 2026-12-02: `ptbpf run` of
+    compiled.py reduce-overhead, 3 steps, a warm Inductor cache): every
+    replayed kernel's captured_by is the op that encloses, on its thread,
+    the CUDA call of its capture_correlation (the oracle: the trace's own
+    nesting), and never that call itself."""
+    t = replay(os.path.join(DATA, "graph_ops.raw"), str(tmp_path / "graph.pftrace"))
+    assert t.validate() == []
+    replayed = [s for s in t.slices if s.category == "kernel" and "graph_id" in s.args]
+    assert len(replayed) == 413
+    calls = {s.args["correlation"]: s for s in t.slices
+             if s.category in ("cuda_runtime", "cuda_driver") and "correlation" in s.args}
+    ops = {}
+    for s in t.slices:
+        if s.category in ("cpu_op", "backward_function", "user_annotation"):
+            ops.setdefault(s.track, []).append(s)
+    for k in replayed:
+        call = calls[k.args["capture_correlation"]]
+        around = [o for o in ops.get(call.track, [])
+                  if o.ts <= call.ts and call.ts + call.dur <= o.ts + o.dur]
+        inner = max(around, key=lambda o: o.ts)
+        assert k.args.get("captured_by") == inner.name, (k, call, inner)
+    assert {k.args["captured_by"] for k in replayed} == {
+        "aten::mm", "aten::addmm", "CompiledFunction", "CompiledFunctionBackward"}

@@ -227,6 +227,12 @@ void rf_end(struct join *j, struct thread *t, const struct ptbpf_event *e)
 	join_end_frame(j, t, e, e->arg[1] & 1 ? CLOSE_UNWOUND : CLOSE_END);
 }
 
+/* A CUDA call the agent recorded (rf_api_begin): a slice, not an op. */
+static bool is_api_call(const struct frame *f)
+{
+	return f->kind == FR_USER && f->category && !strncmp(f->category, "cuda_", 5);
+}
+
 /*
  * A CUDA graph node: made inside a call on thread t (a launch into a
  * capturing stream), it was captured by the innermost op or region open
@@ -244,7 +250,7 @@ void join_graph_node(struct join *j, const struct ptbpf_agent_event *e)
 	for (int i = t && g.kind == GRAPH_NODE_CREATED ? t->depth - 1 : -1; i >= 0; i--) {
 		const struct frame *f = &t->stack[i];
 
-		if (f->kind < FR_GPU) {
+		if (f->kind < FR_GPU && !is_api_call(f)) {
 			op = join_frame_name(j, f);
 			seq = f->kind == FR_OP && f->seq != NO_SEQ ? f->seq : UINT64_MAX;
 			break;
