@@ -138,6 +138,10 @@ static void print_device(const struct session *s)
 			(unsigned long)d->graph_kernels_no_op, (unsigned long)d->graph_nodes,
 			d->graph_nodes_not_kept ? ", some past the map's room" : "",
 			(unsigned long)d->graph_kernels_before, (unsigned long)d->graphs_before);
+	if (d->overlapping_not_laned)
+		log_warn("%lu GPU activities overlap others on every lane of their stream's track "
+			 "(written there anyway: the UI may nest them wrongly)\n",
+			 (unsigned long)d->overlapping_not_laned);
 }
 
 /* CUDA graphs' replayed kernels, and those whose capture ptbpf did not see. */

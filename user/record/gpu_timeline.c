@@ -16,6 +16,8 @@
 #include "ptbpf_agent.h"
 
 #define MAX_STREAM_TRACKS 4096
+#define MAX_LANES 8    /* tracks per stream for activities that overlap */
+#define LANE_RECENT 16 /* activities a track remembers, to tell an overlap */
 #define MAX_GRAPH_NODES (1u << 22) /* a capture map's nodes (320 MB of slots when full) */
 #define MAX_GRAPHS_BEFORE 65536     /* graphs captured before the attach, counted */
 
@@ -23,7 +25,10 @@
 struct stream_track {
 	int pid;
 	uint32_t device, stream;
+	uint32_t lane;    /* 0: the stream's own track; else one beside it */
 	uint64_t track;
+	uint64_t recent[LANE_RECENT][2]; /* the latest activities on it: start, end */
+	uint32_t nrecent;
 	uint32_t context; /* the CUDA context last written on it */
 	bool has_context;
 };
@@ -134,9 +139,10 @@ void gpu_timeline_kernel_name(struct gpu_timeline *d, const struct ptbpf_long_na
 			    demangle_intern(d->strings, raw));
 }
 
-/* "GPU 0 / stream 7" under a "GPU 0" track under the process. */
+/* "GPU 0 / stream 7" under a "GPU 0" track under the process; lane n > 0:
+ * "GPU 0 / stream 7 (overlapping n)" beside it. */
 static struct stream_track *stream_track(struct gpu_timeline *d, int pid, uint32_t dev,
-					 uint32_t stream)
+					 uint32_t stream, uint32_t lane)
 {
 	uint64_t gpu_track = 0;
 	char name[64];
@@ -145,27 +151,68 @@ static struct stream_track *stream_track(struct gpu_timeline *d, int pid, uint32
 	for (i = 0; i < d->ntracks; i++) {
 		struct stream_track *t = &d->tracks[i];
 
-		if (t->pid == pid && t->device == dev && t->stream == stream)
+		if (t->pid == pid && t->device == dev && t->stream == stream && t->lane == lane)
 			return t;
 	}
 	if (d->ntracks == MAX_STREAM_TRACKS)
 		return NULL;
 	/* One "GPU n" parent per (pid, device): stream 0xffffffff stands for it. */
 	if (stream != UINT32_MAX) {
-		struct stream_track *g = stream_track(d, pid, dev, UINT32_MAX);
+		struct stream_track *g = stream_track(d, pid, dev, UINT32_MAX, 0);
 
 		if (!g)
 			return NULL;
 		gpu_track = g->track;
-		snprintf(name, sizeof(name), "GPU %u / stream %u", dev, stream);
+		snprintf(name, sizeof(name), lane ? "GPU %u / stream %u (overlapping %u)" :
+			 "GPU %u / stream %u", dev, stream, lane);
 	} else {
 		gpu_track = d->process_track(d->ctx, pid);
 		snprintf(name, sizeof(name), "GPU %u", dev);
 	}
 	i = d->ntracks++;
 	d->tracks[i] = (struct stream_track){ .pid = pid, .device = dev, .stream = stream,
+					      .lane = lane,
 					      .track = pf_track_child(d->w, gpu_track, name) };
 	return &d->tracks[i];
+}
+
+/* Whether start..end overlaps an activity t remembers (CUPTI's buffers
+ * come out of time order: the latest end alone would not tell). */
+static bool overlaps(const struct stream_track *t, uint64_t start, uint64_t end)
+{
+	uint32_t n = t->nrecent < LANE_RECENT ? t->nrecent : LANE_RECENT;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (start < t->recent[i][1] && t->recent[i][0] < end)
+			return true;
+	return false;
+}
+
+/* The track an activity from start to end goes on: its stream's, unless
+ * it overlaps an activity there. A CUDA graph's parallel branches run at
+ * once while CUPTI names one stream for all of them (a replayed backward's
+ * weight and bias gradients, on the H200): those go on lanes beside the
+ * stream's track, the first one free, so that no slice on a track
+ * overlaps another. */
+static struct stream_track *activity_track(struct gpu_timeline *d, int pid, uint32_t dev,
+					   uint32_t stream, uint64_t start, uint64_t end)
+{
+	struct stream_track *t = NULL;
+	bool busy = true;
+	uint64_t *r;
+
+	for (uint32_t lane = 0; lane < MAX_LANES && busy; lane++) {
+		t = stream_track(d, pid, dev, stream, lane);
+		busy = t && overlaps(t, start, end);
+	}
+	if (!t)
+		return NULL;
+	if (busy) /* every lane: the last one, counted */
+		d->counts.overlapping_not_laned++;
+	r = t->recent[t->nrecent++ % LANE_RECENT];
+	r[0] = start;
+	r[1] = end > start ? end : start;
+	return t;
 }
 
 /* A GPU activity on its stream's track, at the end of its launch's flow.
@@ -180,7 +227,7 @@ static void device_slice(struct gpu_timeline *d, int pid, uint32_t dev, uint32_t
 			 uint64_t start, uint64_t end, const char *name, const char *cat,
 			 uint32_t corr, uint32_t context, const struct pf_arg *args, int nargs)
 {
-	struct stream_track *t = stream_track(d, pid, dev, stream);
+	struct stream_track *t = activity_track(d, pid, dev, stream, start, end);
 	uint64_t flow = corr ? corr_flow(pid, corr) : 0;
 	struct pf_arg all[DEVICE_MAX_ARGS];
 

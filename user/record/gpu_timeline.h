@@ -27,6 +27,7 @@ struct gpu_timeline_counts {
 	uint64_t graph_nodes, graph_nodes_not_kept;
 	uint64_t graph_kernels, graph_kernels_joined, graph_kernels_before, graphs_before;
 	uint64_t graph_kernels_no_op; /* joined, but captured outside any op */
+	uint64_t overlapping_not_laned; /* overlapping others on every lane of their stream */
 };
 
 struct gpu_timeline *gpu_timeline_new(struct pf_writer *w, gpu_process_track_fn fn, void *ctx);
