@@ -234,8 +234,8 @@ PREFIXES = {
     "": {"main", "cli", "argp"},  # argp_: the names argp looks up
     "attach": {"agent", "exec", "func", "gpu", "inject", "insn", "leaving", "link", "op",
                "probes", "ptbpf", "sample", "sched", "target", "tramp"},
-    "record": {"gpu", "join", "mem", "natsym", "offcpu", "ops", "pystack", "raw", "reorder",
-               "rf", "route", "rpc", "sample", "sched", "shapes"},
+    "record": {"gpu", "inductor", "join", "mem", "natsym", "offcpu", "ops", "pystack", "raw",
+               "reorder", "rf", "route", "rpc", "sample", "sched", "shapes"},
     "offline": {"cuda", "device", "distributed", "export", "gap", "int", "json", "merge",
                 "put"},
     # rd_: the trace as the report reads it (report_data.c and its helpers),

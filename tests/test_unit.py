@@ -169,3 +169,36 @@ print("\n".join(out))
     cases.write_text(subprocess.run(["/usr/bin/python3", "-c", gen], check=True,
                                     capture_output=True, text=True).stdout)
     run_unit("test_rpc_names", str(cases))
+
+
+def test_inductor_sources_of_triton_kernels(tmp_path):
+    """Triton kernels' ATen ops and source nodes (user/record/inductor.c),
+    read from an Inductor cache as a job's environment names it: torch
+    2.11's output code from the H200 (tests/data/inductor), a module
+    written after the first read, a name two modules define, a file of
+    another user (not read), a kernel's source (no output code)."""
+    cache = tmp_path / "cache"
+    data = os.path.join(ROOT, "tests", "data", "inductor")
+    for sub, src in (("aa", "forward.py"), ("bb", "backward.py")):
+        (cache / sub).mkdir(parents=True)
+        with open(os.path.join(data, src)) as f:
+            (cache / sub / src).write_text(f.read())
+    made = {"cc/old.py": "# Topologically Sorted Source Nodes: [a], Original ATen: [aten.add]\n"
+                         "triton_a_0 = async_compile.triton('triton_a_0', '''\n"
+                         "# Topologically Sorted Source Nodes: [b], Original ATen: [aten.mul]\n"
+                         "triton_b_1 = async_compile.triton('triton_b_1', '''\n",
+            "dd/new.py": "# Topologically Sorted Source Nodes: [b], Original ATen: [aten.sub]\n"
+                         "triton_b_1 = async_compile.triton('triton_b_1', '''\n",
+            "ee/other.py": "# Topologically Sorted Source Nodes: [c], Original ATen: [aten.div]\n"
+                           "triton_c_2 = async_compile.triton('triton_c_2', '''\n",
+            "ff/kernel.py": "@triton.jit\ndef triton_poi_fused_gelu_1(in_ptr0, xnumel):\n"}
+    for name, text in made.items():
+        (cache / name).parent.mkdir(exist_ok=True)
+        (cache / name).write_text(text)
+    os.utime(cache / "cc/old.py", (1e9, 1e9))
+    os.chown(cache / "ee/other.py", 12345, 12345)
+    (cache / "gg").mkdir()
+    exe = require(os.path.join(BUILD, "test_inductor"))
+    r = subprocess.run([exe, str(cache)], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache)))
+    assert r.returncode == 0 and r.stdout.strip().endswith(" 0 failed"), r.stdout + r.stderr

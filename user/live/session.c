@@ -32,6 +32,7 @@
 #include "attach/sched_probes.h"
 #include "offline/gap_track.h"
 #include "record/gpu_timeline.h"
+#include "record/inductor.h"
 #include "record/route.h"
 #include "record/ops_ring.h"
 #include "record/raw.h"
@@ -373,6 +374,8 @@ int session_setup_trace(struct session *s)
 	s->dec = route_decoders(s->route);
 	if (s->opt.raw_output[0] && !(s->raw = raw_open(s->opt.raw_output, s->opt.force)))
 		return -1;
+	if (s->raw) /* what the job's files said, for replay */
+		inductor_on_found(gpu_timeline_inductor(s->dec->timeline), raw_inductor, s->raw);
 	s->lost_track = pf_track_counter(s->w, 0, "ptbpf lost events", PF_UNIT_COUNT);
 	pf_counter(s->w, s->lost_track, clock_mono_ns(), 0);
 	mark_trigger(s);

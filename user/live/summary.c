@@ -19,6 +19,7 @@
 #include "attach/gpu_probes.h"
 #include "record/gpu_calls.h"
 #include "record/gpu_timeline.h"
+#include "record/inductor.h"
 #include "record/route.h"
 #include "record/memtrack.h"
 #include "record/ops_ring.h"
@@ -118,6 +119,24 @@ static void print_bpf_cost(const struct session *s)
 		 secs > 0 ? ns / 1e7 / secs : 0.0, secs);
 }
 
+/* Triton kernels' sources, from Inductor's output code (record/inductor.h). */
+static void print_triton(const struct session *s)
+{
+	const struct inductor_counts *c =
+		inductor_counts(gpu_timeline_inductor(s->dec->timeline));
+
+	if (!c->names)
+		return;
+	log_msg("Triton kernels: %lu of %lu names with the ATen ops they fuse (aten_ops, "
+		"source_nodes), from %lu modules of Inductor's output code%s\n",
+		(unsigned long)c->found, (unsigned long)c->names, (unsigned long)c->modules,
+		c->found < c->names ? "; the others are no Inductor kernel of the job's cache "
+		"(TORCHINDUCTOR_CACHE_DIR, else /tmp/torchinductor_USER)" : "");
+	if (c->modules_skipped)
+		log_warn("%lu files of Inductor's cache not read: another user's, over 16 MB, "
+			 "or past 16384 modules or 256 MB\n", (unsigned long)c->modules_skipped);
+}
+
 static void print_device(const struct session *s)
 {
 	const struct gpu_timeline_counts *d = gpu_timeline_counts(s->dec->timeline);
@@ -138,6 +157,7 @@ static void print_device(const struct session *s)
 			(unsigned long)d->graph_kernels_no_op, (unsigned long)d->graph_nodes,
 			d->graph_nodes_not_kept ? ", some past the map's room" : "",
 			(unsigned long)d->graph_kernels_before, (unsigned long)d->graphs_before);
+	print_triton(s);
 	if (d->overlapping_not_laned)
 		log_warn("%lu GPU activities overlap others on every lane of their stream's track "
 			 "(written there anyway: the UI may nest them wrongly)\n",

@@ -13,6 +13,7 @@
 #include "lib/log.h"
 #include "lib/text.h"
 #include "lib/names.h"
+#include "record/inductor.h"
 #include "ptbpf_agent.h"
 
 #define MAX_STREAM_TRACKS 4096
@@ -51,6 +52,7 @@ struct gpu_timeline {
 	void *ctx;
 	struct str_set *strings;
 	struct str_map *names; /* (pid, CUPTI name pointer) -> demangled name */
+	struct inductor *inductor; /* Triton kernels' sources */
 	struct stream_track *tracks;
 	int ntracks;
 	struct gpu_timeline_counts counts;
@@ -85,7 +87,8 @@ struct gpu_timeline *gpu_timeline_new(struct pf_writer *w, gpu_process_track_fn 
 	d->tracks = calloc(MAX_STREAM_TRACKS, sizeof(*d->tracks));
 	hash_init(&d->nodes, MAX_GRAPH_NODES, sizeof(struct graph_node));
 	hash_init(&d->before, MAX_GRAPHS_BEFORE, 0);
-	if (!d->strings || !d->names || !d->tracks) {
+	d->inductor = inductor_new();
+	if (!d->strings || !d->names || !d->tracks || !d->inductor) {
 		gpu_timeline_free(d);
 		return NULL;
 	}
@@ -98,6 +101,7 @@ void gpu_timeline_free(struct gpu_timeline *d)
 		return;
 	str_set_free(d->strings);
 	str_map_free(d->names);
+	inductor_free(d->inductor);
 	free(d->tracks);
 	hash_free(&d->nodes);
 	hash_free(&d->before);
@@ -134,9 +138,15 @@ void gpu_timeline_kernel_name(struct gpu_timeline *d, const struct ptbpf_long_na
 
 	memcpy(raw, n->name, PTBPF_LONG_NAME_LEN);
 	raw[PTBPF_LONG_NAME_LEN] = 0;
-	if (raw[0])
-		str_map_put(d->names, hash_pair(n->ev.pid, n->ev.key),
-			    demangle_intern(d->strings, raw));
+	if (!raw[0])
+		return;
+	str_map_put(d->names, hash_pair(n->ev.pid, n->ev.key), demangle_intern(d->strings, raw));
+	inductor_name(d->inductor, (int)n->ev.pid, raw);
+}
+
+struct inductor *gpu_timeline_inductor(const struct gpu_timeline *d)
+{
+	return d->inductor;
 }
 
 /* "GPU 0 / stream 7" under a "GPU 0" track under the process; lane n > 0:
@@ -221,7 +231,7 @@ static struct stream_track *activity_track(struct gpu_timeline *d, int pid, uint
  * flow's start, has it. Its CUDA context is written on the stream's first
  * activity and again only where it changes (a stream belongs to one
  * context): readers carry it along the track. */
-#define DEVICE_MAX_ARGS 12
+#define DEVICE_MAX_ARGS 16
 
 static void device_slice(struct gpu_timeline *d, int pid, uint32_t dev, uint32_t stream,
 			 uint64_t start, uint64_t end, const char *name, const char *cat,
@@ -361,6 +371,26 @@ static int graph_args(struct gpu_timeline *d, int pid, const struct ptbpf_agent_
 	return nargs;
 }
 
+/* A Triton kernel of torch.compile: the ATen ops and model nodes it fuses,
+ * and the module Inductor wrote it in (inductor.h). */
+static int triton_args(struct gpu_timeline *d, int pid, const char *name, struct pf_arg *args)
+{
+	const struct inductor_kernel *k = name ? inductor_get(d->inductor, pid, name) : NULL;
+	int nargs = 0;
+
+	if (!k)
+		return 0;
+	if (k->aten)
+		args[nargs++] = (struct pf_arg){ .name = "aten_ops", .type = PF_ARG_STR, .s = k->aten };
+	if (k->nodes)
+		args[nargs++] = (struct pf_arg){ .name = "source_nodes", .type = PF_ARG_STR,
+						 .s = k->nodes };
+	if (k->module)
+		args[nargs++] = (struct pf_arg){ .name = "inductor_module", .type = PF_ARG_STR,
+						 .s = k->module };
+	return nargs;
+}
+
 /* A kernel: its launch geometry, registers, shared memory (static plus
  * dynamic, as Kineto gives it; the dynamic part only where there is one),
  * and its graph where it ran in one, with the op that captured it. */
@@ -387,6 +417,7 @@ static void kernel_record(struct gpu_timeline *d, int pid, const struct ptbpf_ag
 						 .u = k->graph_node_id };
 		nargs += graph_args(d, pid, k, args + nargs);
 	}
+	nargs += triton_args(d, pid, name, args + nargs);
 	snprintf(grid, sizeof(grid), "%d,%d,%d", k->grid_x, k->grid_y, k->grid_z);
 	snprintf(block, sizeof(block), "%d,%d,%d", k->block_x, k->block_y, k->block_z);
 	d->counts.kernels++;

@@ -44,6 +44,8 @@ void gpu_timeline_record(struct gpu_timeline *d, const struct ptbpf_agent_event 
 void gpu_timeline_graph_node(struct gpu_timeline *d, int pid,
 			     const struct ptbpf_agent_graph_node *g, const char *op, uint64_t seq);
 void gpu_timeline_kernel_name(struct gpu_timeline *d, const struct ptbpf_long_name *n);
+/* Its Triton kernels' sources (record/inductor.h): raw captures keep them. */
+struct inductor *gpu_timeline_inductor(const struct gpu_timeline *d);
 /* An agent's status: a struct ptbpf_long_name, or a named event (older
  * raw captures); size tells. */
 void gpu_timeline_status(struct gpu_timeline *d, const struct ptbpf_named_event *e, size_t size);

@@ -12,6 +12,7 @@
 #include "lib/log.h"
 #include "lib/files.h"
 #include "record/gpu_timeline.h"
+#include "record/inductor.h"
 #include "record/route.h"
 #include "record/samples.h"
 #include "trace/perfetto.h"
@@ -86,6 +87,41 @@ void raw_record(struct raw_writer *r, const void *data, uint64_t size)
 		item(r, 'R', data, (uint32_t)size, NULL, 0);
 }
 
+void raw_inductor(void *ctx, int pid, const char *name, const struct inductor_kernel *k)
+{
+	char buf[16384];
+	int32_t p = pid;
+	int n = snprintf(buf, sizeof(buf), "%s%c%s%c%s%c%s", name, 0, k->aten ? k->aten : "", 0,
+			 k->nodes ? k->nodes : "", 0, k->module ? k->module : "");
+
+	if (n > 0 && (size_t)n < sizeof(buf))
+		item(ctx, 'I', &p, sizeof(p), buf, (uint32_t)n + 1);
+}
+
+/* Replay: an 'I' item into the timeline's Triton sources. */
+static int add_inductor(struct route *r, const char *payload, uint32_t len)
+{
+	const char *f[4], *end = payload + len;
+	struct inductor_kernel k;
+	int32_t pid;
+
+	if (len < 4 + 4 || payload[len - 1])
+		return -EINVAL;
+	memcpy(&pid, payload, 4);
+	f[0] = payload + 4;
+	for (int i = 1; i < 4; i++) {
+		const char *z = memchr(f[i - 1], 0, end - f[i - 1]);
+
+		if (!z || z + 1 >= end)
+			return -EINVAL;
+		f[i] = z + 1;
+	}
+	k = (struct inductor_kernel){ .aten = *f[1] ? f[1] : NULL, .nodes = *f[2] ? f[2] : NULL,
+				      .module = *f[3] ? f[3] : NULL };
+	inductor_add(gpu_timeline_inductor(route_decoders(r)->timeline), pid, f[0], &k);
+	return 0;
+}
+
 int raw_close(struct raw_writer *r, bool keep)
 {
 	int rc = 0;
@@ -139,7 +175,7 @@ static int replay_items(FILE *in, struct route *r, struct op_table *ops, struct 
 			e->cut = true;
 			break;
 		}
-		if (len > MAX_ITEM || (tag != 'O' && tag != 'P' && tag != 'R')) {
+		if (len > MAX_ITEM || !strchr("OPRI", tag) || !tag) {
 			e->damaged = true;
 			break;
 		}
@@ -170,6 +206,11 @@ static int replay_items(FILE *in, struct route *r, struct op_table *ops, struct 
 			memcpy(t.cmdline, p.cmdline, sizeof(t.cmdline));
 			t.comm[sizeof(t.comm) - 1] = t.cmdline[sizeof(t.cmdline) - 1] = 0;
 			join_add_process(route_join(r), &t);
+		} else if (tag == 'I') {
+			if (add_inductor(r, (char *)buf, len)) {
+				e->damaged = true;
+				break;
+			}
 		} else {
 			route_event(r, buf, len);
 		}
@@ -225,8 +266,10 @@ int raw_replay(const char *raw_path, const char *out_path, bool force,
 		goto done;
 	w = pf_writer_open(out.fd);
 	r = w ? route_new(w, &ops, false) : NULL;
-	if (r)
+	if (r) {
 		sample_view_replay(route_decoders(r)->samples);
+		inductor_replay(gpu_timeline_inductor(route_decoders(r)->timeline));
+	}
 	if (!w || !r) {
 		outfile_cannot_write("replay", out.tmp, errno);
 		goto done;

@@ -8,6 +8,9 @@
  *   'O' u32 op index, name NUL, overload NUL
  *   'P' struct raw_process
  *   'R' one ring record, as BPF wrote it
+ *   'I' a Triton kernel's sources (record/inductor.h): i32 pid, then its
+ *       name, ATen ops, source nodes and module, each NUL-terminated
+ *       (empty: none), after the ring record that named the kernel
  */
 #ifndef PTBPF_RAW_H
 #define PTBPF_RAW_H
@@ -15,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct inductor_kernel;
 struct op_table;
 struct target;
 
@@ -33,6 +37,8 @@ struct raw_writer *raw_open(const char *path, bool force);
 void raw_ops(struct raw_writer *r, const struct op_table *ops);
 void raw_process(struct raw_writer *r, const struct target *t);
 void raw_record(struct raw_writer *r, const void *data, uint64_t size);
+/* An inductor_found_fn: ctx is the raw_writer. */
+void raw_inductor(void *ctx, int pid, const char *name, const struct inductor_kernel *k);
 /* Completes the capture (keep) or removes it; 0, or -1 with the failure
  * printed (the capture then stays as PATH.partial). */
 int raw_close(struct raw_writer *r, bool keep);

@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* Triton kernels -> what they fuse, from Inductor's output code. See inductor.h. */
+#define _GNU_SOURCE
+#include "record/inductor.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/clock.h"
+#include "lib/hash.h"
+#include "lib/names.h"
+
+#define MAX_PIDS 64                /* processes whose cache is read */
+#define MAX_MODULES 16384          /* output code modules kept, all processes */
+#define MAX_CANDS (1u << 20)       /* (module, kernel) pairs kept */
+#define MAX_MODULE_BYTES (16u << 20)
+#define MAX_FILES_SEEN 65536       /* files looked at, per process */
+#define MAX_BYTES_READ (256ull << 20) /* read, per process */
+#define RESCAN_NS 1000000000ull
+
+struct module {
+	const char *path; /* as the job names it */
+	int pid;
+	int64_t mtime;
+	uint32_t uses;    /* kernels of pid taken from it */
+};
+
+struct cand {
+	int pid;
+	uint32_t module;
+	const char *name;
+	struct inductor_kernel k;
+};
+
+struct found {
+	int pid;
+	bool miss; /* looked for, not found */
+	const char *name;
+	struct inductor_kernel k;
+};
+
+struct pid_cache {
+	int pid;
+	uid_t uid;             /* the job's: files of another user are not read */
+	char dir[PATH_MAX];    /* as the job names it; "" when it has none */
+	char reach[PATH_MAX];  /* through /proc/PID/root (or cwd) */
+	uint64_t scanned_at;
+	uint64_t bytes;        /* read so far */
+	struct u64_set *seen;  /* files looked at: (path, mtime, size) */
+};
+
+struct inductor {
+	bool read_files;
+	struct str_set *strings;
+	struct module *modules;
+	uint32_t nmodules;
+	struct cand *cands;
+	uint32_t ncands, cap;
+	struct hash_table found; /* hashed (pid, interned name) -> struct found */
+	struct pid_cache pids[MAX_PIDS];
+	int npids, evict;
+	struct inductor_counts counts;
+	inductor_found_fn *fn;
+	void *ctx;
+};
+
+struct inductor *inductor_new(void)
+{
+	struct inductor *ix = calloc(1, sizeof(*ix));
+
+	if (!ix)
+		return NULL;
+	ix->read_files = true;
+	ix->strings = str_set_new(1 << 20);
+	ix->modules = calloc(MAX_MODULES, sizeof(*ix->modules));
+	hash_init(&ix->found, 1 << 20, sizeof(struct found));
+	if (!ix->strings || !ix->modules) {
+		inductor_free(ix);
+		return NULL;
+	}
+	return ix;
+}
+
+void inductor_free(struct inductor *ix)
+{
+	if (!ix)
+		return;
+	for (int i = 0; i < ix->npids; i++)
+		u64_set_free(ix->pids[i].seen);
+	hash_free(&ix->found);
+	free(ix->cands);
+	free(ix->modules);
+	str_set_free(ix->strings);
+	free(ix);
+}
+
+void inductor_replay(struct inductor *ix)
+{
+	ix->read_files = false;
+}
+
+void inductor_on_found(struct inductor *ix, inductor_found_fn *fn, void *ctx)
+{
+	ix->fn = fn;
+	ix->ctx = ctx;
+}
+
+const struct inductor_counts *inductor_counts(const struct inductor *ix)
+{
+	return &ix->counts;
+}
+
+/* ---- the job's cache directory ---- */
+
+/* NAME=value from pid's environment (as it started), or NULL. */
+static const char *env_of(const char *env, size_t len, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < len; i += strlen(env + i) + 1)
+		if (!strncmp(env + i, name, n) && env[i + n] == '=')
+			return env + i + n + 1;
+	return NULL;
+}
+
+/* The user name of uid in the job's own /etc/passwd (getpass.getuser's
+ * last resort), into buf; false if none. */
+static bool user_name(int pid, uid_t uid, char *buf, size_t len)
+{
+	char path[64], line[1024];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/root/etc/passwd", pid);
+	if (!(f = fopen(path, "re")))
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *name = strtok(line, ":"), *pw = strtok(NULL, ":"), *id = strtok(NULL, ":");
+
+		(void)pw;
+		if (name && id && strtoul(id, NULL, 10) == uid) {
+			snprintf(buf, len, "%s", name);
+			found = true;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* Where pid's Inductor writes (torch._inductor.runtime.cache_dir_utils):
+ * TORCHINDUCTOR_CACHE_DIR, else tempfile.gettempdir()/torchinductor_USER
+ * with USER as getpass.getuser() finds it. */
+static void find_dir(struct pid_cache *c)
+{
+	char path[64], user[256] = "", *env = NULL;
+	const char *dir, *tmp, *u = NULL;
+	size_t len = 0;
+	struct stat st;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d", c->pid);
+	if (stat(path, &st))
+		return;
+	c->uid = st.st_uid;
+	snprintf(path, sizeof(path), "/proc/%d/environ", c->pid);
+	if ((f = fopen(path, "re"))) { /* NUL-separated; at most 1 MB read */
+		env = malloc(1 << 20);
+		len = env ? fread(env, 1, (1 << 20) - 1, f) : 0;
+		if (env)
+			env[len] = 0;
+		fclose(f);
+	}
+	dir = env ? env_of(env, len, "TORCHINDUCTOR_CACHE_DIR") : NULL;
+	if (dir && *dir) {
+		snprintf(c->dir, sizeof(c->dir), "%s", dir);
+	} else {
+		static const char *const users[] = { "LOGNAME", "USER", "LNAME", "USERNAME" };
+
+		for (size_t i = 0; env && !u && i < sizeof(users) / sizeof(users[0]); i++)
+			if ((u = env_of(env, len, users[i])) && !*u)
+				u = NULL;
+		if (!u && user_name(c->pid, c->uid, user, sizeof(user)))
+			u = user;
+		tmp = env ? env_of(env, len, "TMPDIR") : NULL;
+		if (u)
+			snprintf(c->dir, sizeof(c->dir), "%s/torchinductor_%s",
+				 tmp && *tmp == '/' ? tmp : "/tmp", u);
+	}
+	free(env);
+	if (c->dir[0])
+		snprintf(c->reach, sizeof(c->reach), "/proc/%d/%s/%s", c->pid,
+			 c->dir[0] == '/' ? "root" : "cwd", c->dir);
+}
+
+/* ---- reading output code ---- */
+
+/* "[aten.addmm, aten.add]" (from just after '[') as "aten::addmm, aten::add". */
+static const char *aten_list(struct inductor *ix, const char *s, const char *end)
+{
+	char out[4096];
+	size_t o = 0;
+	bool dotted = false;
+
+	for (; s < end && *s != ']' && o + 3 < sizeof(out); s++) {
+		if (*s == '.' && !dotted) {
+			out[o++] = ':';
+			out[o++] = ':';
+			dotted = true;
+			continue;
+		}
+		if (*s == ',')
+			dotted = false;
+		out[o++] = *s;
+	}
+	return o ? str_set_add_n(ix->strings, out, o) : NULL;
+}
+
+/* "[linear_7, input_4]" (from just after '[') as "linear_7, input_4". */
+static const char *node_list(struct inductor *ix, const char *s, const char *end)
+{
+	const char *e = memchr(s, ']', end - s);
+
+	return e && e > s ? str_set_add_n(ix->strings, s, e - s) : NULL;
+}
+
+static void add_cand(struct inductor *ix, int pid, uint32_t module, const char *name,
+		     size_t len, const struct inductor_kernel *k)
+{
+	if (ix->ncands == ix->cap) {
+		uint32_t cap = ix->cap ? ix->cap * 2 : 1024;
+		struct cand *c = cap <= MAX_CANDS ? realloc(ix->cands, cap * sizeof(*c)) : NULL;
+
+		if (!c)
+			return;
+		ix->cands = c;
+		ix->cap = cap;
+	}
+	ix->cands[ix->ncands++] = (struct cand){ .pid = pid, .module = module,
+						  .name = str_set_add_n(ix->strings, name, len),
+						  .k = *k };
+}
+
+/* One module's kernels: each `NAME = async_compile.triton('NAME', ...`
+ * line at the left margin, with the comment above it that names what it
+ * fuses (the last one since the previous kernel). */
+static void parse_module(struct inductor *ix, int pid, uint32_t module, const char *text,
+			 size_t len)
+{
+	static const char nodes_tag[] = "# Topologically Sorted Source Nodes: [",
+			  aten_tag[] = "Original ATen: [", def[] = " = async_compile.triton('";
+	const char *end = text + len, *line = text;
+	struct inductor_kernel k = { .module = ix->modules[module].path };
+
+	while (line < end) {
+		const char *eol = memchr(line, '\n', end - line), *a, *d;
+
+		eol = eol ? eol : end;
+		if (!strncmp(line, nodes_tag, sizeof(nodes_tag) - 1)) {
+			k.nodes = node_list(ix, line + sizeof(nodes_tag) - 1, eol);
+			a = memmem(line, eol - line, aten_tag, sizeof(aten_tag) - 1);
+			k.aten = a ? aten_list(ix, a + sizeof(aten_tag) - 1, eol) : NULL;
+		} else if (line[0] != '#' && line[0] != ' ' &&
+			   (d = memmem(line, eol - line, def, sizeof(def) - 1))) {
+			const char *name = d + sizeof(def) - 1, *q = memchr(name, '\'', eol - name);
+
+			/* the variable and the kernel are one name */
+			if (q && (size_t)(q - name) == (size_t)(d - line) &&
+			    !memcmp(name, line, q - name) && (k.aten || k.nodes))
+				add_cand(ix, pid, module, name, q - name, &k);
+			k.aten = k.nodes = NULL;
+		}
+		line = eol + 1;
+	}
+}
+
+/* Reads one file if it is new, the job's user's, and output code. */
+static void read_module(struct inductor *ix, struct pid_cache *c, const char *reach,
+			const char *path)
+{
+	int fd = open(reach, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	char *text;
+	ssize_t n;
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    !u64_set_add(c->seen, hash_pair(hash_pair(st.st_dev, st.st_ino),
+					     (uint64_t)st.st_mtime ^ (uint64_t)st.st_size << 32))) {
+		close(fd);
+		return;
+	}
+	if (st.st_uid != c->uid || st.st_size > MAX_MODULE_BYTES ||
+	    c->bytes + (uint64_t)st.st_size > MAX_BYTES_READ || ix->nmodules == MAX_MODULES) {
+		ix->counts.modules_skipped++;
+		close(fd);
+		return;
+	}
+	text = malloc(st.st_size + 1);
+	n = text ? read(fd, text, st.st_size) : -1;
+	close(fd);
+	c->bytes += n > 0 ? (uint64_t)n : 0;
+	if (n > 0 && memmem(text, n, "async_compile.triton(", 21)) {
+		ix->modules[ix->nmodules] = (struct module){
+			.path = str_set_intern(ix->strings, path), .pid = c->pid,
+			.mtime = st.st_mtime };
+		parse_module(ix, c->pid, ix->nmodules++, text, n);
+		ix->counts.modules++;
+	}
+	free(text);
+}
+
+/* Every *.py in the cache's two-letter directories not read before. */
+static void scan(struct inductor *ix, struct pid_cache *c)
+{
+	DIR *top = c->reach[0] ? opendir(c->reach) : NULL;
+	struct dirent *e;
+
+	c->scanned_at = clock_mono_ns();
+	if (!top)
+		return;
+	ix->counts.scans++;
+	while ((e = readdir(top))) {
+		char sub[PATH_MAX + 8];
+		struct dirent *f;
+		DIR *d;
+
+		if (strlen(e->d_name) != 2 || e->d_name[0] == '.')
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", c->reach, e->d_name);
+		if (!(d = opendir(sub)))
+			continue;
+		while ((f = readdir(d))) {
+			size_t n = strlen(f->d_name);
+			char reach[PATH_MAX * 2], path[PATH_MAX * 2];
+
+			if (n < 4 || strcmp(f->d_name + n - 3, ".py"))
+				continue;
+			snprintf(reach, sizeof(reach), "%s/%s", sub, f->d_name);
+			snprintf(path, sizeof(path), "%s/%s/%s", c->dir, e->d_name, f->d_name);
+			read_module(ix, c, reach, path);
+		}
+		closedir(d);
+	}
+	closedir(top);
+}
+
+static struct pid_cache *cache_of(struct inductor *ix, int pid)
+{
+	struct pid_cache *c;
+
+	for (int i = 0; i < ix->npids; i++)
+		if (ix->pids[i].pid == pid)
+			return &ix->pids[i];
+	/* past MAX_PIDS, the earliest make room (processes of the past) */
+	c = &ix->pids[ix->npids < MAX_PIDS ? ix->npids++ : ix->evict++ % MAX_PIDS];
+	u64_set_free(c->seen);
+	memset(c, 0, sizeof(*c));
+	c->pid = pid;
+	c->seen = u64_set_new(MAX_FILES_SEEN);
+	find_dir(c);
+	return c;
+}
+
+/* ---- lookups ---- */
+
+struct found_key {
+	int pid;
+	const char *name;
+};
+
+static bool found_eq(const void *val, const void *key)
+{
+	const struct found *f = val;
+	const struct found_key *k = key;
+
+	return f->pid == k->pid && f->name == k->name;
+}
+
+static uint64_t found_hash(int pid, const char *name)
+{
+	return hash_pair((uint64_t)pid, (uint64_t)(uintptr_t)name);
+}
+
+static struct found *found_of(struct inductor *ix, int pid, const char *name)
+{
+	struct found_key key = { pid, name };
+
+	return hash_get_eq(&ix->found, found_hash(pid, name), found_eq, &key);
+}
+
+/* k NULL: looked for, and not found. */
+static void keep(struct inductor *ix, int pid, const char *name, const struct inductor_kernel *k)
+{
+	struct found *f = found_of(ix, pid, name);
+
+	if (!f && !(f = hash_add(&ix->found, found_hash(pid, name))))
+		return;
+	*f = (struct found){ .pid = pid, .name = name, .miss = !k };
+	if (k)
+		f->k = *k;
+}
+
+/* The candidate for (pid, name) from the module most of pid's kernels
+ * came from, then the newest; or NULL. */
+static const struct cand *best(struct inductor *ix, int pid, const char *name)
+{
+	const struct cand *b = NULL;
+
+	for (uint32_t i = 0; i < ix->ncands; i++) {
+		const struct cand *c = &ix->cands[i];
+		const struct module *m = &ix->modules[c->module], *bm;
+
+		if (c->pid != pid || c->name != name)
+			continue;
+		bm = b ? &ix->modules[b->module] : NULL;
+		if (!b || m->uses > bm->uses || (m->uses == bm->uses && m->mtime > bm->mtime))
+			b = c;
+	}
+	return b;
+}
+
+void inductor_name(struct inductor *ix, int pid, const char *raw)
+{
+	const struct cand *c;
+	struct pid_cache *pc;
+	const char *name;
+
+	if (!ix->read_files || strncmp(raw, "triton", 6))
+		return;
+	name = str_set_intern(ix->strings, raw);
+	if (found_of(ix, pid, name)) /* a name CUPTI gave again */
+		return;
+	ix->counts.names++;
+	pc = cache_of(ix, pid);
+	if (!pc->scanned_at)
+		scan(ix, pc);
+	if (!(c = best(ix, pid, name)) && clock_mono_ns() - pc->scanned_at >= RESCAN_NS) {
+		scan(ix, pc); /* modules written since (a graph compiled later) */
+		c = best(ix, pid, name);
+	}
+	if (!c) {
+		keep(ix, pid, name, NULL);
+		return;
+	}
+	ix->counts.found++;
+	ix->modules[c->module].uses++;
+	keep(ix, pid, name, &c->k);
+	if (ix->fn)
+		ix->fn(ix->ctx, pid, name, &c->k);
+}
+
+const struct inductor_kernel *inductor_get(struct inductor *ix, int pid, const char *name)
+{
+	struct found_key key = { pid, NULL };
+	const struct found *f;
+
+	if (strncmp(name, "triton", 6) || !str_set_has_n(ix->strings, name, strlen(name)))
+		return NULL;
+	key.name = str_set_intern(ix->strings, name);
+	f = hash_get_eq(&ix->found, found_hash(pid, key.name), found_eq, &key);
+	return f && !f->miss ? &f->k : NULL;
+}
+
+void inductor_add(struct inductor *ix, int pid, const char *name, const struct inductor_kernel *k)
+{
+	struct inductor_kernel in = {
+		.aten = k->aten ? str_set_intern(ix->strings, k->aten) : NULL,
+		.nodes = k->nodes ? str_set_intern(ix->strings, k->nodes) : NULL,
+		.module = k->module ? str_set_intern(ix->strings, k->module) : NULL,
+	};
+
+	ix->counts.names++;
+	ix->counts.found++;
+	keep(ix, pid, str_set_intern(ix->strings, name), &in);
+}
+
+const char *inductor_dir(const struct inductor *ix, int pid)
+{
+	for (int i = 0; i < ix->npids; i++)
+		if (ix->pids[i].pid == pid)
+			return ix->pids[i].dir;
+	return "";
+}
