@@ -436,6 +436,28 @@ static bool device_of(const struct report *r, int64_t id, struct cuda_device *d)
 	return false;
 }
 
+/* ptbpf's own: a replayed kernel's CUDA graph and the op that captured it,
+ * a Triton kernel's ATen ops and model nodes (Kineto has neither). */
+static void graph_and_source_args(struct report *r, struct export *x, const int64_t *v)
+{
+	static const struct { enum rd_arg k; const char *name; bool str; } extra[] = {
+		{ A_GRAPH_ID, "graph id", false }, { A_GRAPH_NODE, "graph node id", false },
+		{ A_CAPTURED_BY, "captured by", true }, { A_CAPTURED_SEQ, "captured seq", false },
+		{ A_ATEN_OPS, "aten ops", true }, { A_SOURCE_NODES, "source nodes", true },
+	};
+
+	for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
+		if (v[extra[i].k] == RD_UNSET)
+			continue;
+		fprintf(x->o, "\"%s\": ", extra[i].name);
+		if (extra[i].str)
+			json_str(x->o, rd_str(r, (uint32_t)v[extra[i].k]));
+		else
+			fprintf(x->o, "%ld", (long)v[extra[i].k]);
+		fputs(", ", x->o);
+	}
+}
+
 static void kernel_args(struct report *r, struct export *x, const struct rd_track *t,
 			const struct rd_frame *f)
 {
@@ -465,6 +487,7 @@ static void kernel_args(struct report *r, struct export *x, const struct rd_trac
 		fprintf(x->o, "\"grid\": [%u, %u, %u], ", g[0], g[1], g[2]);
 	if (v[A_BLOCK] != RD_UNSET)
 		fprintf(x->o, "\"block\": [%u, %u, %u], ", b[0], b[1], b[2]);
+	graph_and_source_args(r, x, v);
 }
 
 /* "Memcpy HtoD (Pinned -> Device)", "Memset (Device)" where the trace says
