@@ -386,3 +386,26 @@ def test_graph_replays_under_their_capture(tmp_path):
     assert job.wait(timeout=60) == 0
     line = [x for x in err.splitlines() if "CUDA graphs:" in x]
     assert line and " 0 of them joined" in line[0] and "captured before ptbpf attached" in line[0], err
+
+
+def test_triton_kernels_carry_their_aten_ops(tmp_path):
+    """Issue 45: torch.compile (Inductor's default mode) compiled while
+    traced, into a cache of its own: every Triton kernel carries the ATen
+    ops and model nodes it fuses, read from the output code Inductor wrote
+    (999 of 999 kernels, 12 names, on the H200, 2026-12-02); the job's
+    kernels are those its own profiler counts in a twin run."""
+    out = tmp_path / "c.pftrace"
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"))
+    r = subprocess.run([PTBPF, "run", "--no-samples", "-o", str(out), "--", PYTHON, COMPILED,
+                        "default", "20"], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    line = [x for x in r.stderr.splitlines() if "Triton kernels:" in x]
+    assert line, r.stderr[-3000:]
+    t = pftrace.Trace(str(out))
+    assert t.validate() == []
+    triton = [s for s in t.slices if s.category == "kernel" and s.name.startswith("triton_")]
+    assert len(triton) >= 20 * 12, len(triton)
+    bare = sorted({s.name for s in triton if "aten_ops" not in s.args})
+    assert not bare, (bare, line)
+    for k in triton:
+        assert all(o[6:] in k.name for o in k.args["aten_ops"].split(", ")), k
