@@ -56,6 +56,7 @@ int main(int argc, char **argv)
 	CHECK(k && eq(k->aten, "aten::gelu") && eq(k->nodes, "gelu"), "gelu's sources", 0);
 	snprintf(path, sizeof(path), "%s/aa/forward.py", argv[1]);
 	CHECK(k && eq(k->module, path), "gelu's module, as the job names it", 0);
+	CHECK(k && eq(k->graph, "0_forward"), "gelu's graph (AOT ID)", 0);
 	inductor_name(ix, pid, "triton_per_fused_add_addmm_native_layer_norm_native_layer_norm_backward_4");
 	k = inductor_get(ix, pid, "triton_per_fused_add_addmm_native_layer_norm_native_layer_norm_backward_4");
 	CHECK(k && eq(k->aten, "aten::add, aten::addmm, aten::native_layer_norm, "
@@ -65,6 +66,7 @@ int main(int argc, char **argv)
 	inductor_name(ix, pid, "triton_per_fused_sum_0");
 	k = inductor_get(ix, pid, "triton_per_fused_sum_0");
 	CHECK(k && eq(k->aten, "aten::sum") && eq(k->nodes, "sum_1"), "the backward's sum", 0);
+	CHECK(k && eq(k->graph, "0_backward"), "the backward's graph", 0);
 
 	/* Not Inductor's: not looked up, or looked up and not found. */
 	inductor_name(ix, pid, "void at::native::vectorized_elementwise_kernel<4>");
@@ -79,7 +81,7 @@ int main(int argc, char **argv)
 	inductor_name(ix, pid, "triton_a_0");
 	inductor_name(ix, pid, "triton_b_1");
 	k = inductor_get(ix, pid, "triton_b_1");
-	CHECK(k && eq(k->aten, "aten::mul"), "b_1 from the module a_0 came from", 0);
+	CHECK(k && eq(k->aten, "aten::mul") && !k->graph, "b_1 from the module a_0 came from", 0);
 	inductor_name(fresh, pid, "triton_b_1");
 	k = inductor_get(fresh, pid, "triton_b_1");
 	CHECK(k && eq(k->aten, "aten::sub"), "b_1 alone: from the newer module", 0);

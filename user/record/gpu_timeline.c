@@ -388,6 +388,9 @@ static int triton_args(struct gpu_timeline *d, int pid, const char *name, struct
 	if (k->module)
 		args[nargs++] = (struct pf_arg){ .name = "inductor_module", .type = PF_ARG_STR,
 						 .s = k->module };
+	if (k->graph)
+		args[nargs++] = (struct pf_arg){ .name = "inductor_graph", .type = PF_ARG_STR,
+						 .s = k->graph };
 	return nargs;
 }
 

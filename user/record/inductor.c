@@ -26,6 +26,7 @@
 
 struct module {
 	const char *path; /* as the job names it */
+	const char *graph; /* its AOT ID, or NULL */
 	int pid;
 	int64_t mtime;
 	uint32_t uses;    /* kernels of pid taken from it */
@@ -246,6 +247,19 @@ static void add_cand(struct inductor *ix, int pid, uint32_t module, const char *
 						  .k = *k };
 }
 
+/* The module's first line, "# AOT ID: ['0_forward']": "0_forward". */
+static const char *aot_id(struct inductor *ix, const char *text, size_t len)
+{
+	static const char tag[] = "# AOT ID: ['";
+	const char *id = text + sizeof(tag) - 1, *q;
+
+	if (len < sizeof(tag) || memcmp(text, tag, sizeof(tag) - 1))
+		return NULL;
+	q = memchr(id, '\'', len - (sizeof(tag) - 1));
+	return q && q > id && !memchr(id, '\n', q - id) ? str_set_add_n(ix->strings, id, q - id) :
+							    NULL;
+}
+
 /* One module's kernels: each `NAME = async_compile.triton('NAME', ...`
  * line at the left margin, with the comment above it that names what it
  * fuses (the last one since the previous kernel). */
@@ -255,7 +269,8 @@ static void parse_module(struct inductor *ix, int pid, uint32_t module, const ch
 	static const char nodes_tag[] = "# Topologically Sorted Source Nodes: [",
 			  aten_tag[] = "Original ATen: [", def[] = " = async_compile.triton('";
 	const char *end = text + len, *line = text;
-	struct inductor_kernel k = { .module = ix->modules[module].path };
+	struct inductor_kernel k = { .module = ix->modules[module].path,
+				     .graph = ix->modules[module].graph };
 
 	while (line < end) {
 		const char *eol = memchr(line, '\n', end - line), *a, *d;
@@ -309,7 +324,7 @@ static void read_module(struct inductor *ix, struct pid_cache *c, const char *re
 	if (n > 0 && memmem(text, n, "async_compile.triton(", 21)) {
 		ix->modules[ix->nmodules] = (struct module){
 			.path = str_set_intern(ix->strings, path), .pid = c->pid,
-			.mtime = st.st_mtime };
+			.graph = aot_id(ix, text, n), .mtime = st.st_mtime };
 		parse_module(ix, c->pid, ix->nmodules++, text, n);
 		ix->counts.modules++;
 	}
@@ -474,6 +489,7 @@ void inductor_add(struct inductor *ix, int pid, const char *name, const struct i
 		.aten = k->aten ? str_set_intern(ix->strings, k->aten) : NULL,
 		.nodes = k->nodes ? str_set_intern(ix->strings, k->nodes) : NULL,
 		.module = k->module ? str_set_intern(ix->strings, k->module) : NULL,
+		.graph = k->graph ? str_set_intern(ix->strings, k->graph) : NULL,
 	};
 
 	ix->counts.names++;

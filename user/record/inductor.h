@@ -32,6 +32,7 @@ struct inductor_kernel {
 	const char *aten;   /* "aten::addmm, aten::add" */
 	const char *nodes;  /* "linear_7, input_4" */
 	const char *module; /* the output code's path, as the job names it */
+	const char *graph;  /* its AOT ID: "0_forward", "1_backward", ... */
 };
 
 struct inductor_counts {

@@ -91,8 +91,9 @@ void raw_inductor(void *ctx, int pid, const char *name, const struct inductor_ke
 {
 	char buf[16384];
 	int32_t p = pid;
-	int n = snprintf(buf, sizeof(buf), "%s%c%s%c%s%c%s", name, 0, k->aten ? k->aten : "", 0,
-			 k->nodes ? k->nodes : "", 0, k->module ? k->module : "");
+	int n = snprintf(buf, sizeof(buf), "%s%c%s%c%s%c%s%c%s", name, 0, k->aten ? k->aten : "",
+			 0, k->nodes ? k->nodes : "", 0, k->module ? k->module : "", 0,
+			 k->graph ? k->graph : "");
 
 	if (n > 0 && (size_t)n < sizeof(buf))
 		item(ctx, 'I', &p, sizeof(p), buf, (uint32_t)n + 1);
@@ -101,23 +102,22 @@ void raw_inductor(void *ctx, int pid, const char *name, const struct inductor_ke
 /* Replay: an 'I' item into the timeline's Triton sources. */
 static int add_inductor(struct route *r, const char *payload, uint32_t len)
 {
-	const char *f[4], *end = payload + len;
+	const char *f[5] = { 0 }, *end = payload + len;
 	struct inductor_kernel k;
 	int32_t pid;
+	int n = 1;
 
 	if (len < 4 + 4 || payload[len - 1])
 		return -EINVAL;
 	memcpy(&pid, payload, 4);
 	f[0] = payload + 4;
-	for (int i = 1; i < 4; i++) {
-		const char *z = memchr(f[i - 1], 0, end - f[i - 1]);
-
-		if (!z || z + 1 >= end)
-			return -EINVAL;
-		f[i] = z + 1;
-	}
+	for (const char *z; n < 5 && (z = memchr(f[n - 1], 0, end - f[n - 1])) && z + 1 < end; n++)
+		f[n] = z + 1;
+	if (n < 4)
+		return -EINVAL;
 	k = (struct inductor_kernel){ .aten = *f[1] ? f[1] : NULL, .nodes = *f[2] ? f[2] : NULL,
-				      .module = *f[3] ? f[3] : NULL };
+				      .module = *f[3] ? f[3] : NULL,
+				      .graph = f[4] && *f[4] ? f[4] : NULL };
 	inductor_add(gpu_timeline_inductor(route_decoders(r)->timeline), pid, f[0], &k);
 	return 0;
 }

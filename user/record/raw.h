@@ -9,8 +9,9 @@
  *   'P' struct raw_process
  *   'R' one ring record, as BPF wrote it
  *   'I' a Triton kernel's sources (record/inductor.h): i32 pid, then its
- *       name, ATen ops, source nodes and module, each NUL-terminated
- *       (empty: none), after the ring record that named the kernel
+ *       name, ATen ops, source nodes, module and graph, each NUL-terminated
+ *       (empty: none; captures before the graph have four), after the ring
+ *       record that named the kernel
  */
 #ifndef PTBPF_RAW_H
 #define PTBPF_RAW_H
