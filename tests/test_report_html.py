@@ -144,6 +144,13 @@ def check_tables(b, rep, by_shape=None):
         assert [s for s, _ in shown] == [k["display_name"] for k in rep["kernels"]]
         assert [t for _, t in shown] == [k["name"] for k in rep["kernels"]]
         assert len(set(s for s, _ in shown)) == len(shown)
+    for key, table, named in (("cuda_graphs", "cuda-graphs-table", "captured_ns"),
+                              ("compiled_graphs", "compiled-graphs-table", "with_aten_ops_ns")):
+        if rep[key]:
+            page = rows(b, table)
+            same(page, rep[key], ["graph", "kernels", "device_ns", named])
+            assert [p["part"] for p in page] == [
+                max(g["parts"], key=lambda x: x["device_ns"])["name"] for g in rep[key]]
     if rep["memory"]:
         same(rows(b, "memory-table"), rep["memory"], ["pid", "counter", "peak_bytes",
                                                       "peak_ts_ns"])
@@ -201,6 +208,31 @@ def test_page_of_the_recorded_gpu_run(traces, tmp_path):
     r = subprocess.run([PTBPF, "report", traces["gpu"], "--html", html], capture_output=True,
                        text=True)
     assert r.returncode == 1 and "exists; not replaced (--force replaces it)" in r.stderr
+
+
+def test_page_of_compiled_and_graph_replayed_runs(tmp_path):
+    """The H200's torch.compile recordings (issue 45): the CUDA graphs'
+    replayed kernels by the op that captured them, and the compiled graphs'
+    Triton kernels by the ATen ops they fuse, in the page as in the JSON,
+    and in the text report."""
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "gpu")
+    for raw, key in (("graph_ops.raw", "cuda_graphs"), ("triton_ops.raw", "compiled_graphs")):
+        trace = tmp_path / (raw + ".pftrace")
+        ptbpf("replay", os.path.join(data, raw), "-o", trace)
+        rep = report_json(str(trace))
+        assert rep[key], key
+        html = tmp_path / (raw + ".html")
+        ptbpf("report", trace, "--html", html)
+        with Browser() as b:
+            open_page(b, html, raw)
+            check_tables(b, rep)
+        text = subprocess.run([PTBPF, "report", str(trace)], capture_output=True, text=True,
+                              timeout=120).stdout
+        assert ("CUDA graphs: replayed kernels" if key == "cuda_graphs" else
+                "Compiled graphs (torch.compile)") in text, text[-2000:]
+    graphs = report_json(str(tmp_path / "graph_ops.raw.pftrace"))["cuda_graphs"]
+    assert sum(g["kernels"] for g in graphs) == 413
+    assert all(g["captured_ns"] == g["device_ns"] for g in graphs)
 
 
 def test_diff_page(traces, tmp_path):

@@ -34,6 +34,7 @@
 #include "report/report_causes.h"
 #include "report/report_other.h"
 #include "report/report_ranks.h"
+#include "report/report_graphs.h"
 #include "report/report_rpc.h"
 #include "report/report_samples.h"
 
@@ -256,6 +257,7 @@ static void print_text(struct report *r, const char *path, const struct tr_reade
 		       (unsigned long)k->calls, k->total / 1e6, k->total / 1e3 / k->calls,
 		       k->min / 1e3, k->max / 1e3);
 	}
+	report_graphs_text(r, opt->top);
 }
 
 static void json_ops(FILE *o, const struct report *r, const struct rd_optable *t)
@@ -423,6 +425,7 @@ void report_json(FILE *o, struct report *r, const char *path, const struct tr_st
 			(unsigned long)k->max);
 	}
 	fputs("]", o);
+	report_graphs_json(o, r);
 	report_rpc_json(o, r);
 	report_samples_json(o, r, opt->top);
 	json_trace_info(o, r);
@@ -436,6 +439,7 @@ int report_read(struct report *r, const char *path, const struct report_opts *op
 
 	r->want_shapes = opt->by_shape || opt->html;
 	r->kview = &rc_kernel_view;
+	r->gview = &report_graph_view;
 	r->rview = &rk_rank_view;
 	*tr = tr_open(path, "report");
 	if (!*tr || !rd_init(r) ||

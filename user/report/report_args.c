@@ -23,7 +23,8 @@ const char *const rd_arg_names[A_COUNT] = {
 	[A_BEGUN_BEFORE] = "begun_before_tracing", [A_UNFINISHED] = "unfinished",
 	[A_CAPTURED_BY] = "captured_by", [A_CAPTURED_SEQ] = "captured_seq",
 	[A_GRAPH_ID] = "graph_id", [A_GRAPH_NODE] = "graph_node", [A_ATEN_OPS] = "aten_ops",
-	[A_SOURCE_NODES] = "source_nodes",
+	[A_SOURCE_NODES] = "source_nodes", [A_INDUCTOR_GRAPH] = "inductor_graph",
+	[A_INDUCTOR_MODULE] = "inductor_module",
 };
 
 /* The frame of a py_stack (innermost first, one per line) that the user
@@ -75,7 +76,7 @@ void rd_read_args(struct report *r, const struct tr_event *e, struct rd_args *a)
 			continue;
 		else if (k == A_DIMS || k == A_TYPES || k == A_FILE || k == A_BY || k == A_LOCK ||
 			 k == A_WOKEN_BY || k == A_CAPTURED_BY || k == A_ATEN_OPS ||
-			 k == A_SOURCE_NODES)
+			 k == A_SOURCE_NODES || k == A_INDUCTOR_GRAPH || k == A_INDUCTOR_MODULE)
 			a->v[k] = rd_str_id(r, g->s.s, g->s.len);
 		else if (k == A_STACK)
 			a->v[k] = call_site(r, g->s.s, g->s.len);

@@ -445,6 +445,8 @@ static void end_slice(struct report *r, struct rd_track *t, const struct tr_even
 		op_done(r, t, &f, dur);
 	} else if (f.cat == r->cat_kernel) {
 		kernel_done(r, f.name, dur);
+		if (r->gview)
+			r->gview->kernel(r, &f, dur);
 	} else if (f.cat == r->cat_step && r->steps) {
 		steps_add(r->steps, f.ts, ts, f.name, step_tid(t, &f));
 	}
@@ -779,6 +781,8 @@ void rd_free(struct report *r)
 		rd_map_free(&t->index);
 	}
 	rd_map_free(&r->kernels);
+	if (r->gview)
+		r->gview->free(r);
 	rd_map_free(&r->sites);
 	free(r->site_v);
 	rd_map_free(&r->launches);

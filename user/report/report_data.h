@@ -59,7 +59,7 @@ enum rd_arg {
 	A_SEQ, A_SEQUENCE_NR, A_FWD_TID, A_RF_ID, A_QUEUED, A_DEVICE,
 	A_FILE, A_BY, A_LOCK, A_TID, A_WOKEN_BY, A_WOKEN_TID, A_RETURN_NOT_REPORTED,
 	A_BEGUN_BEFORE, A_UNFINISHED, A_CAPTURED_BY, A_CAPTURED_SEQ, A_GRAPH_ID,
-	A_GRAPH_NODE, A_ATEN_OPS, A_SOURCE_NODES,
+	A_GRAPH_NODE, A_ATEN_OPS, A_SOURCE_NODES, A_INDUCTOR_GRAPH, A_INDUCTOR_MODULE,
 	A_COUNT
 };
 
@@ -132,6 +132,18 @@ struct rd_site { /* ops below a Python frame (traces with stacks) */
 	uint64_t calls, total;
 };
 
+/* A CUDA graph's replayed kernels, or a compiled graph's Triton kernels
+ * (report_graphs.c), and the parts of their time by the op that captured
+ * them (CUDA graphs) or the ATen ops they fuse (compiled graphs). */
+#define RD_GRAPH_PARTS 6
+struct rd_graph {
+	int64_t key;           /* the graph id; compiled: its name's string id */
+	uint64_t kernels, ns;
+	uint64_t ns_named;     /* under a capturing op; compiled: with ATen ops */
+	struct { uint32_t name; uint64_t ns; } part[RD_GRAPH_PARTS];
+	uint64_t other_ns;     /* parts past RD_GRAPH_PARTS */
+};
+
 struct rd_kernel {
 	uint32_t name;
 	uint64_t calls, total, min, max;
@@ -199,6 +211,13 @@ struct rd_kernel_view {
 	void (*pass)(struct report *r);
 };
 
+/* What reads CUDA graphs' and compiled graphs' kernels (report_graphs.c):
+ * a kernel's end, in the first pass; free: at rd_free. */
+struct rd_graph_view {
+	void (*kernel)(struct report *r, const struct rd_frame *f, uint64_t dur);
+	void (*free)(struct report *r);
+};
+
 /* What reads the job's ranks (report_ranks.c): a hang capture's summary
  * and the "waiting for" table. slice, instant, sample and cause: first
  * pass only; first_pass_done: once it ended, before any other pass. */
@@ -238,6 +257,9 @@ struct report {
 	struct rd_map sites;    /* site id -> index + 1 into site_v */
 	struct rd_site *site_v;
 	size_t nsites, site_cap;
+	struct rd_map cuda_graphs, compiled; /* key -> index + 1 into cg_v, cc_v */
+	struct rd_graph *cg_v, *cc_v;
+	size_t ncg, cg_cap, ncc, cc_cap;
 	struct rd_map kernels;  /* name id -> index + 1 into k_v */
 	struct rd_kernel *k_v;
 	size_t nk, k_cap;
@@ -270,6 +292,7 @@ struct report {
 	int ndevices;
 	const struct rd_hooks *hooks;
 	const struct rd_kernel_view *kview;
+	const struct rd_graph_view *gview;
 	uint32_t arg_base;      /* string ids arg_base .. + A_COUNT: the argument names */
 	uint32_t cat_cpu, cat_kernel, cat_memcpy, cat_memset, cat_rt, cat_drv, cat_loader,
 		 cat_step, cat_bwd, cat_bwdfn, cat_user, name_corr, name_bwd_node,

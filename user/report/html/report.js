@@ -343,6 +343,24 @@
       { key: "max_ns", title: "max us", v: r => r.max_ns, fmt: r => us(r.max_ns) },
       { key: "share", title: "% of kernel time", v: r => r.total_ns / (total || 1), fmt: r => pct(r.total_ns, total) },
     ], ks));
+    graphs(sec, D.cuda_graphs || [], "CUDA graphs", "cuda-graphs-table", "captured_ns", "captured",
+      "Replayed kernels of each CUDA graph, by the op open when their node was captured (a capture ptbpf saw).");
+    graphs(sec, D.compiled_graphs || [], "Compiled graphs", "compiled-graphs-table", "with_aten_ops_ns", "with ATen ops",
+      "Triton kernels of each torch.compile graph, by the ATen ops they fuse (from Inductor's generated code).");
+  }
+
+  function graphs(sec, gs, title, id, named, namedTitle, note) {
+    if (!gs.length) return;
+    const part = g => (g.parts || []).reduce((a, p) => (!a || p.device_ns > a.device_ns ? p : a), null);
+    sec.append(el("h2", { text: title }), el("p", { cls: "note", text: note }));
+    sec.append(table(id, [
+      { key: "graph", title: "graph", cls: "name", v: r => String(r.graph) },
+      { key: "kernels", title: "kernels", v: r => r.kernels },
+      { key: "device_ns", title: "device ms", v: r => r.device_ns, fmt: r => ms(r.device_ns) },
+      { key: named, title: namedTitle, v: r => r[named], fmt: r => pct(r[named], r.device_ns) },
+      { key: "part", title: "largest part", cls: "name", v: r => (part(r) || {}).name || "-",
+        fmt: r => { const p = part(r); return p ? `${p.name} (${pct(p.device_ns, r.device_ns)})` : "-"; } },
+    ], gs));
   }
 
   function memory(sec) {
