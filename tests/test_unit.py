@@ -176,7 +176,8 @@ def test_inductor_sources_of_triton_kernels(tmp_path):
     read from an Inductor cache as a job's environment names it: torch
     2.11's output code from the H200 (tests/data/inductor), a module
     written after the first read, a name two modules define, a file of
-    another user (not read), a kernel's source (no output code)."""
+    another user (not read), a kernel's source (no output code), a FIFO
+    (never opened to block)."""
     cache = tmp_path / "cache"
     data = os.path.join(ROOT, "tests", "data", "inductor")
     for sub, src in (("aa", "forward.py"), ("bb", "backward.py")):
@@ -198,6 +199,8 @@ def test_inductor_sources_of_triton_kernels(tmp_path):
     os.utime(cache / "cc/old.py", (1e9, 1e9))
     os.chown(cache / "ee/other.py", 12345, 12345)
     (cache / "gg").mkdir()
+    (cache / "hh").mkdir()
+    os.mkfifo(cache / "hh" / "fifo.py")  # never opened to block the reader
     exe = require(os.path.join(BUILD, "test_inductor"))
     r = subprocess.run([exe, str(cache)], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache)))

@@ -52,7 +52,7 @@ int inject_preflight(int pid, const char *lib_path, char *err, size_t errlen)
 	if (tracer && tracer != getpid()) {
 		snprintf(err, errlen, "pid %d is already traced by pid %d (a debugger or "
 			 "strace): detach it first", pid, tracer);
-		return -EBUSY;
+		return -EPERM; /* not -EBUSY: that is "no safe point yet", worth a retry */
 	}
 	if (!lib_path)
 		return 0;

@@ -212,8 +212,12 @@ static struct stream_track *activity_track(struct gpu_timeline *d, int pid, uint
 	uint64_t *r;
 
 	for (uint32_t lane = 0; lane < MAX_LANES && busy; lane++) {
-		t = stream_track(d, pid, dev, stream, lane);
-		busy = t && overlaps(t, start, end);
+		struct stream_track *l = stream_track(d, pid, dev, stream, lane);
+
+		if (!l) /* no room for another track: the last lane there is */
+			break;
+		t = l;
+		busy = overlaps(t, start, end);
 	}
 	if (!t)
 		return NULL;

@@ -4,12 +4,14 @@
 #include "record/inductor.h"
 
 #include <dirent.h>
+#include <linux/openat2.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "lib/clock.h"
@@ -22,7 +24,6 @@
 #define MAX_MODULE_BYTES (16u << 20)
 #define MAX_FILES_SEEN 65536       /* files looked at, per process */
 #define MAX_BYTES_READ (256ull << 20) /* read, per process */
-#define RESCAN_NS 1000000000ull
 
 struct module {
 	const char *path; /* as the job names it */
@@ -48,9 +49,10 @@ struct found {
 
 struct pid_cache {
 	int pid;
+	uint64_t started;      /* its start time: a pid used again is another cache */
 	uid_t uid;             /* the job's: files of another user are not read */
-	char dir[PATH_MAX];    /* as the job names it; "" when it has none */
-	char reach[PATH_MAX];  /* through /proc/PID/root (or cwd) */
+	char dir[PATH_MAX];    /* as the job names it (absolute); "" when it has none */
+	int root;              /* /proc/PID/root, O_PATH: every path opened inside it */
 	uint64_t scanned_at;
 	uint64_t bytes;        /* read so far */
 	struct u64_set *seen;  /* files looked at: (path, mtime, size) */
@@ -92,8 +94,11 @@ void inductor_free(struct inductor *ix)
 {
 	if (!ix)
 		return;
-	for (int i = 0; i < ix->npids; i++)
+	for (int i = 0; i < ix->npids; i++) {
 		u64_set_free(ix->pids[i].seen);
+		if (ix->pids[i].root >= 0)
+			close(ix->pids[i].root);
+	}
 	hash_free(&ix->found);
 	free(ix->cands);
 	free(ix->modules);
@@ -130,27 +135,46 @@ static const char *env_of(const char *env, size_t len, const char *name)
 	return NULL;
 }
 
+/* path inside the job's root (symlinks and ".." stay in it: a job cannot
+ * point ptbpf at the host's files), never blocking on a FIFO or a device:
+ * a regular file (or, with O_DIRECTORY, a directory) or -1. */
+static int open_in_root(int root, const char *path, int flags)
+{
+	struct open_how how = { .flags = (uint64_t)(flags | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC),
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	int fd = root >= 0 ? (int)syscall(SYS_openat2, root, path, &how, sizeof(how)) : -1;
+	struct stat st;
+
+	if (fd >= 0 && (fstat(fd, &st) ||
+			!((flags & O_DIRECTORY) ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode)))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 /* The user name of uid in the job's own /etc/passwd (getpass.getuser's
  * last resort), into buf; false if none. */
-static bool user_name(int pid, uid_t uid, char *buf, size_t len)
+static bool user_name(int root, uid_t uid, char *buf, size_t len)
 {
-	char path[64], line[1024];
+	int fd = open_in_root(root, "/etc/passwd", O_RDONLY);
+	char *text = fd >= 0 ? malloc(1 << 20) : NULL, *p, *line;
+	ssize_t n = text ? read(fd, text, (1 << 20) - 1) : -1;
 	bool found = false;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/root/etc/passwd", pid);
-	if (!(f = fopen(path, "re")))
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *name = strtok(line, ":"), *pw = strtok(NULL, ":"), *id = strtok(NULL, ":");
+	if (fd >= 0)
+		close(fd);
+	for (p = n > 0 ? (text[n] = 0, text) : NULL; !found && p && (line = strsep(&p, "\n"));) {
+		char *name = strsep(&line, ":"), *id, *end;
 
-		(void)pw;
-		if (name && id && strtoul(id, NULL, 10) == uid) {
+		strsep(&line, ":"); /* the password field */
+		id = strsep(&line, ":");
+		if (name && *name && id && *id && strtoul(id, &end, 10) == uid && !*end) {
 			snprintf(buf, len, "%s", name);
 			found = true;
 		}
 	}
-	fclose(f);
+	free(text);
 	return found;
 }
 
@@ -169,6 +193,8 @@ static void find_dir(struct pid_cache *c)
 	if (stat(path, &st))
 		return;
 	c->uid = st.st_uid;
+	snprintf(path, sizeof(path), "/proc/%d/root", c->pid);
+	c->root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	snprintf(path, sizeof(path), "/proc/%d/environ", c->pid);
 	if ((f = fopen(path, "re"))) { /* NUL-separated; at most 1 MB read */
 		env = malloc(1 << 20);
@@ -186,7 +212,7 @@ static void find_dir(struct pid_cache *c)
 		for (size_t i = 0; env && !u && i < sizeof(users) / sizeof(users[0]); i++)
 			if ((u = env_of(env, len, users[i])) && !*u)
 				u = NULL;
-		if (!u && user_name(c->pid, c->uid, user, sizeof(user)))
+		if (!u && user_name(c->root, c->uid, user, sizeof(user)))
 			u = user;
 		tmp = env ? env_of(env, len, "TMPDIR") : NULL;
 		if (u)
@@ -194,9 +220,8 @@ static void find_dir(struct pid_cache *c)
 				 tmp && *tmp == '/' ? tmp : "/tmp", u);
 	}
 	free(env);
-	if (c->dir[0])
-		snprintf(c->reach, sizeof(c->reach), "/proc/%d/%s/%s", c->pid,
-			 c->dir[0] == '/' ? "root" : "cwd", c->dir);
+	if (c->dir[0] != '/') /* relative to the job's working directory: not read */
+		c->dir[0] = 0;
 }
 
 /* ---- reading output code ---- */
@@ -295,23 +320,27 @@ static void parse_module(struct inductor *ix, int pid, uint32_t module, const ch
 }
 
 /* Reads one file if it is new, the job's user's, and output code. */
-static void read_module(struct inductor *ix, struct pid_cache *c, const char *reach,
-			const char *path)
+static void read_module(struct inductor *ix, struct pid_cache *c, const char *path)
 {
-	int fd = open(reach, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = open_in_root(c->root, path, O_RDONLY);
 	struct stat st;
+	uint64_t key;
 	char *text;
 	ssize_t n;
 
 	if (fd < 0)
 		return;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    !u64_set_add(c->seen, hash_pair(hash_pair(st.st_dev, st.st_ino),
-					     (uint64_t)st.st_mtime ^ (uint64_t)st.st_size << 32))) {
+	if (fstat(fd, &st)) {
 		close(fd);
 		return;
 	}
-	if (st.st_uid != c->uid || st.st_size > MAX_MODULE_BYTES ||
+	key = hash_pair(hash_pair(st.st_dev, st.st_ino),
+			(uint64_t)st.st_mtime ^ (uint64_t)st.st_size << 32);
+	if (u64_set_has(c->seen, key)) { /* read before, unchanged */
+		close(fd);
+		return;
+	}
+	if (!u64_set_add(c->seen, key) || st.st_uid != c->uid || st.st_size > MAX_MODULE_BYTES ||
 	    c->bytes + (uint64_t)st.st_size > MAX_BYTES_READ || ix->nmodules == MAX_MODULES) {
 		ix->counts.modules_skipped++;
 		close(fd);
@@ -321,7 +350,7 @@ static void read_module(struct inductor *ix, struct pid_cache *c, const char *re
 	n = text ? read(fd, text, st.st_size) : -1;
 	close(fd);
 	c->bytes += n > 0 ? (uint64_t)n : 0;
-	if (n > 0 && memmem(text, n, "async_compile.triton(", 21)) {
+	if (n > 0 && (text[n] = 0, memmem(text, n, "async_compile.triton(", 21))) {
 		ix->modules[ix->nmodules] = (struct module){
 			.path = str_set_intern(ix->strings, path), .pid = c->pid,
 			.graph = aot_id(ix, text, n), .mtime = st.st_mtime };
@@ -334,12 +363,16 @@ static void read_module(struct inductor *ix, struct pid_cache *c, const char *re
 /* Every *.py in the cache's two-letter directories not read before. */
 static void scan(struct inductor *ix, struct pid_cache *c)
 {
-	DIR *top = c->reach[0] ? opendir(c->reach) : NULL;
+	int fd = c->dir[0] ? open_in_root(c->root, c->dir, O_RDONLY | O_DIRECTORY) : -1;
+	DIR *top = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *e;
 
 	c->scanned_at = clock_mono_ns();
-	if (!top)
+	if (!top) {
+		if (fd >= 0)
+			close(fd);
 		return;
+	}
 	ix->counts.scans++;
 	while ((e = readdir(top))) {
 		char sub[PATH_MAX + 8];
@@ -348,36 +381,72 @@ static void scan(struct inductor *ix, struct pid_cache *c)
 
 		if (strlen(e->d_name) != 2 || e->d_name[0] == '.')
 			continue;
-		snprintf(sub, sizeof(sub), "%s/%s", c->reach, e->d_name);
-		if (!(d = opendir(sub)))
+		snprintf(sub, sizeof(sub), "%s/%s", c->dir, e->d_name);
+		fd = open_in_root(c->root, sub, O_RDONLY | O_DIRECTORY);
+		if (fd < 0 || !(d = fdopendir(fd))) {
+			if (fd >= 0)
+				close(fd);
 			continue;
+		}
 		while ((f = readdir(d))) {
 			size_t n = strlen(f->d_name);
-			char reach[PATH_MAX * 2], path[PATH_MAX * 2];
+			char path[PATH_MAX * 2];
 
 			if (n < 4 || strcmp(f->d_name + n - 3, ".py"))
 				continue;
-			snprintf(reach, sizeof(reach), "%s/%s", sub, f->d_name);
-			snprintf(path, sizeof(path), "%s/%s/%s", c->dir, e->d_name, f->d_name);
-			read_module(ix, c, reach, path);
+			snprintf(path, sizeof(path), "%s/%s", sub, f->d_name);
+			read_module(ix, c, path);
 		}
 		closedir(d);
 	}
 	closedir(top);
 }
 
+/* pid's start time (/proc/PID/stat's 22nd field), or 0. */
+static uint64_t start_time(int pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long t = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* after the command, which may hold spaces */
+	for (int field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		sscanf(p + 1, "%llu", &t);
+	return t;
+}
+
 static struct pid_cache *cache_of(struct inductor *ix, int pid)
 {
 	struct pid_cache *c;
 
+	uint64_t started = start_time(pid);
+
 	for (int i = 0; i < ix->npids; i++)
-		if (ix->pids[i].pid == pid)
+		if (ix->pids[i].pid == pid && ix->pids[i].started == started)
 			return &ix->pids[i];
 	/* past MAX_PIDS, the earliest make room (processes of the past) */
 	c = &ix->pids[ix->npids < MAX_PIDS ? ix->npids++ : ix->evict++ % MAX_PIDS];
+	for (int i = 0; i < ix->npids; i++) /* a process of the pid before: gone */
+		if (ix->pids[i].pid == pid && &ix->pids[i] != c)
+			ix->pids[i].pid = -1;
 	u64_set_free(c->seen);
+	if (c->pid && c->root >= 0)
+		close(c->root);
 	memset(c, 0, sizeof(*c));
+	c->root = -1;
 	c->pid = pid;
+	c->started = started;
 	c->seen = u64_set_new(MAX_FILES_SEEN);
 	find_dir(c);
 	return c;
@@ -456,7 +525,7 @@ void inductor_name(struct inductor *ix, int pid, const char *raw)
 	pc = cache_of(ix, pid);
 	if (!pc->scanned_at)
 		scan(ix, pc);
-	if (!(c = best(ix, pid, name)) && clock_mono_ns() - pc->scanned_at >= RESCAN_NS) {
+	if (!(c = best(ix, pid, name))) {
 		scan(ix, pc); /* modules written since (a graph compiled later) */
 		c = best(ix, pid, name);
 	}

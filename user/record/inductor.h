@@ -7,15 +7,17 @@
  * naming the model's FX nodes and the ATen ops the kernel replaces.
  *
  * A job's modules lie in its Inductor cache: TORCHINDUCTOR_CACHE_DIR from
- * its environment, else $TMPDIR (or /tmp)/torchinductor_$USER, as torch
- * makes it; read through /proc/PID/root (a container's files), only files
- * the job's own user owns. They are read when the first kernel
- * name of that process that starts with "triton" arrives (the agent sends
- * each name once, before the first kernel that has it), and again, for the
- * modules written since, when a later name is not found (at most once a
- * second). A name several modules define (graphs compiled apart reuse
- * names) is taken from the module most of the process's other kernels
- * came from, then the newest.
+ * its environment (an absolute path), else $TMPDIR (or /tmp)/torchinductor_$USER,
+ * as torch makes it; opened inside the job's root (/proc/PID/root, with
+ * openat2's RESOLVE_IN_ROOT: its symlinks and ".." cannot lead out of it),
+ * regular files only (never blocking on a FIFO), only those the job's own
+ * user owns, at most 16 MB each and 256 MB per process. They are read when
+ * the first kernel name of that process that starts with "triton" arrives
+ * (the agent sends each name once, before the first kernel that has it),
+ * and again, for the modules written since, whenever a later name is not
+ * found. A name several modules define (graphs compiled apart reuse names)
+ * is taken from the module most of the process's other kernels came from,
+ * then the newest. A pid used again by a new process is a new cache.
  *
  * A raw capture keeps what was found (raw.h, 'I'): replay reads no files.
  */
