@@ -141,6 +141,29 @@ static int read_ns_pid(int pid)
 	return last ? atoi(last) : pid;
 }
 
+size_t target_environ(int pid, char *env, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	n = read_file(path, env, len - 1);
+	if (n <= 0)
+		return 0;
+	env[n] = 0;
+	return (size_t)n;
+}
+
+const char *target_env_get(const char *env, size_t n, const char *key)
+{
+	size_t klen = strlen(key);
+
+	for (size_t i = 0; i < n; i += strlen(env + i) + 1)
+		if (!strncmp(env + i, key, klen) && env[i + klen] == '=')
+			return env + i + klen + 1;
+	return NULL;
+}
+
 /* The distributed-training variables of its environment, as labels. */
 static void read_dist_env(struct target *t)
 {
@@ -149,25 +172,15 @@ static void read_dist_env(struct target *t)
 		"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "GROUP_RANK",
 	};
 	static char env[1 << 17];
-	char path[64];
-	ssize_t n;
+	size_t n = target_environ(t->pid, env, sizeof(env));
 
 	t->nlabels = 0;
-	snprintf(path, sizeof(path), "/proc/%d/environ", t->pid);
-	n = read_file(path, env, sizeof(env) - 1);
-	if (n <= 0)
-		return;
-	env[n] = 0;
-	for (size_t k = 0; k < TARGET_MAX_LABELS; k++) {
-		size_t len = strlen(keys[k]);
+	for (size_t k = 0; n && k < TARGET_MAX_LABELS; k++) {
+		const char *v = target_env_get(env, n, keys[k]);
 
-		for (ssize_t i = 0; i < n; i += strlen(env + i) + 1) {
-			if (strncmp(env + i, keys[k], len) || env[i + len] != '=')
-				continue;
-			text_escape(t->labels[t->nlabels++], sizeof(t->labels[0]), env + i,
-				   strlen(env + i));
-			break;
-		}
+		if (v) /* KEY=VALUE, escaped */
+			text_escape(t->labels[t->nlabels++], sizeof(t->labels[0]),
+				    v - strlen(keys[k]) - 1, strlen(v) + strlen(keys[k]) + 1);
 	}
 }
 

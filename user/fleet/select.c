@@ -10,7 +10,6 @@
 #include "fleet/select.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,17 +18,6 @@
 #include "attach/target.h"
 
 #define ENV_MAX (1 << 17)
-
-/* The value of key in env (n bytes of NUL-separated KEY=VALUE), or NULL. */
-static const char *env_get(const char *env, size_t n, const char *key)
-{
-	size_t klen = strlen(key);
-
-	for (size_t i = 0; i < n; i += strlen(env + i) + 1)
-		if (!strncmp(env + i, key, klen) && env[i + klen] == '=')
-			return env + i + klen + 1;
-	return NULL;
-}
 
 static bool env_has(const char *env, size_t n, const char *kv)
 {
@@ -42,10 +30,11 @@ static bool env_has(const char *env, size_t n, const char *kv)
 /* The labels a trigger selects by, from an environment. */
 static void labels_of(const char *env, size_t n, struct select_proc *p)
 {
-	const char *run = env_get(env, n, "TORCHELASTIC_RUN_ID"),
-		   *slurm = env_get(env, n, "SLURM_JOB_ID"),
-		   *addr = env_get(env, n, "MASTER_ADDR"), *port = env_get(env, n, "MASTER_PORT"),
-		   *rank = env_get(env, n, "RANK");
+	const char *run = target_env_get(env, n, "TORCHELASTIC_RUN_ID"),
+		   *slurm = target_env_get(env, n, "SLURM_JOB_ID"),
+		   *addr = target_env_get(env, n, "MASTER_ADDR"),
+		   *port = target_env_get(env, n, "MASTER_PORT"),
+		   *rank = target_env_get(env, n, "RANK");
 
 	snprintf(p->run_id, sizeof(p->run_id), "%s", run ? run : "");
 	snprintf(p->slurm_job, sizeof(p->slurm_job), "%s", slurm ? slurm : "");
@@ -74,25 +63,6 @@ bool select_matches(const struct select_proc *p, const struct capture_req *trigg
 	return false;
 }
 
-/* pid's environment into env (ENV_MAX): its length, or 0. */
-static size_t read_env(int pid, char *env)
-{
-	char path[64];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, env, ENV_MAX - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	env[n] = 0;
-	return (size_t)n;
-}
-
 /* Whether env has every --match-env KEY=VALUE of opt. */
 static bool env_selected(const struct options *opt, const char *env, size_t n)
 {
@@ -110,7 +80,7 @@ bool select_process(const struct options *opt, const struct capture_req *trigger
 
 	if (!opt->nmatch_env && (!trigger || !trigger->nsel))
 		return true;
-	n = read_env(pid, env);
+	n = target_environ(pid, env, ENV_MAX);
 	if (!n || !env_selected(opt, env, n))
 		return false;
 	labels_of(env, n, &p);
@@ -130,7 +100,7 @@ int select_scan(const struct options *opt, struct select_proc *out, int max)
 		int pid = atoi(de->d_name);
 		size_t len;
 
-		if (pid <= 0 || pid == getpid() || !(len = read_env(pid, env)) ||
+		if (pid <= 0 || pid == getpid() || !(len = target_environ(pid, env, ENV_MAX)) ||
 		    !env_selected(opt, env, len) || !target_maps(pid, "libtorch_cpu.so"))
 			continue;
 		out[n].pid = pid;

@@ -17,6 +17,7 @@
 #include "lib/clock.h"
 #include "lib/hash.h"
 #include "lib/names.h"
+#include "attach/target.h"
 
 #define MAX_PIDS 64                /* processes whose cache is read */
 #define MAX_MODULES 16384          /* output code modules kept, all processes */
@@ -124,17 +125,6 @@ const struct inductor_counts *inductor_counts(const struct inductor *ix)
 
 /* ---- the job's cache directory ---- */
 
-/* NAME=value from pid's environment (as it started), or NULL. */
-static const char *env_of(const char *env, size_t len, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (size_t i = 0; i < len; i += strlen(env + i) + 1)
-		if (!strncmp(env + i, name, n) && env[i + n] == '=')
-			return env + i + n + 1;
-	return NULL;
-}
-
 /* path inside the job's root (symlinks and ".." stay in it: a job cannot
  * point ptbpf at the host's files), never blocking on a FIFO or a device:
  * a regular file (or, with O_DIRECTORY, a directory) or -1. */
@@ -187,7 +177,6 @@ static void find_dir(struct pid_cache *c)
 	const char *dir, *tmp, *u = NULL;
 	size_t len = 0;
 	struct stat st;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d", c->pid);
 	if (stat(path, &st))
@@ -195,26 +184,20 @@ static void find_dir(struct pid_cache *c)
 	c->uid = st.st_uid;
 	snprintf(path, sizeof(path), "/proc/%d/root", c->pid);
 	c->root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	snprintf(path, sizeof(path), "/proc/%d/environ", c->pid);
-	if ((f = fopen(path, "re"))) { /* NUL-separated; at most 1 MB read */
-		env = malloc(1 << 20);
-		len = env ? fread(env, 1, (1 << 20) - 1, f) : 0;
-		if (env)
-			env[len] = 0;
-		fclose(f);
-	}
-	dir = env ? env_of(env, len, "TORCHINDUCTOR_CACHE_DIR") : NULL;
+	env = malloc(1 << 20);
+	len = env ? target_environ(c->pid, env, 1 << 20) : 0;
+	dir = env ? target_env_get(env, len, "TORCHINDUCTOR_CACHE_DIR") : NULL;
 	if (dir && *dir) {
 		snprintf(c->dir, sizeof(c->dir), "%s", dir);
 	} else {
 		static const char *const users[] = { "LOGNAME", "USER", "LNAME", "USERNAME" };
 
 		for (size_t i = 0; env && !u && i < sizeof(users) / sizeof(users[0]); i++)
-			if ((u = env_of(env, len, users[i])) && !*u)
+			if ((u = target_env_get(env, len, users[i])) && !*u)
 				u = NULL;
 		if (!u && user_name(c->root, c->uid, user, sizeof(user)))
 			u = user;
-		tmp = env ? env_of(env, len, "TMPDIR") : NULL;
+		tmp = env ? target_env_get(env, len, "TMPDIR") : NULL;
 		if (u)
 			snprintf(c->dir, sizeof(c->dir), "%s/torchinductor_%s",
 				 tmp && *tmp == '/' ? tmp : "/tmp", u);
@@ -402,35 +385,11 @@ static void scan(struct inductor *ix, struct pid_cache *c)
 	closedir(top);
 }
 
-/* pid's start time (/proc/PID/stat's 22nd field), or 0. */
-static uint64_t start_time(int pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long t = 0;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	p = strrchr(buf, ')'); /* after the command, which may hold spaces */
-	for (int field = 2; p && field < 22; field++)
-		p = strchr(p + 1, ' ');
-	if (p)
-		sscanf(p + 1, "%llu", &t);
-	return t;
-}
-
 static struct pid_cache *cache_of(struct inductor *ix, int pid)
 {
 	struct pid_cache *c;
 
-	uint64_t started = start_time(pid);
+	uint64_t started = target_start_time(pid);
 
 	for (int i = 0; i < ix->npids; i++)
 		if (ix->pids[i].pid == pid && ix->pids[i].started == started)
