@@ -14,7 +14,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "lib/clock.h"
 #include "lib/hash.h"
 #include "lib/names.h"
 #include "attach/target.h"
@@ -54,7 +53,7 @@ struct pid_cache {
 	uid_t uid;             /* the job's: files of another user are not read */
 	char dir[PATH_MAX];    /* as the job names it (absolute); "" when it has none */
 	int root;              /* /proc/PID/root, O_PATH: every path opened inside it */
-	uint64_t scanned_at;
+	bool scanned;          /* read once already */
 	uint64_t bytes;        /* read so far */
 	struct u64_set *seen;  /* files looked at: (path, mtime, size) */
 };
@@ -350,13 +349,12 @@ static void scan(struct inductor *ix, struct pid_cache *c)
 	DIR *top = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *e;
 
-	c->scanned_at = clock_mono_ns();
+	c->scanned = true;
 	if (!top) {
 		if (fd >= 0)
 			close(fd);
 		return;
 	}
-	ix->counts.scans++;
 	while ((e = readdir(top))) {
 		char sub[PATH_MAX + 8];
 		struct dirent *f;
@@ -387,9 +385,8 @@ static void scan(struct inductor *ix, struct pid_cache *c)
 
 static struct pid_cache *cache_of(struct inductor *ix, int pid)
 {
-	struct pid_cache *c;
-
 	uint64_t started = target_start_time(pid);
+	struct pid_cache *c;
 
 	for (int i = 0; i < ix->npids; i++)
 		if (ix->pids[i].pid == pid && ix->pids[i].started == started)
@@ -474,6 +471,7 @@ void inductor_name(struct inductor *ix, int pid, const char *raw)
 	const struct cand *c;
 	struct pid_cache *pc;
 	const char *name;
+	bool fresh;
 
 	if (!ix->read_files || strncmp(raw, "triton", 6))
 		return;
@@ -482,9 +480,9 @@ void inductor_name(struct inductor *ix, int pid, const char *raw)
 		return;
 	ix->counts.names++;
 	pc = cache_of(ix, pid);
-	if (!pc->scanned_at)
+	if ((fresh = !pc->scanned))
 		scan(ix, pc);
-	if (!(c = best(ix, pid, name))) {
+	if (!(c = best(ix, pid, name)) && !fresh) {
 		scan(ix, pc); /* modules written since (a graph compiled later) */
 		c = best(ix, pid, name);
 	}
@@ -501,13 +499,11 @@ void inductor_name(struct inductor *ix, int pid, const char *raw)
 
 const struct inductor_kernel *inductor_get(struct inductor *ix, int pid, const char *name)
 {
-	struct found_key key = { pid, NULL };
 	const struct found *f;
 
 	if (strncmp(name, "triton", 6) || !str_set_has_n(ix->strings, name, strlen(name)))
 		return NULL;
-	key.name = str_set_intern(ix->strings, name);
-	f = hash_get_eq(&ix->found, found_hash(pid, key.name), found_eq, &key);
+	f = found_of(ix, pid, str_set_intern(ix->strings, name));
 	return f && !f->miss ? &f->k : NULL;
 }
 
@@ -523,12 +519,4 @@ void inductor_add(struct inductor *ix, int pid, const char *name, const struct i
 	ix->counts.names++;
 	ix->counts.found++;
 	keep(ix, pid, str_set_intern(ix->strings, name), &in);
-}
-
-const char *inductor_dir(const struct inductor *ix, int pid)
-{
-	for (int i = 0; i < ix->npids; i++)
-		if (ix->pids[i].pid == pid)
-			return ix->pids[i].dir;
-	return "";
 }

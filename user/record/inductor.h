@@ -42,7 +42,6 @@ struct inductor_counts {
 	uint64_t found;          /* of them, found in the job's modules */
 	uint64_t modules;        /* output code modules read */
 	uint64_t modules_skipped; /* past the limits, or not the job's user's */
-	uint64_t scans;          /* reads of a cache directory */
 };
 
 typedef void inductor_found_fn(void *ctx, int pid, const char *name,
@@ -63,7 +62,5 @@ const struct inductor_kernel *inductor_get(struct inductor *ix, int pid, const c
 /* A kernel a raw capture recorded as found. */
 void inductor_add(struct inductor *ix, int pid, const char *name, const struct inductor_kernel *k);
 const struct inductor_counts *inductor_counts(const struct inductor *ix);
-/* The cache directory read for pid ("" if none was). */
-const char *inductor_dir(const struct inductor *ix, int pid);
 
 #endif /* PTBPF_INDUCTOR_H */
