@@ -387,6 +387,8 @@ void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX])
 	pf_trace_attr_int(s->w, "dev.ptbpf.rpc_calls_not_drawn", (int64_t)c->rpc_not_drawn);
 	pf_trace_attr_int(s->w, "dev.ptbpf.cupti_dropped",
 			  (int64_t)gpu_timeline_counts(s->dec->timeline)->cupti_dropped);
+	pf_trace_attr_int(s->w, "dev.ptbpf.gpu_activities_overlapping_not_laned",
+			  (int64_t)gpu_timeline_counts(s->dec->timeline)->overlapping_not_laned);
 	write_graph_counts(s);
 	if (s->opsr) {
 		const struct ops_ring_counts *o = ops_rings_counts(s->opsr);
