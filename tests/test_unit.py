@@ -205,3 +205,10 @@ def test_inductor_sources_of_triton_kernels(tmp_path):
     r = subprocess.run([exe, str(cache)], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache)))
     assert r.returncode == 0 and r.stdout.strip().endswith(" 0 failed"), r.stdout + r.stderr
+
+
+def test_raw_capture_keeps_long_triton_lists(tmp_path):
+    """A raw capture's Triton kernel items: ATen op and node lists written
+    whole past 16 KB, cut to fit a 1 MiB item past that, the other fields
+    whole."""
+    run_unit("test_raw", str(tmp_path))

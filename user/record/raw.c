@@ -25,6 +25,7 @@ struct raw_writer {
 	struct outfile out;
 	FILE *f;          /* on a dup of out.fd: fclose leaves out.fd to outfile */
 	uint32_t ops_written;
+	uint32_t lists_cut; /* Triton kernels' lists cut to fit an item */
 	int err;
 };
 
@@ -87,16 +88,42 @@ void raw_record(struct raw_writer *r, const void *data, uint64_t size)
 		item(r, 'R', data, (uint32_t)size, NULL, 0);
 }
 
+/* Its five strings, NUL-separated, in one item of at most MAX_ITEM: a node
+ * or op list that would not fit is cut (said once, on stderr), not dropped. */
 void raw_inductor(void *ctx, int pid, const char *name, const struct inductor_kernel *k)
 {
-	char buf[16384];
+	struct raw_writer *r = ctx;
+	const char *f[5] = { name, k->aten ? k->aten : "", k->nodes ? k->nodes : "",
+			     k->module ? k->module : "", k->graph ? k->graph : "" };
+	size_t len[5], total = 4, room = MAX_ITEM;
 	int32_t p = pid;
-	int n = snprintf(buf, sizeof(buf), "%s%c%s%c%s%c%s%c%s", name, 0, k->aten ? k->aten : "",
-			 0, k->nodes ? k->nodes : "", 0, k->module ? k->module : "", 0,
-			 k->graph ? k->graph : "");
+	char *buf, *at;
 
-	if (n > 0 && (size_t)n < sizeof(buf))
-		item(ctx, 'I', &p, sizeof(p), buf, (uint32_t)n + 1);
+	for (int i = 0; i < 5; i++)
+		total += (len[i] = strlen(f[i])) + 1;
+	for (int i = 2; i >= 1 && total > room; i--) { /* the node list, then the ATen ops */
+		size_t cut = total - room < len[i] ? total - room : len[i];
+
+		len[i] -= cut;
+		total -= cut;
+		if (!r->lists_cut++)
+			log_msg("raw capture: a Triton kernel's ATen op or node list is over "
+				"1 MiB and was cut to fit\n");
+	}
+	if (total > room) /* a kernel name or module path of a MiB: none is */
+		return;
+	if (!(buf = malloc(total - 4))) {
+		r->err = r->err ? r->err : -ENOMEM;
+		return;
+	}
+	at = buf;
+	for (int i = 0; i < 5; i++) {
+		memcpy(at, f[i], len[i]);
+		at += len[i];
+		*at++ = 0;
+	}
+	item(r, 'I', &p, sizeof(p), buf, (uint32_t)(total - 4));
+	free(buf);
 }
 
 /* Replay: an 'I' item into the timeline's Triton sources. */
