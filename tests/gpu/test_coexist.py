@@ -174,6 +174,40 @@ def test_daemon_windows_over_the_sessions(tmp_path, control):
     assert [f for f in os.listdir(out) if f.endswith(".pftrace")]
 
 
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+def test_compiled_job_profiles_with_ptbpf_before_and_during(tmp_path, mode):
+    """Issue 45: a torch.compile'd job (Inductor's Triton kernels; with
+    reduce-overhead, CUDA graphs replayed) keeps its own profiler's GPU
+    events in both orders: ptbpf's agent attached before the job's session
+    (and a session after it left), and ptbpf attaching inside a running
+    session. Its first two sessions, with no ptbpf, are the control."""
+    job = Job(tmp_path, "j", "--compile", mode, "--steps", "100")
+    job.session()
+    a = job.result(0)
+    job.session()
+    assert job.result(1) == a and a[0] > 500, a
+    t, out = tracer(tmp_path, job, "t")
+    time.sleep(1.5)
+    job.session()
+    assert job.result(2) == a
+    time.sleep(3)
+    stop(t)
+    job.session()
+    assert job.result(3) == a
+    job.session()
+    time.sleep(0.3)
+    r = subprocess.run([PTBPF, "-p", str(job.pid), "-o", str(tmp_path / "in.pftrace"), "-d", "2"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert job.result(4) == a
+    job.end()
+    assert pftrace.Trace(str(tmp_path / "in.pftrace")).validate() == []
+    tr = pftrace.Trace(out)
+    assert tr.validate() == []
+    assert [s for s in tr.slices if s.category == "kernel" and s.name.startswith("triton_")]
+    print(mode, "sessions", a)
+
+
 class OnDemandJob(Job):
     """Traced on demand by Kineto itself (tests/workloads/ondemand.py)."""
     script = ONDEMAND_JOB

@@ -2,13 +2,14 @@
 """A CUDA training loop that runs torch.profiler sessions of its own on cue:
 a job whose own profiling ptbpf must leave whole.
 
-usage: profiled.py --cue DIR [--steps N] [--pause S] [--schedule]
+usage: profiled.py --cue DIR [--steps N] [--pause S] [--schedule] [--compile MODE]
 
 Prints "ready PID", then trains step after step until DIR/end exists. Each
 time DIR/sessionK appears (K = 0, 1, ...) it runs its next profiler session
 (CPU + CUDA) over N steps and prints "session K gpu_events [n, ...]": the
 GPU events (kernels, copies, sets) the profiler recorded, one count per
-trace (several with --schedule's repeats).
+trace (several with --schedule's repeats). With --compile the model is
+torch.compile'd (MODE: Inductor's default, or reduce-overhead: CUDA graphs).
 """
 import argparse
 import os
@@ -24,17 +25,21 @@ def gpu_events(prof):
                if e.device_type() == torch.autograd.DeviceType.CUDA)
 
 
-def training():
-    """One training step of the job's model (also tests/workloads/ondemand.py's)."""
+def training(compile_mode=None):
+    """One training step of the job's model (also tests/workloads/ondemand.py's),
+    torch.compile'd in COMPILE_MODE if given."""
     torch.manual_seed(0)
     model = nn.Sequential(*[nn.Sequential(nn.Linear(256, 256), nn.LayerNorm(256), nn.GELU())
                             for _ in range(4)]).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     x = torch.randn(64, 256, device="cuda")
+    run = torch.compile(model, mode=compile_mode) if compile_mode else model
 
     def step():
+        if compile_mode == "reduce-overhead":
+            torch.compiler.cudagraph_mark_step_begin()
         opt.zero_grad(set_to_none=True)
-        model(x).square().mean().backward()
+        run(x).square().mean().backward()
         opt.step()
     return step
 
@@ -59,8 +64,9 @@ def main():
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--pause", type=float, default=0.01)
     ap.add_argument("--schedule", action="store_true")
+    ap.add_argument("--compile", choices=["default", "reduce-overhead"])
     args = ap.parse_args()
-    step = training()
+    step = training(args.compile)
 
     for _ in range(5):
         step()
