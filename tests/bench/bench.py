@@ -107,6 +107,8 @@ LABEL = {
                    "TSC) written into a ring a thread reads every 20 ms, nothing else",
     "cupti_cb": "floor: CUPTI callbacks on the agent's CUDA calls, empty",
     "cupti_cb_rt": "floor: CUPTI callbacks, runtime API only, empty",
+    "cupti_graph": "floor: CUPTI callbacks on CUDA graph nodes made or cloned (the agent's "
+                   "capture map), empty",
     "cupti_act": "floor: CUPTI activity (kernels, copies, sets)",
     "cupti_act_api": "floor: CUPTI activity + runtime API records",
     "floors": "floors at once ({})",
@@ -750,10 +752,11 @@ def main():
     ap.add_argument("--settle-s", type=float, default=0.2,
                     help="pause after ptbpf or the uprobe floor detached")
     ap.add_argument("--workloads", help="default: step,transformer,smallop (+gpubound on "
-                    "CUDA); none: only the loader sections")
+                    "CUDA); also graphs (CUDA: torch.compile's reduce-overhead); none: only "
+                    "the loader sections")
     ap.add_argument("--floors", help="floor phases; default: rf1,rf4,uprobe on the CPU, "
                     "rf1,cupti_cb,cupti_act,floors,uprobe on CUDA (also: cupti_cb_rt, "
-                    "cupti_act_api, w_ring_read)")
+                    "cupti_graph, cupti_act_api, w_ring_read)")
     ap.add_argument("--paired", default="",
                     help="also these floor phases measured within the phase, in alternating "
                     "blocks: rf1, rf4, rf7, w_ring_read or steps with RecordFunction switched "
@@ -809,10 +812,11 @@ def main():
     args.lean_args = [a.split() for a in args.lean_args or []]
     rf = {"rf1", "rf4", "rf7", "w_ring_read", "steps"}
     if set(args.paired) - rf - set(WHOLE) - set(lean_phases(args)) - {p + ":switch" for p in
-                                             rf | {"cupti_cb", "cupti_act", "floors", "sched",
-                                                   "sched_nosys"}}:
+                                             rf | {"cupti_cb", "cupti_graph", "cupti_act",
+                                                   "floors", "sched", "sched_nosys"}}:
         ap.error("--paired takes rf1, rf4, rf7, w_ring_read, steps, ptbpf, ptbpf_leanN (the "
-                 "Nth --lean-args) and profiler, and with ':switch' also cupti_cb, cupti_act, "
+                 "Nth --lean-args) and profiler, and with ':switch' also cupti_cb, cupti_graph, "
+                 "cupti_act, "
                  "floors, sched and sched_nosys")
     if {"steps", "steps:switch"} & set(args.paired) and "steps" not in args.floors:
         args.floors.append("steps")  # the target loads the agent for it

@@ -52,7 +52,9 @@ PHASE is what the process itself switches on around the timed units:
                    the agent's four by scope; one on USER_SCOPE alone, as the
                    always-on step signal's): torch's own machinery
   cupti_cb         CUPTI callbacks on the CUDA calls the agent subscribes
-                   to, empty; cupti_cb_rt: on the runtime ones only
+                   to, empty; cupti_cb_rt: on the runtime ones only;
+                   cupti_graph: on CUDA graph nodes made or cloned alone
+                   (what the agent's capture map subscribes to)
   cupti_act        CUPTI activity: kernels, copies, sets; cupti_act_api:
                    also the runtime API's records (torch.profiler's way)
   floors           rf1 + cupti_cb + cupti_act at once (CUDA; rf1 on the CPU)
@@ -182,7 +184,31 @@ def gpubound(device):
     return run
 
 
-WORKLOADS = dict(smallop=smallop, step=step, transformer=transformer, gpubound=gpubound)
+def graphs(device):
+    """torch.compile(mode="reduce-overhead"): tests/workloads/compiled.py's
+    4 pre-LN MLP blocks and AdamW, the model's forward and backward
+    replayed as CUDA graphs (CUDA only)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "workloads"))
+    from compiled import Block
+    torch.manual_seed(0)
+    model = torch.compile(nn.Sequential(*[Block(256) for _ in range(4)]).to(device),
+                          mode="reduce-overhead")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randn(64, 256, device=device)
+
+    def run(n):
+        for _ in range(n):
+            torch.compiler.cudagraph_mark_step_begin()
+            model(x).square().mean().backward()
+            opt.step()
+            opt.zero_grad()
+        sync(device)
+    run(5)  # compiled, and its graphs captured
+    return run
+
+
+WORKLOADS = dict(smallop=smallop, step=step, transformer=transformer, gpubound=gpubound,
+                 graphs=graphs)
 
 
 class SchedFloor:
@@ -264,7 +290,8 @@ class Floors:
             self.check(self.lib.floor_rf_work_on(WORK[phase]), phase)
             return
         parts = {"rf1": ["rf1"], "rf4": ["rf4"], "rf7": ["rf7"], "cupti_cb": ["cb0"],
-                 "cupti_cb_rt": ["cb1"], "cupti_act": ["act0"], "cupti_act_api": ["act1"],
+                 "cupti_cb_rt": ["cb1"],
+                 "cupti_graph": ["cb2"], "cupti_act": ["act0"], "cupti_act_api": ["act1"],
                  "floors": ["rf1"] + (["cb0", "act0"] if device == "cuda" else [])}[phase]
         for p in parts:
             if p.startswith("rf"):

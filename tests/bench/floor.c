@@ -22,7 +22,9 @@
  *                        subscribes to, with an empty callback: v = 0 the
  *                        agent's set (launch, copy, set in both the runtime
  *                        and driver domains, plus the runtime's syncs,
- *                        copies and allocations), 1 runtime domain only
+ *                        copies and allocations), 1 runtime domain only,
+ *                        2 the resource callbacks on CUDA graph nodes made
+ *                        or cloned alone (the agent's capture map)
  *   floor_cupti_act_on(v) CUPTI's activity API: kernels, copies and sets
  *                        (v = 1: also the runtime API's own records, the
  *                        way torch.profiler gets CUDA calls), records only
@@ -500,6 +502,14 @@ EXPORT int floor_cupti_cb_on(int variant)
 	if (res != CUPTI_SUCCESS) {
 		subscriber = NULL;
 		return cupti_failed("cuptiSubscribe", res);
+	}
+	if (variant == 2) {
+		if ((res = p_enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+					     CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED)) ||
+		    (res = p_enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+					     CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)))
+			return cupti_failed("cuptiEnableCallback", res);
+		return 0;
 	}
 	for (size_t i = 0; i < sizeof(launch_cbids) / sizeof(launch_cbids[0]); i++)
 		if ((res = enable_callback(variant, launch_cbids[i].domain, launch_cbids[i].cbid)))
