@@ -3,8 +3,9 @@
 # The GPU machine's checks: torch 2.x + CUDA. Uses build/ptbpf and
 # build/pb2 made elsewhere (`make all test-progs pb2`); writes logs under ${OUT:-.}.
 # All of it takes over 10 minutes on an H100 (a device call's limit):
-# PTBPF_GPU_PART=1 runs tests/gpu, 2 the CPU-side files on torch 2.x, 3
-# the benchmark; unset, all three.
+# PTBPF_GPU_PART=1 runs tests/gpu/test_coexist.py (the job's own profiler
+# beside ptbpf: about 9 minutes on an H200), 2 the rest of tests/gpu, 3 the
+# CPU-side files on torch 2.x, 4 the benchmark; unset, all four.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PTBPF_TEST_PYTHON=${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3}
@@ -15,14 +16,16 @@ mkdir -p "$out/recorded"
 export PTBPF_SAVE_DIR=$out/recorded
 part=${PTBPF_GPU_PART:-all}
 tests=()
-case $part in 1|all) tests+=(tests/gpu) ;; esac
-case $part in 2|all) tests+=(tests/test_fidelity.py tests/test_shapes.py tests/test_memory.py
+case $part in 1|all) tests+=(tests/gpu/test_coexist.py) ;; esac
+case $part in 2|all) for f in tests/gpu/test_*.py; do
+	[ "$f" = tests/gpu/test_coexist.py ] || tests+=("$f"); done ;; esac
+case $part in 3|all) tests+=(tests/test_fidelity.py tests/test_shapes.py tests/test_memory.py
 	tests/test_pystacks.py "tests/test_exceptions.py::test_python_try_except_loop") ;; esac
 if [ ${#tests[@]} -gt 0 ]; then
 	"$PTBPF_TEST_PYTHON" -m pytest -v -rfE -p no:cacheprovider --durations=10 --ignore=tests/gpu/multi \
 		"${tests[@]}" 2>&1 | tee "$out/gpu-tests$part.log" || rc=1
 fi
-if [ "${PTBPF_BENCH:-1}" = 1 ] && { [ "$part" = 3 ] || [ "$part" = all ]; }; then
+if [ "${PTBPF_BENCH:-1}" = 1 ] && { [ "$part" = 4 ] || [ "$part" = all ]; }; then
 	for dev in ${PTBPF_BENCH_DEVICES:-cuda}; do
 		"$PTBPF_TEST_PYTHON" tests/bench/bench.py --python "$PTBPF_TEST_PYTHON" \
 			--device $dev --paired steps,steps:switch,rf7,rf7:switch,sched:switch,sched_nosys:switch --out "$out/bench-gpu-machine.md" 2>&1 | tee -a "$out/bench.log" || rc=1
