@@ -90,7 +90,7 @@ import tracestat  # noqa: E402
 from stats import median_interval  # noqa: E402
 
 UNIT = {"smallop": ("µs/op", 1e6), "step": ("ms/step", 1e3), "transformer": ("ms/step", 1e3),
-        "gpubound": ("ms/step", 1e3)}
+        "gpubound": ("ms/step", 1e3), "graphs": ("ms/step", 1e3)}
 LABEL = {
     "ptbpf": "ptbpf (agent){}",
     "ptbpf_lean": "ptbpf{}",
