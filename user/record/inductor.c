@@ -23,6 +23,7 @@
 #define MAX_CANDS (1u << 20)       /* (module, kernel) pairs kept */
 #define MAX_MODULE_BYTES (16u << 20)
 #define MAX_FILES_SEEN 65536       /* files looked at, per process */
+#define MAX_DIRS_SEEN 4096         /* cache directories read whole, per process */
 #define MAX_BYTES_READ (256ull << 20) /* read, per process */
 
 struct module {
@@ -56,6 +57,7 @@ struct pid_cache {
 	bool scanned;          /* read once already */
 	uint64_t bytes;        /* read so far */
 	struct u64_set *seen;  /* files looked at: (path, mtime, size) */
+	struct u64_set *dirs;  /* directories read whole: (inode, mtime) */
 };
 
 struct inductor {
@@ -96,6 +98,7 @@ void inductor_free(struct inductor *ix)
 		return;
 	for (int i = 0; i < ix->npids; i++) {
 		u64_set_free(ix->pids[i].seen);
+		u64_set_free(ix->pids[i].dirs);
 		if (ix->pids[i].root >= 0)
 			close(ix->pids[i].root);
 	}
@@ -358,13 +361,21 @@ static void scan(struct inductor *ix, struct pid_cache *c)
 	while ((e = readdir(top))) {
 		char sub[PATH_MAX + 8];
 		struct dirent *f;
+		uint64_t key = 0;
+		struct stat st;
 		DIR *d;
 
 		if (strlen(e->d_name) != 2 || e->d_name[0] == '.')
 			continue;
 		snprintf(sub, sizeof(sub), "%s/%s", c->dir, e->d_name);
 		fd = open_in_root(c->root, sub, O_RDONLY | O_DIRECTORY);
-		if (fd < 0 || !(d = fdopendir(fd))) {
+		/* Unchanged since it was read whole (its mtime, taken before
+		 * the read, moves with every file made or renamed in it): a
+		 * rescan looks at none of its files again. */
+		if (fd >= 0 && !fstat(fd, &st))
+			key = hash_pair(hash_pair(st.st_dev, st.st_ino),
+					(uint64_t)st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec);
+		if (fd < 0 || (key && u64_set_has(c->dirs, key)) || !(d = fdopendir(fd))) {
 			if (fd >= 0)
 				close(fd);
 			continue;
@@ -379,6 +390,8 @@ static void scan(struct inductor *ix, struct pid_cache *c)
 			read_module(ix, c, path);
 		}
 		closedir(d);
+		if (key)
+			u64_set_add(c->dirs, key);
 	}
 	closedir(top);
 }
@@ -397,6 +410,7 @@ static struct pid_cache *cache_of(struct inductor *ix, int pid)
 		if (ix->pids[i].pid == pid && &ix->pids[i] != c)
 			ix->pids[i].pid = -1;
 	u64_set_free(c->seen);
+	u64_set_free(c->dirs);
 	if (c->pid && c->root >= 0)
 		close(c->root);
 	memset(c, 0, sizeof(*c));
@@ -404,6 +418,7 @@ static struct pid_cache *cache_of(struct inductor *ix, int pid)
 	c->pid = pid;
 	c->started = started;
 	c->seen = u64_set_new(MAX_FILES_SEEN);
+	c->dirs = u64_set_new(MAX_DIRS_SEEN);
 	find_dir(c);
 	return c;
 }
