@@ -5,6 +5,7 @@ leaves the page, a screenshot of each view, and the numbers in its tables
 are those `ptbpf report --json` prints."""
 import json
 import os
+import shutil
 import subprocess
 import time
 
@@ -148,7 +149,8 @@ def check_tables(b, rep, by_shape=None):
                               ("compiled_graphs", "compiled-graphs-table", "with_aten_ops_ns")):
         if rep[key]:
             page = rows(b, table)
-            same(page, rep[key], ["graph", "kernels", "device_ns", named])
+            pids = ["pid"] if len({g["pid"] for g in rep[key]}) > 1 else []
+            same(page, rep[key], pids + ["graph", "kernels", "device_ns", named])
             assert [p["part"] for p in page] == [
                 max(g["parts"], key=lambda x: x["device_ns"])["name"] for g in rep[key]]
     if rep["memory"]:
@@ -233,6 +235,24 @@ def test_page_of_compiled_and_graph_replayed_runs(tmp_path):
     graphs = report_json(str(tmp_path / "graph_ops.raw.pftrace"))["cuda_graphs"]
     assert sum(g["kernels"] for g in graphs) == 413
     assert all(g["captured_ns"] == g["device_ns"] for g in graphs)
+    # Two ranks' traces merged: their graph ids repeat, each keeps its rows.
+    shutil.copy(tmp_path / "graph_ops.raw.pftrace", tmp_path / "rank1.pftrace")
+    merged = tmp_path / "ranks.pftrace"
+    ptbpf("merge", tmp_path / "graph_ops.raw.pftrace", tmp_path / "rank1.pftrace", "-o", merged)
+    rep = report_json(str(merged))
+    by_pid = {}
+    for g in rep["cuda_graphs"]:
+        by_pid.setdefault(g["pid"], []).append((g["graph"], g["kernels"]))
+    assert len(by_pid) == 2 and all(sorted(v) == sorted((g["graph"], g["kernels"]) for g in graphs)
+                                    for v in by_pid.values()), by_pid
+    html = tmp_path / "ranks.html"
+    ptbpf("report", merged, "--html", html)
+    with Browser() as b:
+        open_page(b, html, "ranks")
+        check_tables(b, rep)
+    text = subprocess.run([PTBPF, "report", str(merged)], capture_output=True, text=True,
+                          timeout=120).stdout
+    assert "  pid " in text.split("CUDA graphs: replayed kernels", 1)[1].splitlines()[1], text[-2000:]
 
 
 def test_diff_page(traces, tmp_path):

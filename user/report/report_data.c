@@ -301,6 +301,7 @@ static void descriptor(struct report *r, const struct tr_track *d)
 			memory_track(r, t, buf);
 		if (sscanf(buf, "GPU %u / stream %u", &dev, &stream) == 2) {
 			t->gpu = true;
+			t->owner_pid = d->parent ? pid : -1;
 			t->pid = dev;
 			t->tid = stream;
 			t->context = -1;
@@ -446,7 +447,7 @@ static void end_slice(struct report *r, struct rd_track *t, const struct tr_even
 	} else if (f.cat == r->cat_kernel) {
 		kernel_done(r, f.name, dur);
 		if (r->gview)
-			r->gview->kernel(r, &f, dur);
+			r->gview->kernel(r, t, &f, dur);
 	} else if (f.cat == r->cat_step && r->steps) {
 		steps_add(r->steps, f.ts, ts, f.name, step_tid(t, &f));
 	}

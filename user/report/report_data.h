@@ -99,6 +99,7 @@ struct rd_track {
 	uint64_t uuid;       /* its descriptor's */
 	int64_t pid, tid;    /* threads; GPU stream tracks: device, stream */
 	int64_t owner_tid;   /* a thread's child track ("blocked in"): the thread; else 0 */
+	int64_t owner_pid;   /* GPU stream tracks: the process whose they are (-1: unknown) */
 	uint64_t last_end;   /* GPU stream tracks: the latest end of its activities */
 	int64_t context;     /* GPU stream tracks: the CUDA context its first activity
 			      * names (the loader writes it once per stream); -1 */
@@ -138,6 +139,7 @@ struct rd_site { /* ops below a Python frame (traces with stacks) */
 #define RD_GRAPH_PARTS 6
 struct rd_graph {
 	int64_t key;           /* the graph id; compiled: its name's string id */
+	int64_t pid;           /* the process (graph ids repeat across processes) */
 	uint64_t kernels, ns;
 	uint64_t ns_named;     /* under a capturing op; compiled: with ATen ops */
 	struct { uint32_t name; uint64_t ns; } part[RD_GRAPH_PARTS];
@@ -214,7 +216,8 @@ struct rd_kernel_view {
 /* What reads CUDA graphs' and compiled graphs' kernels (report_graphs.c):
  * a kernel's end, in the first pass; free: at rd_free. */
 struct rd_graph_view {
-	void (*kernel)(struct report *r, const struct rd_frame *f, uint64_t dur);
+	void (*kernel)(struct report *r, const struct rd_track *t, const struct rd_frame *f,
+		       uint64_t dur);
 	void (*free)(struct report *r);
 };
 

@@ -20,16 +20,19 @@ static void add_part(struct rd_graph *g, uint32_t name, uint64_t ns)
 	g->part[i].ns += ns;
 }
 
-static void add(struct rd_map *m, struct rd_graph **v, size_t *n, size_t *cap, int64_t key,
-		int64_t part, uint64_t dur)
+/* A kernel into the row of (pid, key): graph ids and AOT IDs repeat across
+ * processes (ranks), so each process has rows of its own. */
+static void add(struct rd_map *m, struct rd_graph **v, size_t *n, size_t *cap, int64_t pid,
+		int64_t key, int64_t part, uint64_t dur)
 {
 	bool added;
-	struct rd_graph *g = rd_keyed(m, (uint64_t)key, (void **)v, n, cap, sizeof(**v), &added);
+	uint64_t k = (uint64_t)(uint32_t)pid << 32 | (uint32_t)key;
+	struct rd_graph *g = rd_keyed(m, k, (void **)v, n, cap, sizeof(**v), &added);
 
 	if (!g)
 		return;
 	if (added)
-		*g = (struct rd_graph){ .key = key };
+		*g = (struct rd_graph){ .key = key, .pid = pid };
 	g->kernels++;
 	g->ns += dur;
 	if (part != RD_UNSET) {
@@ -38,16 +41,18 @@ static void add(struct rd_map *m, struct rd_graph **v, size_t *n, size_t *cap, i
 	}
 }
 
-static void graphs_kernel(struct report *r, const struct rd_frame *f, uint64_t dur)
+static void graphs_kernel(struct report *r, const struct rd_track *t, const struct rd_frame *f,
+			  uint64_t dur)
 {
 	const int64_t *v = f->a.v;
+	int64_t pid = t->owner_pid;
 
 	if (v[A_GRAPH_ID] != RD_UNSET)
-		add(&r->cuda_graphs, &r->cg_v, &r->ncg, &r->cg_cap, v[A_GRAPH_ID],
+		add(&r->cuda_graphs, &r->cg_v, &r->ncg, &r->cg_cap, pid, v[A_GRAPH_ID],
 		    v[A_CAPTURED_BY], dur);
 	/* a graph by its AOT ID, else (older traces) by its module */
 	if (v[A_INDUCTOR_GRAPH] != RD_UNSET || v[A_INDUCTOR_MODULE] != RD_UNSET)
-		add(&r->compiled, &r->cc_v, &r->ncc, &r->cc_cap,
+		add(&r->compiled, &r->cc_v, &r->ncc, &r->cc_cap, pid,
 		    v[A_INDUCTOR_GRAPH] != RD_UNSET ? v[A_INDUCTOR_GRAPH] : v[A_INDUCTOR_MODULE],
 		    v[A_ATEN_OPS], dur);
 }
@@ -90,36 +95,49 @@ static const char *last_part(const char *s)
 	return slash ? slash + 1 : s;
 }
 
+/* Whether the rows are of more than one process. */
+static bool several_pids(const struct rd_graph *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (v[i].pid != v[0].pid)
+			return true;
+	return false;
+}
+
 static void text_table(const struct report *r, const struct rd_graph *v, size_t n, int top,
 		       bool cuda)
 {
 	const struct rd_graph **s = sorted(v, n);
+	bool pids = several_pids(v, n);
 
 	if (!s)
 		return;
 	if (cuda)
 		printf("\nCUDA graphs: replayed kernels, by the op that captured them (device ms)\n"
-		       "  %-10s %8s %10s %9s  %s\n", "graph", "kernels", "device ms", "captured",
-		       "largest capturing op");
+		       "  %s%-10s %8s %10s %9s  %s\n", pids ? "pid      " : "", "graph", "kernels",
+		       "device ms", "captured", "largest capturing op");
 	else
 		printf("\nCompiled graphs (torch.compile): Triton kernels, by the ATen ops they fuse "
-		       "(device ms)\n  %-14s %8s %10s  %s\n", "graph", "kernels", "device ms",
-		       "largest fused ATen ops");
+		       "(device ms)\n  %s%-14s %8s %10s  %s\n", pids ? "pid      " : "", "graph",
+		       "kernels", "device ms", "largest fused ATen ops");
 	for (size_t i = 0; i < n && (int)i < top; i++) {
 		const struct rd_graph *g = s[i];
 		int p = top_part(g);
 		const char *part = p >= 0 ? rd_str(r, g->part[p].name) : "-";
+		double share = p >= 0 ? 100.0 * g->part[p].ns / (g->ns ? g->ns : 1) : 0.0;
 
-		if (cuda)
-			printf("  %-10ld %8lu %10.3f %8.1f%%  %s (%.1f%%)\n", (long)g->key,
-			       (unsigned long)g->kernels, g->ns / 1e6,
-			       100.0 * g->ns_named / (g->ns ? g->ns : 1), part,
-			       p >= 0 ? 100.0 * g->part[p].ns / (g->ns ? g->ns : 1) : 0.0);
+		if (pids)
+			printf("  %-8ld ", (long)g->pid);
 		else
-			printf("  %-14.14s %8lu %10.3f  %.60s (%.1f%%)\n",
+			fputs("  ", stdout);
+		if (cuda)
+			printf("%-10ld %8lu %10.3f %8.1f%%  %s (%.1f%%)\n", (long)g->key,
+			       (unsigned long)g->kernels, g->ns / 1e6,
+			       100.0 * g->ns_named / (g->ns ? g->ns : 1), part, share);
+		else
+			printf("%-14.14s %8lu %10.3f  %.60s (%.1f%%)\n",
 			       last_part(rd_str(r, (uint32_t)g->key)), (unsigned long)g->kernels,
-			       g->ns / 1e6, part,
-			       p >= 0 ? 100.0 * g->part[p].ns / (g->ns ? g->ns : 1) : 0.0);
+			       g->ns / 1e6, part, share);
 	}
 	free(s);
 }
@@ -141,7 +159,7 @@ static void json_table(FILE *o, const struct report *r, const char *key,
 	for (size_t i = 0; s && i < n; i++) {
 		const struct rd_graph *g = s[i];
 
-		fputs(i ? ", {\"graph\": " : "{\"graph\": ", o);
+		fprintf(o, "%s{\"pid\": %ld, \"graph\": ", i ? ", " : "", (long)g->pid);
 		if (cuda)
 			fprintf(o, "%ld", (long)g->key);
 		else

@@ -353,7 +353,9 @@
     if (!gs.length) return;
     const part = g => (g.parts || []).reduce((a, p) => (!a || p.device_ns > a.device_ns ? p : a), null);
     sec.append(el("h2", { text: title }), el("p", { cls: "note", text: note }));
+    const pids = new Set(gs.map(g => g.pid)).size > 1;
     sec.append(table(id, [
+      ...(pids ? [{ key: "pid", title: "pid", v: r => r.pid }] : []),
       { key: "graph", title: "graph", cls: "name", v: r => String(r.graph) },
       { key: "kernels", title: "kernels", v: r => r.kernels },
       { key: "device_ns", title: "device ms", v: r => r.device_ns, fmt: r => ms(r.device_ns) },
