@@ -199,6 +199,7 @@ def test_inductor_sources_of_triton_kernels(tmp_path):
     os.utime(cache / "cc/old.py", (1e9, 1e9))
     os.chown(cache / "ee/other.py", 12345, 12345)
     (cache / "gg").mkdir()
+    os.utime(cache / "gg", (1e9, 1e9))  # read whole at the first scan; late.py moves it
     (cache / "hh").mkdir()
     os.mkfifo(cache / "hh" / "fifo.py")  # never opened to block the reader
     exe = require(os.path.join(BUILD, "test_inductor"))

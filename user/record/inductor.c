@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lib/hash.h"
@@ -371,8 +372,11 @@ static void scan(struct inductor *ix, struct pid_cache *c)
 		fd = open_in_root(c->root, sub, O_RDONLY | O_DIRECTORY);
 		/* Unchanged since it was read whole (its mtime, taken before
 		 * the read, moves with every file made or renamed in it): a
-		 * rescan looks at none of its files again. */
-		if (fd >= 0 && !fstat(fd, &st))
+		 * rescan looks at none of its files again. A directory changed
+		 * in the last 2 s is always looked in: some filesystems keep
+		 * mtimes in whole seconds, where a file made in the same second
+		 * leaves it as it was. */
+		if (fd >= 0 && !fstat(fd, &st) && st.st_mtim.tv_sec + 2 <= time(NULL))
 			key = hash_pair(hash_pair(st.st_dev, st.st_ino),
 					(uint64_t)st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec);
 		if (fd < 0 || (key && u64_set_has(c->dirs, key)) || !(d = fdopendir(fd))) {
