@@ -188,6 +188,8 @@ def graphs(device):
     """torch.compile(mode="reduce-overhead"): tests/workloads/compiled.py's
     4 pre-LN MLP blocks and AdamW, the model's forward and backward
     replayed as CUDA graphs (CUDA only)."""
+    if device != "cuda":
+        raise SystemExit("bench_target: graphs is a CUDA workload (CUDA graphs)")
     sys.path.insert(0, os.path.join(ROOT, "tests", "workloads"))
     from compiled import Block
     torch.manual_seed(0)

@@ -475,7 +475,8 @@ EXPORT int floor_cupti_cb_counts(char *buf, int size)
 			if (p_callback_name(d, i, &name) != CUPTI_SUCCESS || !name)
 				name = "?";
 			len += snprintf(buf + len, len < size ? size - len : 0, "%s %s %lu\n",
-					d == CUPTI_CB_DOMAIN_RUNTIME_API ? "runtime" : "driver", name,
+					d == CUPTI_CB_DOMAIN_RUNTIME_API ? "runtime" :
+					d == CUPTI_CB_DOMAIN_RESOURCE ? "resource" : "driver", name,
 					cb_seen[d][i]);
 		}
 	return len;

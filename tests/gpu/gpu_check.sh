@@ -12,9 +12,10 @@ export PTBPF_TEST_PYTHON=${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3}
 export PTBPF_PB2_DIR=$PWD/build/pb2 PYTHONUNBUFFERED=1
 out=${OUT:-.}
 rc=0
+part=${PTBPF_GPU_PART:-all}
+case $part in 1|2|3|4|all) ;; *) echo "PTBPF_GPU_PART is 1, 2, 3, 4 or all, not '$part'" >&2; exit 2 ;; esac
 mkdir -p "$out/recorded"
 export PTBPF_SAVE_DIR=$out/recorded
-part=${PTBPF_GPU_PART:-all}
 tests=()
 case $part in 1|all) tests+=(tests/gpu/test_coexist.py) ;; esac
 case $part in 2|all) for f in tests/gpu/test_*.py; do

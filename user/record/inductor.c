@@ -58,7 +58,7 @@ struct pid_cache {
 	bool scanned;          /* read once already */
 	uint64_t bytes;        /* read so far */
 	struct u64_set *seen;  /* files looked at: (path, mtime, size) */
-	struct u64_set *dirs;  /* directories read whole: (inode, mtime) */
+	struct u64_set *dirs;  /* directories read whole: (inode, ctime) */
 };
 
 struct inductor {
@@ -305,8 +305,9 @@ static void parse_module(struct inductor *ix, int pid, uint32_t module, const ch
 	}
 }
 
-/* Reads one file if it is new, the job's user's, and output code. */
-static void read_module(struct inductor *ix, struct pid_cache *c, const char *path)
+/* Reads one file if it is new, the job's user's, and output code; false
+ * when it could not be opened (then its directory is looked in again). */
+static bool read_module(struct inductor *ix, struct pid_cache *c, const char *path)
 {
 	int fd = open_in_root(c->root, path, O_RDONLY);
 	struct stat st;
@@ -315,22 +316,22 @@ static void read_module(struct inductor *ix, struct pid_cache *c, const char *pa
 	ssize_t n;
 
 	if (fd < 0)
-		return;
+		return false;
 	if (fstat(fd, &st)) {
 		close(fd);
-		return;
+		return false;
 	}
 	key = hash_pair(hash_pair(st.st_dev, st.st_ino),
 			(uint64_t)st.st_mtime ^ (uint64_t)st.st_size << 32);
 	if (u64_set_has(c->seen, key)) { /* read before, unchanged */
 		close(fd);
-		return;
+		return true;
 	}
 	if (!u64_set_add(c->seen, key) || st.st_uid != c->uid || st.st_size > MAX_MODULE_BYTES ||
 	    c->bytes + (uint64_t)st.st_size > MAX_BYTES_READ || ix->nmodules == MAX_MODULES) {
 		ix->counts.modules_skipped++;
 		close(fd);
-		return;
+		return true;
 	}
 	text = malloc(st.st_size + 1);
 	n = text ? read(fd, text, st.st_size) : -1;
@@ -344,6 +345,7 @@ static void read_module(struct inductor *ix, struct pid_cache *c, const char *pa
 		ix->counts.modules++;
 	}
 	free(text);
+	return true;
 }
 
 /* Every *.py in the cache's two-letter directories not read before. */
@@ -363,6 +365,7 @@ static void scan(struct inductor *ix, struct pid_cache *c)
 		char sub[PATH_MAX + 8];
 		struct dirent *f;
 		uint64_t key = 0;
+		bool whole = true;
 		struct stat st;
 		DIR *d;
 
@@ -370,15 +373,15 @@ static void scan(struct inductor *ix, struct pid_cache *c)
 			continue;
 		snprintf(sub, sizeof(sub), "%s/%s", c->dir, e->d_name);
 		fd = open_in_root(c->root, sub, O_RDONLY | O_DIRECTORY);
-		/* Unchanged since it was read whole (its mtime, taken before
-		 * the read, moves with every file made or renamed in it): a
-		 * rescan looks at none of its files again. A directory changed
-		 * in the last 2 s is always looked in: some filesystems keep
-		 * mtimes in whole seconds, where a file made in the same second
-		 * leaves it as it was. */
-		if (fd >= 0 && !fstat(fd, &st) && st.st_mtim.tv_sec + 2 <= time(NULL))
+		/* Unchanged since it was read whole (its ctime, taken before
+		 * the read, moves with every file made or renamed in it, and no
+		 * tool can set it back): a rescan looks at none of its files
+		 * again. A directory changed in the last 2 s is always looked
+		 * in: some filesystems keep times in whole seconds, where a file
+		 * made in the same second leaves it as it was. */
+		if (fd >= 0 && !fstat(fd, &st) && st.st_ctim.tv_sec + 2 <= time(NULL))
 			key = hash_pair(hash_pair(st.st_dev, st.st_ino),
-					(uint64_t)st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec);
+					(uint64_t)st.st_ctim.tv_sec * 1000000000ull + st.st_ctim.tv_nsec);
 		if (fd < 0 || (key && u64_set_has(c->dirs, key)) || !(d = fdopendir(fd))) {
 			if (fd >= 0)
 				close(fd);
@@ -391,10 +394,10 @@ static void scan(struct inductor *ix, struct pid_cache *c)
 			if (n < 4 || strcmp(f->d_name + n - 3, ".py"))
 				continue;
 			snprintf(path, sizeof(path), "%s/%s", sub, f->d_name);
-			read_module(ix, c, path);
+			whole &= read_module(ix, c, path);
 		}
 		closedir(d);
-		if (key)
+		if (key && whole)
 			u64_set_add(c->dirs, key);
 	}
 	closedir(top);

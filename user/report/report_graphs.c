@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/hash.h"
+
 /* One part of g's time: its row for name, the first free one, or other. */
 static void add_part(struct rd_graph *g, uint32_t name, uint64_t ns)
 {
@@ -26,7 +28,7 @@ static void add(struct rd_map *m, struct rd_graph **v, size_t *n, size_t *cap, i
 		int64_t key, int64_t part, uint64_t dur)
 {
 	bool added;
-	uint64_t k = (uint64_t)(uint32_t)pid << 32 | (uint32_t)key;
+	uint64_t k = hash_pair((uint64_t)pid, (uint64_t)key); /* both whole, in one hash */
 	struct rd_graph *g = rd_keyed(m, k, (void **)v, n, cap, sizeof(**v), &added);
 
 	if (!g)
@@ -45,7 +47,7 @@ static void graphs_kernel(struct report *r, const struct rd_track *t, const stru
 			  uint64_t dur)
 {
 	const int64_t *v = f->a.v;
-	int64_t pid = t->owner_pid;
+	int64_t pid = t->owner_pid > 0 ? t->owner_pid : -1; /* 0: a track with no descriptor */
 
 	if (v[A_GRAPH_ID] != RD_UNSET)
 		add(&r->cuda_graphs, &r->cg_v, &r->ncg, &r->cg_cap, pid, v[A_GRAPH_ID],
