@@ -816,8 +816,7 @@ def main():
                                                    "floors", "sched", "sched_nosys"}}:
         ap.error("--paired takes rf1, rf4, rf7, w_ring_read, steps, ptbpf, ptbpf_leanN (the "
                  "Nth --lean-args) and profiler, and with ':switch' also cupti_cb, cupti_graph, "
-                 "cupti_act, "
-                 "floors, sched and sched_nosys")
+                 "cupti_act, floors, sched and sched_nosys")
     if {"steps", "steps:switch"} & set(args.paired) and "steps" not in args.floors:
         args.floors.append("steps")  # the target loads the agent for it
     args.ptbpf_args = args.ptbpf_args.split()

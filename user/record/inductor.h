@@ -16,9 +16,10 @@
  * (the agent sends each name once, before the first kernel that has it),
  * and again, for the modules written since, whenever a later name is not
  * found (only the directories whose ctime moved since they were read:
- * Inductor writes each file by a rename into its directory). A name several modules define (graphs compiled apart reuse names)
- * is taken from the module most of the process's other kernels came from,
- * then the newest. A pid used again by a new process is a new cache.
+ * Inductor writes each file by a rename into its directory). A name
+ * several modules define (graphs compiled apart reuse names) is taken
+ * from the module most of the process's other kernels came from, then
+ * the newest. A pid used again by a new process is a new cache.
  *
  * A raw capture keeps what was found (raw.h, 'I'): replay reads no files.
  */

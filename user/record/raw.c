@@ -110,8 +110,11 @@ void raw_inductor(void *ctx, int pid, const char *name, const struct inductor_ke
 			log_msg("raw capture: a Triton kernel's ATen op or node list is over "
 				"1 MiB and was cut to fit\n");
 	}
-	if (total > room) /* a kernel name or module path of a MiB: none is */
+	if (total > room) { /* a kernel name or module path of a MiB: none is */
+		log_msg("raw capture: Triton kernel %.64s...'s sources are over 1 MiB without "
+			"their lists: not written\n", name);
 		return;
+	}
 	if (!(buf = malloc(total - 4))) {
 		r->err = r->err ? r->err : -ENOMEM;
 		return;

@@ -301,7 +301,7 @@ static void descriptor(struct report *r, const struct tr_track *d)
 			memory_track(r, t, buf);
 		if (sscanf(buf, "GPU %u / stream %u", &dev, &stream) == 2) {
 			t->gpu = true;
-			t->owner_pid = d->parent ? pid : -1;
+			t->owner_pid = pid;
 			t->pid = dev;
 			t->tid = stream;
 			t->context = -1;

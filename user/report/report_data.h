@@ -99,7 +99,7 @@ struct rd_track {
 	uint64_t uuid;       /* its descriptor's */
 	int64_t pid, tid;    /* threads; GPU stream tracks: device, stream */
 	int64_t owner_tid;   /* a thread's child track ("blocked in"): the thread; else 0 */
-	int64_t owner_pid;   /* GPU stream tracks: the process whose they are (-1: unknown) */
+	int64_t owner_pid;   /* GPU stream tracks: the process whose they are (<= 0: unknown) */
 	uint64_t last_end;   /* GPU stream tracks: the latest end of its activities */
 	int64_t context;     /* GPU stream tracks: the CUDA context its first activity
 			      * names (the loader writes it once per stream); -1 */

@@ -47,7 +47,7 @@ static void graphs_kernel(struct report *r, const struct rd_track *t, const stru
 			  uint64_t dur)
 {
 	const int64_t *v = f->a.v;
-	int64_t pid = t->owner_pid > 0 ? t->owner_pid : -1; /* 0: a track with no descriptor */
+	int64_t pid = t->owner_pid > 0 ? t->owner_pid : -1; /* one value for "unknown" */
 
 	if (v[A_GRAPH_ID] != RD_UNSET)
 		add(&r->cuda_graphs, &r->cg_v, &r->ncg, &r->cg_cap, pid, v[A_GRAPH_ID],
