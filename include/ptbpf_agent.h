@@ -141,6 +141,9 @@ enum ptbpf_agent_code {
 					 * cuda_driver_version=V" */
 	PTBPF_AGENT_STEPS = 10,         /* the step signal (" steps") went on or
 					 * off; message says which and why */
+	PTBPF_AGENT_REGIONS = 11,       /* torch.compile's regions (" regions"):
+					 * value 1 once on; otherwise why not, or
+					 * what became of them */
 	PTBPF_AGENT_ERR_LOAD = -1,      /* libcupti.so.13 could not be loaded */
 	PTBPF_AGENT_ERR_SYMBOL = -2,    /* a CUPTI function is missing */
 	PTBPF_AGENT_ERR_CUPTI = -3,     /* a CUPTI call failed (no device,
@@ -276,6 +279,7 @@ struct ptbpf_ops_rec {
 #define OPS_WORD_STACKS " pystacks=" /* N: call ptbpf_agent_pystack for one
 				      * op or CUDA call in N per thread */
 #define OPS_WORD_KERNEL_CLOCK " kclock" /* timestamps from clock_gettime() */
+#define OPS_WORD_REGIONS " regions" /* torch.compile's regions (regions.c) */
 
 /*
  * Input shapes (record_shapes), after a BEGIN's name: u8 count, then per

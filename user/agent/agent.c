@@ -257,6 +257,8 @@ static void activate_locked(bool by_ctl, const char *words)
 		else
 			agent_report(PTBPF_AGENT_ERR_OPS, 0, "ops: %s", why);
 		ops_on = d != NULL;
+		if (ops_on && strstr(words, OPS_WORD_REGIONS))
+			regions_on();
 	}
 	active = gpu_on || ops_on;
 	active_by_ctl = by_ctl;
@@ -267,6 +269,7 @@ static void deactivate_locked(const char *why)
 {
 	if (!active)
 		return;
+	regions_off(false);
 	if (ops_on)
 		agent_ops_stop();
 	if (gpu_on)
@@ -298,6 +301,9 @@ static bool command_locked(uint64_t seq)
 
 	memcpy(words, c->words, sizeof(words));
 	words[sizeof(words) - 1] = 0;
+	/* Before an unload: torch's own objects back where they were. */
+	if (cmd == PTBPF_CMD_EXIT)
+		regions_off(true);
 	/* A new session while an old one is on (ptbpf died and another came
 	 * before the agent noticed): it starts over, so the new one hears
 	 * how it went. */
@@ -443,6 +449,8 @@ static bool tick_locked(struct ticks *t, uint64_t seq, int64_t now)
 	t->idle = now - t->quiet_since >= QUIET_NS;
 	if (active && gpu_on)
 		cupti_tick(now, t->idle);
+	if (active && ops_on)
+		regions_tick(now);
 	if (active && ops_on && !t->idle) {
 		agent_ops_busy();
 		agent_ops_clock_tick();

@@ -7,6 +7,8 @@
  *            counters in ptbpf_agent_steps
  *   rf.c     torch's RecordFunction API, found in the process (ops.c and
  *            steps.c use it)
+ *   regions.c  torch.compile's regions (--compiled-regions): a stand-in for
+ *            _RecordFunctionFast, put in through the job's main thread
  *   cupti.c  CUPTI: the GPU timeline, CUDA call callbacks, sharing CUPTI
  *            with the job's own profiler (with cupti_job.c, the job's calls
  *            into libcupti; cupti_activity.c, the activity buffers and
@@ -94,6 +96,9 @@ enum agent_stub {
 	STUB_CUPTI_API,      /* -> ret */
 	STUB_BUF_REQUESTED,  /* -> no buffer */
 	STUB_BUF_COMPLETED,  /* -> ret */
+	STUB_PY_BEGIN,       /* Python functions (regions.c) -> PyObject_Type */
+	STUB_PY_END,
+	STUB_PY_CALL,        /* Python's pending calls -> return 0 */
 	STUB_HOOK0,          /* GOT hooks: -> the hooked function itself */
 	STUB_MAX = STUB_HOOK0 + 16,
 };
@@ -121,6 +126,10 @@ enum agent_keep {
 };
 /* Word i, or NULL without stubs. */
 uint64_t *stubs_keep(int i);
+/* STUB_PY_AREA bytes that outlive the library with the stub pages, for
+ * what Python keeps pointers to (regions.c), or NULL without stubs. */
+#define STUB_PY_AREA 2048
+void *stubs_py_area(void);
 
 /* GOT hooks: calls that other libraries (torch's Kineto) make to a libcupti
  * function go to wrapper first, through a stub. real is the function. */
@@ -135,6 +144,16 @@ struct hook {
 int hooks_install(const struct hook *h, int n);
 /* Puts every hooked GOT slot back. */
 void hooks_remove(void);
+
+/* --- regions.c --- */
+
+/* torch.compile's regions (" regions", --compiled-regions): on while
+ * ops are recorded, off (torch's own objects put back) when they stop.
+ * Both only queue work for the job's main thread (Python's pending
+ * calls); regions_tick asks again where torch was not imported yet. */
+void regions_on(void);
+void regions_off(bool unloading);
+void regions_tick(int64_t now);
 
 /* --- rf.c --- */
 
@@ -199,6 +218,9 @@ void agent_ops_unload(void);
  * recorded in the thread's ring while ops are recorded: true if it was. */
 bool agent_ops_api(bool enter, uint32_t domain, uint32_t cbid, uint32_t correlation,
 		   const char *name);
+/* A region of torch.compile's begins (name) or ends on this thread: key
+ * pairs the two (regions.c). */
+void agent_ops_region(bool begin, const void *key, const char *name, size_t len);
 /* agent.c's probe point for Python stacks. */
 void ptbpf_agent_pystack(uint64_t ts);
 

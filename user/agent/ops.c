@@ -445,6 +445,17 @@ bool agent_ops_api(bool enter, uint32_t domain, uint32_t cbid, uint32_t correlat
 	return true;
 }
 
+void agent_ops_region(bool begin, const void *key, const char *name, size_t len)
+{
+	if (!atomic_load_explicit(&recording, memory_order_relaxed))
+		return;
+	if (begin)
+		maybe_stack(put(OPS_REC_BEGIN, SC_FUNCTION, key, -1, name,
+				len < PTBPF_OPS_NAME_MAX ? len : PTBPF_OPS_NAME_MAX, NULL, 0));
+	else
+		put(OPS_REC_END, 0, key, -1, NULL, 0, NULL, 0);
+}
+
 /* A forked child (a DataLoader worker) has no agent thread to switch its
  * recorder off, and nobody reads its rings: it stops recording. The
  * callbacks stay registered and return at once. */

@@ -12,7 +12,10 @@
  * inert end (a start callback that returns no context, a `ret`, a buffer
  * request that gets no buffer, a hooked function itself), so whatever
  * calls a stub later does nothing. The pages stay (8 KiB); a later copy
- * of the agent finds them by their magic and reuses them.
+ * of the agent finds them by their magic and reuses them. T also holds
+ * what Python keeps pointers to (regions.c: method definitions, a text
+ * to run), and Python functions' stubs end in PyObject_Type(self), which
+ * returns a new reference as a Python function must.
  *
  * GOT hooks: Kineto (torch.profiler) calls libcupti through its GOT. The
  * slots of the functions the agent must see first are pointed at hook
@@ -33,16 +36,18 @@
 #include <unistd.h>
 
 #define PAGE 4096
-#define STUB_MAGIC "ptbpf-stubs-v1\0" /* 16 bytes with its NUL */
+#define STUB_MAGIC "ptbpf-stubs-v2\0" /* 16 bytes with its NUL */
 #define STUB_AT(i) (16 + 8 * (i))
 #define NULL_RET      (STUB_AT(STUB_MAX))
 #define NULL_RF_START (NULL_RET + 8)
 #define NULL_BUF_REQ  (NULL_RF_START + 16)
-#define CODE_END      (NULL_BUF_REQ + 24)
+#define NULL_ZERO     (NULL_BUF_REQ + 24)
+#define CODE_END      (NULL_ZERO + 8)
 
 static uint8_t *S;     /* the code page, NULL without stubs */
 static uint64_t *T;    /* its targets */
 static uint64_t inert[STUB_MAX];
+static void *py_type;
 
 /* The code page as this version of the agent writes it. */
 static void stub_image(uint8_t *img)
@@ -64,6 +69,9 @@ static void stub_image(uint8_t *img)
 		memcpy(img + STUB_AT(i) + 2, &rel, 4);
 	}
 	img[NULL_RET] = 0xc3;
+	img[NULL_ZERO] = 0x31; /* xor %eax,%eax; ret: a pending call that did its work */
+	img[NULL_ZERO + 1] = 0xc0;
+	img[NULL_ZERO + 2] = 0xc3;
 	memcpy(img + NULL_RF_START, rf_start, sizeof(rf_start));
 	memcpy(img + NULL_BUF_REQ, buf_req, sizeof(buf_req));
 }
@@ -115,10 +123,16 @@ bool stubs_init(void)
 			return false;
 		}
 	}
+	/* A Python function (regions.c) ends in PyObject_Type(self): a new
+	 * reference to an object's type, which its caller drops. Without
+	 * Python in the process there are no Python functions. */
+	py_type = dlsym(RTLD_DEFAULT, "PyObject_Type");
 	for (int i = 0; i < STUB_MAX; i++)
 		inert[i] = (uint64_t)(uintptr_t)(p + (i <= STUB_RF_STEPS ? NULL_RF_START :
 						     i == STUB_BUF_REQUESTED ? NULL_BUF_REQ :
-						     NULL_RET));
+						     i == STUB_PY_CALL ? NULL_ZERO : NULL_RET));
+	if (py_type)
+		inert[STUB_PY_BEGIN] = inert[STUB_PY_END] = (uint64_t)(uintptr_t)py_type;
 	T = (uint64_t *)(p + PAGE);
 	S = p;
 	return true;
@@ -147,6 +161,16 @@ _Static_assert(KEEP_AT + KEEP_MAX <= PAGE / 8, "kept words past the page");
 uint64_t *stubs_keep(int i)
 {
 	return S && i >= 0 && i < KEEP_MAX ? &T[KEEP_AT + i] : NULL;
+}
+
+/* Python's area: between the targets and the kept words. */
+#define PY_AT 1024
+_Static_assert(STUB_MAX * 8 <= PY_AT && PY_AT + STUB_PY_AREA <= KEEP_AT * 8,
+	       "Python's area overlaps targets or kept words");
+
+void *stubs_py_area(void)
+{
+	return S && py_type ? (uint8_t *)T + PY_AT : NULL;
 }
 
 void stubs_retire(void)
