@@ -50,6 +50,7 @@ struct options {
 	int nmatch_env;
 	bool memory;           /* --memory: the caching allocator's timeline */
 	bool shapes;           /* --shapes: ops' input shapes (agent ops) */
+	bool compiled_regions; /* --compiled-regions: torch.compile's regions (agent ops) */
 	uint32_t py_stacks;    /* --py-stacks[=N]: a stack for one op in N (0: off) */
 	bool no_sched;         /* --no-sched: no kernel view (thread states, blocking calls) */
 	bool no_samples;       /* --no-samples: no CPU samples */

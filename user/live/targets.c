@@ -333,8 +333,9 @@ static void agent_words(struct session *s, bool stacks)
 
 	if (!s->agents)
 		return;
-	snprintf(words, sizeof(words), "%s%s", s->opt.shapes ? OPS_WORD_SHAPES : "",
-		 s->opt.kernel_clock ? OPS_WORD_KERNEL_CLOCK : "");
+	snprintf(words, sizeof(words), "%s%s%s", s->opt.shapes ? OPS_WORD_SHAPES : "",
+		 s->opt.kernel_clock ? OPS_WORD_KERNEL_CLOCK : "",
+		 s->opt.compiled_regions ? OPS_WORD_REGIONS : "");
 	if (stacks)
 		snprintf(words + strlen(words), sizeof(words) - strlen(words), "%s%u",
 			 OPS_WORD_STACKS, s->opt.py_stacks);

@@ -581,7 +581,7 @@ void gpu_timeline_status(struct gpu_timeline *d, const struct ptbpf_named_event 
 	}
 	/* What changes the trace's content is marked in it. */
 	if (code == PTBPF_AGENT_GPU_PAUSED || code == PTBPF_AGENT_GPU_RESUMED ||
-	    code == PTBPF_AGENT_NO_CORRELATION)
+	    code == PTBPF_AGENT_NO_CORRELATION || code == PTBPF_AGENT_REGIONS)
 		pf_instant(d->w, &(struct pf_event){ .track = d->process_track(d->ctx, e->ev.pid),
 			   .ts = e->ev.ts, .name = msg, .category = "ptbpf" });
 }
