@@ -21,7 +21,8 @@ case $part in 1|all) tests+=(tests/gpu/test_coexist.py) ;; esac
 case $part in 2|all) for f in tests/gpu/test_*.py; do
 	[ "$f" = tests/gpu/test_coexist.py ] || tests+=("$f"); done ;; esac
 case $part in 3|all) tests+=(tests/test_fidelity.py tests/test_shapes.py tests/test_memory.py
-	tests/test_pystacks.py "tests/test_exceptions.py::test_python_try_except_loop") ;; esac
+	tests/test_pystacks.py tests/test_compiled_regions.py
+	"tests/test_exceptions.py::test_python_try_except_loop") ;; esac
 if [ ${#tests[@]} -gt 0 ]; then
 	"$PTBPF_TEST_PYTHON" -m pytest -v -rfE -p no:cacheprovider --durations=10 --ignore=tests/gpu/multi \
 		"${tests[@]}" 2>&1 | tee "$out/gpu-tests$part.log" || rc=1

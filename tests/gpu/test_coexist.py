@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -64,7 +65,7 @@ class Job:
 def tracer(tmp_path, job, name, *args):
     out = str(tmp_path / (name + ".pftrace"))
     t = Proc([PTBPF, "-p", str(job.pid), "-o", out] + list(args))
-    t.wait_line("ptbpf: tracing pid", stream="stderr", timeout=120)
+    _, t.head = t.wait_line("ptbpf: tracing pid", stream="stderr", timeout=120)
     return t, out
 
 
@@ -174,38 +175,52 @@ def test_daemon_windows_over_the_sessions(tmp_path, control):
     assert [f for f in os.listdir(out) if f.endswith(".pftrace")]
 
 
-@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
-def test_compiled_job_profiles_with_ptbpf_before_and_during(tmp_path, mode):
+@pytest.mark.parametrize("mode,regions", [("default", True), ("reduce-overhead", True),
+                                          ("default", False)])
+def test_compiled_job_profiles_with_ptbpf_before_and_during(tmp_path, mode, regions):
     """Issue 45: a torch.compile'd job (Inductor's Triton kernels; with
     reduce-overhead, CUDA graphs replayed) keeps its own profiler's GPU
-    events in both orders: ptbpf's agent attached before the job's session
-    (and a session after it left), and ptbpf attaching inside a running
-    session. Its first two sessions, with no ptbpf, are the control."""
+    events and compiled regions in both orders: ptbpf's agent attached
+    before the job's session (and a session after it left), and ptbpf
+    attaching inside a running session. Its first two sessions, with no
+    ptbpf, are the control. With --compiled-regions ptbpf's stand-in for
+    torch's _RecordFunctionFast is there through all but the first two,
+    and ptbpf's own trace has the regions; once it left, torch's flag is
+    False and the stand-in gone."""
+    opt = ["--compiled-regions"] if regions else []
     job = Job(tmp_path, "j", "--compile", mode, "--steps", "100")
     job.session()
     a = job.result(0)
     job.session()
-    assert job.result(1) == a and a[0] > 500, a
-    t, out = tracer(tmp_path, job, "t")
+    assert job.result(1) == a and a[0] > 500 and a[1] >= 100 * 3, a
+    t, out = tracer(tmp_path, job, "t", *opt)
     time.sleep(1.5)
     job.session()
     assert job.result(2) == a
     time.sleep(3)
-    stop(t)
+    err = t.head + stop(t)
+    assert ("compiled regions: on" in err) == regions, err
     job.session()
     assert job.result(3) == a
     job.session()
     time.sleep(0.3)
-    r = subprocess.run([PTBPF, "-p", str(job.pid), "-o", str(tmp_path / "in.pftrace"), "-d", "2"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run([PTBPF, "-p", str(job.pid), "-o", str(tmp_path / "in.pftrace"), "-d", "2"]
+                       + opt, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert job.result(4) == a
-    job.end()
+    done = job.end()
+    assert "done flag=False stand-in=False" in done, done
     assert pftrace.Trace(str(tmp_path / "in.pftrace")).validate() == []
     tr = pftrace.Trace(out)
     assert tr.validate() == []
     assert [s for s in tr.slices if s.category == "kernel" and s.name.startswith("triton_")]
-    print(mode, "sessions", a)
+    sys.path.insert(0, os.path.dirname(JOB))
+    from profiled import is_compiled_region
+    # Without the option ptbpf has the regions of the job's own session
+    # (its callbacks see them), exactly; with it, those of every step.
+    cpu = [s for s in tr.slices if s.category != "kernel" and is_compiled_region(s.name)]
+    assert len(cpu) > a[1] if regions else len(cpu) == a[1], (len(cpu), a)
+    print(mode, "sessions", a, "regions in ptbpf's trace", len(cpu))
 
 
 class OnDemandJob(Job):
@@ -263,6 +278,31 @@ def test_attach_inside_a_kineto_on_demand_trace(tmp_path):
             # (paused), waited for it, or passed its buffers through.
             assert (passed_through(err) or "GPU timeline paused" in err or
                     "GPU timeline waits" in err), (what, err[-3000:])
+
+
+def test_compiled_regions_stay_out_of_kineto_on_demand_traces(tmp_path):
+    """--compiled-regions sets torch's profiler flag for Inductor and
+    Dynamo; a Kineto on-demand trace (a C++ session, which never sets it)
+    must still get no compiled region, as without ptbpf, while ptbpf's own
+    trace has them."""
+    job = OnDemandJob(tmp_path, "odc", "--steps", "50", "--compile", "default")
+    job.session()
+    control = job.result(0)
+    assert control["compiled_region"] == 0 and control.get("kernel", 0) > 100, control
+    t, out = tracer(tmp_path, job, "t", "--compiled-regions")
+    if "compiled regions: on" not in t.head:
+        line, _ = t.read_until(lambda x: "compiled regions:" in x, timeout=60, stream="stderr")
+        assert line and "compiled regions: on" in line, (line, t.head)
+    job.session()
+    job.tracing(1)
+    got = job.result(1)
+    err = stop(t)
+    job.end()
+    assert got["compiled_region"] == 0, (got, control, err[-3000:])
+    assert got.get("kernel", 0) >= control["kernel"] // 2, (got, control)
+    tr = pftrace.Trace(out)
+    regions = [s for s in tr.slices if s.category != "kernel" and s.name.startswith("triton_")]
+    assert len(regions) >= 50, len(regions)
 
 
 def test_sessions_that_start_as_ptbpf_detaches(tmp_path):

@@ -409,3 +409,63 @@ def test_triton_kernels_carry_their_aten_ops(tmp_path):
     assert not bare, (bare, line)
     for k in triton:
         assert all(o[6:] in k.name for o in k.args["aten_ops"].split(", ")), k
+
+
+def compiled_region_counts(counts):
+    """The compiled regions among counts (name -> n, or names)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                    "workloads"))
+    from profiled import is_compiled_region
+    out = {}
+    for n in counts:
+        if is_compiled_region(n):
+            out[n] = out.get(n, 0) + (counts[n] if isinstance(counts, dict) else 1)
+    return out
+
+
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+def test_compiled_regions_equal_profiler(tmp_path, mode):
+    """Issue 45: with --compiled-regions, torch.compile's regions (## Call
+    CompiledFxGraph <key> ##, Pregraph bytecode, AOTDispatcher Runtime
+    Wrapper Prologue, one per Triton launch) have the names and counts
+    torch.profiler records over the same steps of a twin job; the job
+    compiles no graph more for it, and once ptbpf is gone torch's flag and
+    _RecordFunctionFast are torch's again (a second ptbpf without the
+    option records none)."""
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"))
+    prof = tmp_path / "prof.json"
+    r = subprocess.run([PYTHON, COMPILED, mode, "20", "--profile", str(prof)], env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    want = compiled_region_counts(json.load(open(prof))["cpu"])
+    assert sum(want.values()) >= 20 * 3, want
+    cue = tmp_path / "go"
+    job = subprocess.Popen([PYTHON, COMPILED, mode, "20", "--cue", str(cue)], env=env,
+                           stdout=subprocess.PIPE, text=True)
+    pid = int(job.stdout.readline().split()[1])
+    out = tmp_path / "r.pftrace"
+    p = subprocess.Popen([PTBPF, "-p", str(pid), "--compiled-regions", "--no-samples",
+                          "-o", str(out)], stderr=subprocess.PIPE, text=True)
+    err = ""
+    deadline = time.time() + 120
+    while "compiled regions: on" not in err and time.time() < deadline:
+        line = p.stderr.readline()
+        assert line, err
+        err += line
+    assert "compiled regions: on" in err, err
+    cue.touch()
+    rest = p.communicate(timeout=300)[1]
+    err += rest
+    done = job.stdout.read()
+    assert job.wait(timeout=60) == 0 and p.returncode == 0, err[-3000:]
+    graphs = int(done.split("graphs=")[1].split()[0])
+    plain = subprocess.run([PYTHON, COMPILED, mode, "1"], env=env, capture_output=True,
+                           text=True, timeout=600)
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    assert graphs == int(plain.stdout.split("graphs=")[1].split()[0]), (done, plain.stdout)
+    t = pftrace.Trace(str(out))
+    assert t.validate() == []
+    got = compiled_region_counts([s.name for s in t.slices if s.category != "kernel"])
+    print(mode, "regions", sum(got.values()), sorted(got.items())[:6])
+    assert got == want, (sorted(set(got.items()) ^ set(want.items())), err[-2000:])
+    assert "not recorded" not in err, err

@@ -8,7 +8,7 @@ usage: compiled.py MODE STEPS [--cue FILE] [--profile JSON]
 MODE is eager, default or reduce-overhead. Compiles (and, for
 reduce-overhead, captures) in the first steps, prints "ready PID", then,
 once FILE exists (at once without --cue), runs STEPS steps and prints
-"done". With --profile, torch.profiler (CPU and CUDA) records those steps
+"done graphs=N" (the graphs Dynamo compiled in all). With --profile, torch.profiler (CPU and CUDA) records those steps
 and JSON gets its counts: CPU events by name, kernels by name."""
 import argparse
 import json
@@ -74,7 +74,11 @@ def main():
         for _ in range(a.steps):
             step()
         torch.cuda.synchronize()
-    print("done", flush=True)
+    graphs = 0
+    if a.mode != "eager":
+        from torch._dynamo.utils import counters
+        graphs = counters["stats"]["unique_graphs"]
+    print("done graphs=%d" % graphs, flush=True)
 
 
 if __name__ == "__main__":

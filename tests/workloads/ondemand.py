@@ -4,14 +4,16 @@ asked through tests/soak/fakedyno.py): a job whose own on-demand traces
 ptbpf must leave whole. Such a session makes no call into CUPTI while it
 runs, so an agent that attaches during one cannot see it.
 
-usage: ondemand.py --cue DIR [--steps N]
+usage: ondemand.py --cue DIR [--steps N] [--compile MODE]
 
 Prints "ready PID", then trains step after step until DIR/end exists
 (and not while DIR/idle exists: a session then goes quiet). Each
 time DIR/sessionK appears (K = 0, 1, ...) it asks Kineto for a trace of N
 optimizer steps, prints "session K tracing" once Kineto has taken the
 request and begun, and "session K events {category: n}" (kernels, copies,
-sets, CUDA runtime and driver calls) once Kineto has written the trace.
+sets, CUDA runtime and driver calls, and compiled_region: torch.compile's
+CPU regions) once Kineto has written the trace. With --compile the model
+is torch.compile'd in MODE (Inductor's default or reduce-overhead).
 """
 import argparse
 import collections
@@ -28,8 +30,12 @@ CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver
 
 
 def counts(trace):
+    from profiled import is_compiled_region
     c = collections.Counter(e["cat"] for e in trace.get("traceEvents", [])
                             if e.get("ph") == "X" and e.get("cat") in CATEGORIES)
+    c["compiled_region"] = sum(1 for e in trace.get("traceEvents", [])
+                               if e.get("ph") == "X" and e.get("cat") not in CATEGORIES and
+                               is_compiled_region(e.get("name", "")))
     return dict(c)
 
 
@@ -37,6 +43,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cue", required=True)
     ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--compile", choices=["default", "reduce-overhead"])
     args = ap.parse_args()
     ipc = fakedyno.environment(args.cue)
     import torch
@@ -44,7 +51,7 @@ def main():
     from profiled import serve, training
 
     dyno = fakedyno.FakeDynolog(os.environ["KINETO_IPC_SOCKET_DIR"])
-    train = training()
+    train = training(args.compile)
 
     def step():
         while os.path.exists(os.path.join(args.cue, "idle")):  # no GPU work: a quiet session

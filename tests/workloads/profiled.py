@@ -8,7 +8,8 @@ Prints "ready PID", then trains step after step until DIR/end exists. Each
 time DIR/sessionK appears (K = 0, 1, ...) it runs its next profiler session
 (CPU + CUDA) over N steps and prints "session K gpu_events [n, ...]": the
 GPU events (kernels, copies, sets) the profiler recorded, one count per
-trace (several with --schedule's repeats). With --compile the model is
+trace (several with --schedule's repeats), and with --compile, then, the
+compiled regions (torch.compile's CPU regions) it recorded. With --compile the model is
 torch.compile'd (MODE: Inductor's default, or reduce-overhead: CUDA graphs).
 """
 import argparse
@@ -18,6 +19,21 @@ import time
 import torch
 import torch.nn as nn
 from torch.profiler import ProfilerActivity, profile, schedule
+
+
+COMPILED_REGIONS = ("## Call CompiledFxGraph", "Pregraph bytecode",
+                    "AOTDispatcher Runtime Wrapper Prologue", "triton_")
+
+
+def is_compiled_region(name):
+    """torch.compile's CPU regions, as torch.profiler names them (one per
+    Triton launch is named after its kernel)."""
+    return name.startswith(COMPILED_REGIONS)
+
+
+def compiled_regions(prof):
+    return sum(1 for e in prof.profiler.kineto_results.events()
+               if e.device_type() == torch.autograd.DeviceType.CPU and is_compiled_region(e.name()))
 
 
 def gpu_events(prof):
@@ -89,6 +105,8 @@ def main():
                     time.sleep(args.pause)
                 torch.cuda.synchronize()
             counts.append(gpu_events(p))
+            if args.compile:
+                counts.append(compiled_regions(p))
         print("session %d gpu_events %s" % (k, counts), flush=True)
 
     def idle_step():
@@ -97,7 +115,10 @@ def main():
 
     serve(args.cue, idle_step, session)
     torch.cuda.synchronize()
-    print("done", flush=True)
+    # What ptbpf's --compiled-regions changes while on, as torch has it again.
+    P = torch.autograd.profiler
+    print("done flag=%r stand-in=%s" % (getattr(P, "_is_profiler_enabled", None),
+                                        hasattr(P, "_ptbpf_restore")), flush=True)
 
 
 if __name__ == "__main__":

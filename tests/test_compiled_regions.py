@@ -1,0 +1,70 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""--compiled-regions: torch.compile's regions (torch 2.2 and later) from a
+stand-in for torch._C._profiler._RecordFunctionFast that the agent puts in
+through the job's main thread, and takes out again at detach. On torch 2.x
+(make gpu-check's CPU part) the regions of tests/workloads/fast_regions.py
+are recorded, with the ops inside them; on 1.13 (CI) ptbpf says in one line
+that this torch makes none. Either way the job's flag and torch's own
+objects are as they were once ptbpf is gone. The compiled loops themselves
+are in tests/gpu."""
+import os
+import subprocess
+
+from conftest import PTBPF, PYTHON, Proc, torch_version
+import pftrace
+
+WORKLOAD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads",
+                        "fast_regions.py")
+NAME = "## Call CompiledFxGraph fast_regions ##"
+
+
+def test_compiled_regions_refuse_probe_ops():
+    for extra in (["--ops", "probes"], ["--no-agent"], ["--entries-only"]):
+        r = subprocess.run([PTBPF, "-p", "1", "--compiled-regions"] + extra,
+                           capture_output=True, text=True)
+        assert r.returncode != 0
+        assert r.stderr.count("\n") == 1 and "--compiled-regions" in r.stderr, r.stderr
+
+
+def test_compiled_regions_recorded_and_put_back(tmp_path):
+    steps = 200
+    go, after, out = tmp_path / "go", tmp_path / "after", tmp_path / "r.pftrace"
+    job = Proc([PYTHON, WORKLOAD, "--go", str(go), "--steps", str(steps), "--after", str(after)])
+    try:
+        pid = int(job.wait_line("ready")[0].split()[1])
+        t = Proc([PTBPF, "-p", str(pid), "--compiled-regions", "--no-samples", "-o", str(out)])
+        try:
+            line, head = t.read_until(lambda x: "compiled regions:" in x, timeout=120,
+                                      stream="stderr")
+            assert line, head
+            go.touch()
+            ran, _ = job.wait_line("steps")
+            t.p.send_signal(2)
+            rc, _, err = t.finish(timeout=120)
+        finally:
+            t.kill()
+        assert rc == 0, head + err
+        after.touch()
+        done, _ = job.wait_line("done", timeout=60)
+        assert job.p.wait(timeout=60) == 0
+    finally:
+        job.kill()
+    trace = pftrace.Trace(str(out))
+    assert trace.validate() == []
+    regions = [s for s in trace.slices if s.name == NAME]
+    if torch_version() < (2, 2):
+        assert "makes no compiled regions (2.2 and later do)" in line, line
+        assert ran.split() == ["steps", str(steps), "regions", "0"], ran
+        assert done.split() == ["done", "flag=None", "stand-in=False", "torch-rf=None"], done
+        assert not regions
+        return
+    assert "compiled regions: on" in line, line
+    assert ran.split() == ["steps", str(steps), "regions", str(steps)], ran
+    assert done.split() == ["done", "flag=False", "stand-in=False", "torch-rf=True"], done
+    assert len(regions) == steps, len(regions)
+    mm = [s for s in trace.slices if s.name == "aten::mm"]
+    inside = [m for m in mm if any(r.ts <= m.ts and m.ts + m.dur <= r.ts + r.dur and
+                                   r.track == m.track for r in regions)]
+    assert len(inside) == steps, (len(inside), len(mm))
+    assert {r.category for r in regions} == {"cpu_op"}, {r.category for r in regions}
+    assert "not recorded" not in err, err
