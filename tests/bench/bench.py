@@ -90,7 +90,8 @@ import tracestat  # noqa: E402
 from stats import median_interval  # noqa: E402
 
 UNIT = {"smallop": ("µs/op", 1e6), "step": ("ms/step", 1e3), "transformer": ("ms/step", 1e3),
-        "gpubound": ("ms/step", 1e3), "graphs": ("ms/step", 1e3)}
+        "gpubound": ("ms/step", 1e3), "graphs": ("ms/step", 1e3),
+        "compiled": ("ms/step", 1e3)}
 LABEL = {
     "ptbpf": "ptbpf (agent){}",
     "ptbpf_lean": "ptbpf{}",
@@ -752,7 +753,8 @@ def main():
     ap.add_argument("--settle-s", type=float, default=0.2,
                     help="pause after ptbpf or the uprobe floor detached")
     ap.add_argument("--workloads", help="default: step,transformer,smallop (+gpubound on "
-                    "CUDA); also graphs (CUDA: torch.compile's reduce-overhead); none: only "
+                    "CUDA); also graphs (CUDA: torch.compile's reduce-overhead), compiled "
+                    "(CUDA: Inductor's default mode); none: only "
                     "the loader sections")
     ap.add_argument("--floors", help="floor phases; default: rf1,rf4,uprobe on the CPU, "
                     "rf1,cupti_cb,cupti_act,floors,uprobe on CUDA (also: cupti_cb_rt, "

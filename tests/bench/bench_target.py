@@ -184,33 +184,45 @@ def gpubound(device):
     return run
 
 
-def graphs(device):
-    """torch.compile(mode="reduce-overhead"): tests/workloads/compiled.py's
-    4 pre-LN MLP blocks and AdamW, the model's forward and backward
-    replayed as CUDA graphs (CUDA only)."""
+def compiled_loop(device, mode):
+    """tests/workloads/compiled.py's 4 pre-LN MLP blocks and AdamW,
+    torch.compile'd in mode, compiled (and captured) before it returns."""
     if device != "cuda":
-        raise SystemExit("bench_target: graphs is a CUDA workload (CUDA graphs)")
+        raise SystemExit("bench_target: the compiled workloads are CUDA workloads (Triton, "
+                         "CUDA graphs)")
     sys.path.insert(0, os.path.join(ROOT, "tests", "workloads"))
     from compiled import Block
     torch.manual_seed(0)
-    model = torch.compile(nn.Sequential(*[Block(256) for _ in range(4)]).to(device),
-                          mode="reduce-overhead")
+    model = torch.compile(nn.Sequential(*[Block(256) for _ in range(4)]).to(device), mode=mode)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     x = torch.randn(64, 256, device=device)
 
     def run(n):
         for _ in range(n):
-            torch.compiler.cudagraph_mark_step_begin()
+            if mode == "reduce-overhead":
+                torch.compiler.cudagraph_mark_step_begin()
             model(x).square().mean().backward()
             opt.step()
             opt.zero_grad()
         sync(device)
-    run(5)  # compiled, and its graphs captured
+    run(5)
     return run
 
 
+def graphs(device):
+    """torch.compile(mode="reduce-overhead"): the model's forward and
+    backward replayed as CUDA graphs (CUDA only)."""
+    return compiled_loop(device, "reduce-overhead")
+
+
+def compiled(device):
+    """torch.compile, Inductor's default mode: Triton kernels launched
+    one by one (CUDA only)."""
+    return compiled_loop(device, "default")
+
+
 WORKLOADS = dict(smallop=smallop, step=step, transformer=transformer, gpubound=gpubound,
-                 graphs=graphs)
+                 graphs=graphs, compiled=compiled)
 
 
 class SchedFloor:
