@@ -152,6 +152,7 @@ static _Atomic bool wanted;          /* between regions_on and regions_off */
 static _Atomic bool install_queued;  /* an install waits for the main thread */
 static _Atomic bool waiting;         /* the last install found no torch */
 static _Atomic uint64_t confirmed;   /* confirmations run */
+static uint64_t queued_confirms;     /* ... and queued (agent thread only) */
 static _Atomic uint64_t skipped;     /* regions left to a C++ profiler's thread */
 static int64_t retry_at, queued_at;
 static bool resolved, said_waiting;
@@ -341,29 +342,34 @@ void regions_tick(int64_t now)
  */
 void regions_off(bool unloading)
 {
-	uint64_t before = atomic_load(&confirmed);
 	uint64_t n = atomic_exchange(&skipped, 0);
 	int64_t until = agent_mono_ns() + 500000000LL;
 
-	if (!atomic_exchange(&wanted, false))
-		return;
-	if (n)
-		agent_report(PTBPF_AGENT_REGIONS, n, "compiled regions: %llu not recorded: a C++ "
-			     "profiler without torch.profiler's flag ran on their thread",
-			     (unsigned long long)n);
-	if (py.add_pending((int (*)(void *))py.run_simple, keep->restore) ||
-	    py.add_pending(stub_entry(STUB_PY_CALL, py_call), (void *)(uintptr_t)CALL_CONFIRM)) {
-		agent_report(PTBPF_AGENT_REGIONS, 0, "compiled regions: Python's queue of pending "
-			     "calls is full: torch's profiler flag and _RecordFunctionFast stay "
-			     "ptbpf's (they record nothing once it is gone)");
-		return;
+	if (atomic_exchange(&wanted, false)) {
+		if (n)
+			agent_report(PTBPF_AGENT_REGIONS, n, "compiled regions: %llu not recorded: a "
+				     "C++ profiler without torch.profiler's flag ran on their thread",
+				     (unsigned long long)n);
+		if (py.add_pending((int (*)(void *))py.run_simple, keep->restore) ||
+		    py.add_pending(stub_entry(STUB_PY_CALL, py_call),
+				   (void *)(uintptr_t)CALL_CONFIRM)) {
+			agent_report(PTBPF_AGENT_REGIONS, 0, "compiled regions: Python's queue of "
+				     "pending calls is full: torch's profiler flag and "
+				     "_RecordFunctionFast stay ptbpf's (they record nothing once it "
+				     "is gone)");
+			return;
+		}
+		queued_confirms++;
+		/* A session that starts before these ran queues its install
+		 * after them. */
+		atomic_store(&install_queued, false);
 	}
-	/* A session that starts before these ran queues its install after
-	 * them. */
-	atomic_store(&install_queued, false);
-	while (unloading && atomic_load(&confirmed) == before && agent_mono_ns() < until)
+	/* An unload (also one after an earlier off) waits for the last. */
+	if (!unloading || atomic_load(&confirmed) >= queued_confirms)
+		return;
+	while (atomic_load(&confirmed) < queued_confirms && agent_mono_ns() < until)
 		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
-	if (unloading && atomic_load(&confirmed) == before)
+	if (atomic_load(&confirmed) < queued_confirms)
 		agent_report(PTBPF_AGENT_REGIONS, 0, "compiled regions: torch's profiler flag is put "
 			     "back when the job's main thread next runs Python (none for 500 ms)");
 }
