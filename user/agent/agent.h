@@ -99,6 +99,7 @@ enum agent_stub {
 	STUB_PY_BEGIN,       /* Python functions (regions.c) -> PyObject_Type */
 	STUB_PY_END,
 	STUB_PY_CALL,        /* Python's pending calls -> return 0 */
+	STUB_PY_RUN,         /* not an entry: PyRun_SimpleString, always (stubs_py_run) */
 	STUB_HOOK0,          /* GOT hooks: -> the hooked function itself */
 	STUB_MAX = STUB_HOOK0 + 16,
 };
@@ -130,6 +131,10 @@ uint64_t *stubs_keep(int i);
  * what Python keeps pointers to (regions.c), or NULL without stubs. */
 #define STUB_PY_AREA 2048
 void *stubs_py_area(void);
+/* A pending call, int (*)(void *text), that runs text with libpython's
+ * PyRun_SimpleString and returns 0 whatever that returned (a pending call
+ * that returns -1 must have raised), code of the stub pages; or NULL. */
+void *stubs_py_run(void);
 
 /* GOT hooks: calls that other libraries (torch's Kineto) make to a libcupti
  * function go to wrapper first, through a stub. real is the function. */

@@ -11,11 +11,12 @@
  * So, in the job's main thread (one of Python's pending calls, which run
  * there between two bytecodes, with the GIL), the agent puts in a
  * stand-in for _RecordFunctionFast and sets the flag to a value of its
- * own (an int 1 that is not True). The stand-in gives the job what it
- * gets without ptbpf:
- *   - the flag is True (the job's torch.profiler, emit_nvtx... set it):
- *     torch's own context, which records into that session (and into
- *     the agent's, through its RecordFunction callbacks);
+ * own (an int 1 that is not True). The stand-in decides when a region
+ * is entered, and gives the job what it gets without ptbpf:
+ *   - the flag is not ptbpf's (True: the job's torch.profiler, emit_nvtx...
+ *     set it; or ptbpf is gone and torch kept a stand-in): torch's own
+ *     context, which records into that session (and into the agent's,
+ *     through its RecordFunction callbacks);
  *   - the flag is ptbpf's, and a C++ profiler of this thread runs without
  *     it: nothing (without ptbpf, no region was made);
  *   - the flag is ptbpf's otherwise (no profiler, or Kineto's on-demand
@@ -64,7 +65,6 @@ _Static_assert(sizeof(struct py_keep) <= STUB_PY_AREA, "Python's area is too sma
 
 static struct {
 	int (*add_pending)(int (*fn)(void *), void *arg);
-	int (*run_simple)(const char *src);
 	void *(*run)(const char *src, int start, void *globals, void *locals);
 	void *(*dict_new)(void);
 	int (*dict_set)(void *dict, const char *key, void *value);
@@ -72,18 +72,28 @@ static struct {
 	void *(*function_new)(struct py_method *def, void *self, void *module);
 	const char *(*utf8)(void *str, ssize_t *len);
 	void (*err_clear)(void);
+	void (*incref)(void *obj);
 	void (*decref)(void *obj);
 } py;
 
+/* Run by PyRun_SimpleString (stubs_py_run) in __main__'s dictionary: binds
+ * no name there. A Ctrl-C that lands in it is handed back to the job. */
 static const char restore_src[] =
 	"try:\n"
+	"    __import__('sys').modules['torch.autograd.profiler']._ptbpf_restore()\n"
+	"except KeyboardInterrupt:\n"
+	"    __import__('_thread').interrupt_main()\n"
 	"    __import__('sys').modules['torch.autograd.profiler']._ptbpf_restore()\n"
 	"except BaseException:\n"
 	"    pass\n";
 
 /* Run in a dictionary of its own that holds begin and end; sets result:
  * "on", "wait" (torch not imported yet, or being imported: the pending
- * call ran between two bytecodes of `import torch`) or why not. */
+ * call ran between two bytecodes of `import torch`) or why not. The
+ * stand-in decides at __enter__, not when it is made: torch 2.2's Triton
+ * launchers make theirs once, when the kernel is compiled, and keep it. A
+ * forked child (whose flag and stand-in are ptbpf's) puts torch's back at
+ * its first region. restore is in place before anything is changed. */
 static const char install_src[] =
 	"def _install():\n"
 	"    import sys\n"
@@ -101,56 +111,78 @@ static const char install_src[] =
 	"    old = getattr(P, '_ptbpf_restore', None)\n"
 	"    if old is not None:\n"
 	"        old()\n"
-	"    import contextlib\n"
+	"    import contextlib, os, _thread\n"
 	"    on = type('ptbpf_profiler_flag', (int,), {'__slots__': ()})(1)\n"
 	"    null = contextlib.nullcontext()\n"
+	"    pid, getpid, ident = os.getpid(), os.getpid, _thread.get_ident\n"
 	"    class Region:\n"
-	"        __slots__ = ('n',)\n"
-	"        def __init__(self, n, *a, **k):\n"
+	"        __slots__ = ('a', 'k', 'n', 'inner')\n"
+	"        def __init__(self, *a, **k):\n"
+	"            n = a[0] if a else k.get('name', '')\n"
+	"            self.a, self.k, self.inner = a, k, None\n"
 	"            self.n = n if type(n) is str else str(n)\n"
 	"        def __enter__(self):\n"
-	"            begin(self, self.n)\n"
+	"            if P._is_profiler_enabled is on and getpid() == pid:\n"
+	"                if not cpp_on():\n"
+	"                    begin(self, self.n)\n"
+	"                    return\n"
+	"                begin(null)\n"
+	"                rf = null\n"
+	"            else:\n"
+	"                if getpid() != pid:\n"
+	"                    restore()\n"
+	"                rf = RF(*self.a, **self.k)\n"
+	"                rf.__enter__()\n"
+	"            if self.inner is None:\n"
+	"                self.inner = {}\n"
+	"            self.inner[ident()] = rf\n"
 	"        def __exit__(self, *e):\n"
-	"            end(self)\n"
-	"    def fast(*a, **k):\n"
-	"        if P._is_profiler_enabled is not on:\n"
-	"            return RF(*a, **k)\n"
-	"        if cpp_on():\n"
-	"            begin(null)\n"
-	"            return null\n"
-	"        return Region(*a, **k)\n"
+	"            rf = self.inner.pop(ident(), None) if self.inner else None\n"
+	"            if rf is None:\n"
+	"                end(self)\n"
+	"            elif rf is not null:\n"
+	"                rf.__exit__(*e)\n"
 	"    def set_enabled(enable):\n"
 	"        orig_set(enable)\n"
-	"        if not enable:\n"
+	"        if not enable and getpid() == pid:\n"
 	"            P._is_profiler_enabled = on\n"
 	"    def restore():\n"
 	"        g = globals()\n"
 	"        g['begin'] = g['end'] = lambda *a: None\n"
-	"        if getattr(C, '_RecordFunctionFast', None) is fast:\n"
+	"        if getattr(C, '_RecordFunctionFast', None) is Region:\n"
 	"            C._RecordFunctionFast = RF\n"
 	"        if getattr(P, '_set_is_profiler_enabled', None) is set_enabled:\n"
 	"            P._set_is_profiler_enabled = orig_set\n"
 	"        if P._is_profiler_enabled is on:\n"
 	"            P._is_profiler_enabled = False\n"
 	"        P.__dict__.pop('_ptbpf_restore', None)\n"
-	"    C._RecordFunctionFast = fast\n"
-	"    P._set_is_profiler_enabled = set_enabled\n"
 	"    P._ptbpf_restore = restore\n"
+	"    C._RecordFunctionFast = Region\n"
+	"    P._set_is_profiler_enabled = set_enabled\n"
 	"    if not P._is_profiler_enabled:\n"
 	"        P._is_profiler_enabled = on\n"
 	"    return 'on'\n"
 	"try:\n"
 	"    result = _install()\n"
+	"except KeyboardInterrupt:\n"
+	"    __import__('_thread').interrupt_main()\n"
+	"    result = 'failed: interrupted (the Ctrl-C was handed back to the job)'\n"
 	"except BaseException as e:\n"
 	"    result = 'failed: %s: %s' % (type(e).__name__, e)\n"
 	"del _install\n";
 
+/* A pending call's argument: what to do, and which load of the agent
+ * queued it (pending calls an earlier copy queued reach this one's
+ * py_call through the same stub: they are not this one's). */
 enum { CALL_INSTALL = 1, CALL_CONFIRM = 2 };
+#define CALL(what) ((void *)(uintptr_t)(generation << 2 | (what)))
+static uint64_t generation;
 
 static struct py_keep *keep;
 static _Atomic bool wanted;          /* between regions_on and regions_off */
 static _Atomic bool install_queued;  /* an install waits for the main thread */
 static _Atomic bool waiting;         /* the last install found no torch */
+static _Atomic bool installed;       /* an install said "on" (a restore to wait for) */
 static _Atomic uint64_t confirmed;   /* confirmations run */
 static uint64_t queued_confirms;     /* ... and queued (agent thread only) */
 static _Atomic uint64_t skipped;     /* regions left to a C++ profiler's thread */
@@ -161,14 +193,14 @@ static bool resolve(void)
 {
 	struct { const char *name; void **slot; } syms[] = {
 		{ "Py_AddPendingCall", (void **)&py.add_pending },
-		{ "PyRun_SimpleString", (void **)&py.run_simple },
-		{ "PyRun_String", (void **)&py.run },
+			{ "PyRun_String", (void **)&py.run },
 		{ "PyDict_New", (void **)&py.dict_new },
 		{ "PyDict_SetItemString", (void **)&py.dict_set },
 		{ "PyDict_GetItemString", (void **)&py.dict_get },
 		{ "PyCFunction_NewEx", (void **)&py.function_new },
 		{ "PyUnicode_AsUTF8AndSize", (void **)&py.utf8 },
 		{ "PyErr_Clear", (void **)&py.err_clear },
+		{ "Py_IncRef", (void **)&py.incref },
 		{ "Py_DecRef", (void **)&py.decref },
 	};
 
@@ -180,14 +212,11 @@ static bool resolve(void)
 	return resolved = true;
 }
 
-/* A new reference to obj, as Py_INCREF makes one (an immortal object of
- * 3.12 and later, low 32 bits all ones, is left alone). */
+/* A new reference to obj (Py_IncRef: right for immortal objects and
+ * free-threaded builds too). */
 static void *new_ref(void *obj)
 {
-	uint64_t *refs = obj;
-
-	if ((uint32_t)*refs != UINT32_MAX)
-		++*refs;
+	py.incref(obj);
 	return obj;
 }
 
@@ -256,10 +285,11 @@ static void install(void)
 	if (g)
 		py.decref(g); /* the functions the stand-in keeps keep it */
 	atomic_store(&waiting, !strcmp(text, "wait"));
-	if (!strcmp(text, "on"))
+	if (!strcmp(text, "on")) {
+		atomic_store(&installed, true);
 		agent_report(PTBPF_AGENT_REGIONS, 1, "compiled regions: on (torch.compile's and "
 			     "Inductor's regions, as torch.profiler names them)");
-	else if (strcmp(text, "wait"))
+	} else if (strcmp(text, "wait"))
 		agent_report(PTBPF_AGENT_REGIONS, 0, "compiled regions: %s", text);
 }
 
@@ -267,7 +297,9 @@ static int py_call(void *arg)
 {
 	uint8_t *busy = busy_enter();
 
-	if ((uintptr_t)arg == CALL_INSTALL)
+	if ((uintptr_t)arg >> 2 != generation)
+		; /* an earlier copy's */
+	else if (((uintptr_t)arg & 3) == CALL_INSTALL)
 		install();
 	else
 		atomic_fetch_add(&confirmed, 1);
@@ -280,7 +312,7 @@ static bool queue_install(void)
 	if (atomic_exchange(&install_queued, true))
 		return true;
 	queued_at = agent_mono_ns();
-	if (!py.add_pending(stub_entry(STUB_PY_CALL, py_call), (void *)(uintptr_t)CALL_INSTALL))
+	if (!py.add_pending(stub_entry(STUB_PY_CALL, py_call), CALL(CALL_INSTALL)))
 		return true;
 	atomic_store(&install_queued, false);
 	atomic_store(&waiting, true); /* regions_tick tries again */
@@ -289,6 +321,8 @@ static bool queue_install(void)
 
 void regions_on(void)
 {
+	if (!generation)
+		generation = (uint64_t)agent_mono_ns() & (UINTPTR_MAX >> 3);
 	if (!stubs_available() || !resolve() || !(keep = stubs_py_area())) {
 		agent_report(PTBPF_AGENT_REGIONS, 0, "compiled regions: %s",
 			     !stubs_available() ? "no stub pages (no executable memory)" :
@@ -324,8 +358,8 @@ void regions_tick(int64_t now)
 	if (atomic_load(&install_queued)) {
 		if (!said_waiting && now - queued_at > 2000000000LL)
 			agent_report(PTBPF_AGENT_REGIONS, 0, "compiled regions: waiting for the job's "
-				     "main thread, which has run no Python for 2 s (they start when "
-				     "it does)");
+				     "main thread, which ran none of Python's pending calls for 2 s "
+				     "(they start when it does)");
 		said_waiting |= now - queued_at > 2000000000LL;
 		return;
 	}
@@ -350,9 +384,8 @@ void regions_off(bool unloading)
 			agent_report(PTBPF_AGENT_REGIONS, n, "compiled regions: %llu not recorded: a "
 				     "C++ profiler without torch.profiler's flag ran on their thread",
 				     (unsigned long long)n);
-		if (py.add_pending((int (*)(void *))py.run_simple, keep->restore) ||
-		    py.add_pending(stub_entry(STUB_PY_CALL, py_call),
-				   (void *)(uintptr_t)CALL_CONFIRM)) {
+		if (py.add_pending(stubs_py_run(), keep->restore) ||
+		    py.add_pending(stub_entry(STUB_PY_CALL, py_call), CALL(CALL_CONFIRM))) {
 			agent_report(PTBPF_AGENT_REGIONS, 0, "compiled regions: Python's queue of "
 				     "pending calls is full: torch's profiler flag and "
 				     "_RecordFunctionFast stay ptbpf's (they record nothing once it "
@@ -364,12 +397,14 @@ void regions_off(bool unloading)
 		 * after them. */
 		atomic_store(&install_queued, false);
 	}
-	/* An unload (also one after an earlier off) waits for the last. */
-	if (!unloading || atomic_load(&confirmed) >= queued_confirms)
+	/* An unload (also one after an earlier off) waits for the last, where
+	 * something was put in (an install still queued then never runs). */
+	if (!unloading || !atomic_load(&installed) || atomic_load(&confirmed) >= queued_confirms)
 		return;
 	while (atomic_load(&confirmed) < queued_confirms && agent_mono_ns() < until)
 		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
 	if (atomic_load(&confirmed) < queued_confirms)
-		agent_report(PTBPF_AGENT_REGIONS, 0, "compiled regions: torch's profiler flag is put "
-			     "back when the job's main thread next runs Python (none for 500 ms)");
+		agent_report(PTBPF_AGENT_REGIONS, 0, "compiled regions: torch's profiler flag and "
+			     "_RecordFunctionFast are put back when the job's main thread next runs "
+			     "Python's pending calls (it ran none for 500 ms)");
 }

@@ -42,12 +42,13 @@
 #define NULL_RF_START (NULL_RET + 8)
 #define NULL_BUF_REQ  (NULL_RF_START + 16)
 #define NULL_ZERO     (NULL_BUF_REQ + 24)
-#define CODE_END      (NULL_ZERO + 8)
+#define PY_RUN        (NULL_ZERO + 8)
+#define CODE_END      (PY_RUN + 24)
 
 static uint8_t *S;     /* the code page, NULL without stubs */
 static uint64_t *T;    /* its targets */
 static uint64_t inert[STUB_MAX];
-static void *py_type;
+static void *py_type, *py_run;
 
 /* The code page as this version of the agent writes it. */
 static void stub_image(uint8_t *img)
@@ -72,6 +73,16 @@ static void stub_image(uint8_t *img)
 	img[NULL_ZERO] = 0x31; /* xor %eax,%eax; ret: a pending call that did its work */
 	img[NULL_ZERO + 1] = 0xc0;
 	img[NULL_ZERO + 2] = 0xc3;
+	/* sub $8,%rsp; call *T[STUB_PY_RUN](%rip); xor %eax,%eax; add $8,%rsp;
+	 * ret: PyRun_SimpleString(text), then 0 (stubs_py_run). */
+	{
+		static const uint8_t run[] = { 0x48, 0x83, 0xec, 0x08, 0xff, 0x15, 0, 0, 0, 0,
+					       0x31, 0xc0, 0x48, 0x83, 0xc4, 0x08, 0xc3 };
+		int32_t rel = (int32_t)(PAGE + 8 * STUB_PY_RUN - (PY_RUN + 10));
+
+		memcpy(img + PY_RUN, run, sizeof(run));
+		memcpy(img + PY_RUN + 6, &rel, 4);
+	}
 	memcpy(img + NULL_RF_START, rf_start, sizeof(rf_start));
 	memcpy(img + NULL_BUF_REQ, buf_req, sizeof(buf_req));
 }
@@ -127,6 +138,7 @@ bool stubs_init(void)
 	 * reference to an object's type, which its caller drops. Without
 	 * Python in the process there are no Python functions. */
 	py_type = dlsym(RTLD_DEFAULT, "PyObject_Type");
+	py_run = dlsym(RTLD_DEFAULT, "PyRun_SimpleString");
 	for (int i = 0; i < STUB_MAX; i++)
 		inert[i] = (uint64_t)(uintptr_t)(p + (i <= STUB_RF_STEPS ? NULL_RF_START :
 						     i == STUB_BUF_REQUESTED ? NULL_BUF_REQ :
@@ -134,6 +146,9 @@ bool stubs_init(void)
 	if (py_type)
 		inert[STUB_PY_BEGIN] = inert[STUB_PY_END] = (uint64_t)(uintptr_t)py_type;
 	T = (uint64_t *)(p + PAGE);
+	if (py_run) /* the same function in every copy of the agent, loaded or not */
+		__atomic_store_n(&T[STUB_PY_RUN], inert[STUB_PY_RUN] = (uint64_t)(uintptr_t)py_run,
+				 __ATOMIC_RELEASE);
 	S = p;
 	return true;
 }
@@ -170,7 +185,12 @@ _Static_assert(STUB_MAX * 8 <= PY_AT && PY_AT + STUB_PY_AREA <= KEEP_AT * 8,
 
 void *stubs_py_area(void)
 {
-	return S && py_type ? (uint8_t *)T + PY_AT : NULL;
+	return S && py_type && py_run ? (uint8_t *)T + PY_AT : NULL;
+}
+
+void *stubs_py_run(void)
+{
+	return S && py_run ? S + PY_RUN : NULL;
 }
 
 void stubs_retire(void)
