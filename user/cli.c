@@ -115,7 +115,7 @@ static const struct argp_option options[] = {
 	  "regions as torch.profiler names them (## Call CompiledFxGraph ##, Pregraph bytecode, "
 	  "one per Triton launch...; ops from the agent, torch 2.2 and later): torch then runs "
 	  "its profiler-only Python paths (H200, a 3.6 ms compiled step: ptbpf +18.4% with it, "
-	  "+15.9% without); the job's own profiler sessions see what they see without it", 0 },
+	  "+15.9% without); torch's regions reach the job's own profiler sessions as without it", 0 },
 	{ "py-stacks", 'S', "N", OPTION_ARG_OPTIONAL, "Record the Python stack (CPython "
 	  "3.10-3.13, read by eBPF) of every op and CUDA call, or with N of one in N: shown on "
 	  "the slice as py_stack, summed by call site in `ptbpf report`", 0 },
