@@ -44,7 +44,19 @@ def threads(pid):
             base = "/proc/%d/task/%s/" % (pid, tid)
             stat = open(base + "stat").read()
             name, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2]
-            out.append("%s %s %s %s" % (tid, name, state, open(base + "wchan").read()))
+            # The kernel's stack and system call of each: a thread that
+            # is R for minutes (one that never takes its SIGKILL) says
+            # where it is.
+            more = []
+            for f in ("stack", "syscall", "schedstat"):
+                try:
+                    more.append(" | ".join(open(base + f).read().split("\n")[:6]).strip())
+                except OSError:
+                    pass
+            policy = stat[stat.rindex(")") + 2:].split()[38]  # 5: SCHED_IDLE
+            out.append("%s %s %s %s policy %s [%s]" % (tid, name, state,
+                                                       open(base + "wchan").read(), policy,
+                                                       "; ".join(more)))
     except (OSError, IndexError) as e:
         return "pid %d: %s" % (pid, e)
     return "pid %d, tracer %s: %s" % (pid, tracer, "; ".join(out))
