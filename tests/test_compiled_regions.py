@@ -28,24 +28,31 @@ def test_compiled_regions_refuse_probe_ops():
         assert r.stderr.count("\n") == 1 and "--compiled-regions" in r.stderr, r.stderr
 
 
+def traced(pid, out, between):
+    """ptbpf --compiled-regions on pid into out until between() returns
+    (after its first "compiled regions:" line), then Ctrl-C: (that line,
+    all ptbpf said, between's result)."""
+    t = Proc([PTBPF, "-p", str(pid), "--compiled-regions", "--no-samples", "-o", str(out)])
+    try:
+        line, head = t.read_until(lambda x: "compiled regions:" in x, timeout=120,
+                                  stream="stderr")
+        assert line, head
+        got = between()
+        t.p.send_signal(2)
+        rc, _, err = t.finish(timeout=120)
+    finally:
+        t.kill()
+    assert rc == 0, head + err
+    return line, head + err, got
+
+
 def test_compiled_regions_recorded_and_put_back(tmp_path):
     steps = 200
     go, after, out = tmp_path / "go", tmp_path / "after", tmp_path / "r.pftrace"
     job = Proc([PYTHON, WORKLOAD, "--go", str(go), "--steps", str(steps), "--after", str(after)])
     try:
         pid = int(job.wait_line("ready")[0].split()[1])
-        t = Proc([PTBPF, "-p", str(pid), "--compiled-regions", "--no-samples", "-o", str(out)])
-        try:
-            line, head = t.read_until(lambda x: "compiled regions:" in x, timeout=120,
-                                      stream="stderr")
-            assert line, head
-            go.touch()
-            ran, _ = job.wait_line("steps")
-            t.p.send_signal(2)
-            rc, _, err = t.finish(timeout=120)
-        finally:
-            t.kill()
-        assert rc == 0, head + err
+        line, err, ran = traced(pid, out, lambda: go.touch() or job.wait_line("steps")[0])
         after.touch()
         done, _ = job.wait_line("done", timeout=60)
         assert job.p.wait(timeout=60) == 0
@@ -93,18 +100,7 @@ def test_main_thread_asleep_at_detach(tmp_path):
     torch_2 = torch_version() >= (2, 2)
     try:
         pid = int(job.wait_line("ready")[0].split()[1])
-        t = Proc([PTBPF, "-p", str(pid), "--compiled-regions", "--no-samples", "-o", str(out)])
-        try:
-            line, head = t.read_until(lambda x: "compiled regions:" in x, timeout=120,
-                                      stream="stderr")
-            assert line, head
-            go.touch()
-            time.sleep(2)
-            t.p.send_signal(2)
-            rc, _, err = t.finish(timeout=120)
-        finally:
-            t.kill()
-        assert rc == 0, head + err
+        _, err, _ = traced(pid, out, lambda: go.touch() or time.sleep(2))
         said = "put back when the job's main thread next runs Python" in err
         assert said == torch_2, err  # 1.13: nothing was put in
         again = subprocess.run([PTBPF, "-p", str(pid), "--compiled-regions", "--no-samples",
