@@ -66,7 +66,8 @@ static const char doc[] =
 
 enum { OPT_NO_SCHED = 0x100, OPT_NO_SAMPLES, OPT_SAMPLE_HZ, OPT_SLOW_STEP, OPT_NO_STEP_SIGNAL,
        OPT_STEPS, OPT_NO_IDLE_TRACK, OPT_GPU_TIMELINE, OPT_OP_CLOCK, OPT_BPF_STATS,
-       OPT_WEB_CONFIG, OPT_INSECURE_CAPTURE, OPT_HANG, OPT_COMPILED_REGIONS }; /* long-only options */
+       OPT_WEB_CONFIG, OPT_INSECURE_CAPTURE, OPT_HANG,
+       OPT_COMPILED_REGIONS }; /* long-only options */
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Process to trace (repeatable)", 0 },
@@ -570,15 +571,13 @@ static int check_options(struct options *opt)
 			opt->no_agent ? "--no-agent" : "--entries-only");
 		return -1;
 	}
-	if (opt->shapes && (opt->ops == OPS_PROBES || opt->no_agent || opt->entries_only)) {
-		log_msg("--shapes reads inputs where the agent records ops: it "
-			"cannot be combined with --ops=probes, --no-agent or --entries-only\n");
-		return -1;
-	}
-	if (opt->compiled_regions && (opt->ops == OPS_PROBES || opt->no_agent ||
-				      opt->entries_only)) {
-		log_msg("--compiled-regions is recorded by the agent: it cannot be combined "
-			"with --ops=probes, --no-agent or --entries-only\n");
+	/* What only the agent records. */
+	if ((opt->shapes || opt->compiled_regions) &&
+	    (opt->ops == OPS_PROBES || opt->no_agent || opt->entries_only)) {
+		log_msg("%s: it cannot be combined with --ops=probes, --no-agent or "
+			"--entries-only\n", opt->shapes ?
+			"--shapes reads inputs where the agent records ops" :
+			"--compiled-regions is recorded by the agent");
 		return -1;
 	}
 	if (opt->shapes || opt->compiled_regions)

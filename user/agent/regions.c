@@ -193,7 +193,7 @@ static bool resolve(void)
 {
 	struct { const char *name; void **slot; } syms[] = {
 		{ "Py_AddPendingCall", (void **)&py.add_pending },
-			{ "PyRun_String", (void **)&py.run },
+		{ "PyRun_String", (void **)&py.run },
 		{ "PyDict_New", (void **)&py.dict_new },
 		{ "PyDict_SetItemString", (void **)&py.dict_set },
 		{ "PyDict_GetItemString", (void **)&py.dict_get },
@@ -347,10 +347,9 @@ void regions_on(void)
 }
 
 /* Where torch was not imported yet, or the queue was full: again once a
- * second.
- * An install the main thread has not run for 2 s is said, once (a job
- * whose main thread waits in C while others train: the regions start
- * when it next runs Python). */
+ * second. An install the main thread has not run for 2 s is said, once
+ * (a job whose main thread waits in C while others train: the regions
+ * start when it next runs Python). */
 void regions_tick(int64_t now)
 {
 	if (!atomic_load(&wanted) || now < retry_at)
@@ -384,15 +383,18 @@ void regions_off(bool unloading)
 			agent_report(PTBPF_AGENT_REGIONS, n, "compiled regions: %llu not recorded: a "
 				     "C++ profiler without torch.profiler's flag ran on their thread",
 				     (unsigned long long)n);
-		if (py.add_pending(stubs_py_run(), keep->restore) ||
-		    py.add_pending(stub_entry(STUB_PY_CALL, py_call), CALL(CALL_CONFIRM))) {
-			agent_report(PTBPF_AGENT_REGIONS, 0, "compiled regions: Python's queue of "
-				     "pending calls is full: torch's profiler flag and "
-				     "_RecordFunctionFast stay ptbpf's (they record nothing once it "
-				     "is gone)");
+		if (py.add_pending(stubs_py_run(), keep->restore)) {
+			if (atomic_load(&installed))
+				agent_report(PTBPF_AGENT_REGIONS, 0, "compiled regions: Python's queue "
+					     "of pending calls is full: torch's profiler flag and "
+					     "_RecordFunctionFast stay ptbpf's (they record nothing "
+					     "once it is gone)");
 			return;
 		}
-		queued_confirms++;
+		/* Without its confirmation (a full queue) the restore still
+		 * runs: only the wait below is not done. */
+		if (!py.add_pending(stub_entry(STUB_PY_CALL, py_call), CALL(CALL_CONFIRM)))
+			queued_confirms++;
 		/* A session that starts before these ran queues its install
 		 * after them. */
 		atomic_store(&install_queued, false);
