@@ -144,6 +144,9 @@ enum ptbpf_agent_code {
 	PTBPF_AGENT_REGIONS = 11,       /* torch.compile's regions (" regions"):
 					 * value 1 once on; otherwise why not, or
 					 * what became of them */
+	PTBPF_AGENT_GRAPHS = 12,        /* the kept capture map (" graphs"):
+					 * went on (value 1) or off, or what a
+					 * window got of it (value: nodes sent) */
 	PTBPF_AGENT_ERR_LOAD = -1,      /* libcupti.so.13 could not be loaded */
 	PTBPF_AGENT_ERR_SYMBOL = -2,    /* a CUPTI function is missing */
 	PTBPF_AGENT_ERR_CUPTI = -3,     /* a CUPTI call failed (no device,
@@ -316,6 +319,7 @@ enum { OPS_IN_OTHER = 0, OPS_IN_TENSOR = 1, OPS_IN_SCALAR = 2, OPS_IN_UNKNOWN = 
 #define PTBPF_STEPS_BUCKETS  16 /* the last one is +Inf */
 #define PTBPF_STEPS_RECENT   64
 #define OPS_WORD_STEPS       " steps"
+#define OPS_WORD_GRAPHS      " graphs" /* with " steps": the kept capture map */
 #define PTBPF_STEPS_COLL_NAME 32 /* a collective's name, NUL included */
 #define PTBPF_STEPS_COLL_OPEN 16 /* collectives open at once that are timed */
 
@@ -458,6 +462,19 @@ struct ptbpf_agent_graph_node {
 	uint32_t node_type;      /* 28: CUgraphNodeType (0 kernel, 1 memcpy, 2 memset...) */
 };
 
+/* Argument of ptbpf_agent_graph_kept(): one node of the capture map the
+ * daemon's always-on layer keeps between windows (" graphs", graphs.c),
+ * sent at a window's start in the order made, with the op that was open
+ * on the thread that made it then. 160 bytes. */
+#define PTBPF_KEPT_OP_MAX 112
+struct ptbpf_agent_graph_kept {
+	struct ptbpf_agent_graph_node node; /*  0: as made (no correlation) */
+	int64_t seq;             /* 32: the op's sequence number; -1: none */
+	uint64_t made_ns;        /* 40: CLOCK_MONOTONIC when made */
+	char op[PTBPF_KEPT_OP_MAX]; /* 48: the innermost op or region open
+				     *     on the thread ("": none seen) */
+};
+
 /*
  * The entry points ptbpf's uprobes attach to (all called by the agent,
  * never by ptbpf):
@@ -477,6 +494,9 @@ struct ptbpf_agent_graph_node {
  *                          ops rings' descriptor address; else 0).
  *   ptbpf_agent_graph_node a CUDA graph node made or cloned, on the thread
  *                          that made it (struct ptbpf_agent_graph_node).
+ *   ptbpf_agent_graph_kept a node of the kept capture map, from the agent's
+ *                          thread at a window's start (struct
+ *                          ptbpf_agent_graph_kept).
  *   ptbpf_agent_wake       on a job thread about to record while the agent
  *                          idled (ptbpf_ops_desc.idle): ptbpf's reader,
  *                          which reads the rings seldom then, reads them
@@ -491,6 +511,7 @@ void ptbpf_agent_kernel(const struct ptbpf_agent_kernel *r);
 void ptbpf_agent_memcpy(const struct ptbpf_agent_memcpy *r);
 void ptbpf_agent_memset(const struct ptbpf_agent_memset *r);
 void ptbpf_agent_graph_node(const struct ptbpf_agent_graph_node *r);
+void ptbpf_agent_graph_kept(const struct ptbpf_agent_graph_kept *r);
 void ptbpf_agent_dropped(uint64_t since_last, uint64_t total);
 void ptbpf_agent_status(int code, const char *msg, uint64_t value);
 void ptbpf_agent_wake(void);

@@ -148,7 +148,10 @@ struct ptbpf_gpu_call {
  * functions. The cookie says which record it is and where its kernel-name
  * pointer sits, so the BPF side needs no copy of the agent's layouts.
  */
-enum ptbpf_agent_rec { AGENT_REC_KERNEL = 1, AGENT_REC_MEMCPY, AGENT_REC_MEMSET, AGENT_REC_GRAPH_NODE };
+enum ptbpf_agent_rec {
+	AGENT_REC_KERNEL = 1, AGENT_REC_MEMCPY, AGENT_REC_MEMSET, AGENT_REC_GRAPH_NODE,
+	AGENT_REC_GRAPH_KEPT,
+};
 #define AGENT_COOKIE_KIND(c)     ((c) & 0xff)
 #define AGENT_COOKIE_NAME_OFF(c) (((c) >> 8) & 0xffff) /* 0: no name pointer */
 #define AGENT_RAW_LEN 160

@@ -92,6 +92,11 @@ PROBE_ENTRY void ptbpf_agent_graph_node(const struct ptbpf_agent_graph_node *r)
 	PROBE_NOP();
 }
 
+PROBE_ENTRY void ptbpf_agent_graph_kept(const struct ptbpf_agent_graph_kept *r)
+{
+	PROBE_NOP();
+}
+
 PROBE_ENTRY void ptbpf_agent_dropped(uint64_t since_last, uint64_t total)
 {
 	PROBE_NOP();
@@ -112,6 +117,7 @@ _Static_assert(sizeof(struct ptbpf_agent_kernel) == 104, "kernel record layout")
 _Static_assert(sizeof(struct ptbpf_agent_memcpy) == 64, "memcpy record layout");
 _Static_assert(sizeof(struct ptbpf_agent_memset) == 56, "memset record layout");
 _Static_assert(sizeof(struct ptbpf_agent_graph_node) == 32, "graph node record layout");
+_Static_assert(sizeof(struct ptbpf_agent_graph_kept) == AGENT_RAW_LEN, "kept node record layout");
 _Static_assert(sizeof(struct ptbpf_agent_kernel) <= AGENT_RAW_LEN, "kernel record too long");
 _Static_assert(sizeof(struct ptbpf_agent_ctl) == 208, "control block layout");
 
@@ -183,12 +189,15 @@ static void steps_command_locked(bool want, const char *why_off)
 
 	steps_heard = agent_mono_ns();
 	if (want && !agent_steps_is_on()) {
-		if (agent_steps_on(why, sizeof(why)))
+		if (agent_steps_on(why, sizeof(why))) {
+			ever_on = true; /* torch holds its callback (and the map's) now */
 			agent_report(PTBPF_AGENT_STEPS, 1, "steps: on (a USER_SCOPE RecordFunction "
 				     "callback counts steps)");
-		else
+		} else {
 			agent_report(PTBPF_AGENT_ERR_STEPS, 0, "steps: %s", why);
+		}
 	} else if (!want && agent_steps_is_on()) {
+		graphs_want(false, 0);
 		agent_steps_off();
 		agent_report(PTBPF_AGENT_STEPS, 0, "steps: off (%s)", why_off);
 	}
@@ -210,7 +219,7 @@ static void steps_check_locked(int64_t now)
 				     "10 s)");
 }
 
-static bool cuda_loaded(void)
+bool agent_cuda_loaded(void)
 {
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
 
@@ -231,9 +240,11 @@ static void activate_locked(bool by_ctl, const char *words)
 	if (active)
 		return;
 	stubs_init();
+	/* The kept capture map first: before any kernel of the window. */
+	graphs_send();
 	if (strstr(words, OPS_WORD_NO_GPU)) {
 		gpu_on = false; /* ptbpf says why */
-	} else if (cuda_loaded()) {
+	} else if (agent_cuda_loaded()) {
 		gpu_on = cupti_activate(want_ops, &ptbpf_agent_ctl);
 	} else {
 		gpu_on = false;
@@ -310,6 +321,9 @@ static bool command_locked(uint64_t seq)
 	deactivate_locked(cmd == PTBPF_CMD_ON ? "a new ptbpf session" : "ptbpf switched it off");
 	steps_command_locked(cmd != PTBPF_CMD_EXIT && strstr(words, OPS_WORD_STEPS),
 			     "ptbpf switched it off");
+	/* The kept capture map with it (it shares its callback). */
+	graphs_want(cmd != PTBPF_CMD_EXIT && agent_steps_is_on() && strstr(words, OPS_WORD_GRAPHS),
+		    agent_mono_ns());
 	if (cmd == PTBPF_CMD_ON) {
 		activate_locked(true, words);
 		c->state = active ? PTBPF_STATE_ON : PTBPF_STATE_DORMANT;
@@ -457,6 +471,7 @@ static bool tick_locked(struct ticks *t, uint64_t seq, int64_t now)
 		agent_ops_prefault();
 	}
 	steps_check_locked(now);
+	graphs_tick(now);
 	return done;
 }
 

@@ -9,6 +9,8 @@
  *            steps.c use it)
  *   regions.c  torch.compile's regions (--compiled-regions): a stand-in for
  *            _RecordFunctionFast, put in through the job's main thread
+ *   graphs.c the daemon's kept capture map: CUDA graph nodes and the ops
+ *            that captured them, between windows
  *   cupti.c  CUPTI: the GPU timeline, CUDA call callbacks, sharing CUPTI
  *            with the job's own profiler (with cupti_job.c, the job's calls
  *            into libcupti; cupti_activity.c, the activity buffers and
@@ -86,13 +88,18 @@ static inline void busy_leave(uint8_t *b)
 		__atomic_fetch_sub(&ptbpf_agent_busy.more, 1, __ATOMIC_SEQ_CST);
 }
 
+/* Whether libcuda.so.1 is loaded in the process (agent.c). */
+bool agent_cuda_loaded(void);
+
 /* --- stubs.c --- */
 
 enum agent_stub {
 	STUB_RF_FUNCTION, STUB_RF_BACKWARD, STUB_RF_USER, STUB_RF_OTHER,
 	STUB_RF_STEPS,       /* -> null start */
+	STUB_RF_GRAPHS,      /* -> null start */
 	STUB_RF_END,         /* -> ret */
 	STUB_RF_STEPS_END,   /* -> ret */
+	STUB_RF_GRAPHS_END,  /* -> ret */
 	STUB_CUPTI_API,      /* -> ret */
 	STUB_BUF_REQUESTED,  /* -> no buffer */
 	STUB_BUF_COMPLETED,  /* -> ret */
@@ -189,6 +196,27 @@ void agent_steps_off(void);
 bool agent_steps_is_on(void);
 /* Whether ptbpf's heartbeat in the block changed since the last call. */
 bool agent_steps_heartbeat(void);
+
+/* --- graphs.c --- */
+
+/* The kept capture map (" graphs", with the step signal on): CUPTI's graph
+ * callbacks between windows and the ops open on capturing threads. Asked
+ * for or not by each command (on the agent's thread; reported). */
+void graphs_want(bool want, int64_t now);
+bool graphs_is_on(void);
+/* From CUPTI's callbacks (cupti_api.c): a graph made, a node made or
+ * cloned; from cupti.c: the job's own CUPTI user took the subscriber. */
+void graphs_made(void);
+void graphs_node(const struct ptbpf_agent_graph_node *r);
+void graphs_lost(const char *why); /* why: a string that lives */
+/* Whether a capture phase is on (ops are tracked); a RecordFunction begun
+ * (scope: its RecordScope) or ended on this thread. */
+bool graphs_tracking(void);
+void graphs_rf_begin(const void *rf, uint8_t scope);
+void graphs_rf_end(const void *rf);
+/* On the agent's thread: every tick; at a window's start. */
+void graphs_tick(int64_t now);
+void graphs_send(void);
 
 /* --- ops.c --- */
 
@@ -307,6 +335,11 @@ void cupti_tick(int64_t now, bool idle);
 uint64_t cupti_activity(void);
 /* At unload: the buffer pool goes. */
 void cupti_unload(void);
+/* The kept capture map's side of CUPTI (graphs.c): the subscriber with
+ * graph callbacks only, and the job's calls hooked, between windows. */
+bool cupti_graphs_on(char *why, size_t len);
+void cupti_graphs_off(void);
+void cupti_graphs_tick(int64_t now);
 
 /* --- cuda_props.c --- */
 

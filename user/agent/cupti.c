@@ -41,6 +41,7 @@
 #include "cupti_int.h"
 
 #include <dlfcn.h>
+#include <stdio.h>
 #include <time.h>
 
 #define FLUSH_NS      200000000LL   /* deliver what the GPU finished, this often */
@@ -75,6 +76,7 @@ static const CUpti_ActivityKind our_kinds[] = {
 
 /* Who has the activity API (cupti_int.h), and the timing of hand-overs. */
 pthread_mutex_t cupti_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool keep_graphs; /* the kept capture map's subscriber and hooks (graphs.c) */
 _Atomic int activity_owner;
 bool api_to_rings;
 _Atomic bool copy_to_job;
@@ -292,6 +294,38 @@ void yield_locked(bool starting, const char *why)
 
 /* --- on, off, and the agent thread's tick --- */
 
+/* After a window: the kept capture map's subscriber again, with its graph
+ * callbacks only (the window's, with its launch callbacks, went: never
+ * switched off on a live one); where the job's CUPTI user may have a
+ * session now, none (subscribing then can crash the job, above), and the
+ * map grows no more. A kept subscriber the window left as it was stays. */
+static void graphs_back_locked(void)
+{
+	static char why[160]; /* graphs_lost keeps it */
+
+	if (!keep_graphs)
+		return;
+	if (graphs_is_on()) {
+		if (subscriber)
+			return;
+		if (job_took_cupti || !clock_is_default())
+			snprintf(why, sizeof(why), "the job's own CUPTI user has used CUPTI");
+		else if (subscribe_graphs_locked(why, sizeof(why)))
+			return;
+		graphs_lost(why);
+		agent_report(PTBPF_AGENT_GRAPHS, 0, "graphs: the capture map grows no more: %s", why);
+	}
+	keep_graphs = false;
+}
+
+/* A window's activation failed after it subscribed: as at its end. */
+static void window_failed_locked(void)
+{
+	window_unsubscribe_locked(keep_graphs);
+	graphs_back_locked();
+}
+
+
 bool cupti_activate(bool api_calls, const struct ptbpf_agent_ctl *ctl)
 {
 	bool clock_default;
@@ -325,8 +359,10 @@ bool cupti_activate(bool api_calls, const struct ptbpf_agent_ctl *ctl)
 	job_calls_seen = atomic_load(&job_calls);
 	job_last_seen = job_flushed_at = 0;
 	if (clock_default) {
-		if (!take_locked(false))
+		if (!take_locked(false)) {
 			on = false;
+			window_failed_locked();
+		}
 	} else {
 		atomic_store(&activity_owner, OWN_NONE);
 		observe_until = agent_mono_ns() + OBSERVE_NS;
@@ -397,17 +433,79 @@ void cupti_deactivate(void)
 	/* One held past the job's own registration: returned empty (the
 	 * job's callbacks are its own again). */
 	anchor_close();
-	unsubscribe_locked();
+	window_unsubscribe_locked(keep_graphs);
+	graphs_back_locked();
 	atomic_store(&activity_owner, OWN_NONE);
 	/* The hooks last: a session the job starts meanwhile waits for the
 	 * lock in them, then finds the API free. Removed first, they let a
 	 * session start between here and our kinds going off, and the agent
 	 * turned its kernel, copy and set kinds off under it: its trace had
-	 * no GPU side (3 of about 1,200 sessions in the H200 soaks). */
-	hooks_remove();
+	 * no GPU side (3 of about 1,200 sessions in the H200 soaks). The
+	 * kept capture map's stay. */
+	if (!keep_graphs)
+		hooks_remove();
 	on = false;
 	pthread_mutex_unlock(&cupti_lock);
 	activity_counts_report();
+}
+
+/* The kept capture map's side (graphs.c): hooks and a subscriber with the
+ * graph callbacks, between windows; during one, the window's subscriber
+ * has them too. */
+bool cupti_graphs_on(char *why, size_t len)
+{
+	bool ok = true;
+
+	if (cupti_load()) {
+		snprintf(why, len, "libcupti.so.13 could not be loaded");
+		return false;
+	}
+	pthread_mutex_lock(&cupti_lock);
+	if (keep_graphs) {
+		pthread_mutex_unlock(&cupti_lock);
+		return true;
+	}
+	if (job_took_cupti || !clock_is_default()) {
+		snprintf(why, len, "the job's own CUPTI user has used CUPTI (a subscription then "
+			 "can crash the job, or take its profiler's callbacks)");
+		ok = false;
+	} else if (on && !subscriber) {
+		snprintf(why, len, "CUPTI's callback subscriber is not the agent's (this window "
+			 "said why)");
+		ok = false;
+	} else if (!on) {
+		install_hooks_locked();
+		if (!(ok = subscribe_graphs_locked(why, len)))
+			hooks_remove();
+	}
+	keep_graphs = ok;
+	pthread_mutex_unlock(&cupti_lock);
+	return ok;
+}
+
+void cupti_graphs_off(void)
+{
+	pthread_mutex_lock(&cupti_lock);
+	if (keep_graphs && !on) {
+		unsubscribe_locked();
+		hooks_remove();
+	}
+	keep_graphs = false;
+	pthread_mutex_unlock(&cupti_lock);
+}
+
+/* Between windows: the hooks kept up to date while the map is kept; once
+ * CUPTI's callbacks went to the job (graphs_lost), they go too. */
+void cupti_graphs_tick(int64_t now)
+{
+	pthread_mutex_lock(&cupti_lock);
+	if (keep_graphs && !on && !graphs_is_on()) {
+		hooks_remove();
+		keep_graphs = false;
+	} else if (keep_graphs && !on) {
+		rehook_locked(now);
+	}
+	pthread_mutex_unlock(&cupti_lock);
 }
 
 uint64_t cupti_activity(void)
@@ -456,6 +554,7 @@ void cupti_tick(int64_t now, bool idle)
 				     "running; the timeline starts once the job's next session is over");
 		} else if (!take_locked(false)) {
 			on = false;
+			window_failed_locked();
 		}
 	} else if (o == OWN_US && atomic_load(&foreign_seen)) {
 		yield_locked(false, "its kinds in the agent's buffers");

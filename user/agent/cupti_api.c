@@ -11,7 +11,11 @@
 #include "cupti_int.h"
 #include "launch_cbids.h"
 
+#include <stdio.h>
+
 CUpti_SubscriberHandle subscriber;
+static bool launches_on; /* a window's launch callbacks are on it */
+bool job_took_cupti;
 _Atomic uint64_t api_calls_seen;
 
 /* With the op recorder on, every CUDA runtime call is recorded (as a slice
@@ -73,6 +77,10 @@ static void graph_node(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 	struct ptbpf_agent_graph_node r = { .kind = cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED ?
 							    GRAPH_NODE_CREATED : GRAPH_NODE_CLONED };
 
+	if (cbid == CUPTI_CBID_RESOURCE_GRAPH_CREATED) { /* a capture begins: the kept map's */
+		graphs_made();
+		return;
+	}
 	if (!g || !g->node || p_graph_node_id(g->node, &r.node_id) != CUPTI_SUCCESS)
 		return;
 	if (g->graph)
@@ -86,6 +94,7 @@ static void graph_node(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 		r.correlation_id = call_correlation;
 	}
 	ptbpf_agent_graph_node(&r);
+	graphs_node(&r);
 }
 
 static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
@@ -127,46 +136,93 @@ static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
 	busy_leave(busy);
 }
 
-/* Subscribes unless another tool holds CUPTI's one subscriber (then says
- * whom, and CUDA calls come from ptbpf's uprobes). */
-void subscribe_locked(void)
+/* A subscriber with the graph callbacks (CUPTI's id functions needed:
+ * CUDA 11.0's CUPTI on): a node made or cloned, and a graph made (a capture
+ * begins: the kept map's, graphs.c). other: who holds CUPTI's one, if not. */
+static CUptiResult new_subscriber_locked(char *other, size_t len)
 {
-	char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = "";
 	CUpti_SubscriberParams params = {
 		.structSize = CUpti_SubscriberParams_STRUCT_SIZE, .subscriberName = "ptbpf",
-		.oldSubscriberName = other, .oldSubscriberSize = sizeof(other),
+		.oldSubscriberName = other, .oldSubscriberSize = len,
 	};
 	void *cb = stub_entry(STUB_CUPTI_API, (void *)api_callback);
 	CUptiResult res;
-	unsigned ok = 0;
 
-	if (subscriber)
-		return;
 	res = p_subscribe_v2 ? p_subscribe_v2(&subscriber, (CUpti_CallbackFunc)cb, NULL, &params) :
 			       p_subscribe(&subscriber, (CUpti_CallbackFunc)cb, NULL);
 	if (res != CUPTI_SUCCESS) {
 		subscriber = NULL;
+		return res;
+	}
+	if (p_graph_node_id && p_graph_id) {
+		p_enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+				  CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+		p_enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+				  CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+		p_enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+				  CUPTI_CBID_RESOURCE_GRAPH_CREATED);
+	}
+	return res;
+}
+
+/* A window's: subscribes unless another tool holds CUPTI's one subscriber
+ * (then says whom, and CUDA calls come from ptbpf's uprobes), and switches
+ * the launch callbacks on; on the kept map's subscriber where it has one. */
+void subscribe_locked(void)
+{
+	char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = "";
+	CUptiResult res;
+	unsigned ok = 0;
+
+	if (subscriber && launches_on)
+		return;
+	if (!subscriber && (res = new_subscriber_locked(other, sizeof(other))) != CUPTI_SUCCESS) {
 		agent_report(PTBPF_AGENT_NO_CORRELATION, 0, "no CUDA call callbacks: cuptiSubscribe: "
 			     "%s%s%s", cupti_error(res), other[0] ? ": held by " : "", other);
 		return;
 	}
+	launches_on = true;
 	for (size_t i = 0; i < sizeof(launch_cbids) / sizeof(launch_cbids[0]); i++)
 		ok += p_enable_callback(1, subscriber, launch_cbids[i].domain,
 					launch_cbids[i].cbid) == CUPTI_SUCCESS;
 	if (!ok)
 		agent_report(PTBPF_AGENT_NO_CORRELATION, 0,
 			     "cuptiEnableCallback failed for every launch API");
-	/* Graph nodes: with CUPTI's id functions only (CUDA 11.0's CUPTI on). */
-	if (p_graph_node_id && p_graph_id) {
-		p_enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-				  CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
-		p_enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-				  CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
-	}
 	if (api_to_rings)
 		for (CUpti_CallbackId id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; id++)
 			if (!left_out(id))
 				p_enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+}
+
+/* The kept map's, between windows: the graph callbacks alone (a window's
+ * launch callbacks go with its subscriber: never switched off on a live
+ * one, above). */
+bool subscribe_graphs_locked(char *why, size_t len)
+{
+	char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = "";
+	CUptiResult res;
+
+	if (subscriber)
+		return true;
+	if (!p_graph_node_id || !p_graph_id) {
+		snprintf(why, len, "this CUPTI has no cuptiGetGraphNodeId/cuptiGetGraphId");
+		return false;
+	}
+	if ((res = new_subscriber_locked(other, sizeof(other))) != CUPTI_SUCCESS) {
+		snprintf(why, len, "cuptiSubscribe: %s%s%s", cupti_error(res),
+			 other[0] ? ": held by " : "", other);
+		return false;
+	}
+	launches_on = false;
+	return true;
+}
+
+/* At a window's end: its launch callbacks go with its subscriber (never
+ * switched off on a live one); the kept map's own, without them, stays. */
+void window_unsubscribe_locked(bool keep)
+{
+	if (!(keep && subscriber && !launches_on))
+		unsubscribe_locked();
 }
 
 void unsubscribe_locked(void)
@@ -174,6 +230,7 @@ void unsubscribe_locked(void)
 	if (subscriber)
 		p_unsubscribe(subscriber);
 	subscriber = NULL;
+	launches_on = false;
 }
 
 /* The job's own CUPTI user is about to subscribe or to start an activity
@@ -181,10 +238,19 @@ void unsubscribe_locked(void)
  * (a subscription changed while its session runs can crash the job). */
 void give_up_subscriber_locked(const char *why)
 {
+	bool window = launches_on;
+
+	/* The kept capture map never subscribes again (cupti.c), nor in the
+	 * moment between this hook and the job's own call. */
+	job_took_cupti = true;
+	if (graphs_is_on())
+		graphs_lost("the job's own CUPTI user (torch.profiler's Kineto) took CUPTI's "
+			    "callbacks");
 	if (!subscriber)
 		return;
 	unsubscribe_locked();
-	agent_report(PTBPF_AGENT_NO_CORRELATION, 0, "the job %s (torch.profiler's Kineto): CUPTI's "
-		     "callbacks are its now; CUDA calls come from ptbpf's uprobes, without "
-		     "launch->kernel flows", why);
+	if (window)
+		agent_report(PTBPF_AGENT_NO_CORRELATION, 0, "the job %s (torch.profiler's Kineto): "
+			     "CUPTI's callbacks are its now; CUDA calls come from ptbpf's uprobes, "
+			     "without launch->kernel flows", why);
 }

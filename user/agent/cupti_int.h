@@ -136,9 +136,18 @@ extern CUpti_SubscriberHandle subscriber;
 /* CUDA calls the callbacks saw (racy: counts only that calls come). */
 extern _Atomic uint64_t api_calls_seen;
 
-/* Subscribes unless another tool holds CUPTI's one subscriber. */
+/* A window's: subscribes unless another tool holds CUPTI's one subscriber,
+ * and switches the launch callbacks on. */
 void subscribe_locked(void);
+/* The kept capture map's: a subscriber with graph callbacks only, unless
+ * one is there; false with a reason in why. */
+bool subscribe_graphs_locked(char *why, size_t len);
 void unsubscribe_locked(void);
+/* At a window's end: unsubscribes, unless keep and the subscriber is the
+ * kept capture map's (no launch callbacks on it). */
+void window_unsubscribe_locked(bool keep);
+/* The job's own CUPTI user subscribed or started a session (its hooks). */
+extern bool job_took_cupti;
 void give_up_subscriber_locked(const char *why);
 
 #endif /* PTBPF_AGENT_CUPTI_INT_H */

@@ -134,6 +134,8 @@ static CUptiResult CUPTIAPI job_finalize(void)
 {
 	pthread_mutex_lock(&cupti_lock);
 	subscriber = NULL; /* finalize ends every subscription */
+	if (graphs_is_on())
+		graphs_lost("the job called cuptiFinalize");
 	pthread_mutex_unlock(&cupti_lock);
 	return JOB_CALL(true, "cuptiFinalize", p_finalize());
 }

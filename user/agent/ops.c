@@ -36,13 +36,9 @@
 #include "ptbpf_agent.h"
 #include "rf_abi.h"
 
-/* RecordFunction members behind inline accessors: step_callbacks_.scope_
- * and sequence_nr_, at the same offsets in 1.13 and 2.x (vptr, then a
- * 96-byte StepCallbacks, then the flag, the ObserverContext list and the
- * name/schema variant). Each callback serves known scopes, so every call
- * checks the scope byte; one mismatch and no field is read again. */
-#define RF_SCOPE_OFF 96
-#define RF_SEQ_OFF   200
+/* RF_SCOPE_OFF and RF_SEQ_OFF (rf_abi.h): each callback serves known
+ * scopes, so every call checks the scope byte; one mismatch and no field
+ * is read again. */
 /* inputs_ (c10::ArrayRef<const c10::IValue>: pointer, count) follows
  * sequence_nr_ in 1.13 and 2.x; filled for callbacks that need inputs. */
 #define RF_INPUTS_OFF 208

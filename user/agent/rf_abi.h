@@ -34,4 +34,11 @@ _Static_assert(sizeof(struct rf_callback) == 40, "RecordFunctionCallback layout"
 #define RF_SYM_NAME   "_ZNK2at14RecordFunction4nameEv"
 #define RF_SYM_PEEK   "_ZN2at15sequence_number4peekEv"
 
+/* RecordFunction members behind inline accessors: step_callbacks_.scope_
+ * and sequence_nr_, at the same offsets in 1.13 and 2.x (vptr, then a
+ * 96-byte StepCallbacks, then the flag, the ObserverContext list and the
+ * name/schema variant). */
+#define RF_SCOPE_OFF 96
+#define RF_SEQ_OFF   200
+
 #endif /* PTBPF_RF_ABI_H */

@@ -10,6 +10,7 @@
  * the user's own, which it leaves at a name comparison. Those three it
  * times, into the counters of ptbpf_agent_steps (include/ptbpf_agent.h),
  * which the daemon reads through /proc/PID/mem: no ring, nothing per op.
+ * Every region also goes to the kept capture map's op tracking (graphs.c).
  */
 #define _GNU_SOURCE
 #include "agent.h"
@@ -197,6 +198,8 @@ static void **steps_start(void **ret, const void *rf)
 	int kind;
 
 	*ret = NULL;
+	if (graphs_tracking() && kind_of(rfapi.name(rf)) != K_COLL)
+		graphs_rf_begin(rf, 7); /* a collective ends on another thread */
 	if (atomic_load_explicit(&counting, memory_order_relaxed) && nopen < OPEN_MAX &&
 	    (kind = kind_of(name = rfapi.name(rf))) >= 0) {
 		uint64_t t = (uint64_t)agent_mono_ns();
@@ -225,6 +228,7 @@ static void steps_end(const void *rf, void *ctx)
 	uint8_t *busy = busy_enter();
 
 	(void)ctx;
+	graphs_rf_end(rf);
 	for (int i = nopen - 1; i >= 0; i--) {
 		if (open_rf[i].rf != rf)
 			continue;

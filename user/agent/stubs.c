@@ -36,7 +36,7 @@
 #include <unistd.h>
 
 #define PAGE 4096
-#define STUB_MAGIC "ptbpf-stubs-v2\0" /* 16 bytes with its NUL */
+#define STUB_MAGIC "ptbpf-stubs-v3\0" /* 16 bytes with its NUL */
 #define STUB_AT(i) (16 + 8 * (i))
 #define NULL_RET      (STUB_AT(STUB_MAX))
 #define NULL_RF_START (NULL_RET + 8)
@@ -140,7 +140,7 @@ bool stubs_init(void)
 	py_type = dlsym(RTLD_DEFAULT, "PyObject_Type");
 	py_run = dlsym(RTLD_DEFAULT, "PyRun_SimpleString");
 	for (int i = 0; i < STUB_MAX; i++)
-		inert[i] = (uint64_t)(uintptr_t)(p + (i <= STUB_RF_STEPS ? NULL_RF_START :
+		inert[i] = (uint64_t)(uintptr_t)(p + (i <= STUB_RF_GRAPHS ? NULL_RF_START :
 						     i == STUB_BUF_REQUESTED ? NULL_BUF_REQ :
 						     i == STUB_PY_CALL ? NULL_ZERO : NULL_RET));
 	if (py_type)
