@@ -64,7 +64,7 @@ static const char doc[] =
 	"inputs is refused. A trace is written only once tracing has started (each -p\n"
 	"process attached): a run that fails before that leaves no file, no .partial.\n";
 
-enum { OPT_NO_SCHED = 0x100, OPT_NO_SAMPLES, OPT_SAMPLE_HZ, OPT_SLOW_STEP, OPT_NO_STEP_SIGNAL,
+enum { OPT_NO_SCHED = 0x100, OPT_NO_SAMPLES, OPT_SAMPLE_HZ, OPT_SLOW_STEP, OPT_NO_STEP_SIGNAL, OPT_KEEP_GRAPHS,
        OPT_STEPS, OPT_NO_IDLE_TRACK, OPT_GPU_TIMELINE, OPT_OP_CLOCK, OPT_BPF_STATS,
        OPT_WEB_CONFIG, OPT_INSECURE_CAPTURE, OPT_HANG,
        OPT_COMPILED_REGIONS }; /* long-only options */
@@ -172,6 +172,9 @@ static const struct argp_option options[] = {
 	  "--window", 1 },
 	{ "no-step-signal", OPT_NO_STEP_SIGNAL, NULL, 0, "No always-on layer: between windows "
 	  "the processes are left alone, and there are no step metrics", 1 },
+	{ "keep-graphs", OPT_KEEP_GRAPHS, NULL, 0, "The always-on layer keeps each process's "
+	  "CUDA-graph capture map (CUPTI's graph callbacks, and the ops open while a graph is "
+	  "captured), so that windows put replayed kernels under the op that captured them", 1 },
 	{ 0 },
 };
 
@@ -391,9 +394,31 @@ static int parse_hang(const char *arg, struct options *o)
 	return 0;
 }
 
+/* The switches of `ptbpf daemon`. */
+static bool *daemon_flag(int key, struct options *o)
+{
+	switch (key) {
+	case 'A':
+		return &o->align;
+	case OPT_NO_STEP_SIGNAL:
+		return &o->no_step_signal;
+	case OPT_KEEP_GRAPHS:
+		return &o->keep_graphs;
+	case OPT_INSECURE_CAPTURE:
+		return &o->insecure_capture;
+	}
+	return NULL;
+}
+
 /* The options of `ptbpf daemon` (DAEMON_KEYS). */
 static error_t daemon_opt(int key, const char *arg, struct options *o)
 {
+	bool *flag = daemon_flag(key, o);
+
+	if (flag) {
+		*flag = true;
+		return 0;
+	}
 	switch (key) {
 	case 'D':
 		if (!*arg || strlen(arg) >= sizeof(o->out_dir)) {
@@ -409,9 +434,6 @@ static error_t daemon_opt(int key, const char *arg, struct options *o)
 	case 'W':
 		if (parse_duration(arg, "--window", &o->window_s))
 			return EINVAL;
-		break;
-	case 'A':
-		o->align = true;
 		break;
 	case 'M':
 		if (parse_bytes(arg, "--max-bytes", 64u << 10, 1ull << 50, &o->max_bytes))
@@ -438,9 +460,6 @@ static error_t daemon_opt(int key, const char *arg, struct options *o)
 		if (!strcmp(arg, "0"))
 			o->min_gap_s = 0;
 		break;
-	case OPT_NO_STEP_SIGNAL:
-		o->no_step_signal = true;
-		break;
 	case OPT_SLOW_STEP:
 		return parse_slow_step(arg, o) ? EINVAL : 0;
 	case OPT_HANG:
@@ -466,9 +485,6 @@ static error_t daemon_opt(int key, const char *arg, struct options *o)
 			return EINVAL;
 		}
 		strcpy(o->web_config, arg);
-		break;
-	case OPT_INSECURE_CAPTURE:
-		o->insecure_capture = true;
 		break;
 	}
 	return 0;
@@ -499,8 +515,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 
 	if ((key > 0 && key < 128 && strchr(DAEMON_KEYS, key)) || key == OPT_SLOW_STEP ||
 	    key == OPT_HANG ||
-	    key == OPT_NO_STEP_SIGNAL || key == OPT_STEPS || key == OPT_WEB_CONFIG ||
-	    key == OPT_INSECURE_CAPTURE) {
+	    key == OPT_NO_STEP_SIGNAL || key == OPT_KEEP_GRAPHS || key == OPT_STEPS ||
+	    key == OPT_WEB_CONFIG || key == OPT_INSECURE_CAPTURE) {
 		o->daemon_opt = true;
 		return daemon_opt(key, arg, o);
 	}
@@ -600,6 +616,11 @@ static int check_options(struct options *opt)
 				"--slow-step too\n");
 			return -1;
 		}
+		if (opt->keep_graphs && (opt->no_step_signal || opt->no_agent)) {
+			log_msg("daemon: --keep-graphs is kept by the always-on layer (the agent's), "
+				"which --no-step-signal and --no-agent leave out\n");
+			return -1;
+		}
 		if (opt->slow_k && (opt->no_step_signal || opt->no_agent)) {
 			log_msg("daemon: --slow-step needs the step signal (the agent's), which "
 				"--no-step-signal and --no-agent leave out\n");
@@ -615,7 +636,8 @@ static int check_options(struct options *opt)
 	if (opt->daemon_opt) {
 		log_msg("--out-dir, --every, --window, --align, --max-bytes, --keep, "
 			"--budget, --min-gap, --metrics-listen, --web-config, --insecure-capture, "
-			"--slow-step, --hang, --steps and --no-step-signal belong to `ptbpf daemon`\n");
+			"--slow-step, --hang, --steps, --no-step-signal and --keep-graphs belong to "
+			"`ptbpf daemon`\n");
 		return -1;
 	}
 	if (opt->nmatch_env && !opt->all) {

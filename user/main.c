@@ -30,6 +30,7 @@
 #include "attach/target.h"
 #include "fleet/daemon.h"
 #include "fleet/metrics.h"
+#include "fleet/step_signal.h"
 #include "offline/export.h"
 #include "offline/gap_track.h"
 #include "offline/merge.h"
@@ -142,7 +143,7 @@ static int run_window(const struct options *opt, const char *path, struct metric
 	/* The always-on layer's agents go back to their step signal at the
 	 * end, and the ones this window loads join it. */
 	if (!opt->no_step_signal && !opt->no_agent)
-		agent_probes_keep(s.agents, OPS_WORD_STEPS);
+		agent_probes_keep(s.agents, step_signal_words(opt));
 	metrics_window(m, true, false);
 	targets_scan_all(&s);
 	s.win.targets_cpu0 = budget_targets_cpu(&s);

@@ -105,16 +105,17 @@ static int attach_records(struct agent_probes *d, int pid, const char *path,
 			  struct elf_file *ef)
 {
 	/* Optional: an agent older than graph nodes has none (its replayed
-	 * kernels then carry no capture). */
+	 * kernels then carry no capture), or no kept capture map. */
 	static const struct { const char *sym; uint64_t cookie; bool optional; } recs[] = {
 		{ "ptbpf_agent_kernel",
 		  AGENT_REC_KERNEL | (offsetof(struct ptbpf_agent_kernel, name) << 8), false },
 		{ "ptbpf_agent_memcpy", AGENT_REC_MEMCPY, false },
 		{ "ptbpf_agent_memset", AGENT_REC_MEMSET, false },
 		{ "ptbpf_agent_graph_node", AGENT_REC_GRAPH_NODE, true },
+		{ "ptbpf_agent_graph_kept", AGENT_REC_GRAPH_KEPT, true },
 	};
-	unsigned long offs[4];
-	__u64 cookies[4];
+	unsigned long offs[sizeof(recs) / sizeof(recs[0])];
+	__u64 cookies[sizeof(recs) / sizeof(recs[0])];
 	struct elf_func f;
 	size_t n = 0;
 
@@ -136,6 +137,10 @@ void agent_probes_ops_words(struct agent_probes *d, const char *words)
 {
 	snprintf(d->ops_words, sizeof(d->ops_words), "%s", words);
 }
+
+_Static_assert(sizeof(OPS_WORD_STEPS OPS_WORD_GRAPHS) <=
+	       sizeof(((struct agent_probes *)0)->keep_words),
+	       "the always-on layer's words do not fit keep_words");
 
 void agent_probes_keep(struct agent_probes *d, const char *words)
 {

@@ -5,7 +5,8 @@
  * (attach/claim.h: a capture window of this same daemon may trace it
  * besides), loads the agent where there is none (ptrace dlopen, as a
  * window does) and switches its step signal on: OFF with OPS_WORD_STEPS,
- * so nothing else is recorded. Every tick (200 ms) it renews each agent's
+ * so nothing else is recorded (with --keep-graphs, OPS_WORD_GRAPHS too: the
+ * agent keeps the CUDA-graph capture map for the windows, graphs.c). Every tick (200 ms) it renews each agent's
  * lease (the heartbeat) and reads its counter block through /proc/PID/mem
  * into the metrics. A window of this daemon switches the agents on for
  * full tracing and back to the step signal at its end (agent_probes_keep).
@@ -97,6 +98,11 @@ struct step_signal {
 	struct capture_hang hang;   /* the last hang capture's (the window reads it) */
 	uint64_t hang_refused_at;   /* --min-gap refused one then */
 };
+
+const char *step_signal_words(const struct options *opt)
+{
+	return opt->keep_graphs ? OPS_WORD_STEPS OPS_WORD_GRAPHS : OPS_WORD_STEPS;
+}
 
 struct step_signal *step_signal_new(const struct options *opt, struct capture *c, struct metrics *m)
 {
@@ -208,7 +214,8 @@ static int link_agent(struct step_signal *s, struct sproc *p)
 	}
 	agent_steps_renew(&p->a, clock_mono_ns());
 	/* injected: whoever loaded it by ptrace, this ptbpf unloads it at the end. */
-	if (agent_send(&p->a, PTBPF_CMD_OFF, OPS_WORD_STEPS, 0, 0, agent_injected(&p->a)))
+	if (agent_send(&p->a, PTBPF_CMD_OFF, step_signal_words(s->opt), 0, 0,
+		       agent_injected(&p->a)))
 		return -1;
 	p->sent_at = clock_mono_ns();
 	p->linked = true;
@@ -510,7 +517,7 @@ static bool tick_one(struct step_signal *s, struct sproc *p, uint64_t now)
 	/* Off although asked on (its lease ran out during a long window, or
 	 * its thread was stopped): asked again. */
 	if (!b.on && now - p->sent_at > RESEND_NS) {
-		agent_send(&p->a, PTBPF_CMD_OFF, OPS_WORD_STEPS, 0, 0, false);
+		agent_send(&p->a, PTBPF_CMD_OFF, step_signal_words(s->opt), 0, 0, false);
 		p->sent_at = now;
 	}
 	if (b.on && !p->told)

@@ -15,6 +15,9 @@ struct step_signal;
 struct capture;
 struct metrics;
 
+/* The words the always-on layer sends its agents (OPS_WORD_STEPS, and
+ * OPS_WORD_GRAPHS with --keep-graphs); windows send them back at their end. */
+const char *step_signal_words(const struct options *opt);
 /* NULL with a line said if it cannot be had (no memory). */
 struct step_signal *step_signal_new(const struct options *opt, struct capture *c,
 				    struct metrics *m);

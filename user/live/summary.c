@@ -147,15 +147,17 @@ static void print_device(const struct session *s)
 		"launch->kernel correlations %lu, dropped by CUPTI %lu\n",
 		(unsigned long)d->kernels, (unsigned long)d->memcpys, (unsigned long)d->memsets,
 		(unsigned long)d->launch_flows, (unsigned long)d->cupti_dropped);
-	if (d->graph_kernels || d->graph_nodes)
+	if (d->graph_kernels || d->graph_nodes || d->graph_nodes_kept)
 		log_msg("CUDA graphs: %lu replayed kernels, %lu of them joined to their capture "
 			"(%lu under the op that captured them, %lu captured outside any op; %lu "
-			"nodes captured while traced%s); %lu kernels of %lu graphs captured before "
+			"nodes captured while traced, %lu kept by the always-on layer, %lu kernels "
+			"joined through those%s); %lu kernels of %lu graphs captured before "
 			"ptbpf attached, without their op\n",
 			(unsigned long)d->graph_kernels, (unsigned long)d->graph_kernels_joined,
 			(unsigned long)(d->graph_kernels_joined - d->graph_kernels_no_op),
 			(unsigned long)d->graph_kernels_no_op, (unsigned long)d->graph_nodes,
-			d->graph_nodes_not_kept ? ", some past the map's room" : "",
+			(unsigned long)d->graph_nodes_kept, (unsigned long)d->graph_kernels_kept,
+			d->graph_nodes_not_kept ? "; some past the map's room" : "",
 			(unsigned long)d->graph_kernels_before, (unsigned long)d->graphs_before);
 	print_triton(s);
 	if (d->overlapping_not_laned)
@@ -169,9 +171,12 @@ static void write_graph_counts(const struct session *s)
 {
 	const struct gpu_timeline_counts *d = gpu_timeline_counts(s->dec->timeline);
 
-	if (!d->graph_kernels && !d->graph_nodes)
+	if (!d->graph_kernels && !d->graph_nodes && !d->graph_nodes_kept)
 		return;
 	pf_trace_attr_int(s->w, "dev.ptbpf.graph_nodes_captured", (int64_t)d->graph_nodes);
+	pf_trace_attr_int(s->w, "dev.ptbpf.graph_nodes_kept", (int64_t)d->graph_nodes_kept);
+	pf_trace_attr_int(s->w, "dev.ptbpf.graph_kernels_joined_by_kept_map",
+			  (int64_t)d->graph_kernels_kept);
 	pf_trace_attr_int(s->w, "dev.ptbpf.graph_nodes_not_kept", (int64_t)d->graph_nodes_not_kept);
 	pf_trace_attr_int(s->w, "dev.ptbpf.graph_kernels", (int64_t)d->graph_kernels);
 	pf_trace_attr_int(s->w, "dev.ptbpf.graph_kernels_joined", (int64_t)d->graph_kernels_joined);

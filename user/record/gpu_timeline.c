@@ -42,6 +42,7 @@ struct graph_node {
 	uint32_t corr;
 	uint64_t seq;
 	const char *op; /* NULL: made outside any op */
+	bool kept;      /* from the map the daemon's always-on layer kept */
 };
 
 struct gpu_timeline {
@@ -316,11 +317,11 @@ static struct graph_node *graph_node_of(struct gpu_timeline *d, int pid, uint64_
 	return hash_get_eq(&d->nodes, hash_pair((uint64_t)pid, id), node_eq, &k);
 }
 
-void gpu_timeline_graph_node(struct gpu_timeline *d, int pid,
-			     const struct ptbpf_agent_graph_node *g, const char *op, uint64_t seq)
+static void node_made(struct gpu_timeline *d, int pid, const struct ptbpf_agent_graph_node *g,
+		      const char *op, uint64_t seq, bool kept)
 {
 	struct graph_node n = { .node_id = g->node_id, .pid = pid, .corr = g->correlation_id,
-				.seq = seq, .op = op }, *from, *to;
+				.seq = seq, .op = op, .kept = kept }, *from, *to;
 
 	if (g->kind == GRAPH_NODE_CLONED) { /* the clone is captured where its original was */
 		if (!(from = graph_node_of(d, pid, g->original_id)))
@@ -329,6 +330,8 @@ void gpu_timeline_graph_node(struct gpu_timeline *d, int pid,
 		n.node_id = g->node_id;
 	} else if (g->kind != GRAPH_NODE_CREATED) {
 		return;
+	} else if (kept) {
+		d->counts.graph_nodes_kept++;
 	} else {
 		d->counts.graph_nodes++;
 	}
@@ -341,6 +344,24 @@ void gpu_timeline_graph_node(struct gpu_timeline *d, int pid,
 		return;
 	}
 	*to = n;
+}
+
+void gpu_timeline_graph_node(struct gpu_timeline *d, int pid,
+			     const struct ptbpf_agent_graph_node *g, const char *op, uint64_t seq)
+{
+	node_made(d, pid, g, op, seq, false);
+}
+
+/* A node of the map the daemon's always-on layer kept (the agent's
+ * graphs.c), sent at the window's start: made before it, with its op. */
+void gpu_timeline_graph_kept(struct gpu_timeline *d, const struct ptbpf_agent_event *e)
+{
+	struct ptbpf_agent_graph_kept k;
+
+	memcpy(&k, e->raw, sizeof(k));
+	k.op[sizeof(k.op) - 1] = 0;
+	node_made(d, (int)e->ev.pid, &k.node, k.op[0] ? str_set_intern(d->strings, k.op) : NULL,
+		  k.seq >= 0 ? (uint64_t)k.seq : UINT64_MAX, true);
 }
 
 /* A replayed kernel's capture, as args: the op open when its node was
@@ -363,6 +384,7 @@ static int graph_args(struct gpu_timeline *d, int pid, const struct ptbpf_agent_
 	}
 	d->counts.graph_kernels_joined++;
 	d->counts.graph_kernels_no_op += !n->op;
+	d->counts.graph_kernels_kept += n->kept;
 	if (n->op)
 		args[nargs++] = (struct pf_arg){ .name = "captured_by", .type = PF_ARG_STR,
 						 .s = n->op };
@@ -372,6 +394,9 @@ static int graph_args(struct gpu_timeline *d, int pid, const struct ptbpf_agent_
 	if (n->corr) /* made inside a traced call */
 		args[nargs++] = (struct pf_arg){ .name = "capture_correlation",
 						 .type = PF_ARG_UINT, .u = n->corr };
+	if (n->kept)
+		args[nargs++] = (struct pf_arg){ .name = "capture_kept", .type = PF_ARG_BOOL,
+						 .u = 1 };
 	return nargs;
 }
 
@@ -581,7 +606,8 @@ void gpu_timeline_status(struct gpu_timeline *d, const struct ptbpf_named_event 
 	}
 	/* What changes the trace's content is marked in it. */
 	if (code == PTBPF_AGENT_GPU_PAUSED || code == PTBPF_AGENT_GPU_RESUMED ||
-	    code == PTBPF_AGENT_NO_CORRELATION || code == PTBPF_AGENT_REGIONS)
+	    code == PTBPF_AGENT_NO_CORRELATION || code == PTBPF_AGENT_REGIONS ||
+	    code == PTBPF_AGENT_GRAPHS)
 		pf_instant(d->w, &(struct pf_event){ .track = d->process_track(d->ctx, e->ev.pid),
 			   .ts = e->ev.ts, .name = msg, .category = "ptbpf" });
 }

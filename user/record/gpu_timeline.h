@@ -27,6 +27,8 @@ struct gpu_timeline_counts {
 	uint64_t graph_nodes, graph_nodes_not_kept;
 	uint64_t graph_kernels, graph_kernels_joined, graph_kernels_before, graphs_before;
 	uint64_t graph_kernels_no_op; /* joined, but captured outside any op */
+	/* nodes the daemon's always-on layer kept, and kernels joined by them */
+	uint64_t graph_nodes_kept, graph_kernels_kept;
 	uint64_t overlapping_not_laned; /* overlapping others on every lane of their stream */
 };
 
@@ -43,6 +45,9 @@ void gpu_timeline_record(struct gpu_timeline *d, const struct ptbpf_agent_event 
  * or of a clone of it, names that op (join_agent.c). */
 void gpu_timeline_graph_node(struct gpu_timeline *d, int pid,
 			     const struct ptbpf_agent_graph_node *g, const char *op, uint64_t seq);
+/* A node of the capture map the daemon's always-on layer kept (an
+ * AGENT_REC_GRAPH_KEPT record: struct ptbpf_agent_graph_kept). */
+void gpu_timeline_graph_kept(struct gpu_timeline *d, const struct ptbpf_agent_event *e);
 void gpu_timeline_kernel_name(struct gpu_timeline *d, const struct ptbpf_long_name *n);
 /* Its Triton kernels' sources (record/inductor.h): raw captures keep them. */
 struct inductor *gpu_timeline_inductor(const struct gpu_timeline *d);

@@ -78,6 +78,8 @@ static bool route_unthreaded(struct route *r, const struct ptbpf_event *e, uint6
 			return false;
 		if (e->id == AGENT_REC_GRAPH_NODE)
 			join_graph_node(r->join, (const void *)e);
+		else if (e->id == AGENT_REC_GRAPH_KEPT)
+			gpu_timeline_graph_kept(d->timeline, (const void *)e);
 		else
 			gpu_timeline_record(d->timeline, (const void *)e);
 		return true;
