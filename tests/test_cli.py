@@ -38,13 +38,18 @@ def test_help_has_examples():
     (("--all", "--match-env", "=1"), "invalid --match-env"),
     (("-p", "1", "--match-env", "RANK=0"), "--match-env selects among the processes of --all"),
     (("daemon", "--out-dir", "/tmp", "--min-gap", "5x"), "invalid --min-gap '5x'"),
-    (("-p", "1", "--min-gap", "5s"), "--steps and --no-step-signal belong to"),
+    (("-p", "1", "--min-gap", "5s"), "--no-step-signal and --keep-graphs belong to"),
+    (("-p", "1", "--keep-graphs"), "--no-step-signal and --keep-graphs belong to"),
     (("daemon", "--out-dir", "/tmp", "--slow-step", "1"), "invalid --slow-step '1'"),
     (("daemon", "--out-dir", "/tmp", "--slow-step", "3x"), "invalid --slow-step '3x'"),
     (("daemon", "--out-dir", "/tmp", "--slow-step", "3,2"), "--slow-step's W"),
     (("daemon", "--out-dir", "/tmp", "--slow-step", "3", "--no-step-signal"),
      "--slow-step needs the step signal"),
     (("daemon", "--out-dir", "/tmp", "--steps", "5"), "--steps counts the steps of a slow"),
+    (("daemon", "--out-dir", "/tmp", "--keep-graphs", "--no-step-signal"),
+     "--keep-graphs is kept by the always-on layer"),
+    (("daemon", "--out-dir", "/tmp", "--keep-graphs", "--no-agent"),
+     "--keep-graphs is kept by the always-on layer"),
 ])
 def test_bad_arguments(args, needle):
     r = ptbpf(*args)

@@ -6,12 +6,13 @@ import os
 
 import pytest
 import shutil
+import signal
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from conftest import PTBPF, PYTHON, run_traced, torch_version, workload_argv  # noqa: E402
+from conftest import PTBPF, PYTHON, Proc, run_traced, torch_version, workload_argv  # noqa: E402
 import pftrace  # noqa: E402
 from test_fidelity import SOURCES, check_counts_equal_profiler  # noqa: E402
 from launches import GRAPH_LAUNCHES, KERNEL_LAUNCHES, base, launch_problems  # noqa: E402
@@ -386,6 +387,81 @@ def test_graph_replays_under_their_capture(tmp_path):
     assert job.wait(timeout=60) == 0
     line = [x for x in err.splitlines() if "CUDA graphs:" in x]
     assert line and " 0 of them joined" in line[0] and "captured before ptbpf attached" in line[0], err
+
+
+def capture_ops(trace):
+    """Replayed kernels: {kernel name: {captured_by}}, and their time by
+    captured_by."""
+    ops, by = {}, {}
+    for s in trace.slices:
+        if s.category == "kernel" and "graph_id" in s.args:
+            ops.setdefault(s.name, set()).add(s.args.get("captured_by"))
+            by[s.args.get("captured_by")] = by.get(s.args.get("captured_by"), 0) + s.dur
+    return ops, by
+
+
+def test_daemon_keeps_the_capture_map(tmp_path):
+    """Issue 45: `ptbpf daemon --keep-graphs`, up before a reduce-overhead
+    job captures its CUDA graphs: a window opened after the warm-up puts
+    the replayed kernels under the ops that captured them, from the map
+    the always-on layer kept (capture_kept), the same ops as `ptbpf run`
+    (which saw the captures itself) gives for every kernel an ATen op
+    captured there. The job's results and exit are its own."""
+    ref = tmp_path / "run.pftrace"
+    r = subprocess.run([PTBPF, "run", "--no-samples", "-o", str(ref), "--", PYTHON, COMPILED,
+                        "reduce-overhead", "20"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    ref = pftrace.Trace(str(ref))
+    assert all("capture_correlation" in s.args for s in ref.slices
+               if s.category == "kernel" and "graph_id" in s.args)
+    want, _ = capture_ops(ref)
+    tag = "kept-%d" % os.getpid()
+    out = tmp_path / "d"
+    out.mkdir()
+    start, go = tmp_path / "start", tmp_path / "go"
+    save = os.environ.get("PTBPF_SAVE_DIR")
+    raw = ["--raw", str(tmp_path / "kept.raw"), "--force"] if save else []
+    d = Proc([PTBPF, "daemon", "--keep-graphs", "--out-dir", str(out), "--every", "1h",
+              "--window", "2s", "--budget", "0", "--no-samples", "--match-env",
+              "PTBPF_KEPT_TEST=" + tag]
+             + raw)
+    job = Proc([PYTHON, COMPILED, "reduce-overhead", "3000", "--start-cue", str(start), "--cue",
+                str(go)], env=dict(os.environ, PTBPF_KEPT_TEST=tag))
+    try:
+        pid = int(job.wait_line("cuda ", timeout=120)[0].split()[1])
+        d.wait_line("ptbpf: daemon: pid %d" % pid, stream="stderr", timeout=60)
+        start.touch()
+        job.wait_line("ready ", timeout=300)
+        go.touch()
+        time.sleep(1)
+        d.p.send_signal(signal.SIGUSR1)
+        line, err = d.read_until(lambda x: "CUDA graphs:" in x, timeout=60, stream="stderr")
+        assert line, err
+        assert job.wait_line("done ", timeout=300)
+        job.p.wait(timeout=60)
+    finally:
+        d.p.send_signal(signal.SIGINT)
+        rc, _, derr = d.finish(timeout=120)
+        job.kill()
+    print(line, [x for x in (err + derr).splitlines() if "graphs:" in x])
+    assert job.p.returncode == 0 and rc == 0, derr[-3000:]
+    # The last window is SIGUSR1's (one at the daemon's start may have caught the job's start).
+    last = max((out / f for f in os.listdir(out) if f.endswith(".pftrace")),
+               key=os.path.getmtime)
+    t = pftrace.Trace(str(last))
+    assert t.validate() == []
+    got, by = capture_ops(t)
+    kept = [s for s in t.slices if s.category == "kernel" and s.args.get("capture_kept")]
+    print("kept map: time by capturing op", by)
+    assert sum(len(v) for v in got.values()) and len(kept) >= 500, (line, by)
+    assert sum(d for n, d in by.items() if n) >= 0.75 * sum(by.values()), by
+    for name, ops in want.items():
+        aten = {o for o in ops if o and o.startswith("aten::")}
+        if aten and name in got:
+            assert aten == {o for o in got[name] if o and o.startswith("aten::")}, (
+                name, ops, got[name])
+    if save:
+        shutil.copy(str(tmp_path / "kept.raw"), os.path.join(save, "graph_kept.raw"))
 
 
 def test_triton_kernels_carry_their_aten_ops(tmp_path):

@@ -3,9 +3,10 @@
 torch.compile'd (Inductor's default mode, or "reduce-overhead": its CUDA
 graphs).
 
-usage: compiled.py MODE STEPS [--cue FILE] [--profile JSON]
+usage: compiled.py MODE STEPS [--start-cue FILE] [--cue FILE] [--profile JSON]
 
-MODE is eager, default or reduce-overhead. Compiles (and, for
+MODE is eager, default or reduce-overhead. With --start-cue, prints "cuda
+PID" once CUDA is in use and waits for that FILE first. Compiles (and, for
 reduce-overhead, captures) in the first steps, prints "ready PID", then,
 once FILE exists (at once without --cue), runs STEPS steps and prints
 "done graphs=N" (the graphs Dynamo compiled in all). With --profile, torch.profiler (CPU and CUDA) records those steps
@@ -33,6 +34,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", choices=["eager", "default", "reduce-overhead"])
     ap.add_argument("steps", type=int)
+    ap.add_argument("--start-cue")
     ap.add_argument("--cue")
     ap.add_argument("--profile")
     a = ap.parse_args()
@@ -40,6 +42,10 @@ def main():
     model = torch.nn.Sequential(*[Block(256) for _ in range(4)]).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     x = torch.randn(64, 256, device="cuda")
+    if a.start_cue:
+        print("cuda", os.getpid(), flush=True)
+        while not os.path.exists(a.start_cue):
+            time.sleep(0.05)
 
     run = model if a.mode == "eager" else torch.compile(model, mode=a.mode)
 
