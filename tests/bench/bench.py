@@ -33,6 +33,8 @@ A cycle runs every phase once, in an order shuffled anew each cycle:
                    ring read) switched so, by build/sched_floor;
                    sched_nosys:switch the same without its system call
                    programs (the difference is what those cost);
+                   graphs_kept:switch the daemon's kept capture map
+                   (--keep-graphs) switched so over the step signal;
                    floors:switch every floor at once (rf1, and on CUDA
                    cupti_cb and cupti_act), with --paired profiler also
                    over the profiler's overhead: what any tracer built on
@@ -110,11 +112,15 @@ LABEL = {
     "cupti_cb_rt": "floor: CUPTI callbacks, runtime API only, empty",
     "cupti_graph": "floor: CUPTI callbacks on CUDA graph nodes made or cloned (the agent's "
                    "capture map), empty",
+    "cupti_graph_v2": "floor: CUPTI callbacks on CUDA graphs and their nodes made or cloned, "
+                      "through cuptiSubscribe_v2 (the daemon's kept map's subscriber), empty",
     "cupti_act": "floor: CUPTI activity (kernels, copies, sets)",
     "cupti_act_api": "floor: CUPTI activity + runtime API records",
     "floors": "floors at once ({})",
     "uprobe": "reference: entry uprobe per op (counting BPF program)",
     "steps": "the daemon's always-on step signal (between windows)",
+    "graphs_kept": "the daemon's kept capture map (--keep-graphs: CUPTI's graph callbacks and "
+                   "the job's calls into libcupti hooked), over its step signal in both halves",
     "sched": "the kernel view (ptbpf's scheduler, system call and fault programs, "
              "build/sched_floor)",
     "sched_nosys": "the kernel view without its system call programs (build/sched_floor)",
@@ -814,12 +820,16 @@ def main():
     args.lean_args = [a.split() for a in args.lean_args or []]
     rf = {"rf1", "rf4", "rf7", "w_ring_read", "steps"}
     if set(args.paired) - rf - set(WHOLE) - set(lean_phases(args)) - {p + ":switch" for p in
-                                             rf | {"cupti_cb", "cupti_graph", "cupti_act",
-                                                   "floors", "sched", "sched_nosys"}}:
+                                             rf | {"cupti_cb", "cupti_graph",
+                                                   "cupti_graph_v2", "cupti_act",
+                                                   "floors", "sched", "sched_nosys",
+                                                   "graphs_kept"}}:
         ap.error("--paired takes rf1, rf4, rf7, w_ring_read, steps, ptbpf, ptbpf_leanN (the "
                  "Nth --lean-args) and profiler, and with ':switch' also cupti_cb, cupti_graph, "
-                 "cupti_act, floors, sched and sched_nosys")
-    if {"steps", "steps:switch"} & set(args.paired) and "steps" not in args.floors:
+                 "cupti_graph_v2, "
+                 "cupti_act, floors, sched, sched_nosys and graphs_kept")
+    if {"steps", "steps:switch", "graphs_kept:switch"} & set(args.paired) and \
+            "steps" not in args.floors:
         args.floors.append("steps")  # the target loads the agent for it
     args.ptbpf_args = args.ptbpf_args.split()
     args.profiler_in = args.profiler_in or ("twin" if cuda else "same")

@@ -283,6 +283,10 @@ class Floors:
             if self.steps.command(" steps" if on else "") != bool(on):
                 raise RuntimeError("the agent's step signal did not switch")
             self.steps_on = bool(on)
+        elif phase == "graphs_kept":  # the kept capture map, over the step signal in both
+            if not self.steps.command(" steps graphs" if on else " steps"):
+                raise RuntimeError("the agent's step signal did not stay on")
+            self.steps_on = True
         elif phase in ("sched", "sched_nosys"):
             self.sched.set(on, phase == "sched")
         elif on and not self.is_on:
@@ -305,7 +309,8 @@ class Floors:
             return
         parts = {"rf1": ["rf1"], "rf4": ["rf4"], "rf7": ["rf7"], "cupti_cb": ["cb0"],
                  "cupti_cb_rt": ["cb1"],
-                 "cupti_graph": ["cb2"], "cupti_act": ["act0"], "cupti_act_api": ["act1"],
+                 "cupti_graph": ["cb2"], "cupti_graph_v2": ["cb3"], "cupti_act": ["act0"],
+                 "cupti_act_api": ["act1"],
                  "floors": ["rf1"] + (["cb0", "act0"] if device == "cuda" else [])}[phase]
         for p in parts:
             if p.startswith("rf"):

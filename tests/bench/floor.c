@@ -24,7 +24,9 @@
  *                        and driver domains, plus the runtime's syncs,
  *                        copies and allocations), 1 runtime domain only,
  *                        2 the resource callbacks on CUDA graph nodes made
- *                        or cloned alone (the agent's capture map)
+ *                        or cloned alone (the agent's capture map), 3 those
+ *                        and a graph made, through cuptiSubscribe_v2 as the
+ *                        agent subscribes (the daemon's kept map)
  *   floor_cupti_act_on(v) CUPTI's activity API: kernels, copies and sets
  *                        (v = 1: also the runtime API's own records, the
  *                        way torch.profiler gets CUDA calls), records only
@@ -359,6 +361,7 @@ EXPORT void floor_rf_off(void)
 /* --- CUPTI --- */
 
 static __typeof__(&cuptiSubscribe) p_subscribe;
+static __typeof__(&cuptiSubscribe_v2) p_subscribe_v2;
 static __typeof__(&cuptiUnsubscribe) p_unsubscribe;
 static __typeof__(&cuptiEnableCallback) p_enable_callback;
 static __typeof__(&cuptiActivityRegisterCallbacks) p_register;
@@ -388,6 +391,8 @@ static int cupti_load(void)
 	if (p_subscribe)
 		return 0;
 	h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+	if (h)
+		p_subscribe_v2 = (__typeof__(p_subscribe_v2))dlsym(h, "cuptiSubscribe_v2");
 	if (!h)
 		h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
@@ -499,12 +504,23 @@ EXPORT int floor_cupti_cb_on(int variant)
 	if (cupti_load())
 		return -1;
 	memset(cb_seen, 0, sizeof(cb_seen));
-	res = p_subscribe(&subscriber, empty_api_callback, NULL);
+	if (variant == 3 && p_subscribe_v2) {
+		CUpti_SubscriberParams params = {
+			.structSize = CUpti_SubscriberParams_STRUCT_SIZE, .subscriberName = "floor",
+		};
+
+		res = p_subscribe_v2(&subscriber, empty_api_callback, NULL, &params);
+	} else {
+		res = p_subscribe(&subscriber, empty_api_callback, NULL);
+	}
 	if (res != CUPTI_SUCCESS) {
 		subscriber = NULL;
 		return cupti_failed("cuptiSubscribe", res);
 	}
-	if (variant == 2) {
+	if (variant == 3 && (res = p_enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+						     CUPTI_CBID_RESOURCE_GRAPH_CREATED)))
+		return cupti_failed("cuptiEnableCallback", res);
+	if (variant == 2 || variant == 3) {
 		if ((res = p_enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
 					     CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED)) ||
 		    (res = p_enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
