@@ -181,3 +181,30 @@ def test_daemon_refuses_bad_options(tmp_path):
         r = subprocess.run([PTBPF] + args, capture_output=True, text=True, timeout=60)
         assert r.returncode != 0, args
         assert r.stderr.count("\n") == 1 and msg in r.stderr, (args, r.stderr)
+
+
+def test_keep_graphs_in_a_process_without_cuda(tmp_path):
+    """--keep-graphs reaches the agents with the step signal and back
+    through a window's end: in a CPU-only process the window's agent says
+    the map is not kept and why (no CUDA), the step signal goes on as
+    without it, and the job runs on untouched."""
+    require(PTBPF)
+    tag = "keep-%d" % os.getpid()
+    work = start_looping_rank(tmp_path, 0, tag)
+    out_dir = tmp_path / "traces"
+    d = Proc([PTBPF, "daemon", "--keep-graphs", "--out-dir", str(out_dir), "--every", "1h",
+              "--window", "1s", "--budget", "0", "--no-samples", "--match-env",
+              "PTBPF_DAEMON_TEST=" + tag])
+    try:
+        d.wait_line("ptbpf: daemon: pid %d" % work.p.pid, stream="stderr", timeout=60)
+        d.p.send_signal(signal.SIGUSR1)
+        line, err = d.read_until(lambda x: "the capture map is not kept" in x, timeout=60,
+                                 stream="stderr")
+        assert line and "the process has no CUDA" in line, err
+        d.p.send_signal(signal.SIGINT)
+        rc, _, derr = d.finish(timeout=60)
+        assert rc == 0, derr
+        assert work.p.poll() is None
+    finally:
+        d.kill()
+        work.kill()
