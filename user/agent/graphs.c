@@ -37,7 +37,7 @@
 
 #include "rf_abi.h"
 
-#define KEPT_MAX  16384         /* nodes kept: 2.5 MiB, resident as filled */
+#define KEPT_MAX  16384         /* nodes kept: 2.9 MiB, resident as filled */
 #define PHASE_NS  2000000000LL  /* a capture phase ends this long after its last node */
 #define DEPTH_MAX 12            /* ops open on a thread that are tracked */
 #define RETRY_NS  2000000000LL  /* asked for before the process has CUDA: looks again */
@@ -49,6 +49,11 @@ static struct {
 	_Atomic int ready;
 } kept[KEPT_MAX];
 static _Atomic uint32_t nkept;      /* slots taken (past KEPT_MAX by a few racing threads) */
+/* The node ids kept (0: a free slot), so that a node told again (a
+ * callback CUPTI repeats, say) cannot replace its first record. */
+#define IDS_SLOTS (2 * KEPT_MAX)
+static _Atomic uint64_t ids[IDS_SLOTS];
+static _Atomic uint64_t told_again; /* nodes whose id was kept already */
 static _Atomic uint64_t not_kept;   /* nodes made or cloned once the map was full */
 static _Atomic uint64_t outside_ops; /* nodes made with no op seen open */
 static _Atomic bool keeping;
@@ -62,6 +67,8 @@ static pthread_mutex_t phase_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic bool phase_on;
 static uint64_t phase_handle;
 static uint64_t phases;
+static int64_t phase_began, phase_ns; /* the phase on now began; all ended ones' time */
+static _Atomic uint64_t graphs_seen;  /* graphs made (a capture begins, or cudaGraphCreate) */
 
 /* This thread's open ops, innermost last, while a phase is on: each a
  * RecordFunction's address with its kind in the low bits (it holds
@@ -143,6 +150,7 @@ static void phase_begin(int64_t now)
 		phase_handle = rf_add(STUB_RF_GRAPHS, phase_start, STUB_RF_GRAPHS_END, phase_end,
 				      scopes, 2, false);
 		phases++;
+		phase_began = now;
 	}
 	pthread_mutex_unlock(&phase_lock);
 }
@@ -153,14 +161,46 @@ static void phase_stop(void)
 	if (atomic_load(&phase_on)) {
 		rfapi.remove(phase_handle);
 		atomic_store(&phase_on, false);
+		phase_ns += agent_mono_ns() - phase_began;
 	}
 	pthread_mutex_unlock(&phase_lock);
 }
 
+/* Phases so far, and how long they were on in all (the one on now too):
+ * while one is on, every ATen op builds a RecordFunction for it. */
+static uint64_t phase_time(uint64_t *n)
+{
+	int64_t ns;
+
+	pthread_mutex_lock(&phase_lock);
+	*n = phases;
+	ns = phase_ns + (atomic_load(&phase_on) ? agent_mono_ns() - phase_began : 0);
+	pthread_mutex_unlock(&phase_lock);
+	return (uint64_t)ns;
+}
+
 void graphs_made(void)
 {
+	atomic_fetch_add_explicit(&graphs_seen, 1, memory_order_relaxed);
 	if (atomic_load_explicit(&keeping, memory_order_relaxed))
 		phase_begin(agent_mono_ns());
+}
+
+/* Whether id is new to the map (it is in it from now on). */
+static bool id_new(uint64_t id)
+{
+	uint64_t h = id * 0x9e3779b97f4a7c15ull;
+
+	for (uint32_t i = 0; i < IDS_SLOTS; i++) {
+		_Atomic uint64_t *slot = &ids[(h + i) % IDS_SLOTS];
+		uint64_t seen = 0;
+
+		if (atomic_compare_exchange_strong(slot, &seen, id))
+			return true;
+		if (seen == id)
+			return false;
+	}
+	return true; /* full: cannot tell (the map fills first: KEPT_MAX ids, and a few) */
 }
 
 /* On the thread that made (or cloned) node r, inside CUPTI's callback. A
@@ -173,8 +213,15 @@ void graphs_node(const struct ptbpf_agent_graph_node *r)
 
 	if (!atomic_load_explicit(&keeping, memory_order_relaxed))
 		return;
-	if (atomic_load_explicit(&nkept, memory_order_relaxed) >= KEPT_MAX ||
-	    (i = atomic_fetch_add(&nkept, 1)) >= KEPT_MAX) {
+	if (atomic_load_explicit(&nkept, memory_order_relaxed) >= KEPT_MAX) {
+		atomic_fetch_add(&not_kept, 1);
+		return;
+	}
+	if (r->node_id && !id_new(r->node_id)) {
+		atomic_fetch_add(&told_again, 1);
+		return;
+	}
+	if ((i = atomic_fetch_add(&nkept, 1)) >= KEPT_MAX) {
 		atomic_fetch_add(&not_kept, 1);
 		return;
 	}
@@ -297,6 +344,7 @@ void graphs_send(void)
 {
 	uint32_t n = atomic_load(&nkept), sent = 0;
 	const char *why = atomic_load(&lost_why);
+	uint64_t n_phases, ns;
 
 	next_try = 0; /* asked for and not on: a look now, so that what is said is so */
 	try_on(agent_mono_ns());
@@ -313,11 +361,15 @@ void graphs_send(void)
 		ptbpf_agent_graph_kept(&kept[i].k);
 		sent++;
 	}
+	ns = phase_time(&n_phases);
 	agent_report(PTBPF_AGENT_GRAPHS, sent, "graphs: the capture map kept between windows: %u "
 		     "records (nodes made, and their clones); %llu nodes made with no op seen "
-		     "open, %llu nodes not kept (the map was full); %llu capture phases%s%s", sent,
+		     "open, %llu not kept (the map was full), %llu told again; %llu graphs made; "
+		     "%llu capture phases, on for %.1f s in all%s%s", sent,
 		     (unsigned long long)atomic_load(&outside_ops),
-		     (unsigned long long)atomic_load(&not_kept), (unsigned long long)phases,
-		     atomic_load(&lost) ? "; it grows no more: " : "",
+		     (unsigned long long)atomic_load(&not_kept),
+		     (unsigned long long)atomic_load(&told_again),
+		     (unsigned long long)atomic_load(&graphs_seen), (unsigned long long)n_phases,
+		     ns / 1e9, atomic_load(&lost) ? "; it grows no more: " : "",
 		     atomic_load(&lost) && why ? why : "");
 }

@@ -336,7 +336,8 @@ static void node_made(struct gpu_timeline *d, int pid, const struct ptbpf_agent_
 		d->counts.graph_nodes++;
 	}
 	if ((to = graph_node_of(d, pid, g->node_id))) { /* an id CUDA gave again */
-		*to = n;
+		if (!kept) /* the kept map's never replaces what the window saw */
+			*to = n;
 		return;
 	}
 	if (!(to = hash_add(&d->nodes, hash_pair((uint64_t)pid, g->node_id)))) {
