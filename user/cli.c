@@ -64,9 +64,9 @@ static const char doc[] =
 	"inputs is refused. A trace is written only once tracing has started (each -p\n"
 	"process attached): a run that fails before that leaves no file, no .partial.\n";
 
-enum { OPT_NO_SCHED = 0x100, OPT_NO_SAMPLES, OPT_SAMPLE_HZ, OPT_SLOW_STEP, OPT_NO_STEP_SIGNAL, OPT_KEEP_GRAPHS,
-       OPT_STEPS, OPT_NO_IDLE_TRACK, OPT_GPU_TIMELINE, OPT_OP_CLOCK, OPT_BPF_STATS,
-       OPT_WEB_CONFIG, OPT_INSECURE_CAPTURE, OPT_HANG,
+enum { OPT_NO_SCHED = 0x100, OPT_NO_SAMPLES, OPT_SAMPLE_HZ, OPT_SLOW_STEP, OPT_NO_STEP_SIGNAL,
+       OPT_KEEP_GRAPHS, OPT_STEPS, OPT_NO_IDLE_TRACK, OPT_GPU_TIMELINE, OPT_OP_CLOCK,
+       OPT_BPF_STATS, OPT_WEB_CONFIG, OPT_INSECURE_CAPTURE, OPT_HANG,
        OPT_COMPILED_REGIONS }; /* long-only options */
 
 static const struct argp_option options[] = {

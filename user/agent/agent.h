@@ -57,11 +57,16 @@ static inline int64_t agent_mono_ns(void)
 	return agent_now(CLOCK_MONOTONIC);
 }
 
+/* The agent's thread-local state: initial-exec, so that reaching it calls
+ * nothing outside the agent (it comes out of the surplus glibc shares
+ * among the libraries dlopen'd into the job: keep it small). */
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+
 /* Threads inside the agent's code (see ptbpf_agent.h): a per-thread count
- * of nested entries, in initial-exec TLS so that marking a thread busy
- * calls nothing outside the agent. */
+ * of nested entries, in TLS so that marking a thread busy calls nothing
+ * outside the agent. */
 extern struct ptbpf_agent_busy ptbpf_agent_busy;
-extern __thread int agent_busy_idx __attribute__((tls_model("initial-exec")));
+extern TLS int agent_busy_idx;
 int agent_busy_assign(void);
 
 static inline uint8_t *busy_enter(void)

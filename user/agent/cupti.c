@@ -325,7 +325,6 @@ static void window_failed_locked(void)
 	graphs_back_locked();
 }
 
-
 bool cupti_activate(bool api_calls, const struct ptbpf_agent_ctl *ctl)
 {
 	bool clock_default;
@@ -483,14 +482,21 @@ bool cupti_graphs_on(char *why, size_t len)
 	return ok;
 }
 
-void cupti_graphs_off(void)
+/* The kept map's subscriber and hooks go; during a window, the window's
+ * end takes them with its own. */
+static void graphs_release_locked(void)
 {
-	pthread_mutex_lock(&cupti_lock);
 	if (keep_graphs && !on) {
 		unsubscribe_locked();
 		hooks_remove();
 	}
 	keep_graphs = false;
+}
+
+void cupti_graphs_off(void)
+{
+	pthread_mutex_lock(&cupti_lock);
+	graphs_release_locked();
 	pthread_mutex_unlock(&cupti_lock);
 }
 
@@ -499,12 +505,10 @@ void cupti_graphs_off(void)
 void cupti_graphs_tick(int64_t now)
 {
 	pthread_mutex_lock(&cupti_lock);
-	if (keep_graphs && !on && !graphs_is_on()) {
-		hooks_remove();
-		keep_graphs = false;
-	} else if (keep_graphs && !on) {
+	if (keep_graphs && !on && !graphs_is_on())
+		graphs_release_locked();
+	else if (keep_graphs && !on)
 		rehook_locked(now);
-	}
 	pthread_mutex_unlock(&cupti_lock);
 }
 

@@ -77,7 +77,7 @@ static void graph_node(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 	struct ptbpf_agent_graph_node r = { .kind = cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED ?
 							    GRAPH_NODE_CREATED : GRAPH_NODE_CLONED };
 
-	if (cbid == CUPTI_CBID_RESOURCE_GRAPH_CREATED) { /* a capture begins: the kept map's */
+	if (cbid == CUPTI_CBID_RESOURCE_GRAPH_CREATED) { /* by a capture: the kept map's */
 		graphs_made();
 		return;
 	}
@@ -137,8 +137,8 @@ static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
 }
 
 /* A subscriber with the graph callbacks (CUPTI's id functions needed:
- * CUDA 11.0's CUPTI on): a node made or cloned, and a graph made (a capture
- * begins: the kept map's, graphs.c). other: who holds CUPTI's one, if not. */
+ * CUDA 11.0's CUPTI on): a node made or cloned, and a graph made (by a
+ * capture: the kept map's, graphs.c). other: who holds CUPTI's one, if not. */
 static CUptiResult new_subscriber_locked(char *other, size_t len)
 {
 	CUpti_SubscriberParams params = {

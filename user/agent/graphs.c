@@ -11,7 +11,7 @@
  * timeline begins.
  *
  * What it takes:
- *   - CUPTI's resource callbacks: a graph made (a stream capture begins), a
+ *   - CUPTI's resource callbacks: a graph made (by a stream capture), a
  *     node made (a launch into the capturing stream), a node cloned (an
  *     instantiation). Between windows the agent holds CUPTI's callback
  *     subscriber for these alone (cupti.c), and gives it up to the job's
@@ -41,8 +41,6 @@
 #define PHASE_NS  2000000000LL  /* a capture phase ends this long after its last node */
 #define DEPTH_MAX 12            /* ops open on a thread that are tracked */
 #define RETRY_NS  2000000000LL  /* asked for before the process has CUDA: looks again */
-#define SC_FUNCTION 0
-#define SC_BACKWARD 1
 
 static struct {
 	struct ptbpf_agent_graph_kept k;
@@ -68,18 +66,16 @@ static _Atomic bool phase_on;
 static uint64_t phase_handle;
 static uint64_t phases;
 static int64_t phase_began, phase_ns; /* the phase on now began; all ended ones' time */
-static _Atomic uint64_t graphs_seen;  /* graphs made (a capture begins, or cudaGraphCreate) */
+static _Atomic uint64_t graphs_seen;  /* graphs made (by a capture, or cudaGraphCreate) */
 
 /* This thread's open ops, innermost last, while a phase is on: each a
  * RecordFunction's address with its kind in the low bits (it holds
- * pointers: 8-aligned). Kept small: initial-exec TLS comes out of the
- * surplus glibc shares among the libraries dlopen'd into the job. */
-#define TLS __thread __attribute__((tls_model("initial-exec")))
+ * pointers: 8-aligned). Kept small (TLS, agent.h). */
 enum { OP_FUNCTION = 0, OP_BACKWARD = 1, OP_USER = 2, OP_KIND_MASK = 3 };
 static TLS uintptr_t open_ops[DEPTH_MAX];
 static TLS uint8_t nops, deeper; /* deeper: opened past DEPTH_MAX, not tracked */
 
-/* scope: a RecordScope (0 FUNCTION, 1 BACKWARD_FUNCTION, 7 USER_SCOPE). A
+/* scope: SC_FUNCTION, SC_BACKWARD or SC_USER (rf_abi.h). A
  * region that may end on another thread (c10d's collectives) is never
  * passed here: its entry would outlive it (steps.c). */
 void graphs_rf_begin(const void *rf, uint8_t scope)

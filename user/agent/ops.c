@@ -74,10 +74,9 @@ static bool want_shapes;
 static unsigned stacks_every;
 /* Ops (FUNCTION scope) open on this thread: only the outermost asks for a
  * Python stack (the ones inside it, and their CUDA calls, share it). */
-#define TLS __thread __attribute__((tls_model("initial-exec")))
 static TLS unsigned stacks_seen, open_depth;
 
-enum { SC_FUNCTION = 0, SC_BACKWARD = 1, SC_USER = 7, SC_OTHER = 0xff };
+enum { SC_OTHER = 0xff }; /* any scope but SC_FUNCTION/BACKWARD/USER (rf_abi.h) */
 
 static struct ptbpf_ops_desc desc;
 static uint8_t *slot_mem;

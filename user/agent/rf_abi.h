@@ -41,4 +41,7 @@ _Static_assert(sizeof(struct rf_callback) == 40, "RecordFunctionCallback layout"
 #define RF_SCOPE_OFF 96
 #define RF_SEQ_OFF   200
 
+/* The at::RecordScope values the agent registers for or tells apart. */
+enum { SC_FUNCTION = 0, SC_BACKWARD = 1, SC_USER = 7 };
+
 #endif /* PTBPF_RF_ABI_H */

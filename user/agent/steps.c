@@ -47,7 +47,6 @@ static _Atomic int writer; /* one writer at a time (steps may end on any thread)
 
 /* This thread's open regions of the three kinds, by RecordFunction. */
 #define OPEN_MAX 8
-#define TLS __thread __attribute__((tls_model("initial-exec")))
 static TLS struct { const void *rf; uint64_t start; int kind; } open_rf[OPEN_MAX];
 static TLS int nopen;
 
@@ -194,14 +193,15 @@ static void coll_ended(const void *rf, const char *name)
 static void **steps_start(void **ret, const void *rf)
 {
 	uint8_t *busy = busy_enter();
-	const char *name;
-	int kind;
+	bool counts = atomic_load_explicit(&counting, memory_order_relaxed) && nopen < OPEN_MAX;
+	bool tracks = graphs_tracking();
+	const char *name = counts || tracks ? rfapi.name(rf) : NULL;
+	int kind = kind_of(name);
 
 	*ret = NULL;
-	if (graphs_tracking() && kind_of(rfapi.name(rf)) != K_COLL)
-		graphs_rf_begin(rf, 7); /* a collective ends on another thread */
-	if (atomic_load_explicit(&counting, memory_order_relaxed) && nopen < OPEN_MAX &&
-	    (kind = kind_of(name = rfapi.name(rf))) >= 0) {
+	if (tracks && kind != K_COLL)
+		graphs_rf_begin(rf, SC_USER); /* a collective ends on another thread */
+	if (counts && kind >= 0) {
 		uint64_t t = (uint64_t)agent_mono_ns();
 
 		if (kind == K_COLL) {
@@ -251,7 +251,7 @@ static void child_after_fork(void)
 
 bool agent_steps_on(char *why, size_t len)
 {
-	static const int user[] = { 7 }; /* at::RecordScope::USER_SCOPE */
+	static const int user[] = { SC_USER };
 	static bool atfork;
 
 	if (registered)

@@ -6,10 +6,11 @@
  * besides), loads the agent where there is none (ptrace dlopen, as a
  * window does) and switches its step signal on: OFF with OPS_WORD_STEPS,
  * so nothing else is recorded (with --keep-graphs, OPS_WORD_GRAPHS too: the
- * agent keeps the CUDA-graph capture map for the windows, graphs.c). Every tick (200 ms) it renews each agent's
- * lease (the heartbeat) and reads its counter block through /proc/PID/mem
- * into the metrics. A window of this daemon switches the agents on for
- * full tracing and back to the step signal at its end (agent_probes_keep).
+ * agent keeps the CUDA-graph capture map for the windows, graphs.c). Every
+ * tick (200 ms) it renews each agent's lease (the heartbeat) and reads its
+ * counter block through /proc/PID/mem into the metrics. A window of this
+ * daemon switches the agents on for full tracing and back to the step
+ * signal at its end (agent_probes_keep).
  *
  * Slow steps (--slow-step K,W): each step the counters show (the last
  * PTBPF_STEPS_RECENT of them, if more ended between two ticks) is held
