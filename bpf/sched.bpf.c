@@ -2,9 +2,10 @@
 /*
  * The kernel view: when the traced processes' threads run, wait for a CPU
  * or sleep, who woke them, and what they blocked in (a system call and its
- * first arguments, a page fault). BTF tracepoints (no tracefs, no kprobes)
- * on sched_switch, sched_waking, sched_wakeup_new, sys_enter, sys_exit and
- * page_fault_user, each filtered here to the traced processes (the
+ * first arguments, a page fault), and the stretches they spent on CPU in
+ * page faults. BTF tracepoints (no tracefs, no kprobes) on sched_switch,
+ * sched_waking, sched_wakeup_new, sys_enter, sys_exit, page_fault_user and
+ * rss_stat, each filtered here to the traced processes (the
  * loader's bitmap, sched_procs), into a ring of their own
  * (include/ptbpf_sched.h). Every record a program tries to send is counted
  * in sched_stats, and every one that does not fit is counted by cause.
@@ -58,11 +59,17 @@ struct thread_state {
 	__u64 off_ns;     /* off CPU inside the current system call */
 	__u64 on_ts;      /* when it last came on a CPU */
 	__u64 fault_ts, fault_addr;
+	/* The fault being timed on CPU (0: none): its start, its last page
+	 * mapped (rss_stat; 0: none yet), the thread's major faults then. */
+	__u64 pf_ts, pf_end, pf_maj;
+	/* The stretch of faults on CPU it belongs to (run_n 0: none). */
+	__u64 run_start, run_end, run_ns, run_gap, run_maj;
+	__u32 run_n;
 	__s32 sys_nr;
 	__u32 switches;   /* blocking switches inside the current call */
 	__u8 in_sys;
 	__u8 entered;     /* it entered a system call since tracing began */
-	__u8 pad[6];
+	__u8 pad[2];
 };
 
 struct {
@@ -108,6 +115,84 @@ static __always_inline struct thread_state *thread_of(struct task_struct *t, boo
 	if (!st && create)
 		stat_inc(SCHED_NO_THREAD_STATE);
 	return st;
+}
+
+/*
+ * Page faults a thread spends on CPU. A fault that blocks is told by the
+ * switch that takes its thread off (SW_FAULT), but one that does not (a
+ * page already read, memory zeroed, or a read the VM's host completes
+ * before the thread would sleep: 60-100 us each on the CI VM) is time on
+ * CPU that looks like the thread's own running. Its start is
+ * page_fault_user; its end is not reported, so it is taken at its last
+ * page mapped (rss_stat, on the faulting thread; a fault that maps none is
+ * not timed), read when the thread's next fault, system call or switch
+ * comes. Consecutive faults make one stretch while the time between them
+ * is under FAULT_GAP_NS each and never more than their own time; a stretch
+ * with FAULT_MIN_NS in faults is sent (struct ptbpf_sched_faults), a
+ * shorter one counted (SCHED_FAULTS_SHORT, SCHED_FAULTS_SHORT_NS).
+ */
+#define FAULT_GAP_NS 20000
+#define FAULT_MIN_NS (SCHED_FAULTS_MIN_US * 1000ull)
+
+static __always_inline void stat_add(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&sched_stats, &idx);
+
+	if (v)
+		__sync_fetch_and_add(v, n);
+}
+
+/* The thread's stretch of faults on CPU is over: sent, or counted. */
+static __always_inline void faults_flush(struct thread_state *st, struct task_struct *t)
+{
+	struct ptbpf_sched_faults *r;
+	__u32 n = st->run_n;
+
+	if (!n)
+		return;
+	st->run_n = 0;
+	if (st->run_ns < FAULT_MIN_NS) {
+		stat_inc(SCHED_FAULTS_SHORT);
+		stat_add(SCHED_FAULTS_SHORT_NS, st->run_ns);
+		return;
+	}
+	r = reserve(sizeof(*r), SCHED_DROP_FAULTS);
+	if (!r)
+		return;
+	r->h.ts = st->run_end;
+	r->h.kind = SCHED_REC_FAULTS;
+	r->h.cpu = bpf_get_smp_processor_id();
+	r->h.lost = 0;
+	r->tid = t->pid;
+	r->tgid = t->tgid;
+	r->start_ts = st->run_start;
+	r->fault_ns = st->run_ns;
+	r->faults = n;
+	r->major = t->maj_flt - st->run_maj;
+	submit(r);
+}
+
+/* The fault being timed ends (at its last page mapped): into the stretch. */
+static __always_inline void fault_done(struct thread_state *st, struct task_struct *t)
+{
+	__u64 from = st->pf_ts, to = st->pf_end, gap;
+
+	st->pf_ts = 0;
+	if (!from || to <= from)
+		return;
+	gap = from > st->run_end ? from - st->run_end : 0;
+	if (st->run_n && gap <= FAULT_GAP_NS && st->run_gap + gap <= st->run_ns + (to - from)) {
+		st->run_gap += gap;
+	} else {
+		faults_flush(st, t);
+		st->run_start = from;
+		st->run_ns = 0;
+		st->run_gap = 0;
+		st->run_maj = st->pf_maj;
+	}
+	st->run_end = to;
+	st->run_ns += to - from;
+	st->run_n++;
 }
 
 /* A record for the CPU's switch/wakeup chain: counts what could not be
@@ -223,6 +308,12 @@ static __always_inline void why_off(struct ptbpf_sched_switch *r, struct task_st
 	if (!st)
 		return;
 	st->off_since = ts;
+	/* A fault it blocks in is told below, not timed on CPU; the stretch
+	 * of faults on CPU ends here. */
+	if (blocked && !st->in_sys && st->fault_ts > st->on_ts)
+		st->pf_ts = 0;
+	fault_done(st, prev);
+	faults_flush(st, prev);
 	if (!blocked)
 		return;
 	if (st->in_sys) {
@@ -353,6 +444,8 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 
 	if (!is_traced(t->tgid) || !(st = thread_of(t, true)))
 		return 0;
+	fault_done(st, t);
+	faults_flush(st, t);
 	st->in_sys = 1;
 	st->entered = 1;
 	st->sys_nr = id;
@@ -513,7 +606,26 @@ int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned lon
 
 	if (!is_traced(t->tgid) || !(st = thread_of(t, true)))
 		return 0;
+	fault_done(st, t);
 	st->fault_ts = bpf_ktime_get_ns();
 	st->fault_addr = address;
+	st->pf_ts = st->fault_ts;
+	st->pf_end = 0;
+	st->pf_maj = t->maj_flt;
+	return 0;
+}
+
+/* A page mapped (or unmapped) by the current task: the fault it is in, if
+ * any, has got this far. Runs for every change of a process's resident
+ * pages on the host: a bitmap load for the others. */
+SEC("tp_btf/rss_stat")
+int BPF_PROG(on_rss, struct mm_struct *mm)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct thread_state *st;
+
+	if (!is_traced(t->tgid) || !(st = thread_of(t, false)) || !st->pf_ts)
+		return 0;
+	st->pf_end = bpf_ktime_get_ns();
 	return 0;
 }

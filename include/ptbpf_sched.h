@@ -35,6 +35,7 @@ enum ptbpf_sched_kind {
 	SCHED_REC_WAKING,     /* struct ptbpf_sched_waking */
 	SCHED_REC_SYSCALL,    /* struct ptbpf_sched_syscall */
 	SCHED_REC_BLOCK,      /* struct ptbpf_sched_block */
+	SCHED_REC_FAULTS,     /* struct ptbpf_sched_faults */
 };
 
 struct ptbpf_sched_hdr {
@@ -147,6 +148,20 @@ struct ptbpf_sched_block {
 	u32_t pad;
 };
 
+#define SCHED_FAULTS_MIN_US 100 /* a shorter stretch is counted, not sent */
+
+/* A stretch of page faults a traced thread took one after another on CPU,
+ * without blocking in them (bpf/sched.bpf.c says how they are timed);
+ * h.ts is the last one's end. */
+struct ptbpf_sched_faults {
+	struct ptbpf_sched_hdr h;
+	u32_t tid, tgid;
+	u64_t start_ts;   /* the first one's start */
+	u64_t fault_ns;   /* time in the faults themselves (the rest: between them) */
+	u32_t faults;     /* faults timed */
+	u32_t major;      /* the thread's major faults over the stretch */
+};
+
 /* Why a record did not reach the ring, or what could not be followed;
  * index of the per-CPU `sched_stats` array. */
 enum ptbpf_sched_stat {
@@ -158,6 +173,9 @@ enum ptbpf_sched_stat {
 	SCHED_DROP_BLOCK,         /* the ring was full for a block I/O request */
 	SCHED_BLOCK_UNTRACKED,    /* a request started while the table of those in
 				   * flight was full: not followed */
+	SCHED_DROP_FAULTS,        /* the ring was full for a stretch of faults on CPU */
+	SCHED_FAULTS_SHORT,       /* stretches of faults on CPU too short to send */
+	SCHED_FAULTS_SHORT_NS,    /* ... their time in faults, summed (ns) */
 	SCHED_STAT_MAX,
 };
 

@@ -168,6 +168,22 @@ def test_injected_causes(tmp_path):
     assert got >= 0.9 * STEPS * (4 << 20), (len(reads), got)
     assert all(s.category == "block" and re.match(r"\d+:\d+$", s.args["dev"]) for s in reads)
     assert t.attrs.get("dev.ptbpf.block_io_bytes", 0) >= got, t.attrs
+    # The first touch of the fresh mapping: minor faults taken one after
+    # another on CPU, never blocked in, on the "page faults on CPU" track:
+    # most of the loop's time, while the thread ran, in stretches mostly in
+    # faults (in_faults_us: the time in the faults themselves).
+    on_cpu = blocked_slices(t, tid, "page faults on CPU")
+    running = sum(overlap(states, f.ts, f.ts + f.dur, {"Running"}) for f in on_cpu)
+    in_faults = sum(f.args["in_faults_us"] * 1000 for f in on_cpu)
+    print("on CPU in faults: %d stretches, %.1f ms (%.1f ms in faults, %.1f ms Running); "
+          "the loop: %.1f ms" % (len(on_cpu), sum(f.dur for f in on_cpu) / 1e6, in_faults / 1e6,
+                                 running / 1e6, run.spent["fault"] / 1e6))
+    assert all(f.category == "fault" and f.name == "page faults" for f in on_cpu)
+    assert running >= 0.95 * sum(f.dur for f in on_cpu)
+    assert in_faults >= 0.5 * sum(f.dur for f in on_cpu)
+    assert running >= 0.5 * run.spent["fault"], (len(on_cpu), running, run.spent)
+    assert sum(f.args["faults"] for f in on_cpu) >= 0.5 * STEPS * 8 * 256
+    assert t.attrs["dev.ptbpf.fault_stretches_on_cpu"] == len(on_cpu), t.attrs
     # The C reader takes these traces in its stride; merge keeps the view.
     check_report_and_merge(tmp_path, run)
 

@@ -122,7 +122,8 @@ static const struct argp_option options[] = {
 	  "the slice as py_stack, summed by call site in `ptbpf report`", 0 },
 	{ "no-sched", OPT_NO_SCHED, NULL, 0, "Leave out the kernel view: thread states (running, "
 	  "runnable, sleeping) and CPU tracks from the scheduler's tracepoints, the system "
-	  "calls and page faults threads blocked in (on by default)", 0 },
+	  "calls and page faults threads blocked in, and the faults they took on CPU (on by "
+	  "default)", 0 },
 	{ "no-samples", OPT_NO_SAMPLES, NULL, 0, "Leave out the CPU samples of the traced "
 	  "threads (native and Python stacks, on by default)", 0 },
 	{ "sample-hz", OPT_SAMPLE_HZ, "N", 0, "CPU samples per second of CPU time (1-10000, "

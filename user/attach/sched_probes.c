@@ -3,7 +3,8 @@
  * The kernel view's programs on their tracepoints (sched_probes.h). A
  * kernel without the page fault tracepoint (another architecture, an old
  * kernel) loses only the fault attribution: the object is loaded again
- * without that program, and the trace says what is missing.
+ * without that program (nor rss_stat's, which times faults on CPU), and
+ * the trace says what is missing.
  */
 #define _GNU_SOURCE
 #include "attach/sched_probes.h"
@@ -42,8 +43,10 @@ static struct sched_bpf *open_skel(uint32_t ring_bytes, bool faults, bool block,
 		}
 		bpf_map__set_max_entries(skel->maps.sched_events, ring_bytes);
 		skel->rodata->wakeup_bytes = ring_bytes / 16;
-		if (!faults)
+		if (!faults) {
 			bpf_program__set_autoload(skel->progs.on_fault, false);
+			bpf_program__set_autoload(skel->progs.on_rss, false);
+		}
 		if (!block) { /* block_io_start/done: kernels 6.5+ */
 			bpf_program__set_autoload(skel->progs.on_block_start, false);
 			bpf_program__set_autoload(skel->progs.on_block_done, false);
@@ -72,12 +75,14 @@ static int attach_all(struct sched_probes *p, bool syscalls, char *err, size_t e
 				  prog == p->skel->progs.on_sys_exit))
 			continue;
 		l = bpf_program__attach(prog);
-		if (!l && (prog == p->skel->progs.on_fault || prog == p->skel->progs.on_block_start ||
+		if (!l && (prog == p->skel->progs.on_fault || prog == p->skel->progs.on_rss ||
+			   prog == p->skel->progs.on_block_start ||
 			   prog == p->skel->progs.on_block_done)) {
 			size_t n = strlen(p->missing);
 
 			snprintf(p->missing + n, sizeof(p->missing) - n, "%s%s", n ? ", " : "",
 				 prog == p->skel->progs.on_fault ? "page_fault_user" :
+				 prog == p->skel->progs.on_rss ? "rss_stat" :
 				 prog == p->skel->progs.on_block_start ? "block_io_start" :
 				 "block_io_done");
 			continue;
@@ -107,7 +112,7 @@ struct sched_probes *sched_probes_new(uint32_t ring_bytes, char *err, size_t err
 	if (!p->skel && e != -EAGAIN && (p->skel = open_skel(ring_bytes, true, false, &e)))
 		snprintf(p->missing, sizeof(p->missing), "block_io_start");
 	if (!p->skel && e != -EAGAIN && (p->skel = open_skel(ring_bytes, false, false, &e)))
-		snprintf(p->missing, sizeof(p->missing), "page_fault_user, block_io_start");
+		snprintf(p->missing, sizeof(p->missing), "page_fault_user, rss_stat, block_io_start");
 	if (!p->skel) {
 		snprintf(err, errlen, "loading its BPF programs failed: %s (run with -v for the "
 			 "verifier log)", strerror(-e));

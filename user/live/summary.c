@@ -436,7 +436,7 @@ void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX])
 uint64_t summary_sched_lost(const uint64_t sst[SCHED_STAT_MAX])
 {
 	return sst[SCHED_DROP_SWITCH] + sst[SCHED_DROP_WAKING] + sst[SCHED_DROP_SYSCALL] +
-	       sst[SCHED_DROP_BLOCK];
+	       sst[SCHED_DROP_BLOCK] + sst[SCHED_DROP_FAULTS];
 }
 
 /* The kernel view: every record its programs sent is received or counted
@@ -453,7 +453,9 @@ void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 		"(%lu still blocked at the end, %lu blocked since before tracing, %lu of them with "
 		"their Python stack), blocked in page "
 		"faults %lu (%lu not drawn: read after a later call's end), preempted "
-		"%lu; page faults of the traced threads: minor %lu, major %lu; block I/O requests "
+		"%lu; page faults of the traced threads: minor %lu, major %lu; on CPU in page "
+		"faults: %.1f ms in %lu stretches drawn, %.1f ms in %lu shorter than %d us not "
+		"drawn; block I/O requests "
 		"%lu (%.1f MB; not drawn: %lu past a thread's 8 at once, %lu past the in-flight "
 		"table, %lu still in flight at the end)%s\n",
 		(unsigned long)c->switches,
@@ -463,18 +465,21 @@ void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 		(unsigned long)o->before_py, (unsigned long)o->faults,
 		(unsigned long)o->faults_undrawn,
 		(unsigned long)o->preempted, (unsigned long)o->minor,
-		(unsigned long)o->major, (unsigned long)o->block_io, o->block_bytes / 1e6,
+		(unsigned long)o->major, o->fault_run_ns / 1e6, (unsigned long)o->fault_runs,
+		sst[SCHED_FAULTS_SHORT_NS] / 1e6, (unsigned long)sst[SCHED_FAULTS_SHORT],
+		SCHED_FAULTS_MIN_US, (unsigned long)o->block_io, o->block_bytes / 1e6,
 		(unsigned long)o->block_undrawn, (unsigned long)sst[SCHED_BLOCK_UNTRACKED],
 		(unsigned long)sched_probes_block_in_flight(s->sched),
 		strstr(sched_probes_missing(s->sched), "block_io") ? " (not traced: no tracepoint)" :
 		"");
 	log_msg("kernel view ring: sent %lu = received %lu + lost %lu (switches %lu, wakeups %lu, "
-		"system calls %lu, block I/O %lu)%s; runs the kernel skipped (nested) %lu; threads without "
+		"system calls %lu, block I/O %lu, stretches of faults %lu)%s; runs the kernel skipped (nested) %lu; threads without "
 		"state %lu; CPU bundles %lu, %lu marked as after a loss; malformed %lu%s%s\n",
 		(unsigned long)sst[SCHED_STAT_SENT], (unsigned long)s->sched_received,
 		(unsigned long)lost, (unsigned long)sst[SCHED_DROP_SWITCH],
 		(unsigned long)sst[SCHED_DROP_WAKING], (unsigned long)sst[SCHED_DROP_SYSCALL],
-		(unsigned long)sst[SCHED_DROP_BLOCK], sst[SCHED_STAT_SENT] == s->sched_received + lost ? "" : " MISMATCH",
+		(unsigned long)sst[SCHED_DROP_BLOCK], (unsigned long)sst[SCHED_DROP_FAULTS],
+		sst[SCHED_STAT_SENT] == s->sched_received + lost ? "" : " MISMATCH",
 		(unsigned long)sched_probes_missed(s->sched),
 		(unsigned long)(sst[SCHED_NO_THREAD_STATE] + o->no_thread),
 		(unsigned long)c->bundles, (unsigned long)c->cpus_lost, (unsigned long)c->bad,
@@ -495,6 +500,7 @@ void summary_write_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 		{ "dev.ptbpf.sched_lost_syscall_ringbuf_full", sst[SCHED_DROP_SYSCALL] },
 		{ "dev.ptbpf.sched_lost_block_ringbuf_full", sst[SCHED_DROP_BLOCK] },
 		{ "dev.ptbpf.sched_block_untracked", sst[SCHED_BLOCK_UNTRACKED] },
+		{ "dev.ptbpf.sched_lost_fault_stretch_ringbuf_full", sst[SCHED_DROP_FAULTS] },
 		{ "dev.ptbpf.sched_runs_skipped_nested", sched_probes_missed(s->sched) },
 		{ "dev.ptbpf.sched_threads_without_state", sst[SCHED_NO_THREAD_STATE] + o->no_thread },
 		{ "dev.ptbpf.sched_switches", c->switches },
@@ -509,6 +515,10 @@ void summary_write_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 		{ "dev.ptbpf.sched_preempted", o->preempted },
 		{ "dev.ptbpf.page_faults_minor", o->minor },
 		{ "dev.ptbpf.page_faults_major", o->major },
+		{ "dev.ptbpf.fault_stretches_on_cpu", o->fault_runs },
+		{ "dev.ptbpf.fault_stretches_on_cpu_ns", o->fault_run_ns },
+		{ "dev.ptbpf.fault_stretches_on_cpu_short", sst[SCHED_FAULTS_SHORT] },
+		{ "dev.ptbpf.fault_stretches_on_cpu_short_ns", sst[SCHED_FAULTS_SHORT_NS] },
 		{ "dev.ptbpf.block_io_requests", o->block_io },
 		{ "dev.ptbpf.block_io_bytes", o->block_bytes },
 		{ "dev.ptbpf.block_io_undrawn", o->block_undrawn },

@@ -48,6 +48,7 @@
 #define BLOCK_LANES 8 /* tracks a thread's requests in flight at once take */
 #define RUNNABLE_TRACK "waiting for a CPU" /* apart: such a stretch may lie inside a
 					    * call that is written later */
+#define FAULTS_TRACK "page faults on CPU" /* apart: on CPU, not blocked */
 
 struct blocked_call { /* a system call seen blocking, not yet over */
 	uint64_t enter_ts;
@@ -63,6 +64,7 @@ struct thread {
 	uint64_t thread_track;
 	uint64_t track; /* "blocked in", under the thread's track; made when first used */
 	uint64_t runnable_track; /* "waiting for a CPU", the same way */
+	uint64_t faults_track;   /* "page faults on CPU", the same way */
 	uint64_t block_track[BLOCK_LANES]; /* "block I/O", "block I/O 2", ...: made when used */
 	uint64_t block_end[BLOCK_LANES];   /* ... the end of each one's last slice */
 	struct blocked_call call;
@@ -539,6 +541,31 @@ static void fault_slice(struct offcpu *o, struct thread *t, uint64_t to)
 	pf_slice_end(o->w, &e);
 	t->blocked_end = end;
 	o->counts.faults++;
+}
+
+/* A stretch of faults the thread took on CPU one after another. */
+void offcpu_faults(struct offcpu *o, const struct ptbpf_sched_faults *r)
+{
+	struct thread *t = thread_of(o, (int)r->tgid, (int)r->tid);
+	struct pf_arg a[3] = {
+		{ .name = "faults", .type = PF_ARG_UINT, .u = r->faults },
+		{ .name = "major_faults", .type = PF_ARG_UINT, .u = r->major },
+		{ .name = "in_faults_us", .type = PF_ARG_UINT, .u = r->fault_ns / 1000 },
+	};
+	struct pf_event e = { .ts = r->start_ts, .category = "fault", .name = "page faults",
+			      .args = a, .nargs = 3 };
+
+	if (!t || !t->thread_track)
+		return;
+	if (!t->faults_track)
+		t->faults_track = pf_track_child(o->w, t->thread_track, FAULTS_TRACK);
+	e.track = t->faults_track;
+	pf_slice_begin(o->w, &e);
+	e = (struct pf_event){ .track = t->faults_track,
+			       .ts = r->h.ts > r->start_ts ? r->h.ts : r->start_ts };
+	pf_slice_end(o->w, &e);
+	o->counts.fault_runs++;
+	o->counts.fault_run_ns += r->fault_ns;
 }
 
 /* A stretch runnable but off CPU, with the task that took the CPU. The

@@ -6,7 +6,9 @@
  * a device such as /dev/nvidia0, a file; a futex of CPython's GIL), a page
  * fault it blocked in; on a "waiting for a CPU" track beside it, each
  * stretch it was runnable but off CPU ("preempted", by the task that took
- * the CPU); and
+ * the CPU); on a "page faults on CPU" track, each stretch of faults it
+ * took one after another without blocking (a VM's reads, memory zeroed);
+ * and
  * its page faults, minor and major, as counters under its thread. A track
  * of their own, not the ops' track: these come from the kernel's clock
  * through another ring, and a slice of theirs that crossed an op's cut end
@@ -35,6 +37,8 @@ struct offcpu_counts {
 	uint64_t faults;         /* page faults a thread blocked in, as slices */
 	uint64_t faults_undrawn; /* ... whose records came after a later call's end */
 	uint64_t preempted;      /* stretches runnable off CPU (preempted) */
+	uint64_t fault_runs;     /* stretches of faults on CPU, as slices */
+	uint64_t fault_run_ns;   /* ... their time in faults */
 	uint64_t minor, major;   /* page faults of the traced threads since attach */
 	uint64_t no_thread;      /* records of threads past the table's limit */
 	uint64_t block_io;       /* block I/O requests, as slices */
@@ -53,6 +57,8 @@ void offcpu_switch(struct offcpu *o, const struct ptbpf_sched_switch *r);
 void offcpu_waking(struct offcpu *o, const struct ptbpf_sched_waking *r);
 /* A block I/O request a traced thread started, now done: its slice. */
 void offcpu_block(struct offcpu *o, const struct ptbpf_sched_block *r);
+/* A stretch of page faults on CPU: its slice. */
+void offcpu_faults(struct offcpu *o, const struct ptbpf_sched_faults *r);
 /* A blocking system call, now over: its slice. */
 void offcpu_syscall(struct offcpu *o, const struct ptbpf_sched_syscall *r);
 /* Tracing of process pid began at ts: each of its threads blocked in a

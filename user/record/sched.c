@@ -188,6 +188,8 @@ int sched_view_record(struct sched_view *v, const void *data, size_t size)
 		on_waking(v, data);
 	} else if (size >= sizeof(struct ptbpf_sched_block) && h->kind == SCHED_REC_BLOCK) {
 		offcpu_block(v->off, data);
+	} else if (size >= sizeof(struct ptbpf_sched_faults) && h->kind == SCHED_REC_FAULTS) {
+		offcpu_faults(v->off, data);
 	} else if (size >= sizeof(struct ptbpf_sched_syscall) && h->kind == SCHED_REC_SYSCALL) {
 		v->counts.syscalls++;
 		offcpu_syscall(v->off, data);
