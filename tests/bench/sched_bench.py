@@ -5,7 +5,9 @@ on the same host do not) and a child it forks pass one byte back and forth
 through two pipes, both
 pinned to one CPU: every round trip is two context switches, two wakeups
 and four system calls that block or wake (about 100 k switches a second on
-the 2-vCPU CI VM). The parent prints its round trips every 0.2 s. Phases,
+the 2-vCPU CI VM). The parent prints its round trips every 0.2 s. With
+--work faults the process takes minor page faults instead (fresh memory
+written, then unmapped), and the unit is a page. Phases,
 in an order shuffled anew each cycle:
 
   none        no ptbpf
@@ -66,6 +68,33 @@ while True:
         if now - last >= 200000000:
             print("w %d %d" % (now, n), flush=True)
             last, n = now, 0
+"""
+
+# --work faults: the process maps 4 MiB of fresh anonymous memory, writes
+# it (a minor fault per 4 KiB page: the page zeroed, mapped, rss_stat) and
+# unmaps it, over and over on one CPU; it prints its pages every 0.2 s.
+FAULTS = r"""
+import ctypes, os, sys, time
+ctypes.CDLL(sys.argv[2])
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_long]
+libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+os.sched_setaffinity(0, {int(sys.argv[1])})
+size = 4 << 20
+print("ready", flush=True)
+n, last = 0, time.monotonic_ns()
+while True:
+    p = libc.mmap(None, size, 3, 0x22, -1, 0)  # PROT_READ|WRITE, MAP_PRIVATE|ANONYMOUS
+    libc.memset(p, 1, size)
+    libc.munmap(p, size)
+    n += size // 4096
+    now = time.monotonic_ns()
+    if now - last >= 200000000:
+        print("w %d %d" % (now, n), flush=True)
+        last, n = now, 0
 """
 
 IDLE = "import ctypes, sys, time\nctypes.CDLL(sys.argv[1])\nprint('ready', flush=True)\ntime.sleep(1e6)\n"
@@ -151,7 +180,7 @@ def prog_stats(ids):
 
 
 SCHED_PROGS = ("on_switch", "on_waking", "on_wakeup_new", "on_sys_enter", "on_sys_exit",
-               "on_fault")
+               "on_fault", "on_rss")
 
 
 def phase_once(mode, pingpong, idle, secs, tmp, stats=None):
@@ -218,8 +247,11 @@ def main():
     ap.add_argument("--secs", type=float, default=3.0)
     ap.add_argument("--cpu", type=int, default=1)
     ap.add_argument("--out")
+    ap.add_argument("--work", choices=["pingpong", "faults"], default="pingpong")
+    ap.add_argument("--ptbpf", default=PTBPF, help="the ptbpf to measure (another build)")
     a = ap.parse_args()
-    pingpong = start(PINGPONG, str(a.cpu), CUDART)
+    globals()["PTBPF"] = a.ptbpf
+    pingpong = start(PINGPONG if a.work == "pingpong" else FAULTS, str(a.cpu), CUDART)
     idle = start(IDLE, CUDART)
     win = Windows(pingpong)
     modes = ["none", "traced", "no-sched", "elsewhere"]
@@ -248,24 +280,27 @@ def main():
     filt = [per["elsewhere"][i] - per["none"][i] for i in range(n)]
     cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"],
                          capture_output=True, text=True).stdout.strip()
-    out = ["### The kernel view's cost per scheduler event: %s, CI VM (%s, %d CPUs, kernel %s)"
-           % (datetime.date.today(), cpu, os.cpu_count(), os.uname().release), "",
-           "tests/bench/sched_bench.py, %d cycles of %.0f s phases (medians over cycles, "
-           "min .. max):" % (n, a.secs), "",
-           "| phase | ns per round trip (2 switches, 2 wakeups, 4 calls) | round trips/s |",
+    what = ("scheduler event", "round trip", "round trip (2 switches, 2 wakeups, 4 calls)",
+            "context switch", 2) if a.work == "pingpong" else \
+        ("page fault", "page", "page (a minor fault, its rss_stat, its unmap)", "fault", 1)
+    out = ["### The kernel view's cost per %s: %s, CI VM (%s, %d CPUs, kernel %s)"
+           % (what[0], datetime.date.today(), cpu, os.cpu_count(), os.uname().release), "",
+           "tests/bench/sched_bench.py --work %s, %d cycles of %.0f s phases (medians over "
+           "cycles, min .. max):" % (a.work, n, a.secs), "",
+           "| phase | ns per %s | %ss/s |" % (what[2], what[1]),
            "|---|---|---|"]
     for m in modes:
         out.append("| %s | %s | %.0f k |" % (m, spread(per[m]),
                                              1e6 / statistics.median(per[m])))
-    out += ["", "Fastest 0.2 s window of each phase over all cycles (ns per round trip): " +
+    out += ["", "Fastest 0.2 s window of each phase over all cycles (ns per %s): " % what[1] +
             ", ".join("%s %.0f" % (m, fastest[m]) for m in modes) +
             "; recording %.0f, filtering %.0f." % (fastest["traced"] - fastest["no-sched"],
                                                    fastest["elsewhere"] - fastest["none"])]
-    out += ["", "| cost | ns per round trip | ns per context switch |", "|---|---|---|",
-            "| recording (traced - no-sched) | %s | %s |" % (spread(rec),
-                                                            spread([x / 2 for x in rec])),
-            "| filtering a switch of another process (elsewhere - none) | %s | %s |" % (
-                spread(filt), spread([x / 2 for x in filt])), "",
+    out += ["", "| cost | ns per %s | ns per %s |" % (what[1], what[3]), "|---|---|---|",
+            "| recording (traced - no-sched) | %s | %s |" % (
+                spread(rec), spread([x / what[4] for x in rec])),
+            "| filtering another process's (elsewhere - none) | %s | %s |" % (
+                spread(filt), spread([x / what[4] for x in filt])), "",
             "The programs' own time per run (kernel.bpf_stats_enabled, one phase each; "
             "\"elsewhere\": every run filters the event out):", "",
             "| program | traced: runs/s | ns/run | elsewhere: runs/s | ns/run |",
