@@ -4,7 +4,12 @@ wake-ups of the agent's threads, and of ptbpf itself, over SECONDS of a
 torch job asleep with ptbpf attached (its defaults, or ARGS).
 
 usage: idle_cost.py [--python PY] [--device cpu|cuda] [--seconds 20]
-                    [--ptbpf build/ptbpf] [--json FILE] [-- ARGS...]
+                    [--ptbpf build/ptbpf] [--daemon] [--json FILE] [-- ARGS...]
+
+With --daemon, `ptbpf daemon` selects the job (--match-env) with no window
+due (--every 1h), and ARGS go to the daemon (--keep-graphs, ...): what its
+always-on layer costs an idle job between windows, measured once the
+daemon says the job's step signal is on.
 
 The job imports torch, runs a few steps (on CUDA: kernels, so CUPTI and the
 driver are up), then sleeps. ptbpf attaches; after a 3 s settle the
@@ -16,6 +21,7 @@ share of one core, wake-ups; and each thread's name and policy."""
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -67,23 +73,33 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--ptbpf", default=os.path.join(ROOT, "build", "ptbpf"))
+    ap.add_argument("--daemon", action="store_true")
     ap.add_argument("--json")
     ap.add_argument("args", nargs="*")
     a = ap.parse_args()
-    job = subprocess.Popen([a.python, "-c", JOB, a.device], stdout=subprocess.PIPE, text=True)
+    env = dict(os.environ, PTBPF_IDLE_COST=str(os.getpid()))
+    job = subprocess.Popen([a.python, "-c", JOB, a.device], stdout=subprocess.PIPE, text=True,
+                           env=env)
     try:
         line = job.stdout.readline()
         if not line.startswith("ready"):
             sys.exit("idle_cost: the job did not start")
         before_attach = set(threads(job.pid))
-        out = os.path.join(tempfile.mkdtemp(prefix="idle_cost"), "t.pftrace")
-        t = subprocess.Popen([a.ptbpf, "-p", str(job.pid), "-o", out, "--force"] +
-                             a.args, stderr=subprocess.PIPE, text=True)
+        tmp = tempfile.mkdtemp(prefix="idle_cost")
+        out = os.path.join(tmp, "t.pftrace")
+        if a.daemon:
+            argv = [a.ptbpf, "daemon", "--match-env", "PTBPF_IDLE_COST=%d" % os.getpid(),
+                    "--every", "1h", "--out-dir", tmp]
+            ready = "pid %d (python3): step signal on" % job.pid
+        else:
+            argv = [a.ptbpf, "-p", str(job.pid), "-o", out, "--force"]
+            ready = "tracing pid"
+        t = subprocess.Popen(argv + a.args, stderr=subprocess.PIPE, text=True)
         while True:
             err = t.stderr.readline()
             if not err:
                 sys.exit("idle_cost: ptbpf ended before tracing")
-            if "tracing pid" in err:
+            if ready in err:
                 break
         time.sleep(3)
         b, lb = threads(job.pid), threads(t.pid)
@@ -91,8 +107,7 @@ def main():
         e, le = threads(job.pid), threads(t.pid)
         t.send_signal(signal.SIGINT)
         t.communicate(timeout=120)
-        os.unlink(out)
-        os.rmdir(os.path.dirname(out))
+        shutil.rmtree(tmp)
     finally:
         job.kill()
         job.wait()
