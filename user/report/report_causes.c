@@ -351,8 +351,9 @@ const char *rc_advice(const char *cause)
 				       "its CPU, and no CPU sample placed it (--no-samples?)" },
 		{ "waiting for the GIL", "another Python thread holds the GIL: the slice's "
 					 "waker is the holder" },
-		{ "page faults", "the thread faults memory in: reuse buffers, or preallocate and "
-				 "touch them once" },
+		{ "page faults", "the thread faults memory in (fresh buffers; with major_faults on "
+				 "its slices, a mapped file read in): reuse buffers, preallocate and "
+				 "touch them once, or read the file ahead" },
 		{ "sleep", "the job sleeps in its own code" },
 		{ "futex", "the thread waits for a lock or a condition: its waker is the thread "
 			   "it waited for" },
