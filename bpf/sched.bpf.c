@@ -60,8 +60,9 @@ struct thread_state {
 	__u64 on_ts;      /* when it last came on a CPU */
 	__u64 fault_ts, fault_addr;
 	/* The fault being timed on CPU (0: none): its start, its last page
-	 * mapped (rss_stat; 0: none yet), the thread's major faults then. */
-	__u64 pf_ts, pf_end, pf_maj;
+	 * mapped (rss_stat; 0: none yet), the thread's major faults and all
+	 * its faults then (the kernel counts a fault once it is over). */
+	__u64 pf_ts, pf_end, pf_maj, pf_flt;
 	/* The stretch of faults on CPU it belongs to (run_n 0: none). */
 	__u64 run_start, run_end, run_ns, run_gap, run_maj;
 	__u32 run_n;
@@ -124,12 +125,15 @@ static __always_inline struct thread_state *thread_of(struct task_struct *t, boo
  * before the thread would sleep: 60-100 us each on the CI VM) is time on
  * CPU that looks like the thread's own running. Its start is
  * page_fault_user; its end is not reported, so it is taken at its last
- * page mapped (rss_stat, on the faulting thread; a fault that maps none is
- * not timed), read when the thread's next fault, system call or switch
- * comes. Consecutive faults make one stretch while the time between them
- * is under FAULT_GAP_NS each and never more than their own time; a stretch
- * with FAULT_MIN_NS in faults is sent (struct ptbpf_sched_faults), a
- * shorter one counted (SCHED_FAULTS_SHORT, SCHED_FAULTS_SHORT_NS).
+ * page mapped (rss_stat, on the faulting thread, while the thread's fault
+ * counters say the fault is not over; a fault that maps none is not
+ * timed), read when the thread's next fault, system call or switch comes.
+ * A fault preempted before it is over ends where it left the CPU (its
+ * rest, after, is not timed). Consecutive faults make one stretch while
+ * the time between them is at most FAULT_GAP_NS each and never more than
+ * their own time; a stretch with FAULT_MIN_NS in faults is sent (struct
+ * ptbpf_sched_faults), a shorter one counted (SCHED_FAULTS_SHORT,
+ * SCHED_FAULTS_SHORT_NS).
  */
 #define FAULT_GAP_NS 20000
 #define FAULT_MIN_NS (SCHED_FAULTS_MIN_US * 1000ull)
@@ -142,8 +146,15 @@ static __always_inline void stat_add(__u32 idx, __u64 n)
 		__sync_fetch_and_add(v, n);
 }
 
-/* The thread's stretch of faults on CPU is over: sent, or counted. */
-static __always_inline void faults_flush(struct thread_state *st, struct task_struct *t)
+static __always_inline __u64 faults_of(struct task_struct *t)
+{
+	return t->min_flt + t->maj_flt;
+}
+
+/* The thread's stretch of faults on CPU is over: sent, or counted. maj:
+ * the thread's major faults at its end. */
+static __always_inline void faults_flush(struct thread_state *st, struct task_struct *t,
+					 __u64 maj)
 {
 	struct ptbpf_sched_faults *r;
 	__u32 n = st->run_n;
@@ -168,7 +179,7 @@ static __always_inline void faults_flush(struct thread_state *st, struct task_st
 	r->start_ts = st->run_start;
 	r->fault_ns = st->run_ns;
 	r->faults = n;
-	r->major = t->maj_flt - st->run_maj;
+	r->major = maj - st->run_maj;
 	submit(r);
 }
 
@@ -184,7 +195,7 @@ static __always_inline void fault_done(struct thread_state *st, struct task_stru
 	if (st->run_n && gap <= FAULT_GAP_NS && st->run_gap + gap <= st->run_ns + (to - from)) {
 		st->run_gap += gap;
 	} else {
-		faults_flush(st, t);
+		faults_flush(st, t, st->pf_maj); /* this fault is not the old stretch's */
 		st->run_start = from;
 		st->run_ns = 0;
 		st->run_gap = 0;
@@ -295,25 +306,40 @@ static __always_inline __u32 switch_state(bool preempt, unsigned int prev_state,
 	return state; /* 0, or TASK_REPORT_IDLE */
 }
 
+static __always_inline bool is_blocked(__u32 state)
+{
+	return state != SCHED_STATE_PREEMPTED && state != SCHED_STATE_RUNNING;
+}
+
+/* A traced thread leaves the CPU at ts: its stretch of faults on CPU ends.
+ * A fault it blocks in (the SW_FAULT case below: blocked outside a system
+ * call after a fault began on this stretch on the CPU) is told by the
+ * switch, not timed on CPU; one it is preempted in, before it is over,
+ * ends here. */
+static __always_inline void faults_off(struct thread_state *st, struct task_struct *prev,
+				       bool blocked, __u64 ts)
+{
+	if (blocked && !st->in_sys && st->fault_ts > st->on_ts)
+		st->pf_ts = 0;
+	else if (st->pf_ts && faults_of(prev) == st->pf_flt)
+		st->pf_end = ts;
+	fault_done(st, prev);
+	faults_flush(st, prev, prev->maj_flt);
+}
+
 /* A traced thread leaves the CPU: why, from its state. */
 static __always_inline void why_off(struct ptbpf_sched_switch *r, struct task_struct *prev,
 				    __u64 ts)
 {
 	struct thread_state *st = thread_of(prev, true);
-	bool blocked = r->prev_state != SCHED_STATE_PREEMPTED &&
-		       r->prev_state != SCHED_STATE_RUNNING;
+	bool blocked = is_blocked(r->prev_state);
 
 	r->min_flt = prev->min_flt;
 	r->maj_flt = prev->maj_flt;
 	if (!st)
 		return;
 	st->off_since = ts;
-	/* A fault it blocks in is told below, not timed on CPU; the stretch
-	 * of faults on CPU ends here. */
-	if (blocked && !st->in_sys && st->fault_ts > st->on_ts)
-		st->pf_ts = 0;
-	fault_done(st, prev);
-	faults_flush(st, prev);
+	faults_off(st, prev, blocked, ts);
 	if (!blocked)
 		return;
 	if (st->in_sys) {
@@ -351,6 +377,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	struct ptbpf_sched_cpu *c = this_cpu();
 	__u32 flags = 0, state = switch_state(preempt, prev_state, prev);
 	struct ptbpf_sched_switch *r;
+	struct thread_state *st;
 	__u64 ts = 0, jiffies = bpf_jiffies64();
 
 	if (!c)
@@ -379,6 +406,10 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 			submit(r);
 			c->shown = next->pid;
 			c->shown_valid = 1;
+		} else if ((flags & SW_PREV_TRACED) && (st = thread_of(prev, true))) {
+			/* The switch is lost (counted), not the thread's state. */
+			st->off_since = ts;
+			faults_off(st, prev, is_blocked(state), ts);
 		}
 		if (flags & SW_NEXT_TRACED)
 			thread_on(next, ts);
@@ -445,7 +476,7 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 	if (!is_traced(t->tgid) || !(st = thread_of(t, true)))
 		return 0;
 	fault_done(st, t);
-	faults_flush(st, t);
+	faults_flush(st, t, t->maj_flt);
 	st->in_sys = 1;
 	st->entered = 1;
 	st->sys_nr = id;
@@ -612,19 +643,22 @@ int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned lon
 	st->pf_ts = st->fault_ts;
 	st->pf_end = 0;
 	st->pf_maj = t->maj_flt;
+	st->pf_flt = faults_of(t);
 	return 0;
 }
 
 /* A page mapped (or unmapped) by the current task: the fault it is in, if
- * any, has got this far. Runs for every change of a process's resident
- * pages on the host: a bitmap load for the others. */
+ * any and not over yet, has got this far. Runs for every change of a
+ * process's resident pages on the host: a bitmap load for the others. The
+ * tracepoint's arguments are not read (5.x kernels had a third). */
 SEC("tp_btf/rss_stat")
 int BPF_PROG(on_rss, struct mm_struct *mm)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
 	struct thread_state *st;
 
-	if (!is_traced(t->tgid) || !(st = thread_of(t, false)) || !st->pf_ts)
+	if (!is_traced(t->tgid) || !(st = thread_of(t, false)) || !st->pf_ts ||
+	    faults_of(t) != st->pf_flt)
 		return 0;
 	st->pf_end = bpf_ktime_get_ns();
 	return 0;

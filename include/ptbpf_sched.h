@@ -159,7 +159,7 @@ struct ptbpf_sched_faults {
 	u64_t start_ts;   /* the first one's start */
 	u64_t fault_ns;   /* time in the faults themselves (the rest: between them) */
 	u32_t faults;     /* faults timed */
-	u32_t major;      /* the thread's major faults over the stretch */
+	u32_t major;      /* of them, and of faults not timed in between, major ones */
 };
 
 /* Why a record did not reach the ring, or what could not be followed;

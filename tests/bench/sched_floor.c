@@ -9,8 +9,9 @@
  * own as ptbpf's loader does, counting the records and dropping them (the
  * trace writing is ptbpf's loader's work, on its own CPU). Prints "ready"
  * once loaded (detached), then serves lines from CMD_FIFO: "on" attaches
- * every program, "on nosys" all but the system call ones (what those cost
- * is the difference), "off" detaches them; each is answered "ok N" (N: the
+ * every program, "on nosys" all but the system call ones (and rss_stat's,
+ * whose fault timing a system call ends; what those cost is the
+ * difference), "off" detaches them; each is answered "ok N" (N: the
  * records the programs had sent while they were last detached) or "error:
  * ..." on ACK_FIFO once done. At the command FIFO's end it prints
  * "records R sent S lost L" and exits.
@@ -146,7 +147,7 @@ int main(int argc, char **argv)
 	ring_buffer__consume(rb);
 	sched_probes_stats(p, st);
 	lost = st[SCHED_DROP_SWITCH] + st[SCHED_DROP_WAKING] + st[SCHED_DROP_SYSCALL] +
-	       st[SCHED_DROP_BLOCK];
+	       st[SCHED_DROP_BLOCK] + st[SCHED_DROP_FAULTS];
 	printf("records %lu sent %llu lost %llu\n", records, (unsigned long long)st[SCHED_STAT_SENT],
 	       (unsigned long long)lost);
 	ring_buffer__free(rb);

@@ -30,7 +30,10 @@ struct sched_probes {
 	size_t missing_loaded; /* strlen(missing) before the first attach */
 };
 
-static struct sched_bpf *open_skel(uint32_t ring_bytes, bool faults, bool block, int *err)
+/* faults: page_fault_user's program; rss: rss_stat's (faults on CPU, which
+ * needs the other). */
+static struct sched_bpf *open_skel(uint32_t ring_bytes, bool faults, bool rss, bool block,
+				   int *err)
 {
 	uint64_t again = 0;
 
@@ -43,10 +46,10 @@ static struct sched_bpf *open_skel(uint32_t ring_bytes, bool faults, bool block,
 		}
 		bpf_map__set_max_entries(skel->maps.sched_events, ring_bytes);
 		skel->rodata->wakeup_bytes = ring_bytes / 16;
-		if (!faults) {
+		if (!faults)
 			bpf_program__set_autoload(skel->progs.on_fault, false);
+		if (!faults || !rss)
 			bpf_program__set_autoload(skel->progs.on_rss, false);
-		}
 		if (!block) { /* block_io_start/done: kernels 6.5+ */
 			bpf_program__set_autoload(skel->progs.on_block_start, false);
 			bpf_program__set_autoload(skel->progs.on_block_done, false);
@@ -60,31 +63,37 @@ static struct sched_bpf *open_skel(uint32_t ring_bytes, bool faults, bool block,
 	}
 }
 
+static void missing_add(struct sched_probes *p, const char *tracepoint)
+{
+	size_t n = strlen(p->missing);
+
+	snprintf(p->missing + n, sizeof(p->missing) - n, "%s%s", n ? ", " : "", tracepoint);
+}
+
 /* Attaches each program on its own (without the system call ones unless
- * syscalls): one the kernel refuses is named. */
+ * syscalls): one the kernel refuses is named. rss_stat's goes last, and
+ * only with page_fault_user's and the system call ones: it times the
+ * faults that one starts, which a system call's entry ends. */
 static int attach_all(struct sched_probes *p, bool syscalls, char *err, size_t errlen)
 {
+	struct sched_bpf *k = p->skel;
 	struct bpf_program *prog;
+	bool faults = bpf_program__autoload(k->progs.on_fault);
+	struct bpf_link *l;
 
-	bpf_object__for_each_program(prog, p->skel->obj) {
-		struct bpf_link *l;
-
-		if (!bpf_program__autoload(prog) || p->nlinks == MAX_PROGS)
+	bpf_object__for_each_program(prog, k->obj) {
+		if (!bpf_program__autoload(prog) || p->nlinks == MAX_PROGS ||
+		    prog == k->progs.on_rss)
 			continue;
-		if (!syscalls && (prog == p->skel->progs.on_sys_enter ||
-				  prog == p->skel->progs.on_sys_exit))
+		if (!syscalls && (prog == k->progs.on_sys_enter || prog == k->progs.on_sys_exit))
 			continue;
 		l = bpf_program__attach(prog);
-		if (!l && (prog == p->skel->progs.on_fault || prog == p->skel->progs.on_rss ||
-			   prog == p->skel->progs.on_block_start ||
-			   prog == p->skel->progs.on_block_done)) {
-			size_t n = strlen(p->missing);
-
-			snprintf(p->missing + n, sizeof(p->missing) - n, "%s%s", n ? ", " : "",
-				 prog == p->skel->progs.on_fault ? "page_fault_user" :
-				 prog == p->skel->progs.on_rss ? "rss_stat" :
-				 prog == p->skel->progs.on_block_start ? "block_io_start" :
-				 "block_io_done");
+		if (!l && (prog == k->progs.on_fault || prog == k->progs.on_block_start ||
+			   prog == k->progs.on_block_done)) {
+			missing_add(p, prog == k->progs.on_fault ? "page_fault_user" :
+				       prog == k->progs.on_block_start ? "block_io_start" :
+				       "block_io_done");
+			faults &= prog != k->progs.on_fault;
 			continue;
 		}
 		if (!l) {
@@ -94,6 +103,12 @@ static int attach_all(struct sched_probes *p, bool syscalls, char *err, size_t e
 		}
 		p->links[p->nlinks++] = l;
 	}
+	if (!bpf_program__autoload(k->progs.on_rss) || p->nlinks == MAX_PROGS)
+		return 0;
+	if (faults && syscalls && (l = bpf_program__attach(k->progs.on_rss)))
+		p->links[p->nlinks++] = l;
+	else
+		missing_add(p, "rss_stat");
 	return 0;
 }
 
@@ -106,12 +121,15 @@ struct sched_probes *sched_probes_new(uint32_t ring_bytes, char *err, size_t err
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	p->skel = open_skel(ring_bytes, true, true, &e);
+	p->skel = open_skel(ring_bytes, true, true, true, &e);
 	/* Without a tracepoint an older kernel lacks; not for EAGAIN, which
 	 * went on for 10 s (probes_load_again) and would again. */
-	if (!p->skel && e != -EAGAIN && (p->skel = open_skel(ring_bytes, true, false, &e)))
+	if (!p->skel && e != -EAGAIN && (p->skel = open_skel(ring_bytes, true, true, false, &e)))
 		snprintf(p->missing, sizeof(p->missing), "block_io_start");
-	if (!p->skel && e != -EAGAIN && (p->skel = open_skel(ring_bytes, false, false, &e)))
+	if (!p->skel && e != -EAGAIN && (p->skel = open_skel(ring_bytes, true, false, false, &e)))
+		snprintf(p->missing, sizeof(p->missing), "rss_stat, block_io_start");
+	if (!p->skel && e != -EAGAIN &&
+	    (p->skel = open_skel(ring_bytes, false, false, false, &e)))
 		snprintf(p->missing, sizeof(p->missing), "page_fault_user, rss_stat, block_io_start");
 	if (!p->skel) {
 		snprintf(err, errlen, "loading its BPF programs failed: %s (run with -v for the "

@@ -455,7 +455,7 @@ void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 		"faults %lu (%lu not drawn: read after a later call's end), preempted "
 		"%lu; page faults of the traced threads: minor %lu, major %lu; on CPU in page "
 		"faults: %.1f ms in %lu stretches drawn, %.1f ms in %lu shorter than %d us not "
-		"drawn; block I/O requests "
+		"drawn%s; block I/O requests "
 		"%lu (%.1f MB; not drawn: %lu past a thread's 8 at once, %lu past the in-flight "
 		"table, %lu still in flight at the end)%s\n",
 		(unsigned long)c->switches,
@@ -467,7 +467,9 @@ void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 		(unsigned long)o->preempted, (unsigned long)o->minor,
 		(unsigned long)o->major, o->fault_run_ns / 1e6, (unsigned long)o->fault_runs,
 		sst[SCHED_FAULTS_SHORT_NS] / 1e6, (unsigned long)sst[SCHED_FAULTS_SHORT],
-		SCHED_FAULTS_MIN_US, (unsigned long)o->block_io, o->block_bytes / 1e6,
+		SCHED_FAULTS_MIN_US, strstr(sched_probes_missing(s->sched), "rss_stat") ?
+		" (not timed: no rss_stat tracepoint)" : "", (unsigned long)o->block_io,
+		o->block_bytes / 1e6,
 		(unsigned long)o->block_undrawn, (unsigned long)sst[SCHED_BLOCK_UNTRACKED],
 		(unsigned long)sched_probes_block_in_flight(s->sched),
 		strstr(sched_probes_missing(s->sched), "block_io") ? " (not traced: no tracepoint)" :
