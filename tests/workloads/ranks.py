@@ -15,11 +15,13 @@ misbehaves:
       group came up keeps its sockets open, as a forked DataLoader worker
       would: the other ranks then wait, as NCCL's do for a dead peer, instead
       of seeing gloo's closed connection);
-  --straggle sleep|work|faults  every step it is late to its all_reduce: it
-      sleeps --straggle-ms (late_sleep), does --straggle-ms of extra compute
-      (late_work: slow when a CPU hog shares its CPU), or touches pages of a
-      file-backed mapping whose page cache it dropped (late_faults: major
-      page faults)."""
+  --straggle sleep|work|faults|fresh  every step it is late to its
+      all_reduce: it sleeps --straggle-ms (late_sleep), does --straggle-ms
+      of extra compute (late_work: slow when a CPU hog shares its CPU),
+      touches pages of a file-backed mapping whose page cache it dropped
+      (Faulter: major page faults, blocked in or, where the VM's host reads
+      the page first, on CPU), or writes --fresh-mb of fresh memory
+      (late_fresh: minor page faults, all on CPU)."""
 import argparse
 import mmap
 import os
@@ -64,6 +66,13 @@ def late_work(ms, x):
         torch.mm(x, x)
 
 
+def late_fresh(mb):
+    m = mmap.mmap(-1, mb << 20)
+    for off in range(0, mb << 20, mmap.PAGESIZE):
+        m[off] = 1
+    m.close()
+
+
 class Faulter:
     """Pages of a file mapped, evicted from the page cache before each
     step's touch: each touch is a major fault."""
@@ -94,10 +103,11 @@ def main():
     ap.add_argument("--stall", choices=["sleep", "lock", "spin", "die"])
     ap.add_argument("--stall-step", type=int, default=40)
     ap.add_argument("--stall-file", help="stall once this file exists (else at --stall-step)")
-    ap.add_argument("--straggle", choices=["sleep", "work", "faults"])
+    ap.add_argument("--straggle", choices=["sleep", "work", "faults", "fresh"])
     ap.add_argument("--straggle-ms", type=float, default=30)
     ap.add_argument("--fault-file", default="/tmp/ptbpf-ranks-faults")
     ap.add_argument("--fault-pages", type=int, default=400)
+    ap.add_argument("--fresh-mb", type=int, default=32)
     ap.add_argument("--pause", type=float, default=0.01)
     args = ap.parse_args()
     rank = int(os.environ["RANK"])
@@ -138,6 +148,8 @@ def main():
                 late_work(args.straggle_ms, w)
             elif faulter:
                 faulter.touch()
+            elif me and args.straggle == "fresh":
+                late_fresh(args.fresh_mb)
             flat = torch.cat([p.grad.flatten() for p in model.parameters()])
             dist.all_reduce(flat)
             opt.step()
