@@ -80,12 +80,17 @@ struct {
 	__type(value, struct thread_state);
 } threads SEC(".maps");
 
-static __always_inline void stat_inc(__u32 idx)
+static __always_inline void stat_add(__u32 idx, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&sched_stats, &idx);
 
 	if (v)
-		__sync_fetch_and_add(v, 1);
+		__sync_fetch_and_add(v, n);
+}
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	stat_add(idx, 1);
 }
 
 static __always_inline void *reserve(__u64 size, __u32 drop_cause)
@@ -116,94 +121,6 @@ static __always_inline struct thread_state *thread_of(struct task_struct *t, boo
 	if (!st && create)
 		stat_inc(SCHED_NO_THREAD_STATE);
 	return st;
-}
-
-/*
- * Page faults a thread spends on CPU. A fault that blocks is told by the
- * switch that takes its thread off (SW_FAULT), but one that does not (a
- * page already read, memory zeroed, or a read the VM's host completes
- * before the thread would sleep: 60-100 us each on the CI VM) is time on
- * CPU that looks like the thread's own running. Its start is
- * page_fault_user; its end is not reported, so it is taken at its last
- * page mapped (rss_stat, on the faulting thread, while the thread's fault
- * counters say the fault is not over; a fault that maps none is not
- * timed), read when the thread's next fault, system call or switch comes.
- * A fault preempted before it is over ends where it left the CPU (its
- * rest, after, is not timed). Consecutive faults make one stretch while
- * the time between them is at most FAULT_GAP_NS each and never more than
- * their own time; a stretch with FAULT_MIN_NS in faults is sent (struct
- * ptbpf_sched_faults), a shorter one counted (SCHED_FAULTS_SHORT,
- * SCHED_FAULTS_SHORT_NS).
- */
-#define FAULT_GAP_NS 20000
-#define FAULT_MIN_NS (SCHED_FAULTS_MIN_US * 1000ull)
-
-static __always_inline void stat_add(__u32 idx, __u64 n)
-{
-	__u64 *v = bpf_map_lookup_elem(&sched_stats, &idx);
-
-	if (v)
-		__sync_fetch_and_add(v, n);
-}
-
-static __always_inline __u64 faults_of(struct task_struct *t)
-{
-	return t->min_flt + t->maj_flt;
-}
-
-/* The thread's stretch of faults on CPU is over: sent, or counted. maj:
- * the thread's major faults at its end. */
-static __always_inline void faults_flush(struct thread_state *st, struct task_struct *t,
-					 __u64 maj)
-{
-	struct ptbpf_sched_faults *r;
-	__u32 n = st->run_n;
-
-	if (!n)
-		return;
-	st->run_n = 0;
-	if (st->run_ns < FAULT_MIN_NS) {
-		stat_inc(SCHED_FAULTS_SHORT);
-		stat_add(SCHED_FAULTS_SHORT_NS, st->run_ns);
-		return;
-	}
-	r = reserve(sizeof(*r), SCHED_DROP_FAULTS);
-	if (!r)
-		return;
-	r->h.ts = st->run_end;
-	r->h.kind = SCHED_REC_FAULTS;
-	r->h.cpu = bpf_get_smp_processor_id();
-	r->h.lost = 0;
-	r->tid = t->pid;
-	r->tgid = t->tgid;
-	r->start_ts = st->run_start;
-	r->fault_ns = st->run_ns;
-	r->faults = n;
-	r->major = maj - st->run_maj;
-	submit(r);
-}
-
-/* The fault being timed ends (at its last page mapped): into the stretch. */
-static __always_inline void fault_done(struct thread_state *st, struct task_struct *t)
-{
-	__u64 from = st->pf_ts, to = st->pf_end, gap;
-
-	st->pf_ts = 0;
-	if (!from || to <= from)
-		return;
-	gap = from > st->run_end ? from - st->run_end : 0;
-	if (st->run_n && gap <= FAULT_GAP_NS && st->run_gap + gap <= st->run_ns + (to - from)) {
-		st->run_gap += gap;
-	} else {
-		faults_flush(st, t, st->pf_maj); /* this fault is not the old stretch's */
-		st->run_start = from;
-		st->run_ns = 0;
-		st->run_gap = 0;
-		st->run_maj = st->pf_maj;
-	}
-	st->run_end = to;
-	st->run_ns += to - from;
-	st->run_n++;
 }
 
 /* A record for the CPU's switch/wakeup chain: counts what could not be
@@ -284,6 +201,83 @@ static __always_inline void replay_last(struct ptbpf_sched_cpu *c, struct task_s
 	c->unseen = 0;
 	c->shown = cur->pid;
 	c->shown_valid = 1;
+}
+
+/*
+ * Page faults a thread spends on CPU. A fault that blocks is told by the
+ * switch that takes its thread off (SW_FAULT), but one that does not (a
+ * page already read, memory zeroed, or a read the VM's host completes
+ * before the thread would sleep: 60-100 us each on the CI VM) is time on
+ * CPU that looks like the thread's own running. Its start is
+ * page_fault_user; its end is not reported, so it is taken at its last
+ * page mapped (rss_stat, on the faulting thread, while the thread's fault
+ * counters say the fault is not over; a fault that maps none is not
+ * timed), read when the thread's next fault, system call or switch comes.
+ * A fault preempted before it is over ends where it left the CPU (its
+ * rest, after, is not timed). Consecutive faults make one stretch while
+ * the time between them is at most FAULT_GAP_NS each and never more than
+ * their own time; a stretch with FAULT_MIN_NS in faults is sent (struct
+ * ptbpf_sched_faults), a shorter one counted (SCHED_FAULTS_SHORT,
+ * SCHED_FAULTS_SHORT_NS).
+ */
+#define FAULT_GAP_NS 20000
+#define FAULT_MIN_NS (SCHED_FAULTS_MIN_US * 1000ull)
+
+static __always_inline __u64 faults_of(struct task_struct *t)
+{
+	return t->min_flt + t->maj_flt;
+}
+
+/* The thread's stretch of faults on CPU is over: sent, or counted. maj:
+ * the thread's major faults at its end. */
+static __always_inline void faults_flush(struct thread_state *st, struct task_struct *t,
+					 __u64 maj)
+{
+	struct ptbpf_sched_faults *r;
+	__u32 n = st->run_n;
+
+	if (!n)
+		return;
+	st->run_n = 0;
+	if (st->run_ns < FAULT_MIN_NS) {
+		stat_inc(SCHED_FAULTS_SHORT);
+		stat_add(SCHED_FAULTS_SHORT_NS, st->run_ns);
+		return;
+	}
+	r = reserve(sizeof(*r), SCHED_DROP_FAULTS);
+	if (!r)
+		return;
+	hdr_fill(&r->h, NULL, st->run_end, SCHED_REC_FAULTS);
+	r->tid = t->pid;
+	r->tgid = t->tgid;
+	r->start_ts = st->run_start;
+	r->fault_ns = st->run_ns;
+	r->faults = n;
+	r->major = maj - st->run_maj;
+	submit(r);
+}
+
+/* The fault being timed ends (at its last page mapped): into the stretch. */
+static __always_inline void fault_done(struct thread_state *st, struct task_struct *t)
+{
+	__u64 from = st->pf_ts, to = st->pf_end, gap;
+
+	st->pf_ts = 0;
+	if (!from || to <= from)
+		return;
+	gap = from > st->run_end ? from - st->run_end : 0;
+	if (st->run_n && gap <= FAULT_GAP_NS && st->run_gap + gap <= st->run_ns + (to - from)) {
+		st->run_gap += gap;
+	} else {
+		faults_flush(st, t, st->pf_maj); /* this fault is not the old stretch's */
+		st->run_start = from;
+		st->run_ns = 0;
+		st->run_gap = 0;
+		st->run_maj = st->pf_maj;
+	}
+	st->run_end = to;
+	st->run_ns += to - from;
+	st->run_n++;
 }
 
 /* What the kernel's __trace_sched_switch_state() reports. */

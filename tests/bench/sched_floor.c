@@ -146,8 +146,7 @@ int main(int argc, char **argv)
 	pthread_join(t, NULL);
 	ring_buffer__consume(rb);
 	sched_probes_stats(p, st);
-	lost = st[SCHED_DROP_SWITCH] + st[SCHED_DROP_WAKING] + st[SCHED_DROP_SYSCALL] +
-	       st[SCHED_DROP_BLOCK] + st[SCHED_DROP_FAULTS];
+	lost = sched_probes_lost(st);
 	printf("records %lu sent %llu lost %llu\n", records, (unsigned long long)st[SCHED_STAT_SENT],
 	       (unsigned long long)lost);
 	ring_buffer__free(rb);

@@ -105,7 +105,9 @@ static int attach_all(struct sched_probes *p, bool syscalls, char *err, size_t e
 	}
 	if (!bpf_program__autoload(k->progs.on_rss) || p->nlinks == MAX_PROGS)
 		return 0;
-	if (faults && syscalls && (l = bpf_program__attach(k->progs.on_rss)))
+	if (!faults || !syscalls) /* page_fault_user is named, or a bench's "on nosys" */
+		return 0;
+	if ((l = bpf_program__attach(k->progs.on_rss)))
 		p->links[p->nlinks++] = l;
 	else
 		missing_add(p, "rss_stat");
@@ -285,6 +287,12 @@ int sched_probes_pending(const struct sched_probes *p,
 	}
 	free(v);
 	return n;
+}
+
+uint64_t sched_probes_lost(const uint64_t st[SCHED_STAT_MAX])
+{
+	return st[SCHED_DROP_SWITCH] + st[SCHED_DROP_WAKING] + st[SCHED_DROP_SYSCALL] +
+	       st[SCHED_DROP_BLOCK] + st[SCHED_DROP_FAULTS];
 }
 
 void sched_probes_stats(const struct sched_probes *p, uint64_t out[SCHED_STAT_MAX])

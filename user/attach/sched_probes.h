@@ -51,6 +51,8 @@ void sched_probes_detach(struct sched_probes *p);
 int sched_probes_attach(struct sched_probes *p, bool syscalls, char *err, size_t errlen);
 /* The programs' counters summed over CPUs (enum ptbpf_sched_stat). */
 void sched_probes_stats(const struct sched_probes *p, uint64_t out[SCHED_STAT_MAX]);
+/* Of those, the records that did not reach the ring (every SCHED_DROP_*). */
+uint64_t sched_probes_lost(const uint64_t st[SCHED_STAT_MAX]);
 /* Block I/O requests of the traced processes started and not done (at the
  * end: never drawn, so counted). */
 uint64_t sched_probes_block_in_flight(const struct sched_probes *p);

@@ -163,7 +163,7 @@ void read_sched_last(struct session *s, uint64_t sst[SCHED_STAT_MAX])
 	for (;;) {
 		ring_buffer__consume(s->rb);
 		sched_probes_stats(s->sched, sst);
-		if (sst[SCHED_STAT_SENT] == s->sched_received + summary_sched_lost(sst) ||
+		if (sst[SCHED_STAT_SENT] == s->sched_received + sched_probes_lost(sst) ||
 		    clock_mono_ns() >= until)
 			break;
 		usleep(1000);

@@ -181,6 +181,5 @@ void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX]);
 /* The kernel view's: what it recorded and lost (sst: its counters). */
 void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX]);
 void summary_write_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX]);
-uint64_t summary_sched_lost(const uint64_t sst[SCHED_STAT_MAX]);
 
 #endif /* PTBPF_LIVE_SESSION_H */

@@ -433,19 +433,13 @@ void summary_write_counters(struct session *s, const uint64_t st[STAT_MAX])
 	pf_clock_snapshot(s->w);
 }
 
-uint64_t summary_sched_lost(const uint64_t sst[SCHED_STAT_MAX])
-{
-	return sst[SCHED_DROP_SWITCH] + sst[SCHED_DROP_WAKING] + sst[SCHED_DROP_SYSCALL] +
-	       sst[SCHED_DROP_BLOCK] + sst[SCHED_DROP_FAULTS];
-}
-
 /* The kernel view: every record its programs sent is received or counted
  * lost, by cause; runs the kernel skipped never made one. */
 void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 {
 	const struct sched_counts *c = sched_view_counts(s->schedv);
 	const struct offcpu_counts *o = sched_view_offcpu(s->schedv);
-	uint64_t lost = summary_sched_lost(sst);
+	uint64_t lost = sched_probes_lost(sst);
 
 	log_msg("kernel view: switches %lu (%lu replayed, %lu of them untimed; %lu the kernel did "
 		"not report, %lu of them placed by a CPU sample), wakeups %lu; "
@@ -467,16 +461,17 @@ void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 		(unsigned long)o->preempted, (unsigned long)o->minor,
 		(unsigned long)o->major, o->fault_run_ns / 1e6, (unsigned long)o->fault_runs,
 		sst[SCHED_FAULTS_SHORT_NS] / 1e6, (unsigned long)sst[SCHED_FAULTS_SHORT],
-		SCHED_FAULTS_MIN_US, strstr(sched_probes_missing(s->sched), "rss_stat") ?
-		" (not timed: no rss_stat tracepoint)" : "", (unsigned long)o->block_io,
+		SCHED_FAULTS_MIN_US, strstr(sched_probes_missing(s->sched), "rss_stat") ||
+		strstr(sched_probes_missing(s->sched), "page_fault_user") ?
+		" (not timed: a tracepoint is missing)" : "", (unsigned long)o->block_io,
 		o->block_bytes / 1e6,
 		(unsigned long)o->block_undrawn, (unsigned long)sst[SCHED_BLOCK_UNTRACKED],
 		(unsigned long)sched_probes_block_in_flight(s->sched),
 		strstr(sched_probes_missing(s->sched), "block_io") ? " (not traced: no tracepoint)" :
 		"");
 	log_msg("kernel view ring: sent %lu = received %lu + lost %lu (switches %lu, wakeups %lu, "
-		"system calls %lu, block I/O %lu, stretches of faults %lu)%s; runs the kernel skipped (nested) %lu; threads without "
-		"state %lu; CPU bundles %lu, %lu marked as after a loss; malformed %lu%s%s\n",
+		"system calls %lu, block I/O %lu, stretches of faults %lu)%s; runs the kernel "
+		"skipped (nested) %lu; threads without state %lu; CPU bundles %lu, %lu marked as after a loss; malformed %lu%s%s\n",
 		(unsigned long)sst[SCHED_STAT_SENT], (unsigned long)s->sched_received,
 		(unsigned long)lost, (unsigned long)sst[SCHED_DROP_SWITCH],
 		(unsigned long)sst[SCHED_DROP_WAKING], (unsigned long)sst[SCHED_DROP_SYSCALL],
@@ -496,7 +491,7 @@ void summary_write_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 	const struct { const char *key; uint64_t v; } attrs[] = {
 		{ "dev.ptbpf.sched_sent", sst[SCHED_STAT_SENT] },
 		{ "dev.ptbpf.sched_received", s->sched_received },
-		{ "dev.ptbpf.sched_lost", summary_sched_lost(sst) },
+		{ "dev.ptbpf.sched_lost", sched_probes_lost(sst) },
 		{ "dev.ptbpf.sched_lost_switch_ringbuf_full", sst[SCHED_DROP_SWITCH] },
 		{ "dev.ptbpf.sched_lost_waking_ringbuf_full", sst[SCHED_DROP_WAKING] },
 		{ "dev.ptbpf.sched_lost_syscall_ringbuf_full", sst[SCHED_DROP_SYSCALL] },
