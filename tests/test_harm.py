@@ -613,14 +613,35 @@ def attach_agent(pid, out, tracers):
     return tracer, head
 
 
-def check_second_interrupt(err, pid, mapped_before, mapped_after):
-    """The one line a second Ctrl-C prints: what stays, and it is true."""
+def sigint_pending(pid):
+    """Whether a SIGINT sent to process pid waits there, not yet taken."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("ShdPnd:"):
+                    return bool(int(line.split()[1], 16) >> (signal.SIGINT - 1) & 1)
+    except OSError:  # gone
+        pass
+    return False
+
+
+def check_second_interrupt(err, pid, mapped_before, mapped_after, second):
+    """The one line a second Ctrl-C prints: what stays, and it is true.
+    second: how the second SIGINT was sent ("none": ptbpf had exited,
+    "pending": the first was still waiting in ptbpf, "sent")."""
     lines = re.findall(r"ptbpf: second interrupt: leaving now; ([^\n]*)\n", err)
-    if not lines and err.rstrip().endswith("interrupted during attach; detaching, nothing "
-                                            "written"):
-        # The first one's detach ended as the second came: nothing to say.
+    if not lines:
+        # ptbpf took one interrupt: its whole detach ran, nothing stays.
+        # Either it had exited, or the kernel merged the two (a signal
+        # keeps one pending instance: the first waited while ptbpf sat
+        # in a page fault of a file read, 67-368 ms measured), or the
+        # first was taken so late that the second came within 20 ms of
+        # it, which is how `timeout`'s pair looks (test below).
+        assert "second interrupt" not in err, err
+        assert "ptbpf: interrupted during attach; detaching, nothing written\n" in err, err
         assert mapped_after <= mapped_before, err
-        return "detached before the second"
+        return {"none": "detached before the second", "pending": "merged with the first"}.get(
+            second, "taken as the first again")
     assert len(lines) == 1 and err.count("second interrupt") == 1, err
     said = lines[0]
     if said.startswith("nothing this ptbpf attached stays"):
@@ -656,13 +677,21 @@ def test_double_sigint_during_attach_leaves_the_job_unharmed(tmp_path):
             # Within 20 ms the same sender's SIGINT is the first one again
             # (test_timeout_stops_ptbpf_normally).
             time.sleep(rng.uniform(0.025, 0.075))
+            second = "none"
             if tracer.p.poll() is None:  # else the first one's detach is over already
+                second = "pending" if sigint_pending(tracer.p.pid) else "sent"
                 tracer.p.send_signal(signal.SIGINT)
             rc, _, err = tracer.finish(timeout=60)
             err = head + err
             assert rc == 130, err
-            kind = check_second_interrupt(err, pid, mapped_before, agent_mapped(pid))
+            kind = check_second_interrupt(err, pid, mapped_before, agent_mapped(pid), second)
             said[kind] = said.get(kind, 0) + 1
+        # Most second interrupts reach ptbpf as such: 552 of 600 in 50 runs
+        # on the CI VM, at least 9 of 12 in each; 44 came after ptbpf had
+        # exited, 3 merged with the first, 1 was taken as the first again.
+        assert sum(n for k, n in said.items() if k not in (
+            "detached before the second", "merged with the first",
+            "taken as the first again")) >= 6, said
         time.sleep(0.3)
         assert links_after_exit([t.p.pid for t in tracers]) == []
         assert record_function_calls(pid, 1.0) == 0
