@@ -439,6 +439,7 @@ void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 {
 	const struct sched_counts *c = sched_view_counts(s->schedv);
 	const struct offcpu_counts *o = sched_view_offcpu(s->schedv);
+	const char *missing = sched_probes_missing(s->sched);
 	uint64_t lost = sched_probes_lost(sst);
 
 	log_msg("kernel view: switches %lu (%lu replayed, %lu of them untimed; %lu the kernel did "
@@ -461,17 +462,16 @@ void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 		(unsigned long)o->preempted, (unsigned long)o->minor,
 		(unsigned long)o->major, o->fault_run_ns / 1e6, (unsigned long)o->fault_runs,
 		sst[SCHED_FAULTS_SHORT_NS] / 1e6, (unsigned long)sst[SCHED_FAULTS_SHORT],
-		SCHED_FAULTS_MIN_US, strstr(sched_probes_missing(s->sched), "rss_stat") ||
-		strstr(sched_probes_missing(s->sched), "page_fault_user") ?
+		SCHED_FAULTS_MIN_US, strstr(missing, "rss_stat") || strstr(missing, "page_fault_user") ?
 		" (not timed: a tracepoint is missing)" : "", (unsigned long)o->block_io,
 		o->block_bytes / 1e6,
 		(unsigned long)o->block_undrawn, (unsigned long)sst[SCHED_BLOCK_UNTRACKED],
 		(unsigned long)sched_probes_block_in_flight(s->sched),
-		strstr(sched_probes_missing(s->sched), "block_io") ? " (not traced: no tracepoint)" :
-		"");
+		strstr(missing, "block_io") ? " (not traced: no tracepoint)" : "");
 	log_msg("kernel view ring: sent %lu = received %lu + lost %lu (switches %lu, wakeups %lu, "
 		"system calls %lu, block I/O %lu, stretches of faults %lu)%s; runs the kernel "
-		"skipped (nested) %lu; threads without state %lu; CPU bundles %lu, %lu marked as after a loss; malformed %lu%s%s\n",
+		"skipped (nested) %lu; threads without state %lu; CPU bundles %lu, %lu marked as "
+		"after a loss; malformed %lu%s%s\n",
 		(unsigned long)sst[SCHED_STAT_SENT], (unsigned long)s->sched_received,
 		(unsigned long)lost, (unsigned long)sst[SCHED_DROP_SWITCH],
 		(unsigned long)sst[SCHED_DROP_WAKING], (unsigned long)sst[SCHED_DROP_SYSCALL],
@@ -480,8 +480,7 @@ void summary_print_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
 		(unsigned long)sched_probes_missed(s->sched),
 		(unsigned long)(sst[SCHED_NO_THREAD_STATE] + o->no_thread),
 		(unsigned long)c->bundles, (unsigned long)c->cpus_lost, (unsigned long)c->bad,
-		sched_probes_missing(s->sched)[0] ? "; no tracepoint " : "",
-		sched_probes_missing(s->sched));
+		missing[0] ? "; no tracepoint " : "", missing);
 }
 
 void summary_write_sched(struct session *s, const uint64_t sst[SCHED_STAT_MAX])
