@@ -527,7 +527,8 @@ def report(args, workload, res):
               if c.get("paired_" + ph)]
         clo, chi = median_interval(cm)
         name, _, by = ph.partition(":")
-        how = ("switched before each block, on or off, and one unit settled" if by else
+        how = ("switched before each block, on or off, and %s settled" % (
+            "a block's worth" if name == "graphs_kept" else "one unit") if by else
                "attached or started before one block of each pair, a tenth of a phase "
                "settled" if is_whole(args, name) else "RecordFunction on / off for the thread")
         lines.append("| %s, within the phase (%s), %d pairs of blocks (95%% interval of the "

@@ -24,8 +24,9 @@ line:
                 and removed, the agent told): all of it is in, and so is
                 whatever stays on, and each block (on or off) follows a
                 switch (the step signal and the kernel view: a command
-                answered) and one untimed unit, so what switching itself
-                costs is in neither. PHASE "sched" (switched only): ptbpf's
+                answered) and one untimed unit (graphs_kept: K, its switch
+                lingers), so what switching itself costs is in neither.
+                PHASE "sched" (switched only): ptbpf's
                 kernel view, attached and detached by build/sched_floor
                 (--sched-floor); "sched_nosys": the same without its system
                 call programs
@@ -335,6 +336,16 @@ class Floors:
 def paired(floors, phase, device, run, n, block, by):
     """bench_target's `pair`: by "thread" or "switch" (see the top)."""
     out = []
+    # Switching the kept capture map on walks the job's every object for
+    # its GOT hooks (25 ms on the agent's thread), and off writes them back:
+    # on the H200 (reduce-overhead, 8-step blocks) the block after one
+    # untimed unit ran +2.3% and +2.6% (95% +1.2..+3.2%, +0.8..+4.3%), an
+    # agent without the hooks +0.5%, and after 8 or 20 units -0.1% and
+    # -1.1%, the same steps switched with nothing +0.0..+1.4%; no CUPTI
+    # callback of the map's runs in those steps (0 in 200). It switches
+    # once in a daemon's life: its steady state is measured, after a
+    # block's worth of units untimed.
+    settle = block if phase == "graphs_kept" else 1
     if by == "thread":
         floors.on(phase, device)
     try:
@@ -344,11 +355,11 @@ def paired(floors, phase, device, run, n, block, by):
                 if by == "thread":
                     floors.check(floors.lib.floor_rf_thread(on), "RecordFunction for the thread")
                 else:
-                    # Both halves switch and then run a unit untimed: the
+                    # Both halves switch and then run untimed: the
                     # switch's own wake-ups and cold caches stay out of
                     # either timed block; what stays on is in the "on" one.
                     floors.set(phase, device, on)
-                    run(1)
+                    run(settle)
                 t0 = time.perf_counter()
                 run(block)
                 t[on] = time.perf_counter() - t0
