@@ -26,6 +26,12 @@
  *     seen, or none (counted).
  * The map lives as long as the process: nodes of destroyed graphs stay
  * (CUPTI never gives their ids again); past KEPT_MAX, nodes are counted.
+ * CUPTI 13 tells each node of a graph being instantiated twice: as made,
+ * inside the instantiating call (under whatever op is open then: torch's
+ * CompiledFunction, or none), then as cloned from the captured node. The
+ * clone's record replaces the first: its op is its original's (on the
+ * H200, every replayed kernel of a reduce-overhead loop went to
+ * CompiledFunction and CompiledFunctionBackward before).
  */
 #define _GNU_SOURCE
 #include "agent.h"
@@ -42,18 +48,20 @@
 #define DEPTH_MAX 12            /* ops open on a thread that are tracked */
 #define RETRY_NS  2000000000LL  /* asked for before the process has CUDA: looks again */
 
+/* ver: 0 until made, odd while told_anew rewrites it, even once ready (a
+ * sequence count: graphs_send copies a record between two equal reads). */
 static struct {
 	struct ptbpf_agent_graph_kept k;
-	_Atomic int ready;
+	_Atomic uint32_t ver;
 } kept[KEPT_MAX];
 static _Atomic uint32_t nkept;      /* slots taken (past KEPT_MAX by a few racing threads) */
-/* The node ids kept (0: a free slot), so that a node told again (a
- * callback CUPTI repeats, say) cannot replace its first record. */
+/* The node ids kept (0: a free slot) and each one's record (its index + 1;
+ * 0 until placed), so that a node told again keeps one record. */
 #define IDS_SLOTS (2 * KEPT_MAX)
 static _Atomic uint64_t ids[IDS_SLOTS];
-static _Atomic uint64_t told_again; /* nodes whose id was kept already */
+static _Atomic uint32_t id_rec[IDS_SLOTS];
+static _Atomic uint64_t told_again; /* nodes told again, not as the clone of a copy */
 static _Atomic uint64_t not_kept;   /* nodes made or cloned once the map was full */
-static _Atomic uint64_t outside_ops; /* nodes made with no op seen open */
 static _Atomic bool keeping;
 static _Atomic bool lost;    /* CUPTI's callbacks went (graphs_lost) */
 static _Atomic bool layout_bad;     /* a scope byte not where 1.13-2.x have it */
@@ -182,21 +190,71 @@ void graphs_made(void)
 		phase_begin(agent_mono_ns());
 }
 
-/* Whether id is new to the map (it is in it from now on). */
-static bool id_new(uint64_t id)
+/* id's slot in ids, where add puts it if it is not there (*fresh: it was
+ * not); -1: not there and not added (the table is at most half full: ids
+ * are added only while the map has room). */
+static int32_t id_slot(uint64_t id, bool add, bool *fresh)
 {
 	uint64_t h = id * 0x9e3779b97f4a7c15ull;
 
+	*fresh = true;
 	for (uint32_t i = 0; i < IDS_SLOTS; i++) {
-		_Atomic uint64_t *slot = &ids[(h + i) % IDS_SLOTS];
-		uint64_t seen = 0;
+		uint32_t at = (uint32_t)((h + i) % IDS_SLOTS);
+		uint64_t seen = add ? 0 : atomic_load(&ids[at]);
 
-		if (atomic_compare_exchange_strong(slot, &seen, id))
-			return true;
-		if (seen == id)
-			return false;
+		if (!add && !seen)
+			return -1;
+		if ((add && atomic_compare_exchange_strong(&ids[at], &seen, id)) || seen == id) {
+			*fresh = seen != id;
+			return (int32_t)at;
+		}
 	}
-	return true; /* full: cannot tell (the map fills first: KEPT_MAX ids, and a few) */
+	return -1;
+}
+
+/* r, told again: a clone of a node first told as made (a copy made by an
+ * instantiation, above) takes its record over, in place (its order, after
+ * its original, stays; a clone's op is its original's, which ptbpf looks
+ * up); anything else keeps the first. CUPTI tells both on the
+ * instantiating thread, one after the other: the record is placed by then
+ * (id_rec). A window's start may be sending it meanwhile (ver). */
+static void told_anew(int32_t at, const struct ptbpf_agent_graph_node *r)
+{
+	uint32_t i = at >= 0 ? atomic_load(&id_rec[at]) : 0;
+	struct ptbpf_agent_graph_kept *k = i ? &kept[i - 1].k : NULL;
+	uint32_t v;
+
+	if (!k || r->kind != GRAPH_NODE_CLONED || k->node.kind != GRAPH_NODE_CREATED) {
+		atomic_fetch_add(&told_again, 1);
+		return;
+	}
+	v = atomic_load_explicit(&kept[i - 1].ver, memory_order_relaxed);
+	atomic_store_explicit(&kept[i - 1].ver, v + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	k->node.kind = r->kind;
+	k->node.original_id = r->original_id;
+	k->node.graph_id = r->graph_id;
+	k->seq = -1;
+	memset(k->op, 0, sizeof(k->op));
+	atomic_store_explicit(&kept[i - 1].ver, v + 2, memory_order_release);
+}
+
+/* Record i as it stands, into *out: false while it is made or rewritten. */
+static bool kept_copy(uint32_t i, struct ptbpf_agent_graph_kept *out)
+{
+	for (int tries = 0; tries < 100; tries++) {
+		uint32_t v = atomic_load_explicit(&kept[i].ver, memory_order_acquire);
+
+		if (!v)
+			return false;
+		if (v & 1)
+			continue;
+		memcpy(out, &kept[i].k, sizeof(*out));
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&kept[i].ver, memory_order_relaxed) == v)
+			return true;
+	}
+	return false;
 }
 
 /* On the thread that made (or cloned) node r, inside CUPTI's callback. A
@@ -204,17 +262,20 @@ static bool id_new(uint64_t id)
 void graphs_node(const struct ptbpf_agent_graph_node *r)
 {
 	struct ptbpf_agent_graph_kept *k;
+	int32_t at = -1;
+	bool fresh = true, room;
 	int64_t now;
 	uint32_t i;
 
 	if (!atomic_load_explicit(&keeping, memory_order_relaxed))
 		return;
-	if (atomic_load_explicit(&nkept, memory_order_relaxed) >= KEPT_MAX) {
-		atomic_fetch_add(&not_kept, 1);
+	room = atomic_load_explicit(&nkept, memory_order_relaxed) < KEPT_MAX;
+	if (r->node_id && (at = id_slot(r->node_id, room, &fresh)) >= 0 && !fresh) {
+		told_anew(at, r);
 		return;
 	}
-	if (r->node_id && !id_new(r->node_id)) {
-		atomic_fetch_add(&told_again, 1);
+	if (!room) {
+		atomic_fetch_add(&not_kept, 1);
 		return;
 	}
 	if ((i = atomic_fetch_add(&nkept, 1)) >= KEPT_MAX) {
@@ -239,10 +300,10 @@ void graphs_node(const struct ptbpf_agent_graph_node *r)
 			strncpy(k->op, name, sizeof(k->op) - 1);
 		if (kind != OP_USER && !atomic_load(&layout_bad))
 			k->seq = *(const int64_t *)((const uint8_t *)rf + RF_SEQ_OFF);
-	} else if (r->kind == GRAPH_NODE_CREATED) {
-		atomic_fetch_add(&outside_ops, 1);
 	}
-	atomic_store_explicit(&kept[i].ready, 1, memory_order_release);
+	atomic_store_explicit(&kept[i].ver, 2, memory_order_release);
+	if (at >= 0)
+		atomic_store(&id_rec[at], i + 1);
 }
 
 static bool graphs_on(char *why, size_t len)
@@ -338,7 +399,7 @@ void graphs_tick(int64_t now)
  * map, in the order made (a clone after its original), to ptbpf. */
 void graphs_send(void)
 {
-	uint32_t n = atomic_load(&nkept), sent = 0;
+	uint32_t n = atomic_load(&nkept), sent = 0, outside_ops = 0;
 	const char *why = atomic_load(&lost_why);
 	uint64_t n_phases, ns;
 
@@ -352,17 +413,19 @@ void graphs_send(void)
 	if (n > KEPT_MAX)
 		n = KEPT_MAX;
 	for (uint32_t i = 0; i < n; i++) {
-		if (!atomic_load_explicit(&kept[i].ready, memory_order_acquire))
+		struct ptbpf_agent_graph_kept k;
+
+		if (!kept_copy(i, &k))
 			continue; /* being made now: the window sees it itself */
-		ptbpf_agent_graph_kept(&kept[i].k);
+		ptbpf_agent_graph_kept(&k);
+		outside_ops += k.node.kind == GRAPH_NODE_CREATED && !k.op[0];
 		sent++;
 	}
 	ns = phase_time(&n_phases);
 	agent_report(PTBPF_AGENT_GRAPHS, sent, "graphs: the capture map kept between windows: %u "
-		     "records (nodes made, and their clones); %llu nodes made with no op seen "
+		     "records (nodes made, and their clones); %u nodes made with no op seen "
 		     "open, %llu not kept (the map was full), %llu told again; %llu graphs made; "
-		     "%llu capture phases, on for %.1f s in all%s%s", sent,
-		     (unsigned long long)atomic_load(&outside_ops),
+		     "%llu capture phases, on for %.1f s in all%s%s", sent, outside_ops,
 		     (unsigned long long)atomic_load(&not_kept),
 		     (unsigned long long)atomic_load(&told_again),
 		     (unsigned long long)atomic_load(&graphs_seen), (unsigned long long)n_phases,

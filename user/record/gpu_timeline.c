@@ -43,6 +43,8 @@ struct graph_node {
 	uint64_t seq;
 	const char *op; /* NULL: made outside any op */
 	bool kept;      /* from the map the daemon's always-on layer kept */
+	bool made;      /* told as made (counted), not as a clone */
+	bool before;    /* a clone of a node made before ptbpf saw it: no capture */
 };
 
 struct gpu_timeline {
@@ -317,34 +319,57 @@ static struct graph_node *graph_node_of(struct gpu_timeline *d, int pid, uint64_
 	return hash_get_eq(&d->nodes, hash_pair((uint64_t)pid, id), node_eq, &k);
 }
 
+static void count_made(struct gpu_timeline *d, const struct graph_node *n, int by)
+{
+	if (!n->made)
+		return;
+	if (n->kept)
+		d->counts.graph_nodes_kept += (uint64_t)(int64_t)by;
+	else
+		d->counts.graph_nodes += (uint64_t)(int64_t)by;
+}
+
+/*
+ * A node made or cloned. CUPTI 13 tells each node of a graph being
+ * instantiated as made (inside the instantiating call, under whatever op
+ * is open then) and then as cloned from the captured node: the clone's
+ * record wins (a copy of a node ptbpf never saw made: no capture at all),
+ * and the copy is not counted as a node made.
+ */
 static void node_made(struct gpu_timeline *d, int pid, const struct ptbpf_agent_graph_node *g,
 		      const char *op, uint64_t seq, bool kept)
 {
 	struct graph_node n = { .node_id = g->node_id, .pid = pid, .corr = g->correlation_id,
-				.seq = seq, .op = op, .kept = kept }, *from, *to;
+				.seq = seq, .op = op, .kept = kept, .made = true }, *from, *to;
 
 	if (g->kind == GRAPH_NODE_CLONED) { /* the clone is captured where its original was */
-		if (!(from = graph_node_of(d, pid, g->original_id)))
-			return;
-		n = *from;
+		if ((from = graph_node_of(d, pid, g->original_id)))
+			n = *from;
+		else
+			n = (struct graph_node){ .pid = pid, .kept = kept, .before = true };
 		n.node_id = g->node_id;
+		n.made = false;
 	} else if (g->kind != GRAPH_NODE_CREATED) {
 		return;
-	} else if (kept) {
-		d->counts.graph_nodes_kept++;
-	} else {
-		d->counts.graph_nodes++;
 	}
-	if ((to = graph_node_of(d, pid, g->node_id))) { /* an id CUDA gave again */
-		if (!kept) /* the kept map's never replaces what the window saw */
-			*to = n;
+	if ((to = graph_node_of(d, pid, g->node_id))) { /* an id told again */
+		/* the kept map's never replaces what the window saw, nor a
+		 * node made a clone's record */
+		if ((kept && !to->kept) || (n.made && !to->made))
+			return;
+		count_made(d, to, -1);
+		*to = n;
+		count_made(d, to, 1);
 		return;
 	}
+	if (n.before) /* nothing to join: its kernels count as captured before */
+		return;
 	if (!(to = hash_add(&d->nodes, hash_pair((uint64_t)pid, g->node_id)))) {
 		d->counts.graph_nodes_not_kept++;
 		return;
 	}
 	*to = n;
+	count_made(d, to, 1);
 }
 
 void gpu_timeline_graph_node(struct gpu_timeline *d, int pid,
@@ -375,7 +400,7 @@ static int graph_args(struct gpu_timeline *d, int pid, const struct ptbpf_agent_
 	int nargs = 0;
 
 	d->counts.graph_kernels++;
-	if (!n) {
+	if (!n || n->before) {
 		uint64_t g = hash_u64((uint64_t)(uint32_t)pid << 32 | k->graph_id);
 
 		d->counts.graph_kernels_before++;
