@@ -153,6 +153,8 @@ static void flush_forced_locked(void)
 
 static void disable_ours_locked(void)
 {
+	if (ours_on)
+		activity_kinds_off();
 	for (size_t i = 0; i < sizeof(our_kinds) / sizeof(our_kinds[0]); i++)
 		if (ours_on & KIND_BIT(our_kinds[i]))
 			p_disable(our_kinds[i]);
@@ -237,6 +239,7 @@ static bool take_locked(bool resumed)
 			     cupti_error(res));
 		return false;
 	}
+	activity_kinds_on();
 	for (size_t i = 0; i < sizeof(our_kinds) / sizeof(our_kinds[0]); i++) {
 		res = p_enable(our_kinds[i]);
 		if (res == CUPTI_SUCCESS) {

@@ -119,6 +119,10 @@ void activity_counts_reset(void);
 /* The records emitted so far (kernels, copies, sets): activity. */
 uint64_t activity_records(void);
 void activity_counts_report(void);
+/* The agent's kinds go on, or begin to go off: an activity begun since
+ * they went off is not the window's (left out, counted). */
+void activity_kinds_on(void);
+void activity_kinds_off(void);
 
 /* CUPTI's clock onto CLOCK_MONOTONIC: a fresh baseline (at each take of
  * the activity API), then a new rate over it (at each periodic flush). */
