@@ -4,13 +4,16 @@ torch.compile'd (Inductor's default mode, or "reduce-overhead": its CUDA
 graphs).
 
 usage: compiled.py MODE STEPS [--start-cue FILE] [--cue FILE] [--profile JSON]
+                   [--linger S]
 
 MODE is eager, default or reduce-overhead. With --start-cue, prints "cuda
 PID" once CUDA is in use and waits for that FILE first. Compiles (and, for
 reduce-overhead, captures) in the first steps, prints "ready PID", then,
 once FILE exists (at once without --cue), runs STEPS steps and prints
 "done graphs=N" (the graphs Dynamo compiled in all). With --profile, torch.profiler (CPU and CUDA) records those steps
-and JSON gets its counts: CPU events by name, kernels by name."""
+and JSON gets its counts: CPU events by name, kernels by name. With
+--linger, it stays S seconds after "done" (idle: a window that traced the
+steps ends before the job does)."""
 import argparse
 import json
 import os
@@ -37,6 +40,7 @@ def main():
     ap.add_argument("--start-cue")
     ap.add_argument("--cue")
     ap.add_argument("--profile")
+    ap.add_argument("--linger", type=float, default=0)
     a = ap.parse_args()
     torch.manual_seed(0)
     model = torch.nn.Sequential(*[Block(256) for _ in range(4)]).cuda()
@@ -85,6 +89,7 @@ def main():
         from torch._dynamo.utils import counters
         graphs = counters["stats"]["unique_graphs"]
     print("done graphs=%d" % graphs, flush=True)
+    time.sleep(a.linger)
 
 
 if __name__ == "__main__":
