@@ -164,7 +164,8 @@ static __always_inline void next_fill(struct ptbpf_sched_switch *r, struct task_
  * switch since the view began, cur has run since before it: its switch is
  * sent untimed, from no task (the report counts a traced one running
  * since the view's first record). */
-static __always_inline void replay_last(struct ptbpf_sched_cpu *c, struct task_struct *cur, __u64 now)
+static __always_inline void replay_last(struct ptbpf_sched_cpu *c, struct task_struct *cur,
+						__u64 now)
 {
 	bool fresh = !c->last_next && !c->last_prev; /* no switch seen here yet */
 	struct ptbpf_sched_switch *r;

@@ -23,6 +23,7 @@ CLI_RANK = 3.5
 ALLOWED_UP = {}
 MAX_FILE_LINES = 800
 MAX_FUNCTION_LINES = 80
+MAX_LINE = 100
 # (file, function): why
 LONG_FUNCTIONS = {}
 
@@ -131,6 +132,22 @@ def test_files_and_functions_stay_small():
                     long_functions.append((rel, name, n))
     assert big_files == []
     assert long_functions == []
+
+
+def test_lines_stay_narrow():
+    """The product's C (user/, bpf/, include/): lines of at most
+    MAX_LINE characters, a tab counted as one."""
+    wide = []
+    for top in ("user", "bpf", "include"):
+        for d, _, files in os.walk(os.path.join(ROOT, top)):
+            for f in files:
+                if f.endswith((".c", ".h")):
+                    path = os.path.join(d, f)
+                    with open(path) as src:
+                        wide += [(os.path.relpath(path, ROOT), i + 1, len(line))
+                                 for i, line in enumerate(src.read().split("\n"))
+                                 if len(line) > MAX_LINE]
+    assert wide == []
 
 
 # The fixed top level (the project's layout), with the benchmark figures

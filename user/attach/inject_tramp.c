@@ -112,8 +112,10 @@ _Static_assert(offsetof(struct inj_data, xsave) == D_XSAVE, "D layout");
  */
 asm(".pushsection .text.ptbpf_inj, \"ax\", @progbits\n"
     ".balign 64\n"
-    ".globl ptbpf_inj_start, ptbpf_inj_final_rbx, ptbpf_inj_final_rip, ptbpf_inj_owner, ptbpf_inj_end\n"
-    ".hidden ptbpf_inj_start, ptbpf_inj_final_rbx, ptbpf_inj_final_rip, ptbpf_inj_owner, ptbpf_inj_end\n"
+    ".globl ptbpf_inj_start, ptbpf_inj_final_rbx, ptbpf_inj_final_rip\n"
+    ".globl ptbpf_inj_owner, ptbpf_inj_end\n"
+    ".hidden ptbpf_inj_start, ptbpf_inj_final_rbx, ptbpf_inj_final_rip\n"
+    ".hidden ptbpf_inj_owner, ptbpf_inj_end\n"
     "ptbpf_inj_start:\n"
     "	movabs $" STR(INJ_STARTED) ", %rax\n"
     "	mov %rax, " D_(STATE) "\n"

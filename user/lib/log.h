@@ -43,7 +43,8 @@ struct log_limit {
 	} kinds[LOG_LIMIT_KINDS];
 	int nkinds;
 };
-#define LOG_LIMIT_INIT(prefix, what) { PTHREAD_MUTEX_INITIALIZER, prefix, what, 0, 0, { { "", 0 } }, 0 }
+#define LOG_LIMIT_INIT(prefix, what) \
+	{ PTHREAD_MUTEX_INITIALIZER, prefix, what, 0, 0, { { "", 0 } }, 0 }
 /* Says "ptbpf: <prefix><line>" unless a line of l was said in the last
  * minute; then counts it under kind ("404", "EMFILE"). Thread-safe. */
 void log_limited(struct log_limit *l, const char *kind, const char *fmt, ...)

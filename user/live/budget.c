@@ -27,7 +27,8 @@ void budget_publish_metrics(struct session *s)
 	if (!s->win.metrics)
 		return;
 	session_stats(s, st);
-	metrics_update(s->win.metrics, s->join, s->dec->timeline, s->targets, s->ntargets, session_lost(st));
+	metrics_update(s->win.metrics, s->join, s->dec->timeline, s->targets, s->ntargets,
+		       session_lost(st));
 }
 
 /* The traced processes' CPU seconds (user + system), living ones only. */

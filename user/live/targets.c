@@ -652,7 +652,8 @@ void targets_watch_new(struct session *s, int pid, uint64_t ts, bool was_traced)
 		return;
 	for (i = 0; i < s->find.nmapped && s->find.mapped[i].pid != pid; i++)
 		;
-	if (i == s->find.nmapped && s->find.nmapped < (int)(sizeof(s->find.mapped) / sizeof(s->find.mapped[0])))
+	if (i == s->find.nmapped &&
+	    s->find.nmapped < (int)(sizeof(s->find.mapped) / sizeof(s->find.mapped[0])))
 		s->find.nmapped++;
 	else if (i == s->find.nmapped) /* full: the oldest watch makes room */
 		i = 0;

@@ -92,7 +92,8 @@ struct export {
 	struct xproc procs[RD_MAX_PROCS];
 	int nprocs;
 	uint64_t gpu_named;   /* devices whose GPU process was named (bit per device) */
-	struct { bool on; size_t track; uint64_t ts; int64_t bytes, value; } mem; /* a "[memory]" instant */
+	/* a "[memory]" instant */
+	struct { bool on; size_t track; uint64_t ts; int64_t bytes, value; } mem;
 	int64_t cupti_version, runtime_version, driver_version;
 	uint32_t name_versions;
 };

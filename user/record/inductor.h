@@ -3,7 +3,7 @@
  * What a Triton kernel of torch.compile fuses, read from the module
  * Inductor generated for its graph (the "output code"): above each
  * `NAME = async_compile.triton('NAME', ...)` it writes
- *     # Topologically Sorted Source Nodes: [linear_7, input_4], Original ATen: [aten.addmm, aten.add]
+ *     # Topologically Sorted Source Nodes: [linear_7], Original ATen: [aten.addmm]
  * naming the model's FX nodes and the ATen ops the kernel replaces.
  *
  * A job's modules lie in its Inductor cache: TORCHINDUCTOR_CACHE_DIR from

@@ -92,7 +92,9 @@ struct join {
 	bool entries_only;
 };
 
-enum close_why { CLOSE_END, CLOSE_UNWOUND, CLOSE_MISSED, CLOSE_EXIT, CLOSE_STOP, CLOSE_LOST, CLOSE_EXEC };
+enum close_why {
+	CLOSE_END, CLOSE_UNWOUND, CLOSE_MISSED, CLOSE_EXIT, CLOSE_STOP, CLOSE_LOST, CLOSE_EXEC
+};
 
 /* join.c */
 uint64_t join_bwd_flow_id(int pid, uint64_t seq);

@@ -154,7 +154,8 @@ struct rd_kernel {
 
 /* A launch, from its correlation instant until its GPU activity. */
 struct rd_launch {
-	uint64_t ops[2][RD_MAX_ANCESTORS]; /* op keys of the open ops, innermost first: by name, by shape */
+	/* op keys of the open ops, innermost first: by name, by shape */
+	uint64_t ops[2][RD_MAX_ANCESTORS];
 	int nops;
 	int64_t corr;       /* the correlation number, or -1 */
 	int64_t pid, tid;
