@@ -136,15 +136,28 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
+# The injected load outlived ptbpf's 10 s wait, and ptbpf said so, traced
+# with uprobes and switched the agent on once it loaded.
+LOAD_OUTLIVED = ("did not finish within 10000 ms", "agent switched on")
+
+
 def attach_again_and_again(tmp_path, n, walker=False):
     """n captures of 1 s by `ptbpf -p` over a job in a dlopen/dlclose loop
     (tests/workloads/dlopen_loop.py), beside a thread in slow loader walks
-    if walker: after each, the job still runs, the agent was on and is gone."""
+    if walker: after each, the job still runs, the agent was on and is gone.
+    With the walker the injected dlopen waits for the loader's lock (in slow
+    attaches the main thread sat in a futex on a lock in _rtld_global while
+    the walker ran): once in 20 attaches of a full run on the CI VM it
+    outlived ptbpf's 10 s wait (0 in 140 attaches of the loop alone: 80 on
+    an idle VM, 60 beside two busy loops, where 13 loads took over 3 s).
+    ptbpf then says so, traces with uprobes, and switches the
+    agent on once loaded: allowed in a quarter of the attaches at most."""
     lib = require(os.path.join(BUILD, "inject_lib.so"))
     argv = [PYTHON, os.path.join(ROOT, "tests", "workloads", "dlopen_loop.py"), lib]
     if walker:
         argv.append(require(os.path.join(BUILD, "loader_walk.so")))
     job = Proc(argv, env=dict(os.environ, INJECT_LIB_OUT="/dev/null"))
+    outlived = 0
     try:
         pid = int(job.wait_line("ready ")[0].split()[1])
         for i in range(n):
@@ -154,7 +167,10 @@ def attach_again_and_again(tmp_path, n, walker=False):
             assert job.p.poll() is None, "attach %d: the job died (%s): %s" % (
                 i, job.p.returncode, job.drain_err()[-2000:])
             assert r.returncode == 0, r.stderr
-            assert "ops from the agent" in r.stderr, r.stderr
+            late = walker and all(w in r.stderr for w in LOAD_OUTLIVED)
+            outlived += late
+            assert late or "ops from the agent" in r.stderr, r.stderr
+            assert outlived <= n // 4, r.stderr
             t0 = cpu_ticks(pid)
             time.sleep(0.5)
             assert cpu_ticks(pid) > t0, "attach %d: the job stopped running (deadlocked)" % i
