@@ -10,6 +10,7 @@ import subprocess
 from conftest import PTBPF, run_traced, workload_argv
 from launches import profiler_kernel_counts, short_kernel_name
 import pftrace
+import rawfile
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "gpu")
 
@@ -205,30 +206,19 @@ def test_graph_replayed_kernels_name_the_op_that_captured_them(tmp_path):
                                             "CompiledFunctionBackward"} for e in graphed)
 
 
-# A raw capture's ring records of graph nodes (struct ptbpf_event, then
-# struct ptbpf_agent_graph_node): EV_AGENT_RECORD with AGENT_REC_GRAPH_NODE.
-EV_AGENT_RECORD, AGENT_REC_GRAPH_NODE, EVENT_HDR = 14, 4, 56
-
-
-def raw_items(path):
-    """(tag, payload) of each item of a raw capture (record/raw.h)."""
-    with open(path, "rb") as f:
-        b = f.read()
-    assert b.startswith(b"PTBPFRAW1\n")
-    i = 10
-    while i < len(b):
-        n = struct.unpack_from("<I", b, i + 1)[0]
-        yield b[i:i + 1], b[i + 5:i + 5 + n]
-        i += 5 + n
+# A graph node's ring record: EV_AGENT_RECORD with AGENT_REC_GRAPH_NODE
+# (include/ptbpf_events.h), then struct ptbpf_agent_graph_node.
+AGENT_REC_GRAPH_NODE = 4
 
 
 def graph_node(payload):
     """(kind, node id, original id) of a graph node's ring record, else None."""
-    if len(payload) < EVENT_HDR + 32 or struct.unpack_from("<HxxI", payload, 16) != (
-            EV_AGENT_RECORD, AGENT_REC_GRAPH_NODE):
+    hdr = rawfile.EVENT_HDR
+    if len(payload) < hdr + 32 or struct.unpack_from("<HxxI", payload, 16) != (
+            rawfile.EV_AGENT_RECORD, AGENT_REC_GRAPH_NODE):
         return None
-    node, original = struct.unpack_from("<QQ", payload, EVENT_HDR)
-    return struct.unpack_from("<I", payload, EVENT_HDR + 24)[0], node, original
+    node, original = struct.unpack_from("<QQ", payload, hdr)
+    return struct.unpack_from("<I", payload, hdr + 24)[0], node, original
 
 
 def test_graph_nodes_cloned_from_nodes_never_seen_made(tmp_path):
@@ -240,16 +230,16 @@ def test_graph_nodes_cloned_from_nodes_never_seen_made(tmp_path):
     instantiation after), the clones' kernels have no capturing op: not the
     op of the instantiating call, which the copy's record named."""
     path = os.path.join(DATA, "graph_ops.raw")
-    nodes = [g for tag, p in raw_items(path) if tag == b"R" for g in [graph_node(p)] if g]
+    nodes = [g for tag, p in rawfile.items(path) if tag == b"R" for g in [graph_node(p)] if g]
     captured = {original for kind, _, original in nodes if kind == 2}
     assert len(captured) == 59 and len(nodes) == 179
     cut = tmp_path / "uncaptured.raw"
     with open(cut, "wb") as f:
-        f.write(b"PTBPFRAW1\n")
-        for tag, p in raw_items(path):
+        f.write(rawfile.MAGIC)
+        for tag, p in rawfile.items(path):
             g = graph_node(p) if tag == b"R" else None
             if not (g and g[0] == 1 and g[1] in captured):
-                f.write(tag + struct.pack("<I", len(p)) + p)
+                f.write(rawfile.item(tag, p))
     t = replay(str(cut), str(tmp_path / "uncaptured.pftrace"))
     assert t.validate() == []
     replayed = [s for s in t.slices if s.category == "kernel" and "graph_id" in s.args]
