@@ -10,7 +10,12 @@ header (size_t payload size, char type[32]) then the payload: "ctxt" (a
 LibkinetoContext, answered with an int32) or "req" (a LibkinetoRequest:
 int type, int n, int64 jobid, int32 pids[n]; answered with a config text,
 empty when nothing is asked). This serves one socket file; post() sets
-the config text that the next "req" gets.
+the config text that the next "req" of the traced process gets.
+
+Like dynolog asked for one pid, it answers only that process: every
+process with KINETO_USE_DAEMON polls, Inductor's compile workers too (they
+inherit the job's environment), and a worker given the job's request
+writes an empty trace under its own pid (seen on the H200, 2026-12-04).
 """
 import json
 import os
@@ -35,12 +40,14 @@ def environment(conf_dir):
     return ipc
 
 
-def written_trace(base):
-    """The trace Kineto wrote for ACTIVITIES_LOG_FILE=base.json, parsed;
+def written_trace(base, pid=None):
+    """The trace Kineto wrote for ACTIVITIES_LOG_FILE=base.json (Kineto may
+    add _PID before .json: then pid's, by default this process's), parsed;
     None while there is none, or it is still being written."""
     d, stem = os.path.split(base)
-    for f in sorted(os.listdir(d)):  # Kineto may add _PID before .json
-        if f == stem + ".json" or (f.startswith(stem + "_") and f.endswith(".json")):
+    names = (stem + ".json", "%s_%d.json" % (stem, pid or os.getpid()))
+    for f in sorted(os.listdir(d)):
+        if f in names:
             try:
                 with open(os.path.join(d, f)) as fh:
                     return json.load(fh)
@@ -50,7 +57,11 @@ def written_trace(base):
 
 
 class FakeDynolog:
-    def __init__(self, socket_dir):
+    REQUEST = struct.Struct("=iiq")  # type, n, jobid; then int32 pids[n], the asker's first
+
+    def __init__(self, socket_dir, pid=None):
+        self.pid = pid or os.getpid()   # the process traced on demand
+        self.others = 0         # polls answered empty: another process asked
         self.path = os.path.join(socket_dir, "dynolog")
         if os.path.exists(self.path):
             os.unlink(self.path)
@@ -83,6 +94,12 @@ class FakeDynolog:
     def _reply(self, kind, payload, to):
         self.sock.sendto(HEADER.pack(len(payload), kind) + payload, to)
 
+    def _asker_is_traced(self, data):
+        at = HEADER.size + self.REQUEST.size
+        if len(data) < at + 4:
+            return False
+        return struct.unpack_from("=i", data, at)[0] == self.pid
+
     def _serve(self):
         while True:
             try:
@@ -98,6 +115,9 @@ class FakeDynolog:
                 if kind == b"ctxt":
                     self.contexts += 1
                     self._reply(b"ctxt", struct.pack("=i", 1), peer)
+                elif kind == b"req" and not self._asker_is_traced(data):
+                    self.others += 1
+                    self._reply(b"req", b"", peer)
                 elif kind == b"req":
                     self.requests += 1
                     with self.lock:
