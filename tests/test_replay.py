@@ -248,6 +248,37 @@ def test_graph_nodes_cloned_from_nodes_never_seen_made(tmp_path):
         == []
 
 
+def replayed_ops(trace):
+    """{kernel name: {captured_by}} of a trace's replayed kernels."""
+    ops = {}
+    for s in trace.slices:
+        if s.category == "kernel" and "graph_id" in s.args:
+            ops.setdefault(s.name, set()).add(s.args.get("captured_by"))
+    return ops
+
+
+def test_daemon_window_joins_replays_through_the_kept_map(tmp_path):
+    """A `ptbpf daemon --keep-graphs` window over 30 steps of the same
+    reduce-overhead job, opened long after its graphs were captured (H200,
+    2026-12-04, tests/gpu's test_daemon_keeps_the_capture_map). The window
+    holds no capture of its own, only the map the always-on layer kept and
+    sent at its start: 61 nodes made in the captures, each with the op open
+    then, and the instantiations' 59 clones of them (the agent's clone took
+    over each copy made under CompiledFunction). All 1,770 replayed kernels
+    join through it, clone to captured node to op. The oracle: graph_ops.raw,
+    `ptbpf run` of the same job, which saw each capture itself, names the
+    same ops for each of the 18 kernels."""
+    t = replay(os.path.join(DATA, "graph_kept.raw"), str(tmp_path / "kept.pftrace"))
+    assert t.validate() == []
+    replayed = [s for s in t.slices if s.category == "kernel" and "graph_id" in s.args]
+    assert len(replayed) == 1770
+    assert all(s.args.get("capture_kept") and s.args.get("captured_by") for s in replayed)
+    run = replay(os.path.join(DATA, "graph_ops.raw"), str(tmp_path / "run.pftrace"))
+    want, got = replayed_ops(run), replayed_ops(t)
+    assert len(want) == 18 and got == want
+    assert {"aten::mm", "aten::addmm"} <= set.union(*got.values())
+
+
 def test_triton_kernels_carry_the_aten_ops_they_fuse(tmp_path):
     """torch.compile (default mode, 3 steps, H200, 2026-12-02): every
     Triton kernel names the ATen ops and model nodes it fuses, which ptbpf
