@@ -25,11 +25,11 @@ class Job:
     script = JOB
     counted = "gpu_events"
 
-    def __init__(self, tmp_path, name, *extra):
+    def __init__(self, tmp_path, name, *extra, env=None):
         self.cue = tmp_path / name
         self.cue.mkdir()
         self.p = Proc([PYTHON, self.script, "--cue", str(self.cue)] + list(extra),
-                      env=dict(os.environ, PYTHONFAULTHANDLER="1"))
+                      env=dict(os.environ, PYTHONFAULTHANDLER="1", **(env or {})))
         self.p.wait_line("ready", timeout=300)
         self.pid = self.p.p.pid
         self.k = 0
@@ -162,11 +162,12 @@ def test_daemon_windows_over_the_sessions(tmp_path, control, keep):
     """The daemon's windows come and go over the job's own sessions; with
     --keep-graphs its always-on layer holds CUPTI's graph callbacks between
     them and gives them up as the job's profiler subscribes."""
-    job = Job(tmp_path, "j")
+    tag = "coexist-%d-%s" % (os.getpid(), keep)
+    job = Job(tmp_path, "j", env={"PTBPF_COEXIST_TEST": tag})
     out = tmp_path / "d"
     out.mkdir()
-    d = Proc([PTBPF, "daemon", "--out-dir", str(out), "--every", "2s", "--window", "1s"] +
-             (["--keep-graphs"] if keep else []))
+    d = Proc([PTBPF, "daemon", "--out-dir", str(out), "--every", "2s", "--window", "1s",
+              "--match-env", "PTBPF_COEXIST_TEST=" + tag] + (["--keep-graphs"] if keep else []))
     try:
         time.sleep(1)
         job.session()
