@@ -24,7 +24,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "gpu"))
-from test_coexist import OnDemandJob, PTBPF  # noqa: E402
+from conftest import PTBPF  # noqa: E402
+from sessions import OnDemandJob  # noqa: E402
 
 
 def main():
