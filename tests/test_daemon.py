@@ -11,6 +11,8 @@ import subprocess
 import time
 import urllib.request
 
+import pytest
+
 from conftest import PTBPF, PYTHON, WORKLOAD, Proc, pftrace, ptbpf_links, require
 
 
@@ -187,28 +189,34 @@ def test_daemon_refuses_bad_options(tmp_path):
         assert r.stderr.count("\n") == 1 and msg in r.stderr, (args, r.stderr)
 
 
-def test_keep_graphs_in_a_process_without_cuda(tmp_path):
-    """--keep-graphs reaches the agents with the step signal and back
-    through a window's end: in a CPU-only process the window's agent says
-    the map is not kept and why (no CUDA), the step signal goes on as
-    without it, and the job runs on untouched."""
+@pytest.mark.parametrize("keep", [True, False])
+def test_capture_map_in_a_process_without_cuda(tmp_path, keep):
+    """With --keep-graphs the always-on layer keeps CUDA graphs' capture
+    map, and says so as it starts (without it: not). In a CPU-only process
+    there is no graph to keep: a window's agent says nothing of the map,
+    the step signal goes on as without it, and the job runs on untouched."""
     require(PTBPF)
     tag = "keep-%d" % os.getpid()
     work = start_looping_rank(tmp_path, 0, tag)
     out_dir = tmp_path / "traces"
-    d = Proc([PTBPF, "daemon", "--keep-graphs", "--out-dir", str(out_dir), "--every", "1h",
-              "--window", "1s", "--budget", "0", "--no-samples", "--match-env",
-              "PTBPF_DAEMON_TEST=" + tag])
+    d = Proc([PTBPF, "daemon", "--out-dir", str(out_dir), "--every", "1h", "--window", "1s",
+              "--budget", "0", "--no-samples", "--match-env", "PTBPF_DAEMON_TEST=" + tag]
+             + (["--keep-graphs"] if keep else []))
     try:
-        d.wait_line("ptbpf: daemon: pid %d" % work.p.pid, stream="stderr", timeout=60)
+        line, err = d.wait_line("ptbpf: daemon: step signal on", stream="stderr", timeout=60)
+        assert ("CUDA graphs' capture map kept" in line) == keep, line
+        more = d.wait_line("ptbpf: daemon: pid %d" % work.p.pid, stream="stderr",
+                           timeout=60)[1]
         d.p.send_signal(signal.SIGUSR1)
-        line, err = d.read_until(lambda x: "the capture map is not kept" in x, timeout=60,
-                                 stream="stderr")
-        assert line and "the process has no CUDA" in line, err
+        line, most = d.read_until(lambda x: "ptbpf: daemon: window " in x, timeout=60,
+                                  stream="stderr")
+        assert line, most
         d.p.send_signal(signal.SIGINT)
         rc, _, derr = d.finish(timeout=60)
         assert rc == 0, derr
         assert work.p.poll() is None
+        assert [f for f in os.listdir(out_dir) if f.endswith(".pftrace")]
+        assert "graphs:" not in err + more + most + derr, err + more + most + derr
     finally:
         d.kill()
         work.kill()

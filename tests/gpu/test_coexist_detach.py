@@ -114,6 +114,45 @@ def test_sessions_that_start_as_ptbpf_detaches(tmp_path):
     assert not bad, (control, bad)
 
 
+def test_daemon_windows_over_kineto_on_demand_traces(tmp_path):
+    """A daemon up before the job's on-demand traces, its always-on layer
+    keeping CUDA graphs' capture map (--keep-graphs) and its windows (1 s
+    every 2 s) coming and going over them: every trace keeps its GPU side.
+    Kineto's daemon client may have used CUPTI before the map could
+    subscribe (then the map is refused, and said so), or the map gives
+    CUPTI's callbacks up as Kineto takes the activity API."""
+    tag = "odd-%d" % os.getpid()
+    job = OnDemandJob(tmp_path, "odd", "--steps", "200", env={"PTBPF_COEXIST_TEST": tag})
+    job.session()
+    control = job.result(0)
+    assert control.get("kernel", 0) > 100 and control.get("cuda_runtime", 0) > 100, control
+    out = tmp_path / "d"
+    out.mkdir()
+    d = Proc([PTBPF, "daemon", "--out-dir", str(out), "--every", "2s", "--window", "1s",
+              "--no-samples", "--keep-graphs", "--match-env", "PTBPF_COEXIST_TEST=" + tag])
+    got = []
+    try:
+        line, err = d.wait_line("ptbpf: daemon: step signal on", stream="stderr", timeout=60)
+        assert "CUDA graphs' capture map kept" in line, line
+        d.wait_line("ptbpf: daemon: pid %d" % job.pid, stream="stderr", timeout=60)
+        time.sleep(3)
+        for k in range(1, 4):
+            job.session()
+            got.append(job.result(k))
+    finally:
+        d.p.send_signal(signal.SIGINT)
+        rc, _, derr = d.finish(timeout=120)
+    job.session()
+    got.append(job.result(4))
+    job.end()
+    print([x for x in (err + derr).splitlines() if "graphs:" in x][-3:])
+    assert rc == 0, derr[-3000:]
+    for k, c in enumerate(got, 1):
+        for cat, n in control.items():
+            assert c.get(cat, 0) >= n // 2, (k, cat, c, control, derr[-3000:])
+    assert [f for f in os.listdir(out) if f.endswith(".pftrace")]
+
+
 def anchors(err):
     """(left with the job, handed back empty) from the agent's "GPU
     timeline off" lines of one ptbpf run: an anchor goes back empty when
@@ -216,7 +255,8 @@ def test_profiler_after_daemon_windows_over_busy_jobs(tmp_path):
     kept one correlation id for every later API record, and 1 job in 10 died
     in its profiler's stop ("inserted.second", collection.cpp:1152; 4 of 4
     such sessions had one id throughout, H200, 2026-12-02). Six jobs at a
-    time, each with its own daemon (--match-env), three rounds: 18 runs,
+    time, each with its own daemon (--match-env; every other one keeping
+    CUDA graphs' capture map, --keep-graphs), three rounds: 18 runs,
     each with three subscriptions (PTBPF_RECIPE_ROUNDS rounds: more for a
     rate)."""
     failed = []
@@ -229,12 +269,14 @@ def test_profiler_after_daemon_windows_over_busy_jobs(tmp_path):
             job = Proc([PYTHON, BUSY_JOB, str(cue)],
                        env=dict(os.environ, PTBPF_TEST_BUSY=tag, PYTHONFAULTHANDLER="1"))
             runs.append([tag, cue, job, None])
-        for run in runs:
+        for k, run in enumerate(runs):
             run[2].wait_line("ready", timeout=300)
             out = tmp_path / run[0]
             out.mkdir()
+            # Half of them keep CUDA graphs' capture map between windows.
+            keep = ["--keep-graphs"] if k % 2 else []
             run[3] = Proc([PTBPF, "daemon", "--out-dir", str(out), "--every", "4s",
-                           "--window", "2s", "--match-env", "PTBPF_TEST_BUSY=" + run[0]])
+                           "--window", "2s", "--match-env", "PTBPF_TEST_BUSY=" + run[0]] + keep)
         time.sleep(9)
         for run in runs:
             run[3].p.send_signal(signal.SIGINT)

@@ -405,9 +405,11 @@ void graphs_send(void)
 
 	next_try = 0; /* asked for and not on: a look now, so that what is said is so */
 	try_on(agent_mono_ns());
-	if (wanted && !atomic_load(&keeping) && !atomic_load(&lost))
+	/* A process without CUDA has no graph to keep: nothing to say (the map
+	 * is on by default in every process a daemon watches). */
+	if (wanted && refused && !atomic_load(&keeping) && !atomic_load(&lost))
 		agent_report(PTBPF_AGENT_GRAPHS, 0, "graphs: the capture map is not kept: %s",
-			     refused ? why_not : "the process has no CUDA");
+			     why_not);
 	if (!n)
 		return;
 	if (n > KEPT_MAX)

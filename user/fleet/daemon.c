@@ -294,11 +294,15 @@ int daemon_run(const struct options *opt, daemon_window_fn window, volatile sig_
 		(unsigned long)opt->window_s, (unsigned long)opt->every_s, opt->out_dir,
 		opt->align ? ", epoch-aligned" : "", m ? "; metrics at http" : "",
 		m && web_config_tls(wc) ? "s://" : m ? "://" : "", m ? opt->metrics_listen : "");
-	if (st && opt->slow_k)
-		log_msg("daemon: step signal on; a window when a step takes over %gx the median of "
-			"the %u before it\n", opt->slow_k, (unsigned)opt->slow_w);
-	else if (st)
-		log_msg("daemon: step signal on\n");
+	if (st) {
+		char slow[96] = "";
+
+		if (opt->slow_k)
+			snprintf(slow, sizeof(slow), "; a window when a step takes over %gx the "
+				 "median of the %u before it", opt->slow_k, (unsigned)opt->slow_w);
+		log_msg("daemon: step signal on%s%s\n", opt->keep_graphs ? ", CUDA graphs' "
+			"capture map kept" : "", slow);
+	}
 	if (!st && opt->hang_k)
 		log_msg("daemon: no hang capture (--hang): it reads the step signal, which %s "
 			"leaves out\n", opt->no_agent ? "--no-agent" : "--no-step-signal");
