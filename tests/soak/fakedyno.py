@@ -40,16 +40,14 @@ def environment(conf_dir):
     return ipc
 
 
-def written_trace(base, pid=None):
-    """The trace Kineto wrote for ACTIVITIES_LOG_FILE=base.json (Kineto may
-    add _PID before .json: then pid's, by default this process's), parsed;
-    None while there is none, or it is still being written."""
-    d, stem = os.path.split(base)
-    names = (stem + ".json", "%s_%d.json" % (stem, pid or os.getpid()))
-    for f in sorted(os.listdir(d)):
-        if f in names:
+def written_trace(base):
+    """The trace Kineto wrote for ACTIVITIES_LOG_FILE=base.json in this
+    process (Kineto may add _PID before .json), parsed; None while there is
+    none, or it is still being written."""
+    for path in (base + ".json", "%s_%d.json" % (base, os.getpid())):
+        if os.path.exists(path):
             try:
-                with open(os.path.join(d, f)) as fh:
+                with open(path) as fh:
                     return json.load(fh)
             except ValueError:  # still being written
                 return None
@@ -57,11 +55,11 @@ def written_trace(base, pid=None):
 
 
 class FakeDynolog:
-    REQUEST = struct.Struct("=iiq")  # type, n, jobid; then int32 pids[n], the asker's first
+    # The asker's pid: a "req" payload's pids[0], after type, n and jobid.
+    ASKER = HEADER.size + struct.calcsize("=iiq")
 
-    def __init__(self, socket_dir, pid=None):
-        self.pid = pid or os.getpid()   # the process traced on demand
-        self.others = 0         # polls answered empty: another process asked
+    def __init__(self, socket_dir):
+        self.pid = os.getpid()  # the process traced on demand: the one serving
         self.path = os.path.join(socket_dir, "dynolog")
         if os.path.exists(self.path):
             os.unlink(self.path)
@@ -95,10 +93,8 @@ class FakeDynolog:
         self.sock.sendto(HEADER.pack(len(payload), kind) + payload, to)
 
     def _asker_is_traced(self, data):
-        at = HEADER.size + self.REQUEST.size
-        if len(data) < at + 4:
-            return False
-        return struct.unpack_from("=i", data, at)[0] == self.pid
+        return (len(data) >= self.ASKER + 4 and
+                struct.unpack_from("=i", data, self.ASKER)[0] == self.pid)
 
     def _serve(self):
         while True:
@@ -116,7 +112,6 @@ class FakeDynolog:
                     self.contexts += 1
                     self._reply(b"ctxt", struct.pack("=i", 1), peer)
                 elif kind == b"req" and not self._asker_is_traced(data):
-                    self.others += 1
                     self._reply(b"req", b"", peer)
                 elif kind == b"req":
                     self.requests += 1

@@ -405,8 +405,9 @@ void graphs_send(void)
 
 	next_try = 0; /* asked for and not on: a look now, so that what is said is so */
 	try_on(agent_mono_ns());
-	/* A process without CUDA has no graph to keep: nothing to say (the map
-	 * is on by default in every process a daemon watches). */
+	/* A process without CUDA has no graph to keep: nothing to say (a
+	 * daemon asks for the map in every process it watches, CPU-only ones
+	 * too). */
 	if (wanted && refused && !atomic_load(&keeping) && !atomic_load(&lost))
 		agent_report(PTBPF_AGENT_GRAPHS, 0, "graphs: the capture map is not kept: %s",
 			     why_not);
