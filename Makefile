@@ -110,8 +110,9 @@ $(AGENT): $(AGENT_SRCS) $(wildcard user/agent/*.h) include/ptbpf_agent.h include
 	$(Q)$(CC) $(AGENT_CFLAGS) $(AGENT_SRCS) -o $@ -Wl,-z,defs -ldl -pthread
 
 # C unit tests link the loader's modules except main.o. test_links stands
-# in for libbpf's link destroy (it counts the order links go in).
-$(OUTPUT)/test_links: LDLIBS += -Wl,--wrap=bpf_link__destroy
+# in for the link keeper (it counts the order links go in) and libbpf.
+$(OUTPUT)/test_links: LDLIBS += -Wl,--wrap=keeper_attach,--wrap=keeper_destroy \
+	-Wl,--wrap=bpf_link__destroy,--wrap=bpf_program__fd
 $(OUTPUT)/test_%: tests/unit/test_%.c $(filter-out $(OBJ)/main.o,$(USER_OBJS))
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(filter %.c %.o,$^) $(LDLIBS) -o $@

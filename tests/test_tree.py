@@ -249,7 +249,7 @@ def test_every_bpf_object_is_loaded_in_attach():
 # trace/perfetto*), some an object's that a file serves (str_set_, insn_).
 PREFIXES = {
     "": {"main", "cli", "argp"},  # argp_: the names argp looks up
-    "attach": {"agent", "exec", "func", "gpu", "inject", "insn", "leaving", "link", "op",
+    "attach": {"agent", "exec", "func", "gpu", "inject", "insn", "keeper", "leaving", "link", "op",
                "probes", "ptbpf", "sample", "sched", "target", "tramp"},
     "record": {"gpu", "inductor", "join", "mem", "natsym", "offcpu", "ops", "pystack", "raw",
                "reorder", "rf", "route", "rpc", "sample", "sched", "shapes"},

@@ -26,6 +26,7 @@
 #include "attach/agent_ctl.h"
 #include "attach/agent_probes.h"
 #include "attach/claim.h"
+#include "attach/keeper.h"
 #include "attach/leaving.h"
 #include "attach/target.h"
 #include "fleet/daemon.h"
@@ -292,6 +293,8 @@ static const struct command {
 
 int main(int argc, char **argv)
 {
+	if (argc >= 1 && !strcmp(argv[0], KEEPER_ARGV0))
+		return keeper_main(); /* ptbpf's own, started by keeper.c */
 	/* libbpf reads and parses the kernel's BTF (5.5 MB) once per BPF
 	 * object, up to 6 an attach. glibc serves blocks that big with fresh
 	 * mmaps whose pages fault in anew each time, dear on these VMs;

@@ -51,17 +51,17 @@ int main(void)
 	if (pipe(pipe_fd))
 		return 2;
 	expect(SIGINT, "ptbpf: second interrupt: leaving now; nothing this ptbpf attached stays "
-	       "(the kernel removes its probes)\n", 0);
+	       "(its probes are taken out as it leaves)\n", 0);
 	/* A trace file before tracing started holds no trace: removed, unsaid. */
 	snprintf(path, sizeof(path), "/tmp/ptbpf-test-leaving-%d.partial", (int)getpid());
 	close(open(path, O_CREAT | O_WRONLY, 0600));
 	leaving_trace(path, false);
 	expect(SIGINT, "ptbpf: second interrupt: leaving now; nothing this ptbpf attached stays "
-	       "(the kernel removes its probes)\n", 10);
+	       "(its probes are taken out as it leaves)\n", 10);
 	CHECK(access(path, F_OK) && errno == ENOENT, "the unstarted trace removed", 10);
 	leaving_trace("/t/x.pftrace.partial", true);
 	expect(SIGTERM, "ptbpf: second SIGTERM: leaving now; nothing this ptbpf attached stays "
-	       "(the kernel removes its probes); the unfinished trace stays in "
+	       "(its probes are taken out as it leaves); the unfinished trace stays in "
 	       "/t/x.pftrace.partial\n", 1);
 	leaving_agent(5, LEAVING_LOADING, false);
 	expect(SIGINT, "ptbpf: second interrupt: leaving now; ptbpf was loading its agent into "

@@ -3,64 +3,75 @@
  * Unit test of the link sets (user/attach/links.c): at detach every probe
  * that begins a slice must be gone before any probe that ends one is
  * taken out, whether the whole set goes or one process's links. Built
- * with --wrap=bpf_link__destroy: the "links" are numbered tokens, and each
- * destroy of a begin probe takes 2 ms (the kernel's grace period, shortened),
- * so that an end destroyed beside it shows.
+ * with --wrap for the link keeper's calls and libbpf's: the keeper's
+ * "links" are numbered tokens, taken out in batches (keeper_destroy
+ * returns once its batch is gone), and one link is ptbpf's own (a
+ * tracepoint's), destroyed by libbpf.
  */
 #include "attach/links.h"
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
+#include <bpf/libbpf.h>
 
 #include "check.h"
 
 #define NLINKS 40 /* per process: 20 begins, 20 ends */
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static int norder;                          /* destroys ended */
-static int end_before_begins;               /* ends started while begins remained */
-static int begins_left;                     /* begins of this wave not yet destroyed */
-static int destroyed[4 * NLINKS + 1];
+static int next_id, destroyed[2 * NLINKS], batches, end_before_begins, own_destroyed;
+static bool end_of[2 * NLINKS];
+static int pid_of[2 * NLINKS];
 
-/* A token is 1 + its index in fill(), where even indices are ends. */
-static bool is_end(int tok)
+int __wrap_keeper_attach(int prog_fd, int pid, const char *path, const unsigned long *offsets,
+			 const __u64 *cookies, size_t cnt, bool retprobe, bool end)
 {
-	return (tok - 1) % 2 == 0;
+	(void)prog_fd, (void)path, (void)offsets, (void)cookies, (void)cnt, (void)retprobe;
+	pid_of[next_id] = pid;
+	end_of[next_id] = end;
+	return next_id++;
+}
+
+/* A batch (taken out at once) with an end while a begin of the same
+ * process was still in before it: an end taken out before a begin. */
+int __wrap_keeper_destroy(const int *ids, int n)
+{
+	batches++;
+	for (int i = 0; i < n; i++)
+		for (int j = 0; end_of[ids[i]] && j < next_id; j++)
+			if (!end_of[j] && !destroyed[j] && pid_of[j] == pid_of[ids[i]])
+				end_before_begins++;
+	for (int i = 0; i < n; i++)
+		destroyed[ids[i]]++;
+	return 0;
 }
 
 void __wrap_bpf_link__destroy(struct bpf_link *l)
 {
-	int tok = (int)(uintptr_t)l;
+	(void)l;
+	own_destroyed++;
+}
 
-	pthread_mutex_lock(&mu);
-	if (is_end(tok) && begins_left > 0)
-		end_before_begins++;
-	pthread_mutex_unlock(&mu);
-	if (!is_end(tok))
-		usleep(2000);
-	pthread_mutex_lock(&mu);
-	if (!is_end(tok))
-		begins_left--;
-	destroyed[tok]++;
-	norder++;
-	pthread_mutex_unlock(&mu);
+int __wrap_bpf_program__fd(const struct bpf_program *prog)
+{
+	(void)prog;
+	return 7;
 }
 
 /* Links of two processes, each end kept before its begin (as the probes
- * attach: ends first). */
+ * attach: ends first), and one of ptbpf's own. */
 static void fill(struct link_set *s)
 {
+	LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .cnt = 1);
+
 	for (int i = 0; i < 2 * NLINKS; i++) {
 		int pid = i < NLINKS ? 100 : 200;
-		struct bpf_link *l = (struct bpf_link *)(uintptr_t)(i + 1);
-		int rc = is_end(i + 1) ? link_set_keep_end(s, pid, l) : link_set_keep(s, pid, l);
+		int rc = link_set_uprobes(s, pid, NULL, "/lib", &o, i % 2 == 0);
 
 		CHECK(rc == 0, "kept", i);
 	}
+	CHECK(link_set_keep(s, 0, (struct bpf_link *)(uintptr_t)1) == 0, "own kept", 0);
 }
 
 int main(void)
@@ -71,27 +82,27 @@ int main(void)
 	CHECK(s.n == 0, "and not kept", s.n);
 
 	fill(&s);
-	CHECK(s.n == 2 * NLINKS, "all kept", s.n);
+	CHECK(s.n == 2 * NLINKS + 1, "all kept", s.n);
 
 	/* One process's links: its begins all gone before any of its ends. */
-	begins_left = NLINKS / 2;
 	link_set_destroy_pid(&s, 100);
 	CHECK(end_before_begins == 0, "pid 100: no end taken out while a begin remained",
 	      end_before_begins);
-	CHECK(norder == NLINKS, "pid 100: its links destroyed", norder);
-	CHECK(s.n == NLINKS, "pid 200's links kept", s.n);
-	for (int tok = 1; tok <= NLINKS; tok++)
-		CHECK(destroyed[tok] == 1, "pid 100: each link once", tok);
-	for (int tok = NLINKS + 1; tok <= 2 * NLINKS; tok++)
-		CHECK(destroyed[tok] == 0, "pid 200: none yet", tok);
+	CHECK(batches == 2, "pid 100: begins in one batch, ends in the next", batches);
+	CHECK(s.n == NLINKS + 1, "pid 200's links and ptbpf's own kept", s.n);
+	for (int id = 0; id < NLINKS; id++)
+		CHECK(destroyed[id] == 1, "pid 100: each link once", id);
+	for (int id = NLINKS; id < 2 * NLINKS; id++)
+		CHECK(destroyed[id] == 0, "pid 200: none yet", id);
+	CHECK(own_destroyed == 0, "ptbpf's own link kept", own_destroyed);
 
 	/* The rest. */
-	begins_left = NLINKS / 2;
 	link_set_destroy(&s);
 	CHECK(end_before_begins == 0, "all: no end taken out while a begin remained",
 	      end_before_begins);
-	CHECK(norder == 2 * NLINKS && s.n == 0 && !s.v, "all destroyed, the set empty", norder);
-	for (int tok = 1; tok <= 2 * NLINKS; tok++)
-		CHECK(destroyed[tok] == 1, "each link once", tok);
+	CHECK(s.n == 0 && !s.v && !s.kept, "all destroyed, the set empty", s.n);
+	for (int id = 0; id < 2 * NLINKS; id++)
+		CHECK(destroyed[id] == 1, "each link once", id);
+	CHECK(own_destroyed == 1, "ptbpf's own link destroyed", own_destroyed);
 	return check_summary("test_links");
 }

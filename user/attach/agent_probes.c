@@ -97,8 +97,7 @@ static int attach_one(struct agent_probes *d, struct bpf_program *prog, int pid,
 	 * grace period that runs beside the others' (links.c); a perf-event
 	 * uprobe's is serialized (4 of them took ~420 ms per process). */
 	LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = &off, .cookies = &c, .cnt = 1);
-	return link_set_keep(&d->links, pid, bpf_program__attach_uprobe_multi(prog, pid, path,
-									       NULL, &o));
+	return link_set_uprobes(&d->links, pid, prog, path, &o, false);
 }
 
 static int attach_records(struct agent_probes *d, int pid, const char *path,
@@ -129,8 +128,7 @@ static int attach_records(struct agent_probes *d, int pid, const char *path,
 		cookies[n++] = recs[i].cookie;
 	}
 	LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = offs, .cookies = cookies, .cnt = n);
-	return link_set_keep(&d->links, pid, bpf_program__attach_uprobe_multi(
-		d->skel->progs.agent_record, pid, path, NULL, &o));
+	return link_set_uprobes(&d->links, pid, d->skel->progs.agent_record, path, &o, false);
 }
 
 void agent_probes_ops_words(struct agent_probes *d, const char *words)

@@ -236,11 +236,11 @@ static int attach_lib(struct gpu_probes *g, int pid, enum gpu_lib lib,
 
 		/* Returns first, and gone last: a call must never begin
 		 * without its end. */
-		err = link_set_keep_end(&g->links, pid, bpf_program__attach_uprobe_multi(
-			sk->progs.gpu_return, pid, tl->attach_path, NULL, &r));
+		err = link_set_uprobes(&g->links, pid, sk->progs.gpu_return, tl->attach_path, &r,
+				       true);
 		if (!err)
-			err = link_set_keep(&g->links, pid, bpf_program__attach_uprobe_multi(
-				sk->progs.gpu_entry, pid, tl->attach_path, NULL, &o));
+			err = link_set_uprobes(&g->links, pid, sk->progs.gpu_entry, tl->attach_path,
+					       &o, false);
 	}
 	if (err) {
 		log_msg("pid %d: attaching to %s failed: %s\n", pid, tl->path,

@@ -19,7 +19,7 @@
 #define MAX_PIDS 256
 #define LISTED_PIDS 8
 #define LINE_BYTES (PATH_MAX + 4096)
-#define NOTHING_STAYS "; nothing this ptbpf attached stays (the kernel removes its probes)"
+#define NOTHING_STAYS "; nothing this ptbpf attached stays (its probes are taken out as it leaves)"
 
 static struct {
 	int pid;

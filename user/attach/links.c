@@ -1,84 +1,59 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* A set of BPF links. See links.h. */
 #include "attach/links.h"
+#include "attach/keeper.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <bpf/libbpf.h>
 
-/* Links destroyed at once, each on a thread of its own. */
-#define PARALLEL_MAX 64
-
-static int keep(struct link_set *s, int pid, struct bpf_link *l, bool end)
+/* Adds a slot for a link of pid: ptbpf's own l, or the keeper's id. */
+static int add(struct link_set *s, int pid, struct bpf_link *l, int id, bool end)
 {
-	struct bpf_link **v;
-	int *p;
-	bool *e;
+	struct bpf_link **v = realloc(s->v, (s->n + 1) * sizeof(*v));
+	int *k = v ? realloc(s->kept, (s->n + 1) * sizeof(*k)) : NULL;
+	int *p = k ? realloc(s->pid, (s->n + 1) * sizeof(*p)) : NULL;
+	bool *e = p ? realloc(s->ends, (s->n + 1) * sizeof(*e)) : NULL;
 
-	if (!l)
-		return errno ? -errno : -EINVAL; /* never 0 for a link not made */
-	v = realloc(s->v, (s->n + 1) * sizeof(*v));
 	if (v)
 		s->v = v;
-	p = v ? realloc(s->pid, (s->n + 1) * sizeof(*p)) : NULL;
+	if (k)
+		s->kept = k;
 	if (p)
 		s->pid = p;
-	e = p ? realloc(s->ends, (s->n + 1) * sizeof(*e)) : NULL;
-	if (!e) {
-		bpf_link__destroy(l);
+	if (!e)
 		return -ENOMEM;
-	}
 	s->ends = e;
 	s->v[s->n] = l;
+	s->kept[s->n] = id;
 	s->ends[s->n] = end;
 	s->pid[s->n++] = pid;
 	return 0;
 }
 
+int link_set_uprobes(struct link_set *s, int pid, const struct bpf_program *prog,
+		     const char *path, const struct bpf_uprobe_multi_opts *o, bool end)
+{
+	int id = keeper_attach(bpf_program__fd(prog), pid, path, o->offsets, o->cookies, o->cnt,
+			       o->retprobe, end);
+	int err = id < 0 ? id : add(s, pid, NULL, id, end);
+
+	if (id >= 0 && err)
+		keeper_destroy(&id, 1);
+	return err;
+}
+
 int link_set_keep(struct link_set *s, int pid, struct bpf_link *l)
 {
-	return keep(s, pid, l, false);
-}
+	int err;
 
-int link_set_keep_end(struct link_set *s, int pid, struct bpf_link *l)
-{
-	return keep(s, pid, l, true);
-}
-
-static void *destroy_one(void *l)
-{
-	bpf_link__destroy(l);
-	return NULL;
-}
-
-/*
- * Destroys v[0..n), newest first. Taking a uprobe out waits for an RCU
- * grace period: on kernel 6.18 (CI VM) 8 uprobe.multi links took 459 ms
- * one after another and 84 ms when destroyed at once, each on a thread
- * (perf-event uprobes: 903 and 655 ms; the kernel serializes most of
- * their wait).
- */
-static void destroy_links(struct bpf_link **v, int n)
-{
-	while (n > 0) {
-		pthread_t th[PARALLEL_MAX];
-		bool started[PARALLEL_MAX];
-		int k = n < PARALLEL_MAX ? n : PARALLEL_MAX;
-
-		for (int i = 0; i < k; i++) {
-			struct bpf_link *l = v[n - 1 - i];
-
-			started[i] = k > 1 && !pthread_create(&th[i], NULL, destroy_one, l);
-			if (!started[i])
-				bpf_link__destroy(l);
-		}
-		for (int i = 0; i < k; i++)
-			if (started[i])
-				pthread_join(th[i], NULL);
-		n -= k;
-	}
+	if (!l)
+		return errno ? -errno : -EINVAL; /* never 0 for a link not made */
+	err = add(s, pid, l, -1, false);
+	if (err)
+		bpf_link__destroy(l);
+	return err;
 }
 
 /* Destroys the links of s that pid selects (every link for -1): those
@@ -88,31 +63,33 @@ static void destroy_links(struct bpf_link **v, int n)
  * of a launch loop on the CI VM, nested into "too deep"). */
 static void destroy_matching(struct link_set *s, int pid)
 {
-	struct bpf_link **gone = malloc(s->n * sizeof(*gone) + 1);
-	int kept = 0, ngone = 0, nbegin = 0;
+	int *ids = malloc(s->n * sizeof(*ids) + 1);
+	int kept = 0;
 
 	for (int end = 0; end < 2; end++) {
+		int n = 0;
+
 		for (int i = 0; i < s->n; i++) {
 			if ((pid >= 0 && s->pid[i] != pid) || s->ends[i] != end)
 				continue;
-			if (gone)
-				gone[ngone++] = s->v[i];
-			else
+			if (s->v[i])
 				bpf_link__destroy(s->v[i]);
+			else if (ids)
+				ids[n++] = s->kept[i];
+			else
+				keeper_destroy(&s->kept[i], 1);
 			s->v[i] = NULL;
+			s->kept[i] = -1;
 		}
-		if (!end)
-			nbegin = ngone;
+		if (n)
+			keeper_destroy(ids, n);
 	}
-	if (gone) {
-		destroy_links(gone, nbegin);
-		destroy_links(gone + nbegin, ngone - nbegin);
-		free(gone);
-	}
+	free(ids);
 	for (int i = 0; i < s->n; i++) {
-		if (!s->v[i])
+		if (!s->v[i] && s->kept[i] < 0)
 			continue;
 		s->v[kept] = s->v[i];
+		s->kept[kept] = s->kept[i];
 		s->ends[kept] = s->ends[i];
 		s->pid[kept++] = s->pid[i];
 	}
@@ -128,10 +105,8 @@ void link_set_destroy(struct link_set *s)
 {
 	destroy_matching(s, -1);
 	free(s->v);
+	free(s->kept);
 	free(s->pid);
 	free(s->ends);
-	s->v = NULL;
-	s->pid = NULL;
-	s->ends = NULL;
-	s->n = 0;
+	memset(s, 0, sizeof(*s));
 }

@@ -238,8 +238,7 @@ static int attach_multi(struct probes *p, struct bpf_program *prog, int pid,
 
 	if (!l->n)
 		return 0;
-	return (end ? link_set_keep_end : link_set_keep)(&p->links, pid,
-		bpf_program__attach_uprobe_multi(prog, pid, path, NULL, &o));
+	return link_set_uprobes(&p->links, pid, prog, path, &o, end);
 }
 
 /* A program that must have a site: -ENOENT without one. A uprobe.multi

@@ -106,7 +106,7 @@ int probes_attach_rpc(struct probes *p, const struct target *t)
 		LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = r->off, .cookies = (__u64 *)r->cookie,
 			    .cnt = r->n);
 
-		return link_set_keep(&p->links, t->pid, bpf_program__attach_uprobe_multi(
-			p->skel->progs.rpc_probe, t->pid, t->torch.attach_path, NULL, &o)) ?: 1;
+		return link_set_uprobes(&p->links, t->pid, p->skel->progs.rpc_probe,
+					t->torch.attach_path, &o, false) ?: 1;
 	}
 }

@@ -27,6 +27,7 @@
 #include "fleet/http.h"
 #include "record/gpu_timeline.h"
 #include "record/join.h"
+#include "attach/keeper.h"
 #include "attach/target.h"
 #include "ptbpf_agent.h"
 
@@ -240,13 +241,14 @@ static void render(struct metrics *m, struct evbuffer *b)
 		"# TYPE ptbpf_window_open gauge\nptbpf_window_open %d\n"
 		"# HELP ptbpf_series_dropped_total Processes or kernels past the metric tables.\n"
 		"# TYPE ptbpf_series_dropped_total counter\nptbpf_series_dropped_total %lu\n"
-		"# HELP ptbpf_cpu_seconds_total ptbpf's own CPU time.\n"
+		"# HELP ptbpf_cpu_seconds_total ptbpf's own CPU time, its link keeper's included.\n"
 		"# TYPE ptbpf_cpu_seconds_total counter\nptbpf_cpu_seconds_total %.3f\n"
 		"# HELP ptbpf_resident_memory_bytes ptbpf's own resident memory.\n"
 		"# TYPE ptbpf_resident_memory_bytes gauge\nptbpf_resident_memory_bytes %ld\n",
 		(unsigned long)(m->lost_base + m->lost_cur), (unsigned long)m->windows,
 		m->window_open ? 1 : 0, (unsigned long)m->dropped_series,
-		ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6,
+		ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6 +
+			keeper_cpu_seconds(),
 		rss_pages * sysconf(_SC_PAGESIZE));
 }
 

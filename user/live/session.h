@@ -19,6 +19,7 @@
 #include <sys/resource.h>
 
 #include "cli.h"
+#include "attach/keeper.h"
 #include "attach/target.h"
 #include "fleet/capture.h"
 #include "lib/bpf_cost.h"
@@ -109,14 +110,16 @@ struct session {
 	uint64_t stats_from, stats_to;
 };
 
+/* ptbpf's CPU time, its link keeper's included (it makes and takes out
+ * the uprobes: most of an attach's and a detach's kernel time). */
 static inline double cpu_seconds(void)
 {
 	struct rusage ru;
 
 	if (getrusage(RUSAGE_SELF, &ru))
-		return 0;
+		return keeper_cpu_seconds();
 	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
-	       ru.ru_stime.tv_usec / 1e6;
+	       ru.ru_stime.tv_usec / 1e6 + keeper_cpu_seconds();
 }
 
 /* session.c */
