@@ -181,6 +181,22 @@ def link_holders():
     return holders
 
 
+def keeper_owner(pid):
+    """Whose a link held by pid is: a link keeper's (user/attach/keeper.h)
+    are its ptbpf's, or no one's once that ptbpf is gone (the keeper then
+    takes them out); any other process's are its own."""
+    try:
+        with open("/proc/%d/comm" % pid) as f:
+            if f.read().strip() != "ptbpf-keeper":
+                return pid
+        with open("/proc/%d/status" % pid) as f:
+            ppid = int(re.search(r"^PPid:\s*(\d+)", f.read(), re.M).group(1))
+        with open("/proc/%d/comm" % ppid) as f:
+            return ppid if f.read().strip() == "ptbpf" else None
+    except (OSError, AttributeError):
+        return None
+
+
 def ptbpf_links(holders=None):
     """uprobe_multi / perf links that bpftool sees: none may outlive ptbpf.
     With holders (pids), only the links those processes hold, or that no
@@ -202,6 +218,7 @@ def ptbpf_links(holders=None):
         if "pids" not in link and held is None:
             held = link_holders()
         pids = {p["pid"] for p in link.get("pids", [])} or (held or {}).get(link["id"], set())
+        pids = {keeper_owner(p) for p in pids} - {None}
         if holders is None or not pids or pids & set(holders):
             out.append(link)
     return out
