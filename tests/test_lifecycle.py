@@ -5,11 +5,15 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 
 from conftest import (PTBPF, PYTHON, Proc, links_after_exit, op_ring_totals, ops_lost_marked,
                       run_traced, run_untraced, workload_argv)
 import pftrace
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "soak"))
+from probes import int3_bytes  # noqa: E402  (the probes' breakpoints in a job's text)
 
 
 def start_target(argv, tmp_path):
@@ -158,29 +162,6 @@ def test_sigkill_leaves_target_unharmed(tmp_path):
         target.kill()
 
 
-def breakpoints_left(pid):
-    """int3 bytes in pid's executable file mappings where the file has
-    another byte: probes' breakpoints left in the job."""
-    n = 0
-    with open("/proc/%d/mem" % pid, "rb") as mem, open("/proc/%d/maps" % pid) as maps:
-        for line in maps:
-            f = line.split()
-            if len(f) < 6 or "x" not in f[1] or not f[5].startswith("/"):
-                continue
-            lo, hi = (int(x, 16) for x in f[0].split("-"))
-            try:
-                mem.seek(lo)
-                inside = mem.read(hi - lo)
-                with open(f[5], "rb") as fh:
-                    fh.seek(int(f[2], 16))
-                    onfile = fh.read(hi - lo)
-            except OSError:
-                continue
-            if inside != onfile:
-                n += sum(1 for a, b in zip(inside, onfile) if a == 0xCC and b != 0xCC)
-    return n
-
-
 def test_a_kill_mid_attach_or_detach_leaves_no_breakpoint(tmp_path):
     """SIGKILL while ptbpf attaches or detaches its probes, or a second
     Ctrl-C while it detaches them. The kernel writes and restores a
@@ -210,12 +191,12 @@ def test_a_kill_mid_attach_or_detach_leaves_no_breakpoint(tmp_path):
         if ("second interrupt: leaving now" in err if kind == "second interrupt" else
                 p.returncode == -9 and (kind == "detach" or "ptbpf: tracing pid" not in err)):
             landed[kind] += 1  # the signal came before the attach or detach was over
-        left = breakpoints_left(target.p.pid)
+        left = int3_bytes(target.p.pid)
         assert left == 0, (kind, delay, left, err)
 
     try:
         open(go, "w").close()
-        assert breakpoints_left(target.p.pid) == 0
+        assert int3_bytes(target.p.pid) == 0
         # How long an attach (to "tracing pid") and a detach (SIGINT to exit) take here.
         t0 = time.monotonic()
         p = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)

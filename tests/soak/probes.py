@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""What the soak measures from outside: a job's footprint (/proc), torch's
-RecordFunction calls in it (BCC, where installed), and the host's
-/dev/shm, BPF objects and ptbpf processes."""
+"""What the soak measures from outside: a job's footprint (/proc), the
+probes' breakpoints left in its text, torch's RecordFunction calls in it
+(BCC, where installed), and the host's /dev/shm, BPF objects and ptbpf
+processes."""
 import json
 import os
 import re
 import struct
 import subprocess
 import sys
+import time
 
 AGENT = "libptbpf-agent.so"
 
@@ -20,6 +22,53 @@ def anon_rw(line):
     profiler, CI VM, 2026-11-29); their bytes are judged instead."""
     part = line.split()
     return len(part) == 5 and part[1] == "rw-p"
+
+
+def int3_bytes(pid):
+    """int3 bytes in pid's executable file mappings where its file has
+    another byte: uprobes' breakpoints in the process's text. Only the
+    pages the process has its own copy of are read (a breakpoint is written
+    into such a copy; /proc/PID/pagemap: present or swapped, not the
+    file's page), so that reading faults nothing into the job's RSS."""
+    n, page = 0, os.sysconf("SC_PAGE_SIZE")
+    with open("/proc/%d/mem" % pid, "rb") as mem, open("/proc/%d/maps" % pid) as maps, \
+            open("/proc/%d/pagemap" % pid, "rb") as pagemap:
+        for line in maps:
+            f = line.split()
+            if len(f) < 6 or "x" not in f[1] or not f[5].startswith("/"):
+                continue
+            lo, hi = (int(x, 16) for x in f[0].split("-"))
+            pagemap.seek(lo // page * 8)
+            flags = struct.unpack("<%dQ" % ((hi - lo) // page), pagemap.read((hi - lo) // page * 8))
+            try:
+                with open(f[5], "rb") as fh:
+                    for i, e in enumerate(flags):
+                        if not e >> 62 or e >> 61 & 1:  # not present nor swapped, or the file's
+                            continue
+                        mem.seek(lo + i * page)
+                        fh.seek(int(f[2], 16) + i * page)
+                        inside, onfile = mem.read(page), fh.read(page)
+                        n += sum(1 for a, b in zip(inside, onfile) if a == 0xCC and b != 0xCC)
+            except OSError:
+                continue
+    return n
+
+
+def breakpoints(pid, settle=10.0):
+    """int3_bytes, polled for up to settle s while not 0: a probe whose link
+    was closed a moment ago (the soak's own BCC count's) goes out a moment
+    later. None may stay: before ptbpf's link keeper, a link made or closed
+    by a ptbpf being killed left them (user/attach/keeper.h). None if pid
+    is gone."""
+    deadline = time.time() + settle
+    while True:
+        try:
+            n = int3_bytes(pid)
+        except OSError:
+            return None
+        if not n or time.time() > deadline:
+            return n
+        time.sleep(0.5)
 
 
 def proc_state(pid):

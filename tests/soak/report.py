@@ -281,7 +281,9 @@ class Result:
                                    j.first_maps, self.end["jobs"][j.name].get("maps", {})),
                                rf_before=self.base["jobs"][j.name]["rf_calls"],
                                rf_end=self.end["jobs"][j.name]["rf_calls"],
-                               rf_why=self.end["jobs"][j.name]["rf_why"])
+                               rf_why=self.end["jobs"][j.name]["rf_why"],
+                               breakpoints=(self.base["jobs"][j.name].get("breakpoints"),
+                                            self.end["jobs"][j.name].get("breakpoints")))
             bad = []
             if d["rss_kb"] > o.rss_slack_mb * 1024:
                 bad.append("RSS +%.1f MB" % (d["rss_kb"] / 1024))
@@ -310,14 +312,18 @@ class Result:
                 bad.append("fds %+d" % d["fds"])
             if e["agent_maps"]:
                 bad.append("%d agent mappings" % e["agent_maps"])
+            left = out[j.name]["breakpoints"][1]
+            if left:
+                bad.append("%d probe breakpoints left in its text" % left)
             rb, re_ = out[j.name]["rf_before"], out[j.name]["rf_end"]
             if rb is not None and re_ is not None and re_ > (0 if rb == 0 else rb * 1.5 + 10):
                 bad.append("RecordFunction calls/s %d -> %d" % (rb, re_))
             self.check("nothing accumulated in %s" % j.name, not bad, ", ".join(bad) or
                        "RSS %+.1f MB, threads %+d, mappings %+d, fds %+d, agent mappings %d, "
-                       "RecordFunction calls/s %s -> %s" % (
+                       "probe breakpoints %s, RecordFunction calls/s %s -> %s" % (
                            d["rss_kb"] / 1024, d["threads"], d["maps"], d["fds"],
-                           e["agent_maps"], rb, re_ if re_ is not None else
+                           e["agent_maps"], out[j.name]["breakpoints"][1], rb,
+                           re_ if re_ is not None else
                            out[j.name]["rf_why"]))
         return out
 
@@ -425,10 +431,11 @@ def markdown(s):
         row("accumulated in %s" % name, "RSS %+.1f MB (%+.1f MB after the first detach), "
             "threads %+d, mappings %+d (%+d after the first detach; anonymous read-write "
             "ones apart, %+.1f MB of those after it), fds %+d, agent mappings "
-            "%d, RecordFunction calls/s %s -> %s" % (
+            "%d, probe breakpoints %s, RecordFunction calls/s %s -> %s" % (
                 dl["rss_kb"] / 1024, a["growth"].get("rss_kb", 0) / 1024, dl["threads"],
                 dl["maps"], a["growth"].get("maps", 0), a["growth"].get("anon_rw_kb", 0) / 1024,
-                dl["fds"], a["end"]["agent_maps"], a["rf_before"],
+                dl["fds"], a["end"]["agent_maps"], a.get("breakpoints", (None, None))[1],
+                a["rf_before"],
                 a["rf_end"] if a["rf_end"] is not None else a["rf_why"]))
     h = s["host"]
     for name, a in sorted(s["accumulation"].items()):

@@ -344,6 +344,8 @@ def measure(o, jobs, label):
         out["jobs"][j.name] = dict(state=probes.steady_state(j.pid), rf_why=why,
                                    gpu_mib=gpu.get(j.pid),
                                    rf_calls=rf.get(j.pid) if rf else None, quiet=j.quiet(),
+                                   breakpoints=probes.breakpoints(j.pid) if label == "end"
+                                   else None,
                                    maps=probes.rss_by_mapping(j.pid), malloc=j.malloc_totals())
         if label == "end" and j.first_chunks and j.quiet():  # whose memory stayed, by size
             now = probes.heap_chunks(j.pid)
