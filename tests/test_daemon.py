@@ -220,3 +220,56 @@ def test_capture_map_in_a_process_without_cuda(tmp_path, keep):
     finally:
         d.kill()
         work.kill()
+
+
+def keepers_of(pid):
+    """Pids of the link keepers (user/attach/keeper.h) whose ptbpf is pid."""
+    found = []
+    for p in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/status" % p) as f:
+                st = f.read()
+        except OSError:
+            continue
+        if "Name:\tptbpf-keeper\n" in st and "\nPPid:\t%d\n" % pid in st:
+            found.append(int(p))
+    return found
+
+
+def test_daemon_replaces_a_killed_link_keeper(tmp_path):
+    """The link keeper, which makes and takes out every uprobe, ignores the
+    signals that stop ptbpf; SIGKILLed all the same between two windows,
+    the daemon says so once and the next window gets a new one: it traces
+    the job, and nothing stays when the daemon stops."""
+    require(PTBPF)
+    tag = "keeper-%d" % os.getpid()
+    work = start_looping_rank(tmp_path, 0, tag)
+    d = Proc([PTBPF, "daemon", "--out-dir", str(tmp_path / "traces"), "--every", "1h",
+              "--window", "1s", "--budget", "0", "--no-samples",
+              "--match-env", "PTBPF_DAEMON_TEST=" + tag])
+    try:
+        d.wait_line("ptbpf: daemon: pid %d" % work.p.pid, stream="stderr", timeout=60)
+        d.p.send_signal(signal.SIGUSR1)
+        line, first = d.read_until(lambda x: x.startswith("ptbpf: wrote "), timeout=60,
+                                   stream="stderr")
+        assert line, first
+        keepers = keepers_of(d.p.pid)
+        assert len(keepers) == 1, (keepers, first)
+        os.kill(keepers[0], signal.SIGKILL)
+        d.p.send_signal(signal.SIGUSR1)
+        line, second = d.read_until(lambda x: x.startswith("ptbpf: wrote "), timeout=60,
+                                    stream="stderr")
+        assert line, second
+        gone = "ptbpf: the link keeper (pid %d) is gone" % keepers[0]
+        assert second.count(gone) == 1, second
+        traced = second.find("ptbpf: tracing pid %d " % work.p.pid)
+        assert second.find(gone) < traced, second
+        assert keepers_of(d.p.pid) not in ([], keepers), second
+        d.p.send_signal(signal.SIGINT)
+        rc, _, err = d.finish(timeout=60)
+        assert rc == 0, err
+        assert ptbpf_links([d.p.pid]) == [] and keepers_of(d.p.pid) == []
+        assert work.p.poll() is None
+    finally:
+        d.kill()
+        work.kill()

@@ -54,11 +54,19 @@ struct keeper_req {
 
 /* ---- ptbpf's side ---- */
 
+/* A link's id: the keeper's slot below SLOT_BITS, above it which keeper
+ * (one that died is replaced; its links went with it). */
+#define SLOT_BITS 20
+#define SLOT_MASK ((1 << SLOT_BITS) - 1)
+#define GEN_MASK ((1u << (31 - SLOT_BITS)) - 1)
+
 static struct {
 	pthread_mutex_t lock;
 	pid_t pid;
-	int sock;
-} client = { PTHREAD_MUTEX_INITIALIZER, 0, -1 };
+	int sock;          /* -1: none (yet, or the last one died); -2: ptbpf exits */
+	unsigned gen;      /* of the keeper now */
+	double cpu_before; /* CPU seconds of the keepers that died */
+} client = { PTHREAD_MUTEX_INITIALIZER, 0, -1, 0, 0 };
 
 static int write_all(int fd, const void *p, size_t n)
 {
@@ -136,7 +144,7 @@ static int start(void)
 	if (!err)
 		err = -read_all(sv[0], &hello, sizeof(hello));
 	if (err || hello) {
-		log_msg("cannot start ptbpf's link keeper (/proc/self/exe): %s\n",
+		log_msg("cannot start the link keeper (/proc/self/exe): %s\n",
 			strerror(err ? err : EPROTO));
 		close(sv[0]);
 		if (client.pid > 0)
@@ -145,12 +153,53 @@ static int start(void)
 		return -(err ? err : EPROTO);
 	}
 	client.sock = sv[0];
-	atexit(stop);
+	client.gen = (client.gen + 1) & GEN_MASK;
+	if (client.gen == 1)
+		atexit(stop);
 	return 0;
 }
 
-/* Sends req (with its nfds fds) and the n parts, reads the keeper's int. */
-static int ask(const struct keeper_req *req, const int *fds, const struct iovec *parts, int n)
+static double cpu_of(pid_t pid)
+{
+	unsigned long long ut = 0, st = 0;
+	char path[64], buf[1024], *p;
+	ssize_t n = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* after the name: state, then 10 fields, utime, stime */
+	if (!p || sscanf(p + 2, "%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu",
+			 &ut, &st) != 2)
+		return 0;
+	return (double)(ut + st) / sysconf(_SC_CLK_TCK);
+}
+
+/* The keeper died (killed: it ignores the signals that stop ptbpf), and
+ * its links with it: said, reaped, its CPU time kept; the next request
+ * starts another. */
+static void lost(void)
+{
+	log_msg("the link keeper (pid %d) is gone, and the probes it held with it; a new "
+		"one makes the next\n", (int)client.pid);
+	close(client.sock);
+	client.sock = -1;
+	client.cpu_before += cpu_of(client.pid);
+	waitpid(client.pid, NULL, 0);
+	client.pid = 0;
+}
+
+/* Sends req (with its nfds fds) and the n parts to the keeper, which
+ * has taken them once the answer (its int) is read; -EPIPE if it died. */
+static int send_req(const struct keeper_req *req, const int *fds, const struct iovec *parts,
+		    int n)
 {
 	char ctl[CMSG_SPACE(2 * sizeof(int))] = { 0 };
 	struct iovec iov = { (void *)req, sizeof(*req) };
@@ -169,26 +218,38 @@ static int ask(const struct keeper_req *req, const int *fds, const struct iovec 
 		c->cmsg_len = CMSG_LEN(req->nfds * sizeof(int));
 		memcpy(CMSG_DATA(c), fds, req->nfds * sizeof(int));
 	}
-	pthread_mutex_lock(&client.lock);
-	if (client.sock == -2)
-		err = -EPIPE; /* gone, said once */
-	else if (client.sock < 0)
-		err = start();
-	if (!err && sendmsg(client.sock, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(*req))
+	if (sendmsg(client.sock, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(*req))
 		err = -EPIPE;
 	for (int i = 0; !err && i < n; i++)
 		err = write_all(client.sock, parts[i].iov_base, parts[i].iov_len);
 	if (!err)
 		err = read_all(client.sock, &answer, sizeof(answer));
-	if ((err == -EPIPE || err == -ECONNRESET) && client.sock >= 0) {
-		log_msg("ptbpf's link keeper (pid %d) is gone: no probe can be attached or "
-			"taken out through it\n", (int)client.pid);
-		close(client.sock);
-		client.sock = -2;
-		waitpid(client.pid, NULL, WNOHANG);
+	if (err == -ECONNRESET)
+		err = -EPIPE;
+	return err ? err : answer;
+}
+
+/* An attach, made by a new keeper if the one asked died (whatever it
+ * made went with it): the link's id, or -errno. */
+static int ask_attach(const struct keeper_req *req, const int *fds, const struct iovec *parts,
+		      int n)
+{
+	int ret = -EPIPE;
+
+	pthread_mutex_lock(&client.lock);
+	for (int tries = 0; ret == -EPIPE && tries < 2; tries++) {
+		if (client.sock == -2) /* ptbpf is exiting */
+			break;
+		ret = client.sock < 0 ? start() : 0;
+		if (!ret)
+			ret = send_req(req, fds, parts, n);
+		if (ret == -EPIPE && client.sock >= 0)
+			lost();
+		if (ret >= 0)
+			ret |= (int)(client.gen << SLOT_BITS);
 	}
 	pthread_mutex_unlock(&client.lock);
-	return err ? err : answer;
+	return ret;
 }
 
 int keeper_attach(int prog_fd, int pid, const char *path, const unsigned long *offsets,
@@ -221,7 +282,7 @@ int keeper_attach(int prog_fd, int pid, const char *path, const unsigned long *o
 					 { offs, cnt * sizeof(*offs) },
 					 { (void *)cookies, cookies ? cnt * sizeof(*cookies) : 0 } };
 
-		ret = ask(&req, fds, parts, 3);
+		ret = ask_attach(&req, fds, parts, 3);
 	}
 	free(offs);
 	return ret;
@@ -229,35 +290,32 @@ int keeper_attach(int prog_fd, int pid, const char *path, const unsigned long *o
 
 int keeper_destroy(const int *ids, int n)
 {
-	struct keeper_req req = { .op = KEEPER_DESTROY, .cnt = n };
-	struct iovec part = { (void *)ids, n * sizeof(*ids) };
+	struct keeper_req req = { .op = KEEPER_DESTROY };
+	int *slots = malloc((n + 1) * sizeof(*slots)), ret = 0;
+	struct iovec part = { slots, 0 };
 
-	return n > 0 ? ask(&req, NULL, &part, 1) : 0;
+	if (!slots)
+		return -ENOMEM;
+	pthread_mutex_lock(&client.lock);
+	/* A dead keeper's links went with it. */
+	for (int i = 0; i < n; i++)
+		if (client.sock >= 0 && (unsigned)ids[i] >> SLOT_BITS == client.gen)
+			slots[req.cnt++] = ids[i] & SLOT_MASK;
+	part.iov_len = req.cnt * sizeof(*slots);
+	if (req.cnt)
+		ret = send_req(&req, NULL, &part, 1);
+	if (ret == -EPIPE) {
+		lost();
+		ret = 0;
+	}
+	pthread_mutex_unlock(&client.lock);
+	free(slots);
+	return ret;
 }
 
 double keeper_cpu_seconds(void)
 {
-	unsigned long long ut = 0, st = 0;
-	char path[64], buf[1024], *p;
-	ssize_t n = -1;
-	int fd;
-
-	if (client.pid <= 0)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)client.pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-	}
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	p = strrchr(buf, ')'); /* after the name: state, then 10 fields, utime, stime */
-	if (!p || sscanf(p + 2, "%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu",
-			 &ut, &st) != 2)
-		return 0;
-	return (double)(ut + st) / sysconf(_SC_CLK_TCK);
+	return client.cpu_before + (client.pid > 0 ? cpu_of(client.pid) : 0);
 }
 
 /* ---- the keeper ---- */
@@ -304,7 +362,7 @@ static int serve_attach(const struct keeper_req *req, int prog_fd, int file_fd)
 	unsigned long *offs = malloc(cnt * sizeof(*offs));
 	__u64 *cookies = req->cookies ? malloc(cnt * sizeof(*cookies)) : NULL;
 	struct held *h;
-	int fd, err = -ENOMEM;
+	int fd, slot, err = -ENOMEM;
 
 	if (!offs || (req->cookies && !cookies))
 		goto out;
@@ -315,7 +373,14 @@ static int serve_attach(const struct keeper_req *req, int prog_fd, int file_fd)
 	path[req->path_len - 1] = 0;
 	if (file_fd >= 0)
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", file_fd);
-	h = realloc(held, (nheld + 1) * sizeof(*held));
+	/* A slot taken out before is used again: a daemon's windows make
+	 * links for months. */
+	for (slot = 0; slot < nheld && held[slot].fd >= 0; slot++)
+		;
+	err = -ENOSPC;
+	if (slot > SLOT_MASK)
+		goto out;
+	h = slot < nheld ? held : realloc(held, (nheld + 1) * sizeof(*held));
 	err = -ENOMEM;
 	if (!h)
 		goto out;
@@ -328,9 +393,11 @@ static int serve_attach(const struct keeper_req *req, int prog_fd, int file_fd)
 
 		fd = bpf_link_create(prog_fd, 0, ATTACH_UPROBE_MULTI, &o);
 	}
-	err = fd < 0 ? fd : nheld;
+	err = fd < 0 ? fd : slot;
 	if (fd >= 0)
-		held[nheld++] = (struct held){ fd, req->end };
+		held[slot] = (struct held){ fd, req->end };
+	if (fd >= 0 && slot == nheld)
+		nheld++;
 out:
 	free(offs);
 	free(cookies);

@@ -32,12 +32,13 @@
 /* Attaches prog_fd at offsets (with cookies, or none) of path for pid
  * (a uprobe.multi link; retprobe: at their returns); end: a probe that
  * ends what others begin, taken out after them if ptbpf leaves without
- * keeper_destroy. The keeper's id of the link, or -errno. Starts the
- * keeper on first use. */
+ * keeper_destroy. The link's id, or -errno. Starts the keeper on first
+ * use, and another if it died (said once; what it held went with it). */
 int keeper_attach(int prog_fd, int pid, const char *path, const unsigned long *offsets,
 		  const __u64 *cookies, size_t cnt, bool retprobe, bool end);
 /* Takes out the links ids[0..n) (all at once): their probes are gone
- * from the jobs when this returns. 0 or -errno. */
+ * from the jobs when this returns (those of a keeper that died, with it).
+ * 0 or -errno. */
 int keeper_destroy(const int *ids, int n);
 /* The keeper's CPU time so far (s); 0 before it starts. */
 double keeper_cpu_seconds(void);
