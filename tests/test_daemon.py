@@ -13,7 +13,8 @@ import urllib.request
 
 import pytest
 
-from conftest import PTBPF, PYTHON, WORKLOAD, Proc, pftrace, ptbpf_links, require
+from conftest import (PTBPF, PYTHON, WORKLOAD, Proc, keeper_owner, pftrace, ptbpf_links,
+                      require)
 
 
 def free_port():
@@ -224,16 +225,8 @@ def test_capture_map_in_a_process_without_cuda(tmp_path, keep):
 
 def keepers_of(pid):
     """Pids of the link keepers (user/attach/keeper.h) whose ptbpf is pid."""
-    found = []
-    for p in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open("/proc/%s/status" % p) as f:
-                st = f.read()
-        except OSError:
-            continue
-        if "Name:\tptbpf-keeper\n" in st and "\nPPid:\t%d\n" % pid in st:
-            found.append(int(p))
-    return found
+    return [int(p) for p in filter(str.isdigit, os.listdir("/proc"))
+            if int(p) != pid and keeper_owner(int(p)) == pid]
 
 
 def test_daemon_replaces_a_killed_link_keeper(tmp_path):

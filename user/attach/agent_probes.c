@@ -94,7 +94,7 @@ static int attach_one(struct agent_probes *d, struct bpf_program *prog, int pid,
 		return -ENOENT;
 	off = f.file_off;
 	/* A uprobe.multi link even for one point: it leaves at detach in one
-	 * grace period that runs beside the others' (links.c); a perf-event
+	 * grace period that runs beside the others' (keeper.c); a perf-event
 	 * uprobe's is serialized (4 of them took ~420 ms per process). */
 	LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = &off, .cookies = &c, .cnt = 1);
 	return link_set_uprobes(&d->links, pid, prog, path, &o, false);

@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "attach/keeper.h"
+#include "attach/target.h"
 #include "lib/log.h"
 
 #include <errno.h>
@@ -159,29 +160,6 @@ static int start(void)
 	return 0;
 }
 
-static double cpu_of(pid_t pid)
-{
-	unsigned long long ut = 0, st = 0;
-	char path[64], buf[1024], *p;
-	ssize_t n = -1;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-	}
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	p = strrchr(buf, ')'); /* after the name: state, then 10 fields, utime, stime */
-	if (!p || sscanf(p + 2, "%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu",
-			 &ut, &st) != 2)
-		return 0;
-	return (double)(ut + st) / sysconf(_SC_CLK_TCK);
-}
-
 /* The keeper died (killed: it ignores the signals that stop ptbpf), and
  * its links with it: said, reaped, its CPU time kept; the next request
  * starts another. */
@@ -191,7 +169,7 @@ static void lost(void)
 		"one makes the next\n", (int)client.pid);
 	close(client.sock);
 	client.sock = -1;
-	client.cpu_before += cpu_of(client.pid);
+	client.cpu_before += target_cpu_seconds(client.pid);
 	waitpid(client.pid, NULL, 0);
 	client.pid = 0;
 }
@@ -261,8 +239,6 @@ int keeper_attach(int prog_fd, int pid, const char *path, const unsigned long *o
 		.nfds = 1,
 	};
 	int fds[2] = { prog_fd, -1 }, at;
-	uint64_t *offs;
-	int ret;
 
 	/* ptbpf's own fd of the file (target.c): the keeper gets a copy */
 	if (sscanf(path, "/proc/self/fd/%d%n", &fds[1], &at) == 1 && !path[at]) {
@@ -272,20 +248,14 @@ int keeper_attach(int prog_fd, int pid, const char *path, const unsigned long *o
 	}
 	if (cnt == 0 || cnt > MAX_SITES || req.path_len > PATH_MAX)
 		return -EINVAL;
-	offs = malloc(cnt * sizeof(*offs));
-	if (!offs)
-		return -ENOMEM;
-	for (size_t i = 0; i < cnt; i++)
-		offs[i] = offsets[i];
 	{
+		/* As they are: ptbpf and its keeper are one binary. */
 		struct iovec parts[] = { { (void *)path, req.path_len },
-					 { offs, cnt * sizeof(*offs) },
+					 { (void *)offsets, cnt * sizeof(*offsets) },
 					 { (void *)cookies, cookies ? cnt * sizeof(*cookies) : 0 } };
 
-		ret = ask_attach(&req, fds, parts, 3);
+		return ask_attach(&req, fds, parts, 3);
 	}
-	free(offs);
-	return ret;
 }
 
 int keeper_destroy(const int *ids, int n)
@@ -315,7 +285,7 @@ int keeper_destroy(const int *ids, int n)
 
 double keeper_cpu_seconds(void)
 {
-	return client.cpu_before + (client.pid > 0 ? cpu_of(client.pid) : 0);
+	return client.cpu_before + (client.pid > 0 ? target_cpu_seconds(client.pid) : 0);
 }
 
 /* ---- the keeper ---- */

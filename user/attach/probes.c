@@ -243,7 +243,7 @@ static int attach_multi(struct probes *p, struct bpf_program *prog, int pid,
 
 /* A program that must have a site: -ENOENT without one. A uprobe.multi
  * link even for one site: at detach its grace period runs beside the
- * others' (links.c), where a perf-event uprobe's is serialized (~80 ms
+ * others' (keeper.c), where a perf-event uprobe's is serialized (~80 ms
  * each on kernel 6.18). */
 static int attach_one(struct probes *p, struct bpf_program *prog, int pid,
 		      const char *path, const struct site_list *l)

@@ -397,7 +397,6 @@ void target_close(struct target *t)
 	t->torch.fd = t->stdcxx.fd = t->pidfd = t->memfd = t->claimfd = -1;
 }
 
-/* Field 22 of /proc/PID/stat, counted after the comm's ')'. */
 /* Field n (1-based, as proc(5) numbers them; n > 3) of /proc/PID/stat, 0 if
  * it cannot be read. */
 static unsigned long long stat_field(int pid, int n)
@@ -423,6 +422,11 @@ unsigned long long target_start_time(int pid)
 unsigned long long target_vm_size(int pid)
 {
 	return stat_field(pid, 23);
+}
+
+double target_cpu_seconds(int pid)
+{
+	return (double)(stat_field(pid, 14) + stat_field(pid, 15)) / sysconf(_SC_CLK_TCK);
 }
 
 /* /proc/PID/mem reads 0 bytes once its image has no users left. */

@@ -63,6 +63,8 @@ const char *target_env_get(const char *env, size_t n, const char *key);
 /* Its virtual memory size: it changes as objects are mapped (a library
  * loaded), so a rescan of its maps is needed only when it did. */
 unsigned long long target_vm_size(int pid);
+/* Its CPU time so far (user and system, s), 0 if unreadable. */
+double target_cpu_seconds(int pid);
 /* The value of a label ("RANK" -> "0"), or NULL. */
 const char *target_label(const struct target *t, const char *key);
 /* Finds the first file mapping whose basename starts with prefix and opens
