@@ -192,8 +192,8 @@ def test_daemon_refuses_bad_options(tmp_path):
 
 @pytest.mark.parametrize("keep", [True, False])
 def test_capture_map_in_a_process_without_cuda(tmp_path, keep):
-    """With --keep-graphs the always-on layer keeps CUDA graphs' capture
-    map, and says so as it starts (without it: not). In a CPU-only process
+    """The always-on layer keeps CUDA graphs' capture map by default, and
+    says so as it starts (--no-keep-graphs: not). In a CPU-only process
     there is no graph to keep: a window's agent says nothing of the map,
     the step signal goes on as without it, and the job runs on untouched."""
     require(PTBPF)
@@ -202,7 +202,7 @@ def test_capture_map_in_a_process_without_cuda(tmp_path, keep):
     out_dir = tmp_path / "traces"
     d = Proc([PTBPF, "daemon", "--out-dir", str(out_dir), "--every", "1h", "--window", "1s",
               "--budget", "0", "--no-samples", "--match-env", "PTBPF_DAEMON_TEST=" + tag]
-             + (["--keep-graphs"] if keep else []))
+             + ([] if keep else ["--no-keep-graphs"]))
     try:
         line, err = d.wait_line("ptbpf: daemon: step signal on", stream="stderr", timeout=60)
         assert ("CUDA graphs' capture map kept" in line) == keep, line

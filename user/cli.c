@@ -65,8 +65,8 @@ static const char doc[] =
 	"process attached): a run that fails before that leaves no file, no .partial.\n";
 
 enum { OPT_NO_SCHED = 0x100, OPT_NO_SAMPLES, OPT_SAMPLE_HZ, OPT_SLOW_STEP, OPT_NO_STEP_SIGNAL,
-       OPT_KEEP_GRAPHS, OPT_STEPS, OPT_NO_IDLE_TRACK, OPT_GPU_TIMELINE, OPT_OP_CLOCK,
-       OPT_BPF_STATS, OPT_WEB_CONFIG, OPT_INSECURE_CAPTURE, OPT_HANG,
+       OPT_KEEP_GRAPHS, OPT_NO_KEEP_GRAPHS, OPT_STEPS, OPT_NO_IDLE_TRACK, OPT_GPU_TIMELINE,
+       OPT_OP_CLOCK, OPT_BPF_STATS, OPT_WEB_CONFIG, OPT_INSECURE_CAPTURE, OPT_HANG,
        OPT_COMPILED_REGIONS }; /* long-only options */
 
 static const struct argp_option options[] = {
@@ -175,7 +175,10 @@ static const struct argp_option options[] = {
 	  "the processes are left alone, and there are no step metrics", 1 },
 	{ "keep-graphs", OPT_KEEP_GRAPHS, NULL, 0, "The always-on layer keeps each process's "
 	  "CUDA-graph capture map (CUPTI's graph callbacks, and the ops open while a graph is "
-	  "captured), so that windows put replayed kernels under the op that captured them", 1 },
+	  "captured), so that windows put replayed kernels under the op that captured them "
+	  "(the default; given, an error where there is no always-on layer)", 1 },
+	{ "no-keep-graphs", OPT_NO_KEEP_GRAPHS, NULL, 0, "No capture map between windows: "
+	  "kernels replayed from graphs captured outside a window have no op (counted)", 1 },
 	{ 0 },
 };
 
@@ -405,6 +408,8 @@ static bool *daemon_flag(int key, struct options *o)
 		return &o->no_step_signal;
 	case OPT_KEEP_GRAPHS:
 		return &o->keep_graphs;
+	case OPT_NO_KEEP_GRAPHS:
+		return &o->no_keep_graphs;
 	case OPT_INSECURE_CAPTURE:
 		return &o->insecure_capture;
 	}
@@ -516,7 +521,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 
 	if ((key > 0 && key < 128 && strchr(DAEMON_KEYS, key)) || key == OPT_SLOW_STEP ||
 	    key == OPT_HANG ||
-	    key == OPT_NO_STEP_SIGNAL || key == OPT_KEEP_GRAPHS || key == OPT_STEPS ||
+	    key == OPT_NO_STEP_SIGNAL || key == OPT_KEEP_GRAPHS || key == OPT_NO_KEEP_GRAPHS ||
+	    key == OPT_STEPS ||
 	    key == OPT_WEB_CONFIG || key == OPT_INSECURE_CAPTURE) {
 		o->daemon_opt = true;
 		return daemon_opt(key, arg, o);
@@ -617,11 +623,16 @@ static int check_options(struct options *opt)
 				"--slow-step too\n");
 			return -1;
 		}
+		if (opt->keep_graphs && opt->no_keep_graphs) {
+			log_msg("daemon: --keep-graphs and --no-keep-graphs: give one\n");
+			return -1;
+		}
 		if (opt->keep_graphs && (opt->no_step_signal || opt->no_agent)) {
 			log_msg("daemon: --keep-graphs is kept by the always-on layer (the agent's), "
 				"which --no-step-signal and --no-agent leave out\n");
 			return -1;
 		}
+		opt->keep_graphs = !opt->no_keep_graphs && !opt->no_step_signal && !opt->no_agent;
 		if (opt->slow_k && (opt->no_step_signal || opt->no_agent)) {
 			log_msg("daemon: --slow-step needs the step signal (the agent's), which "
 				"--no-step-signal and --no-agent leave out\n");
@@ -637,7 +648,7 @@ static int check_options(struct options *opt)
 	if (opt->daemon_opt) {
 		log_msg("--out-dir, --every, --window, --align, --max-bytes, --keep, "
 			"--budget, --min-gap, --metrics-listen, --web-config, --insecure-capture, "
-			"--slow-step, --hang, --steps, --no-step-signal and --keep-graphs belong to "
+			"--slow-step, --hang, --steps, --no-step-signal and --(no-)keep-graphs belong to "
 			"`ptbpf daemon`\n");
 		return -1;
 	}

@@ -71,7 +71,9 @@ struct options {
 	bool insecure_capture; /* POST /capture from any client without a user */
 	uint64_t min_gap_s;    /* a trigger this soon after a window's start is refused */
 	bool no_step_signal;   /* --no-step-signal: no always-on layer between windows */
-	bool keep_graphs;      /* --keep-graphs: the always-on layer keeps the capture map */
+	bool keep_graphs;      /* the always-on layer keeps the capture map (the default,
+				* with the layer; --keep-graphs asks for it outright) */
+	bool no_keep_graphs;   /* --no-keep-graphs */
 	double slow_k;         /* --slow-step K[,W]: a window when a step takes over K
 				* times the median of the W before it (0: off) */
 	uint32_t slow_w;

@@ -101,15 +101,16 @@ def test_scheduled_profiler_with_ptbpf_attached_midway(tmp_path, control):
 
 @pytest.mark.parametrize("keep", [False, True])
 def test_daemon_windows_over_the_sessions(tmp_path, control, keep):
-    """The daemon's windows come and go over the job's own sessions; with
-    --keep-graphs its always-on layer holds CUPTI's graph callbacks between
-    them and gives them up as the job's profiler subscribes."""
+    """The daemon's windows come and go over the job's own sessions; keeping
+    CUDA graphs' capture map (its default), its always-on layer holds
+    CUPTI's graph callbacks between them and gives them up as the job's
+    profiler subscribes."""
     tag = "coexist-%d-%s" % (os.getpid(), keep)
     job = Job(tmp_path, "j", env={"PTBPF_COEXIST_TEST": tag})
     out = tmp_path / "d"
     out.mkdir()
     d = Proc([PTBPF, "daemon", "--out-dir", str(out), "--every", "2s", "--window", "1s",
-              "--match-env", "PTBPF_COEXIST_TEST=" + tag] + (["--keep-graphs"] if keep else []))
+              "--match-env", "PTBPF_COEXIST_TEST=" + tag] + ([] if keep else ["--no-keep-graphs"]))
     try:
         time.sleep(1)
         job.session()

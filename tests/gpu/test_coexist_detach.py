@@ -116,7 +116,7 @@ def test_sessions_that_start_as_ptbpf_detaches(tmp_path):
 
 def test_daemon_windows_over_kineto_on_demand_traces(tmp_path):
     """A daemon up before the job's on-demand traces, its always-on layer
-    keeping CUDA graphs' capture map (--keep-graphs) and its windows (1 s
+    keeping CUDA graphs' capture map (its default) and its windows (1 s
     every 2 s) coming and going over them: every trace keeps its GPU side.
     Kineto's daemon client may have used CUPTI before the map could
     subscribe (then the map is refused, and said so), or the map gives
@@ -129,7 +129,7 @@ def test_daemon_windows_over_kineto_on_demand_traces(tmp_path):
     out = tmp_path / "d"
     out.mkdir()
     d = Proc([PTBPF, "daemon", "--out-dir", str(out), "--every", "2s", "--window", "1s",
-              "--no-samples", "--keep-graphs", "--match-env", "PTBPF_COEXIST_TEST=" + tag])
+              "--no-samples", "--match-env", "PTBPF_COEXIST_TEST=" + tag])
     got = []
     try:
         line, err = d.wait_line("ptbpf: daemon: step signal on", stream="stderr", timeout=60)
@@ -256,7 +256,7 @@ def test_profiler_after_daemon_windows_over_busy_jobs(tmp_path):
     in its profiler's stop ("inserted.second", collection.cpp:1152; 4 of 4
     such sessions had one id throughout, H200, 2026-12-02). Six jobs at a
     time, each with its own daemon (--match-env; every other one keeping
-    CUDA graphs' capture map, --keep-graphs), three rounds: 18 runs,
+    CUDA graphs' capture map, its default), three rounds: 18 runs,
     each with three subscriptions (PTBPF_RECIPE_ROUNDS rounds: more for a
     rate)."""
     failed = []
@@ -274,7 +274,7 @@ def test_profiler_after_daemon_windows_over_busy_jobs(tmp_path):
             out = tmp_path / run[0]
             out.mkdir()
             # Half of them keep CUDA graphs' capture map between windows.
-            keep = ["--keep-graphs"] if k % 2 else []
+            keep = [] if k % 2 else ["--no-keep-graphs"]
             run[3] = Proc([PTBPF, "daemon", "--out-dir", str(out), "--every", "4s",
                            "--window", "2s", "--match-env", "PTBPF_TEST_BUSY=" + run[0]] + keep)
         time.sleep(9)
