@@ -292,3 +292,13 @@ def test_shared_names_say_where_they_live():
                             name.split("_")[0] not in PREFIXES.get(folder, ()):
                         bad.append("%s/%s: %s" % (folder, f, name))
     assert bad == []
+
+
+def test_every_gpu_test_file_is_in_a_part_of_gpu_check():
+    """`make gpu-check` runs tests/gpu in parts that each fit one device
+    call; a file none of them names would never run."""
+    script = open(os.path.join(ROOT, "tests", "gpu", "gpu_check.sh")).read()
+    named = set(re.findall(r"tests/gpu/(test_\w+\.py)", script))
+    files = {f for f in os.listdir(os.path.join(ROOT, "tests", "gpu"))
+             if f.startswith("test_") and f.endswith(".py")}
+    assert files <= named, sorted(files - named)

@@ -5,8 +5,10 @@
 # All of it takes over 10 minutes on an H100 (a device call's limit):
 # PTBPF_GPU_PART=1 runs tests/gpu/test_coexist.py (the job's own profiler
 # beside ptbpf), 5 test_coexist_detach.py (on-demand traces, ptbpf leaving
-# as sessions start; the two about 13 minutes on an H200), 2 the rest of
-# tests/gpu, 3 the CPU-side files on torch 2.x, 4 the benchmark; unset, all.
+# as sessions start; the two about 13 minutes on an H200), 2 test_gpu.py and
+# test_cupti.py, 6 test_compiled_gpu.py (CUDA graphs, torch.compile) and
+# test_kineto_transformer.py, 3 the CPU-side files on torch 2.x, 4 the
+# benchmark; unset, all. Each part fits one 10-minute device call.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PTBPF_TEST_PYTHON=${PTBPF_TEST_PYTHON:-/opt/torch/.venv/bin/python3}
@@ -14,14 +16,14 @@ export PTBPF_PB2_DIR=$PWD/build/pb2 PYTHONUNBUFFERED=1
 out=${OUT:-.}
 rc=0
 part=${PTBPF_GPU_PART:-all}
-case $part in 1|2|3|4|5|all) ;; *) echo "PTBPF_GPU_PART is 1 to 5 or all, not '$part'" >&2; exit 2 ;; esac
+case $part in 1|2|3|4|5|6|all) ;; *) echo "PTBPF_GPU_PART is 1 to 6 or all, not '$part'" >&2; exit 2 ;; esac
 mkdir -p "$out/recorded"
 export PTBPF_SAVE_DIR=$out/recorded
 tests=()
 case $part in 1|all) tests+=(tests/gpu/test_coexist.py) ;; esac
 case $part in 5|all) tests+=(tests/gpu/test_coexist_detach.py) ;; esac
-case $part in 2|all) for f in tests/gpu/test_*.py; do
-	case $f in tests/gpu/test_coexist*.py) ;; *) tests+=("$f") ;; esac; done ;; esac
+case $part in 2|all) tests+=(tests/gpu/test_gpu.py tests/gpu/test_cupti.py) ;; esac
+case $part in 6|all) tests+=(tests/gpu/test_compiled_gpu.py tests/gpu/test_kineto_transformer.py) ;; esac
 case $part in 3|all) tests+=(tests/test_fidelity.py tests/test_shapes.py tests/test_memory.py
 	tests/test_pystacks.py tests/test_compiled_regions.py
 	"tests/test_exceptions.py::test_python_try_except_loop") ;; esac
