@@ -174,3 +174,81 @@ def test_rpc_requests_joined_across_processes(tmp_path):
         assert h.flows_in and h.flows_in[0] in by_flow, h
         assert by_flow[h.flows_in[0]].args["message_id"] == h.args["message_id"]
         assert by_flow[h.flows_in[0]].ts < h.ts
+
+
+# Inductor's compile worker as torch 2.x starts it (torch/_inductor/
+# compile_worker/subproc_pool.py): a sidecar run from that path with the
+# job's environment, mapping torch, and its workers, forked (the same
+# arguments) or spawned (multiprocessing's arguments). Each goes when its
+# parent does.
+FAKE_COMPILE_WORKER = r"""
+import multiprocessing as mp, os, sys, time
+import torch
+
+
+def idle(parent):
+    while os.getppid() == parent:
+        time.sleep(0.2)
+
+
+if __name__ == "__main__":
+    kids = [mp.get_context(kind).Process(target=idle, args=(os.getpid(),))
+            for kind in ("fork", "spawn")]
+    for k in kids:
+        k.start()
+    time.sleep(2)  # the spawned one imports torch
+    print("workers", " ".join(str(k.pid) for k in kids), flush=True)
+    idle(os.getppid())
+"""
+
+
+def test_inductor_compile_workers_are_never_selected(tmp_path):
+    """torch.compile's compile workers map torch and carry the job's
+    environment, so --match-env selected them: --all traced each (a trace
+    with nothing of the job's in it) and the daemon loaded its agent into
+    each (up to one per CPU). Neither does now; the job beside them is
+    traced as before."""
+    require(PTBPF)
+    script = tmp_path / "torch" / "_inductor" / "compile_worker" / "__main__.py"
+    script.parent.mkdir(parents=True)
+    script.write_text(FAKE_COMPILE_WORKER)
+    go = str(tmp_path / "go")
+    job = Proc([PYTHON, WORKLOAD, "mlp", "--steps", "5", "--go", go], env=tagged())
+    # As the sidecar is started: a child of the job's launcher, not the job.
+    sidecar = Proc([PYTHON, str(script), "--kind=fork", "--workers=2"], env=tagged())
+    tracer = daemon = None
+    try:
+        job.wait_line("ready")
+        line, _ = sidecar.wait_line("workers", timeout=120)
+        workers = {sidecar.p.pid} | {int(x) for x in line.split()[1:]}
+        assert len(workers) == 3, line
+        tracer = Proc([PTBPF, "--all", "--no-samples", "-o", str(tmp_path / "all.pftrace")] +
+                      MINE)
+        _, said = tracer.wait_line("ptbpf: --all: tracing 1 processes", stream="stderr",
+                                   timeout=120)
+        time.sleep(6)  # one rescan (every 5 s) too
+        tracer.p.send_signal(signal.SIGINT)
+        rc, _, err = tracer.finish(timeout=120)
+        err = said + err
+        assert rc == 0, err
+        assert "tracing pid %d" % job.p.pid in err, err
+        assert not [w for w in workers if "pid %d" % w in err], (workers, err)
+        t = pftrace.Trace(str(tmp_path / "all.pftrace"))
+        assert not {d.process.pid for d in t.tracks.values()
+                    if d.HasField("process")} & workers
+        daemon = Proc([PTBPF, "daemon", "--out-dir", str(tmp_path / "out"), "--every", "1h",
+                       "--budget", "0"] + MINE)
+        _, said = daemon.wait_line("ptbpf: daemon: pid %d (python3): step signal on" % job.p.pid,
+                                   stream="stderr", timeout=120)
+        time.sleep(5)  # new processes are looked for every 2 s
+        daemon.p.send_signal(signal.SIGTERM)
+        rc, _, err = daemon.finish(timeout=120)
+        err = said + err
+        assert rc == 0, err
+        assert not [w for w in workers if "pid %d" % w in err], (workers, err)
+        open(go, "w").close()
+        assert job.finish(timeout=120)[0] == 0
+    finally:
+        for p in (tracer, daemon, sidecar, job):
+            if p:
+                p.kill()

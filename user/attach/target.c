@@ -154,6 +154,19 @@ size_t target_environ(int pid, char *env, size_t len)
 	return (size_t)n;
 }
 
+size_t target_argv(int pid, char *argv, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	n = read_file(path, argv, len - 1);
+	if (n <= 0)
+		return 0;
+	argv[n] = 0;
+	return (size_t)n;
+}
+
 const char *target_env_get(const char *env, size_t n, const char *key)
 {
 	size_t klen = strlen(key);
@@ -417,6 +430,11 @@ static unsigned long long stat_field(int pid, int n)
 unsigned long long target_start_time(int pid)
 {
 	return stat_field(pid, 22);
+}
+
+int target_parent(int pid)
+{
+	return (int)stat_field(pid, 4);
 }
 
 unsigned long long target_vm_size(int pid)

@@ -58,8 +58,13 @@ unsigned long long target_start_time(int pid);
 /* pid's environment as it started (NUL-separated KEY=VALUE, NUL-ended)
  * into env, at most len - 1 bytes: its length, or 0. */
 size_t target_environ(int pid, char *env, size_t len);
+/* pid's arguments (NUL-separated, NUL-ended) into argv, at most len - 1
+ * bytes: their length, or 0. */
+size_t target_argv(int pid, char *argv, size_t len);
 /* The value of key in env (n bytes from target_environ), or NULL. */
 const char *target_env_get(const char *env, size_t n, const char *key);
+/* Its parent's pid, 0 if unreadable. */
+int target_parent(int pid);
 /* Its virtual memory size: it changes as objects are mapped (a library
  * loaded), so a rescan of its maps is needed only when it did. */
 unsigned long long target_vm_size(int pid);

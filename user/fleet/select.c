@@ -5,6 +5,8 @@
  * own one job's processes on a host other jobs share. A trigger's job
  * names a job as the metrics' run_id label does (TORCHELASTIC_RUN_ID,
  * else SLURM_JOB_ID) or as MASTER_ADDR:MASTER_PORT; its rank is RANK.
+ * Inductor's compile workers map torch and share the job's environment,
+ * but run none of its steps: never selected.
  */
 #define _GNU_SOURCE
 #include "fleet/select.h"
@@ -72,12 +74,42 @@ static bool env_selected(const struct options *opt, const char *env, size_t n)
 	return true;
 }
 
+/* Whether pid's arguments run Inductor's compile worker: the sidecar
+ * torch/_inductor/compile_worker/__main__.py, started by the job with its
+ * environment, and the workers it forks (the same arguments). */
+static bool runs_compile_worker(int pid)
+{
+	static const char script[] = "/_inductor/compile_worker/__main__.py";
+	char argv[4096];
+	size_t n = target_argv(pid, argv, sizeof(argv));
+
+	for (size_t i = 0; i < n; i += strlen(argv + i) + 1) {
+		const char *arg = argv + i;
+		size_t len = strlen(arg), slen = strlen(script);
+
+		if ((len >= slen && !strcmp(arg + len - slen, script)) ||
+		    !strcmp(arg, "torch._inductor.compile_worker"))
+			return true;
+	}
+	return false;
+}
+
+bool select_compile_worker(int pid)
+{
+	int parent = target_parent(pid);
+
+	/* A worker it spawns (not forks) runs multiprocessing's arguments. */
+	return runs_compile_worker(pid) || (parent > 1 && runs_compile_worker(parent));
+}
+
 bool select_process(const struct options *opt, const struct capture_req *trigger, int pid)
 {
 	static char env[ENV_MAX];
 	struct select_proc p;
 	size_t n;
 
+	if (select_compile_worker(pid))
+		return false;
 	if (!opt->nmatch_env && (!trigger || !trigger->nsel))
 		return true;
 	n = target_environ(pid, env, ENV_MAX);
@@ -101,7 +133,8 @@ int select_scan(const struct options *opt, struct select_proc *out, int max)
 		size_t len;
 
 		if (pid <= 0 || pid == getpid() || !(len = target_environ(pid, env, ENV_MAX)) ||
-		    !env_selected(opt, env, len) || !target_maps(pid, "libtorch_cpu.so"))
+		    !env_selected(opt, env, len) || !target_maps(pid, "libtorch_cpu.so") ||
+		    select_compile_worker(pid))
 			continue;
 		out[n].pid = pid;
 		labels_of(env, len, &out[n++]);

@@ -598,19 +598,25 @@ void targets_attach_mapped(struct session *s)
 
 	for (int i = 0; i < s->find.nmapped; i++) {
 		int pid = s->find.mapped[i].pid;
-		bool alive = target_alive(pid) == 1;
+		bool alive = target_alive(pid) == 1, torch;
 
 		if (alive && now - s->find.mapped[i].checked < 200000000ull)
 			continue;
 		s->find.mapped[i].checked = now;
-		if (alive && !traced_now(s, pid) && !refused(s, pid) && maps_torch(pid) &&
-		    select_process(&s->opt, s->win.trigger, pid)) {
+		torch = alive && !traced_now(s, pid) && maps_torch(pid);
+		if (torch && !refused(s, pid) && select_process(&s->opt, s->win.trigger, pid)) {
 			attach_found(s, pid);
-		} else if (alive && !traced_now(s, pid) && now - s->find.mapped[i].at < 60000000000ull) {
+		} else if (alive && !torch && !traced_now(s, pid) &&
+			   now - s->find.mapped[i].at < 60000000000ull) {
 			continue;
-		} else if (s->find.mapped[i].exec && !traced_now(s, pid)) {
-			log_msg("pid %d exec'd into a program that %s\n", pid,
-				alive ? "did not map libtorch within 60 s: not traced" : "has exited");
+		} else if (s->find.mapped[i].exec && !traced_now(s, pid) && !refused(s, pid)) {
+			/* (a refused one was told when its attach failed) */
+			log_msg("pid %d exec'd into %s\n", pid,
+				!alive ? "a program that has exited" :
+				!torch ? "a program that did not map libtorch within 60 s: not traced" :
+				select_compile_worker(pid) ? "Inductor's compile worker: not traced" :
+				"a torch process that --match-env or the window's trigger leaves out:"
+				" not traced");
 		}
 		s->find.mapped[i--] = s->find.mapped[--s->find.nmapped];
 	}
