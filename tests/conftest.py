@@ -186,8 +186,8 @@ def keeper_owner(pid):
     are its ptbpf's, or no one's once that ptbpf is gone (the keeper then
     takes them out); any other process's are its own."""
     try:
-        with open("/proc/%d/comm" % pid) as f:
-            if f.read().strip() != "ptbpf-keeper":
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            if f.read().split(b"\0")[0] != b"ptbpf-keeper":
                 return pid
         with open("/proc/%d/status" % pid) as f:
             ppid = int(re.search(r"^PPid:\s*(\d+)", f.read(), re.M).group(1))

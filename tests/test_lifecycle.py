@@ -168,28 +168,38 @@ def test_a_kill_mid_attach_or_detach_leaves_no_breakpoint(tmp_path):
     probe's breakpoint in the process that makes or closes its link; one
     being killed fails the write and the breakpoint stays in the job
     (before the link keeper: 140-2,954 left, still there 10 s later). The
-    keeper makes and closes every uprobe link: none stays."""
+    keeper makes and closes every uprobe link: none stays. `pkill -9
+    ptbpf` (kept to ptbpf's session here) kills ptbpf, not its keeper
+    (named link-keeper), which then takes the probes out."""
     target, go = start_target(workload_argv("mlp", 100, ["--loop"]), tmp_path)
     argv = [PTBPF, "-p", str(target.p.pid), "-o", str(tmp_path / "k.pftrace"), "--force",
             "--ops", "probes"]
-    landed = {"attach": 0, "detach": 0, "second interrupt": 0}
+    landed = {"attach": 0, "detach": 0, "second interrupt": 0, "pkill": 0}
 
     def trial(kind, delay):
         """Starts ptbpf, sends the signal delay s into kind; no breakpoint stays."""
         t0 = time.monotonic()
-        p = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+        p = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        pkill = ["pkill", "-KILL", "-s", str(p.pid), "ptbpf"]  # its session: no other's
         if kind != "attach":
             for line in p.stderr:
                 if line.startswith("ptbpf: tracing pid"):
                     break
             time.sleep(0.3)
+            if kind == "pkill":  # what pkill would kill: ptbpf, not its keeper
+                listed = subprocess.run(["pgrep", "-s", str(p.pid), "ptbpf"],
+                                        capture_output=True, text=True).stdout.split()
+                assert listed == [str(p.pid)], listed
             t0 = time.monotonic()
             p.send_signal(signal.SIGINT)
         time.sleep(max(0.0, delay - (time.monotonic() - t0)))
-        p.send_signal(signal.SIGINT if kind == "second interrupt" else signal.SIGKILL)
+        if kind == "pkill":
+            subprocess.run(pkill)  # (1: ptbpf had already left)
+        else:
+            p.send_signal(signal.SIGINT if kind == "second interrupt" else signal.SIGKILL)
         err = p.communicate(timeout=120)[1]  # end of file: the keeper is done too
         if ("second interrupt: leaving now" in err if kind == "second interrupt" else
-                p.returncode == -9 and (kind == "detach" or "ptbpf: tracing pid" not in err)):
+                p.returncode == -9 and (kind != "attach" or "ptbpf: tracing pid" not in err)):
             landed[kind] += 1  # the signal came before the attach or detach was over
         left = int3_bytes(target.p.pid)
         assert left == 0, (kind, delay, left, err)
@@ -214,10 +224,11 @@ def test_a_kill_mid_attach_or_detach_leaves_no_breakpoint(tmp_path):
             trial("detach", detach * 0.1 * k)
         for k in range(6):
             trial("second interrupt", 0.025 + detach * 0.1 * k)
+            trial("pkill", detach * 0.1 * k)
         print("signals that came mid-attach or mid-detach:", landed)
         # Most came before the end: the test covered the windows.
         assert landed["attach"] >= 5 and landed["detach"] >= 5, landed
-        assert landed["second interrupt"] >= 3, landed
+        assert landed["second interrupt"] >= 3 and landed["pkill"] >= 3, landed
         assert links_after_exit(holders=[]) == []
         assert target.p.poll() is None
     finally:

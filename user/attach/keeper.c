@@ -446,7 +446,7 @@ int keeper_main(void)
 
 	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
 		signal(ignored[i], SIG_IGN);
-	prctl(PR_SET_NAME, KEEPER_ARGV0);
+	prctl(PR_SET_NAME, KEEPER_COMM);
 	if (getsockopt(KEEPER_FD, SOL_SOCKET, SO_PEERCRED, &peer, &len) ||
 	    peer.pid != getppid()) {
 		fprintf(stderr, "ptbpf: %s is a process of ptbpf's own; run ptbpf instead\n",

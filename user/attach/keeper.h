@@ -28,6 +28,9 @@
 
 /* argv[0] that runs ptbpf as the keeper (main.c). */
 #define KEEPER_ARGV0 "ptbpf-keeper"
+/* Its name (comm), without "ptbpf" in it: `pkill -9 ptbpf` or `killall
+ * -9 ptbpf` then kills ptbpf alone, and the keeper takes its probes out. */
+#define KEEPER_COMM "link-keeper"
 
 /* Attaches prog_fd at offsets (with cookies, or none) of path for pid
  * (a uprobe.multi link; retprobe: at their returns); end: a probe that
