@@ -3,6 +3,7 @@
 started after it too, and labels each with its distributed environment."""
 import os
 import signal
+import subprocess
 import time
 
 from conftest import PTBPF, PYTHON, WORKLOAD, Proc, pftrace, require
@@ -192,7 +193,7 @@ def idle(parent):
 
 
 if __name__ == "__main__":
-    kids = [mp.get_context(kind).Process(target=idle, args=(os.getpid(),))
+    kids = [mp.get_context(kind).Process(target=idle, args=(os.getpid(),), daemon=True)
             for kind in ("fork", "spawn")]
     for k in kids:
         k.start()
@@ -202,6 +203,13 @@ if __name__ == "__main__":
 """
 
 
+def fake_compile_worker(tmp_path):
+    script = tmp_path / "torch" / "_inductor" / "compile_worker" / "__main__.py"
+    script.parent.mkdir(parents=True)
+    script.write_text(FAKE_COMPILE_WORKER)
+    return script
+
+
 def test_inductor_compile_workers_are_never_selected(tmp_path):
     """torch.compile's compile workers map torch and carry the job's
     environment, so --match-env selected them: --all traced each (a trace
@@ -209,9 +217,7 @@ def test_inductor_compile_workers_are_never_selected(tmp_path):
     each (up to one per CPU). Neither does now; the job beside them is
     traced as before."""
     require(PTBPF)
-    script = tmp_path / "torch" / "_inductor" / "compile_worker" / "__main__.py"
-    script.parent.mkdir(parents=True)
-    script.write_text(FAKE_COMPILE_WORKER)
+    script = fake_compile_worker(tmp_path)
     go = str(tmp_path / "go")
     job = Proc([PYTHON, WORKLOAD, "mlp", "--steps", "5", "--go", go], env=tagged())
     # As the sidecar is started: a child of the job's launcher, not the job.
@@ -252,3 +258,39 @@ def test_inductor_compile_workers_are_never_selected(tmp_path):
         for p in (tracer, daemon, sidecar, job):
             if p:
                 p.kill()
+
+
+# A job that starts the compile worker as Inductor does (subprocess.Popen).
+LAUNCHER = r"""
+import subprocess, sys, time, torch
+p = subprocess.Popen([sys.executable, sys.argv[1], "--kind=fork"], stdout=subprocess.PIPE,
+                     text=True)
+print("sidecar", p.pid, p.stdout.readline().strip(), flush=True)
+time.sleep(3)  # a child that exec'd is looked at every 200 ms
+for _ in range(100):
+    torch.ones(4).sum()
+"""
+
+
+def test_follow_children_leaves_out_compile_workers(tmp_path):
+    """--follow-children traces what a traced job forks; a child that has
+    become (or becomes) Inductor's compile worker is not traced, and that
+    is said; the job's own ops are all there."""
+    require(PTBPF)
+    script = fake_compile_worker(tmp_path)
+    out = tmp_path / "f.pftrace"
+    r = subprocess.run([PTBPF, "run", "--follow-children", "--no-samples", "-o", str(out), "--",
+                        PYTHON, "-c", LAUNCHER, str(script)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    said = [x for x in r.stdout.splitlines() if x.startswith("sidecar")]
+    assert said, r.stdout
+    sidecar, workers = int(said[0].split()[1]), {int(x) for x in said[0].split()[3:]}
+    assert ("pid %d, a child of a traced process, is Inductor's compile worker: not traced"
+            % sidecar in r.stderr or "pid %d exec'd into Inductor's compile worker: not traced"
+            % sidecar in r.stderr), r.stderr
+    assert not [w for w in workers | {sidecar} if "tracing pid %d" % w in r.stderr], r.stderr
+    t = pftrace.Trace(str(out))
+    assert not {d.process.pid for d in t.tracks.values() if d.HasField("process")} & \
+        (workers | {sidecar})
+    assert sum(1 for x in t.slices if x.name == "aten::ones") == 100

@@ -141,7 +141,7 @@ int session_loop(struct session *s)
 			break;
 		}
 		for (int i = 0; i < s->npending; i++)
-			targets_add(s, s->pending_forks[i], true);
+			targets_add_child(s, s->pending_forks[i]);
 		s->npending = 0;
 		inject_reap();
 		if (!targets_reap(s) && !s->opt.all && !s->find.nmapped) {

@@ -158,6 +158,9 @@ void read_sched_last(struct session *s, uint64_t sst[SCHED_STAT_MAX]);
 /* targets.c */
 /* Opens and attaches one more process; 0, or -errno with a message printed. */
 int targets_add(struct session *s, int pid, bool quiet_if_gone);
+/* --follow-children: a child a traced process forked (not one that has
+ * already become one of Inductor's compile workers). */
+void targets_add_child(struct session *s, int pid);
 void targets_scan_all(struct session *s);
 void targets_attach_mapped(struct session *s);
 void targets_scan_gpu(struct session *s, const struct target *t);

@@ -552,6 +552,17 @@ int targets_add(struct session *s, int pid, bool quiet_if_gone)
 	return 0;
 }
 
+void targets_add_child(struct session *s, int pid)
+{
+	/* It may have exec'd before this looks: torch.compile's sidecar is
+	 * started so. One that execs later is watched (targets_exec). */
+	if (select_compile_worker(pid))
+		log_msg("pid %d, a child of a traced process, is Inductor's compile worker: "
+			"not traced\n", pid);
+	else
+		targets_add(s, pid, true);
+}
+
 /* Whether /proc/PID/maps names libtorch_cpu.so. */
 static bool maps_torch(int pid)
 {
