@@ -141,30 +141,28 @@ static int read_ns_pid(int pid)
 	return last ? atoi(last) : pid;
 }
 
-size_t target_environ(int pid, char *env, size_t len)
+/* /proc/PID/name (environ, cmdline: NUL-separated) into buf, NUL-ended. */
+static size_t read_proc_list(int pid, const char *name, char *buf, size_t len)
 {
 	char path[64];
 	ssize_t n;
 
-	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
-	n = read_file(path, env, len - 1);
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
+	n = read_file(path, buf, len - 1);
 	if (n <= 0)
 		return 0;
-	env[n] = 0;
+	buf[n] = 0;
 	return (size_t)n;
+}
+
+size_t target_environ(int pid, char *env, size_t len)
+{
+	return read_proc_list(pid, "environ", env, len);
 }
 
 size_t target_argv(int pid, char *argv, size_t len)
 {
-	char path[64];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-	n = read_file(path, argv, len - 1);
-	if (n <= 0)
-		return 0;
-	argv[n] = 0;
-	return (size_t)n;
+	return read_proc_list(pid, "cmdline", argv, len);
 }
 
 const char *target_env_get(const char *env, size_t n, const char *key)
